@@ -1,0 +1,48 @@
+"""statifier: a W3C SCXML engine with a pure, deterministic interpreter core.
+
+``compile`` a chart once into an immutable ``Machine``; drive it with ``initialize``,
+``handle_event``, ``deliver_internal`` and ``cancel``, each of which returns the new
+``MachineState`` and the ordered list of effects (``statifier.effects``) for a driver
+to perform. The core never does I/O.
+"""
+
+from __future__ import annotations
+
+from . import effects
+from .compiler import Resolver, chart_identity
+from .compiler import compile_chart as compile
+from .errors import ChartError, Diagnostic, NotRunningError, PositionError, StatifierError
+from .events import SCXML_EVENT_PROCESSOR, Event, external
+from .ids import new_session_id
+from .interpreter import (
+    DEFAULT_MAX_MACROSTEP_ROUNDS,
+    cancel,
+    deliver_internal,
+    handle_event,
+    initialize,
+)
+from .model import Machine
+from .state import MachineState
+
+__all__ = [
+    "DEFAULT_MAX_MACROSTEP_ROUNDS",
+    "SCXML_EVENT_PROCESSOR",
+    "ChartError",
+    "Diagnostic",
+    "Event",
+    "Machine",
+    "MachineState",
+    "NotRunningError",
+    "PositionError",
+    "Resolver",
+    "StatifierError",
+    "cancel",
+    "chart_identity",
+    "compile",
+    "deliver_internal",
+    "effects",
+    "external",
+    "handle_event",
+    "initialize",
+    "new_session_id",
+]

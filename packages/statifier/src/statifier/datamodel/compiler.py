@@ -1,0 +1,593 @@
+"""Compiling an allow-listed expression syntax tree into a tree of small closures.
+
+Each node becomes a closure ``evaluate(context) -> value``; compiling once and calling closures
+avoids re-dispatching on node types at every evaluation. Any node, name, function or method
+outside the allow-list is rejected here, at compile time, with an
+:class:`~statifier.datamodel.errors.ExpressionSyntaxError`.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Callable, Mapping
+from typing import Final
+
+from statifier.datamodel.access import attribute, iterable_items, slice_of, subscript
+from statifier.datamodel.context import EvalContext, budget_exceeded
+from statifier.datamodel.errors import EvaluationError, ExpressionSyntaxError
+from statifier.datamodel.functions import FUNCTIONS, NO_KEYWORDS, FunctionSpec
+from statifier.datamodel.limits import MAX_INT_BITS
+from statifier.datamodel.methods import METHOD_NAMES, METHODS, lookup_method
+from statifier.datamodel.operators import (
+    BINARY_OPERATORS,
+    COMPARE_OPERATORS,
+    UNARY_OPERATORS,
+    CompareOp,
+)
+from statifier.datamodel.parsing import Located, ParsedSource
+from statifier.datamodel.rendering import render
+from statifier.datamodel.sizing import check_length
+from statifier.datamodel.values import Value, type_name
+
+Evaluator = Callable[[EvalContext], Value]
+"""A compiled expression node."""
+
+_DISALLOWED: Final[Mapping[type[ast.AST], str]] = {
+    ast.Lambda: "lambda expressions",
+    ast.NamedExpr: "assignment expressions (:=)",
+    ast.Await: "await expressions",
+    ast.Yield: "yield expressions",
+    ast.YieldFrom: "yield expressions",
+    ast.Starred: "starred expressions",
+    ast.Set: "set literals",
+    ast.SetComp: "set comprehensions",
+    ast.DictComp: "dict comprehensions",
+    ast.Slice: "slices outside a subscript",
+}
+
+_FORMAT_CONVERSIONS: Final[Mapping[int, bool]] = {-1: False, ord("s"): False, ord("r"): True}
+"""Allowed f-string conversions, mapped to whether they use ``repr``."""
+
+# With a literal scalar on one side a comparison costs O(1) whatever the other side is, so the
+# plain Python operator can be used without any size guard.
+_FAST_COMPARISONS: Final[Mapping[type[ast.cmpop], Callable[[Value, Value], bool]]] = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+}
+
+_NOT_LITERAL: Final = object()
+
+
+def is_reserved_name(name: str) -> bool:
+    """Return whether ``name`` is refused as a variable or attribute name (dunder-prefixed)."""
+    return name.startswith("__")
+
+
+class ExpressionCompiler:
+    """Compiles expression nodes of one parsed source into evaluator closures.
+
+    ``slot_count`` is the number of comprehension-variable slots the compiled closures need in
+    their :class:`EvalContext`.
+    """
+
+    def __init__(self, parsed: ParsedSource) -> None:
+        self._parsed = parsed
+        # Comprehension variables currently in scope, by name, mapped to their slot.
+        self._scope: dict[str, int] = {}
+        self.slot_count = 0
+
+    def error(self, message: str, node: Located | None) -> ExpressionSyntaxError:
+        """Return a compile error located at ``node``."""
+        return self._parsed.error(message, node)
+
+    def check_name(self, name: str, node: Located) -> None:
+        """Refuse dunder names."""
+        if is_reserved_name(name):
+            raise self.error(f"names starting with '__' are not allowed: {name!r}", node)
+
+    def check_attribute_name(self, name: str, node: Located) -> None:
+        """Refuse attribute names starting with an underscore."""
+        if name.startswith("_"):
+            raise self.error(f"attributes starting with '_' are not allowed: {name!r}", node)
+
+    def compile(self, node: ast.expr) -> Evaluator:
+        """Compile one expression node, refusing anything outside the allow-list."""
+        match node:
+            case ast.Constant():
+                return self._constant(node)
+            case ast.Name():
+                return self._name(node)
+            case ast.List() | ast.Tuple():
+                return self._list(node.elts)
+            case ast.Dict():
+                return self._dict(node)
+            case ast.BoolOp():
+                return self._bool_op(node)
+            case ast.UnaryOp():
+                return self._unary_op(node)
+            case ast.BinOp():
+                return self._bin_op(node)
+            case ast.Compare():
+                return self._compare(node)
+            case ast.IfExp():
+                return self._if_exp(node)
+            case ast.Subscript():
+                return self._subscript(node)
+            case ast.Attribute():
+                return self._attribute(node)
+            case ast.Call():
+                return self._call(node)
+            case ast.JoinedStr():
+                return self._joined_str(node)
+            case ast.ListComp() | ast.GeneratorExp():
+                return self._comprehension(node)
+        description = _DISALLOWED.get(type(node), f"{type(node).__name__} expressions")
+        raise self.error(f"{description} are not allowed", node)
+
+    # -- leaves -------------------------------------------------------------------------------
+
+    def _constant(self, node: ast.Constant) -> Evaluator:
+        value = node.value
+        if isinstance(value, int) and not isinstance(value, bool):
+            if value.bit_length() > MAX_INT_BITS:
+                raise self.error("integer literal is too large", node)
+        elif not (value is None or isinstance(value, str | float | bool)):
+            raise self.error(f"{type(value).__name__} literals are not allowed", node)
+        return _constant(value)
+
+    def _name(self, node: ast.Name) -> Evaluator:
+        name = node.id
+        self.check_name(name, node)
+        slot = self._scope.get(name)
+        if slot is not None:
+
+            def local(context: EvalContext) -> Value:
+                return context.slots[slot]
+
+            return local
+
+        def variable(context: EvalContext) -> Value:
+            try:
+                return context.variables[name]
+            except KeyError:
+                raise EvaluationError(f"name {name!r} is not defined") from None
+
+        return variable
+
+    # -- containers ---------------------------------------------------------------------------
+
+    def _list(self, elements: list[ast.expr]) -> Evaluator:
+        items = tuple(self.compile(element) for element in elements)
+
+        def build_list(context: EvalContext) -> Value:
+            return [item(context) for item in items]
+
+        return build_list
+
+    def _dict(self, node: ast.Dict) -> Evaluator:
+        keys: list[Evaluator] = []
+        for key in node.keys:
+            if key is None:
+                raise self.error("dict unpacking (**) is not allowed", node)
+            keys.append(self.compile(key))
+        pairs = tuple(zip(keys, (self.compile(value) for value in node.values), strict=True))
+
+        def build_dict(context: EvalContext) -> Value:
+            result: dict[str, Value] = {}
+            for key_of, value_of in pairs:
+                key = key_of(context)
+                if type(key) is not str:
+                    raise EvaluationError(f"dict keys must be str, not {type_name(key)}")
+                result[key] = value_of(context)
+            return result
+
+        return build_dict
+
+    # -- operators ----------------------------------------------------------------------------
+
+    def _bool_op(self, node: ast.BoolOp) -> Evaluator:
+        operands = tuple(self.compile(value) for value in node.values)
+        is_and = isinstance(node.op, ast.And)
+
+        # Python semantics: the result is the operand that decided the outcome.
+        def boolean(context: EvalContext) -> Value:
+            result: Value = None
+            for operand in operands:
+                result = operand(context)
+                if bool(result) is not is_and:
+                    return result
+            return result
+
+        return boolean
+
+    def _unary_op(self, node: ast.UnaryOp) -> Evaluator:
+        literal = _literal(node)
+        if literal is not _NOT_LITERAL:
+            return _constant(literal)
+        apply = UNARY_OPERATORS[type(node.op)]
+        operand = self.compile(node.operand)
+
+        def unary(context: EvalContext) -> Value:
+            return apply(operand(context))
+
+        return unary
+
+    def _bin_op(self, node: ast.BinOp) -> Evaluator:
+        entry = BINARY_OPERATORS.get(type(node.op))
+        if entry is None:
+            raise self.error(f"operator {type(node.op).__name__} is not allowed", node)
+        apply = entry[1]
+        left = self.compile(node.left)
+        right = self.compile(node.right)
+
+        def binary(context: EvalContext) -> Value:
+            return apply(context, left(context), right(context))
+
+        return binary
+
+    def _compare(self, node: ast.Compare) -> Evaluator:
+        operands = [self.compile(node.left), *(self.compile(item) for item in node.comparators)]
+        if len(node.ops) == 1:
+            fast = _FAST_COMPARISONS.get(type(node.ops[0]))
+            if fast is not None:
+                specialised = _compare_with_literal(fast, node, operands)
+                if specialised is not None:
+                    return specialised
+            return _single_comparison(COMPARE_OPERATORS[type(node.ops[0])], *operands)
+        steps = tuple(
+            zip(
+                (COMPARE_OPERATORS[type(op)] for op in node.ops),
+                operands[1:],
+                strict=True,
+            )
+        )
+        first = operands[0]
+
+        def chained(context: EvalContext) -> Value:
+            left = first(context)
+            for compare, right_of in steps:
+                right = right_of(context)
+                if not compare(context, left, right):
+                    return False
+                left = right
+            return True
+
+        return chained
+
+    def _if_exp(self, node: ast.IfExp) -> Evaluator:
+        test = self.compile(node.test)
+        body = self.compile(node.body)
+        orelse = self.compile(node.orelse)
+
+        def conditional(context: EvalContext) -> Value:
+            return body(context) if test(context) else orelse(context)
+
+        return conditional
+
+    # -- access -------------------------------------------------------------------------------
+
+    def _subscript(self, node: ast.Subscript) -> Evaluator:
+        container = self.compile(node.value)
+        index = node.slice
+        if isinstance(index, ast.Slice):
+            return self._slice(container, index)
+        literal = _literal(index)
+        if isinstance(literal, str):
+            key: str = literal
+
+            def constant_key(context: EvalContext) -> Value:
+                value = container(context)
+                if type(value) is dict:
+                    try:
+                        return value[key]
+                    except KeyError:
+                        raise EvaluationError(f"key {key!r} not found") from None
+                return subscript(value, key)
+
+            return constant_key
+        index_of = self.compile(index)
+
+        def item(context: EvalContext) -> Value:
+            return subscript(container(context), index_of(context))
+
+        return item
+
+    def _slice(self, container: Evaluator, node: ast.Slice) -> Evaluator:
+        bounds = tuple(
+            None if bound is None else self.compile(bound)
+            for bound in (node.lower, node.upper, node.step)
+        )
+        lower, upper, step = (_NONE if bound is None else bound for bound in bounds)
+
+        def sliced(context: EvalContext) -> Value:
+            value = container(context)
+            return slice_of(context, value, lower(context), upper(context), step(context))
+
+        return sliced
+
+    def _attribute(self, node: ast.Attribute) -> Evaluator:
+        name = node.attr
+        self.check_attribute_name(name, node)
+        container = self.compile(node.value)
+
+        def get(context: EvalContext) -> Value:
+            value = container(context)
+            if type(value) is dict:
+                try:
+                    return value[name]
+                except KeyError:
+                    pass
+            return attribute(value, name)
+
+        return get
+
+    # -- calls --------------------------------------------------------------------------------
+
+    def _call(self, node: ast.Call) -> Evaluator:
+        for argument in node.args:
+            if isinstance(argument, ast.Starred):
+                raise self.error("starred arguments are not allowed", argument)
+        for keyword in node.keywords:
+            if keyword.arg is None:
+                raise self.error("keyword unpacking (**) is not allowed", keyword)
+        callee = node.func
+        if isinstance(callee, ast.Name):
+            return self._function_call(node, callee)
+        if isinstance(callee, ast.Attribute):
+            return self._method_call(node, callee)
+        raise self.error("only allow-listed functions and methods can be called", node)
+
+    def _function_call(self, node: ast.Call, callee: ast.Name) -> Evaluator:
+        name = callee.id
+        self.check_name(name, callee)
+        spec = FUNCTIONS.get(name)
+        if spec is None:
+            raise self.error(f"function {name!r} is not allowed", callee)
+        self._check_function_signature(node, name, spec)
+        arguments = tuple(self.compile(argument) for argument in node.args)
+        state = _literal(node.args[0]) if name == "In" else _NOT_LITERAL
+        if isinstance(state, str):
+            state_id: str = state
+
+            def in_literal_state(context: EvalContext) -> Value:
+                return bool(context.in_state(state_id))
+
+            return in_literal_state
+        impl = spec.impl
+        if not node.keywords:
+
+            def call(context: EvalContext) -> Value:
+                return impl(context, [argument(context) for argument in arguments], NO_KEYWORDS)
+
+            return call
+        keywords = tuple(
+            (str(keyword.arg), self.compile(keyword.value)) for keyword in node.keywords
+        )
+
+        def call_with_keywords(context: EvalContext) -> Value:
+            args = [argument(context) for argument in arguments]
+            return impl(context, args, {key: value(context) for key, value in keywords})
+
+        return call_with_keywords
+
+    def _check_function_signature(self, node: ast.Call, name: str, spec: FunctionSpec) -> None:
+        count = len(node.args)
+        if not spec.min_args <= count <= spec.max_args:
+            expected = (
+                str(spec.min_args)
+                if spec.min_args == spec.max_args
+                else f"{spec.min_args} to {spec.max_args}"
+            )
+            raise self.error(
+                f"{name}() takes {expected} positional arguments but {count} were given", node
+            )
+        for keyword in node.keywords:
+            if keyword.arg not in spec.keywords and "*" not in spec.keywords:
+                raise self.error(
+                    f"{name}() does not accept the keyword argument {keyword.arg!r}", keyword
+                )
+
+    def _method_call(self, node: ast.Call, callee: ast.Attribute) -> Evaluator:
+        name = callee.attr
+        self.check_attribute_name(name, callee)
+        if name not in METHOD_NAMES:
+            raise self.error(f"method {name!r} is not allowed", callee)
+        if node.keywords:
+            raise self.error("keyword arguments are not allowed in method calls", node.keywords[0])
+        count = len(node.args)
+        specs = [methods[name] for methods in METHODS.values() if name in methods]
+        if not any(spec.min_args <= count <= spec.max_args for spec in specs):
+            raise self.error(f"wrong number of arguments for method {name!r}", node)
+        receiver = self.compile(callee.value)
+        arguments = tuple(self.compile(argument) for argument in node.args)
+
+        def call_method(context: EvalContext) -> Value:
+            target = receiver(context)
+            spec = lookup_method(target, name)
+            args = [argument(context) for argument in arguments]
+            if not spec.min_args <= len(args) <= spec.max_args:
+                raise EvaluationError(
+                    f"wrong number of arguments for {type_name(target)}.{name}(): {len(args)}"
+                )
+            return spec.impl(context, target, args)
+
+        return call_method
+
+    # -- f-strings and comprehensions ---------------------------------------------------------
+
+    def _joined_str(self, node: ast.JoinedStr) -> Evaluator:
+        parts: list[tuple[Evaluator, bool | None]] = []
+        for part in node.values:
+            if isinstance(part, ast.Constant):
+                parts.append((_constant(part.value), None))
+                continue
+            if not isinstance(part, ast.FormattedValue):
+                raise self.error("unsupported f-string part", part)
+            if part.format_spec is not None:
+                raise self.error("format specifications are not allowed in f-strings", part)
+            use_repr = _FORMAT_CONVERSIONS.get(part.conversion)
+            if use_repr is None:
+                raise self.error("only the !s and !r conversions are allowed", part)
+            parts.append((self.compile(part.value), use_repr))
+        pieces = tuple(parts)
+
+        def format_string(context: EvalContext) -> Value:
+            texts: list[str] = []
+            length = 0
+            for evaluate, use_repr in pieces:
+                value = evaluate(context)
+                text: str = value if use_repr is None else render(context, value, use_repr)
+                length += len(text)
+                check_length(length, "f-string result")
+                texts.append(text)
+            return "".join(texts)
+
+        return format_string
+
+    def _comprehension(self, node: ast.ListComp | ast.GeneratorExp) -> Evaluator:
+        if len(node.generators) != 1:
+            raise self.error("only one 'for' clause is allowed in a comprehension", node)
+        generator = node.generators[0]
+        if generator.is_async:
+            raise self.error("async comprehensions are not allowed", node)
+        # The iterable belongs to the enclosing scope, exactly as in Python.
+        iterable = self.compile(generator.iter)
+        names = self._target_names(generator.target)
+        slots = list(range(self.slot_count, self.slot_count + len(names)))
+        self.slot_count += len(names)
+        enclosing = self._scope
+        self._scope = {**enclosing, **dict(zip(names, slots, strict=True))}
+        try:
+            conditions = tuple(self.compile(condition) for condition in generator.ifs)
+            element = self.compile(node.elt)
+        finally:
+            self._scope = enclosing
+        # Work per iteration is proportional to the size of the loop body, so that is what one
+        # iteration costs against the step budget.
+        cost = 1 + sum(1 for part in [node.elt, *generator.ifs] for _ in ast.walk(part))
+        unpack = isinstance(generator.target, ast.Tuple)
+        first_slot = slots[0]
+
+        def comprehension(context: EvalContext) -> Value:
+            items = iterable_items(iterable(context), "comprehension")
+            check_length(len(items), "comprehension")
+            variables = context.slots
+            result: list[Value] = []
+            for item in items:
+                context.steps -= cost
+                if context.steps < 0:
+                    raise budget_exceeded()
+                if unpack:
+                    _unpack(variables, slots, item)
+                else:
+                    variables[first_slot] = item
+                for condition in conditions:
+                    if not condition(context):
+                        break
+                else:
+                    result.append(element(context))
+            return result
+
+        return comprehension
+
+    def _target_names(self, target: ast.expr) -> list[str]:
+        elements = target.elts if isinstance(target, ast.Tuple) else [target]
+        names: list[str] = []
+        for element in elements:
+            if not isinstance(element, ast.Name):
+                raise self.error("comprehension targets must be names", element)
+            self.check_name(element.id, element)
+            if element.id in names:
+                raise self.error(f"duplicate comprehension variable {element.id!r}", element)
+            names.append(element.id)
+        if not names:
+            raise self.error("comprehension target is empty", target)
+        return names
+
+
+def _constant(value: Value) -> Evaluator:
+    def constant(context: EvalContext) -> Value:
+        return value
+
+    return constant
+
+
+def _none(context: EvalContext) -> Value:
+    return None
+
+
+_NONE: Final[Evaluator] = _none
+
+
+def _literal(node: ast.expr) -> Value:
+    """Return the scalar value of a literal (including a signed number), else ``_NOT_LITERAL``."""
+    if isinstance(node, ast.Constant) and (
+        node.value is None or isinstance(node.value, str | int | float)
+    ):
+        return node.value
+    if (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub | ast.UAdd)
+        and isinstance(node.operand, ast.Constant)
+        and isinstance(node.operand.value, int | float)
+        and not isinstance(node.operand.value, bool)
+    ):
+        number = node.operand.value
+        return -number if isinstance(node.op, ast.USub) else number
+    return _NOT_LITERAL
+
+
+def _compare_with_literal(
+    compare: Callable[[Value, Value], bool], node: ast.Compare, operands: list[Evaluator]
+) -> Evaluator | None:
+    right_literal = _literal(node.comparators[0])
+    left_literal = _literal(node.left)
+    if right_literal is not _NOT_LITERAL:
+        left = operands[0]
+        constant = right_literal
+        # ``==`` and ``!=`` dominate state-machine conditions; inlining them skips a call.
+        if compare is operator.eq:
+
+            def equals_literal(context: EvalContext) -> Value:
+                return left(context) == constant
+
+            return equals_literal
+        if compare is operator.ne:
+
+            def differs_from_literal(context: EvalContext) -> Value:
+                return left(context) != constant
+
+            return differs_from_literal
+
+        def compare_to_literal(context: EvalContext) -> Value:
+            return compare(left(context), constant)
+
+        return compare_to_literal
+    if left_literal is not _NOT_LITERAL:
+        right = operands[1]
+        constant = left_literal
+
+        def compare_literal_to(context: EvalContext) -> Value:
+            return compare(constant, right(context))
+
+        return compare_literal_to
+    return None
+
+
+def _single_comparison(compare: CompareOp, left: Evaluator, right: Evaluator) -> Evaluator:
+    def comparison(context: EvalContext) -> Value:
+        return compare(context, left(context), right(context))
+
+    return comparison
+
+
+def _unpack(variables: list[Value], slots: list[int], item: Value) -> None:
+    if not isinstance(item, list | tuple) or len(item) != len(slots):
+        raise EvaluationError(f"cannot unpack {type_name(item)} into {len(slots)} variables")
+    for slot, value in zip(slots, item, strict=True):
+        variables[slot] = value

@@ -1,0 +1,78 @@
+"""Compiled expressions: the public :func:`compile_expression` and :class:`Expression`."""
+
+from __future__ import annotations
+
+import keyword
+from dataclasses import dataclass, field
+
+from statifier.datamodel.compiler import Evaluator, ExpressionCompiler, is_reserved_name
+from statifier.datamodel.context import (
+    CONTEXT_POOL,
+    CONTEXT_POOL_LIMIT,
+    NO_SLOTS,
+    NO_VARIABLES,
+    EvalContext,
+)
+from statifier.datamodel.errors import EvaluationError, ExpressionSyntaxError, evaluation_error
+from statifier.datamodel.limits import MAX_SOURCE_LENGTH, STEP_BUDGET
+from statifier.datamodel.parsing import parse_expression_source
+from statifier.datamodel.values import InState, Value, Variables
+
+
+@dataclass(frozen=True, slots=True)
+class Expression:
+    """An immutable compiled expression; evaluate it any number of times, from any thread."""
+
+    source: str
+    _evaluator: Evaluator = field(repr=False, compare=False)
+    _slot_count: int = field(repr=False, compare=False)
+
+    def evaluate(self, variables: Variables, in_state: InState) -> Value:
+        """Evaluate against ``variables``; ``in_state`` answers ``In(state_id)``.
+
+        Raises :class:`EvaluationError` and nothing else.
+        """
+        # The context pool is inlined here because this is the interpreter's hottest call.
+        slot_count = self._slot_count
+        try:
+            context = CONTEXT_POOL.pop()
+        except IndexError:
+            context = EvalContext(variables, in_state, slot_count)
+        else:
+            context.variables = variables
+            context.in_state = in_state
+            context.steps = STEP_BUDGET
+            if slot_count:
+                context.slots = [None] * slot_count
+        try:
+            result = self._evaluator(context)
+        except EvaluationError:
+            raise
+        except Exception as exc:
+            raise evaluation_error(exc) from None
+        # Contexts of failed evaluations are simply dropped; only the success path recycles.
+        context.variables = NO_VARIABLES
+        if slot_count:
+            context.slots = NO_SLOTS
+        if len(CONTEXT_POOL) < CONTEXT_POOL_LIMIT:
+            CONTEXT_POOL.append(context)
+        return result
+
+
+def compile_expression(source: str) -> Expression:
+    """Compile ``source`` into an :class:`Expression` or raise :class:`ExpressionSyntaxError`."""
+    parsed = parse_expression_source(source, MAX_SOURCE_LENGTH)
+    compiler = ExpressionCompiler(parsed)
+    try:
+        evaluator = compiler.compile(parsed.expression())
+    except RecursionError:
+        raise ExpressionSyntaxError("expression is too deeply nested", source) from None
+    return Expression(source, evaluator, compiler.slot_count)
+
+
+def is_identifier(name: str) -> bool:
+    """Return whether ``name`` is a usable variable name.
+
+    That is a Python identifier that is not a keyword and does not start with ``__``.
+    """
+    return name.isidentifier() and not keyword.iskeyword(name) and not is_reserved_name(name)

@@ -1,0 +1,197 @@
+"""Assignable locations (``a``, ``a.b``, ``a['k'][0]``) and copy-on-write updates of values.
+
+Writing never changes a container in place: every container on the path from the root variable
+to the written element is shallow-copied, and the caller receives the new root value. Values
+that shared structure with the old root keep seeing the old data.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Final
+
+from statifier.datamodel.access import attribute, subscript
+from statifier.datamodel.compiler import Evaluator, ExpressionCompiler
+from statifier.datamodel.context import EvalContext
+from statifier.datamodel.errors import EvaluationError, ExpressionSyntaxError, evaluation_error
+from statifier.datamodel.limits import MAX_SOURCE_LENGTH
+from statifier.datamodel.parsing import parse_expression_source
+from statifier.datamodel.values import InState, Value, Variables, type_name
+
+PathKey = str | int
+"""One step of a written path: a dict key or a (non-negative) list index."""
+
+_MISSING: Final = object()
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    """The outcome of one write.
+
+    ``root_value`` is the new value of variable ``root``; ``path`` leads from the root to the
+    written element (empty when the variable itself was assigned); ``prior`` is the value
+    previously at that path, or ``None`` if there was none.
+    """
+
+    root: str
+    root_value: Value
+    path: tuple[PathKey, ...]
+    prior: Value
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    key: Evaluator
+    is_attribute: bool
+
+
+@dataclass(frozen=True, slots=True)
+class LocationPlan:
+    """A compiled location: a root variable name and the steps leading into its value."""
+
+    root: str
+    steps: tuple[_Step, ...]
+
+    def keys(self, context: EvalContext) -> list[Value]:
+        """Evaluate the key of every step, outermost first."""
+        return [step.key(context) for step in self.steps]
+
+    def read(self, root_value: Value, keys: list[Value]) -> Value:
+        """Return the value found by following ``keys`` from ``root_value``."""
+        current = root_value
+        for step, key in zip(self.steps, keys, strict=True):
+            current = attribute(current, key) if step.is_attribute else subscript(current, key)
+        return current
+
+    def write(self, context: EvalContext, root_value: Value, value: Value) -> WriteResult:
+        """Evaluate the keys, then store ``value`` at the path (see :meth:`write_at`)."""
+        return self.write_at(context, root_value, self.keys(context), value)
+
+    def write_at(
+        self, context: EvalContext, root_value: Value, keys: list[Value], value: Value
+    ) -> WriteResult:
+        """Return the root value with ``value`` stored at the path given by ``keys``.
+
+        Missing dict keys along the way are created as empty dicts.
+        """
+        if not keys:
+            return WriteResult(self.root, value, (), root_value)
+        containers: list[Value] = []
+        path: list[PathKey] = []
+        current = root_value
+        for step, key in zip(self.steps, keys, strict=True):
+            containers.append(current)
+            if isinstance(current, dict):
+                if not isinstance(key, str):
+                    raise EvaluationError(f"dict keys are strings, not {type_name(key)}")
+                path.append(key)
+                current = current.get(key, _MISSING)
+                if current is _MISSING:
+                    current = {} if len(path) < len(keys) else None
+            elif isinstance(current, list):
+                if step.is_attribute:
+                    raise EvaluationError(f"cannot set attribute {key!r} on a list")
+                index = _list_index(current, key)
+                path.append(index)
+                current = current[index]
+            else:
+                raise EvaluationError(f"cannot assign into a value of type '{type_name(current)}'")
+        prior = current
+        new_value = value
+        for container, key in zip(reversed(containers), reversed(path), strict=True):
+            context.charge(len(container) + 1)
+            copy = dict(container) if isinstance(container, dict) else list(container)
+            copy[key] = new_value
+            new_value = copy
+        return WriteResult(self.root, new_value, tuple(path), prior)
+
+
+def _list_index(items: list[Value], key: Value) -> int:
+    if not isinstance(key, int):
+        raise EvaluationError(f"list indices must be integers, not {type_name(key)}")
+    index = int(key) + len(items) if key < 0 else int(key)
+    if not 0 <= index < len(items):
+        raise EvaluationError(f"list index {key} out of range (length {len(items)})")
+    return index
+
+
+def plan_location(compiler: ExpressionCompiler, node: ast.expr) -> LocationPlan:
+    """Compile an assignment target made of a name followed by attributes and subscripts."""
+    steps: list[_Step] = []
+    while True:
+        if isinstance(node, ast.Name):
+            compiler.check_name(node.id, node)
+            steps.reverse()
+            return LocationPlan(node.id, tuple(steps))
+        if isinstance(node, ast.Attribute):
+            compiler.check_attribute_name(node.attr, node)
+            steps.append(_Step(_constant_key(node.attr), is_attribute=True))
+        elif isinstance(node, ast.Subscript):
+            if isinstance(node.slice, ast.Slice):
+                raise compiler.error("cannot assign to a slice", node)
+            steps.append(_Step(compiler.compile(node.slice), is_attribute=False))
+        else:
+            raise compiler.error(
+                "not a location: expected a name followed by attributes or subscripts", node
+            )
+        node = node.value
+
+
+def _constant_key(name: str) -> Evaluator:
+    def key(context: EvalContext) -> Value:
+        return name
+
+    return key
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """An immutable compiled location expression."""
+
+    source: str
+    root: str
+    _plan: LocationPlan = field(repr=False, compare=False)
+    _slot_count: int = field(repr=False, compare=False)
+
+    def write(self, variables: Variables, value: Value, in_state: InState) -> WriteResult:
+        """Compute the new value of the root variable with ``value`` stored at this location.
+
+        Neither ``variables`` nor any value in it is modified; store ``root_value`` yourself.
+        Raises :class:`EvaluationError` and nothing else.
+        """
+        context = EvalContext(variables, in_state, self._slot_count)
+        try:
+            return self._plan.write(context, self._root_value(variables), value)
+        except EvaluationError:
+            raise
+        except Exception as exc:
+            raise evaluation_error(exc) from None
+
+    def read(self, variables: Variables, in_state: InState) -> Value:
+        """Return the value currently at this location. Raises :class:`EvaluationError` only."""
+        context = EvalContext(variables, in_state, self._slot_count)
+        try:
+            root_value = self._root_value(variables)
+            return self._plan.read(root_value, self._plan.keys(context))
+        except EvaluationError:
+            raise
+        except Exception as exc:
+            raise evaluation_error(exc) from None
+
+    def _root_value(self, variables: Variables) -> Value:
+        try:
+            return variables[self.root]
+        except KeyError:
+            raise EvaluationError(f"name {self.root!r} is not defined") from None
+
+
+def compile_location(source: str) -> Location:
+    """Compile ``source`` into a :class:`Location` or raise :class:`ExpressionSyntaxError`."""
+    parsed = parse_expression_source(source, MAX_SOURCE_LENGTH)
+    compiler = ExpressionCompiler(parsed)
+    try:
+        plan = plan_location(compiler, parsed.expression())
+    except RecursionError:
+        raise ExpressionSyntaxError("location is too deeply nested", source) from None
+    return Location(source, plan.root, plan, compiler.slot_count)

@@ -1,0 +1,44 @@
+"""Parsing ``<send delay>`` durations into whole milliseconds."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+
+_UNIT_MS = {
+    "ms": Decimal(1),
+    "s": Decimal(1_000),
+    "m": Decimal(60_000),
+    "h": Decimal(3_600_000),
+    "d": Decimal(86_400_000),
+    "w": Decimal(604_800_000),
+}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h|d|w)\s*$")
+
+MAX_DELAY_MS = 100 * 365 * 86_400_000
+"""The longest delay accepted (a century); longer ones are almost certainly mistakes."""
+
+
+class InvalidDuration(ValueError):
+    """A delay that is not a duration we understand."""
+
+
+def parse_duration(text: str) -> int:
+    """``"7d"``, ``"24h"``, ``".5s"``, ``"1.5s"``, ``"250ms"`` -> milliseconds.
+
+    Fractions of a millisecond round half up. Raises ``InvalidDuration``.
+    """
+    match = _DURATION.match(text)
+    if match is None:
+        raise InvalidDuration(
+            f"invalid duration {text!r}: expected a number and a unit "
+            "(ms, s, m, h, d or w), e.g. '7d' or '.5s'"
+        )
+    try:
+        amount = Decimal(match.group(1))
+    except InvalidOperation:  # pragma: no cover - the regex admits only decimals
+        raise InvalidDuration(f"invalid duration {text!r}") from None
+    millis = int((amount * _UNIT_MS[match.group(2)]).to_integral_value(rounding="ROUND_HALF_UP"))
+    if millis > MAX_DELAY_MS:
+        raise InvalidDuration(f"duration {text!r} is longer than a century")
+    return millis

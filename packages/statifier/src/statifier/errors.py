@@ -1,0 +1,51 @@
+"""Typed errors raised by the engine's public API."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """One problem found while compiling a chart.
+
+    ``code`` is a stable machine-readable slug (``unknown-element``, ``unknown-target``...),
+    ``line``/``column`` are 1-based positions in the source (0 when unknown), and
+    ``severity`` is ``"error"`` (blocks compilation) or ``"warning"``.
+    """
+
+    code: str
+    message: str
+    line: int = 0
+    column: int = 0
+    severity: str = "error"
+
+    def format(self, filename: str = "<chart>") -> str:
+        """``file:line:col: severity: message [code]``, as compilers print it."""
+        return (
+            f"{filename}:{self.line}:{self.column}: {self.severity}: {self.message} [{self.code}]"
+        )
+
+
+class StatifierError(Exception):
+    """Base class of every error the engine raises."""
+
+
+class ChartError(StatifierError):
+    """A chart could not be compiled; ``diagnostics`` lists every error found."""
+
+    def __init__(self, diagnostics: list[Diagnostic]) -> None:
+        self.diagnostics = tuple(diagnostics)
+        first = diagnostics[0] if diagnostics else None
+        summary = f"{len(diagnostics)} error(s) in chart"
+        if first is not None:
+            summary += f"; first at {first.line}:{first.column}: {first.message}"
+        super().__init__(summary)
+
+
+class NotRunningError(StatifierError):
+    """An event was handed to an execution that is no longer running."""
+
+
+class PositionError(StatifierError):
+    """Base class of the errors ``statifier.position.loads`` raises."""

@@ -1,0 +1,67 @@
+"""Events: what the interpreter consumes from its queues."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+EventType = Literal["internal", "external", "platform"]
+
+SCXML_EVENT_PROCESSOR = "http://www.w3.org/TR/scxml/#SCXMLEventProcessor"
+"""The type URI of the SCXML Event I/O Processor (origintype of every event we build)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Event:
+    """One SCXML event.
+
+    ``type`` is provenance only: internal and platform events share the internal queue.
+    ``data`` is a JSON-like value or None. ``caller_context`` is an opaque host term that
+    the core copies onto the effects of the macrostep the event starts and never reads;
+    it is not visible to the chart (it is not part of ``_event``).
+    """
+
+    name: str
+    type: EventType = "external"
+    data: Any = None
+    sendid: str | None = None
+    origin: str | None = None
+    origintype: str | None = None
+    invokeid: str | None = None
+    caller_context: Any = None
+
+    def as_system_variable(self) -> dict[str, Any]:
+        """The ``_event`` value the datamodel exposes while this event is processed."""
+        return {
+            "name": self.name,
+            "type": self.type,
+            "sendid": self.sendid,
+            "origin": self.origin,
+            "origintype": self.origintype,
+            "invokeid": self.invokeid,
+            "data": self.data,
+        }
+
+
+def external(name: str, data: Any = None, **fields: Any) -> Event:
+    """Build an external event, the kind a host feeds into ``handle_event``."""
+    return Event(name=name, type="external", data=data, **fields)
+
+
+def name_matches(descriptors: tuple[str, ...], name: str) -> bool:
+    """Spec 3.12.1 event-descriptor matching.
+
+    A descriptor matches a name equal to it or a name that extends it at a ``.`` boundary;
+    ``*`` (and ``.*``, its empty-prefix spelling) matches everything; a trailing ``.*`` or
+    ``.`` on a descriptor is ignored.
+    """
+    for descriptor in descriptors:
+        if descriptor == "*" or descriptor == name:
+            return True
+        if descriptor.endswith(".*"):
+            descriptor = descriptor[:-2]
+        elif descriptor.endswith("."):
+            descriptor = descriptor[:-1]
+        if not descriptor or name == descriptor or name.startswith(descriptor + "."):
+            return True
+    return False

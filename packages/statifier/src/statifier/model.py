@@ -1,0 +1,248 @@
+"""The compiled, immutable chart: states, transitions and executable content.
+
+Everything is numbered in document order: ``StateNode.index`` (0 is the synthesized
+``<scxml>`` root), ``TransitionNode.index`` (``t_index``), ``ContentNode.c_index`` and
+``DataNode.d_index``. Ancestry is an integer range test: ``d`` is a descendant of ``s``
+exactly when ``s.index < d <= s.last``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from .errors import Diagnostic
+
+if TYPE_CHECKING:
+    from .datamodel import Expression, Location, Script
+
+Owner = tuple[str, int] | tuple[str, int, int]
+StateKind = Literal["scxml", "state", "parallel", "final", "history"]
+
+
+@dataclass(frozen=True, slots=True)
+class ParamNode:
+    """``<param name expr|location>``: ``value`` reads the expression or location."""
+
+    name: str
+    value: Expression
+
+
+@dataclass(frozen=True, slots=True)
+class ContentSpec:
+    """``<content>``: either an expression, or a static value (text parsed, or markup)."""
+
+    expr: Expression | None
+    value: Any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContentNode:
+    """Fields shared by every executable-content node."""
+
+    c_index: int
+    owner: Owner
+    line: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RaiseNode(ContentNode):
+    """``<raise event>``."""
+
+    event: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogNode(ContentNode):
+    """``<log label expr>``."""
+
+    label: str | None
+    expr: Expression | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AssignNode(ContentNode):
+    """``<assign location expr>`` or with inline content (``value``)."""
+
+    location: Location
+    expr: Expression | None
+    value: Any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IfNode(ContentNode):
+    """``<if>``/``<elseif>``/``<else>``: branches of (cond or None for else, body)."""
+
+    branches: tuple[tuple[Expression | None, tuple[ContentNode, ...]], ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ForeachNode(ContentNode):
+    """``<foreach array item index>``."""
+
+    array: Expression
+    item: str
+    index: str | None
+    body: tuple[ContentNode, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScriptNode(ContentNode):
+    """``<script>`` inside executable content."""
+
+    script: Script
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SendNode(ContentNode):
+    """``<send>`` with every attribute form it may use."""
+
+    event: str | None
+    eventexpr: Expression | None
+    target: str | None
+    targetexpr: Expression | None
+    type: str | None
+    typeexpr: Expression | None
+    id: str | None
+    idlocation: Location | None
+    delay_ms: int | None
+    delayexpr: Expression | None
+    namelist: tuple[tuple[str, Expression], ...]
+    params: tuple[ParamNode, ...]
+    content: ContentSpec | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CancelNode(ContentNode):
+    """``<cancel sendid|sendidexpr>``."""
+
+    sendid: str | None
+    sendidexpr: Expression | None
+
+
+@dataclass(frozen=True, slots=True)
+class DataNode:
+    """``<data id expr|src|content>``; ``state`` is the index of the state declaring it."""
+
+    d_index: int
+    id: str
+    state: int
+    expr: Expression | None
+    src: str | None
+    value: Any
+    has_value: bool
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class DoneDataNode:
+    """``<donedata>``: content or params."""
+
+    content: ContentSpec | None
+    params: tuple[ParamNode, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class InvokeNode:
+    """``<invoke>`` declared in a state; ``index`` is its position in that state."""
+
+    state: int
+    index: int
+    type: str | None
+    typeexpr: Expression | None
+    src: str | None
+    srcexpr: Expression | None
+    id: str | None
+    idlocation: Location | None
+    namelist: tuple[tuple[str, Expression], ...]
+    params: tuple[ParamNode, ...]
+    content: ContentSpec | None
+    autoforward: bool
+    finalize: tuple[ContentNode, ...]
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class TransitionNode:
+    """One ``<transition>`` (or a synthesized initial transition).
+
+    ``events`` is empty for an eventless transition. ``domain`` is precomputed when no
+    target is a history state (it does not depend on the configuration then).
+    """
+
+    index: int
+    source: int
+    events: tuple[str, ...]
+    cond: Expression | None
+    targets: tuple[int, ...]
+    internal: bool
+    content: tuple[ContentNode, ...]
+    line: int
+    domain: int | None = None
+    static: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class StateNode:
+    """One state (or the root, index 0), with precomputed structure."""
+
+    index: int
+    id: str
+    named: bool
+    kind: StateKind
+    parent: int
+    depth: int
+    last: int
+    children: tuple[int, ...]
+    history: tuple[int, ...]
+    ancestors: tuple[int, ...]
+    initial_transition: int | None
+    history_deep: bool
+    transitions: tuple[int, ...]
+    onentry: tuple[tuple[ContentNode, ...], ...]
+    onexit: tuple[tuple[ContentNode, ...], ...]
+    invokes: tuple[InvokeNode, ...]
+    donedata: DoneDataNode | None
+    data: tuple[int, ...]
+    line: int
+    column: int
+
+    @property
+    def atomic(self) -> bool:
+        """Atomic: a ``<state>`` without child states, or a ``<final>``."""
+        return self.kind in ("state", "final") and not self.children
+
+    @property
+    def compound(self) -> bool:
+        """Compound: a ``<state>`` (or the root) with child states."""
+        return self.kind in ("state", "scxml") and bool(self.children)
+
+
+@dataclass(frozen=True, slots=True)
+class Machine:
+    """A compiled chart. Immutable; safe to share between any number of executions."""
+
+    name: str | None
+    version: str | None
+    identity: str
+    source: bytes
+    datamodel: str
+    late_binding: bool
+    states: tuple[StateNode, ...]
+    transitions: tuple[TransitionNode, ...]
+    content: tuple[ContentNode, ...]
+    data: tuple[DataNode, ...]
+    scripts: tuple[Script, ...]
+    state_ids: dict[str, int]
+    warnings: tuple[Diagnostic, ...]
+    resolved_sources: dict[str, str] = field(default_factory=dict)
+    # Memoized, deterministic derived data (entry sets and the like); never observable.
+    _cache: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def state(self, state_id: str) -> StateNode:
+        """The state with the given id (KeyError if there is none)."""
+        return self.states[self.state_ids[state_id]]
+
+    def is_descendant(self, state: int, ancestor: int) -> bool:
+        """Whether ``state`` is a proper descendant of ``ancestor``."""
+        return ancestor < state <= self.states[ancestor].last

@@ -1,0 +1,69 @@
+"""``MachineState``: an execution's whole position, as an immutable value.
+
+It holds no closures, tasks, timers or handles: everything a driver needs to carry an
+execution across a restart is here, and ``statifier.position`` serializes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .events import Event
+from .model import Machine
+
+Status = Literal["running", "done"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MachineState:
+    """The position of one execution of a ``Machine``.
+
+    ``configuration`` is the set of active state indexes (the root is implicit).
+    ``invocations`` maps ``(state_index, invoke_index)`` to the live invoke id.
+    ``history`` maps a history state's index to the state indexes it recorded.
+    ``datamodel`` maps variable names (system variables included) to JSON-like values;
+    treat it as read-only.
+    """
+
+    machine: Machine
+    session_id: str
+    configuration: frozenset[int]
+    internal_queue: tuple[Event, ...]
+    history: dict[int, tuple[int, ...]]
+    entered: frozenset[int]
+    states_to_invoke: tuple[int, ...]
+    invocations: dict[tuple[int, int], str]
+    invoke_counter: int
+    send_counter: int
+    timer_counter: int
+    caller_context: Any
+    datamodel: dict[str, Any]
+    running: bool
+    status: Status
+    macrostep: int
+    microstep: int
+    round: int
+    trace: bool
+    max_macrostep_rounds: int | None
+    invoke_types: frozenset[str] | None
+    routes: frozenset[str] | None = None
+
+    def configuration_ids(self) -> tuple[str, ...]:
+        """Ids of every active state, in document order."""
+        states = self.machine.states
+        return tuple(states[i].id for i in sorted(self.configuration))
+
+    def active_leaf_ids(self) -> tuple[str, ...]:
+        """Ids of the active atomic states, in document order."""
+        states = self.machine.states
+        return tuple(states[i].id for i in sorted(self.configuration) if states[i].atomic)
+
+    def is_active(self, state_id: str) -> bool:
+        """Whether the state with this id is in the configuration."""
+        index = self.machine.state_ids.get(state_id)
+        return index is not None and index in self.configuration
+
+    def live_invocations(self) -> dict[str, tuple[int, int]]:
+        """Invoke id -> ``(state_index, invoke_index)`` of every live invocation."""
+        return {invoke_id: key for key, invoke_id in self.invocations.items()}

@@ -1,0 +1,414 @@
+"""A deterministic driver on a virtual clock: conformance tests, the CLI, and examples.
+
+It owns each session's external queue, performs the core's effects, and fires delayed
+sends in virtual time (no real sleeping). It also runs ``<invoke type="scxml">`` child
+sessions, so an entire tree of executions is reproducible event for event.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from . import effects as fx
+from .compiler import Resolver, compile_chart
+from .errors import ChartError
+from .events import SCXML_EVENT_PROCESSOR, Event
+from .interpreter import (
+    SCXML_INVOKE_TYPES,
+    cancel,
+    deliver_internal,
+    handle_event,
+    initialize,
+)
+from .model import Machine
+from .state import MachineState
+
+
+@dataclass
+class _Session:
+    session_id: str
+    state: MachineState
+    queue: deque[Event] = field(default_factory=deque)
+    parent: tuple[str, str] | None = None  # (parent session id, invoke id in the parent)
+    children: dict[str, str] = field(default_factory=dict)  # invoke id -> child session id
+    halted: bool = False
+
+
+@dataclass(frozen=True)
+class Timer:
+    """A pending delayed send."""
+
+    due_ms: int
+    session_id: str
+    effect: fx.SendDelayed
+
+
+@dataclass
+class VirtualRun:
+    """The outcome of ``run_chart``: how the top-level session ended."""
+
+    done: bool
+    configuration: tuple[str, ...]
+    donedata: Any
+    effects: list[fx.Effect]
+    log: list[tuple[str | None, Any]]
+    virtual_ms: int
+    state: MachineState
+
+
+class VirtualDriver:
+    """Drives one top-level execution (and its invoked children) in virtual time.
+
+    ``observer`` (if given) is called with ``(session_id, effect)`` for every effect, in
+    order. ``resolver`` maps an ``<invoke src>`` to chart text.
+    """
+
+    def __init__(
+        self,
+        machine: Machine,
+        *,
+        session_id: str = "sess_virtual",
+        resolver: Resolver | None = None,
+        observer: Callable[[str, fx.Effect], None] | None = None,
+        max_macrostep_rounds: int | None = 10_000,
+        trace: bool = False,
+    ) -> None:
+        self.machine = machine
+        self.top = session_id
+        self.resolver = resolver
+        self.observer = observer
+        self.max_rounds = max_macrostep_rounds
+        self.trace = trace
+        self.now_ms = 0
+        self.sessions: dict[str, _Session] = {}
+        self._timers: list[tuple[int, int, Timer]] = []
+        self._seq = itertools.count()
+        self._child_ids = itertools.count(1)
+        self._deferred: deque[tuple[str, str, str | None]] = deque()
+        self.effects: list[fx.Effect] = []
+        self.log: list[tuple[str | None, Any]] = []
+
+    # -- public surface ------------------------------------------------------------------
+
+    @property
+    def state(self) -> MachineState:
+        """The top-level session's current position."""
+        return self.sessions[self.top].state
+
+    def start(self) -> list[fx.Effect]:
+        """Initialize the top-level session; returns the effects it produced."""
+        return self._start_session(self.machine, self.top, None, {})
+
+    def send(self, event: Event | str) -> None:
+        """Queue an external event for the top-level session."""
+        if isinstance(event, str):
+            event = Event(name=event)
+        self.sessions[self.top].queue.append(event)
+
+    def pending_timers(self) -> list[Timer]:
+        """Delayed sends not yet fired, earliest first."""
+        return [entry[2] for entry in sorted(self._timers)]
+
+    def run_until_idle(self, max_steps: int = 100_000) -> None:
+        """Process queued events of every session until no queue has work (timers wait)."""
+        for _ in range(max_steps):
+            if not self._step_one_queue():
+                return
+        raise RuntimeError(f"no quiescence after {max_steps} events")
+
+    def advance(self, ms: int | None = None, max_steps: int = 100_000) -> None:
+        """Fire the timers due within ``ms`` virtual milliseconds (all of them if None)."""
+        horizon = None if ms is None else self.now_ms + ms
+        self.run_until_idle(max_steps)
+        for _ in range(max_steps):
+            if self.sessions[self.top].halted or not self._timers:
+                break
+            due = self._timers[0][0]
+            if horizon is not None and due > horizon:
+                break
+            _, _, timer = heapq.heappop(self._timers)
+            self.now_ms = max(self.now_ms, due)
+            self._fire(timer)
+            self.run_until_idle(max_steps)
+        if horizon is not None:
+            self.now_ms = max(self.now_ms, horizon)
+
+    # -- sessions ------------------------------------------------------------------------
+
+    def _start_session(
+        self,
+        machine: Machine,
+        session_id: str,
+        parent: tuple[str, str] | None,
+        seed: dict[str, Any],
+    ) -> list[fx.Effect]:
+        session = _Session(session_id, cast(MachineState, None), parent=parent)
+        self.sessions[session_id] = session
+        state, effects = initialize(
+            machine,
+            session_id=session_id,
+            max_macrostep_rounds=self.max_rounds,
+            datamodel=seed,
+            trace=self.trace,
+            routes=self._routes(session),
+        )
+        session.state = state
+        self._perform(session_id, effects)
+        return effects
+
+    def _step_one_queue(self) -> bool:
+        if self._deferred:
+            session_id, name, sendid = self._deferred.popleft()
+            self._internal(session_id, name, sendid)
+            return True
+        for session in list(self.sessions.values()):
+            if session.queue and not session.halted and session.state.running:
+                event = session.queue.popleft()
+                state, effects = handle_event(session.state, event, routes=self._routes(session))
+                session.state = state
+                self._perform(session.session_id, effects)
+                return True
+        return False
+
+    def _internal(self, session_id: str, name: str, sendid: str | None) -> None:
+        session = self.sessions.get(session_id)
+        if session is None or session.halted or not session.state.running:
+            return
+        state, effects = deliver_internal(
+            session.state, name, sendid=sendid, routes=self._routes(session)
+        )
+        session.state = state
+        self._perform(session_id, effects)
+
+    def _routes(self, session: _Session) -> frozenset[str]:
+        """What this driver can deliver to: live sessions, and the parent if invoked."""
+        targets = {f"#_scxml_{sid}" for sid, other in self.sessions.items() if not other.halted}
+        if session.parent is not None:
+            targets.add("#_parent")
+        return frozenset(targets)
+
+    def _fire(self, timer: Timer) -> None:
+        session = self.sessions.get(timer.session_id)
+        if session is None or session.halted:
+            return
+        effect = timer.effect
+        if effect.target == "#_internal":
+            state, effects = deliver_internal(
+                session.state,
+                effect.event,
+                kind="internal",
+                data=effect.data,
+                sendid=effect.send_id if effect.id_from_author else None,
+                origin=f"#_scxml_{timer.session_id}",
+                origintype=SCXML_EVENT_PROCESSOR,
+                routes=self._routes(session),
+            )
+            session.state = state
+            self._perform(timer.session_id, effects)
+            return
+        self._route(
+            timer.session_id,
+            effect.event,
+            effect.target,
+            effect.data,
+            effect.send_id,
+            effect.id_from_author,
+        )
+
+    # -- effects -------------------------------------------------------------------------
+
+    def _perform(self, session_id: str, effects: Iterable[fx.Effect]) -> None:
+        for effect in effects:
+            if session_id == self.top:
+                self.effects.append(effect)
+            if self.observer is not None:
+                self.observer(session_id, effect)
+            handler = _HANDLERS.get(type(effect))
+            if handler is not None:
+                handler(self, session_id, effect)
+
+    def _on_send(self, session_id: str, effect: fx.Send) -> None:
+        self._route(
+            session_id,
+            effect.event,
+            effect.target,
+            effect.data,
+            effect.send_id,
+            effect.id_from_author,
+        )
+
+    def _route(
+        self,
+        session_id: str,
+        name: str,
+        target: str | None,
+        data: Any,
+        send_id: str,
+        from_author: bool,
+    ) -> None:
+        sender = self.sessions[session_id]
+        event = Event(
+            name=name,
+            type="external",
+            data=data,
+            sendid=send_id if from_author else None,
+            origin=f"#_scxml_{session_id}",
+            origintype=SCXML_EVENT_PROCESSOR,
+        )
+        destination: _Session | None = None
+        if target is None or target == f"#_scxml_{session_id}":
+            destination = sender
+        elif target == "#_parent":
+            if sender.parent is not None:
+                parent_id, invoke_id = sender.parent
+                destination = self.sessions.get(parent_id)
+                event = _with_invokeid(event, invoke_id)
+        elif target.startswith("#_scxml_"):
+            destination = self.sessions.get(target[len("#_scxml_") :])
+        elif target.startswith("#_"):
+            child = sender.children.get(target[2:])
+            destination = self.sessions.get(child) if child is not None else None
+        if destination is None or destination.halted:
+            self._deferred.append((session_id, "error.communication", send_id))
+            return
+        destination.queue.append(event)
+
+    def _on_delayed(self, session_id: str, effect: fx.SendDelayed) -> None:
+        timer = Timer(self.now_ms + effect.delay_ms, session_id, effect)
+        heapq.heappush(self._timers, (timer.due_ms, next(self._seq), timer))
+
+    def _on_cancel(self, session_id: str, effect: fx.Cancel) -> None:
+        self._timers = [
+            entry
+            for entry in self._timers
+            if not (entry[2].session_id == session_id and entry[2].effect.send_id == effect.send_id)
+        ]
+        heapq.heapify(self._timers)
+
+    def _on_log(self, session_id: str, effect: fx.Log) -> None:
+        if session_id == self.top:
+            self.log.append((effect.label, effect.value))
+
+    def _on_invoke(self, session_id: str, effect: fx.Invoke) -> None:
+        if effect.type not in SCXML_INVOKE_TYPES:
+            return
+        source = effect.content
+        try:
+            if source is None and effect.src is not None:
+                if self.resolver is None:
+                    raise LookupError(f"no resolver for {effect.src!r}")
+                source = self.resolver(effect.src)
+            if not isinstance(source, str):
+                raise ChartError([])
+            child_machine = compile_chart(source, resolver=self.resolver)
+        except Exception:
+            self._deferred.append(
+                (session_id, f"error.communication.invoke.{effect.invoke_id}", None)
+            )
+            return
+        child_id = f"{session_id}.child{next(self._child_ids)}"
+        self.sessions[session_id].children[effect.invoke_id] = child_id
+        # Only values the child declares are passed in (W3C test 245).
+        declared = {d.id for d in child_machine.data}
+        seed = {k: v for k, v in effect.params.items() if k in declared}
+        self._start_session(child_machine, child_id, (session_id, effect.invoke_id), seed)
+
+    def _on_cancel_invoke(self, session_id: str, effect: fx.CancelInvoke) -> None:
+        child_id = self.sessions[session_id].children.pop(effect.invoke_id, None)
+        child = self.sessions.get(child_id) if child_id is not None else None
+        if child is None or child.halted:
+            return
+        # Spec 6.4: nothing from a cancelled child reaches the parent any more, not even
+        # what it already sent. (A child that finished first keeps its done.invoke.)
+        child.parent = None
+        parent = self.sessions[session_id]
+        parent.queue = deque(e for e in parent.queue if e.invokeid != effect.invoke_id)
+        state, effects = cancel(child.state)
+        child.state = state
+        self._perform(child.session_id, effects)
+
+    def _on_autoforward(self, session_id: str, effect: fx.Autoforward) -> None:
+        child_id = self.sessions[session_id].children.get(effect.invoke_id)
+        child = self.sessions.get(child_id) if child_id is not None else None
+        if child is not None and not child.halted:
+            child.queue.append(effect.event)
+
+    def _on_done(self, session_id: str, effect: fx.Done) -> None:
+        session = self.sessions[session_id]
+        session.halted = True
+        self._timers = [entry for entry in self._timers if entry[2].session_id != session_id]
+        heapq.heapify(self._timers)
+        if session.parent is not None:
+            parent_id, invoke_id = session.parent
+            parent = self.sessions.get(parent_id)
+            if parent is not None and not parent.halted:
+                parent.queue.append(
+                    Event(
+                        name=f"done.invoke.{invoke_id}",
+                        type="external",
+                        data=effect.donedata,
+                        invokeid=invoke_id,
+                        origin=f"#_scxml_{session_id}",
+                        origintype=SCXML_EVENT_PROCESSOR,
+                    )
+                )
+
+
+def _with_invokeid(event: Event, invoke_id: str) -> Event:
+    return Event(
+        name=event.name,
+        type=event.type,
+        data=event.data,
+        sendid=event.sendid,
+        origin=event.origin,
+        origintype=event.origintype,
+        invokeid=invoke_id,
+    )
+
+
+_HANDLERS: dict[type, Callable[[VirtualDriver, str, Any], None]] = {
+    fx.Send: VirtualDriver._on_send,
+    fx.SendDelayed: VirtualDriver._on_delayed,
+    fx.Cancel: VirtualDriver._on_cancel,
+    fx.Log: VirtualDriver._on_log,
+    fx.Invoke: VirtualDriver._on_invoke,
+    fx.CancelInvoke: VirtualDriver._on_cancel_invoke,
+    fx.Autoforward: VirtualDriver._on_autoforward,
+    fx.Done: VirtualDriver._on_done,
+}
+
+
+def run_chart(
+    machine: Machine,
+    *,
+    resolver: Resolver | None = None,
+    events: Iterable[Event | str] = (),
+    max_virtual_ms: int = 3_600_000,
+    session_id: str = "sess_virtual",
+) -> VirtualRun:
+    """Run a chart to completion in virtual time, feeding ``events`` once it settles."""
+    driver = VirtualDriver(machine, session_id=session_id, resolver=resolver)
+    driver.start()
+    driver.run_until_idle()
+    for event in events:
+        if driver.sessions[driver.top].halted:
+            break
+        driver.send(event)
+        driver.run_until_idle()
+    driver.advance(max_virtual_ms)
+    top = driver.sessions[driver.top]
+    done = next((e for e in reversed(driver.effects) if isinstance(e, fx.Done)), None)
+    return VirtualRun(
+        done=done is not None,
+        configuration=done.configuration if done is not None else top.state.configuration_ids(),
+        donedata=done.donedata if done is not None else None,
+        effects=driver.effects,
+        log=driver.log,
+        virtual_ms=driver.now_ms,
+        state=top.state,
+    )

@@ -1,0 +1,160 @@
+"""A small, located XML tree parsed through defusedxml.
+
+Charts may come from untrusted users: DTDs (and with them entity expansion and
+external references) are refused outright, so a billion-laughs or XXE document fails
+fast with a ``ChartError`` instead of expanding.
+"""
+
+from __future__ import annotations
+
+import io
+import xml.sax
+import xml.sax.handler
+import xml.sax.xmlreader
+from dataclasses import dataclass, field
+from xml.sax.saxutils import escape, quoteattr
+
+import defusedxml
+from defusedxml.expatreader import DefusedExpatParser
+
+from .errors import ChartError, Diagnostic
+
+SCXML_NS = "http://www.w3.org/2005/07/scxml"
+
+
+@dataclass(slots=True)
+class XNode:
+    """One element: namespace, local name, attributes by (namespace, name), children."""
+
+    ns: str | None
+    tag: str
+    attrs: dict[tuple[str | None, str], str]
+    line: int
+    column: int
+    children: list[XNode] = field(default_factory=list)
+    # Text runs interleaved with children: texts[i] precedes children[i]; the last run is
+    # the tail after the last child.
+    texts: list[str] = field(default_factory=lambda: [""])
+
+    def attr(self, name: str) -> str | None:
+        """The value of an un-namespaced attribute, or None."""
+        return self.attrs.get((None, name))
+
+    @property
+    def text(self) -> str:
+        """All direct character data of the element, concatenated."""
+        return "".join(self.texts)
+
+    def is_scxml(self, tag: str | None = None) -> bool:
+        """Whether this element is in the SCXML namespace (and has the given local name)."""
+        return self.ns == SCXML_NS and (tag is None or self.tag == tag)
+
+
+class _Builder(xml.sax.handler.ContentHandler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.root: XNode | None = None
+        self._stack: list[XNode] = []
+        self._locator: xml.sax.xmlreader.Locator | None = None
+
+    def setDocumentLocator(self, locator: xml.sax.xmlreader.Locator) -> None:
+        self._locator = locator
+
+    def startElementNS(
+        self,
+        name: tuple[str | None, str],
+        qname: str | None,
+        attrs: xml.sax.xmlreader.AttributesNSImpl,
+    ) -> None:
+        line = self._locator.getLineNumber() if self._locator else 0
+        column = self._locator.getColumnNumber() if self._locator else 0
+        node = XNode(
+            ns=name[0],
+            tag=name[1],
+            attrs={(k[0], k[1]): v for k, v in attrs.items()},
+            line=line or 0,
+            column=(column or 0) + 1,
+        )
+        if self._stack:
+            parent = self._stack[-1]
+            parent.children.append(node)
+            parent.texts.append("")
+        else:
+            self.root = node
+        self._stack.append(node)
+
+    def endElementNS(self, name: tuple[str | None, str], qname: str | None) -> None:
+        self._stack.pop()
+
+    def characters(self, content: str) -> None:
+        if self._stack:
+            texts = self._stack[-1].texts
+            texts[-1] += content
+
+
+def parse(source: bytes) -> XNode:
+    """Parse chart source into an ``XNode`` tree, or raise ``ChartError``."""
+    parser = DefusedExpatParser(namespaceHandling=1, forbid_dtd=True)
+    builder = _Builder()
+    parser.setContentHandler(builder)
+    parser.setFeature(xml.sax.handler.feature_namespaces, True)
+    try:
+        parser.parse(io.BytesIO(source))
+    except defusedxml.DTDForbidden as exc:
+        raise ChartError(
+            [Diagnostic("forbidden-dtd", f"DTDs are not allowed in charts ({exc.name})", 1, 1)]
+        ) from None
+    except (defusedxml.EntitiesForbidden, defusedxml.ExternalReferenceForbidden) as exc:
+        raise ChartError(
+            [Diagnostic("forbidden-entity", f"entities are not allowed: {exc}")]
+        ) from None
+    except xml.sax.SAXParseException as exc:
+        raise ChartError(
+            [
+                Diagnostic(
+                    "malformed-xml",
+                    exc.getMessage(),
+                    exc.getLineNumber() or 0,
+                    (exc.getColumnNumber() or 0) + 1,
+                )
+            ]
+        ) from None
+    if builder.root is None:
+        raise ChartError([Diagnostic("malformed-xml", "empty document")])
+    return builder.root
+
+
+def serialize(node: XNode) -> str:
+    """Markup for ``node`` and its subtree, with the namespace declarations it needs.
+
+    Used to hand an inline child chart (``<invoke><content><scxml>...``) to a driver as
+    a self-contained document.
+    """
+    prefixes: dict[str, str] = {}
+
+    def qualify(ns: str | None, name: str) -> str:
+        if ns is None or ns == SCXML_NS:
+            return name
+        if ns not in prefixes:
+            prefixes[ns] = f"ns{len(prefixes)}"
+        return f"{prefixes[ns]}:{name}"
+
+    def render(element: XNode) -> str:
+        tag = qualify(element.ns, element.tag)
+        attrs = "".join(
+            f" {qualify(ns, name)}={quoteattr(value)}"
+            for (ns, name), value in element.attrs.items()
+        )
+        inner = [escape(element.texts[0])]
+        for child, text in zip(element.children, element.texts[1:], strict=True):
+            inner.append(render(child))
+            inner.append(escape(text))
+        body = "".join(inner)
+        return f"<{tag}{attrs}>{body}</{tag}>" if body else f"<{tag}{attrs}/>"
+
+    markup = render(node)
+    head = qualify(node.ns, node.tag)
+    declarations = f' xmlns="{SCXML_NS}"' + "".join(
+        f' xmlns:{prefix}="{ns}"' for ns, prefix in prefixes.items()
+    )
+    return f"<{head}{declarations}" + markup[len(head) + 1 :]

@@ -1,0 +1,135 @@
+"""Tests of the conformance runner against a fake engine (the real one may be incomplete)."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tools.w3c.harness import run_case, run_case_guarded
+from tools.w3c.manifest import cases_by_id
+
+#: Set to let a "hanging" fake run finish (so no stray thread outlives its test).
+RELEASE = threading.Event()
+
+
+@dataclass
+class FakeRun:
+    """What ``run_chart`` returns."""
+
+    done: bool
+    configuration: tuple[str, ...]
+    log: list[tuple[str, str]] = field(default_factory=list)
+
+
+def install_fake_engine(monkeypatch: pytest.MonkeyPatch, behaviour: str) -> list[str]:
+    """Install fake ``statifier`` / ``statifier.virtual`` modules; return the compiled texts."""
+    compiled: list[str] = []
+
+    class ChartError(Exception):
+        pass
+
+    def compile_chart(text: str, *, resolver: object) -> str:
+        compiled.append(text)
+        if behaviour == "invalid":
+            raise ChartError("bad chart")
+        assert callable(resolver)
+        return text
+
+    def run_chart(machine: str, *, resolver: object) -> FakeRun:
+        if behaviour == "hang":
+            RELEASE.wait(60)
+        if behaviour == "fail":
+            return FakeRun(True, ("fail",), [("Outcome", "fail")])
+        return FakeRun(True, ("pass",), [("Outcome", "pass")])
+
+    engine = types.ModuleType("statifier")
+    engine.compile = compile_chart  # type: ignore[attr-defined]
+    engine.ChartError = ChartError  # type: ignore[attr-defined]
+    virtual = types.ModuleType("statifier.virtual")
+    virtual.run_chart = run_chart  # type: ignore[attr-defined]
+    engine.virtual = virtual  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "statifier", engine)
+    monkeypatch.setitem(sys.modules, "statifier.virtual", virtual)
+    return compiled
+
+
+def test_every_start_is_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    compiled = install_fake_engine(monkeypatch, "pass")
+    result = run_case(cases_by_id()["403"])
+    assert result.passed
+    assert [s.start for s in result.starts] == ["test403a.txml", "test403b.txml", "test403c.txml"]
+    assert len(compiled) == 3
+    assert all('datamodel="python"' in text and "conf:" not in text for text in compiled)
+
+
+def test_failure_reports_configuration_and_log(monkeypatch: pytest.MonkeyPatch) -> None:
+    install_fake_engine(monkeypatch, "fail")
+    result = run_case(cases_by_id()["144"])
+    assert not result.passed
+    assert "configuration=['fail']" in result.reason()
+    assert "('Outcome', 'fail')" in result.describe()
+
+
+def test_chart_error_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    install_fake_engine(monkeypatch, "invalid")
+    result = run_case(cases_by_id()["144"])
+    assert not result.passed
+    assert result.reason() == "test144.txml: ChartError: bad chart"
+
+
+@pytest.mark.parametrize("isolate", [True, False])
+def test_guard_passes_results_through(monkeypatch: pytest.MonkeyPatch, isolate: bool) -> None:
+    install_fake_engine(monkeypatch, "fail")
+    result = run_case_guarded(cases_by_id()["144"], timeout=10, isolate=isolate)
+    assert not result.passed
+    assert result.starts[0].configuration == ("fail",)
+
+
+@pytest.mark.parametrize("isolate", [True, False])
+def test_guard_times_out(monkeypatch: pytest.MonkeyPatch, isolate: bool) -> None:
+    install_fake_engine(monkeypatch, "hang")
+    RELEASE.clear()
+    started = time.monotonic()
+    try:
+        result = run_case_guarded(cases_by_id()["144"], timeout=0.5, isolate=isolate)
+    finally:
+        RELEASE.set()
+    assert time.monotonic() - started < 5
+    assert not result.passed
+    assert "timed out" in result.reason()
+
+
+def test_report_updates_the_ratchet(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tools.w3c import report
+
+    install_fake_engine(monkeypatch, "pass")
+    passing = tmp_path / "passing.txt"
+    passing.write_text("# header\n403\n")
+    assert report.main(["144", "403", "--update", "--passing", str(passing)]) == 0
+    assert passing.read_text() == "# header\n144\n403\n"
+    out = capsys.readouterr().out
+    assert " 144 mandatory PASS" in out
+    assert "mandatory: 2/2 passed" in out
+
+
+def test_report_flags_regressions(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tools.w3c import report
+
+    install_fake_engine(monkeypatch, "fail")
+    passing = tmp_path / "passing.txt"
+    passing.write_text("144\n")
+    assert report.main(["144", "147", "--update", "--passing", str(passing)]) == 1
+    assert passing.read_text() == "144\n"
+    out = capsys.readouterr().out
+    assert "REGRESSIONS" in out
+    assert "144 mandatory FAIL [in passing.txt]" in out

@@ -1,0 +1,64 @@
+"""Read and grow ``tests/w3c/passing.txt``, the conformance ratchet.
+
+Format: one test id per line (``144``; ``403`` means all three of its start documents),
+``#`` starts a comment (a whole line or the rest of a line).  The list only grows: CI
+fails if a listed test fails, and :func:`add_passing` never removes a line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+__all__ = ["PASSING_FILE", "add_passing", "read_passing"]
+
+#: The ratchet file.
+PASSING_FILE = Path(__file__).resolve().parents[2] / "tests" / "w3c" / "passing.txt"
+
+
+def _entry_id(line: str) -> str:
+    return line.split("#", 1)[0].strip()
+
+
+def read_passing(path: Path = PASSING_FILE) -> list[str]:
+    """The ids listed in ``path``, in file order (duplicates kept so they can be detected)."""
+    if not path.exists():
+        return []
+    return [i for line in path.read_text(encoding="utf-8").splitlines() if (i := _entry_id(line))]
+
+
+def _sort_key(test_id: str) -> tuple[int, str]:
+    return (int(test_id), test_id) if test_id.isdigit() else (1 << 30, test_id)
+
+
+def add_passing(new_ids: Iterable[str], path: Path = PASSING_FILE) -> list[str]:
+    """Add the ids in ``new_ids`` that are not listed yet; return those added (sorted).
+
+    The file is rewritten as its leading comment block followed by all entries sorted by
+    numeric id.  Every existing line is kept: inline comments stay on their line, and a
+    comment line between entries moves together with the entry that follows it.
+    """
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    header: list[str] = []
+    position = 0
+    while position < len(lines) and not _entry_id(lines[position]):
+        header.append(lines[position])
+        position += 1
+    entries: list[tuple[str, list[str]]] = []
+    pending: list[str] = []
+    for line in lines[position:]:
+        test_id = _entry_id(line)
+        if test_id:
+            entries.append((test_id, [*pending, line]))
+            pending = []
+        else:
+            pending.append(line)
+    known = {test_id for test_id, _ in entries}
+    added = sorted({i for i in new_ids if i not in known}, key=_sort_key)
+    entries.extend((test_id, [test_id]) for test_id in added)
+    entries.sort(key=lambda entry: _sort_key(entry[0]))
+    while pending and not pending[-1].strip():
+        pending.pop()
+    body = [line for _, chunk in entries for line in chunk] + pending
+    path.write_text("\n".join([*header, *body]) + "\n", encoding="utf-8")
+    return added
