@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import dataclasses
 import json
 import sys
@@ -45,6 +46,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         "default: fire every pending timer",
     )
     run.add_argument("--json", action="store_true", help="print one JSON object per step")
+    run.add_argument(
+        "--live",
+        action="store_true",
+        help="run a live asyncio session with real delays instead of the virtual "
+        "clock; waits for pending timers (up to --wait)",
+    )
+    run.add_argument(
+        "--wait",
+        type=_duration_ms,
+        default=60_000,
+        metavar="DURATION",
+        help="with --live: how long to wait for timers after the last event",
+    )
     run.add_argument("--session-id", default="sess_cli")
 
     args = parser.parse_args(argv)
@@ -100,6 +114,8 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     except (OSError, json.JSONDecodeError) as exc:
         print(f"statifier: {exc}", file=out)
         return 2
+    if args.live:
+        return asyncio.run(_run_live(machine, events, args, out))
     printer = _Printer(machine, out, args.json)
     driver = VirtualDriver(machine, session_id=args.session_id, observer=printer.collect)
     driver.start()
@@ -115,6 +131,49 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     if not driver.sessions[driver.top].halted and driver.pending_timers():
         driver.advance(args.advance)
         printer.step("timers", driver)
+    return 0
+
+
+async def _run_live(
+    machine: Machine, events: list[Event], args: argparse.Namespace, out: TextIO
+) -> int:
+    from .session import Halted, Message, Session
+
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+
+    def show(session_id: str, message: Message) -> None:
+        elapsed = int((loop.time() - started) * 1000)
+        if isinstance(message, fx.DatamodelInit):
+            return
+        if args.json:
+            body = {"kind": type(message).__name__} | (
+                {"reason": message.reason} if isinstance(message, Halted) else _jsonable(message)
+            )
+            print(
+                json.dumps({"t_ms": elapsed, "session": session_id} | body, default=repr), file=out
+            )
+        else:
+            text = (
+                f"halted: {message.reason}" if isinstance(message, Halted) else _describe(message)
+            )
+            print(f"[{elapsed:>6} ms] {text}", file=out)
+
+    session = await Session.start(machine, session_id=args.session_id, subscribers=[show])
+    for event in events:
+        session.send_event(event)
+    deadline = started + args.wait / 1000
+    while loop.time() < deadline:
+        status = session.status()
+        if status.status != "running" or (not status.queued_events and not status.pending_timers):
+            break
+        await asyncio.sleep(0.01)
+    status = session.status()
+    if not args.json:
+        print(
+            f"status: {status.status}; active: {', '.join(status.configuration) or '-'}", file=out
+        )
+    await session.stop()
     return 0
 
 
@@ -136,7 +195,12 @@ class _Printer:
                 "step": label,
                 "virtual_ms": driver.now_ms,
                 "status": state.status,
-                "configuration": list(state.configuration_ids()),
+                "configuration": list(
+                    next(
+                        (e.configuration for _, e in batch if isinstance(e, fx.Done)),
+                        state.configuration_ids(),
+                    )
+                ),
                 "effects": [
                     {"session": sid, "effect": type(e).__name__, **_jsonable(e)} for sid, e in batch
                 ],
@@ -144,10 +208,9 @@ class _Printer:
             print(json.dumps(record, default=repr), file=self.out)
             return
         print(f"== {label} (t={driver.now_ms} ms)", file=self.out)
-        print(
-            f"   status: {state.status}; active: {', '.join(state.active_leaf_ids()) or '-'}",
-            file=self.out,
-        )
+        done = next((e for _, e in batch if isinstance(e, fx.Done)), None)
+        active = done.configuration if done is not None else state.active_leaf_ids()
+        print(f"   status: {state.status}; active: {', '.join(active) or '-'}", file=self.out)
         for sid, effect in batch:
             if isinstance(effect, fx.DatamodelInit):
                 continue

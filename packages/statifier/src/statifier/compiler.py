@@ -667,7 +667,9 @@ class _Compiler:
             if element.tag not in _EXECUTABLE or element.tag in ("elseif", "else"):
                 if element.tag in _EXECUTABLE:
                     self.error(element, "invalid-child", f"<{element.tag}> must be a child of <if>")
-                elif owner[0] != "transition" or element.tag not in _STATE_TAGS:
+                elif element.tag not in _ATTRS:
+                    self.error(element, "unknown-element", f"unknown SCXML element <{element.tag}>")
+                else:
                     self.error(
                         element, "invalid-child", f"<{element.tag}> is not executable content"
                     )
@@ -872,9 +874,14 @@ class _Compiler:
             if child.is_scxml() and child.tag not in children:
                 if element.tag == "scxml" and child.tag == "script":
                     continue
-                self.error(
-                    child, "invalid-child", f"<{child.tag}> is not allowed inside <{element.tag}>"
-                )
+                if child.tag not in _ATTRS:
+                    self.error(child, "unknown-element", f"unknown SCXML element <{child.tag}>")
+                else:
+                    self.error(
+                        child,
+                        "invalid-child",
+                        f"<{child.tag}> is not allowed inside <{element.tag}>",
+                    )
 
     def compile_expr(self, element: XNode, source: str) -> dm.Expression | None:
         try:

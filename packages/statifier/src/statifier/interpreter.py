@@ -14,7 +14,7 @@ No I/O, no clock, no randomness: the same inputs give the same effects.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from typing import Any
 
 from . import effects as fx
@@ -74,7 +74,7 @@ def initialize(
     datamodel: dict[str, Any] | None = None,
     trace: bool = False,
     invoke_types: Iterable[str] | None = None,
-    routes: frozenset[str] | None = None,
+    routes: Container[str] | None = None,
 ) -> tuple[MachineState, Effects]:
     """Start an execution: datamodel, global scripts, initial entry, first macrostep.
 
@@ -102,7 +102,7 @@ def handle_event(
     state: MachineState,
     event: Event | str,
     *,
-    routes: frozenset[str] | _Keep | None = KEEP,
+    routes: Container[str] | _Keep | None = KEEP,
 ) -> tuple[MachineState, Effects]:
     """Process one external event: a full macrostep. Raises ``NotRunningError`` if halted.
 
@@ -129,7 +129,7 @@ def deliver_internal(
     origin: str | None = None,
     origintype: str | None = None,
     invokeid: str | None = None,
-    routes: frozenset[str] | _Keep | None = KEEP,
+    routes: Container[str] | _Keep | None = KEEP,
 ) -> tuple[MachineState, Effects]:
     """Place an event on the internal queue and run to quiescence, in no new macrostep.
 
@@ -227,7 +227,7 @@ class _Run:
     trace: bool
     max_rounds: int | None
     invoke_types: frozenset[str] | None
-    routes: frozenset[str] | None
+    routes: Container[str] | None
     effects: Effects
 
     @classmethod
@@ -238,7 +238,7 @@ class _Run:
         max_rounds: int | None,
         trace: bool,
         invoke_types: Iterable[str] | None,
-        routes: frozenset[str] | None,
+        routes: Container[str] | None,
     ) -> _Run:
         run = cls.__new__(cls)
         run.machine = machine
@@ -266,7 +266,7 @@ class _Run:
         return run
 
     @classmethod
-    def resume(cls, state: MachineState, routes: frozenset[str] | _Keep | None = KEEP) -> _Run:
+    def resume(cls, state: MachineState, routes: Container[str] | _Keep | None = KEEP) -> _Run:
         run = cls.__new__(cls)
         machine = state.machine
         run.machine = machine

@@ -6,6 +6,7 @@ execution across a restart is here, and ``statifier.position`` serializes it.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -47,7 +48,7 @@ class MachineState:
     trace: bool
     max_macrostep_rounds: int | None
     invoke_types: frozenset[str] | None
-    routes: frozenset[str] | None = None
+    routes: Container[str] | None = None
 
     def configuration_ids(self) -> tuple[str, ...]:
         """Ids of every active state, in document order."""

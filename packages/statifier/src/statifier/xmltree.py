@@ -21,6 +21,9 @@ from .errors import ChartError, Diagnostic
 
 SCXML_NS = "http://www.w3.org/2005/07/scxml"
 
+MAX_DEPTH = 256
+"""Deeper element nesting is refused: every later pass walks the tree recursively."""
+
 
 @dataclass(slots=True)
 class XNode:
@@ -68,6 +71,17 @@ class _Builder(xml.sax.handler.ContentHandler):
     ) -> None:
         line = self._locator.getLineNumber() if self._locator else 0
         column = self._locator.getColumnNumber() if self._locator else 0
+        if len(self._stack) >= MAX_DEPTH:
+            raise ChartError(
+                [
+                    Diagnostic(
+                        "too-deep",
+                        f"elements are nested more than {MAX_DEPTH} levels deep",
+                        line or 0,
+                        (column or 0) + 1,
+                    )
+                ]
+            )
         node = XNode(
             ns=name[0],
             tag=name[1],

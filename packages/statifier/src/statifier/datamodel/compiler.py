@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import ast
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Final
 
-from statifier.datamodel.access import attribute, iterable_items, slice_of, subscript
-from statifier.datamodel.context import EvalContext, budget_exceeded
+from statifier.datamodel.access import attribute, slice_of, subscript
+from statifier.datamodel.calls import compile_call
+from statifier.datamodel.comprehensions import compile_comprehension
+from statifier.datamodel.context import EvalContext, Evaluator
 from statifier.datamodel.errors import EvaluationError, ExpressionSyntaxError
-from statifier.datamodel.functions import FUNCTIONS, NO_KEYWORDS, FunctionSpec
 from statifier.datamodel.limits import MAX_INT_BITS
-from statifier.datamodel.methods import METHOD_NAMES, METHODS, lookup_method
+from statifier.datamodel.literals import NONE, NOT_LITERAL, constant, literal_value
 from statifier.datamodel.operators import (
     BINARY_OPERATORS,
     COMPARE_OPERATORS,
@@ -29,9 +31,6 @@ from statifier.datamodel.parsing import Located, ParsedSource
 from statifier.datamodel.rendering import render
 from statifier.datamodel.sizing import check_length
 from statifier.datamodel.values import Value, type_name
-
-Evaluator = Callable[[EvalContext], Value]
-"""A compiled expression node."""
 
 _DISALLOWED: Final[Mapping[type[ast.AST], str]] = {
     ast.Lambda: "lambda expressions",
@@ -59,8 +58,6 @@ _FAST_COMPARISONS: Final[Mapping[type[ast.cmpop], Callable[[Value, Value], bool]
     ast.Gt: operator.gt,
     ast.GtE: operator.ge,
 }
-
-_NOT_LITERAL: Final = object()
 
 
 def is_reserved_name(name: str) -> bool:
@@ -95,6 +92,18 @@ class ExpressionCompiler:
         if name.startswith("_"):
             raise self.error(f"attributes starting with '_' are not allowed: {name!r}", node)
 
+    @contextmanager
+    def local_scope(self, names: list[str]) -> Iterator[list[int]]:
+        """Bring comprehension variables into scope, yielding the slot of each."""
+        slots = list(range(self.slot_count, self.slot_count + len(names)))
+        self.slot_count += len(names)
+        enclosing = self._scope
+        self._scope = {**enclosing, **dict(zip(names, slots, strict=True))}
+        try:
+            yield slots
+        finally:
+            self._scope = enclosing
+
     def compile(self, node: ast.expr) -> Evaluator:
         """Compile one expression node, refusing anything outside the allow-list."""
         match node:
@@ -121,11 +130,11 @@ class ExpressionCompiler:
             case ast.Attribute():
                 return self._attribute(node)
             case ast.Call():
-                return self._call(node)
+                return compile_call(self, node)
             case ast.JoinedStr():
                 return self._joined_str(node)
             case ast.ListComp() | ast.GeneratorExp():
-                return self._comprehension(node)
+                return compile_comprehension(self, node)
         description = _DISALLOWED.get(type(node), f"{type(node).__name__} expressions")
         raise self.error(f"{description} are not allowed", node)
 
@@ -138,7 +147,7 @@ class ExpressionCompiler:
                 raise self.error("integer literal is too large", node)
         elif not (value is None or isinstance(value, str | float | bool)):
             raise self.error(f"{type(value).__name__} literals are not allowed", node)
-        return _constant(value)
+        return constant(value)
 
     def _name(self, node: ast.Name) -> Evaluator:
         name = node.id
@@ -206,9 +215,9 @@ class ExpressionCompiler:
         return boolean
 
     def _unary_op(self, node: ast.UnaryOp) -> Evaluator:
-        literal = _literal(node)
-        if literal is not _NOT_LITERAL:
-            return _constant(literal)
+        literal = literal_value(node)
+        if literal is not NOT_LITERAL:
+            return constant(literal)
         apply = UNARY_OPERATORS[type(node.op)]
         operand = self.compile(node.operand)
 
@@ -276,7 +285,7 @@ class ExpressionCompiler:
         index = node.slice
         if isinstance(index, ast.Slice):
             return self._slice(container, index)
-        literal = _literal(index)
+        literal = literal_value(index)
         if isinstance(literal, str):
             key: str = literal
 
@@ -302,7 +311,7 @@ class ExpressionCompiler:
             None if bound is None else self.compile(bound)
             for bound in (node.lower, node.upper, node.step)
         )
-        lower, upper, step = (_NONE if bound is None else bound for bound in bounds)
+        lower, upper, step = (NONE if bound is None else bound for bound in bounds)
 
         def sliced(context: EvalContext) -> Value:
             value = container(context)
@@ -326,105 +335,13 @@ class ExpressionCompiler:
 
         return get
 
-    # -- calls --------------------------------------------------------------------------------
-
-    def _call(self, node: ast.Call) -> Evaluator:
-        for argument in node.args:
-            if isinstance(argument, ast.Starred):
-                raise self.error("starred arguments are not allowed", argument)
-        for keyword in node.keywords:
-            if keyword.arg is None:
-                raise self.error("keyword unpacking (**) is not allowed", keyword)
-        callee = node.func
-        if isinstance(callee, ast.Name):
-            return self._function_call(node, callee)
-        if isinstance(callee, ast.Attribute):
-            return self._method_call(node, callee)
-        raise self.error("only allow-listed functions and methods can be called", node)
-
-    def _function_call(self, node: ast.Call, callee: ast.Name) -> Evaluator:
-        name = callee.id
-        self.check_name(name, callee)
-        spec = FUNCTIONS.get(name)
-        if spec is None:
-            raise self.error(f"function {name!r} is not allowed", callee)
-        self._check_function_signature(node, name, spec)
-        arguments = tuple(self.compile(argument) for argument in node.args)
-        state = _literal(node.args[0]) if name == "In" else _NOT_LITERAL
-        if isinstance(state, str):
-            state_id: str = state
-
-            def in_literal_state(context: EvalContext) -> Value:
-                return bool(context.in_state(state_id))
-
-            return in_literal_state
-        impl = spec.impl
-        if not node.keywords:
-
-            def call(context: EvalContext) -> Value:
-                return impl(context, [argument(context) for argument in arguments], NO_KEYWORDS)
-
-            return call
-        keywords = tuple(
-            (str(keyword.arg), self.compile(keyword.value)) for keyword in node.keywords
-        )
-
-        def call_with_keywords(context: EvalContext) -> Value:
-            args = [argument(context) for argument in arguments]
-            return impl(context, args, {key: value(context) for key, value in keywords})
-
-        return call_with_keywords
-
-    def _check_function_signature(self, node: ast.Call, name: str, spec: FunctionSpec) -> None:
-        count = len(node.args)
-        if not spec.min_args <= count <= spec.max_args:
-            expected = (
-                str(spec.min_args)
-                if spec.min_args == spec.max_args
-                else f"{spec.min_args} to {spec.max_args}"
-            )
-            raise self.error(
-                f"{name}() takes {expected} positional arguments but {count} were given", node
-            )
-        for keyword in node.keywords:
-            if keyword.arg not in spec.keywords and "*" not in spec.keywords:
-                raise self.error(
-                    f"{name}() does not accept the keyword argument {keyword.arg!r}", keyword
-                )
-
-    def _method_call(self, node: ast.Call, callee: ast.Attribute) -> Evaluator:
-        name = callee.attr
-        self.check_attribute_name(name, callee)
-        if name not in METHOD_NAMES:
-            raise self.error(f"method {name!r} is not allowed", callee)
-        if node.keywords:
-            raise self.error("keyword arguments are not allowed in method calls", node.keywords[0])
-        count = len(node.args)
-        specs = [methods[name] for methods in METHODS.values() if name in methods]
-        if not any(spec.min_args <= count <= spec.max_args for spec in specs):
-            raise self.error(f"wrong number of arguments for method {name!r}", node)
-        receiver = self.compile(callee.value)
-        arguments = tuple(self.compile(argument) for argument in node.args)
-
-        def call_method(context: EvalContext) -> Value:
-            target = receiver(context)
-            spec = lookup_method(target, name)
-            args = [argument(context) for argument in arguments]
-            if not spec.min_args <= len(args) <= spec.max_args:
-                raise EvaluationError(
-                    f"wrong number of arguments for {type_name(target)}.{name}(): {len(args)}"
-                )
-            return spec.impl(context, target, args)
-
-        return call_method
-
-    # -- f-strings and comprehensions ---------------------------------------------------------
+    # -- f-strings ----------------------------------------------------------------------------
 
     def _joined_str(self, node: ast.JoinedStr) -> Evaluator:
         parts: list[tuple[Evaluator, bool | None]] = []
         for part in node.values:
             if isinstance(part, ast.Constant):
-                parts.append((_constant(part.value), None))
+                parts.append((constant(part.value), None))
                 continue
             if not isinstance(part, ast.FormattedValue):
                 raise self.error("unsupported f-string part", part)
@@ -449,131 +366,39 @@ class ExpressionCompiler:
 
         return format_string
 
-    def _comprehension(self, node: ast.ListComp | ast.GeneratorExp) -> Evaluator:
-        if len(node.generators) != 1:
-            raise self.error("only one 'for' clause is allowed in a comprehension", node)
-        generator = node.generators[0]
-        if generator.is_async:
-            raise self.error("async comprehensions are not allowed", node)
-        # The iterable belongs to the enclosing scope, exactly as in Python.
-        iterable = self.compile(generator.iter)
-        names = self._target_names(generator.target)
-        slots = list(range(self.slot_count, self.slot_count + len(names)))
-        self.slot_count += len(names)
-        enclosing = self._scope
-        self._scope = {**enclosing, **dict(zip(names, slots, strict=True))}
-        try:
-            conditions = tuple(self.compile(condition) for condition in generator.ifs)
-            element = self.compile(node.elt)
-        finally:
-            self._scope = enclosing
-        # Work per iteration is proportional to the size of the loop body, so that is what one
-        # iteration costs against the step budget.
-        cost = 1 + sum(1 for part in [node.elt, *generator.ifs] for _ in ast.walk(part))
-        unpack = isinstance(generator.target, ast.Tuple)
-        first_slot = slots[0]
-
-        def comprehension(context: EvalContext) -> Value:
-            items = iterable_items(iterable(context), "comprehension")
-            check_length(len(items), "comprehension")
-            variables = context.slots
-            result: list[Value] = []
-            for item in items:
-                context.steps -= cost
-                if context.steps < 0:
-                    raise budget_exceeded()
-                if unpack:
-                    _unpack(variables, slots, item)
-                else:
-                    variables[first_slot] = item
-                for condition in conditions:
-                    if not condition(context):
-                        break
-                else:
-                    result.append(element(context))
-            return result
-
-        return comprehension
-
-    def _target_names(self, target: ast.expr) -> list[str]:
-        elements = target.elts if isinstance(target, ast.Tuple) else [target]
-        names: list[str] = []
-        for element in elements:
-            if not isinstance(element, ast.Name):
-                raise self.error("comprehension targets must be names", element)
-            self.check_name(element.id, element)
-            if element.id in names:
-                raise self.error(f"duplicate comprehension variable {element.id!r}", element)
-            names.append(element.id)
-        if not names:
-            raise self.error("comprehension target is empty", target)
-        return names
-
-
-def _constant(value: Value) -> Evaluator:
-    def constant(context: EvalContext) -> Value:
-        return value
-
-    return constant
-
-
-def _none(context: EvalContext) -> Value:
-    return None
-
-
-_NONE: Final[Evaluator] = _none
-
-
-def _literal(node: ast.expr) -> Value:
-    """Return the scalar value of a literal (including a signed number), else ``_NOT_LITERAL``."""
-    if isinstance(node, ast.Constant) and (
-        node.value is None or isinstance(node.value, str | int | float)
-    ):
-        return node.value
-    if (
-        isinstance(node, ast.UnaryOp)
-        and isinstance(node.op, ast.USub | ast.UAdd)
-        and isinstance(node.operand, ast.Constant)
-        and isinstance(node.operand.value, int | float)
-        and not isinstance(node.operand.value, bool)
-    ):
-        number = node.operand.value
-        return -number if isinstance(node.op, ast.USub) else number
-    return _NOT_LITERAL
-
 
 def _compare_with_literal(
     compare: Callable[[Value, Value], bool], node: ast.Compare, operands: list[Evaluator]
 ) -> Evaluator | None:
-    right_literal = _literal(node.comparators[0])
-    left_literal = _literal(node.left)
-    if right_literal is not _NOT_LITERAL:
+    right_literal = literal_value(node.comparators[0])
+    left_literal = literal_value(node.left)
+    if right_literal is not NOT_LITERAL:
         left = operands[0]
-        constant = right_literal
+        expected = right_literal
         # ``==`` and ``!=`` dominate state-machine conditions; inlining them skips a call.
         if compare is operator.eq:
 
             def equals_literal(context: EvalContext) -> Value:
-                return left(context) == constant
+                return left(context) == expected
 
             return equals_literal
         if compare is operator.ne:
 
             def differs_from_literal(context: EvalContext) -> Value:
-                return left(context) != constant
+                return left(context) != expected
 
             return differs_from_literal
 
         def compare_to_literal(context: EvalContext) -> Value:
-            return compare(left(context), constant)
+            return compare(left(context), expected)
 
         return compare_to_literal
-    if left_literal is not _NOT_LITERAL:
+    if left_literal is not NOT_LITERAL:
         right = operands[1]
-        constant = left_literal
+        expected = left_literal
 
         def compare_literal_to(context: EvalContext) -> Value:
-            return compare(constant, right(context))
+            return compare(expected, right(context))
 
         return compare_literal_to
     return None
@@ -584,10 +409,3 @@ def _single_comparison(compare: CompareOp, left: Evaluator, right: Evaluator) ->
         return compare(context, left(context), right(context))
 
     return comparison
-
-
-def _unpack(variables: list[Value], slots: list[int], item: Value) -> None:
-    if not isinstance(item, list | tuple) or len(item) != len(slots):
-        raise EvaluationError(f"cannot unpack {type_name(item)} into {len(slots)} variables")
-    for slot, value in zip(slots, item, strict=True):
-        variables[slot] = value

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import MappingProxyType
 from typing import Final
 
@@ -38,6 +39,10 @@ class EvalContext:
         self.steps -= units
         if self.steps < 0:
             raise budget_exceeded()
+
+
+Evaluator = Callable[[EvalContext], Value]
+"""A compiled expression node: evaluates it within a context."""
 
 
 def budget_exceeded() -> EvaluationError:

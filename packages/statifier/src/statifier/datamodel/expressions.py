@@ -5,13 +5,14 @@ from __future__ import annotations
 import keyword
 from dataclasses import dataclass, field
 
-from statifier.datamodel.compiler import Evaluator, ExpressionCompiler, is_reserved_name
+from statifier.datamodel.compiler import ExpressionCompiler, is_reserved_name
 from statifier.datamodel.context import (
     CONTEXT_POOL,
     CONTEXT_POOL_LIMIT,
     NO_SLOTS,
     NO_VARIABLES,
     EvalContext,
+    Evaluator,
 )
 from statifier.datamodel.errors import EvaluationError, ExpressionSyntaxError, evaluation_error
 from statifier.datamodel.limits import MAX_SOURCE_LENGTH, STEP_BUDGET
@@ -26,6 +27,10 @@ class Expression:
     source: str
     _evaluator: Evaluator = field(repr=False, compare=False)
     _slot_count: int = field(repr=False, compare=False)
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        # Closures cannot be pickled or deep-copied; the source is all that is needed.
+        return compile_expression, (self.source,)
 
     def evaluate(self, variables: Variables, in_state: InState) -> Value:
         """Evaluate against ``variables``; ``in_state`` answers ``In(state_id)``.

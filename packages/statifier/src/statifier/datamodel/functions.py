@@ -21,8 +21,15 @@ from statifier.datamodel.sizing import charge_deep, check_length
 from statifier.datamodel.values import Value, type_name
 
 Arguments = list[Value]
+"""Positional arguments of a call, already evaluated."""
+
 Keywords = Mapping[str, Value]
+"""Keyword arguments of a call, already evaluated."""
+
 FunctionImpl = Callable[[EvalContext, Arguments, Keywords], Value]
+"""Implementation of an allow-listed function."""
+
+_NUMBER_TYPES: Final = frozenset({int, float, bool})
 
 NO_KEYWORDS: Final[Keywords] = MappingProxyType({})
 """Shared empty keyword mapping, so calls without keywords allocate nothing."""
@@ -152,10 +159,7 @@ def _sum(context: EvalContext, args: Arguments, kwargs: Keywords) -> Value:
     start = _optional(args, kwargs, 1, "start", 0, "sum")
     context.charge(len(items) + 1)
     _require(isinstance(start, int | float), "sum() can only add numbers")
-    _require(
-        all(isinstance(item, int | float) for item in items),
-        "sum() can only add numbers",
-    )
+    _require(set(map(type, items)) <= _NUMBER_TYPES, "sum() can only add numbers")
     return check_int(sum(items, start))
 
 
@@ -226,7 +230,9 @@ def _enumerate(context: EvalContext, args: Arguments, kwargs: Keywords) -> Value
     items = iterable_items(args[0], "enumerate()")
     start = _require_int(_optional(args, kwargs, 1, "start", 0, "enumerate"), "enumerate", "start")
     context.charge(2 * len(items) + 1)
-    return [[check_int(start + index), item] for index, item in enumerate(items)]
+    check_int(start)
+    check_int(start + len(items))
+    return [[index, item] for index, item in enumerate(items, start)]
 
 
 def _zip(context: EvalContext, args: Arguments, kwargs: Keywords) -> Value:

@@ -23,5 +23,11 @@ MAX_SEQUENCE_LENGTH: Final = 1_000_000
 MAX_ROUND_DIGITS: Final = 10_000
 """Largest ``ndigits`` magnitude accepted by ``round`` on integers."""
 
-STEP_BUDGET: Final = 2_000_000
+STEP_BUDGET: Final = 1_000_000
 """Work units one evaluation (or one script run) may spend: loop steps and element copies."""
+
+LOOP_NODE_COST: Final = 2
+"""Budget units charged per syntax node of a comprehension body, per iteration.
+
+Interpreting one node costs far more than copying one element in C, hence the weight.
+"""

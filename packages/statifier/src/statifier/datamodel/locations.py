@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from statifier.datamodel.access import attribute, subscript
-from statifier.datamodel.compiler import Evaluator, ExpressionCompiler
-from statifier.datamodel.context import EvalContext
+from statifier.datamodel.compiler import ExpressionCompiler
+from statifier.datamodel.context import EvalContext, Evaluator
 from statifier.datamodel.errors import EvaluationError, ExpressionSyntaxError, evaluation_error
 from statifier.datamodel.limits import MAX_SOURCE_LENGTH
 from statifier.datamodel.parsing import parse_expression_source
@@ -101,9 +101,14 @@ class LocationPlan:
         new_value = value
         for container, key in zip(reversed(containers), reversed(path), strict=True):
             context.charge(len(container) + 1)
-            copy = dict(container) if isinstance(container, dict) else list(container)
-            copy[key] = new_value
-            new_value = copy
+            if isinstance(container, dict):
+                copy: dict[str, Value] = dict(container)
+                copy[str(key)] = new_value
+                new_value = copy
+            else:
+                items = list(container)
+                items[int(key)] = new_value
+                new_value = items
         return WriteResult(self.root, new_value, tuple(path), prior)
 
 
@@ -153,6 +158,10 @@ class Location:
     root: str
     _plan: LocationPlan = field(repr=False, compare=False)
     _slot_count: int = field(repr=False, compare=False)
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        # Closures cannot be pickled or deep-copied; the source is all that is needed.
+        return compile_location, (self.source,)
 
     def write(self, variables: Variables, value: Value, in_state: InState) -> WriteResult:
         """Compute the new value of the root variable with ``value`` stored at this location.

@@ -17,6 +17,7 @@ from statifier.datamodel.sizing import charge_search, check_length
 from statifier.datamodel.values import Value, type_name
 
 MethodImpl = Callable[[EvalContext, Value, list[Value]], Value]
+"""Implementation of an allow-listed method: ``(context, receiver, arguments) -> result``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,15 +80,16 @@ def _split(context: EvalContext, text: Value, args: list[Value]) -> Value:
     limit = args[1] if len(args) > 1 else -1
     if not isinstance(limit, int):
         raise EvaluationError("split() maxsplit must be an int")
-    context.charge(len(text) + 1)
-    return text.split(separator, limit)
+    parts: list[str] = text.split(separator, limit)
+    context.charge(len(parts) + 1)
+    return parts
 
 
 def _join(context: EvalContext, separator: Value, args: list[Value]) -> Value:
     parts = args[0]
-    if not isinstance(parts, list | tuple) or not all(isinstance(part, str) for part in parts):
+    if not isinstance(parts, list | tuple) or not set(map(type, parts)) <= {str}:
         raise EvaluationError("join() argument must be a list of str")
-    length = sum(len(part) for part in parts) + len(separator) * max(len(parts) - 1, 0)
+    length = sum(map(len, parts)) + len(separator) * max(len(parts) - 1, 0)
     check_length(length, "join() result")
     context.charge(length + len(parts))
     result: str = separator.join(parts)

@@ -57,14 +57,18 @@ def add(context: EvalContext, left: Value, right: Value) -> Value:
     """``left + right`` for numbers, strings and lists."""
     if isinstance(left, _NUMBER) and isinstance(right, _NUMBER):
         return check_int(left + right)
-    if (type(left) is str and type(right) is str) or (
+    if (isinstance(left, str) and isinstance(right, str)) or (
         isinstance(left, list) and isinstance(right, list)
     ):
-        length = len(left) + len(right)
-        check_length(length, "concatenation result")
-        context.charge(length)
-        return left + right
+        return _concatenate(context, left, right)
     raise _unsupported("+", left, right)
+
+
+def _concatenate(context: EvalContext, left: Value, right: Value) -> Value:
+    length = len(left) + len(right)
+    check_length(length, "concatenation result")
+    context.charge(length)
+    return left + right
 
 
 def subtract(context: EvalContext, left: Value, right: Value) -> Value:
@@ -84,7 +88,11 @@ def _repeat(context: EvalContext, sequence: str | list[Value], count: int) -> Va
 def multiply(context: EvalContext, left: Value, right: Value) -> Value:
     """``left * right`` for numbers, or repetition of a string or list by an integer."""
     if isinstance(left, _NUMBER) and isinstance(right, _NUMBER):
-        if _both_ints(left, right) and left.bit_length() + right.bit_length() > MAX_INT_BITS + 1:
+        if (
+            isinstance(left, int)
+            and isinstance(right, int)
+            and left.bit_length() + right.bit_length() > MAX_INT_BITS + 1
+        ):
             raise EvaluationError(f"integer result is too large (more than {MAX_INT_BITS} bits)")
         return check_int(left * right)
     if isinstance(left, _SEQUENCE) and isinstance(right, int):
@@ -121,7 +129,7 @@ def power(context: EvalContext, left: Value, right: Value) -> Value:
     """``left ** right`` for numbers, refusing huge integer results before computing them."""
     if not (isinstance(left, _NUMBER) and isinstance(right, _NUMBER)):
         raise _unsupported("**", left, right)
-    if _both_ints(left, right):
+    if isinstance(left, int) and isinstance(right, int):
         if abs(right) > MAX_POWER_EXPONENT:
             raise EvaluationError(
                 f"exponent is too large (the limit is {MAX_POWER_EXPONENT} in magnitude)"

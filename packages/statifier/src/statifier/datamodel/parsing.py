@@ -135,7 +135,7 @@ def _parse(
     return parsed
 
 
-def _find_too_deep(tree: ast.AST) -> Located | None | Literal[False]:
+def _find_too_deep(tree: ast.AST) -> Located | Literal[False] | None:
     """Return the first node (or its nearest located ancestor) past the depth limit, or False."""
     # Iterative so that measuring a pathological tree cannot itself overflow the stack.
     stack: list[tuple[ast.AST, int, Located | None]] = [(tree, 0, None)]

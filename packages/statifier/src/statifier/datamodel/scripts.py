@@ -6,8 +6,8 @@ import ast
 from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 
-from statifier.datamodel.compiler import Evaluator, ExpressionCompiler
-from statifier.datamodel.context import EvalContext
+from statifier.datamodel.compiler import ExpressionCompiler
+from statifier.datamodel.context import EvalContext, Evaluator
 from statifier.datamodel.errors import (
     EvaluationError,
     ExpressionSyntaxError,
@@ -21,7 +21,10 @@ from statifier.datamodel.parsing import parse_script_source
 from statifier.datamodel.values import InState, Value
 
 Environment = MutableMapping[str, Value]
+"""The variables a script reads and rebinds."""
+
 Writable = Callable[[str], bool]
+"""Callback deciding whether a script may (re)bind a top-level name."""
 
 
 class _Run:
@@ -102,6 +105,10 @@ class Script:
     source: str
     _statements: tuple[_Statement, ...] = field(repr=False, compare=False)
     _slot_count: int = field(repr=False, compare=False)
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        # Closures cannot be pickled or deep-copied; the source is all that is needed.
+        return compile_script, (self.source,)
 
     def run(self, env: Environment, in_state: InState, writable: Writable) -> list[WriteResult]:
         """Execute the statements in order against ``env`` and return the writes made.

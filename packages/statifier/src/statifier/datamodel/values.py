@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import Any, TypeAlias
+from typing import Any
 
-Value: TypeAlias = Any
+type Value = Any
 """A JSON-like value (see the module docstring). ``Any`` because the domain is recursive."""
 
-Variables: TypeAlias = Mapping[str, Value]
+type Variables = Mapping[str, Value]
 """The variables visible to an expression, keyed by name."""
 
-InState: TypeAlias = Callable[[str], bool]
+type InState = Callable[[str], bool]
 """Callback answering ``In(state_id)``."""
 
 _SCALARS = (str, int, float, type(None))

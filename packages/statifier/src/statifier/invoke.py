@@ -1,0 +1,115 @@
+"""In-process invocations: the handler protocol and the built-in ``scxml`` handler.
+
+A handler is registered per session under an ``<invoke type>``. The session calls
+``start`` for each ``Invoke`` effect, ``cancel`` for each ``CancelInvoke`` and ``forward``
+for events sent to ``#_<invokeid>`` (and autoforwarded ones). Completion comes back
+through ``Session.done_invocation`` / ``Session.failed_invocation``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from . import effects as fx
+from .compiler import compile_chart
+from .events import Event
+from .interpreter import SCXML_INVOKE_TYPES
+
+if TYPE_CHECKING:
+    from .session import Session
+
+SourceResolver = Callable[[str], str]
+
+
+@dataclass(frozen=True, slots=True)
+class HandlerContext:
+    """What a handler gets besides the effect: the owning session."""
+
+    session_id: str
+    session: Session
+
+
+@runtime_checkable
+class InvokeHandler(Protocol):
+    """The in-process invocation protocol. Methods may be plain or ``async``."""
+
+    def start(self, invoke: fx.Invoke, ctx: HandlerContext) -> Awaitable[None] | None:
+        """Begin the invocation. Raising means it could not start."""
+
+    def cancel(self, invoke_id: str, ctx: HandlerContext) -> Awaitable[None] | None:
+        """Stop the invocation (its state was exited)."""
+
+    def forward(self, invoke_id: str, event: Event, ctx: HandlerContext) -> Awaitable[None] | None:
+        """Deliver an event the parent sent to ``#_<invokeid>`` (or autoforwarded)."""
+
+
+class InvocationStartError(Exception):
+    """An invocation could not start (bad source, chart error...)."""
+
+
+class ScxmlInvokeHandler:
+    """The built-in ``scxml`` type: a child ``Session`` from ``<content>`` or ``src``.
+
+    ``src`` is resolved only through the host-supplied resolver given to the parent
+    session; nothing is fetched from the network or the file system by default.
+    """
+
+    def __init__(self) -> None:
+        self.children: dict[str, Session] = {}
+
+    async def start(self, invoke: fx.Invoke, ctx: HandlerContext) -> None:
+        """Compile the child chart and start it as a child session."""
+        from .session import Session
+
+        parent = ctx.session
+        source: Any = invoke.content
+        if source is None and invoke.src is not None:
+            if parent.resolver is None:
+                raise InvocationStartError(f"no resolver for invoke src {invoke.src!r}")
+            source = parent.resolver(invoke.src)
+        if not isinstance(source, str):
+            raise InvocationStartError("an scxml invocation needs a chart (content or src)")
+        machine = compile_chart(source, resolver=parent.resolver)
+        declared = {d.id for d in machine.data}
+        seed = {k: v for k, v in invoke.params.items() if k in declared}
+        child = await Session.start(
+            machine,
+            datamodel=seed,
+            resolver=parent.resolver,
+            parent=(parent, invoke.invoke_id),
+            max_macrostep_rounds=parent.max_macrostep_rounds,
+        )
+        self.children[invoke.invoke_id] = child
+
+    async def cancel(self, invoke_id: str, ctx: HandlerContext) -> None:
+        """Cancel the child (its onexit handlers run) and stop it."""
+        child = self.children.pop(invoke_id, None)
+        if child is not None:
+            child.detach_parent()
+            await child.cancel_and_wait()
+            await child.stop()
+
+    def forward(self, invoke_id: str, event: Event, ctx: HandlerContext) -> None:
+        """Queue the event on the child session."""
+        child = self.children.get(invoke_id)
+        if child is None:
+            raise LookupError(f"no child session for invocation {invoke_id!r}")
+        child.send_event(event)
+
+    def child(self, invoke_id: str) -> Session | None:
+        """The child session of a live invocation."""
+        return self.children.get(invoke_id)
+
+    async def stop_all(self) -> None:
+        """Stop every child (the parent is stopping)."""
+        for invoke_id in list(self.children):
+            child = self.children.pop(invoke_id)
+            child.detach_parent()
+            await child.stop()
+
+
+def is_scxml_type(invoke_type: str) -> bool:
+    """Whether an ``<invoke type>`` names the built-in SCXML type."""
+    return invoke_type in SCXML_INVOKE_TYPES

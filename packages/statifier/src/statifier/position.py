@@ -1,0 +1,578 @@
+"""Positions: a ``MachineState`` as tagged, versioned, identity-checked JSON bytes (ADR 0004).
+
+``dumps(state)`` writes a blob a durable host can store anywhere; ``loads(blob, machine)``
+turns it back into the equal ``MachineState``. Nothing is pickled or marshalled: loading a
+blob from untrusted storage can only produce a state or raise a ``PositionError``.
+
+Framing (format version 1). Four header lines, each ended by ``\\n``, then the payload::
+
+    statifier-position                  magic tag
+    1                                   format version, canonical decimal ASCII
+    "sha256:...;name=..."               chart identity, as a JSON string literal (ASCII)
+    sha256:<64 lowercase hex digits>    SHA-256 of the payload bytes
+    {"caller_context":null,...}         payload: compact JSON, sorted keys, ASCII only
+
+The payload runs to the end of the blob (there is no trailing newline) and is valid UTF-8
+(``ensure_ascii`` escapes every non-ASCII character, which also keeps lone surrogates
+faithful). The identity line is a JSON string so that a chart name holding a newline
+cannot break the framing.
+
+The payload is one JSON object holding every ``MachineState`` field except ``machine``,
+``routes`` and ``invoke_types`` (per-driver data the driver re-supplies to ``loads``):
+
+* ``configuration``, ``entered``: ascending lists of state indexes;
+* ``states_to_invoke``: list of state indexes, in the state's order;
+* ``history``: ``[[history_state_index, [state_index, ...]], ...]`` ascending by key;
+* ``invocations``: ``[[state_index, invoke_index, invoke_id], ...]`` ascending by key;
+* ``internal_queue``: a list of objects with every ``Event`` field;
+* ``datamodel``, ``caller_context``: JSON values as they are;
+* the scalars (``session_id``, counters, ``running``, ``status``...) as they are.
+
+``loads`` checks, in order and before it decodes the payload: the magic tag
+(``NotAPosition``), the version (``UnsupportedVersion``), the identity
+(``IdentityMismatch``); then the digest, the JSON and the payload's structure
+(``CorruptPosition``). It never returns a partly loaded state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import math
+import re
+from collections.abc import Container, Iterable
+from itertools import pairwise
+from typing import Any, Final, NoReturn, cast, get_args
+
+from .errors import PositionError
+from .events import Event, EventType
+from .model import Machine
+from .state import MachineState
+
+__all__ = [
+    "FORMAT_VERSION",
+    "MAGIC",
+    "CorruptPosition",
+    "IdentityMismatch",
+    "NotAPosition",
+    "PositionError",
+    "UnserializablePosition",
+    "UnsupportedVersion",
+    "dumps",
+    "loads",
+]
+
+FORMAT_VERSION: Final = 1
+"""The format version ``dumps`` writes and the only one ``loads`` reads."""
+
+MAGIC: Final = b"statifier-position\n"
+"""The magic tag every position starts with (its first header line, newline included)."""
+
+_DIGEST_PREFIX: Final = b"sha256:"
+_DIGEST_LINE: Final = re.compile(rb"sha256:[0-9a-f]{64}")
+_VERSION_LINE: Final = re.compile(rb"0|[1-9][0-9]{0,17}")
+
+_EVENT_TYPES: Final[frozenset[str]] = frozenset(get_args(EventType))
+_STATUSES: Final = frozenset({"running", "done"})
+
+_EVENT_KEYS: Final = frozenset(
+    {"name", "type", "data", "sendid", "origin", "origintype", "invokeid", "caller_context"}
+)
+_PAYLOAD_KEYS: Final = frozenset(
+    {
+        "session_id",
+        "configuration",
+        "internal_queue",
+        "history",
+        "entered",
+        "states_to_invoke",
+        "invocations",
+        "invoke_counter",
+        "send_counter",
+        "timer_counter",
+        "caller_context",
+        "datamodel",
+        "running",
+        "status",
+        "macrostep",
+        "microstep",
+        "round",
+        "trace",
+        "max_macrostep_rounds",
+    }
+)
+"""Every ``MachineState`` field but ``machine``, ``routes`` and ``invoke_types``."""
+
+
+class NotAPosition(PositionError):
+    """The blob is not a position at all: not bytes, or it lacks the magic tag."""
+
+
+class UnsupportedVersion(PositionError):
+    """The blob is a position in a format version this code does not read.
+
+    ``version`` is the version found: an ``int``, or the raw header text when it is not a
+    canonical decimal integer.
+    """
+
+    def __init__(self, version: int | str) -> None:
+        self.version = version
+        super().__init__(
+            f"position format version {version!r} is not supported "
+            f"(this code reads version {FORMAT_VERSION})"
+        )
+
+
+class IdentityMismatch(PositionError):
+    """The position was written for another chart (or another source of this chart).
+
+    ``expected`` is the identity of the machine handed to ``loads``; ``found`` is the one
+    the blob names.
+    """
+
+    def __init__(self, expected: str, found: str) -> None:
+        self.expected = expected
+        self.found = found
+        super().__init__(f"position is for chart {found!r}, not for chart {expected!r}")
+
+
+class CorruptPosition(PositionError):
+    """The blob claims to be a position for this chart but is truncated, altered or invalid."""
+
+
+class UnserializablePosition(PositionError):
+    """``dumps`` cannot write the state: it holds a value JSON cannot carry faithfully."""
+
+
+# -- dumps -------------------------------------------------------------------------------
+
+
+def dumps(state: MachineState) -> bytes:
+    """Serialize ``state`` into a position blob (see the module docstring for the framing).
+
+    Equal states give equal bytes. Raises ``UnserializablePosition`` (and writes nothing)
+    when the datamodel, ``caller_context`` or a queued event holds a value that is not
+    JSON-like (``str``, ``int``, ``float``, ``bool``, ``None``, ``list``, ``dict`` with
+    ``str`` keys), a NaN or infinite float, or a cycle.
+    """
+    payload = _encode_state(state)
+    try:
+        # Only structurally valid payloads are written: whatever dumps writes, loads reads.
+        _decode_state(payload, state.machine, state.invoke_types, state.routes)
+    except CorruptPosition as exc:
+        raise UnserializablePosition(f"state is not a valid position: {exc}") from None
+    try:
+        text = json.dumps(
+            payload,
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=True,
+            allow_nan=False,
+        )
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise UnserializablePosition(f"state is not JSON-serializable: {exc}") from None
+    body = text.encode("ascii")
+    digest = hashlib.sha256(body).hexdigest().encode("ascii")
+    return b"".join(
+        (
+            MAGIC,
+            str(FORMAT_VERSION).encode("ascii"),
+            b"\n",
+            _identity_line(state.machine.identity),
+            b"\n",
+            _DIGEST_PREFIX,
+            digest,
+            b"\n",
+            body,
+        )
+    )
+
+
+def _identity_line(identity: str) -> bytes:
+    return json.dumps(identity, ensure_ascii=True).encode("ascii")
+
+
+def _encode_state(state: MachineState) -> dict[str, Any]:
+    _check_json(state.datamodel, "datamodel")
+    _check_json(state.caller_context, "caller_context")
+    queue: list[dict[str, Any]] = []
+    for position, event in enumerate(state.internal_queue):
+        if not isinstance(event, Event):
+            raise UnserializablePosition(
+                f"internal_queue[{position}] is a {type(event).__name__}, not an Event"
+            )
+        where = f"internal_queue[{position}]"
+        _check_json(event.data, f"{where}.data")
+        _check_json(event.caller_context, f"{where}.caller_context")
+        queue.append(
+            {
+                "name": event.name,
+                "type": event.type,
+                "data": event.data,
+                "sendid": event.sendid,
+                "origin": event.origin,
+                "origintype": event.origintype,
+                "invokeid": event.invokeid,
+                "caller_context": event.caller_context,
+            }
+        )
+    try:
+        history = [[key, list(value)] for key, value in sorted(state.history.items())]
+        invocations = [[s, i, invoke_id] for (s, i), invoke_id in sorted(state.invocations.items())]
+        configuration = sorted(state.configuration)
+        entered = sorted(state.entered)
+    except (TypeError, ValueError) as exc:
+        raise UnserializablePosition(f"state is not a valid position: {exc}") from None
+    return {
+        "session_id": state.session_id,
+        "configuration": configuration,
+        "internal_queue": queue,
+        "history": history,
+        "entered": entered,
+        "states_to_invoke": list(state.states_to_invoke),
+        "invocations": invocations,
+        "invoke_counter": state.invoke_counter,
+        "send_counter": state.send_counter,
+        "timer_counter": state.timer_counter,
+        "caller_context": state.caller_context,
+        "datamodel": state.datamodel,
+        "running": state.running,
+        "status": state.status,
+        "macrostep": state.macrostep,
+        "microstep": state.microstep,
+        "round": state.round,
+        "trace": state.trace,
+        "max_macrostep_rounds": state.max_macrostep_rounds,
+    }
+
+
+class _NotJson(Exception):
+    """Raised by ``_walk``; ``path`` collects the segments leading to the bad value."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.path: list[str] = []
+
+
+def _check_json(value: Any, where: str) -> None:
+    """Raise ``UnserializablePosition`` unless ``value`` round-trips through JSON unchanged."""
+    try:
+        _walk(value, set())
+    except _NotJson as exc:
+        path = where + "".join(reversed(exc.path))
+        raise UnserializablePosition(f"{path}: {exc.reason}") from None
+    except RecursionError:
+        raise UnserializablePosition(f"{where}: value is nested too deeply") from None
+
+
+def _walk(value: Any, on_path: set[int]) -> None:
+    if value is None or isinstance(value, bool | int | str):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise _NotJson(f"{value!r} is not representable in JSON")
+        return
+    if isinstance(value, dict | list):
+        key = id(value)
+        if key in on_path:
+            raise _NotJson("the value contains a cycle")
+        on_path.add(key)
+        if isinstance(value, dict):
+            for name, child in value.items():
+                if not isinstance(name, str):
+                    raise _NotJson(
+                        f"dict key {name!r} is a {type(name).__name__}; JSON keys are strings"
+                    )
+                try:
+                    _walk(child, on_path)
+                except _NotJson as exc:
+                    exc.path.append(f"[{name!r}]")
+                    raise
+        else:
+            for position, child in enumerate(value):
+                try:
+                    _walk(child, on_path)
+                except _NotJson as exc:
+                    exc.path.append(f"[{position}]")
+                    raise
+        on_path.discard(key)
+        return
+    if isinstance(value, tuple):
+        raise _NotJson("a tuple does not survive JSON (it comes back as a list); use a list")
+    raise _NotJson(f"a value of type {type(value).__name__} is not JSON-serializable")
+
+
+# -- loads -------------------------------------------------------------------------------
+
+
+def loads(
+    blob: bytes,
+    machine: Machine,
+    *,
+    invoke_types: Iterable[str] | None = None,
+    routes: Container[str] | None = None,
+) -> MachineState:
+    """Load a position written by ``dumps`` for ``machine``.
+
+    ``invoke_types`` and ``routes`` are the driver's per-driver data (see
+    ``statifier.initialize``); positions do not store them. ``invoke_types`` is frozen
+    into a ``frozenset``; ``routes`` is kept as given. ``bytearray`` and
+    ``memoryview`` blobs are accepted as well as ``bytes``.
+
+    Raises, checking in this order: ``NotAPosition`` (not bytes, or no magic tag),
+    ``UnsupportedVersion``, ``IdentityMismatch``, then ``CorruptPosition`` (truncated,
+    digest mismatch, invalid UTF-8 or JSON, or a payload that does not describe a valid
+    position of ``machine``).
+    """
+    if isinstance(blob, bytearray | memoryview):
+        blob = bytes(blob)
+    if not isinstance(blob, bytes):
+        raise NotAPosition(f"a position is bytes, not {type(blob).__name__}")
+    if not blob.startswith(MAGIC):
+        raise NotAPosition("the blob does not start with the statifier position tag")
+    rest = blob[len(MAGIC) :]
+
+    version_line, rest = _header_line(rest, "format version")
+    if _VERSION_LINE.fullmatch(version_line) is None:
+        raise UnsupportedVersion(version_line.decode("utf-8", "replace"))
+    version = int(version_line)
+    if version != FORMAT_VERSION:
+        raise UnsupportedVersion(version)
+
+    identity_line, rest = _header_line(rest, "chart identity")
+    if not hmac.compare_digest(identity_line, _identity_line(machine.identity)):
+        raise IdentityMismatch(machine.identity, _read_identity(identity_line))
+
+    digest_line, body = _header_line(rest, "digest")
+    if _DIGEST_LINE.fullmatch(digest_line) is None:
+        raise CorruptPosition("the digest line is malformed")
+    actual = _DIGEST_PREFIX + hashlib.sha256(body).hexdigest().encode("ascii")
+    if not hmac.compare_digest(digest_line, actual):
+        raise CorruptPosition("the payload does not match its digest (altered or truncated)")
+
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CorruptPosition(f"the payload is not valid UTF-8: {exc}") from None
+    try:
+        payload = json.loads(text, object_pairs_hook=_unique_object, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:
+        raise CorruptPosition(f"the payload is not valid JSON: {exc}") from None
+    return _decode_state(
+        payload,
+        machine,
+        _frozen(invoke_types),
+        routes,
+    )
+
+
+def _header_line(data: bytes, what: str) -> tuple[bytes, bytes]:
+    line, newline, rest = data.partition(b"\n")
+    if not newline:
+        raise CorruptPosition(f"the blob is truncated in its header ({what} line)")
+    return line, rest
+
+
+def _read_identity(line: bytes) -> str:
+    try:
+        found = json.loads(line.decode("ascii"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        found = None
+    return found if isinstance(found, str) else line.decode("utf-8", "replace")
+
+
+def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError(f"duplicate key {key!r}")
+        result[key] = value
+    return result
+
+
+def _no_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not allowed")
+
+
+def _frozen(values: Iterable[str] | None) -> frozenset[str] | None:
+    if values is None:
+        return None
+    if isinstance(values, str):
+        raise TypeError("invoke_types must be an iterable of strings, not a single string")
+    return frozenset(values)
+
+
+def _corrupt(message: str) -> NoReturn:
+    raise CorruptPosition(f"invalid payload: {message}")
+
+
+def _keys(obj: Any, expected: frozenset[str], where: str) -> dict[str, Any]:
+    if not isinstance(obj, dict):
+        _corrupt(f"{where} is a {_kind(obj)}, not an object")
+    keys = set(obj)
+    if keys != expected:
+        missing = sorted(expected - keys)
+        extra = sorted(keys - expected)
+        _corrupt(f"{where} keys: missing {missing}, unexpected {extra}")
+    return obj
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _counter(obj: dict[str, Any], key: str) -> int:
+    value = obj[key]
+    if type(value) is not int:
+        _corrupt(f"{key} is a {_kind(value)}, not an integer")
+    if value < 0:
+        _corrupt(f"{key} is negative ({value})")
+    return value
+
+
+def _flag(obj: dict[str, Any], key: str) -> bool:
+    value = obj[key]
+    if not isinstance(value, bool):
+        _corrupt(f"{key} is a {_kind(value)}, not a boolean")
+    return value
+
+
+def _text(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        _corrupt(f"{where} is a {_kind(value)}, not a string")
+    return value
+
+
+def _optional_text(value: Any, where: str) -> str | None:
+    return None if value is None else _text(value, where)
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        _corrupt(f"{where} is a {_kind(value)}, not a list")
+    return value
+
+
+def _index(value: Any, count: int, where: str) -> int:
+    if type(value) is not int:
+        _corrupt(f"{where} is a {_kind(value)}, not a state index")
+    if not 0 <= value < count:
+        _corrupt(f"{where} = {value} is not a state index of this chart (0..{count - 1})")
+    return value
+
+
+def _ascending(values: list[Any], where: str) -> None:
+    if any(a >= b for a, b in pairwise(values)):
+        _corrupt(f"{where} is not strictly ascending")
+
+
+def _indexes(value: Any, count: int, where: str) -> list[int]:
+    return [_index(item, count, f"{where}[{i}]") for i, item in enumerate(_list(value, where))]
+
+
+def _decode_event(obj: Any, where: str) -> Event:
+    fields = _keys(obj, _EVENT_KEYS, where)
+    kind = fields["type"]
+    if not isinstance(kind, str) or kind not in _EVENT_TYPES:
+        _corrupt(f"{where}.type is {kind!r}, not one of {sorted(_EVENT_TYPES)}")
+    return Event(
+        name=_text(fields["name"], f"{where}.name"),
+        type=cast(EventType, kind),
+        data=fields["data"],
+        sendid=_optional_text(fields["sendid"], f"{where}.sendid"),
+        origin=_optional_text(fields["origin"], f"{where}.origin"),
+        origintype=_optional_text(fields["origintype"], f"{where}.origintype"),
+        invokeid=_optional_text(fields["invokeid"], f"{where}.invokeid"),
+        caller_context=fields["caller_context"],
+    )
+
+
+def _decode_state(
+    obj: Any,
+    machine: Machine,
+    invoke_types: frozenset[str] | None,
+    routes: Container[str] | None,
+) -> MachineState:
+    """Build the state a payload describes, or raise ``CorruptPosition`` saying what is wrong."""
+    payload = _keys(obj, _PAYLOAD_KEYS, "the payload")
+    states = machine.states
+    count = len(states)
+
+    configuration = _indexes(payload["configuration"], count, "configuration")
+    _ascending(configuration, "configuration")
+    entered = _indexes(payload["entered"], count, "entered")
+    _ascending(entered, "entered")
+    states_to_invoke = _indexes(payload["states_to_invoke"], count, "states_to_invoke")
+
+    history: dict[int, tuple[int, ...]] = {}
+    history_keys: list[int] = []
+    for i, pair in enumerate(_list(payload["history"], "history")):
+        where = f"history[{i}]"
+        if not isinstance(pair, list) or len(pair) != 2:
+            _corrupt(f"{where} is not a [history_state, [states...]] pair")
+        key = _index(pair[0], count, f"{where}[0]")
+        if states[key].kind != "history":
+            _corrupt(f"{where}[0] = {key} is not a history state")
+        history_keys.append(key)
+        history[key] = tuple(_indexes(pair[1], count, f"{where}[1]"))
+    _ascending(history_keys, "history")
+
+    invocations: dict[tuple[int, int], str] = {}
+    invocation_keys: list[tuple[int, int]] = []
+    for i, triple in enumerate(_list(payload["invocations"], "invocations")):
+        where = f"invocations[{i}]"
+        if not isinstance(triple, list) or len(triple) != 3:
+            _corrupt(f"{where} is not a [state, invoke_index, invoke_id] triple")
+        s = _index(triple[0], count, f"{where}[0]")
+        n = triple[1]
+        if type(n) is not int or not 0 <= n < len(states[s].invokes):
+            _corrupt(f"{where}[1] = {n!r} is not an invoke index of state {states[s].id!r}")
+        invocation_keys.append((s, n))
+        invocations[(s, n)] = _text(triple[2], f"{where}[2]")
+    _ascending(invocation_keys, "invocations")
+
+    queue = tuple(
+        _decode_event(event, f"internal_queue[{i}]")
+        for i, event in enumerate(_list(payload["internal_queue"], "internal_queue"))
+    )
+
+    datamodel = payload["datamodel"]
+    if not isinstance(datamodel, dict):
+        _corrupt(f"datamodel is a {_kind(datamodel)}, not an object")
+    if not all(isinstance(name, str) for name in datamodel):
+        _corrupt("datamodel has a non-string variable name")
+
+    status = payload["status"]
+    if not isinstance(status, str) or status not in _STATUSES:
+        _corrupt(f"status is {status!r}, not 'running' or 'done'")
+
+    budget = payload["max_macrostep_rounds"]
+    if budget is not None and (type(budget) is not int or budget < 1):
+        _corrupt(f"max_macrostep_rounds is {budget!r}, not a positive integer or null")
+
+    return MachineState(
+        machine=machine,
+        session_id=_text(payload["session_id"], "session_id"),
+        configuration=frozenset(configuration),
+        internal_queue=queue,
+        history=history,
+        entered=frozenset(entered),
+        states_to_invoke=tuple(states_to_invoke),
+        invocations=invocations,
+        invoke_counter=_counter(payload, "invoke_counter"),
+        send_counter=_counter(payload, "send_counter"),
+        timer_counter=_counter(payload, "timer_counter"),
+        caller_context=payload["caller_context"],
+        datamodel=datamodel,
+        running=_flag(payload, "running"),
+        status="done" if status == "done" else "running",
+        macrostep=_counter(payload, "macrostep"),
+        microstep=_counter(payload, "microstep"),
+        round=_counter(payload, "round"),
+        trace=_flag(payload, "trace"),
+        max_macrostep_rounds=budget,
+        invoke_types=invoke_types,
+        routes=routes,
+    )

@@ -1,0 +1,607 @@
+"""Live sessions: the pure core driven inside one asyncio task with an inbox.
+
+A ``Session`` performs the core's effects in-process: sends are routed through the
+process-wide registry, delayed sends use the event loop's timer (so they die with the
+process: ``statifier_oban`` is what makes them durable), invocations go to per-session
+handlers. Subscribers see every effect in order, then exactly one ``Halted``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import logging
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from . import effects as fx
+from . import registry
+from .errors import StatifierError
+from .events import SCXML_EVENT_PROCESSOR, Event
+from .ids import new_session_id
+from .interpreter import (
+    DEFAULT_MAX_MACROSTEP_ROUNDS,
+    SCXML_INVOKE_TYPES,
+    cancel,
+    deliver_internal,
+    handle_event,
+    initialize,
+)
+from .invoke import HandlerContext, InvokeHandler, ScxmlInvokeHandler, SourceResolver
+from .model import Machine
+from .state import MachineState
+
+logger = logging.getLogger("statifier.session")
+
+SessionStatusName = Literal["running", "done", "cancelled", "budget_exhausted"]
+HaltReason = Literal["done", "cancelled", "budget_exhausted", "stopped"]
+
+
+@dataclass(frozen=True, slots=True)
+class Halted:
+    """The last message a subscriber receives from a session."""
+
+    reason: HaltReason
+
+
+@dataclass(frozen=True, slots=True)
+class SessionStatus:
+    """A point-in-time view of a session."""
+
+    session_id: str
+    status: SessionStatusName
+    configuration: tuple[str, ...]
+    macrostep: int
+    microstep: int
+    round: int
+    queued_events: int
+    pending_timers: int
+
+
+Message = fx.Effect | Halted
+Subscriber = Callable[[str, Message], Awaitable[None] | None]
+
+
+class ResumeError(StatifierError):
+    """A position cannot be resumed (finished, not quiescent, or conflicting options)."""
+
+
+class _Entry:
+    __slots__ = ("event", "invoke_id", "kind", "timer")
+
+    def __init__(
+        self,
+        kind: str,
+        event: Event | None = None,
+        invoke_id: str | None = None,
+        timer: fx.SendDelayed | None = None,
+    ) -> None:
+        self.kind = kind
+        self.event = event
+        self.invoke_id = invoke_id
+        self.timer = timer
+
+
+_CANCEL = _Entry("cancel")
+
+
+class Session:
+    """One live execution of a chart. Create it with ``await Session.start(...)``."""
+
+    def __init__(
+        self,
+        machine: Machine,
+        session_id: str,
+        handlers: Mapping[str, InvokeHandler],
+        resolver: SourceResolver | None,
+        parent: tuple[Session, str] | None,
+        max_macrostep_rounds: int | None,
+    ) -> None:
+        self.machine = machine
+        self.session_id = session_id
+        self.resolver = resolver
+        self.max_macrostep_rounds = max_macrostep_rounds
+        self._parent = parent
+        self._scxml = ScxmlInvokeHandler()
+        self._handlers = dict(handlers)
+        self._state: MachineState | None = None
+        self._inbox: deque[_Entry] = deque()
+        self._wakeup = asyncio.Event()
+        self._halted_event = asyncio.Event()
+        self._status: SessionStatusName = "running"
+        self._final_configuration: tuple[str, ...] | None = None
+        self._timers: dict[str, list[asyncio.TimerHandle]] = {}
+        self._subscribers: list[Subscriber] = []
+        self._deferred: deque[tuple[str, str | None]] = deque()
+        self._invocation_types: dict[str, str] = {}
+        self._invocation_context: dict[str, Any] = {}
+        self._cancelled_invocations: set[str] = set()
+        self._finished_invocations: set[str] = set()
+        self._cancel_requested = False
+        self._stopping = False
+        self._stopped = False
+        self._task: asyncio.Task[None] | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    @classmethod
+    async def start(
+        cls,
+        machine: Machine,
+        *,
+        session_id: str | None = None,
+        invoke_handlers: Mapping[str, type[Any] | InvokeHandler] | None = None,
+        subscribers: tuple[Subscriber, ...] | list[Subscriber] = (),
+        max_macrostep_rounds: int | None = DEFAULT_MAX_MACROSTEP_ROUNDS,
+        resume: MachineState | bytes | None = None,
+        resolver: SourceResolver | None = None,
+        datamodel: dict[str, Any] | None = None,
+        trace: bool = False,
+        parent: tuple[Session, str] | None = None,
+    ) -> Session:
+        """Start (or resume) a session, perform its first effects, and return it.
+
+        ``invoke_handlers`` maps ``<invoke type>`` to a handler class (instantiated once
+        for this session) or instance; ``scxml`` is built in. ``resolver`` maps an
+        ``<invoke src>`` to chart text (nothing is fetched otherwise). ``resume`` is a
+        position (a ``MachineState`` or a blob from ``statifier.position.dumps``): the
+        session continues with the same ``_sessionid`` and an empty timer table.
+        """
+        handlers = {
+            name: handler() if isinstance(handler, type) else handler
+            for name, handler in (invoke_handlers or {}).items()
+        }
+        invoke_types = frozenset(handlers) - SCXML_INVOKE_TYPES
+        state: MachineState | None = None
+        if resume is not None:
+            state = _resumable(machine, resume, session_id, datamodel, trace)
+            state = dataclasses.replace(
+                state, invoke_types=invoke_types, max_macrostep_rounds=max_macrostep_rounds
+            )
+            session_id = state.session_id
+        sid = session_id if session_id is not None else new_session_id()
+        session = cls(machine, sid, handlers, resolver, parent, max_macrostep_rounds)
+        registry.register(session)
+        session._subscribers.extend(subscribers)
+        if state is None:
+            state, effects = initialize(
+                machine,
+                session_id=sid,
+                max_macrostep_rounds=max_macrostep_rounds,
+                datamodel=datamodel,
+                trace=trace,
+                invoke_types=invoke_types,
+                routes=registry.Routes(parent is not None),
+            )
+            session._state = state
+            await session._perform(effects)
+        else:
+            session._state = state
+        session._task = asyncio.create_task(session._loop(), name=f"statifier:{sid}")
+        return session
+
+    async def stop(self) -> None:
+        """Stop the session: end its task, drop its timers, stop children, unregister."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self._stopping = True
+        self._wakeup.set()
+        if self._task is not None and self._task is not asyncio.current_task():
+            await self._task
+        self._drop_timers()
+        await self._scxml.stop_all()
+        registry.unregister(self.session_id)
+        if not self._halted_event.is_set():
+            self._halted_event.set()
+            await self._notify(Halted("stopped"))
+
+    async def wait_halted(self) -> None:
+        """Wait until the session halts (done, cancelled, budget exhausted or stopped)."""
+        await self._halted_event.wait()
+
+    # -- the client API ------------------------------------------------------------------
+
+    def send_event(self, event: Event | str) -> None:
+        """Queue an external event. Never blocks; a halted session queues it forever."""
+        if isinstance(event, str):
+            event = Event(name=event)
+        self._enqueue(_Entry("event", event))
+
+    def cancel(self) -> None:
+        """Queue a cancellation (in order with events): onexit runs, then ``Done``."""
+        self._enqueue(_CANCEL)
+
+    async def cancel_and_wait(self) -> None:
+        """Cancel and wait until the session has halted."""
+        if self._status in ("done", "cancelled") or self._stopped:
+            return
+        self.cancel()
+        await self.wait_halted()
+
+    def done_invocation(self, invoke_id: str, data: Any = None) -> None:
+        """An invocation finished: becomes ``done.invoke.<id>`` (dropped if cancelled)."""
+        self._answer(invoke_id, f"done.invoke.{invoke_id}", data, None)
+
+    def failed_invocation(self, invoke_id: str, reason: Any) -> None:
+        """An invocation failed: becomes ``error.communication.invoke.<id>``.
+
+        ``reason`` becomes the event data (a string is wrapped as ``{"reason": ...}``).
+        """
+        data = {"reason": reason} if isinstance(reason, str) else reason
+        self._answer(invoke_id, f"error.communication.invoke.{invoke_id}", data, None)
+
+    def status(self) -> SessionStatus:
+        """Status, configuration, counters, queued events and pending timers."""
+        state = self.snapshot()
+        configuration = (
+            self._final_configuration
+            if self._final_configuration is not None
+            else state.configuration_ids()
+        )
+        return SessionStatus(
+            session_id=self.session_id,
+            status=self._status,
+            configuration=configuration,
+            macrostep=state.macrostep,
+            microstep=state.microstep,
+            round=state.round,
+            queued_events=len(self._inbox),
+            pending_timers=sum(len(handles) for handles in self._timers.values()),
+        )
+
+    def snapshot(self) -> MachineState:
+        """The current position (serialize it with ``statifier.position.dumps``)."""
+        assert self._state is not None
+        return self._state
+
+    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
+        """Receive ``(session_id, effect)`` for every later effect, then one ``Halted``.
+
+        ``callback`` may be a plain or an ``async`` callable; one that raises is logged
+        and dropped. Returns a function that unsubscribes.
+        """
+        self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._subscribers:
+                self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    async def messages(self) -> AsyncIterator[tuple[str, Message]]:
+        """Async-iterator form of ``subscribe``: ends after the ``Halted`` message."""
+        queue: asyncio.Queue[tuple[str, Message]] = asyncio.Queue()
+
+        def push(session_id: str, message: Message) -> None:
+            queue.put_nowait((session_id, message))
+
+        unsubscribe = self.subscribe(push)
+        try:
+            if self._halted_event.is_set():
+                return
+            while True:
+                item = await queue.get()
+                yield item
+                if isinstance(item[1], Halted):
+                    return
+        finally:
+            unsubscribe()
+
+    def child(self, invoke_id: str) -> Session | None:
+        """The child session of a live ``scxml`` invocation."""
+        return self._scxml.child(invoke_id)
+
+    def detach_parent(self) -> None:
+        """Sever the link to the invoking session (it cancelled this invocation)."""
+        self._parent = None
+
+    # -- inbox ---------------------------------------------------------------------------
+
+    def _enqueue(self, entry: _Entry) -> None:
+        self._inbox.append(entry)
+        self._wakeup.set()
+
+    def _answer(self, invoke_id: str, name: str, data: Any, origin: str | None) -> None:
+        self._finished_invocations.add(invoke_id)
+        event = Event(
+            name=name,
+            type="external",
+            data=data,
+            invokeid=invoke_id,
+            origin=origin,
+            origintype=SCXML_EVENT_PROCESSOR if origin is not None else None,
+            caller_context=self._invocation_context.get(invoke_id),
+        )
+        self._enqueue(_Entry("invoked", event, invoke_id))
+
+    def _from_child(self, invoke_id: str, event: Event) -> None:
+        self._enqueue(_Entry("invoked", dataclasses.replace(event, invokeid=invoke_id), invoke_id))
+
+    def _next_entry(self) -> _Entry | None:
+        if self._status == "running":
+            return self._inbox.popleft() if self._inbox else None
+        if self._status == "budget_exhausted" and _CANCEL in self._inbox:
+            self._inbox.remove(_CANCEL)
+            return _CANCEL
+        return None
+
+    async def _loop(self) -> None:
+        while not self._stopping:
+            entry = self._next_entry()
+            if entry is None:
+                self._wakeup.clear()
+                await self._wakeup.wait()
+                continue
+            try:
+                await self._process(entry)
+            except Exception:  # a bug in a driver path must not kill the session
+                logger.exception("session %s: failed to process %s", self.session_id, entry.kind)
+
+    async def _process(self, entry: _Entry) -> None:
+        state = self.snapshot()
+        if entry.kind == "cancel":
+            self._cancel_requested = True
+            state, effects = cancel(state)
+            self._state = state
+            await self._perform(effects)
+            return
+        if not state.running:
+            return
+        if entry.kind == "timer":
+            assert entry.timer is not None
+            await self._fire(entry.timer)
+            return
+        if entry.kind == "invoked":
+            assert entry.invoke_id is not None
+            if entry.invoke_id in self._cancelled_invocations or (
+                entry.invoke_id not in self._invocation_types
+            ):
+                return
+        assert entry.event is not None
+        state, effects = handle_event(state, entry.event, routes=self._routes())
+        self._state = state
+        await self._perform(effects)
+
+    def _routes(self) -> registry.Routes:
+        return registry.Routes(self._parent is not None)
+
+    # -- performing effects --------------------------------------------------------------
+
+    async def _perform(self, effects: list[fx.Effect]) -> None:
+        for effect in effects:
+            await self._notify(effect)
+            await self._execute(effect)
+        while self._deferred:
+            name, sendid = self._deferred.popleft()
+            state = self.snapshot()
+            if not state.running or self._status != "running":
+                self._deferred.clear()
+                return
+            state, more = deliver_internal(state, name, sendid=sendid, routes=self._routes())
+            self._state = state
+            for effect in more:
+                await self._notify(effect)
+                await self._execute(effect)
+
+    async def _notify(self, message: Message) -> None:
+        for callback in list(self._subscribers):
+            try:
+                result = callback(self.session_id, message)
+                if inspect.isawaitable(result):
+                    await result
+            except Exception:
+                logger.exception(
+                    "session %s: subscriber %r raised; dropped", self.session_id, callback
+                )
+                if callback in self._subscribers:
+                    self._subscribers.remove(callback)
+
+    async def _execute(self, effect: fx.Effect) -> None:
+        if isinstance(effect, fx.Send):
+            await self._route(
+                effect.event, effect.target, effect.data, effect.send_id, effect.id_from_author
+            )
+        elif isinstance(effect, fx.SendDelayed):
+            self._schedule(effect)
+        elif isinstance(effect, fx.Cancel):
+            for handle in self._timers.pop(effect.send_id, ()):
+                handle.cancel()
+        elif isinstance(effect, fx.Log):
+            logger.info("%s [%s] %s: %r", self.session_id, effect.owner, effect.label, effect.value)
+        elif isinstance(effect, fx.Invoke):
+            await self._start_invocation(effect)
+        elif isinstance(effect, fx.CancelInvoke):
+            await self._cancel_invocation(effect.invoke_id)
+        elif isinstance(effect, fx.Autoforward):
+            await self._forward(effect.invoke_id, effect.event)
+        elif isinstance(effect, fx.Done):
+            self._final_configuration = effect.configuration
+            await self._halt("cancelled" if self._cancel_requested else "done")
+            if self._parent is not None and not self._cancel_requested:
+                parent, invoke_id = self._parent
+                parent._answer(
+                    invoke_id,
+                    f"done.invoke.{invoke_id}",
+                    effect.donedata,
+                    f"#_scxml_{self.session_id}",
+                )
+        elif isinstance(effect, fx.BudgetExhausted):
+            await self._halt("budget_exhausted")
+
+    async def _halt(self, reason: SessionStatusName) -> None:
+        if self._status != "running" and reason != "cancelled":
+            return
+        first = self._status == "running"
+        self._status = reason
+        if reason != "budget_exhausted":
+            # Spec 6.2: a halted session's pending delayed sends are discarded.
+            self._drop_timers()
+        if first and reason != "running":
+            self._halted_event.set()
+            await self._notify(Halted(reason))
+
+    def _drop_timers(self) -> None:
+        for handles in self._timers.values():
+            for handle in handles:
+                handle.cancel()
+        self._timers.clear()
+
+    def _schedule(self, effect: fx.SendDelayed) -> None:
+        loop = asyncio.get_running_loop()
+        handle: asyncio.TimerHandle | None = None
+
+        def fire() -> None:
+            handles = self._timers.get(effect.send_id)
+            if handles is not None and handle in handles:
+                handles.remove(handle)
+                if not handles:
+                    del self._timers[effect.send_id]
+            self._enqueue(_Entry("timer", timer=effect))
+
+        handle = loop.call_later(effect.delay_ms / 1000, fire)
+        self._timers.setdefault(effect.send_id, []).append(handle)
+
+    async def _fire(self, effect: fx.SendDelayed) -> None:
+        if effect.target == "#_internal":
+            state, effects = deliver_internal(
+                self.snapshot(),
+                effect.event,
+                kind="internal",
+                data=effect.data,
+                sendid=effect.send_id if effect.id_from_author else None,
+                origin=f"#_scxml_{self.session_id}",
+                origintype=SCXML_EVENT_PROCESSOR,
+                routes=self._routes(),
+            )
+            self._state = state
+            await self._perform(effects)
+            return
+        await self._route(
+            effect.event, effect.target, effect.data, effect.send_id, effect.id_from_author
+        )
+
+    async def _route(
+        self, name: str, target: str | None, data: Any, send_id: str, from_author: bool
+    ) -> None:
+        event = Event(
+            name=name,
+            type="external",
+            data=data,
+            sendid=send_id if from_author else None,
+            origin=f"#_scxml_{self.session_id}",
+            origintype=SCXML_EVENT_PROCESSOR,
+        )
+        if target is None or target == f"#_scxml_{self.session_id}":
+            if not self._stopping:
+                state = self.snapshot()
+                if state.running and self._status == "running":
+                    self._enqueue(_Entry("event", event))
+            return
+        if target == "#_parent":
+            if self._parent is not None:
+                parent, invoke_id = self._parent
+                parent._from_child(invoke_id, event)
+                return
+        elif target.startswith("#_scxml_"):
+            other = registry.lookup(target[len("#_scxml_") :])
+            if other is not None:
+                other.send_event(event)
+                return
+        elif target.startswith("#_"):
+            invoke_id = target[2:]
+            live = invoke_id in self.snapshot().invocations.values()
+            if live and await self._forward(invoke_id, event):
+                return
+        self._deferred.append(("error.communication", send_id))
+
+    # -- invocations ---------------------------------------------------------------------
+
+    def _handler(self, invoke_type: str) -> InvokeHandler | None:
+        handler = self._handlers.get(invoke_type)
+        if handler is None and invoke_type in SCXML_INVOKE_TYPES:
+            return self._scxml
+        return handler
+
+    def _context(self) -> HandlerContext:
+        return HandlerContext(self.session_id, self)
+
+    async def _start_invocation(self, effect: fx.Invoke) -> None:
+        invoke_id = effect.invoke_id
+        self._invocation_types[invoke_id] = effect.type
+        self._invocation_context[invoke_id] = effect.caller_context
+        self._cancelled_invocations.discard(invoke_id)
+        self._finished_invocations.discard(invoke_id)
+        handler = self._handler(effect.type)
+        try:
+            if handler is None:
+                raise LookupError(f"no handler for invoke type {effect.type!r}")
+            result = handler.start(effect, self._context())
+            if inspect.isawaitable(result):
+                await result
+        except Exception as exc:
+            logger.warning(
+                "session %s: invocation %s failed to start: %s", self.session_id, invoke_id, exc
+            )
+            self._deferred.append((f"error.communication.invoke.{invoke_id}", None))
+
+    async def _cancel_invocation(self, invoke_id: str) -> None:
+        if invoke_id not in self._finished_invocations:
+            self._cancelled_invocations.add(invoke_id)
+        handler = self._handler(self._invocation_types.get(invoke_id, ""))
+        if handler is None:
+            return
+        try:
+            result = handler.cancel(invoke_id, self._context())
+            if inspect.isawaitable(result):
+                await result
+        except Exception:
+            logger.exception(
+                "session %s: cancelling invocation %s failed", self.session_id, invoke_id
+            )
+
+    async def _forward(self, invoke_id: str, event: Event) -> bool:
+        handler = self._handler(self._invocation_types.get(invoke_id, ""))
+        if handler is None:
+            return False
+        try:
+            result = handler.forward(invoke_id, event, self._context())
+            if inspect.isawaitable(result):
+                await result
+        except Exception as exc:
+            logger.warning(
+                "session %s: forwarding to %s failed: %s", self.session_id, invoke_id, exc
+            )
+            return False
+        return True
+
+
+def _resumable(
+    machine: Machine,
+    resume: MachineState | bytes,
+    session_id: str | None,
+    datamodel: dict[str, Any] | None,
+    trace: bool,
+) -> MachineState:
+    if isinstance(resume, bytes | bytearray):
+        from .position import loads
+
+        state = loads(bytes(resume), machine)
+    else:
+        state = resume
+        if state.machine.identity != machine.identity:
+            raise ResumeError("the position belongs to another chart")
+    if datamodel is not None or trace:
+        raise ResumeError("datamodel and trace cannot be combined with resume")
+    if session_id is not None and session_id != state.session_id:
+        raise ResumeError(
+            f"session_id {session_id!r} conflicts with the position's {state.session_id!r}"
+        )
+    if not state.running or state.status != "running":
+        raise ResumeError("the position belongs to a finished execution")
+    if state.internal_queue:
+        raise ResumeError("the position is not quiescent (its internal queue is not empty)")
+    return state
