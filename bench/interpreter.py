@@ -117,6 +117,11 @@ class Contender(ABC):
     def leaves(self) -> frozenset[str]:
         """The active states among ``off`` and ``on``."""
 
+    def processed(self) -> int | None:
+        """External events the engine reports processing since ``start``, if it counts them
+        (an extra check beyond the state's parity); None if it does not."""
+        return None
+
 
 class StatifierCore(Contender):
     """statifier: compile once, ``initialize``, then thread the state through
@@ -128,6 +133,7 @@ class StatifierCore(Contender):
     def __init__(self) -> None:
         self._machine: Any = None
         self._state: Any = None
+        self._first_macrostep = 0
 
     def prepare(self) -> None:
         import statifier
@@ -138,6 +144,7 @@ class StatifierCore(Contender):
         import statifier
 
         self._state, _effects = statifier.initialize(self._machine, session_id="sess_bench")
+        self._first_macrostep = self._state.macrostep
 
     def send(self, n: int) -> None:
         from statifier import Event, handle_event
@@ -152,6 +159,11 @@ class StatifierCore(Contender):
         if len(ids) != 1:
             raise VerificationError(f"expected one active leaf, got {ids!r}")
         return frozenset(ids)
+
+    def processed(self) -> int:
+        """Each external event is one macrostep, counted by ``MachineState.macrostep``."""
+        count: int = self._state.macrostep - self._first_macrostep
+        return count
 
 
 class StatemachineScxml(Contender):
@@ -331,12 +343,18 @@ def expected_leaf(events_sent: int) -> str:
 
 
 def check(contender: Contender, events_sent: int, when: str) -> str:
-    """Raise ``VerificationError`` unless exactly the expected leaf is active."""
+    """Raise ``VerificationError`` unless exactly the expected leaf is active (and, for an
+    engine that counts them, exactly ``events_sent`` events were processed)."""
     want = expected_leaf(events_sent)
     got = contender.leaves()
     if got != {want}:
         raise VerificationError(
             f"{when}: after {events_sent} events expected {{{want!r}}}, got {set(got)!r}"
+        )
+    processed = contender.processed()
+    if processed is not None and processed != events_sent:
+        raise VerificationError(
+            f"{when}: sent {events_sent} events but the engine counts {processed} macrosteps"
         )
     return want
 
@@ -350,32 +368,67 @@ def verify_alternation(contender: Contender, steps: int = 8) -> None:
         check(contender, sent, "alternation check")
 
 
-def timed_run(contender: Contender, events: int, run: int, result: ThroughputResult) -> None:
-    """One timed run from a fresh instance (creation untimed), verified afterwards: the
-    final state by parity, then one extra (untimed) event must flip it."""
-    contender.start()
+def timed_round(
+    contenders: Sequence[Contender],
+    results: Sequence[ThroughputResult],
+    events: int,
+    slice_events: int,
+    run: int,
+) -> None:
+    """One timed run of ``events`` events for every contender still in the race.
+
+    Every contender starts from a fresh instance (creation untimed). The run is cut into
+    slices of ``slice_events`` events (0: one slice) handed to the engines in turn, and each
+    engine's run time is the sum of its slices. Slicing makes every engine's run span the
+    whole round, so when the machine's speed drifts (other load, frequency changes) all
+    engines see the same drift and the ratios stay fair. The state is checked (untimed)
+    after every slice, and after the run one extra event must flip it.
+    """
+    live = [(c, r) for c, r in zip(contenders, results, strict=True) if r.ok]
+    for contender, result in live:
+        try:
+            contender.start()
+        except Exception as exc:
+            result.fail(exc)
+    wall = [0.0] * len(live)
+    cpu = [0.0] * len(live)
+    step = slice_events if slice_events > 0 else events
     gc.collect()
-    c0 = time.process_time()
-    t0 = time.perf_counter()
-    contender.send(events)
-    elapsed = time.perf_counter() - t0
-    cpu = time.process_time() - c0
-    result.final = check(contender, events, f"timed run {run}")
-    contender.send(1)
-    check(contender, events + 1, f"timed run {run}, one extra event")
-    result.wall.append(elapsed)
-    result.cpu.append(cpu)
+    sent = 0
+    while sent < events:
+        k = min(step, events - sent)
+        for i, (contender, result) in enumerate(live):
+            if not result.ok:
+                continue
+            try:
+                c0 = time.process_time()
+                t0 = time.perf_counter()
+                contender.send(k)
+                wall[i] += time.perf_counter() - t0
+                cpu[i] += time.process_time() - c0
+                check(contender, sent + k, f"timed run {run}")
+            except Exception as exc:
+                result.fail(exc)
+        sent += k
+    for i, (contender, result) in enumerate(live):
+        if not result.ok:
+            continue
+        try:
+            result.final = check(contender, events, f"timed run {run}")
+            contender.send(1)
+            check(contender, events + 1, f"timed run {run}, one extra event")
+        except Exception as exc:
+            result.fail(exc)
+            continue
+        result.wall.append(wall[i])
+        result.cpu.append(cpu[i])
 
 
 def measure(
-    contenders: Sequence[Contender], events: int, repeats: int, warmup: int
+    contenders: Sequence[Contender], events: int, repeats: int, warmup: int, slice_events: int
 ) -> list[ThroughputResult]:
-    """Prepare, verify and warm up every contender, then time ``repeats`` rounds.
-
-    Rounds are interleaved (run 1 of every engine, then run 2 of every engine, ...) so a
-    burst of load on the machine is spread over the engines rather than hitting only one.
-    The best (fastest) verified run of each engine is kept.
-    """
+    """Prepare, verify and warm up every contender, then time ``repeats`` rounds (see
+    ``timed_round``); the best (fastest) verified run of each engine is kept."""
     results = [ThroughputResult(c.name, c.how, events) for c in contenders]
     for contender, result in zip(contenders, results, strict=True):
         try:
@@ -388,13 +441,7 @@ def measure(
         except Exception as exc:
             result.fail(exc)
     for run in range(1, repeats + 1):
-        for contender, result in zip(contenders, results, strict=True):
-            if not result.ok:
-                continue
-            try:
-                timed_run(contender, events, run, result)
-            except Exception as exc:
-                result.fail(exc)
+        timed_round(contenders, results, events, slice_events, run)
     return results
 
 
@@ -500,6 +547,11 @@ def print_throughput(results: Sequence[ThroughputResult], args: argparse.Namespa
         f"1. Toggle chart throughput: {args.events:,} events per run, best of {args.repeats} "
         f"runs after a {args.warmup:,}-event warm-up"
     )
+    if args.slice > 0 and args.slice < args.events:
+        print(
+            f"(each run interleaves the engines in slices of {args.slice:,} events; "
+            "a run's time is the sum of its slices)"
+        )
     header = (
         f"{'engine':<30} {'events/s':>12} {'best (s)':>9} {'us/event':>9} {'cpu':>5} "
         f"{'final':>6}  all runs (s)"
@@ -555,12 +607,12 @@ def print_compile(result: CompileResult, groups: int, children: int) -> None:
     print()
 
 
-def run_profile(events: int, top: int, sort: str) -> int:
+def run_profile(events: int, warmup: int, top: int, sort: str) -> int:
     """Run the statifier toggle loop under cProfile and print the top functions."""
     contender = StatifierCore()
     contender.prepare()
     contender.start()
-    contender.send(min(events, 1000))  # warm the machine's caches, as the benchmark does
+    contender.send(warmup)  # warm the machine's caches, as the benchmark does
     contender.start()
     profiler = cProfile.Profile()
     profiler.enable()
@@ -568,7 +620,8 @@ def run_profile(events: int, top: int, sort: str) -> int:
     profiler.disable()
     final = check(contender, events, "profiled run")
     print(f"statifier toggle loop under cProfile: {events:,} events, final state {final!r}")
-    print(f"top {top} functions by {sort} time")
+    key = "cumulative time" if sort == "cumulative" else "own time (tottime)"
+    print(f"top {top} functions by {key}")
     stats = pstats.Stats(profiler, stream=sys.stdout)
     stats.sort_stats(sort).print_stats(top)
     return 0
@@ -582,6 +635,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--repeats", type=int, default=3, help="timed runs, best kept (3)")
     parser.add_argument("--warmup", type=int, default=1000, help="warm-up events (1000)")
+    parser.add_argument(
+        "--slice",
+        type=int,
+        default=1000,
+        help="events per slice when interleaving engines within a run; 0: no slicing (1000)",
+    )
     parser.add_argument("--compile-groups", type=int, default=50, help="compound states (50)")
     parser.add_argument(
         "--compile-children", type=int, default=10, help="atomic children per compound (10)"
@@ -603,8 +662,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     for name in ("events", "repeats", "compile_groups", "compile_children", "compile_repeats"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
-    if args.warmup < 0:
-        parser.error("--warmup must not be negative")
+    for name in ("warmup", "slice"):
+        if getattr(args, name) < 0:
+            parser.error(f"--{name} must not be negative")
     return args
 
 
@@ -612,10 +672,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark; exit status 1 if statifier failed or any run failed verification."""
     args = parse_args(argv)
     if args.profile:
-        return run_profile(args.events, args.profile_top, args.profile_sort)
+        return run_profile(args.events, args.warmup, args.profile_top, args.profile_sort)
 
     print_header()
-    results = measure([make() for make in CONTENDERS], args.events, args.repeats, args.warmup)
+    contenders = [make() for make in CONTENDERS]
+    results = measure(contenders, args.events, args.repeats, args.warmup, args.slice)
     print_throughput(results, args)
     compiled = measure_compile(args.compile_groups, args.compile_children, args.compile_repeats)
     print_compile(compiled, args.compile_groups, args.compile_children)

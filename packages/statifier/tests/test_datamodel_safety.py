@@ -268,3 +268,16 @@ def test_no_python_exception_escapes() -> None:
 
     with pytest.raises(EvaluationError):
         compile_expression("x").evaluate(Hostile(), _never_in)
+
+
+def test_script_with_pathological_indentation_compiles_quickly() -> None:
+    source = " " * 40_000 + "x = 1\n" + "\t" * 40_000 + "y = 2\n"
+    started = time.perf_counter()
+    with pytest.raises(ExpressionSyntaxError):
+        compile_script(source)
+    assert time.perf_counter() - started < TIME_LIMIT
+
+
+def test_too_long_script_is_refused() -> None:
+    with pytest.raises(ExpressionSyntaxError, match="too long"):
+        compile_script("x = 1\n" * 20_000)

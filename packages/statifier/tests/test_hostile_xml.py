@@ -200,10 +200,19 @@ def test_deeply_nested_inline_data_markup_does_not_overflow_the_stack() -> None:
     )
 
 
-def test_deeply_nested_foreign_elements_are_ignored() -> None:
+def test_deeply_nested_foreign_elements_do_not_overflow_the_stack() -> None:
     nested = '<x:n xmlns:x="urn:example">' * DEPTH + "</x:n>" * DEPTH
-    machine = statifier.compile(f'<scxml {NS}><state id="a">{nested}</state></scxml>')
-    assert [s.id for s in machine.states[1:]] == ["a"]
+    compiles_or_refuses(f'<scxml {NS}><state id="a">{nested}</state></scxml>')
+
+
+def test_moderately_nested_charts_still_compile() -> None:
+    depth = 100
+    states = "".join(f'<state id="s{i}">' for i in range(depth)) + "</state>" * depth
+    foreign = '<x:n xmlns:x="urn:example">' * depth + "</x:n>" * depth
+    machine = statifier.compile(f"<scxml {NS}>{states}<state id='f'>{foreign}</state></scxml>")
+    assert machine.state(f"s{depth - 1}").depth == depth
+    assert len(machine.state(f"s{depth - 1}").ancestors) == depth
+    assert [s.id for s in machine.states[-1:]] == ["f"]
 
 
 # -- encodings and garbage ----------------------------------------------------------------

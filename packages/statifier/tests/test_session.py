@@ -418,3 +418,16 @@ async def test_cancel_reports_cancelled_and_runs_onexit() -> None:
     assert isinstance(recorder.messages[-1][1], Halted)
     assert recorder.messages[-1][1].reason == "cancelled"
     await session.stop()
+
+
+async def test_resume_from_a_position_blob_and_refuse_another_charts_blob() -> None:
+    session = await Session.start(DELAYS, session_id="sess_blob")
+    blob = statifier.position.dumps(session.snapshot())
+    await session.stop()
+    resumed = await Session.start(DELAYS, resume=memoryview(blob))
+    assert resumed.session_id == "sess_blob"
+    assert resumed.status().configuration == ("idle",)
+    await resumed.stop()
+    with pytest.raises(statifier.position.IdentityMismatch):
+        await Session.start(TOGGLE, resume=blob)
+    assert registry.lookup("sess_blob") is None

@@ -8,7 +8,7 @@ to perform. The core never does I/O.
 
 from __future__ import annotations
 
-from . import effects
+from . import effects, position
 from .compiler import Resolver, chart_identity
 from .compiler import compile_chart as compile
 from .errors import ChartError, Diagnostic, NotRunningError, PositionError, StatifierError
@@ -45,4 +45,5 @@ __all__ = [
     "handle_event",
     "initialize",
     "new_session_id",
+    "position",
 ]

@@ -46,6 +46,9 @@ from .state import MachineState
 
 DEFAULT_MAX_MACROSTEP_ROUNDS = 10_000
 
+_SELECT_CACHE_LIMIT = 4096
+"""Memoized candidate chains kept per machine before the memo is reset."""
+
 SCXML_INVOKE_TYPES = frozenset(
     {"scxml", "http://www.w3.org/TR/scxml/", "http://www.w3.org/TR/scxml"}
 )
@@ -175,6 +178,7 @@ class _Run:
     """A mutable working copy of a ``MachineState`` for the duration of one public call."""
 
     __slots__ = (
+        "_frozen",
         "_order",
         "caller_context",
         "config",
@@ -209,9 +213,10 @@ class _Run:
     session_id: str
     config: set[int]
     _order: list[int] | None
+    _frozen: frozenset[int] | None
     internal_queue: deque[Event]
     history: dict[int, tuple[int, ...]]
-    entered: set[int]
+    entered: frozenset[int]
     states_to_invoke: set[int]
     invocations: dict[tuple[int, int], str]
     invoke_counter: int
@@ -247,9 +252,10 @@ class _Run:
         run.session_id = session_id
         run.config = set()
         run._order = None
+        run._frozen = None
         run.internal_queue = deque()
         run.history = {}
-        run.entered = set()
+        run.entered = frozenset()
         run.states_to_invoke = set()
         run.invocations = {}
         run.invoke_counter = run.send_counter = run.timer_counter = 0
@@ -275,11 +281,13 @@ class _Run:
         run.session_id = state.session_id
         run.config = set(state.configuration)
         run._order = None
+        run._frozen = state.configuration
         run.internal_queue = deque(state.internal_queue)
-        run.history = dict(state.history)
-        run.entered = set(state.entered)
+        # history, entered and invocations are copied on write: most steps never touch them.
+        run.history = state.history
+        run.entered = state.entered
         run.states_to_invoke = set(state.states_to_invoke)
-        run.invocations = dict(state.invocations)
+        run.invocations = state.invocations
         run.invoke_counter = state.invoke_counter
         run.send_counter = state.send_counter
         run.timer_counter = state.timer_counter
@@ -296,14 +304,17 @@ class _Run:
         return run
 
     def freeze(self) -> MachineState:
-        return MachineState(
+        state = MachineState.__new__(MachineState)
+        # MachineState is frozen; filling its __dict__ directly is the fast path that the
+        # generated __init__ (one object.__setattr__ per field) is not.
+        state.__dict__.update(
             machine=self.machine,
             session_id=self.session_id,
-            configuration=frozenset(self.config),
+            configuration=self.frozen_config(),
             internal_queue=tuple(self.internal_queue),
             history=self.history,
-            entered=frozenset(self.entered),
-            states_to_invoke=tuple(sorted(self.states_to_invoke)),
+            entered=self.entered,
+            states_to_invoke=tuple(sorted(self.states_to_invoke)) if self.states_to_invoke else (),
             invocations=self.invocations,
             invoke_counter=self.invoke_counter,
             send_counter=self.send_counter,
@@ -320,8 +331,31 @@ class _Run:
             invoke_types=self.invoke_types,
             routes=self.routes,
         )
+        return state
 
     # -- small helpers -------------------------------------------------------------------
+
+    def frozen_config(self) -> frozenset[int]:
+        """The configuration as a frozenset, cached until it changes."""
+        if self._frozen is None:
+            self._frozen = frozenset(self.config)
+        return self._frozen
+
+    def changed(self) -> None:
+        """The configuration changed: drop the cached views of it."""
+        self._order = None
+        self._frozen = None
+
+    def set_invocation(self, key: tuple[int, int], invoke_id: str) -> None:
+        self.invocations = {**self.invocations, key: invoke_id}
+
+    def pop_invocation(self, key: tuple[int, int]) -> str | None:
+        if key not in self.invocations:
+            return None
+        invocations = dict(self.invocations)
+        invoke_id = invocations.pop(key)
+        self.invocations = invocations
+        return invoke_id
 
     def order(self) -> list[int]:
         """The configuration in document (entry) order, cached until it changes."""
@@ -540,7 +574,7 @@ class _Run:
                         )
                     )
         for key in finished:
-            self.invocations.pop(key, None)
+            self.pop_invocation(key)
 
     def main_event_loop(self) -> None:
         """Run eventless transitions and internal events to quiescence (or budget)."""
@@ -600,7 +634,7 @@ class _Run:
                 self.execute_block(block)
             self.cancel_invocations(state)
             self.config.discard(s)
-            self._order = None
+            self.changed()
             if state.kind == "final" and state.parent == 0:
                 donedata = self.evaluate_donedata(state)
         self.running = False
@@ -629,31 +663,49 @@ class _Run:
     def select_transitions(self, event: Event) -> list[TransitionNode]:
         return self._select(self.matching(event.name))
 
-    def _select(self, matching: frozenset[int] | None) -> list[TransitionNode]:
+    def candidates(self, matching: frozenset[int] | None) -> tuple[tuple[TransitionNode, ...], ...]:
+        """Per active atomic state (document order), the transitions that could fire.
+
+        Each chain lists, nearest state first and in document order within a state, the
+        transitions whose events match (or the eventless ones when ``matching`` is None):
+        exactly the candidates Appendix D's ``selectTransitions`` walks before conditions.
+        Memoized per (configuration, event set); conditions are evaluated by the caller.
+        """
+        cache = self.machine._cache.setdefault("select", {})
+        key = (self.frozen_config(), matching)
+        chains = cache.get(key)
+        if chains is not None:
+            return chains  # type: ignore[no-any-return]
         states = self.states
         transitions = self.transitions
-        enabled: list[TransitionNode] = []
-        chosen: set[int] = set()
+        found: list[tuple[TransitionNode, ...]] = []
         for s in self.order():
             state = states[s]
             if not state.atomic:
                 continue
-            found = False
-            for anc in (s, *state.ancestors):
-                for t in states[anc].transitions:
-                    transition = transitions[t]
-                    if matching is None:
-                        if transition.events:
-                            continue
-                    elif t not in matching:
-                        continue
-                    if self.condition(transition.cond):
-                        if t not in chosen:
-                            chosen.add(t)
-                            enabled.append(transition)
-                        found = True
-                        break
-                if found:
+            chain = [
+                transitions[t]
+                for anc in (s, *state.ancestors)
+                for t in states[anc].transitions
+                if (not transitions[t].events if matching is None else t in matching)
+            ]
+            if chain:
+                found.append(tuple(chain))
+        chains = tuple(found)
+        if len(cache) >= _SELECT_CACHE_LIMIT:
+            cache.clear()
+        cache[key] = chains
+        return chains
+
+    def _select(self, matching: frozenset[int] | None) -> list[TransitionNode]:
+        enabled: list[TransitionNode] = []
+        chosen: set[int] = set()
+        for chain in self.candidates(matching):
+            for transition in chain:
+                if transition.cond is None or self.condition(transition.cond):
+                    if transition.index not in chosen:
+                        chosen.add(transition.index)
+                        enabled.append(transition)
                     break
         if len(enabled) > 1:
             enabled = self.remove_conflicting_transitions(enabled)
@@ -727,24 +779,24 @@ class _Run:
             for h in states[s].history:
                 if states[h].history_deep:
                     last = states[s].last
-                    self.history[h] = tuple(
-                        x for x in self.order() if states[x].atomic and s < x <= last
-                    )
+                    recorded = tuple(x for x in self.order() if states[x].atomic and s < x <= last)
+                    self.history = {**self.history, h: recorded}
                 else:
-                    self.history[h] = tuple(x for x in self.order() if states[x].parent == s)
+                    recorded = tuple(x for x in self.order() if states[x].parent == s)
+                    self.history = {**self.history, h: recorded}
         for s in to_exit:
             state = states[s]
             for block in state.onexit:
                 self.execute_block(block)
             self.cancel_invocations(state)
             self.config.discard(s)
-            self._order = None
+            self.changed()
         if self.trace:
             self.effects.append(fx.StatesExited(states=self.ids(to_exit), **self.counters()))
 
     def cancel_invocations(self, state: StateNode) -> None:
         for inv in state.invokes:
-            invoke_id = self.invocations.pop((state.index, inv.index), None)
+            invoke_id = self.pop_invocation((state.index, inv.index))
             if invoke_id is not None:
                 self.effects.append(
                     fx.CancelInvoke(invoke_id=invoke_id, state_index=state.index, **self.counters())
@@ -757,10 +809,10 @@ class _Run:
         for s in to_enter:
             state = states[s]
             self.config.add(s)
-            self._order = None
+            self.changed()
             self.states_to_invoke.add(s)
             if s not in self.entered:
-                self.entered.add(s)
+                self.entered = self.entered | {s}
                 if machine.late_binding and s != 0:
                     for d in state.data:
                         self.initialize_data(machine.data[d])
@@ -953,7 +1005,7 @@ class _Run:
         ):
             self.raise_error("error.execution", f"invoke type {invoke_type!r} is not registered")
             return
-        self.invocations[(inv.state, inv.index)] = invoke_id
+        self.set_invocation((inv.state, inv.index), invoke_id)
         self.effects.append(
             fx.Invoke(
                 invoke_id=invoke_id,

@@ -206,16 +206,17 @@ class StateNode:
     data: tuple[int, ...]
     line: int
     column: int
+    atomic: bool = field(init=False)
+    """Atomic: a ``<state>`` without child states, or a ``<final>``."""
+    compound: bool = field(init=False)
+    """Compound: a ``<state>`` (or the root) with child states."""
 
-    @property
-    def atomic(self) -> bool:
-        """Atomic: a ``<state>`` without child states, or a ``<final>``."""
-        return self.kind in ("state", "final") and not self.children
-
-    @property
-    def compound(self) -> bool:
-        """Compound: a ``<state>`` (or the root) with child states."""
-        return self.kind in ("state", "scxml") and bool(self.children)
+    def __post_init__(self) -> None:
+        # Stored rather than computed: the interpreter asks these on every selection.
+        object.__setattr__(self, "atomic", self.kind in ("state", "final") and not self.children)
+        object.__setattr__(
+            self, "compound", self.kind in ("state", "scxml") and bool(self.children)
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -308,7 +308,7 @@ def _walk(value: Any, on_path: set[int]) -> None:
 
 
 def loads(
-    blob: bytes,
+    blob: bytes | bytearray | memoryview,
     machine: Machine,
     *,
     invoke_types: Iterable[str] | None = None,

@@ -136,7 +136,7 @@ class Session:
         invoke_handlers: Mapping[str, type[Any] | InvokeHandler] | None = None,
         subscribers: tuple[Subscriber, ...] | list[Subscriber] = (),
         max_macrostep_rounds: int | None = DEFAULT_MAX_MACROSTEP_ROUNDS,
-        resume: MachineState | bytes | None = None,
+        resume: MachineState | bytes | bytearray | memoryview | None = None,
         resolver: SourceResolver | None = None,
         datamodel: dict[str, Any] | None = None,
         trace: bool = False,
@@ -581,15 +581,15 @@ class Session:
 
 def _resumable(
     machine: Machine,
-    resume: MachineState | bytes,
+    resume: MachineState | bytes | bytearray | memoryview,
     session_id: str | None,
     datamodel: dict[str, Any] | None,
     trace: bool,
 ) -> MachineState:
-    if isinstance(resume, bytes | bytearray):
+    if not isinstance(resume, MachineState):
         from .position import loads
 
-        state = loads(bytes(resume), machine)
+        state = loads(resume, machine)
     else:
         state = resume
         if state.machine.identity != machine.identity:

@@ -16,7 +16,7 @@ from .model import Machine
 Status = Literal["running", "done"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class MachineState:
     """The position of one execution of a ``Machine``.
 

@@ -96,7 +96,7 @@ def _check_length(source: str, max_length: int, what: str) -> None:
     if len(source) > max_length:
         raise ExpressionSyntaxError(
             f"{what} is too long ({len(source)} characters; the limit is {max_length})",
-            source[:200],
+            source,
             1,
             0,
         )
@@ -106,11 +106,15 @@ def _common_margin(lines: list[str]) -> str:
     margins = [line[: len(line) - len(line.lstrip())] for line in lines if line.strip()]
     if not margins:
         return ""
-    margin = margins[0]
-    for other in margins[1:]:
-        while not other.startswith(margin):
-            margin = margin[:-1]
-    return margin
+    # The prefix shared by the smallest and the largest margin is shared by all of them, which
+    # keeps this linear even for hostile indentation.
+    smallest, largest = min(margins), max(margins)
+    length = 0
+    for left, right in zip(smallest, largest, strict=False):
+        if left != right:
+            break
+        length += 1
+    return smallest[:length]
 
 
 def _parse(
