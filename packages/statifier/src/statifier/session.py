@@ -15,7 +15,7 @@ import logging
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from . import effects as fx
 from . import registry
@@ -63,6 +63,23 @@ class SessionStatus:
 
 Message = fx.Effect | Halted
 Subscriber = Callable[[str, Message], Awaitable[None] | None]
+
+
+class DelayedSends(Protocol):
+    """Takes over delayed sends from the session's in-process timers (e.g. durable jobs).
+
+    ``schedule`` answers True when it took the send (the session then arms no timer of
+    its own), False to leave it to the session. ``cancel`` sees every ``<cancel>``.
+    """
+
+    async def schedule(self, session: Session, effect: fx.SendDelayed) -> bool:
+        """Store the delayed send; False leaves it to the session's own timer."""
+
+    async def cancel(self, session: Session, effect: fx.Cancel) -> None:
+        """Cancel what was stored under ``effect.send_id`` for this session."""
+
+
+StepListener = Callable[["Session"], Awaitable[None] | None]
 
 
 class ResumeError(StatifierError):
@@ -124,6 +141,8 @@ class Session:
         self._stopping = False
         self._stopped = False
         self._task: asyncio.Task[None] | None = None
+        self._delayed: DelayedSends | None = None
+        self._on_step: StepListener | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -141,6 +160,8 @@ class Session:
         datamodel: dict[str, Any] | None = None,
         trace: bool = False,
         parent: tuple[Session, str] | None = None,
+        delayed_sends: DelayedSends | None = None,
+        on_step: StepListener | None = None,
     ) -> Session:
         """Start (or resume) a session, perform its first effects, and return it.
 
@@ -164,6 +185,8 @@ class Session:
             session_id = state.session_id
         sid = session_id if session_id is not None else new_session_id()
         session = cls(machine, sid, handlers, resolver, parent, max_macrostep_rounds)
+        session._delayed = delayed_sends
+        session._on_step = on_step
         registry.register(session)
         session._subscribers.extend(subscribers)
         if state is None:
@@ -180,6 +203,7 @@ class Session:
             await session._perform(effects)
         else:
             session._state = state
+        await session._stepped()
         session._task = asyncio.create_task(session._loop(), name=f"statifier:{sid}")
         return session
 
@@ -338,8 +362,19 @@ class Session:
                 continue
             try:
                 await self._process(entry)
+                await self._stepped()
             except Exception:  # a bug in a driver path must not kill the session
                 logger.exception("session %s: failed to process %s", self.session_id, entry.kind)
+
+    async def _stepped(self) -> None:
+        if self._on_step is None:
+            return
+        try:
+            result = self._on_step(self)
+            if inspect.isawaitable(result):
+                await result
+        except Exception:
+            logger.exception("session %s: on_step listener raised", self.session_id)
 
     async def _process(self, entry: _Entry) -> None:
         state = self.snapshot()
@@ -406,10 +441,16 @@ class Session:
                 effect.event, effect.target, effect.data, effect.send_id, effect.id_from_author
             )
         elif isinstance(effect, fx.SendDelayed):
-            self._schedule(effect)
+            if not await self._delegate_schedule(effect):
+                self._schedule(effect)
         elif isinstance(effect, fx.Cancel):
             for handle in self._timers.pop(effect.send_id, ()):
                 handle.cancel()
+            if self._delayed is not None:
+                try:
+                    await self._delayed.cancel(self, effect)
+                except Exception:
+                    logger.exception("session %s: delayed-send cancel failed", self.session_id)
         elif isinstance(effect, fx.Log):
             logger.info("%s [%s] %s: %r", self.session_id, effect.owner, effect.label, effect.value)
         elif isinstance(effect, fx.Invoke):
@@ -449,6 +490,21 @@ class Session:
             for handle in handles:
                 handle.cancel()
         self._timers.clear()
+
+    async def _delegate_schedule(self, effect: fx.SendDelayed) -> bool:
+        if self._delayed is None:
+            return False
+        try:
+            return await self._delayed.schedule(self, effect)
+        except Exception:
+            # Not losing the send beats not storing it: the in-process timer still fires
+            # it while this process lives. The failure is loud in the log.
+            logger.exception(
+                "session %s: storing delayed send %s failed; using an in-process timer",
+                self.session_id,
+                effect.send_id,
+            )
+            return False
 
     def _schedule(self, effect: fx.SendDelayed) -> None:
         loop = asyncio.get_running_loop()

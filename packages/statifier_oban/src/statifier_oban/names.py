@@ -1,0 +1,16 @@
+"""Durable names: worker names stored on job rows, meta keys, telemetry prefix.
+
+These strings live in the database for as long as a job row does; renaming one orphans
+every stored job, so they are spelled once, here.
+"""
+
+from __future__ import annotations
+
+TIMER_WORKER = "statifier_oban.workers.TimerWorker"
+"""``oban_jobs.worker`` of a fired-timer job (module path + class, as oban resolves it)."""
+
+PENDING_STATES = ("scheduled", "available", "retryable")
+"""Job states a cancel reaches and a pending count counts; never ``executing``."""
+
+META_DELIVERY = "delivery"
+META_TIMEOUT = "timeout"

@@ -1,0 +1,102 @@
+"""Telemetry events for the durable seams, emitted through oban's own telemetry.
+
+Attach exactly as to oban's events::
+
+    from oban import telemetry
+    telemetry.attach("my-handler", statifier_oban.telemetry.events(), handler)
+
+A handler receives ``(name, meta)``; ``meta`` holds the measurements (``system_time``
+in nanoseconds since the epoch, and counts such as ``delay_ms``, ``count``, ``attempt``)
+and the metadata together, as oban's events do. Every event is a point in time.
+Nothing from ``data``, ``params`` or ``content`` is ever emitted. Emission never raises
+into the caller.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from oban import telemetry as oban_telemetry
+
+logger = logging.getLogger("statifier_oban.telemetry")
+
+PREFIX = "statifier_oban"
+
+TIMER_SCHEDULED = f"{PREFIX}.timer.scheduled"
+TIMER_SCHEDULE_REJECTED = f"{PREFIX}.timer.schedule_rejected"
+TIMER_CANCELLED = f"{PREFIX}.timer.cancelled"
+TIMER_FIRED = f"{PREFIX}.timer.fired"
+TIMER_DISCARDED = f"{PREFIX}.timer.discarded"
+
+TIMER_EVENTS = (
+    TIMER_SCHEDULED,
+    TIMER_SCHEDULE_REJECTED,
+    TIMER_CANCELLED,
+    TIMER_FIRED,
+    TIMER_DISCARDED,
+)
+
+EVENT_KEYS: dict[str, frozenset[str]] = {
+    TIMER_SCHEDULED: frozenset(
+        {
+            "system_time",
+            "delay_ms",
+            "scope",
+            "send_id",
+            "ordinal",
+            "macrostep",
+            "microstep",
+            "round",
+            "scheduled_at",
+            "queue",
+            "conflict",
+            "job_id",
+            "caller_context",
+        }
+    ),
+    TIMER_SCHEDULE_REJECTED: frozenset({"system_time", "scope", "send_id", "ordinal", "reason"}),
+    TIMER_CANCELLED: frozenset(
+        {"system_time", "count", "scope", "send_id", "ordinal", "caller_context"}
+    ),
+    TIMER_FIRED: frozenset(
+        {
+            "system_time",
+            "attempt",
+            "scope",
+            "send_id",
+            "ordinal",
+            "delivery",
+            "job_id",
+            "caller_context",
+        }
+    ),
+    TIMER_DISCARDED: frozenset(
+        {
+            "system_time",
+            "attempt",
+            "scope",
+            "send_id",
+            "ordinal",
+            "delivery",
+            "reason",
+            "job_id",
+            "caller_context",
+        }
+    ),
+}
+"""The exact key set of each event's ``meta`` (measurements and metadata together)."""
+
+
+def events() -> list[str]:
+    """Every event name this package emits, in a stable order."""
+    return list(TIMER_EVENTS)
+
+
+def emit(name: str, **meta: Any) -> None:
+    """Emit one event; a failure anywhere in telemetry is logged, never raised."""
+    try:
+        oban_telemetry.execute(name, {"system_time": time.time_ns(), **meta})
+    except Exception:  # telemetry must never break the caller
+        logger.exception("emitting %s failed", name)
