@@ -58,6 +58,31 @@ class Delivery(Protocol):
         """Liveness first, then deliver; answer Delivered, Discarded(reason) or Snooze(s)."""
 
 
+@runtime_checkable
+class InvokeDelivery(Protocol):
+    """Feeds an invocation's answer back into its execution (liveness first).
+
+    A host answering a deferred invocation from elsewhere calls its own delivery with
+    the same scope and invoke id; the answer then behaves exactly as from the worker.
+    """
+
+    def deliver(
+        self, scope: str, invoke_id: str, data: Any, caller_context: Any = None
+    ) -> DeliveryAnswer | Awaitable[DeliveryAnswer]:
+        """Deliver ``done.invoke.<invoke_id>`` with ``data``."""
+
+    def deliver_failure(
+        self,
+        scope: str,
+        invoke_id: str,
+        reason: str,
+        attempts: int,
+        detail: str,
+        caller_context: Any = None,
+    ) -> DeliveryAnswer | Awaitable[DeliveryAnswer]:
+        """Deliver ``error.communication.invoke.<invoke_id>`` with reason/attempts/detail."""
+
+
 def fired_event(scope: str, effect: SendDelayed) -> Event:
     """The external event a fired timer feeds back: the one an in-process timer delivers.
 

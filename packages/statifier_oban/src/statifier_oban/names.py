@@ -14,3 +14,12 @@ PENDING_STATES = ("scheduled", "available", "retryable")
 
 META_DELIVERY = "delivery"
 META_TIMEOUT = "timeout"
+
+INVOKE_WORKER = "statifier_oban.workers.InvokeWorker"
+"""``oban_jobs.worker`` of an async invocation job (runs the host's handler)."""
+
+CHILD_START_WORKER = "statifier_oban.workers.ChildStartWorker"
+"""``oban_jobs.worker`` of a fan-out child start job."""
+
+META_UNRESOLVED_HANDLER = "unresolved_handler"
+META_CHILD_STARTER = "child_starter"

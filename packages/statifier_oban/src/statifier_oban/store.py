@@ -20,6 +20,9 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from .errors import StoreUnavailable
+from .names import CHILD_START_WORKER, INVOKE_WORKER, TIMER_WORKER
+
+WORKERS = frozenset({TIMER_WORKER, INVOKE_WORKER, CHILD_START_WORKER})
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -69,19 +72,42 @@ INSERT_TIMER = """
 WITH inserted AS (
     INSERT INTO {p}.oban_jobs (args, meta, queue, worker, state, scheduled_at)
     VALUES (
-        %(args)s, %(meta)s, %(queue)s, %(worker)s, 'scheduled',
+        %(args)s, %(meta)s, %(queue)s, {worker}, 'scheduled',
         timezone('UTC', now()) + %(delay_ms)s * interval '1 millisecond'
     )
-    ON CONFLICT ((args->>'scope'), (args->>'ordinal')) WHERE worker = %(worker)s DO NOTHING
+    ON CONFLICT ((args->>'scope'), (args->>'ordinal')) WHERE worker = {worker} DO NOTHING
     RETURNING id, state::text, queue, scheduled_at, inserted_at
 )
 SELECT id, state, queue, scheduled_at, inserted_at, false FROM inserted
 """
 
+INSERT_TIMERS = """
+WITH rows AS (
+    SELECT r.args, r.meta, r.delay_ms
+    FROM unnest(%(args)s::jsonb[], %(metas)s::jsonb[], %(delays)s::bigint[])
+        AS r(args, meta, delay_ms)
+),
+inserted AS (
+    INSERT INTO {p}.oban_jobs (args, meta, queue, worker, state, scheduled_at)
+    SELECT args, meta, %(queue)s, {worker}, 'scheduled',
+           timezone('UTC', now()) + delay_ms * interval '1 millisecond'
+    FROM rows
+    ON CONFLICT ((args->>'scope'), (args->>'ordinal')) WHERE worker = {worker} DO NOTHING
+    RETURNING id, state::text, queue, scheduled_at, inserted_at, args->>'ordinal' AS ordinal
+)
+SELECT id, state, queue, scheduled_at, inserted_at, false, ordinal FROM inserted
+"""
+
+FIND_TIMERS = """
+SELECT id, state::text, queue, scheduled_at, inserted_at, true, args->>'ordinal'
+FROM {p}.oban_jobs
+WHERE worker = {worker} AND args->>'scope' = %(scope)s AND args->>'ordinal' = ANY(%(ordinals)s)
+"""
+
 FIND_TIMER = """
 SELECT id, state::text, queue, scheduled_at, inserted_at, true
 FROM {p}.oban_jobs
-WHERE worker = %(worker)s AND args->>'scope' = %(scope)s AND args->>'ordinal' = %(ordinal)s
+WHERE worker = {worker} AND args->>'scope' = %(scope)s AND args->>'ordinal' = %(ordinal)s
 """
 
 CANCEL_TIMERS = """
@@ -90,7 +116,7 @@ SET state = 'cancelled', cancelled_at = timezone('UTC', now()),
     errors = errors || jsonb_build_array(jsonb_build_object(
         'at', timezone('UTC', now()), 'attempt', attempt,
         'error', 'cancelled: ' || %(reason)s))
-WHERE worker = %(worker)s AND args->>'scope' = %(scope)s AND args->>'send_id' = %(send_id)s
+WHERE worker = {worker} AND args->>'scope' = %(scope)s AND args->>'send_id' = %(send_id)s
   AND state IN ('scheduled', 'available', 'retryable')
 RETURNING id
 """
@@ -98,12 +124,69 @@ RETURNING id
 COUNT_PENDING = """
 SELECT args->>'scope', count(*)
 FROM {p}.oban_jobs
-WHERE worker = %(worker)s AND args->>'scope' = ANY(%(scopes)s)
+WHERE worker = {worker} AND args->>'scope' = ANY(%(scopes)s)
   AND state IN ('scheduled', 'available', 'retryable')
 GROUP BY 1
 """
 
 
-def sql(template: str, oban: Oban) -> str:
-    """A statement with the host's schema prefix filled in."""
-    return template.replace("{p}", prefix_of(oban))
+def sql(template: str, oban: Oban, worker: str) -> str:
+    """A statement with the host's schema prefix and the worker name filled in.
+
+    The worker name is a literal in the text, never a parameter: the partial indexes'
+    predicates (``worker = '...'``) must be provable when a plan is built, including a
+    generic plan of a prepared statement, or PostgreSQL can neither use them for the
+    cancel nor infer them as the ``ON CONFLICT`` arbiter.
+    """
+    if worker not in WORKERS:
+        raise ValueError(f"unknown worker {worker!r}")
+    return template.replace("{p}", prefix_of(oban)).replace("{worker}", f"'{worker}'")
+
+
+INSERT_INVOCATION = """
+WITH inserted AS (
+    INSERT INTO {p}.oban_jobs (args, meta, queue, worker, state, max_attempts)
+    VALUES (%(args)s, %(meta)s, %(queue)s, {worker}, 'available', %(max_attempts)s)
+    ON CONFLICT ((args->>'scope'), (args->>'invoke_id'), (args->>'macrostep'))
+        WHERE worker = {worker} DO NOTHING
+    RETURNING id, state::text, queue
+)
+SELECT id, state, queue, false, pg_notify(%(channel)s, json_build_object('queue', queue)::text)
+FROM inserted
+"""
+
+FIND_INVOCATION = """
+SELECT id, state::text, queue, true, NULL
+FROM {p}.oban_jobs
+WHERE worker = {worker} AND args->>'scope' = %(scope)s AND args->>'invoke_id' = %(invoke_id)s
+  AND args->>'macrostep' = %(macrostep)s
+"""
+
+CANCEL_BY_INVOKE_ID = """
+UPDATE {p}.oban_jobs
+SET state = 'cancelled', cancelled_at = timezone('UTC', now()),
+    errors = errors || jsonb_build_array(jsonb_build_object(
+        'at', timezone('UTC', now()), 'attempt', attempt,
+        'error', 'cancelled: ' || %(reason)s))
+WHERE worker = {worker} AND args->>'scope' = %(scope)s AND args->>'invoke_id' = %(invoke_id)s
+  AND state IN ('scheduled', 'available', 'retryable')
+RETURNING id
+"""
+
+INSERT_CHILD_STARTS = """
+WITH inserted AS (
+    INSERT INTO {p}.oban_jobs (args, meta, queue, worker, state)
+    SELECT r.args, %(meta)s, %(queue)s, {worker}, 'available'
+    FROM unnest(%(args)s::jsonb[]) AS r(args)
+    ON CONFLICT ((args->>'scope'), (args->>'invoke_id'), (args->>'macrostep'), (args->>'index'))
+        WHERE worker = {worker} DO NOTHING
+    RETURNING id
+)
+SELECT count(*), pg_notify(%(channel)s, json_build_object('queue', %(queue)s::text)::text)
+FROM inserted
+"""
+
+
+def insert_channel(oban: Oban) -> str:
+    """The NOTIFY channel oban listens on for newly available jobs."""
+    return f"{prefix_of(oban)}.oban_insert"

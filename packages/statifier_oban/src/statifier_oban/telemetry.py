@@ -30,6 +30,30 @@ TIMER_CANCELLED = f"{PREFIX}.timer.cancelled"
 TIMER_FIRED = f"{PREFIX}.timer.fired"
 TIMER_DISCARDED = f"{PREFIX}.timer.discarded"
 
+INVOKE_ENQUEUED = f"{PREFIX}.invoke.enqueued"
+INVOKE_ENQUEUE_REJECTED = f"{PREFIX}.invoke.enqueue_rejected"
+INVOKE_CANCELLED = f"{PREFIX}.invoke.cancelled"
+INVOKE_FAN_OUT = f"{PREFIX}.invoke.fan_out"
+INVOKE_CHILD_STARTED = f"{PREFIX}.invoke.child_started"
+INVOKE_UNSTARTED_CANCELLED = f"{PREFIX}.invoke.unstarted_cancelled"
+INVOKE_DELIVERED = f"{PREFIX}.invoke.delivered"
+INVOKE_DISCARDED = f"{PREFIX}.invoke.discarded"
+INVOKE_FAILED = f"{PREFIX}.invoke.failed"
+INVOKE_DEFERRED = f"{PREFIX}.invoke.deferred"
+
+INVOKE_EVENTS = (
+    INVOKE_ENQUEUED,
+    INVOKE_ENQUEUE_REJECTED,
+    INVOKE_CANCELLED,
+    INVOKE_FAN_OUT,
+    INVOKE_CHILD_STARTED,
+    INVOKE_UNSTARTED_CANCELLED,
+    INVOKE_DELIVERED,
+    INVOKE_DISCARDED,
+    INVOKE_FAILED,
+    INVOKE_DEFERRED,
+)
+
 TIMER_EVENTS = (
     TIMER_SCHEDULED,
     TIMER_SCHEDULE_REJECTED,
@@ -85,13 +109,84 @@ EVENT_KEYS: dict[str, frozenset[str]] = {
             "caller_context",
         }
     ),
+    INVOKE_ENQUEUED: frozenset(
+        {"system_time", "scope", "invoke_id", "macrostep", "handler", "queue", "conflict", "job_id"}
+    ),
+    INVOKE_ENQUEUE_REJECTED: frozenset({"system_time", "scope", "invoke_id", "handler", "reason"}),
+    INVOKE_CANCELLED: frozenset({"system_time", "count", "scope", "invoke_id", "handler"}),
+    INVOKE_FAN_OUT: frozenset(
+        {
+            "system_time",
+            "count",
+            "scope",
+            "invoke_id",
+            "handler",
+            "policy",
+            "queue",
+            "job_id",
+            "caller_context",
+        }
+    ),
+    INVOKE_CHILD_STARTED: frozenset(
+        {
+            "system_time",
+            "attempt",
+            "scope",
+            "invoke_id",
+            "index",
+            "count",
+            "job_id",
+            "caller_context",
+        }
+    ),
+    INVOKE_UNSTARTED_CANCELLED: frozenset({"system_time", "count", "scope", "invoke_id"}),
+    INVOKE_DELIVERED: frozenset(
+        {
+            "system_time",
+            "attempt",
+            "scope",
+            "invoke_id",
+            "macrostep",
+            "handler",
+            "delivery",
+            "job_id",
+        }
+    ),
+    INVOKE_DISCARDED: frozenset(
+        {
+            "system_time",
+            "attempt",
+            "scope",
+            "invoke_id",
+            "macrostep",
+            "handler",
+            "delivery",
+            "reason",
+            "job_id",
+        }
+    ),
+    INVOKE_FAILED: frozenset(
+        {"system_time", "attempts", "scope", "invoke_id", "reason", "detail", "handler", "job_id"}
+    ),
+    INVOKE_DEFERRED: frozenset(
+        {
+            "system_time",
+            "attempt",
+            "scope",
+            "invoke_id",
+            "macrostep",
+            "handler",
+            "delivery",
+            "job_id",
+        }
+    ),
 }
 """The exact key set of each event's ``meta`` (measurements and metadata together)."""
 
 
 def events() -> list[str]:
-    """Every event name this package emits, in a stable order."""
-    return list(TIMER_EVENTS)
+    """Every event name this package emits, in a stable order: timers, then invocations."""
+    return [*TIMER_EVENTS, *INVOKE_EVENTS]
 
 
 def emit(name: str, **meta: Any) -> None:

@@ -96,12 +96,14 @@ async def schedule(
     try:
         async with store.connection(config.oban, conn) as db:
             row = await (
-                await db.execute(store.sql(store.INSERT_TIMER, config.oban), params)
+                await db.execute(store.sql(store.INSERT_TIMER, config.oban, TIMER_WORKER), params)
             ).fetchone()
             if row is None:
                 # The conflicting row may have committed after this statement's snapshot:
                 # a fresh statement sees it.
-                found = await db.execute(store.sql(store.FIND_TIMER, config.oban), params)
+                found = await db.execute(
+                    store.sql(store.FIND_TIMER, config.oban, TIMER_WORKER), params
+                )
                 row = await found.fetchone()
     except StoreUnavailable:
         _rejected(scope, effect, "store_unavailable")
@@ -141,6 +143,104 @@ async def schedule(
     return job
 
 
+async def schedule_many(
+    config: Config,
+    scope: str,
+    effects: Iterable[SendDelayed],
+    *,
+    conn: AsyncConnection[Any] | None = None,
+) -> list[TimerJob]:
+    """Schedule every effect of one drive in a single statement; same rules as ``schedule``.
+
+    All effects are validated before anything is stored: one refusal stores none of them.
+    Returns the jobs in the order of ``effects`` (conflicts marked as such).
+    """
+    batch = list(effects)
+    if not batch:
+        return []
+    encoded: list[dict[str, Any]] = []
+    for effect in batch:
+        try:
+            if effect.target is not None:
+                raise NonSelfTarget(
+                    f"only sends to the session itself are durable, not to {effect.target!r}",
+                    scope=scope,
+                    send_id=effect.send_id,
+                )
+            _check_scope(scope)
+            if (
+                isinstance(effect.ordinal, bool)
+                or not isinstance(effect.ordinal, int)
+                or (effect.ordinal < 1)
+            ):
+                raise MissingOrdinal(f"ordinal must be >= 1, not {effect.ordinal!r}", scope=scope)
+            encoded.append(timer_args.encode(scope, effect, config.opaque_codec))
+        except ScheduleRejected as exc:
+            _rejected(scope, effect, exc.reason)
+            raise
+    meta: dict[str, Any] = {META_DELIVERY: config.delivery}
+    if config.timer_timeout is not None:
+        meta[META_TIMEOUT] = config.timer_timeout
+    params = {
+        "args": [store.jsonb(a) for a in encoded],
+        "metas": [store.jsonb(meta)] * len(encoded),
+        "delays": [e.delay_ms for e in batch],
+        "queue": config.timers_queue,
+        "worker": TIMER_WORKER,
+        "scope": scope,
+    }
+    try:
+        async with store.connection(config.oban, conn) as db:
+            cursor = await db.execute(
+                store.sql(store.INSERT_TIMERS, config.oban, TIMER_WORKER), params
+            )
+            rows = {row[6]: row for row in await cursor.fetchall()}
+            missing = [str(e.ordinal) for e in batch if str(e.ordinal) not in rows]
+            if missing:
+                found = await db.execute(
+                    store.sql(store.FIND_TIMERS, config.oban, TIMER_WORKER),
+                    {**params, "ordinals": missing},
+                )
+                rows.update({row[6]: row for row in await found.fetchall()})
+    except psycopg.Error as exc:
+        for effect in batch:
+            _rejected(scope, effect, "insert_failed")
+        raise StoreUnavailable(f"inserting timer jobs failed: {exc}") from exc
+    jobs: list[TimerJob] = []
+    for effect in batch:
+        row = rows.get(str(effect.ordinal))
+        if row is None:
+            raise StoreUnavailable(f"timer ordinal {effect.ordinal} was neither inserted nor found")
+        job = TimerJob(
+            job_id=row[0],
+            scope=scope,
+            ordinal=effect.ordinal,
+            send_id=effect.send_id,
+            state=row[1],
+            queue=row[2],
+            scheduled_at=row[3],
+            inserted_at=row[4],
+            conflict=row[5],
+        )
+        telemetry.emit(
+            telemetry.TIMER_SCHEDULED,
+            delay_ms=effect.delay_ms,
+            scope=scope,
+            send_id=effect.send_id,
+            ordinal=effect.ordinal,
+            macrostep=effect.macrostep,
+            microstep=effect.microstep,
+            round=effect.round,
+            scheduled_at=job.scheduled_at,
+            queue=job.queue,
+            conflict=job.conflict,
+            job_id=job.job_id,
+            caller_context=effect.caller_context,
+        )
+        jobs.append(job)
+    return jobs
+
+
 def _rejected(scope: Any, effect: SendDelayed, reason: str) -> None:
     telemetry.emit(
         telemetry.TIMER_SCHEDULE_REJECTED,
@@ -174,7 +274,7 @@ async def cancel(
         "reason": f"<cancel sendid={effect.send_id!r}> (ordinal {effect.ordinal})",
     }
     async with store.connection(config.oban, conn) as db:
-        cursor = await db.execute(store.sql(store.CANCEL_TIMERS, config.oban), params)
+        cursor = await db.execute(store.sql(store.CANCEL_TIMERS, config.oban, TIMER_WORKER), params)
         count = len(await cursor.fetchall())
     telemetry.emit(
         telemetry.TIMER_CANCELLED,
@@ -201,7 +301,7 @@ async def pending_for(config: Config, scopes: Iterable[str]) -> dict[str, int]:
         for start in range(0, len(wanted), PENDING_CHUNK):
             chunk = wanted[start : start + PENDING_CHUNK]
             cursor = await db.execute(
-                store.sql(store.COUNT_PENDING, config.oban),
+                store.sql(store.COUNT_PENDING, config.oban, TIMER_WORKER),
                 {"worker": TIMER_WORKER, "scopes": chunk},
             )
             for scope, count in await cursor.fetchall():

@@ -10,6 +10,7 @@ oban's backoff).
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 from typing import Any
@@ -19,11 +20,13 @@ from oban import Snooze as ObanSnooze
 from oban.job import Job
 from oban.worker import register_worker
 
-from . import telemetry, timer_args
-from .config import DEFAULT_DELIVERY
+from . import fan_out, invoke_args, telemetry, timer_args
+from .config import DEFAULT_DELIVERY, DEFAULT_INVOKE_DELIVERY, INVOKE_MARGIN_MS
 from .delivery import Delivered, Discarded, Snooze
 from .errors import InvalidDelivery, UndecodableRow
-from .names import META_DELIVERY, META_TIMEOUT
+from .handler import Deferred, Error, FanOut, InvokeHandler, Ok, RunContext
+from .invoke_args import InvocationRow
+from .names import META_CHILD_STARTER, META_DELIVERY, META_TIMEOUT, META_UNRESOLVED_HANDLER
 from .resolve import ResolutionError, resolve
 
 logger = logging.getLogger("statifier_oban.workers")
@@ -97,4 +100,254 @@ class TimerWorker:
         raise InvalidDelivery(f"delivery answered {answer!r}, not Delivered/Discarded/Snooze(n>0)")
 
 
+class InvocationTimeout(TimeoutError):
+    """A handler's ``run`` outlived the ``invoke_timeout`` fixed on its job."""
+
+
+class InvalidHandler(LookupError):
+    """The handler named on an invocation job does not resolve to an ``InvokeHandler``."""
+
+
+class RunFailed(Exception):
+    """The handler answered ``Error(reason)``; the attempt fails and is retried."""
+
+
+async def _maybe(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+def _resolve_handler(path: str) -> InvokeHandler | None:
+    try:
+        handler = resolve(path)
+    except ResolutionError:
+        return None
+    return handler if isinstance(handler, InvokeHandler) else None
+
+
+class InvokeWorker:
+    """Runs one invocation: decode, resolve handler and delivery, run, answer."""
+
+    def timeout(self, job: Job) -> float | None:
+        """The ``invoke_timeout`` fixed at enqueue, plus a margin for the work around it."""
+        return bound_seconds(job, INVOKE_MARGIN_MS)
+
+    async def process(self, job: Job) -> Any:
+        """See ``statifier_oban.handler`` for what each answer of ``run`` leads to."""
+        meta = job.meta if isinstance(job.meta, dict) else {}
+        try:
+            row = invoke_args.decode(job.args)
+        except UndecodableRow as exc:
+            await self._fail_undecodable(job, meta, exc)
+            return Cancel(f"undecodable: {exc}")
+        handler = _resolve_handler(row.handler)
+        if handler is None:
+            if meta.get(META_UNRESOLVED_HANDLER) != "cancel":
+                raise InvalidHandler(f"handler {row.handler!r} does not resolve")
+            delivery = self._delivery(meta)
+            await _maybe(
+                delivery.deliver_failure(
+                    row.scope,
+                    row.invoke_id,
+                    "invalid_handler",
+                    job.attempt,
+                    row.handler,
+                    row.invoke.caller_context,
+                )
+            )
+            self._failed(job, row.scope, row.invoke_id, "invalid_handler", row.handler, None)
+            return Cancel(f"invalid_handler: {row.handler}")
+        delivery = self._delivery(meta)
+        context = RunContext(row.scope, row.invoke_id, job.attempt, job.max_attempts, job.id)
+        terminal = job.attempt >= job.max_attempts
+        try:
+            result = await self._run(handler, row, context, bound_seconds(job))
+        except Exception as exc:
+            if terminal:
+                detail = str(exc) or type(exc).__name__
+                await self._deliver_failure(delivery, job, row, "run_crashed", detail)
+            raise
+        if isinstance(result, Exception):
+            result = Error(result)
+        if isinstance(result, Ok):
+            return await self._answer(delivery, job, meta, row, result.data)
+        if isinstance(result, Deferred):
+            telemetry.emit(telemetry.INVOKE_DEFERRED, **self._common(job, meta, row))
+            return None
+        if isinstance(result, FanOut):
+            return await self._fan_out(handler, delivery, job, meta, row, result)
+        if isinstance(result, Error):
+            if terminal:
+                await self._deliver_failure(delivery, job, row, "run_failed", repr(result.reason))
+            raise RunFailed(repr(result.reason))
+        crash = TypeError(f"run answered {result!r}, not Ok/Error/FanOut/Deferred")
+        if terminal:
+            await self._deliver_failure(delivery, job, row, "run_crashed", str(crash))
+        raise crash
+
+    @staticmethod
+    def _delivery(meta: dict[str, Any]) -> Any:
+        return resolve_seam(
+            meta.get(META_DELIVERY), DEFAULT_INVOKE_DELIVERY, ("deliver", "deliver_failure")
+        )
+
+    @staticmethod
+    async def _run(
+        handler: InvokeHandler, row: InvocationRow, context: RunContext, bound: float | None
+    ) -> Any:
+        call = (
+            handler.run(row.invoke, context)
+            if handler.run_takes_context
+            else handler.run(row.invoke)
+        )
+        if bound is None:
+            return await _maybe(call)
+        try:
+            async with asyncio.timeout(bound):
+                return await _maybe(call)
+        except TimeoutError as exc:
+            raise InvocationTimeout(f"timed out after {round(bound * 1000)}ms") from exc
+
+    @staticmethod
+    def _common(job: Job, meta: dict[str, Any], row: InvocationRow) -> dict[str, Any]:
+        delivery = meta.get(META_DELIVERY)
+        return {
+            "attempt": job.attempt,
+            "scope": row.scope,
+            "invoke_id": row.invoke_id,
+            "macrostep": row.invoke.macrostep,
+            "handler": row.handler,
+            "delivery": delivery if isinstance(delivery, str) else DEFAULT_INVOKE_DELIVERY,
+            "job_id": job.id,
+        }
+
+    async def _answer(
+        self, delivery: Any, job: Job, meta: dict[str, Any], row: InvocationRow, data: Any
+    ) -> Any:
+        answer = await _maybe(
+            delivery.deliver(row.scope, row.invoke_id, data, row.invoke.caller_context)
+        )
+        if isinstance(answer, Delivered):
+            telemetry.emit(telemetry.INVOKE_DELIVERED, **self._common(job, meta, row))
+            return None
+        if isinstance(answer, Discarded):
+            telemetry.emit(
+                telemetry.INVOKE_DISCARDED, reason=answer.reason, **self._common(job, meta, row)
+            )
+            return Cancel(f"discarded: {answer.reason}")
+        raise InvalidDelivery(f"invoke delivery answered {answer!r}, not Delivered/Discarded")
+
+    async def _fan_out(
+        self,
+        handler: InvokeHandler,
+        delivery: Any,
+        job: Job,
+        meta: dict[str, Any],
+        row: InvocationRow,
+        result: FanOut,
+    ) -> Any:
+        config = handler.config()
+        started = await fan_out.start(
+            config, dict(job.args), row.invoke, result.items, result.max_concurrency
+        )
+        if isinstance(started, fan_out.Refused):
+            await self._deliver_failure(delivery, job, row, "fan_out_refused", started.detail())
+            return Cancel(f"fan_out_refused: {started.detail()}")
+        if started == 0:
+            return await self._answer(delivery, job, meta, row, [])
+        telemetry.emit(
+            telemetry.INVOKE_FAN_OUT,
+            count=started,
+            scope=row.scope,
+            invoke_id=row.invoke_id,
+            handler=row.handler,
+            policy=fan_out.policy_of(row.invoke),
+            queue=config.invoke_queue,
+            job_id=job.id,
+            caller_context=row.invoke.caller_context,
+        )
+        return None
+
+    async def _deliver_failure(
+        self, delivery: Any, job: Job, row: InvocationRow, reason: str, detail: str
+    ) -> None:
+        await _maybe(
+            delivery.deliver_failure(
+                row.scope, row.invoke_id, reason, job.attempt, detail, row.invoke.caller_context
+            )
+        )
+        self._failed(job, row.scope, row.invoke_id, reason, detail, row.handler)
+
+    @staticmethod
+    def _failed(
+        job: Job, scope: str, invoke_id: str, reason: str, detail: str, handler: str | None
+    ) -> None:
+        telemetry.emit(
+            telemetry.INVOKE_FAILED,
+            attempts=job.attempt,
+            scope=scope,
+            invoke_id=invoke_id,
+            reason=reason,
+            detail=detail,
+            handler=handler,
+            job_id=job.id,
+        )
+
+    async def _fail_undecodable(self, job: Job, meta: dict[str, Any], exc: Exception) -> None:
+        """Tell the execution about a corrupt row when its identity is still readable."""
+        found = invoke_args.identity(job.args)
+        if found is None:
+            logger.warning("invocation job %s is undecodable and unidentifiable: %s", job.id, exc)
+            return
+        scope, invoke_id = found
+        try:
+            delivery = self._delivery(meta)
+        except InvalidDelivery:
+            logger.warning("invocation job %s is undecodable; its delivery too: %s", job.id, exc)
+            return
+        await _maybe(
+            delivery.deliver_failure(scope, invoke_id, "undecodable", job.attempt, str(exc), None)
+        )
+        self._failed(job, scope, invoke_id, "undecodable", str(exc), None)
+
+
+class ChildStartWorker:
+    """Starts child ``index`` of a fan-out through the host's ``ChildStarter``."""
+
+    def timeout(self, job: Job) -> float | None:
+        """The ``child_start_timeout`` fixed at enqueue, if any."""
+        return bound_seconds(job)
+
+    async def process(self, job: Job) -> Any:
+        """Decode, resolve the starter (retry if it does not), start, record."""
+        try:
+            row = invoke_args.decode(job.args)
+            index, count, policy = invoke_args.child_position(job.args)
+        except UndecodableRow as exc:
+            logger.warning("child start job %s is undecodable: %s", job.id, exc)
+            return Cancel(f"undecodable: {exc}")
+        meta = job.meta if isinstance(job.meta, dict) else {}
+        path = meta.get(META_CHILD_STARTER)
+        if path is None:
+            raise InvalidDelivery("the child start job names no child_starter")
+        starter = resolve_seam(path, "", ("start_child",))
+        outcome = await _maybe(
+            starter.start_child(row.scope, row.invoke, index, count, {"policy": policy})
+        )
+        if isinstance(outcome, Exception):
+            raise outcome
+        telemetry.emit(
+            telemetry.INVOKE_CHILD_STARTED,
+            attempt=job.attempt,
+            scope=row.scope,
+            invoke_id=row.invoke_id,
+            index=index,
+            count=count,
+            job_id=job.id,
+            caller_context=row.invoke.caller_context,
+        )
+        return None
+
+
 register_worker(TimerWorker)
+register_worker(InvokeWorker)
+register_worker(ChildStartWorker)

