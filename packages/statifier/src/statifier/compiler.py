@@ -9,6 +9,7 @@ collected; if any is an error, ``ChartError`` carries them all.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -145,6 +146,12 @@ _EXCLUSIVE: dict[str, tuple[tuple[str, str], ...]] = {
     "param": (("expr", "location"),),
     "data": (("src", "expr"),),
 }
+
+
+# Compiled expressions are immutable values, so identical sources (common in generated
+# charts: every "x + 1") share one compilation, across charts too.
+_expression = functools.lru_cache(maxsize=8192)(dm.compile_expression)
+_location = functools.lru_cache(maxsize=4096)(dm.compile_location)
 
 
 def chart_identity(source: bytes, name: str | None = None, version: str | None = None) -> str:
@@ -885,7 +892,7 @@ class _Compiler:
 
     def compile_expr(self, element: XNode, source: str) -> dm.Expression | None:
         try:
-            return dm.compile_expression(source)
+            return _expression(source)
         except dm.ExpressionSyntaxError as exc:
             self.error(element, "invalid-expression", f"{source!r}: {exc.message}")
             return None
@@ -901,7 +908,7 @@ class _Compiler:
         if source is None:
             return None
         try:
-            return dm.compile_location(source)
+            return _location(source)
         except dm.ExpressionSyntaxError as exc:
             self.error(element, "invalid-location", f"{attr} {source!r}: {exc.message}")
             return None
@@ -913,8 +920,8 @@ class _Compiler:
         names: list[tuple[str, dm.Expression]] = []
         for name in text.split():
             try:
-                dm.compile_location(name)
-                names.append((name, dm.compile_expression(name)))
+                _location(name)
+                names.append((name, _expression(name)))
             except dm.ExpressionSyntaxError as exc:
                 self.error(element, "invalid-namelist", f"namelist entry {name!r}: {exc.message}")
         return tuple(names)

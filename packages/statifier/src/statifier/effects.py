@@ -42,7 +42,7 @@ class Send(Effect):
     data: Any
     send_id: str
     c_index: int
-    owner: Owner
+    owner: Owner | None
     id_from_author: bool
     caller_context: Any = None
 
@@ -62,7 +62,7 @@ class SendDelayed(Effect):
     send_id: str
     delay_ms: int
     c_index: int
-    owner: Owner
+    owner: Owner | None
     ordinal: int
     id_from_author: bool
     caller_context: Any = None
@@ -74,7 +74,7 @@ class Cancel(Effect):
 
     send_id: str
     c_index: int
-    owner: Owner
+    owner: Owner | None
     ordinal: int
     caller_context: Any = None
 

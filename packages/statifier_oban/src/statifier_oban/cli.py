@@ -7,21 +7,45 @@ Add a subcommand by writing those two functions and calling :func:`register`.
 Subcommands:
 
 ``install``
-    Install oban's schema plus the statifier_oban timer indexes
+    Install oban's schema plus the statifier_oban indexes
     (``statifier-oban install --database-url URL [--prefix P]``).
+``demo``
+    The card-authorization demo: a hold timer outlives a deploy
+    (``statifier-oban demo [--hold 3s] [--database-url URL]``; see ``statifier_oban.demo``).
+``worker``
+    Run oban queues for a host until SIGINT/SIGTERM (``statifier-oban worker
+    --database-url URL --queue timers=10 [--module myapp.timers ...] [--prefix P]``).
+``pending``
+    Print ``scope<TAB>count`` of pending timers per scope
+    (``statifier-oban pending --database-url URL SCOPE...``).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
+import logging
 import os
+import signal
+import socket
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-from .schema import TIMER_DEDUP_INDEX, TIMER_PENDING_INDEX, SchemaError, check_prefix, describe
+import psycopg
+from oban import Oban
+from oban import telemetry as oban_telemetry
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg_pool import AsyncConnectionPool
+
+from . import demo, telemetry
+from .config import Config
+from .errors import StatifierObanError
+from .schema import INDEXES, OBAN_TABLES, SchemaError, check_prefix, describe, verify
 from .schema import install as install_schema
+from .timer import pending_for
 
 PROG = "statifier-oban"
 """The console script name."""
@@ -79,7 +103,7 @@ def add_install_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def install_command(args: argparse.Namespace) -> int:
-    """Install oban's schema and the timer indexes; print what was done; 1 on SchemaError."""
+    """Install oban's schema and our indexes; print what was done; 1 on SchemaError."""
     url: str = args.database_url
     prefix: str = args.prefix
     try:
@@ -88,7 +112,7 @@ def install_command(args: argparse.Namespace) -> int:
         print(f"{PROG} install: error: {exc}", file=sys.stderr)
         return 1
     print(
-        f"installed oban tables and indexes {TIMER_DEDUP_INDEX}, {TIMER_PENDING_INDEX} "
+        f"installed oban's tables and the indexes {', '.join(INDEXES)} "
         f"in schema {prefix!r} of {describe(url)}"
     )
     return 0
@@ -97,9 +121,314 @@ def install_command(args: argparse.Namespace) -> int:
 register(
     Command(
         name="install",
-        help="install oban's schema and the statifier_oban timer indexes (idempotent)",
+        help="install oban's schema and the statifier_oban indexes (idempotent)",
         add_arguments=add_install_arguments,
         run=install_command,
+    )
+)
+
+
+# -- demo, worker, pending --------------------------------------------------------------------
+
+WORKER_NAME = "statifier-oban-worker"
+"""The oban instance name of ``statifier-oban worker``."""
+
+PENDING_QUEUE = "timers"
+"""The ``timers_queue`` of the ``Config`` that ``pending`` builds (a count reads no queue)."""
+
+CONNECT_TIMEOUT_S = 10
+"""``connect_timeout`` for ``worker`` and ``pending`` when the conninfo sets none."""
+
+
+class CommandError(Exception):
+    """A subcommand cannot go on; the message is printed as one line, and the status is 1."""
+
+
+def _fail(command: str, message: object) -> int:
+    """Print ``statifier-oban COMMAND: error: MESSAGE`` (one line) to stderr; return 1."""
+    text = " ".join(str(message).split()) or type(message).__name__
+    print(f"{PROG} {command}: error: {text}", file=sys.stderr)
+    return 1
+
+
+def _add_database_url(parser: argparse.ArgumentParser) -> None:
+    """``--database-url`` (default ``$DATABASE_URL``, required without it) and ``--prefix``."""
+    default_url = os.environ.get("DATABASE_URL")
+    parser.add_argument(
+        "--database-url",
+        metavar="URL",
+        default=default_url,
+        required=default_url is None,
+        help="libpq connection string or URL (default: $DATABASE_URL)",
+    )
+    parser.add_argument(
+        "--prefix",
+        metavar="P",
+        default="public",
+        type=_prefix_argument,
+        help="PostgreSQL schema of the oban tables (default: public)",
+    )
+
+
+def _with_connect_timeout(url: str) -> str:
+    """``url`` with a ``connect_timeout`` unless it (or ``$PGCONNECT_TIMEOUT``) sets one."""
+    try:
+        params = conninfo_to_dict(url)
+    except psycopg.Error as exc:
+        raise CommandError(f"invalid connection string: {exc}") from None
+    if params.get("connect_timeout") or os.environ.get("PGCONNECT_TIMEOUT"):
+        return url
+    return make_conninfo(url, connect_timeout=CONNECT_TIMEOUT_S)
+
+
+async def _checked_pool(
+    url: str, prefix: str, max_size: int, required: tuple[str, ...]
+) -> AsyncConnectionPool[Any]:
+    """An open pool on ``url`` once the ``required`` tables of ``prefix`` are known to exist.
+
+    The check connects once first, so an unreachable database is one clear error rather
+    than a pool timeout. Other missing pieces of the schema (indexes) are logged.
+    """
+    try:
+        missing = await verify(url, prefix=prefix)
+    except SchemaError as exc:
+        raise CommandError(exc) from None
+    absent = [name for name in missing if name in required]
+    if absent:
+        raise CommandError(
+            f"schema {prefix!r} of {describe(url)} lacks {', '.join(absent)}: "
+            f"run `{PROG} install` first"
+        )
+    if missing:
+        logging.getLogger("statifier_oban.cli").warning(
+            "schema %r lacks %s: run `%s install`", prefix, ", ".join(missing), PROG
+        )
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        _with_connect_timeout(url), open=False, min_size=1, max_size=max_size
+    )
+    try:
+        await pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
+    except psycopg.Error as exc:
+        await pool.close()
+        raise CommandError(f"cannot open a pool on {describe(url)}: {exc}") from None
+    return pool
+
+
+def run_demo_command(args: argparse.Namespace) -> int:
+    """Run the card-authorization demo (``statifier_oban.demo``)."""
+    return demo.run_command(args)
+
+
+register(
+    Command(
+        name="demo",
+        help="a card authorization's hold timer survives a deploy (embedded PostgreSQL)",
+        add_arguments=demo.add_arguments,
+        run=run_demo_command,
+    )
+)
+
+
+def _queue_argument(value: str) -> tuple[str, int]:
+    """argparse ``type=`` for ``--queue NAME=LIMIT``."""
+    name, sep, limit = value.partition("=")
+    name = name.strip()
+    try:
+        count = int(limit)
+    except ValueError:
+        count = 0
+    if not sep or not name or count < 1:
+        raise argparse.ArgumentTypeError(
+            f"expected NAME=LIMIT with a limit of at least 1 (e.g. timers=10), not {value!r}"
+        )
+    return name, count
+
+
+def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``worker``: the database, ``--queue`` (repeated), ``--module`` (repeated)."""
+    _add_database_url(parser)
+    parser.add_argument(
+        "--queue",
+        action="append",
+        required=True,
+        type=_queue_argument,
+        metavar="NAME=LIMIT",
+        help="run queue NAME with up to LIMIT jobs at once (repeat for more queues)",
+    )
+    parser.add_argument(
+        "--module",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE first, so the deliveries, handlers and codecs named on job "
+        "rows resolve (repeatable; the current directory is on the import path)",
+    )
+    parser.add_argument(
+        "--node", default=None, help="oban node name, unique per process (default: host.pid)"
+    )
+    parser.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+        help="logging level (default: INFO)",
+    )
+
+
+def import_host_modules(modules: list[str]) -> None:
+    """Put the current directory on ``sys.path`` and import the workers and ``modules``.
+
+    Raises ``CommandError`` naming the first module that does not import.
+    """
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    importlib.import_module("statifier_oban.workers")  # registers the workers with oban
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except Exception as exc:
+            raise CommandError(
+                f"cannot import module {module!r}: {type(exc).__name__}: {exc}"
+            ) from None
+
+
+def _log_event(name: str, meta: dict[str, Any]) -> None:
+    """A worker's log line per statifier_oban telemetry event."""
+    details = " ".join(
+        f"{key}={meta[key]}"
+        for key in ("scope", "send_id", "invoke_id", "job_id", "attempt", "count", "reason")
+        if meta.get(key) is not None
+    )
+    logging.getLogger("statifier_oban.worker").info("%s %s", name, details)
+
+
+async def run_worker(
+    url: str, queues: dict[str, int], *, prefix: str = "public", node: str | None = None
+) -> int:
+    """Run ``queues`` in a server-mode ``Oban`` until SIGINT or SIGTERM; stop gracefully.
+
+    Prints one ``running`` line once the queues run and one ``stopped`` line at the end.
+    A second signal while stopping gets Python's default behaviour (a forced exit).
+    """
+    pool = await _checked_pool(url, prefix, sum(queues.values()) + 4, OBAN_TABLES)
+    node = node or f"{socket.gethostname()}.{os.getpid()}"
+    stop = asyncio.Event()
+    received: list[str] = []
+    loop = asyncio.get_running_loop()
+
+    def on_signal(signum: signal.Signals) -> None:
+        received.append(signum.name)
+        stop.set()
+        for other in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(other)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, on_signal, signum)
+    handler_id = f"{WORKER_NAME}-{os.getpid()}"
+    oban_telemetry.attach(handler_id, telemetry.events(), _log_event)
+    oban = Oban(pool=pool, name=WORKER_NAME, node=node, prefix=prefix, queues=dict(queues))
+    try:
+        try:
+            await oban.start()
+        except Exception as exc:
+            raise CommandError(f"oban did not start: {exc}") from None
+        shown = ", ".join(f"{name}={limit}" for name, limit in queues.items())
+        print(
+            f"{PROG} worker: running queues {shown} on {describe(url)}, schema {prefix!r}, "
+            f"node {node}; stop with SIGINT or SIGTERM",
+            flush=True,
+        )
+        await stop.wait()
+        print(f"{PROG} worker: {received[0]} received, stopping", flush=True)
+    finally:
+        await oban.stop()
+        await pool.close()
+        oban_telemetry.detach(handler_id)
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+    print(f"{PROG} worker: stopped", flush=True)
+    return 0
+
+
+def worker_command(args: argparse.Namespace) -> int:
+    """Import the host modules, then run the queues until SIGINT/SIGTERM; 1 on any error."""
+    logging.basicConfig(
+        level=args.log_level, format="%(asctime)s [%(levelname)s] %(name)s: %(message)s"
+    )
+    queues: dict[str, int] = {}
+    for name, limit in args.queue:
+        if name in queues:
+            return _fail("worker", f"queue {name!r} is given twice")
+        queues[name] = limit
+    try:
+        import_host_modules(args.module)
+        return asyncio.run(
+            run_worker(args.database_url, queues, prefix=args.prefix, node=args.node)
+        )
+    except CommandError as exc:
+        return _fail("worker", exc)
+
+
+register(
+    Command(
+        name="worker",
+        help="run oban queues (e.g. the timers queue) for a host until SIGINT/SIGTERM",
+        add_arguments=add_worker_arguments,
+        run=worker_command,
+    )
+)
+
+
+def _scope_argument(value: str) -> str:
+    """argparse ``type=`` for a scope: a non-empty string."""
+    if not value:
+        raise argparse.ArgumentTypeError("a scope cannot be empty")
+    return value
+
+
+def add_pending_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``pending``: the database and one or more scopes."""
+    _add_database_url(parser)
+    parser.add_argument(
+        "scopes",
+        nargs="+",
+        type=_scope_argument,
+        metavar="SCOPE",
+        help="a session id (live hosts) or durable execution id",
+    )
+
+
+async def count_pending(url: str, scopes: list[str], *, prefix: str = "public") -> dict[str, int]:
+    """``timer.pending_for`` through a client-mode ``Oban`` on a pool of its own."""
+    pool = await _checked_pool(url, prefix, 1, ("oban_jobs",))
+    try:
+        oban = Oban(pool=pool, name=f"statifier-oban-pending-{os.getpid()}", prefix=prefix)
+        config = Config(oban=oban, timers_queue=PENDING_QUEUE)
+        try:
+            return await pending_for(config, scopes)
+        except (StatifierObanError, psycopg.Error) as exc:
+            raise CommandError(f"counting pending timers failed: {exc}") from None
+    finally:
+        await pool.close()
+
+
+def pending_command(args: argparse.Namespace) -> int:
+    """Print ``scope<TAB>count`` per scope (each once, in the order given); 1 on any error."""
+    try:
+        counts = asyncio.run(count_pending(args.database_url, args.scopes, prefix=args.prefix))
+    except CommandError as exc:
+        return _fail("pending", exc)
+    for scope, count in counts.items():
+        print(f"{scope}\t{count}")
+    return 0
+
+
+register(
+    Command(
+        name="pending",
+        help="print how many timers are pending per scope (scope<TAB>count)",
+        add_arguments=add_pending_arguments,
+        run=pending_command,
     )
 )
 

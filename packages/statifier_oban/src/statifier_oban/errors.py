@@ -47,6 +47,12 @@ class MissingOrdinal(ScheduleRejected):
     reason = "missing_ordinal"
 
 
+class DuplicateOrdinal(ScheduleRejected):
+    """One batch holds two effects with the same ordinal (a host bug: a drive never does)."""
+
+    reason = "duplicate_ordinal"
+
+
 class MissingSendId(ScheduleRejected):
     """A cancel without a send id cannot be matched."""
 

@@ -44,5 +44,7 @@ def resolve(path: str) -> Any:
         try:
             target = getattr(target, part)
         except AttributeError:
-            raise ResolutionError(f"{module_name!r} has no attribute {attribute!r}") from None
+            raise ResolutionError(
+                f"{module_name!r} has no attribute {attribute!r} (for {path!r})"
+            ) from None
     return target() if isinstance(target, type) else target

@@ -181,7 +181,10 @@ def invoke_indexes_sql(prefix: str = "public") -> str:
             "ON {table} ((args->>'scope'), (args->>'invoke_id'))\n"
             "WHERE worker IN ({invoke}, {child}) AND state IN ({states});\n"
         ).format(
-            name=sql.Identifier(INVOKE_PENDING_INDEX), table=table, invoke=invoke, child=child,
+            name=sql.Identifier(INVOKE_PENDING_INDEX),
+            table=table,
+            invoke=invoke,
+            child=child,
             states=states,
         ),
     ]

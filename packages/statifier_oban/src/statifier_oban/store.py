@@ -8,7 +8,6 @@ instance (two private attributes, read here and nowhere else; the version is pin
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -21,10 +20,9 @@ from psycopg_pool import AsyncConnectionPool
 
 from .errors import StoreUnavailable
 from .names import CHILD_START_WORKER, INVOKE_WORKER, TIMER_WORKER
+from .schema import check_prefix
 
 WORKERS = frozenset({TIMER_WORKER, INVOKE_WORKER, CHILD_START_WORKER})
-
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def pool_of(oban: Oban) -> AsyncConnectionPool:
@@ -36,9 +34,10 @@ def pool_of(oban: Oban) -> AsyncConnectionPool:
 def prefix_of(oban: Oban) -> str:
     """The schema holding the host's oban tables (validated as a plain identifier)."""
     prefix: str = oban._prefix
-    if not _IDENTIFIER.match(prefix):
-        raise StoreUnavailable(f"oban prefix {prefix!r} is not a plain identifier")
-    return prefix
+    try:
+        return check_prefix(prefix)
+    except ValueError as exc:
+        raise StoreUnavailable(f"oban prefix {prefix!r} is unusable: {exc}") from exc
 
 
 @asynccontextmanager

@@ -20,6 +20,7 @@ from statifier.effects import Cancel, SendDelayed
 from . import store, telemetry, timer_args
 from .config import Config
 from .errors import (
+    DuplicateOrdinal,
     InvalidScope,
     MissingOrdinal,
     MissingSendId,
@@ -43,6 +44,22 @@ class TimerJob:
     scheduled_at: datetime
     inserted_at: datetime
     conflict: bool
+
+
+def _check_effect(scope: Any, effect: SendDelayed) -> None:
+    """The refusals shared by ``schedule`` and ``schedule_many``."""
+    if effect.target is not None:
+        raise NonSelfTarget(
+            f"only sends to the session itself are durable, not to {effect.target!r}",
+            scope=scope,
+            send_id=effect.send_id,
+        )
+    _check_scope(scope)
+    ordinal = effect.ordinal
+    if isinstance(ordinal, bool) or not isinstance(ordinal, int) or ordinal < 1:
+        raise MissingOrdinal(f"ordinal must be an integer >= 1, not {ordinal!r}", scope=scope)
+    if not isinstance(effect.send_id, str) or not effect.send_id:
+        raise MissingSendId(f"send_id must be a non-empty string, not {effect.send_id!r}")
 
 
 def _check_scope(scope: Any) -> str:
@@ -111,7 +128,7 @@ async def schedule(
     except psycopg.Error as exc:
         _rejected(scope, effect, "insert_failed")
         raise StoreUnavailable(f"inserting the timer job failed: {exc}") from exc
-    if row is None:
+    if row is None:  # pragma: no cover - the follow-up SELECT sees any conflicting row
         _rejected(scope, effect, "insert_failed")
         raise StoreUnavailable("the timer job was neither inserted nor found")
     job = TimerJob(
@@ -159,21 +176,15 @@ async def schedule_many(
     if not batch:
         return []
     encoded: list[dict[str, Any]] = []
+    seen: set[int] = set()
     for effect in batch:
         try:
-            if effect.target is not None:
-                raise NonSelfTarget(
-                    f"only sends to the session itself are durable, not to {effect.target!r}",
-                    scope=scope,
-                    send_id=effect.send_id,
+            _check_effect(scope, effect)
+            if effect.ordinal in seen:
+                raise DuplicateOrdinal(
+                    f"ordinal {effect.ordinal} appears twice in one batch", scope=scope
                 )
-            _check_scope(scope)
-            if (
-                isinstance(effect.ordinal, bool)
-                or not isinstance(effect.ordinal, int)
-                or (effect.ordinal < 1)
-            ):
-                raise MissingOrdinal(f"ordinal must be >= 1, not {effect.ordinal!r}", scope=scope)
+            seen.add(effect.ordinal)
             encoded.append(timer_args.encode(scope, effect, config.opaque_codec))
         except ScheduleRejected as exc:
             _rejected(scope, effect, exc.reason)
@@ -206,10 +217,15 @@ async def schedule_many(
         for effect in batch:
             _rejected(scope, effect, "insert_failed")
         raise StoreUnavailable(f"inserting timer jobs failed: {exc}") from exc
+    except StoreUnavailable:
+        for effect in batch:
+            _rejected(scope, effect, "store_unavailable")
+        raise
     jobs: list[TimerJob] = []
     for effect in batch:
         row = rows.get(str(effect.ordinal))
         if row is None:
+            _rejected(scope, effect, "insert_failed")
             raise StoreUnavailable(f"timer ordinal {effect.ordinal} was neither inserted nor found")
         job = TimerJob(
             job_id=row[0],
@@ -273,9 +289,14 @@ async def cancel(
         "send_id": effect.send_id,
         "reason": f"<cancel sendid={effect.send_id!r}> (ordinal {effect.ordinal})",
     }
-    async with store.connection(config.oban, conn) as db:
-        cursor = await db.execute(store.sql(store.CANCEL_TIMERS, config.oban, TIMER_WORKER), params)
-        count = len(await cursor.fetchall())
+    try:
+        async with store.connection(config.oban, conn) as db:
+            cursor = await db.execute(
+                store.sql(store.CANCEL_TIMERS, config.oban, TIMER_WORKER), params
+            )
+            count = len(await cursor.fetchall())
+    except psycopg.Error as exc:
+        raise StoreUnavailable(f"cancelling timer jobs failed: {exc}") from exc
     telemetry.emit(
         telemetry.TIMER_CANCELLED,
         count=count,
@@ -297,13 +318,15 @@ async def pending_for(config: Config, scopes: Iterable[str]) -> dict[str, int]:
     """
     wanted = list(dict.fromkeys(_check_scope(s) for s in scopes))
     counts = dict.fromkeys(wanted, 0)
-    async with store.connection(config.oban, None) as db:
-        for start in range(0, len(wanted), PENDING_CHUNK):
-            chunk = wanted[start : start + PENDING_CHUNK]
-            cursor = await db.execute(
-                store.sql(store.COUNT_PENDING, config.oban, TIMER_WORKER),
-                {"worker": TIMER_WORKER, "scopes": chunk},
-            )
-            for scope, count in await cursor.fetchall():
-                counts[scope] = int(count)
+    try:
+        async with store.connection(config.oban, None) as db:
+            for start in range(0, len(wanted), PENDING_CHUNK):
+                chunk = wanted[start : start + PENDING_CHUNK]
+                cursor = await db.execute(
+                    store.sql(store.COUNT_PENDING, config.oban, TIMER_WORKER), {"scopes": chunk}
+                )
+                for scope, count in await cursor.fetchall():
+                    counts[scope] = int(count)
+    except psycopg.Error as exc:
+        raise StoreUnavailable(f"counting pending timers failed: {exc}") from exc
     return counts

@@ -94,8 +94,10 @@ def _boolean(args: dict[str, Any], key: str) -> bool:
     return value
 
 
-def _owner(value: Any) -> Owner:
-    if isinstance(value, list) and value and value[0] in OWNER_KINDS:
+def _owner(value: Any) -> Owner | None:
+    if value is None:
+        return None
+    if isinstance(value, list) and value and isinstance(value[0], str) and value[0] in OWNER_KINDS:
         size = OWNER_KINDS[value[0]]
         rest = value[1:]
         if len(value) == size and all(

@@ -201,11 +201,16 @@ class InvokeWorker:
         )
         if bound is None:
             return await _maybe(call)
+        deadline = asyncio.timeout(bound)
         try:
-            async with asyncio.timeout(bound):
+            async with deadline:
                 return await _maybe(call)
         except TimeoutError as exc:
-            raise InvocationTimeout(f"timed out after {round(bound * 1000)}ms") from exc
+            # Only the bound's own expiry is an overrun; a TimeoutError the handler raised
+            # (an HTTP read timeout, say) is its failure, reported unchanged.
+            if deadline.expired():
+                raise InvocationTimeout(f"timed out after {round(bound * 1000)}ms") from exc
+            raise
 
     @staticmethod
     def _common(job: Job, meta: dict[str, Any], row: InvocationRow) -> dict[str, Any]:

@@ -1,0 +1,317 @@
+"""Which delivery a fired timer goes to, what it receives, and what it may answer.
+
+Delivery resolution and answers run on a real ``timers`` queue; ``fired_event`` is pure.
+Deliveries are named on the job row's ``meta.delivery`` by import path
+(``support_deliveries:ScriptedDelivery``), resolved by the worker in this process.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from oban import Snooze as ObanSnooze
+from statifier import effects as fx
+from statifier.events import Event
+from statifier_oban import Config, Delivered, Discarded, Snooze, fired_event, timer
+from statifier_oban.config import DEFAULT_DELIVERY
+from statifier_oban.telemetry import TIMER_DISCARDED, TIMER_FIRED
+
+TESTS_DIR = str(Path(__file__).resolve().parent)
+if TESTS_DIR not in sys.path:  # see support_harness: makes support_* importable by the worker
+    sys.path.append(TESTS_DIR)
+
+from support_deliveries import (  # noqa: E402
+    CALLS,
+    JOB_IDS,
+    SCRIPTS,
+    ScriptedDelivery,
+    SyncRecordingDelivery,
+    forget,
+)
+from support_harness import (  # noqa: E402
+    REMOVE,
+    Server,
+    Sessions,
+    capture_telemetry,
+    chart,
+    job_row,
+    module_database,
+    running_servers,
+    send_delayed,
+    set_due_now,
+    set_meta_delivery,
+    unique_scope,
+    wait_for_state,
+    wait_until,
+)
+
+SETTLED = ("completed", "cancelled", "discarded", "retryable")
+SCRIPTED = "support_deliveries:ScriptedDelivery"
+
+WAITING = chart(
+    """
+    <state id="waiting"><transition event="authorization.expired" target="expired"/></state>
+    <state id="expired"/>
+    """
+)
+
+
+@pytest_asyncio.fixture
+async def sessions() -> AsyncIterator[Sessions]:
+    """Sessions started by the test, stopped at teardown."""
+    started = Sessions()
+    yield started
+    await started.stop_all()
+
+
+@pytest.fixture(scope="module")
+def database(pg_server: Any, template_database: str) -> Iterator[str]:
+    """One database for the module (see ``support_harness``)."""
+    with module_database(pg_server.url, template_database) as url:
+        yield url
+
+
+@pytest_asyncio.fixture
+async def server(database: str) -> AsyncIterator[Server]:
+    """A server-mode Oban with a queue of its own, on a pool of its own."""
+    async with running_servers(database) as servers:
+        yield await servers.start()
+
+
+@pytest_asyncio.fixture
+async def scope() -> AsyncIterator[str]:
+    """A fresh scope whose recorded calls and scripts are dropped afterwards."""
+    name = unique_scope("deliv")
+    yield name
+    forget(name)
+
+
+def scripted(server: Server, **options: Any) -> Config:
+    """Config whose timers are delivered by ``ScriptedDelivery``."""
+    return server.config(delivery=ScriptedDelivery, **options)
+
+
+# --- resolution -----------------------------------------------------------------------------
+
+
+async def test_meta_without_a_delivery_uses_the_default_session_delivery(
+    server: Server, sessions: Sessions, scope: str
+) -> None:
+    session = await sessions.start(WAITING, session_id=scope)
+    with capture_telemetry() as seen:
+        # Stored naming ScriptedDelivery, then the key is removed: the default must answer.
+        job = await timer.schedule(scripted(server), scope, send_delayed(delay_ms=60_000))
+        await set_meta_delivery(server.pool, job.job_id, REMOVE)
+        assert (await job_row(server.pool, job.job_id)).meta == {}
+        await set_due_now(server.pool, job.job_id)
+        row = await wait_for_state(server.pool, job.job_id, *SETTLED)
+        assert row.state == "completed", row.error_text
+        await wait_until(lambda: session.status().configuration == ("expired",))
+    assert CALLS.get(scope, []) == []
+    [fired] = seen.named(TIMER_FIRED, scope)
+    assert fired["delivery"] == DEFAULT_DELIVERY
+
+
+@pytest.mark.parametrize(
+    ("configured", "path"),
+    [
+        (ScriptedDelivery, SCRIPTED),
+        (SCRIPTED, SCRIPTED),
+        ("support_deliveries.SyncRecordingDelivery", "support_deliveries.SyncRecordingDelivery"),
+        (SyncRecordingDelivery, "support_deliveries:SyncRecordingDelivery"),
+    ],
+    ids=["async-class", "async-path", "sync-dotted-path", "sync-class"],
+)
+async def test_the_configured_delivery_receives_the_scope_and_the_scheduled_effect(
+    server: Server, scope: str, configured: Any, path: str
+) -> None:
+    config = server.config(delivery=configured)
+    effect = send_delayed(
+        event="payment.reminder",
+        type="http://www.w3.org/TR/scxml/#SCXMLEventProcessor",
+        data={"amount": 12.5, "items": ["a", {"b": None}], "big": 2**70, "text": "é\u2028"},
+        send_id="send_9",
+        delay_ms=100,
+        c_index=7,
+        owner=("transition", 3),
+        ordinal=3,
+        id_from_author=False,
+        caller_context={"trace": "t-1", "order": [3, 1, 2]},
+        macrostep=4,
+        microstep=2,
+        round=1,
+    )
+    with capture_telemetry() as seen:
+        job = await timer.schedule(config, scope, effect)
+        row = await wait_for_state(server.pool, job.job_id, *SETTLED)
+    assert row.state == "completed", row.error_text
+    assert row.meta == {"delivery": path}
+    [received] = CALLS[scope]
+    assert type(received) is fx.SendDelayed
+    assert received == effect
+    assert JOB_IDS[scope] == [job.job_id]
+    [fired] = seen.named(TIMER_FIRED, scope)
+    assert fired["delivery"] == path
+    assert fired["job_id"] == job.job_id
+    assert fired["caller_context"] == effect.caller_context
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "support_deliveries:NoSuchDelivery",
+        "no_such_module_for_statifier_tests:Delivery",
+        "support_deliveries:NotADelivery",
+        "not a path",
+        42,
+        ["support_deliveries:ScriptedDelivery"],
+    ],
+    ids=["unknown-attribute", "unknown-module", "no-deliver", "not-a-path", "integer", "list"],
+)
+async def test_an_unresolvable_delivery_retries_and_delivers_nothing(
+    server: Server, sessions: Sessions, scope: str, value: Any
+) -> None:
+    # A live session under the scope: a worker wrongly falling back to the default
+    # delivery would feed it the event.
+    session = await sessions.start(WAITING, session_id=scope)
+    with capture_telemetry() as seen:
+        job = await timer.schedule(scripted(server), scope, send_delayed(delay_ms=60_000))
+        await set_meta_delivery(server.pool, job.job_id, value)
+        await set_due_now(server.pool, job.job_id)
+        row = await wait_for_state(server.pool, job.job_id, *SETTLED)
+    assert row.state == "retryable", row.error_text
+    assert row.attempt == 1
+    assert "InvalidDelivery" in row.error_text
+    assert (value if isinstance(value, str) else repr(value)) in row.error_text
+    assert row.seconds_until_scheduled() > 10  # oban's backoff, not an immediate rerun
+    assert CALLS.get(scope, []) == []
+    assert session.status().configuration == ("waiting",)
+    assert session.status().queued_events == 0
+    assert seen.named(TIMER_FIRED, scope) == seen.named(TIMER_DISCARDED, scope) == []
+
+
+# --- answers --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        Snooze(0),
+        Snooze(-5),
+        Snooze(1.5),  # type: ignore[arg-type]
+        Snooze(True),
+        ObanSnooze(60),
+        "ok",
+        None,
+        Delivered,
+    ],
+    ids=[
+        "snooze-0",
+        "snooze-neg",
+        "snooze-float",
+        "snooze-bool",
+        "oban-snooze",
+        "str",
+        "none",
+        "cls",
+    ],
+)
+async def test_an_invalid_answer_retries_and_spends_the_attempt(
+    server: Server, scope: str, answer: Any
+) -> None:
+    SCRIPTS[scope] = lambda _scope, _effect: answer
+    with capture_telemetry() as seen:
+        # Read the row before it can run: due far out, then brought forward.
+        job = await timer.schedule(scripted(server), scope, send_delayed(delay_ms=60_000))
+        before = await job_row(server.pool, job.job_id)
+        await set_due_now(server.pool, job.job_id)
+        row = await wait_for_state(server.pool, job.job_id, *SETTLED)
+    assert row.state == "retryable", row.error_text
+    assert row.attempt == 1
+    assert row.attempts_left == before.attempts_left - 1
+    assert "delivery answered" in row.error_text
+    assert "snoozed" not in row.meta
+    assert len(CALLS[scope]) == 1
+    assert seen.named(TIMER_FIRED, scope) == seen.named(TIMER_DISCARDED, scope) == []
+
+
+async def test_a_raising_delivery_retries(server: Server, scope: str) -> None:
+    def unreachable(_scope: str, _effect: fx.SendDelayed) -> Any:
+        raise ConnectionError("execution store unreachable")
+
+    SCRIPTS[scope] = unreachable
+    with capture_telemetry() as seen:
+        job = await timer.schedule(scripted(server), scope, send_delayed(delay_ms=100))
+        row = await wait_for_state(server.pool, job.job_id, *SETTLED)
+    assert row.state == "retryable", row.error_text
+    assert row.attempt == 1
+    assert "execution store unreachable" in row.error_text
+    assert seen.named(TIMER_FIRED, scope) == seen.named(TIMER_DISCARDED, scope) == []
+
+
+async def test_a_discarded_answer_cancels_the_job_with_the_hosts_reason(
+    server: Server, scope: str
+) -> None:
+    SCRIPTS[scope] = lambda _scope, _effect: Discarded("chart_unknown")
+    with capture_telemetry() as seen:
+        job = await timer.schedule(scripted(server), scope, send_delayed(delay_ms=100))
+        row = await wait_for_state(server.pool, job.job_id, *SETTLED)
+    assert row.state == "cancelled", row.error_text
+    assert "discarded: chart_unknown" in row.error_text
+    [discarded] = seen.named(TIMER_DISCARDED, scope)
+    assert discarded["reason"] == "chart_unknown"
+    assert discarded["delivery"] == SCRIPTED
+
+
+# --- fired_event ----------------------------------------------------------------------------
+
+SCXML_PROCESSOR = "http://www.w3.org/TR/scxml/#SCXMLEventProcessor"
+
+
+def test_fired_event_is_the_external_event_an_in_process_timer_delivers() -> None:
+    context = {"opaque": ["never", "read"]}
+    data = {"amount": 3, "when": "later"}
+    effect = send_delayed(
+        event="authorization.expired", data=data, send_id="hold", caller_context=context
+    )
+    event = fired_event("sess_abc", effect)
+    assert event == Event(
+        name="authorization.expired",
+        type="external",
+        data=data,
+        sendid="hold",
+        origin="#_scxml_sess_abc",
+        origintype=SCXML_PROCESSOR,
+        invokeid=None,
+        caller_context=context,
+    )
+    assert event.data is data
+    assert event.caller_context is context  # carried, never copied or read
+
+
+def test_fired_event_hides_a_generated_send_id() -> None:
+    event = fired_event("s1", send_delayed(send_id="send_7", id_from_author=False))
+    assert event.sendid is None
+    assert fired_event("s1", send_delayed(send_id="hold", id_from_author=True)).sendid == "hold"
+
+
+def test_fired_event_keeps_none_as_none() -> None:
+    event = fired_event("s2", send_delayed(data=None, caller_context=None))
+    assert event.data is None
+    assert event.caller_context is None
+    assert event.invokeid is None
+    assert event.type == "external"
+    assert event.origin == "#_scxml_s2"
+    assert event.origintype == SCXML_PROCESSOR
+
+
+@pytest.mark.parametrize("value", [0, "", False, [], {}])
+def test_fired_event_carries_falsy_values_verbatim(value: Any) -> None:
+    event = fired_event("s3", send_delayed(data=value, caller_context=value))
+    assert event.data == value and type(event.data) is type(value)
+    assert event.caller_context == value and type(event.caller_context) is type(value)

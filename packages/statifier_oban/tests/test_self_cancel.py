@@ -1,0 +1,224 @@
+"""A fired timer whose delivery cancels its own send id must not kill itself.
+
+A fired timer usually drives the chart out of the state that armed it, and that state's
+``onexit`` cancels the same send id, while the job is still ``executing``. The cancel must
+leave the executing job alone (it completes) and still reach pending jobs under that id.
+Runs on a real queue, with the cancel issued from inside the running delivery.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from oban import current_job
+from statifier import effects as fx
+from statifier.session import Session
+from statifier_oban import Delivered, timer
+from statifier_oban.delivery import SessionDelivery
+from statifier_oban.host import DurableTimers
+from statifier_oban.telemetry import TIMER_CANCELLED, TIMER_FIRED
+
+TESTS_DIR = str(Path(__file__).resolve().parent)
+if TESTS_DIR not in sys.path:  # see support_harness: makes support_* importable by the worker
+    sys.path.append(TESTS_DIR)
+
+from support_deliveries import SCRIPTS, ScriptedDelivery, forget  # noqa: E402
+from support_harness import (  # noqa: E402
+    Server,
+    Sessions,
+    cancel_effect,
+    capture_telemetry,
+    chart,
+    job_row,
+    module_database,
+    running_servers,
+    send_delayed,
+    timer_rows,
+    unique_scope,
+    wait_for_state,
+    wait_until,
+)
+
+SETTLED = ("completed", "cancelled", "discarded", "retryable")
+
+# Two sends under one id: the short one fires, the long one is its pending twin. Leaving
+# "authorized" cancels "hold", from the macrostep the fired event starts.
+ARMED = chart(
+    """
+    <state id="authorized">
+      <onentry>
+        <send id="hold" event="authorization.expired" delay="200ms"/>
+        <send id="hold" event="authorization.expired" delay="60s"/>
+      </onentry>
+      <onexit><cancel sendid="hold"/></onexit>
+      <transition event="authorization.expired" target="expired"/>
+    </state>
+    <state id="expired"/>
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def database(pg_server: Any, template_database: str) -> Iterator[str]:
+    """One database for the module (see ``support_harness``)."""
+    with module_database(pg_server.url, template_database) as url:
+        yield url
+
+
+@pytest_asyncio.fixture
+async def server(database: str) -> AsyncIterator[Server]:
+    """A server-mode Oban with a queue of its own, on a pool of its own."""
+    async with running_servers(database) as servers:
+        yield await servers.start()
+
+
+@pytest_asyncio.fixture
+async def sessions() -> AsyncIterator[Sessions]:
+    """Sessions started by the test, stopped at teardown."""
+    started = Sessions()
+    yield started
+    await started.stop_all()
+
+
+@pytest_asyncio.fixture
+async def scope() -> AsyncIterator[str]:
+    """A fresh scope whose recorded calls and scripts are dropped afterwards."""
+    name = unique_scope("self")
+    yield name
+    forget(name)
+
+
+class SelfCancelling:
+    """A delivery script that cancels its own ``(scope, send_id)`` mid-delivery, like onexit."""
+
+    def __init__(self, server: Server, scope: str) -> None:
+        self.server = server
+        self.config = server.config(delivery=ScriptedDelivery)
+        self.counts: list[int] = []
+        self.states_during: list[str] = []
+        SCRIPTS[scope] = self.deliver
+
+    async def deliver(self, scope: str, effect: fx.SendDelayed) -> Any:
+        """Cancel the send id while this very job is executing, then report delivered."""
+        job = current_job()
+        assert job is not None and job.id is not None
+        self.states_during.append((await job_row(self.server.pool, job.id)).state)
+        self.counts.append(await timer.cancel(self.config, scope, cancel_effect(effect.send_id)))
+        return Delivered()
+
+
+async def test_a_delivery_cancelling_its_own_send_id_gets_zero_and_still_completes(
+    server: Server, scope: str
+) -> None:
+    script = SelfCancelling(server, scope)
+    with capture_telemetry() as seen:
+        job = await timer.schedule(script.config, scope, send_delayed(delay_ms=100))
+        row = await wait_for_state(server.pool, job.job_id, *SETTLED)
+    assert script.states_during == ["executing"]
+    assert script.counts == [0]
+    assert row.state == "completed", row.error_text
+    assert row.errors == []
+    [cancelled] = seen.named(TIMER_CANCELLED, scope)
+    assert cancelled["count"] == 0
+    assert len(seen.named(TIMER_FIRED, scope)) == 1
+
+
+async def test_a_self_cancel_reaches_the_pending_twin_under_the_same_send_id(
+    server: Server, scope: str
+) -> None:
+    script = SelfCancelling(server, scope)
+    fired = await timer.schedule(script.config, scope, send_delayed(ordinal=1, delay_ms=100))
+    twin = await timer.schedule(script.config, scope, send_delayed(ordinal=2, delay_ms=60_000))
+    other = await timer.schedule(
+        script.config, scope, send_delayed(ordinal=3, send_id="other", delay_ms=60_000)
+    )
+    row = await wait_for_state(server.pool, fired.job_id, *SETTLED)
+    assert script.states_during == ["executing"]
+    assert script.counts == [1]
+    assert row.state == "completed", row.error_text
+    twin_row = await job_row(server.pool, twin.job_id)
+    assert twin_row.state == "cancelled"
+    assert "cancelled: <cancel sendid='hold'>" in twin_row.error_text
+    assert (await job_row(server.pool, other.job_id)).state == "scheduled"
+
+
+async def test_end_to_end_the_onexit_cancel_after_a_fire_spares_the_fired_job(
+    server: Server, sessions: Sessions
+) -> None:
+    """The default delivery, unchanged: whatever the race with oban's ack, never cancelled."""
+    scope = unique_scope("e2e")
+    states_at_cancel: list[str] = []
+
+    async def observe(_sid: str, message: Any) -> None:
+        if isinstance(message, fx.Cancel):
+            states_at_cancel.extend(r.state for r in await timer_rows(server.pool, scope))
+
+    with capture_telemetry() as seen:
+        session = await sessions.start(
+            ARMED,
+            session_id=scope,
+            delayed_sends=DurableTimers(server.config()),
+            subscribers=[observe],
+        )
+        assert session.status().pending_timers == 0
+        fired, twin = await timer_rows(server.pool, scope)
+        await wait_until(lambda: session.status().configuration == ("expired",))
+        row = await wait_for_state(server.pool, fired.id, *SETTLED)
+        await wait_until(lambda: seen.named(TIMER_CANCELLED, scope))
+    assert row.state == "completed", row.error_text
+    assert (await job_row(server.pool, twin.id)).state == "cancelled"
+    [cancelled] = seen.named(TIMER_CANCELLED, scope)
+    assert cancelled["count"] == 1  # the twin, never the fired job
+    assert states_at_cancel[1] == "scheduled"
+    assert states_at_cancel[0] in ("executing", "completed")
+
+
+async def test_end_to_end_the_onexit_cancel_runs_while_the_fired_job_executes(
+    server: Server, sessions: Sessions
+) -> None:
+    """The delivery waits until the session has processed the event (and so run its onexit
+    cancel) before it answers: the cancel provably meets the fired job ``executing``."""
+    scope = unique_scope("e2e_sync")
+    processed = asyncio.Event()
+    states_at_cancel: list[str] = []
+
+    async def observe(_sid: str, message: Any) -> None:
+        if isinstance(message, fx.Cancel):
+            states_at_cancel.extend(r.state for r in await timer_rows(server.pool, scope))
+
+    def stepped(session: Session) -> None:
+        if session.status().configuration == ("expired",):
+            processed.set()
+
+    async def deliver_and_settle(scope: str, effect: fx.SendDelayed) -> Any:
+        answer = SessionDelivery().deliver(scope, effect)
+        await asyncio.wait_for(processed.wait(), 5)
+        return answer
+
+    SCRIPTS[scope] = deliver_and_settle
+    try:
+        with capture_telemetry() as seen:
+            session = await sessions.start(
+                ARMED,
+                session_id=scope,
+                delayed_sends=DurableTimers(server.config(delivery=ScriptedDelivery)),
+                subscribers=[observe],
+                on_step=stepped,
+            )
+            fired, twin = await timer_rows(server.pool, scope)
+            row = await wait_for_state(server.pool, fired.id, *SETTLED)
+        assert session.status().configuration == ("expired",)
+        assert states_at_cancel == ["executing", "scheduled"]
+        assert row.state == "completed", row.error_text
+        assert (await job_row(server.pool, twin.id)).state == "cancelled"
+        [cancelled] = seen.named(TIMER_CANCELLED, scope)
+        assert cancelled["count"] == 1
+        assert len(seen.named(TIMER_FIRED, scope)) == 1
+    finally:
+        forget(scope)

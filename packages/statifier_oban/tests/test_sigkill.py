@@ -1,0 +1,261 @@
+"""A worker process killed with SIGKILL mid-stream loses no timer, and delivers each at least once.
+
+1,000 timers (50 scopes x 20, due 1-3 s out) run on worker process A. Once some but not all
+have been delivered, A gets SIGKILL: whatever it was executing, and whatever it delivered but
+had not acknowledged yet, stays ``executing``. Worker process B (a new Oban name) rescues
+those jobs through oban's lifeline (``rescue_after`` 2 s) and finishes the stream. Every
+timer must end delivered (recorded once in the deduplicated table) and its job
+``completed``; redeliveries (at-least-once) show in the raw table and are reported.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from psycopg import AsyncConnection
+from psycopg_pool import AsyncConnectionPool
+from statifier_oban import timer
+from statifier_oban.names import TIMER_WORKER
+
+TESTS_DIR = str(Path(__file__).resolve().parent)
+if TESTS_DIR not in sys.path:  # see support_harness: makes support_* importable by the worker
+    sys.path.append(TESTS_DIR)
+
+from support_harness import (  # noqa: E402
+    Servers,
+    module_database,
+    running_servers,
+    send_delayed,
+    wait_until,
+)
+from support_sigkill import CREATE_TABLES, RecordingDelivery  # noqa: E402
+
+WORKER_SCRIPT = str(Path(TESTS_DIR) / "support_sigkill.py")
+SCOPES = 50
+PER_SCOPE = 20
+TOTAL = SCOPES * PER_SCOPE
+KILL_AFTER = 250  # deliveries seen before A is killed
+DEADLINE_S = 60.0
+
+
+@pytest.fixture(scope="module")
+def database(pg_server: Any, template_database: str) -> Iterator[str]:
+    """One database for the module (see ``support_harness``)."""
+    with module_database(pg_server.url, template_database) as url:
+        yield url
+
+
+@pytest_asyncio.fixture
+async def servers(database: str) -> AsyncIterator[Servers]:
+    """Pools (and a client Oban) on the module's database, closed at teardown."""
+    async with running_servers(database) as factory:
+        yield factory
+
+
+class Workers:
+    """Worker processes of one test; every one still alive is killed at teardown."""
+
+    def __init__(self, conninfo: str, queue: str, logs: Path) -> None:
+        self.conninfo = conninfo
+        self.queue = queue
+        self.logs = logs
+        self.processes: list[subprocess.Popen[bytes]] = []
+
+    def spawn(self, label: str) -> tuple[subprocess.Popen[bytes], str]:
+        """Start a worker process (its own Oban name and node); return it and its node."""
+        name = f"sigkill_{label}_{uuid.uuid4().hex[:8]}"
+        node = f"{name}.node"
+        log = (self.logs / f"{label}.log").open("wb")
+        process = subprocess.Popen(
+            [sys.executable, WORKER_SCRIPT, self.conninfo, name, node, self.queue],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        log.close()
+        self.processes.append(process)
+        return process, node
+
+    def kill_all(self) -> None:
+        """SIGKILL and reap every process still running."""
+        for process in self.processes:
+            if process.poll() is None:
+                process.kill()
+            process.wait(timeout=10)
+
+
+@pytest.fixture
+def workers(database: str, tmp_path: Path) -> Iterator[Workers]:
+    """Spawns worker processes; kills them all at teardown, whatever happened."""
+    spawned = Workers(database, f"timers_{uuid.uuid4().hex[:8]}", tmp_path)
+    try:
+        yield spawned
+    finally:
+        spawned.kill_all()
+
+
+async def scalar(pool: AsyncConnectionPool, query: Any, params: Any = None) -> Any:
+    """The first column of the first row."""
+    async with pool.connection() as conn:
+        row = await (await conn.execute(query, params)).fetchone()
+    assert row is not None
+    return row[0]
+
+
+async def running(pool: AsyncConnectionPool, node: str, process: subprocess.Popen[bytes]) -> None:
+    """Wait until the worker process on ``node`` has registered its queue's producer."""
+
+    async def ready() -> bool:
+        assert process.poll() is None, f"worker exited with {process.returncode}"
+        return bool(
+            await scalar(pool, "SELECT count(*) FROM oban_producers WHERE node = %s", [node])
+        )
+
+    await wait_until(ready, timeout=20, interval=0.05, what=f"worker {node} running")
+
+
+async def test_a_sigkilled_worker_loses_no_timer_and_each_is_delivered_at_least_once(
+    servers: Servers, workers: Workers, database: str, record_property: Any
+) -> None:
+    pool = await servers.pool(max_size=4)
+    async with pool.connection() as conn:
+        await conn.execute(CREATE_TABLES)
+    client = await servers.build(workers.queue, pool=pool)  # never started: schedules only
+    config = client.config(delivery=RecordingDelivery)
+    assert config.delivery == "support_sigkill:RecordingDelivery"
+
+    spawned = time.monotonic()
+    process_a, node_a = workers.spawn("a")
+    await running(pool, node_a, process_a)
+    a_ready_s = time.monotonic() - spawned
+
+    # 1,000 timers, due 1.0-3.0 s from now, interleaved across the scopes.
+    scopes = [f"sk_{uuid.uuid4().hex[:8]}_{n:02d}" for n in range(SCOPES)]
+    started = time.monotonic()
+    async with await AsyncConnection.connect(database, autocommit=True) as conn:
+        for s, scope in enumerate(scopes):
+            effects = [
+                send_delayed(
+                    ordinal=k + 1,
+                    send_id=f"t{k}",
+                    delay_ms=1000 + 2 * (k * SCOPES + s),
+                    data={"k": k},
+                )
+                for k in range(PER_SCOPE)
+            ]
+            jobs = await timer.schedule_many(config, scope, effects, conn=conn)
+            assert [job.conflict for job in jobs] == [False] * PER_SCOPE
+    schedule_s = time.monotonic() - started
+
+    delivered = "SELECT count(*) FROM sigkill_delivered"
+    await wait_until(
+        lambda: _at_least(pool, delivered, KILL_AFTER), timeout=20, what="A delivering"
+    )
+    os.kill(process_a.pid, signal.SIGKILL)
+    assert process_a.wait(timeout=10) == -signal.SIGKILL
+    killed_at = time.monotonic()
+    at_kill = await scalar(pool, delivered)
+    raw_at_kill = await scalar(pool, "SELECT count(*) FROM sigkill_raw")
+    stranded = await scalar(
+        pool,
+        "SELECT count(*) FROM oban_jobs WHERE worker = %s AND queue = %s AND state = 'executing'",
+        [TIMER_WORKER, workers.queue],
+    )
+    assert 0 < at_kill < TOTAL, at_kill
+    assert stranded > 0  # the kill left jobs behind for the rescue
+
+    process_b, node_b = workers.spawn("b")
+    await running(pool, node_b, process_b)
+    b_ready_s = time.monotonic() - killed_at
+    await wait_until(
+        lambda: _all_completed(pool, workers.queue),
+        timeout=DEADLINE_S,
+        interval=0.1,
+        what="every timer job completed",
+    )
+    recovered_s = time.monotonic() - killed_at
+
+    async with pool.connection() as conn:
+        recorded = await (
+            await conn.execute("SELECT scope, ordinal FROM sigkill_delivered")
+        ).fetchall()
+        per_timer = await (
+            await conn.execute(
+                "SELECT scope, ordinal, count(*), count(DISTINCT pid) FROM sigkill_raw "
+                "GROUP BY scope, ordinal"
+            )
+        ).fetchall()
+        states = dict(
+            await (
+                await conn.execute(
+                    "SELECT state::text, count(*) FROM oban_jobs "
+                    "WHERE worker = %s AND queue = %s GROUP BY 1",
+                    [TIMER_WORKER, workers.queue],
+                )
+            ).fetchall()
+        )
+        rescued = await (
+            await conn.execute(
+                "SELECT count(*) FROM oban_jobs WHERE worker = %s AND queue = %s "
+                "AND (meta->>'rescued')::int >= 1",
+                [TIMER_WORKER, workers.queue],
+            )
+        ).fetchone()
+        by_pid = dict(
+            await (
+                await conn.execute("SELECT pid, count(*) FROM sigkill_raw GROUP BY pid")
+            ).fetchall()
+        )
+
+    expected = {(scope, k + 1) for scope in scopes for k in range(PER_SCOPE)}
+    assert len(recorded) == TOTAL
+    assert set(recorded) == expected  # every timer delivered, and recorded exactly once
+    assert states == {"completed": TOTAL}
+    assert {(scope, ordinal) for scope, ordinal, _, _ in per_timer} == expected
+    raw_total = sum(count for _, _, count, _ in per_timer)
+    duplicates = raw_total - TOTAL
+    redelivered = sum(1 for _, _, count, _ in per_timer if count > 1)
+    assert duplicates >= 0
+    assert rescued is not None and rescued[0] >= stranded  # the stranded jobs were rescued
+    assert set(by_pid) <= {process_a.pid, process_b.pid}
+    assert by_pid.get(process_b.pid, 0) >= TOTAL - at_kill  # B finished the stream
+
+    figures = {
+        "a_ready_s": round(a_ready_s, 2),
+        "schedule_s": round(schedule_s, 2),
+        "delivered_at_kill": at_kill,
+        "raw_at_kill": raw_at_kill,
+        "executing_at_kill": stranded,
+        "rescued_jobs": rescued[0] if rescued else None,
+        "raw_deliveries": raw_total,
+        "duplicate_deliveries": duplicates,
+        "timers_redelivered": redelivered,
+        "b_ready_s": round(b_ready_s, 2),
+        "recovery_s": round(recovered_s, 2),
+    }
+    for key, value in figures.items():
+        record_property(key, value)
+    print(f"\nsigkill figures: {figures}")
+
+
+async def _at_least(pool: AsyncConnectionPool, query: str, count: int) -> bool:
+    return int(await scalar(pool, query)) >= count
+
+
+async def _all_completed(pool: AsyncConnectionPool, queue: str) -> bool:
+    done = await scalar(
+        pool,
+        "SELECT count(*) FROM oban_jobs WHERE worker = %s AND queue = %s AND state = 'completed'",
+        [TIMER_WORKER, queue],
+    )
+    return int(done) == TOTAL
