@@ -703,11 +703,8 @@ def row_key(i: int) -> tuple[str, str]:
 async def explain_cancel(url: str, oban: Oban, i: int) -> list[str]:
     """``EXPLAIN (ANALYZE, BUFFERS)`` of our cancel statement for row ``i``, rolled back."""
     scope, send_id = row_key(i)
-    params = {"worker": TIMER_WORKER, "scope": scope, "send_id": send_id, "reason": "explain"}
-    try:
-        text = store.sql(store.CANCEL_TIMERS, oban, TIMER_WORKER)  # type: ignore[call-arg]
-    except TypeError:  # older signature: sql(template, oban), worker as a parameter
-        text = store.sql(store.CANCEL_TIMERS, oban)  # type: ignore[call-arg]
+    params = {"scope": scope, "send_id": send_id, "reason": "explain"}
+    text = store.sql(store.CANCEL_TIMERS, oban, TIMER_WORKER)
     statement = "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + text
     async with await psycopg.AsyncConnection.connect(url) as conn:
         cursor = psycopg.AsyncClientCursor(conn)
@@ -1242,7 +1239,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--cancels", type=int, help="timed cancels per table size [200]")
     parser.add_argument("--fire-timers", type=int, help="timers of stream and burst [2000]")
     parser.add_argument("--fire-window", type=float, help="stream spread in seconds [2]")
-    parser.add_argument("--fire-lead-ms", type=int, default=1000, help="scheduling lead")
+    parser.add_argument("--fire-lead-ms", type=int, default=2000, help="scheduling lead [2000]")
     parser.add_argument("--paced-rate", type=float, default=100, help="paced timers/s [100]")
     parser.add_argument("--paced-seconds", type=float, help="paced duration [5]")
     parser.add_argument("--sparse", type=int, help="sparse timers [50]")

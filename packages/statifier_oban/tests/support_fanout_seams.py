@@ -112,7 +112,8 @@ class FanOutFromParams(InvokeHandler):
 
     async def run(self, invoke: Invoke, ctx: RunContext | None = None) -> RunResult:
         """``FanOut(params["items"], params["max_concurrency"])``."""
-        return FanOut(invoke.params.get("items"), invoke.params.get("max_concurrency"))
+        items: Any = invoke.params.get("items")  # deliberately unchecked: any shape goes
+        return FanOut(items, invoke.params.get("max_concurrency"))
 
 
 class RecordingInvokeDelivery:

@@ -10,7 +10,11 @@ TIMER_WORKER = "statifier_oban.workers.TimerWorker"
 """``oban_jobs.worker`` of a fired-timer job (module path + class, as oban resolves it)."""
 
 PENDING_STATES = ("scheduled", "available", "retryable")
-"""Job states a cancel reaches and a pending count counts; never ``executing``."""
+"""Job states a cancel reaches and a pending count counts; never ``executing``.
+
+``suspended`` is left out: oban-py's open-source engine never sets it, and its enum
+value is added by oban's installer in the same transaction as our partial indexes,
+where PostgreSQL refuses to use a new enum value."""
 
 META_DELIVERY = "delivery"
 META_TIMEOUT = "timeout"

@@ -19,10 +19,11 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from .errors import StoreUnavailable
-from .names import CHILD_START_WORKER, INVOKE_WORKER, TIMER_WORKER
+from .names import CHILD_START_WORKER, INVOKE_WORKER, PENDING_STATES, TIMER_WORKER
 from .schema import check_prefix
 
 WORKERS = frozenset({TIMER_WORKER, INVOKE_WORKER, CHILD_START_WORKER})
+_PENDING = ", ".join(f"'{state}'" for state in PENDING_STATES)
 
 
 def pool_of(oban: Oban) -> AsyncConnectionPool:
@@ -116,7 +117,7 @@ SET state = 'cancelled', cancelled_at = timezone('UTC', now()),
         'at', timezone('UTC', now()), 'attempt', attempt,
         'error', 'cancelled: ' || %(reason)s))
 WHERE worker = {worker} AND args->>'scope' = %(scope)s AND args->>'send_id' = %(send_id)s
-  AND state IN ('scheduled', 'available', 'retryable')
+  AND state IN ({pending})
 RETURNING id
 """
 
@@ -124,7 +125,7 @@ COUNT_PENDING = """
 SELECT args->>'scope', count(*)
 FROM {p}.oban_jobs
 WHERE worker = {worker} AND args->>'scope' = ANY(%(scopes)s)
-  AND state IN ('scheduled', 'available', 'retryable')
+  AND state IN ({pending})
 GROUP BY 1
 """
 
@@ -139,7 +140,11 @@ def sql(template: str, oban: Oban, worker: str) -> str:
     """
     if worker not in WORKERS:
         raise ValueError(f"unknown worker {worker!r}")
-    return template.replace("{p}", prefix_of(oban)).replace("{worker}", f"'{worker}'")
+    return (
+        template.replace("{p}", prefix_of(oban))
+        .replace("{worker}", f"'{worker}'")
+        .replace("{pending}", _PENDING)
+    )
 
 
 INSERT_INVOCATION = """
@@ -168,7 +173,7 @@ SET state = 'cancelled', cancelled_at = timezone('UTC', now()),
         'at', timezone('UTC', now()), 'attempt', attempt,
         'error', 'cancelled: ' || %(reason)s))
 WHERE worker = {worker} AND args->>'scope' = %(scope)s AND args->>'invoke_id' = %(invoke_id)s
-  AND state IN ('scheduled', 'available', 'retryable')
+  AND state IN ({pending})
 RETURNING id
 """
 
