@@ -18,7 +18,7 @@ later through the invoke delivery). ``run`` is at-least-once: key the work on
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -94,7 +94,7 @@ class InvokeHandler:
         if cap is not None and cap > 32767:
             raise TypeError(f"{cls.__qualname__}.max_attempts must be at most 32767")
         run = getattr(cls, "run", None)
-        if run is None or run is InvokeHandler.run:
+        if run is None:
             raise TypeError(
                 f"{cls.__qualname__} must define async def run(self, invoke) "
                 "or async def run(self, invoke, ctx)"
@@ -108,13 +108,14 @@ class InvokeHandler:
             raise TypeError(f"{cls.__qualname__}.run must take the invoke effect")
         cls.run_takes_context = len(positional) >= 2
 
+    if TYPE_CHECKING:
+        # Declared, not defined: a subclass's run(self, invoke) and run(self, invoke, ctx)
+        # are both valid overrides, which a concrete base method would forbid one of.
+        run: Callable[..., Awaitable[RunResult]]
+
     def config(self) -> Config:
         """The host's ``Config`` (read when a job is enqueued or runs, never at planning)."""
         raise NotImplementedError(f"{type(self).__qualname__} must define config()")
-
-    async def run(self, invoke: Invoke, ctx: RunContext | None = None) -> RunResult:
-        """Do the work (see the module docstring for the answers)."""
-        raise NotImplementedError
 
     # -- the session-facing protocol (statifier.invoke.InvokeHandler) ----------------------
 

@@ -32,12 +32,12 @@ from .resolve import ResolutionError, resolve
 logger = logging.getLogger("statifier_oban.workers")
 
 
-def resolve_seam(path: Any, default: str, required: tuple[str, ...]) -> Any:
+def resolve_seam(path: Any, default: str, required: tuple[str, ...], what: str = "delivery") -> Any:
     """Resolve a delivery-like object named on a job's meta, or raise ``InvalidDelivery``."""
     if path is None:
         path = default
     if not isinstance(path, str):
-        raise InvalidDelivery(f"the job names its delivery with {path!r}, not an import path")
+        raise InvalidDelivery(f"the job names its {what} with {path!r}, not an import path")
     try:
         target = resolve(path)
     except ResolutionError as exc:
@@ -334,7 +334,7 @@ class ChildStartWorker:
         path = meta.get(META_CHILD_STARTER)
         if path is None:
             raise InvalidDelivery("the child start job names no child_starter")
-        starter = resolve_seam(path, "", ("start_child",))
+        starter = resolve_seam(path, "", ("start_child",), what="child_starter")
         outcome = await _maybe(
             starter.start_child(row.scope, row.invoke, index, count, {"policy": policy})
         )
