@@ -989,6 +989,10 @@ class _Compiler:
             state_ids=dict(self.ids),
             warnings=tuple(d for d in self.diagnostics if d.severity == "warning"),
             resolved_sources=dict(self.resolved),
+            has_eventless=any(
+                not transitions[t].events for state in states for t in state.transitions
+            ),
+            has_invokes=any(state.invokes for state in states),
         )
 
     def freeze_transition(

@@ -552,6 +552,8 @@ class _Run:
         self.main_event_loop()
 
     def finalize_and_autoforward(self, event: Event) -> None:
+        if not self.invocations:
+            return
         states = self.states
         finished: list[tuple[int, int]] = []
         for s in self.order():
@@ -658,6 +660,8 @@ class _Run:
         return found
 
     def select_eventless_transitions(self) -> list[TransitionNode]:
+        if not self.machine.has_eventless:
+            return []
         return self._select(None)
 
     def select_transitions(self, event: Event) -> list[TransitionNode]:
@@ -772,8 +776,9 @@ class _Run:
         to_exit = self.compute_exit_set(enabled)
         if not to_exit:
             return
-        for s in to_exit:
-            self.states_to_invoke.discard(s)
+        if self.states_to_invoke:
+            for s in to_exit:
+                self.states_to_invoke.discard(s)
         to_exit.sort(reverse=True)
         for s in to_exit:
             for h in states[s].history:
@@ -806,11 +811,13 @@ class _Run:
         states = self.states
         machine = self.machine
         to_enter, default_entry, default_history = self.compute_entry_set(enabled)
+        has_invokes = machine.has_invokes
         for s in to_enter:
             state = states[s]
             self.config.add(s)
             self.changed()
-            self.states_to_invoke.add(s)
+            if has_invokes:
+                self.states_to_invoke.add(s)
             if s not in self.entered:
                 self.entered = self.entered | {s}
                 if machine.late_binding and s != 0:
@@ -964,6 +971,9 @@ class _Run:
 
     def invoke_pass(self) -> None:
         if not self.states_to_invoke:
+            return
+        if not self.machine.has_invokes:
+            self.states_to_invoke.clear()
             return
         pending = sorted(self.states_to_invoke)
         self.states_to_invoke.clear()

@@ -237,6 +237,10 @@ class Machine:
     state_ids: dict[str, int]
     warnings: tuple[Diagnostic, ...]
     resolved_sources: dict[str, str] = field(default_factory=dict)
+    has_eventless: bool = True
+    """Whether any state has an eventless transition (else eventless selection is skipped)."""
+    has_invokes: bool = True
+    """Whether any state has an ``<invoke>`` (else the invoke passes are skipped)."""
     # Memoized, deterministic derived data (entry sets and the like); never observable.
     _cache: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
