@@ -1,10 +1,12 @@
-"""Helpers shared by the timer integration tests (a support module: pytest does not collect it).
+"""The timer integration tests' harness (a support module: pytest does not collect it).
 
 Harness: creating a database from the schema template costs 0.5-1 s, so each test module
-shares one database (``module_database``, copied from conftest's ``template_database`` and
-dropped after the module) while every test gets its own pool, its own server-mode Oban and its
-own queue name (``running_servers``). Rows of other tests sit in the same table on queues
-nobody runs; tests isolate on scope and queue, as the reference suite does.
+shares one database (``support_common.module_database``, copied from conftest's
+``template_database`` and dropped after the module) while every test gets its own pool, its
+own server-mode Oban and its own queue name (``running_servers``). Rows of other tests sit in
+the same table on queues nobody runs; tests isolate on scope and queue, as the reference suite
+does. What the timer, invoke and fan-out tests share (charts, names, rows, telemetry, polling,
+sessions) lives in ``support_common``; this module adds timer effects, servers and timer rows.
 
 Import path: the tests run with ``--import-mode=importlib`` and ``conftest.py`` does not touch
 ``sys.path``, so this directory is not importable by default. Every test module that needs a
@@ -20,44 +22,21 @@ which creates a database per test.
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass, field
-from datetime import datetime
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
-import oban.oban as oban_module
-import psycopg
-import statifier
+import pytest_asyncio
 from oban import Oban
-from oban import telemetry as oban_telemetry
-from psycopg import sql
-from psycopg.conninfo import make_conninfo
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 from statifier.effects import Cancel, SendDelayed
-from statifier.session import Session
-from statifier_oban import Config, telemetry
+from statifier_oban import Config
 from statifier_oban.names import TIMER_WORKER
-
-NS = 'xmlns="http://www.w3.org/2005/07/scxml"'
-
-DEADLINE_S = 5.0
-"""Default deadline for anything a running queue should do within a few stager ticks."""
-
-
-def chart(body: str, **attrs: str) -> statifier.Machine:
-    """Compile an SCXML chart (Python datamodel) from its ``<scxml>`` body."""
-    extra = " ".join(f'{key}="{value}"' for key, value in attrs.items())
-    return statifier.compile(f"<scxml {NS} {extra}>{body}</scxml>")
-
-
-def unique_scope(kind: str = "scope") -> str:
-    """A scope (session id) no other test uses."""
-    return f"{kind}_{uuid.uuid4().hex[:12]}"
+from support_common import JobRow, execute, forget_instance, job_rows, unique
+from support_deliveries import forget
 
 
 def send_delayed(**overrides: Any) -> SendDelayed:
@@ -101,22 +80,6 @@ def cancel_effect(send_id: str = "hold", **overrides: Any) -> Cancel:
 # --- databases and servers -----------------------------------------------------------------
 
 
-@contextmanager
-def module_database(admin_url: str, template: str) -> Iterator[str]:
-    """A database copied from ``template`` on the server of ``admin_url``; dropped at exit."""
-    name = f"mod_{uuid.uuid4().hex[:16]}"
-    ident = sql.Identifier(name)
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(ident, sql.Identifier(template))
-        )
-    try:
-        yield make_conninfo(admin_url, dbname=name)
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(ident))
-
-
 @dataclass
 class Server:
     """A started server-mode Oban running one queue of its own, on a pool of its own."""
@@ -138,8 +101,7 @@ class Server:
         try:
             await self.oban.stop()
         finally:
-            if oban_module._instances.get(self.oban._name) is self.oban:
-                del oban_module._instances[self.oban._name]
+            forget_instance(self.oban)
 
 
 class Servers:
@@ -211,155 +173,16 @@ async def running_servers(url: str) -> AsyncIterator[Servers]:
         await servers.close()
 
 
-# --- telemetry ------------------------------------------------------------------------------
-
-
-@dataclass
-class Captured:
-    """statifier_oban telemetry events seen while a ``capture_telemetry`` block ran."""
-
-    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-
-    def named(self, name: str, scope: str | None = None) -> list[dict[str, Any]]:
-        """Metas of the events called ``name`` (only those of ``scope`` when given)."""
-        return [
-            meta
-            for event, meta in self.events
-            if event == name and (scope is None or meta.get("scope") == scope)
-        ]
-
-    def for_scope(self, scope: str) -> list[str]:
-        """Names of every event about ``scope``, in order."""
-        return [event for event, meta in self.events if meta.get("scope") == scope]
-
-
-@contextmanager
-def capture_telemetry() -> Iterator[Captured]:
-    """Record every statifier_oban event (oban's global handler table) until the block ends."""
-    captured = Captured()
-    handler_id = f"test-{uuid.uuid4().hex}"
-
-    def handler(name: str, meta: dict[str, Any]) -> None:
-        captured.events.append((name, dict(meta)))
-
-    oban_telemetry.attach(handler_id, telemetry.events(), handler)
-    try:
-        yield captured
-    finally:
-        oban_telemetry.detach(handler_id)
-
-
-# --- waiting --------------------------------------------------------------------------------
-
-
-async def wait_until(
-    predicate: Callable[[], Any | Awaitable[Any]],
-    *,
-    timeout: float = DEADLINE_S,
-    interval: float = 0.02,
-    what: str = "condition",
-) -> Any:
-    """Poll ``predicate`` (sync or async) until it returns a truthy value; return that value."""
-
-    async def poll() -> Any:
-        while True:
-            value = predicate()
-            if inspect.isawaitable(value):
-                value = await value
-            if value:
-                return value
-            await asyncio.sleep(interval)
-
-    try:
-        return await asyncio.wait_for(poll(), timeout)
-    except TimeoutError:
-        raise AssertionError(f"{what} not reached within {timeout} s") from None
-
-
 # --- job rows -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class JobRow:
-    """One ``oban_jobs`` row, with the database clock read in the same statement."""
-
-    id: int
-    state: str
-    queue: str
-    worker: str
-    attempt: int
-    max_attempts: int
-    args: Any
-    meta: dict[str, Any]
-    errors: list[dict[str, Any]]
-    inserted_at: datetime
-    scheduled_at: datetime
-    attempted_at: datetime | None
-    completed_at: datetime | None
-    cancelled_at: datetime | None
-    now: datetime
-
-    @property
-    def error_text(self) -> str:
-        """Every recorded error, joined."""
-        return "\n".join(str(error.get("error")) for error in self.errors)
-
-    @property
-    def attempts_left(self) -> int:
-        """``max_attempts - attempt``: what a snooze must not spend."""
-        return self.max_attempts - self.attempt
-
-    def seconds_until_scheduled(self) -> float:
-        """How far ``scheduled_at`` lies in the future, by the database clock."""
-        return (self.scheduled_at - self.now).total_seconds()
-
-
-_COLUMNS = """
-    id, state::text, queue, worker, attempt, max_attempts, args, meta, errors,
-    inserted_at, scheduled_at, attempted_at, completed_at, cancelled_at, timezone('UTC', now())
-"""
-
-
-async def job_row(pool: AsyncConnectionPool, job_id: int) -> JobRow:
-    """The row of job ``job_id`` (it must exist)."""
-    async with pool.connection() as conn:
-        cursor = await conn.execute(f"SELECT {_COLUMNS} FROM oban_jobs WHERE id = %s", [job_id])
-        row = await cursor.fetchone()
-    assert row is not None, f"job {job_id} does not exist"
-    return JobRow(*row)
 
 
 async def timer_rows(pool: AsyncConnectionPool, scope: str) -> list[JobRow]:
     """Every timer job row of ``scope``, by ordinal."""
-    async with pool.connection() as conn:
-        cursor = await conn.execute(
-            f"SELECT {_COLUMNS} FROM oban_jobs WHERE worker = %s AND args->>'scope' = %s "
-            "ORDER BY (args->>'ordinal')::int, id",
-            [TIMER_WORKER, scope],
-        )
-        rows = await cursor.fetchall()
-    return [JobRow(*row) for row in rows]
-
-
-async def wait_for_state(
-    pool: AsyncConnectionPool, job_id: int, *states: str, timeout: float = DEADLINE_S
-) -> JobRow:
-    """Poll job ``job_id`` until its state is one of ``states``; return the row."""
-    seen: list[str] = []
-
-    async def reached() -> JobRow | None:
-        row = await job_row(pool, job_id)
-        if not seen or seen[-1] != row.state:
-            seen.append(row.state)
-        return row if row.state in states else None
-
-    try:
-        result: JobRow = await wait_until(reached, timeout=timeout, interval=0.02)
-    except AssertionError:
-        raise AssertionError(
-            f"job {job_id} did not reach {states} within {timeout} s (states seen: {seen})"
-        ) from None
-    return result
+    return await job_rows(
+        pool,
+        "worker = %s AND args->>'scope' = %s ORDER BY (args->>'ordinal')::int, id",
+        [TIMER_WORKER, scope],
+    )
 
 
 async def set_due_now(pool: AsyncConnectionPool, job_id: int) -> None:
@@ -384,28 +207,44 @@ async def set_meta_delivery(pool: AsyncConnectionPool, job_id: int, value: Any) 
 REMOVE: Any = object()
 
 
-async def execute(pool: AsyncConnectionPool, statement: Any, params: Any = None) -> None:
-    """Run one statement on a pooled connection (committed on return)."""
-    async with pool.connection() as conn:
-        await conn.execute(statement, params)
+# --- fixtures -------------------------------------------------------------------------------
 
 
-# --- sessions -------------------------------------------------------------------------------
+def server_fixture() -> Any:
+    """A fixture ``server`` on the module's ``database``: a server-mode Oban with a queue of
+    its own, on a pool of its own. Use as ``server = server_fixture()`` in a test module."""
+
+    @pytest_asyncio.fixture(name="server")
+    async def server(database: str) -> AsyncIterator[Server]:
+        """A server-mode Oban with a queue of its own, on a pool of its own."""
+        async with running_servers(database) as servers:
+            yield await servers.start()
+
+    return server
 
 
-class Sessions:
-    """Starts sessions for a test and stops every one of them at teardown."""
+def servers_fixture() -> Any:
+    """A fixture ``servers`` on the module's ``database``: a ``Servers`` factory whose pools
+    and instances are closed at teardown. Use as ``servers = servers_fixture()``."""
 
-    def __init__(self) -> None:
-        self.started: list[Session] = []
+    @pytest_asyncio.fixture(name="servers")
+    async def servers(database: str) -> AsyncIterator[Servers]:
+        """Factory of Oban instances on the module's database, all stopped at teardown."""
+        async with running_servers(database) as factory:
+            yield factory
 
-    async def start(self, machine: statifier.Machine, **options: Any) -> Session:
-        """``Session.start(machine, **options)``, remembered for teardown."""
-        session = await Session.start(machine, **options)
-        self.started.append(session)
-        return session
+    return servers
 
-    async def stop_all(self) -> None:
-        """Stop every session started here (stopping twice is a no-op)."""
-        for session in reversed(self.started):
-            await session.stop()
+
+def scope_fixture(kind: str) -> Any:
+    """A fixture ``scope``: a fresh scope named after ``kind`` whose recorded calls and scripts
+    (``support_deliveries``) are dropped afterwards. Use as ``scope = scope_fixture("kind")``."""
+
+    @pytest_asyncio.fixture(name="scope")
+    async def scope() -> AsyncIterator[str]:
+        """A fresh scope whose recorded calls and scripts are dropped afterwards."""
+        name = unique(kind)
+        yield name
+        forget(name)
+
+    return scope

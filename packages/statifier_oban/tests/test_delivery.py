@@ -8,12 +8,10 @@ Deliveries are named on the job row's ``meta.delivery`` by import path
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from oban import Snooze as ObanSnooze
 from statifier import effects as fx
 from statifier.events import Event
@@ -25,32 +23,34 @@ TESTS_DIR = str(Path(__file__).resolve().parent)
 if TESTS_DIR not in sys.path:  # see support_harness: makes support_* importable by the worker
     sys.path.append(TESTS_DIR)
 
+from support_common import (  # noqa: E402
+    SETTLED,
+    Sessions,
+    capture_telemetry,
+    chart,
+    database_fixture,
+    job_row,
+    sessions_fixture,
+    wait_for_state,
+    wait_until,
+)
 from support_deliveries import (  # noqa: E402
     CALLS,
     JOB_IDS,
     SCRIPTS,
     ScriptedDelivery,
     SyncRecordingDelivery,
-    forget,
 )
 from support_harness import (  # noqa: E402
     REMOVE,
     Server,
-    Sessions,
-    capture_telemetry,
-    chart,
-    job_row,
-    module_database,
-    running_servers,
+    scope_fixture,
     send_delayed,
+    server_fixture,
     set_due_now,
     set_meta_delivery,
-    unique_scope,
-    wait_for_state,
-    wait_until,
 )
 
-SETTLED = ("completed", "cancelled", "discarded", "retryable")
 SCRIPTED = "support_deliveries:ScriptedDelivery"
 
 WAITING = chart(
@@ -61,34 +61,10 @@ WAITING = chart(
 )
 
 
-@pytest_asyncio.fixture
-async def sessions() -> AsyncIterator[Sessions]:
-    """Sessions started by the test, stopped at teardown."""
-    started = Sessions()
-    yield started
-    await started.stop_all()
-
-
-@pytest.fixture(scope="module")
-def database(pg_server: Any, template_database: str) -> Iterator[str]:
-    """One database for the module (see ``support_harness``)."""
-    with module_database(pg_server.url, template_database) as url:
-        yield url
-
-
-@pytest_asyncio.fixture
-async def server(database: str) -> AsyncIterator[Server]:
-    """A server-mode Oban with a queue of its own, on a pool of its own."""
-    async with running_servers(database) as servers:
-        yield await servers.start()
-
-
-@pytest_asyncio.fixture
-async def scope() -> AsyncIterator[str]:
-    """A fresh scope whose recorded calls and scripts are dropped afterwards."""
-    name = unique_scope("deliv")
-    yield name
-    forget(name)
+sessions = sessions_fixture()
+database = database_fixture()
+server = server_fixture()
+scope = scope_fixture("deliv")
 
 
 def scripted(server: Server, **options: Any) -> Config:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import re
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -37,27 +37,18 @@ if TESTS_DIR not in sys.path:  # see support_fanout_rig: makes support_* importa
     sys.path.append(TESTS_DIR)
 
 import support_fanout_seams as seams  # noqa: E402
-from support_fanout_rig import (  # noqa: E402
+from support_common import (  # noqa: E402
+    SETTLED,
     Captured,
     JobRow,
-    Rig,
     capture_telemetry,
-    make_invoke,
-    module_database,
-    parent_args,
+    database_fixture,
     wait_until,
 )
+from support_fanout_rig import Rig, make_invoke, parent_args  # noqa: E402
 from support_fanout_seams import Answer, FanOutFromParams, StartCall  # noqa: E402
 
-SETTLED = ("completed", "cancelled", "discarded", "retryable")
-"""Where a job's first attempt ends."""
-
-
-@pytest.fixture(scope="module")
-def fanout_database(pg_server: Any, template_database: str) -> Iterator[str]:
-    """One database for this module, copied from the schema template."""
-    with module_database(pg_server.url, template_database) as url:
-        yield url
+fanout_database = database_fixture("fanout_database")
 
 
 @pytest_asyncio.fixture
@@ -459,7 +450,7 @@ async def test_an_invalid_max_concurrency_makes_the_fan_out_job_retry(rig: Rig, 
     assert "max_concurrency" in parent.error_text
     assert await rig.rows(scope) == []
     assert answers(scope) == []
-    assert seen.names(scope) == ["statifier_oban.invoke.enqueued"]
+    assert seen.for_scope(scope) == ["statifier_oban.invoke.enqueued"]
 
 
 # --- configuration the fan-out needs ------------------------------------------------------
@@ -645,7 +636,7 @@ async def test_a_start_job_with_an_invalid_position_or_policy_is_cancelled_as_un
     assert "undecodable" in row.error_text
     assert starts(scope) == []
     assert answers(scope) == []
-    assert seen.names(scope) == []
+    assert seen.for_scope(scope) == []
 
 
 async def test_a_start_job_whose_params_codec_does_not_resolve_retries(rig: Rig) -> None:

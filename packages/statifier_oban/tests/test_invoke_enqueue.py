@@ -11,12 +11,10 @@ from __future__ import annotations
 import base64
 import json
 import sys
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from statifier import effects as fx
 from statifier.events import Event
 from statifier_oban import invocation, invoke_args
@@ -31,22 +29,27 @@ if TESTS_DIR not in sys.path:  # see support_invoke_harness: makes support_* imp
     sys.path.append(TESTS_DIR)
 
 import support_invoke_handlers as handlers  # noqa: E402
+from support_common import (  # noqa: E402
+    JobRow,
+    Sessions,
+    capture_telemetry,
+    chart,
+    database_fixture,
+    execute,
+    job_row,
+    job_rows,
+    sessions_fixture,
+    unique,
+    wait_for_configuration,
+    wait_until,
+)
 from support_invoke_codecs import xor  # noqa: E402
 from support_invoke_harness import (  # noqa: E402
     ARGS_KEYS,
     InvokeEnv,
-    Sessions,
-    capture_telemetry,
-    chart,
-    execute,
+    env_fixture,
     invoke_effect,
-    invoke_env,
     invoke_rows,
-    job_row,
-    module_database,
-    unique,
-    wait_for_configuration,
-    wait_until,
 )
 
 CAPTURE_PATH = "support_invoke_handlers:CaptureHandler"
@@ -64,35 +67,14 @@ RETRYING = chart(
 )
 
 
-@pytest.fixture(scope="module")
-def database(pg_server: Any, template_database: str) -> Iterator[str]:
-    """One database for this module's tests (they isolate on scope and queue)."""
-    with module_database(pg_server.url, template_database) as url:
-        yield url
+database = database_fixture()
+env = env_fixture()
+sessions = sessions_fixture()
 
 
-@pytest_asyncio.fixture
-async def env(database: str) -> AsyncIterator[InvokeEnv]:
-    """Pool, client Oban and server factory of one test."""
-    async with invoke_env(database) as env:
-        yield env
-
-
-@pytest_asyncio.fixture
-async def sessions() -> AsyncIterator[Sessions]:
-    """Sessions started by the test, stopped at teardown."""
-    started = Sessions()
-    yield started
-    await started.stop_all()
-
-
-async def rows_of_invoke_id(env: InvokeEnv, invoke_id: str) -> list[Any]:
-    """Ids of every row whose ``args.invoke_id`` is ``invoke_id`` (whatever the scope)."""
-    async with env.pool.connection() as conn:
-        cursor = await conn.execute(
-            "SELECT id FROM oban_jobs WHERE args->>'invoke_id' = %s", [invoke_id]
-        )
-        return await cursor.fetchall()
+async def rows_of_invoke_id(env: InvokeEnv, invoke_id: str) -> list[JobRow]:
+    """Every row whose ``args.invoke_id`` is ``invoke_id`` (whatever the scope)."""
+    return await job_rows(env.pool, "args->>'invoke_id' = %s", [invoke_id])
 
 
 # --- the stored job -------------------------------------------------------------------------

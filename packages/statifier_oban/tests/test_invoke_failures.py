@@ -9,12 +9,10 @@ with the ``caller_context`` stored from the ``Invoke`` effect.
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from statifier.events import Event
 from statifier_oban import invocation
 from statifier_oban.handler import Error
@@ -26,22 +24,25 @@ if TESTS_DIR not in sys.path:  # see support_invoke_harness: makes support_* imp
 
 import support_invoke_deliveries as deliveries  # noqa: E402
 import support_invoke_handlers as handlers  # noqa: E402
-from support_invoke_deliveries import failure  # noqa: E402
-from support_invoke_harness import (  # noqa: E402
+from support_common import (  # noqa: E402
     SETTLED,
-    InvokeEnv,
     Sessions,
     capture_telemetry,
     chart,
-    invoke_effect,
-    invoke_env,
-    invoke_rows,
-    module_database,
-    run_now,
+    database_fixture,
+    sessions_fixture,
     unique,
     wait_for_configuration,
     wait_for_state,
     wait_until,
+)
+from support_invoke_deliveries import failure  # noqa: E402
+from support_invoke_harness import (  # noqa: E402
+    InvokeEnv,
+    env_fixture,
+    invoke_effect,
+    invoke_rows,
+    run_now,
 )
 
 RECORDING = "support_invoke_deliveries:RecordingInvokeDelivery"
@@ -68,26 +69,9 @@ class ProcessorDown(Exception):
     """What a crashing handler raises (its name must survive into the row's traceback)."""
 
 
-@pytest.fixture(scope="module")
-def database(pg_server: Any, template_database: str) -> Iterator[str]:
-    """One database for this module's tests (they isolate on scope and queue)."""
-    with module_database(pg_server.url, template_database) as url:
-        yield url
-
-
-@pytest_asyncio.fixture
-async def env(database: str) -> AsyncIterator[InvokeEnv]:
-    """Pool, client Oban and server factory of one test."""
-    async with invoke_env(database) as env:
-        yield env
-
-
-@pytest_asyncio.fixture
-async def sessions() -> AsyncIterator[Sessions]:
-    """Sessions started by the test, stopped at teardown."""
-    started = Sessions()
-    yield started
-    await started.stop_all()
+database = database_fixture()
+env = env_fixture()
+sessions = sessions_fixture()
 
 
 async def failed_session(env: InvokeEnv, sessions: Sessions, scope: str) -> Any:

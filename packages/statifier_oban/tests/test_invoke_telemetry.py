@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from statifier_oban import invocation, invoke_args, telemetry
 from statifier_oban.config import DEFAULT_INVOKE_DELIVERY
 from statifier_oban.delivery import Discarded
@@ -36,17 +34,15 @@ if TESTS_DIR not in sys.path:  # see support_invoke_harness: makes support_* imp
 
 import support_invoke_deliveries as deliveries  # noqa: E402
 import support_invoke_handlers as handlers  # noqa: E402
-from support_invoke_harness import (  # noqa: E402
+from support_common import (  # noqa: E402
     SETTLED,
-    InvokeEnv,
     capture_telemetry,
+    database_fixture,
     insert_row,
-    invoke_effect,
-    invoke_env,
-    module_database,
     unique,
     wait_for_state,
 )
+from support_invoke_harness import InvokeEnv, env_fixture, invoke_effect  # noqa: E402
 
 RECORDING = "support_invoke_deliveries:RecordingInvokeDelivery"
 CAPTURE_PATH = "support_invoke_handlers:CaptureHandler"
@@ -129,18 +125,8 @@ EXPECTED_KEYS = {
 """Spec 2.16's table (measurements and metadata), ``conflict?`` spelled ``conflict``."""
 
 
-@pytest.fixture(scope="module")
-def database(pg_server: Any, template_database: str) -> Iterator[str]:
-    """One database for this module's tests (they isolate on scope and queue)."""
-    with module_database(pg_server.url, template_database) as url:
-        yield url
-
-
-@pytest_asyncio.fixture
-async def env(database: str) -> AsyncIterator[InvokeEnv]:
-    """Pool, client Oban and server factory of one test."""
-    async with invoke_env(database) as env:
-        yield env
+database = database_fixture()
+env = env_fixture()
 
 
 class Clock:
@@ -414,6 +400,6 @@ async def test_deferred_names_the_job_and_the_delivery(env: InvokeEnv) -> None:
         delivery=RECORDING,
         job_id=job_id,
     )
-    assert seen.names_for(scope) == [INVOKE_ENQUEUED, INVOKE_DEFERRED]
+    assert seen.for_scope(scope) == [INVOKE_ENQUEUED, INVOKE_DEFERRED]
     assert deliveries.calls_for(scope) == []
     handlers.forget(scope)

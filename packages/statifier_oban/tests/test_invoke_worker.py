@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from oban.job import Job
 from psycopg.types.json import Jsonb
 from statifier.events import Event
@@ -39,24 +37,27 @@ if TESTS_DIR not in sys.path:  # see support_invoke_harness: makes support_* imp
 
 import support_invoke_deliveries as deliveries  # noqa: E402
 import support_invoke_handlers as handlers  # noqa: E402
-from support_invoke_deliveries import failure  # noqa: E402
-from support_invoke_harness import (  # noqa: E402
+from support_common import (  # noqa: E402
     SETTLED,
-    InvokeEnv,
     Sessions,
     capture_telemetry,
     chart,
+    database_fixture,
     execute,
     insert_row,
-    invoke_effect,
-    invoke_env,
-    invoke_rows,
-    module_database,
-    run_now,
+    sessions_fixture,
     unique,
     wait_for_configuration,
     wait_for_state,
     wait_until,
+)
+from support_invoke_deliveries import failure  # noqa: E402
+from support_invoke_harness import (  # noqa: E402
+    InvokeEnv,
+    env_fixture,
+    invoke_effect,
+    invoke_rows,
+    run_now,
 )
 
 RECORDING = "support_invoke_deliveries:RecordingInvokeDelivery"
@@ -93,26 +94,9 @@ REPORT = chart(
 )
 
 
-@pytest.fixture(scope="module")
-def database(pg_server: Any, template_database: str) -> Iterator[str]:
-    """One database for this module's tests (they isolate on scope and queue)."""
-    with module_database(pg_server.url, template_database) as url:
-        yield url
-
-
-@pytest_asyncio.fixture
-async def env(database: str) -> AsyncIterator[InvokeEnv]:
-    """Pool, client Oban and server factory of one test."""
-    async with invoke_env(database) as env:
-        yield env
-
-
-@pytest_asyncio.fixture
-async def sessions() -> AsyncIterator[Sessions]:
-    """Sessions started by the test, stopped at teardown."""
-    started = Sessions()
-    yield started
-    await started.stop_all()
+database = database_fixture()
+env = env_fixture()
+sessions = sessions_fixture()
 
 
 async def running(env: InvokeEnv, **options: Any) -> tuple[Config, str]:

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 import statifier
 from statifier import effects as fx
 from statifier.session import Session
@@ -27,23 +25,20 @@ TESTS_DIR = str(Path(__file__).resolve().parent)
 if TESTS_DIR not in sys.path:  # see support_harness: makes support_* importable by the worker
     sys.path.append(TESTS_DIR)
 
-from support_harness import (  # noqa: E402
-    Server,
-    Servers,
+from support_common import (  # noqa: E402
+    SETTLED,
     Sessions,
     capture_telemetry,
     chart,
+    database_fixture,
     job_row,
-    module_database,
-    running_servers,
-    send_delayed,
-    timer_rows,
-    unique_scope,
+    sessions_fixture,
+    unique,
     wait_for_state,
     wait_until,
 )
+from support_harness import Server, Servers, send_delayed, servers_fixture, timer_rows  # noqa: E402
 
-SETTLED = ("completed", "cancelled", "discarded", "retryable")
 DELAY_MS = 1000  # room for stopping one instance and starting the next before it is due
 
 RESTARTABLE = chart(
@@ -71,26 +66,9 @@ RESTARTABLE = chart(
 )
 
 
-@pytest.fixture(scope="module")
-def database(pg_server: Any, template_database: str) -> Iterator[str]:
-    """One database for the module (see ``support_harness``)."""
-    with module_database(pg_server.url, template_database) as url:
-        yield url
-
-
-@pytest_asyncio.fixture
-async def servers(database: str) -> AsyncIterator[Servers]:
-    """Factory of Oban instances on the module's database, all stopped at teardown."""
-    async with running_servers(database) as factory:
-        yield factory
-
-
-@pytest_asyncio.fixture
-async def sessions() -> AsyncIterator[Sessions]:
-    """Sessions started by the test, stopped at teardown."""
-    started = Sessions()
-    yield started
-    await started.stop_all()
+database = database_fixture()
+servers = servers_fixture()
+sessions = sessions_fixture()
 
 
 class Run:
@@ -137,7 +115,7 @@ async def _past_due(server: Server, job_id: int, margin_s: float) -> bool:
 async def test_a_timer_pending_across_a_restart_fires_exactly_once_into_the_resumed_session(
     servers: Servers, sessions: Sessions
 ) -> None:
-    scope = unique_scope("restart")
+    scope = unique("restart")
     with capture_telemetry() as seen:
         run = await first_life(servers, sessions, scope)
         [row] = await timer_rows(run.server.pool, scope)
@@ -175,7 +153,7 @@ async def test_a_timer_pending_across_a_restart_fires_exactly_once_into_the_resu
 async def test_a_timer_cancelled_before_a_restart_never_fires_and_its_replay_conflicts(
     servers: Servers, sessions: Sessions
 ) -> None:
-    scope = unique_scope("restart_cancel")
+    scope = unique("restart_cancel")
     with capture_telemetry() as seen:
         run = await first_life(servers, sessions, scope)
         [row] = await timer_rows(run.server.pool, scope)
@@ -208,7 +186,7 @@ async def test_a_timer_cancelled_before_a_restart_never_fires_and_its_replay_con
 async def test_a_restart_without_resuming_the_session_discards_the_timer_as_terminated(
     servers: Servers, sessions: Sessions
 ) -> None:
-    scope = unique_scope("restart_gone")
+    scope = unique("restart_gone")
     with capture_telemetry() as seen:
         run = await first_life(servers, sessions, scope)
         [row] = await timer_rows(run.server.pool, scope)
@@ -237,7 +215,7 @@ async def test_a_long_lived_host_keeps_scheduling_and_replaying_through_its_pool
     Every schedule and every replay must keep working, not only the first few."""
     host = await servers.build(pool=await servers.pool(max_size=1))  # never started: a client
     config = host.config()
-    scope = unique_scope("replays")
+    scope = unique("replays")
     effects = [send_delayed(ordinal=n, delay_ms=600_000) for n in range(1, REPLAYS + 1)]
     first: list[int] = []
     for round_ in range(2):

@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-import pytest_asyncio
 from oban import current_job
 from statifier import effects as fx
 from statifier.session import Session
@@ -28,24 +25,27 @@ TESTS_DIR = str(Path(__file__).resolve().parent)
 if TESTS_DIR not in sys.path:  # see support_harness: makes support_* importable by the worker
     sys.path.append(TESTS_DIR)
 
-from support_deliveries import SCRIPTS, ScriptedDelivery, forget  # noqa: E402
-from support_harness import (  # noqa: E402
-    Server,
+from support_common import (  # noqa: E402
+    SETTLED,
     Sessions,
-    cancel_effect,
     capture_telemetry,
     chart,
+    database_fixture,
     job_row,
-    module_database,
-    running_servers,
-    send_delayed,
-    timer_rows,
-    unique_scope,
+    sessions_fixture,
+    unique,
     wait_for_state,
     wait_until,
 )
-
-SETTLED = ("completed", "cancelled", "discarded", "retryable")
+from support_deliveries import SCRIPTS, ScriptedDelivery, forget  # noqa: E402
+from support_harness import (  # noqa: E402
+    Server,
+    cancel_effect,
+    scope_fixture,
+    send_delayed,
+    server_fixture,
+    timer_rows,
+)
 
 # Two sends under one id: the short one fires, the long one is its pending twin. Leaving
 # "authorized" cancels "hold", from the macrostep the fired event starts.
@@ -64,34 +64,10 @@ ARMED = chart(
 )
 
 
-@pytest.fixture(scope="module")
-def database(pg_server: Any, template_database: str) -> Iterator[str]:
-    """One database for the module (see ``support_harness``)."""
-    with module_database(pg_server.url, template_database) as url:
-        yield url
-
-
-@pytest_asyncio.fixture
-async def server(database: str) -> AsyncIterator[Server]:
-    """A server-mode Oban with a queue of its own, on a pool of its own."""
-    async with running_servers(database) as servers:
-        yield await servers.start()
-
-
-@pytest_asyncio.fixture
-async def sessions() -> AsyncIterator[Sessions]:
-    """Sessions started by the test, stopped at teardown."""
-    started = Sessions()
-    yield started
-    await started.stop_all()
-
-
-@pytest_asyncio.fixture
-async def scope() -> AsyncIterator[str]:
-    """A fresh scope whose recorded calls and scripts are dropped afterwards."""
-    name = unique_scope("self")
-    yield name
-    forget(name)
+database = database_fixture()
+server = server_fixture()
+sessions = sessions_fixture()
+scope = scope_fixture("self")
 
 
 class SelfCancelling:
@@ -152,7 +128,7 @@ async def test_end_to_end_the_onexit_cancel_after_a_fire_spares_the_fired_job(
     server: Server, sessions: Sessions
 ) -> None:
     """The default delivery, unchanged: whatever the race with oban's ack, never cancelled."""
-    scope = unique_scope("e2e")
+    scope = unique("e2e")
     states_at_cancel: list[str] = []
 
     async def observe(_sid: str, message: Any) -> None:
@@ -184,7 +160,7 @@ async def test_end_to_end_the_onexit_cancel_runs_while_the_fired_job_executes(
 ) -> None:
     """The delivery waits until the session has processed the event (and so run its onexit
     cancel) before it answers: the cancel provably meets the fired job ``executing``."""
-    scope = unique_scope("e2e_sync")
+    scope = unique("e2e_sync")
     processed = asyncio.Event()
     states_at_cancel: list[str] = []
 

@@ -16,12 +16,11 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 from statifier_oban import timer
@@ -31,13 +30,8 @@ TESTS_DIR = str(Path(__file__).resolve().parent)
 if TESTS_DIR not in sys.path:  # see support_harness: makes support_* importable by the worker
     sys.path.append(TESTS_DIR)
 
-from support_harness import (  # noqa: E402
-    Servers,
-    module_database,
-    running_servers,
-    send_delayed,
-    wait_until,
-)
+from support_common import database_fixture, wait_until  # noqa: E402
+from support_harness import Servers, send_delayed, servers_fixture  # noqa: E402
 from support_sigkill import CREATE_TABLES, RecordingDelivery  # noqa: E402
 
 WORKER_SCRIPT = str(Path(TESTS_DIR) / "support_sigkill.py")
@@ -48,18 +42,8 @@ KILL_AFTER = 250  # deliveries seen before A is killed
 DEADLINE_S = 60.0
 
 
-@pytest.fixture(scope="module")
-def database(pg_server: Any, template_database: str) -> Iterator[str]:
-    """One database for the module (see ``support_harness``)."""
-    with module_database(pg_server.url, template_database) as url:
-        yield url
-
-
-@pytest_asyncio.fixture
-async def servers(database: str) -> AsyncIterator[Servers]:
-    """Pools (and a client Oban) on the module's database, closed at teardown."""
-    async with running_servers(database) as factory:
-        yield factory
+database = database_fixture()
+servers = servers_fixture()
 
 
 class Workers:

@@ -8,12 +8,9 @@ Runs on a real queue; "later" is brought forward by moving ``scheduled_at`` to n
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-import pytest_asyncio
 from statifier.effects import SendDelayed
 from statifier_oban import Snooze, pending_for, timer
 from statifier_oban.delivery import SessionDelivery
@@ -23,22 +20,25 @@ TESTS_DIR = str(Path(__file__).resolve().parent)
 if TESTS_DIR not in sys.path:  # see support_harness: makes support_* importable by the worker
     sys.path.append(TESTS_DIR)
 
-from support_deliveries import CALLS, SCRIPTS, ScriptedDelivery, forget  # noqa: E402
-from support_harness import (  # noqa: E402
+from support_common import (  # noqa: E402
     JobRow,
-    Server,
     Sessions,
-    cancel_effect,
     capture_telemetry,
     chart,
+    database_fixture,
     job_row,
-    module_database,
-    running_servers,
-    send_delayed,
-    set_due_now,
-    unique_scope,
+    sessions_fixture,
     wait_for_state,
     wait_until,
+)
+from support_deliveries import CALLS, SCRIPTS, ScriptedDelivery  # noqa: E402
+from support_harness import (  # noqa: E402
+    Server,
+    cancel_effect,
+    scope_fixture,
+    send_delayed,
+    server_fixture,
+    set_due_now,
 )
 
 SNOOZE_S = 60
@@ -51,26 +51,9 @@ WAITING = chart(
 )
 
 
-@pytest.fixture(scope="module")
-def database(pg_server: Any, template_database: str) -> Iterator[str]:
-    """One database for the module (see ``support_harness``)."""
-    with module_database(pg_server.url, template_database) as url:
-        yield url
-
-
-@pytest_asyncio.fixture
-async def server(database: str) -> AsyncIterator[Server]:
-    """A server-mode Oban with a queue of its own, on a pool of its own."""
-    async with running_servers(database) as servers:
-        yield await servers.start()
-
-
-@pytest_asyncio.fixture
-async def sessions() -> AsyncIterator[Sessions]:
-    """Sessions started by the test, stopped at teardown."""
-    started = Sessions()
-    yield started
-    await started.stop_all()
+database = database_fixture()
+server = server_fixture()
+sessions = sessions_fixture()
 
 
 class Parking:
@@ -101,12 +84,7 @@ async def snoozed(server: Server, job_id: int, times: int) -> JobRow:
     return result
 
 
-@pytest_asyncio.fixture
-async def scope() -> AsyncIterator[str]:
-    """A fresh scope whose recorded calls and scripts are dropped afterwards."""
-    name = unique_scope("parked")
-    yield name
-    forget(name)
+scope = scope_fixture("parked")
 
 
 async def test_a_snooze_reschedules_without_spending_an_attempt_and_stays_cancellable(

@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
-from psycopg.types.json import Jsonb
 from statifier import effects as fx
 from statifier import registry
 from statifier.events import Event
@@ -28,23 +25,21 @@ TESTS_DIR = str(Path(__file__).resolve().parent)
 if TESTS_DIR not in sys.path:  # see support_harness: makes support_* importable by the worker
     sys.path.append(TESTS_DIR)
 
-from support_deliveries import CALLS, SCRIPTS, ScriptedDelivery, forget  # noqa: E402
-from support_harness import (  # noqa: E402
-    Server,
+from support_common import (  # noqa: E402
+    SETTLED,
     Sessions,
     capture_telemetry,
     chart,
+    database_fixture,
+    insert_row,
     job_row,
-    module_database,
-    running_servers,
-    send_delayed,
-    timer_rows,
-    unique_scope,
+    sessions_fixture,
+    unique,
     wait_for_state,
     wait_until,
 )
-
-SETTLED = ("completed", "cancelled", "discarded", "retryable")
+from support_deliveries import CALLS, SCRIPTS, ScriptedDelivery, forget  # noqa: E402
+from support_harness import Server, send_delayed, server_fixture, timer_rows  # noqa: E402
 
 EXPIRY = chart(
     """
@@ -81,26 +76,9 @@ LOOPING = chart(
 )
 
 
-@pytest_asyncio.fixture
-async def sessions() -> AsyncIterator[Sessions]:
-    """Sessions started by the test, stopped at teardown."""
-    started = Sessions()
-    yield started
-    await started.stop_all()
-
-
-@pytest.fixture(scope="module")
-def database(pg_server: Any, template_database: str) -> Iterator[str]:
-    """One database for the module (see ``support_harness``)."""
-    with module_database(pg_server.url, template_database) as url:
-        yield url
-
-
-@pytest_asyncio.fixture
-async def server(database: str) -> AsyncIterator[Server]:
-    """A server-mode Oban with a queue of its own, on a pool of its own."""
-    async with running_servers(database) as servers:
-        yield await servers.start()
+sessions = sessions_fixture()
+database = database_fixture()
+server = server_fixture()
 
 
 # --- fired into a live session --------------------------------------------------------------
@@ -111,7 +89,7 @@ async def test_a_timer_fired_into_a_live_session_is_delivered_through_its_job(
     sessions: Sessions,
     record_property: Any,
 ) -> None:
-    scope = unique_scope("sess")
+    scope = unique("sess")
     context = {"request": "r-1", "nested": [1, 2.5, None, {"k": "v"}]}
     effects: list[Any] = []
     with capture_telemetry() as seen:
@@ -178,7 +156,7 @@ async def test_a_timer_fired_into_a_live_session_is_delivered_through_its_job(
 async def test_a_timer_fired_into_a_dead_execution_is_cancelled_as_terminated(
     server: Server,
 ) -> None:
-    scope = unique_scope("gone")
+    scope = unique("gone")
     context = {"trace": "t-9"}
     assert registry.lookup(scope) is None
     with capture_telemetry() as seen:
@@ -211,7 +189,7 @@ async def test_a_timer_fired_into_a_dead_execution_is_cancelled_as_terminated(
 async def test_a_halted_but_registered_session_discards_with_its_status(
     server: Server, sessions: Sessions, halt: str
 ) -> None:
-    scope = unique_scope(halt)
+    scope = unique(halt)
     session = await sessions.start(FINISHABLE, session_id=scope)
     if halt == "done":
         session.send_event("finish")
@@ -236,7 +214,7 @@ async def test_a_halted_but_registered_session_discards_with_its_status(
 async def test_a_budget_exhausted_session_counts_as_live_and_gets_the_event_queued(
     server: Server, sessions: Sessions
 ) -> None:
-    scope = unique_scope("budget")
+    scope = unique("budget")
     session = await sessions.start(LOOPING, session_id=scope, max_macrostep_rounds=20)
     before = session.status()
     assert before.status == "budget_exhausted"
@@ -275,22 +253,9 @@ def _corrupt(kind: str, scope: str) -> Any:
     return args
 
 
-INSERT_ROW = """
-INSERT INTO oban_jobs (worker, queue, args, meta, state)
-VALUES (%s, %s, %s, %s, 'available')
-RETURNING id
-"""
-
-
 async def insert_timer_row(server: Server, args: Any, meta: dict[str, Any]) -> int:
     """Insert a timer-worker row on the server's queue as it is (no validation), ready to run."""
-    async with server.pool.connection() as conn:
-        cursor = await conn.execute(
-            INSERT_ROW, [TIMER_WORKER, server.queue, Jsonb(args), Jsonb(meta)]
-        )
-        row = await cursor.fetchone()
-    assert row is not None
-    return int(row[0])
+    return await insert_row(server.pool, args, queue=server.queue, worker=TIMER_WORKER, meta=meta)
 
 
 @pytest.mark.parametrize(
@@ -309,7 +274,7 @@ async def insert_timer_row(server: Server, args: Any, meta: dict[str, Any]) -> i
 async def test_an_undecodable_row_is_cancelled_as_such_and_never_delivered(
     server: Server, kind: str
 ) -> None:
-    scope = unique_scope("corrupt")
+    scope = unique("corrupt")
     meta = {"delivery": "support_deliveries:ScriptedDelivery"}
     try:
         with capture_telemetry() as seen:
@@ -326,7 +291,7 @@ async def test_an_undecodable_row_is_cancelled_as_such_and_never_delivered(
 
 async def test_an_unresolvable_codec_on_a_row_retries_instead_of_cancelling(server: Server) -> None:
     """A codec that does not resolve is a deploy-shaped fault, not a corrupt row."""
-    scope = unique_scope("codec")
+    scope = unique("codec")
     args = timer_args.encode(scope, send_delayed(), None)
     args["data"] = {"codec": "no_such_codec_module_xyz:Codec", "b64": "AAAA"}
     try:
@@ -348,7 +313,7 @@ async def test_an_unresolvable_codec_on_a_row_retries_instead_of_cancelling(serv
 async def test_a_delivery_overrunning_timer_timeout_fails_the_attempt_with_job_timeout(
     server: Server,
 ) -> None:
-    scope = unique_scope("slow")
+    scope = unique("slow")
     config = server.config(delivery=ScriptedDelivery, timer_timeout=50)
     finished: list[bool] = []
 

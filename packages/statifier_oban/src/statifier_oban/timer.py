@@ -84,26 +84,14 @@ async def schedule(
     in any state, returns the existing job with ``conflict=True``.
     """
     try:
-        if effect.target is not None:
-            raise NonSelfTarget(
-                f"only sends to the session itself are durable, not to {effect.target!r}",
-                scope=scope,
-                send_id=effect.send_id,
-            )
-        _check_scope(scope)
-        ordinal = effect.ordinal
-        if isinstance(ordinal, bool) or not isinstance(ordinal, int) or ordinal < 1:
-            raise MissingOrdinal(f"ordinal must be an integer >= 1, not {ordinal!r}", scope=scope)
+        _check_effect(scope, effect)
         args = timer_args.encode(scope, effect, config.opaque_codec)
     except ScheduleRejected as exc:
         _rejected(scope, effect, exc.reason)
         raise
-    meta: dict[str, Any] = {META_DELIVERY: config.delivery}
-    if config.timer_timeout is not None:
-        meta[META_TIMEOUT] = config.timer_timeout
     params = {
         "args": store.jsonb(args),
-        "meta": store.jsonb(meta),
+        "meta": store.jsonb(_meta(config)),
         "queue": config.timers_queue,
         "worker": TIMER_WORKER,
         "delay_ms": effect.delay_ms,
@@ -131,33 +119,7 @@ async def schedule(
     if row is None:  # pragma: no cover - the follow-up SELECT sees any conflicting row
         _rejected(scope, effect, "insert_failed")
         raise StoreUnavailable("the timer job was neither inserted nor found")
-    job = TimerJob(
-        job_id=row[0],
-        scope=scope,
-        ordinal=effect.ordinal,
-        send_id=effect.send_id,
-        state=row[1],
-        queue=row[2],
-        scheduled_at=row[3],
-        inserted_at=row[4],
-        conflict=row[5],
-    )
-    telemetry.emit(
-        telemetry.TIMER_SCHEDULED,
-        delay_ms=effect.delay_ms,
-        scope=scope,
-        send_id=effect.send_id,
-        ordinal=effect.ordinal,
-        macrostep=effect.macrostep,
-        microstep=effect.microstep,
-        round=effect.round,
-        scheduled_at=job.scheduled_at,
-        queue=job.queue,
-        conflict=job.conflict,
-        job_id=job.job_id,
-        caller_context=effect.caller_context,
-    )
-    return job
+    return _scheduled(scope, effect, row)
 
 
 async def schedule_many(
@@ -189,12 +151,10 @@ async def schedule_many(
         except ScheduleRejected as exc:
             _rejected(scope, effect, exc.reason)
             raise
-    meta: dict[str, Any] = {META_DELIVERY: config.delivery}
-    if config.timer_timeout is not None:
-        meta[META_TIMEOUT] = config.timer_timeout
+    meta = store.jsonb(_meta(config))
     params = {
         "args": [store.jsonb(a) for a in encoded],
-        "metas": [store.jsonb(meta)] * len(encoded),
+        "metas": [meta] * len(encoded),
         "delays": [e.delay_ms for e in batch],
         "queue": config.timers_queue,
         "worker": TIMER_WORKER,
@@ -227,34 +187,47 @@ async def schedule_many(
         if row is None:
             _rejected(scope, effect, "insert_failed")
             raise StoreUnavailable(f"timer ordinal {effect.ordinal} was neither inserted nor found")
-        job = TimerJob(
-            job_id=row[0],
-            scope=scope,
-            ordinal=effect.ordinal,
-            send_id=effect.send_id,
-            state=row[1],
-            queue=row[2],
-            scheduled_at=row[3],
-            inserted_at=row[4],
-            conflict=row[5],
-        )
-        telemetry.emit(
-            telemetry.TIMER_SCHEDULED,
-            delay_ms=effect.delay_ms,
-            scope=scope,
-            send_id=effect.send_id,
-            ordinal=effect.ordinal,
-            macrostep=effect.macrostep,
-            microstep=effect.microstep,
-            round=effect.round,
-            scheduled_at=job.scheduled_at,
-            queue=job.queue,
-            conflict=job.conflict,
-            job_id=job.job_id,
-            caller_context=effect.caller_context,
-        )
-        jobs.append(job)
+        jobs.append(_scheduled(scope, effect, row))
     return jobs
+
+
+def _meta(config: Config) -> dict[str, Any]:
+    """A timer job's meta: the delivery to resolve at fire time, and the bound if any."""
+    meta: dict[str, Any] = {META_DELIVERY: config.delivery}
+    if config.timer_timeout is not None:
+        meta[META_TIMEOUT] = config.timer_timeout
+    return meta
+
+
+def _scheduled(scope: str, effect: SendDelayed, row: Any) -> TimerJob:
+    """The ``TimerJob`` of a stored (or found) row, announced by ``timer.scheduled``."""
+    job = TimerJob(
+        job_id=row[0],
+        scope=scope,
+        ordinal=effect.ordinal,
+        send_id=effect.send_id,
+        state=row[1],
+        queue=row[2],
+        scheduled_at=row[3],
+        inserted_at=row[4],
+        conflict=row[5],
+    )
+    telemetry.emit(
+        telemetry.TIMER_SCHEDULED,
+        delay_ms=effect.delay_ms,
+        scope=scope,
+        send_id=effect.send_id,
+        ordinal=effect.ordinal,
+        macrostep=effect.macrostep,
+        microstep=effect.microstep,
+        round=effect.round,
+        scheduled_at=job.scheduled_at,
+        queue=job.queue,
+        conflict=job.conflict,
+        job_id=job.job_id,
+        caller_context=effect.caller_context,
+    )
+    return job
 
 
 def _rejected(scope: Any, effect: SendDelayed, reason: str) -> None:
