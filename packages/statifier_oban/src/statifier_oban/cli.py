@@ -153,21 +153,7 @@ def _fail(command: str, message: object) -> int:
 
 def _add_database_url(parser: argparse.ArgumentParser) -> None:
     """``--database-url`` (default ``$DATABASE_URL``, required without it) and ``--prefix``."""
-    default_url = os.environ.get("DATABASE_URL")
-    parser.add_argument(
-        "--database-url",
-        metavar="URL",
-        default=default_url,
-        required=default_url is None,
-        help="libpq connection string or URL (default: $DATABASE_URL)",
-    )
-    parser.add_argument(
-        "--prefix",
-        metavar="P",
-        default="public",
-        type=_prefix_argument,
-        help="PostgreSQL schema of the oban tables (default: public)",
-    )
+    add_install_arguments(parser)
 
 
 def _with_connect_timeout(url: str) -> str:
