@@ -20,6 +20,7 @@ from typing import Any
 from . import effects as fx
 from .compiler import find_lcca
 from .datamodel import EvaluationError, Expression, Location
+from .durations import InvalidDuration, parse_duration
 from .errors import NotRunningError
 from .events import SCXML_EVENT_PROCESSOR, Event, EventType, name_matches
 from .ids import new_session_id
@@ -1213,8 +1214,6 @@ class _Run:
                 )
 
     def delay_value(self, value: Any) -> int:
-        from .durations import InvalidDuration, parse_duration
-
         if isinstance(value, str):
             try:
                 return parse_duration(value)

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from . import effects as fx
 from .compiler import compile_chart
 from .events import Event
-from .interpreter import SCXML_INVOKE_TYPES
 
 if TYPE_CHECKING:
     from .session import Session
@@ -108,8 +107,3 @@ class ScxmlInvokeHandler:
             child = self.children.pop(invoke_id)
             child.detach_parent()
             await child.stop()
-
-
-def is_scxml_type(invoke_type: str) -> bool:
-    """Whether an ``<invoke type>`` names the built-in SCXML type."""
-    return invoke_type in SCXML_INVOKE_TYPES

@@ -117,7 +117,6 @@ async def start(
                 "args": rows,
                 "meta": store.jsonb(meta),
                 "queue": config.invoke_queue,
-                "worker": CHILD_START_WORKER,
                 "channel": store.insert_channel(config.oban),
             },
         )
@@ -132,7 +131,6 @@ async def cancel_unstarted(config: Config, scope: str, invoke_id: str) -> int:
         cursor = await db.execute(
             store.sql(store.CANCEL_BY_INVOKE_ID, config.oban, CHILD_START_WORKER),
             {
-                "worker": CHILD_START_WORKER,
                 "scope": scope,
                 "invoke_id": invoke_id,
                 "reason": f"unstarted children of {invoke_id!r} cancelled",

@@ -53,7 +53,6 @@ async def enqueue(
         "args": store.jsonb(args),
         "meta": store.jsonb(meta),
         "queue": config.invoke_queue,
-        "worker": INVOKE_WORKER,
         "max_attempts": cap if isinstance(cap, int) else 20,
         "channel": store.insert_channel(config.oban),
         "scope": scope,
@@ -119,7 +118,6 @@ async def cancel(
     if not isinstance(scope, str) or not scope:
         raise InvalidScope(f"scope must be a non-empty string, not {scope!r}")
     params = {
-        "worker": INVOKE_WORKER,
         "scope": scope,
         "invoke_id": invoke_id,
         "reason": f"invocation {invoke_id!r} left its state",

@@ -53,14 +53,9 @@ async def connection(oban: Oban, conn: AsyncConnection[Any] | None) -> AsyncIter
             return
         async with pool_of(oban).connection() as pooled:
             yield pooled
-    except psycopg.errors.UniqueViolation:
-        raise
     except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+        # psycopg_pool's PoolTimeout and PoolClosed are OperationalErrors too.
         raise StoreUnavailable(f"the job store is unavailable: {exc}") from exc
-    except Exception as exc:
-        if type(exc).__module__.startswith("psycopg_pool"):
-            raise StoreUnavailable(f"the job store is unavailable: {exc}") from exc
-        raise
 
 
 def jsonb(value: Any) -> Jsonb:

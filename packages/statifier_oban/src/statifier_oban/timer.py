@@ -93,7 +93,6 @@ async def schedule(
         "args": store.jsonb(args),
         "meta": store.jsonb(_meta(config)),
         "queue": config.timers_queue,
-        "worker": TIMER_WORKER,
         "delay_ms": effect.delay_ms,
         "scope": scope,
         "ordinal": str(effect.ordinal),
@@ -157,7 +156,6 @@ async def schedule_many(
         "metas": [meta] * len(encoded),
         "delays": [e.delay_ms for e in batch],
         "queue": config.timers_queue,
-        "worker": TIMER_WORKER,
         "scope": scope,
     }
     try:
@@ -257,7 +255,6 @@ async def cancel(
     if not isinstance(effect.send_id, str) or not effect.send_id:
         raise MissingSendId("a cancel needs a send id", scope=scope)
     params = {
-        "worker": TIMER_WORKER,
         "scope": scope,
         "send_id": effect.send_id,
         "reason": f"<cancel sendid={effect.send_id!r}> (ordinal {effect.ordinal})",
