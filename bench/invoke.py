@@ -60,7 +60,7 @@ from oban.worker import register_worker, worker_name
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from psycopg_pool import AsyncConnectionPool
-from statifier.effects import Invoke
+from statifier.core.effects import Invoke
 from statifier_oban import invocation, invoke_args
 from statifier_oban.config import Config
 from statifier_oban.delivery import Delivered

@@ -54,7 +54,7 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
-from statifier.effects import Cancel, SendDelayed
+from statifier.core.effects import Cancel, SendDelayed
 from statifier_oban import store, timer, timer_args
 from statifier_oban.config import Config
 from statifier_oban.embedded import EmbeddedPostgres

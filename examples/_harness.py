@@ -25,7 +25,7 @@ import statifier_oban.workers  # noqa: F401  (registers the timer and invoke wor
 from oban import Oban
 from oban import telemetry as oban_telemetry
 from psycopg_pool import AsyncConnectionPool
-from statifier.session import Session
+from statifier.runtime.session import Session
 from statifier_oban import Config
 from statifier_oban import telemetry as events
 from statifier_oban.embedded import EmbeddedPostgres

@@ -42,8 +42,8 @@ from _harness import (
     wait_for_state,
 )
 from statifier import Machine
-from statifier.effects import Invoke
-from statifier.session import Session
+from statifier.core.effects import Invoke
+from statifier.runtime.session import Session
 from statifier_oban import Config
 from statifier_oban.handler import Error, InvokeHandler, Ok, RunContext, RunResult
 

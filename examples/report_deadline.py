@@ -50,8 +50,8 @@ from _harness import (
 from oban import Job, Oban
 from oban.worker import register_worker, worker_name
 from statifier import Machine
-from statifier.effects import Invoke
-from statifier.session import Session
+from statifier.core.effects import Invoke
+from statifier.runtime.session import Session
 from statifier_oban import Config
 from statifier_oban.delivery import DeliveryAnswer, SessionInvokeDelivery
 from statifier_oban.handler import Deferred, InvokeHandler, RunContext, RunResult

@@ -1,7 +1,7 @@
 """The W3C invoke tests (spec 6.4) on live asyncio sessions, with real delays.
 
 The ratchet runs every case on the virtual clock; invocation is also exercised here
-through ``statifier.session.Session``, child sessions and the process registry, so the
+through ``statifier.runtime.session.Session``, child sessions and the process registry, so the
 live driver cannot drift from the virtual one. The cases run concurrently in one event
 loop, so the whole set takes about as long as its slowest case.
 """
@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 
 import statifier
-from statifier.session import Session
+from statifier.runtime.session import Session
 
 from tools.w3c.corpus import corpus_dir
 from tools.w3c.manifest import cases_by_id

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 import statifier
 from statifier import ChartError, Diagnostic
-from statifier.model import ForeachNode, IfNode
+from statifier.chart.model import ForeachNode, IfNode
 
 NS = 'xmlns="http://www.w3.org/2005/07/scxml"'
 

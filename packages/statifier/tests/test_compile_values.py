@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 import statifier
-from statifier.model import SendNode
+from statifier.chart.model import SendNode
 
 NS = 'xmlns="http://www.w3.org/2005/07/scxml"'
 

@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 import statifier
-from statifier import effects as fx
-from statifier.events import Event
+from statifier.core import effects as fx
+from statifier.core.events import Event
 
 NS = 'xmlns="http://www.w3.org/2005/07/scxml"'
 

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 import statifier
-from statifier.model import (
+from statifier.chart.model import (
     AssignNode,
     ForeachNode,
     IfNode,

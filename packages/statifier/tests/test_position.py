@@ -1,4 +1,4 @@
-"""``statifier.position``: positions round-trip exactly and bad blobs fail loudly and typed."""
+"""``statifier.core.position``: positions round-trip exactly and bad blobs fail loudly and typed."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 import statifier
 from statifier import Event, Machine, MachineState, external, handle_event, initialize
-from statifier.errors import PositionError
-from statifier.position import (
+from statifier.core.position import (
     FORMAT_VERSION,
     MAGIC,
     CorruptPosition,
@@ -24,6 +23,7 @@ from statifier.position import (
     dumps,
     loads,
 )
+from statifier.errors import PositionError
 
 CHART = """\
 <scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0" initial="work">
@@ -213,7 +213,7 @@ def test_datamodel_values_round_trip_with_their_exact_types(machine: Machine) ->
 def test_queued_internal_events_round_trip() -> None:
     machine = statifier.compile(RAISING_CHART)
     state, produced = initialize(machine, session_id="sess_q", max_macrostep_rounds=2)
-    assert any(isinstance(effect, statifier.effects.BudgetExhausted) for effect in produced)
+    assert any(isinstance(effect, statifier.core.effects.BudgetExhausted) for effect in produced)
     assert [event.name for event in state.internal_queue] == ["e3", "e4"]
     loaded = _assert_round_trip(state)
     assert loaded.internal_queue == state.internal_queue

@@ -16,8 +16,9 @@ from typing import Any
 import statifier
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from statifier import Event, MachineState, effects, external, handle_event, initialize
-from statifier.position import dumps, loads
+from statifier import Event, MachineState, external, handle_event, initialize
+from statifier.core import effects
+from statifier.core.position import dumps, loads
 
 
 def _load_chartgen() -> ModuleType:

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 import statifier
-from statifier import effects as fx
-from statifier import registry
-from statifier.events import Event
-from statifier.invoke import HandlerContext
-from statifier.session import Halted, Message, ResumeError, Session
+from statifier.core import effects as fx
+from statifier.core.events import Event
+from statifier.runtime import registry
+from statifier.runtime.invoke import HandlerContext
+from statifier.runtime.session import Halted, Message, ResumeError, Session
 
 NS = 'xmlns="http://www.w3.org/2005/07/scxml"'
 
@@ -422,12 +422,12 @@ async def test_cancel_reports_cancelled_and_runs_onexit() -> None:
 
 async def test_resume_from_a_position_blob_and_refuse_another_charts_blob() -> None:
     session = await Session.start(DELAYS, session_id="sess_blob")
-    blob = statifier.position.dumps(session.snapshot())
+    blob = statifier.core.position.dumps(session.snapshot())
     await session.stop()
     resumed = await Session.start(DELAYS, resume=memoryview(blob))
     assert resumed.session_id == "sess_blob"
     assert resumed.status().configuration == ("idle",)
     await resumed.stop()
-    with pytest.raises(statifier.position.IdentityMismatch):
+    with pytest.raises(statifier.core.position.IdentityMismatch):
         await Session.start(TOGGLE, resume=blob)
     assert registry.lookup("sess_blob") is None

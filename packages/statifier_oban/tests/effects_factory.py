@@ -18,7 +18,7 @@ from oban import Oban
 from oban import telemetry as oban_telemetry
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
-from statifier.effects import Cancel, SendDelayed
+from statifier.core.effects import Cancel, SendDelayed
 from statifier_oban.config import Config
 from statifier_oban.names import TIMER_WORKER
 

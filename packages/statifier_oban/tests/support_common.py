@@ -33,7 +33,7 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
-from statifier.session import Session
+from statifier.runtime.session import Session
 from statifier_oban import telemetry
 from statifier_oban.names import INVOKE_WORKER
 

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from oban import current_job
-from statifier.effects import SendDelayed
+from statifier.core.effects import SendDelayed
 from statifier_oban.delivery import Delivered
 
 Script = Callable[[str, SendDelayed], Any | Awaitable[Any]]

@@ -20,7 +20,7 @@ from typing import Any
 import support_fanout_seams as seams
 from oban import Oban
 from psycopg_pool import AsyncConnectionPool
-from statifier.effects import Invoke
+from statifier.core.effects import Invoke
 from statifier_oban import invoke_args
 from statifier_oban.config import Config
 from statifier_oban.names import CHILD_START_WORKER, INVOKE_WORKER

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from oban import current_job
-from statifier.effects import Invoke
+from statifier.core.effects import Invoke
 from statifier_oban.config import Config
 from statifier_oban.delivery import Delivered
 from statifier_oban.handler import FanOut, InvokeHandler, RunContext, RunResult

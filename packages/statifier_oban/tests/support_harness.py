@@ -32,7 +32,7 @@ import pytest_asyncio
 from oban import Oban
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
-from statifier.effects import Cancel, SendDelayed
+from statifier.core.effects import Cancel, SendDelayed
 from statifier_oban import Config
 from statifier_oban.names import TIMER_WORKER
 from support_common import JobRow, execute, forget_instance, job_rows, unique

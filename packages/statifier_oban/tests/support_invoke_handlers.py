@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from oban import current_job
-from statifier.effects import Invoke
+from statifier.core.effects import Invoke
 from statifier_oban.config import Config
 from statifier_oban.handler import Deferred, Error, InvokeHandler, Ok, RunContext
 

@@ -25,7 +25,7 @@ from typing import Any
 import pytest_asyncio
 from oban import Oban
 from psycopg_pool import AsyncConnectionPool
-from statifier.effects import Invoke
+from statifier.core.effects import Invoke
 from statifier_oban import Config
 from support_common import JobRow, execute, forget_instance, job_rows, unique
 from support_invoke_handlers import use_config

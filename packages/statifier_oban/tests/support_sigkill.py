@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 
 from oban import Oban, current_job
 from psycopg_pool import AsyncConnectionPool
-from statifier.effects import SendDelayed
+from statifier.core.effects import SendDelayed
 from statifier_oban import Delivered
 
 QUEUE_LIMIT = 20

@@ -24,7 +24,7 @@ from typing import Any
 import psycopg
 import pytest
 from oban import Oban
-from statifier.effects import Cancel, SendDelayed
+from statifier.core.effects import Cancel, SendDelayed
 from statifier_oban import Config, cli, timer
 from statifier_oban.names import TIMER_WORKER
 

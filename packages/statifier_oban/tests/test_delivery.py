@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 from oban import Snooze as ObanSnooze
-from statifier import effects as fx
-from statifier.events import Event
+from statifier.core import effects as fx
+from statifier.core.events import Event
 from statifier_oban import Config, Delivered, Discarded, Snooze, fired_event, timer
 from statifier_oban.config import DEFAULT_DELIVERY
 from statifier_oban.telemetry import TIMER_DISCARDED, TIMER_FIRED

@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 import pytest
 import statifier
-from statifier import effects as fx
+from statifier.core import effects as fx
 from statifier_oban import cli, demo
 from statifier_oban.demo_chart import default_chart_path, load_machine, scalable_source, seed
 from statifier_oban.demo_store import StoredPosition, TimerRow
@@ -133,7 +133,7 @@ def _position(machine: statifier.Machine, session_id: str, final: str) -> Stored
     return StoredPosition(
         session_id=session_id,
         chart_identity=machine.identity,
-        position=statifier.position.dumps(state),
+        position=statifier.core.position.dumps(state),
         status="done",
         configuration=(final,),
         macrostep=2,

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from statifier import effects as fx
-from statifier.events import Event
+from statifier.core import effects as fx
+from statifier.core.events import Event
 from statifier_oban import invocation, invoke_args
 from statifier_oban.config import DEFAULT_INVOKE_DELIVERY
 from statifier_oban.errors import ConfigError, InvalidScope, OpaqueValueError

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from statifier.events import Event
+from statifier.core.events import Event
 from statifier_oban import invocation
 from statifier_oban.handler import Error
 from statifier_oban.telemetry import INVOKE_FAILED

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from statifier.events import Event
+from statifier.core.events import Event
 from statifier_oban import invocation
 from statifier_oban.handler import InvokeHandler, Ok, RunContext
 from statifier_oban.telemetry import INVOKE_DELIVERED, INVOKE_DISCARDED

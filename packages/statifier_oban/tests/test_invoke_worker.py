@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from oban.job import Job
 from psycopg.types.json import Jsonb
-from statifier.events import Event
+from statifier.core.events import Event
 from statifier_oban import invocation, invoke_args
 from statifier_oban.config import Config
 from statifier_oban.delivery import Delivered, SessionInvokeDelivery

@@ -1,7 +1,7 @@
 """Restart round trip: timers outlive the Oban instance and the session that scheduled them.
 
 A "restart" stops the Oban instance and the session before the timer is due, persists the
-session's position with ``statifier.position.dumps``, then starts a *new* Oban instance (a
+session's position with ``statifier.core.position.dumps``, then starts a *new* Oban instance (a
 new name) on the same database and resumes the session from the blob. The timer must fire
 exactly once into the resumed session; replays of the same schedule must conflict.
 """
@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 import statifier
-from statifier import effects as fx
-from statifier.session import Session
+from statifier.core import effects as fx
+from statifier.runtime.session import Session
 from statifier_oban import timer
 from statifier_oban.host import DurableTimers
 from statifier_oban.telemetry import TIMER_DISCARDED, TIMER_FIRED
@@ -89,7 +89,7 @@ class Run:
         """Stop the instance and the session (the timer still pending); return the position."""
         await self.server.stop()
         await self.session.stop()
-        return statifier.position.dumps(self.session.snapshot())
+        return statifier.core.position.dumps(self.session.snapshot())
 
 
 async def first_life(servers: Servers, sessions: Sessions, scope: str) -> Run:

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from oban import current_job
-from statifier import effects as fx
-from statifier.session import Session
+from statifier.core import effects as fx
+from statifier.runtime.session import Session
 from statifier_oban import Delivered, timer
 from statifier_oban.delivery import SessionDelivery
 from statifier_oban.host import DurableTimers

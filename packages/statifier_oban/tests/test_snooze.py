@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from statifier.effects import SendDelayed
+from statifier.core.effects import SendDelayed
 from statifier_oban import Snooze, pending_for, timer
 from statifier_oban.delivery import SessionDelivery
 from statifier_oban.telemetry import TIMER_DISCARDED, TIMER_FIRED, TIMER_SCHEDULED

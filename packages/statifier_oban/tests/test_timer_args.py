@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oban import Oban
 from psycopg_pool import AsyncConnectionPool
-from statifier.effects import SendDelayed
+from statifier.core.effects import SendDelayed
 from statifier_oban import timer_args
 from statifier_oban.errors import UndecodableRow
 from statifier_oban.timer import schedule, schedule_many

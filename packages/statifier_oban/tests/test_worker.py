@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from statifier import effects as fx
-from statifier import registry
-from statifier.events import Event
+from statifier.core import effects as fx
+from statifier.core.events import Event
+from statifier.runtime import registry
 from statifier_oban import timer, timer_args
 from statifier_oban.config import DEFAULT_DELIVERY
 from statifier_oban.host import DurableTimers

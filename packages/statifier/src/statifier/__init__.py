@@ -2,27 +2,27 @@
 
 ``compile`` a chart once into an immutable ``Machine``; drive it with ``initialize``,
 ``handle_event``, ``deliver_internal`` and ``cancel``, each of which returns the new
-``MachineState`` and the ordered list of effects (``statifier.effects``) for a driver
+``MachineState`` and the ordered list of effects (``statifier.core.effects``) for a driver
 to perform. The core never does I/O.
 """
 
 from __future__ import annotations
 
-from . import effects, position
-from .compiler import Resolver, chart_identity
-from .compiler import compile_chart as compile
-from .errors import ChartError, Diagnostic, NotRunningError, PositionError, StatifierError
-from .events import SCXML_EVENT_PROCESSOR, Event, external
-from .ids import new_session_id
-from .interpreter import (
+from statifier.chart.compiler import Resolver, chart_identity
+from statifier.chart.compiler import compile_chart as compile
+from statifier.chart.model import Machine
+from statifier.core import effects, position
+from statifier.core.algorithm import (
     DEFAULT_MAX_MACROSTEP_ROUNDS,
     cancel,
     deliver_internal,
     handle_event,
     initialize,
 )
-from .model import Machine
-from .state import MachineState
+from statifier.core.events import SCXML_EVENT_PROCESSOR, Event, external
+from statifier.core.state import MachineState
+from statifier.errors import ChartError, Diagnostic, NotRunningError, PositionError, StatifierError
+from statifier.ids import new_session_id
 
 __all__ = [
     "DEFAULT_MAX_MACROSTEP_ROUNDS",

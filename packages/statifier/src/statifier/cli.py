@@ -11,12 +11,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import effects as fx
-from .compiler import compile_chart
-from .errors import ChartError
-from .events import Event
-from .model import Machine
-from .virtual import VirtualDriver
+from statifier.chart.compiler import compile_chart
+from statifier.chart.model import Machine
+from statifier.core import effects as fx
+from statifier.core.events import Event
+from statifier.errors import ChartError
+from statifier.virtual.driver import VirtualDriver
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -68,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _duration_ms(text: str) -> int:
-    from .durations import InvalidDuration, parse_duration
+    from statifier.chart.durations import InvalidDuration, parse_duration
 
     try:
         return parse_duration(text)
@@ -137,7 +137,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
 async def _run_live(
     machine: Machine, events: list[Event], args: argparse.Namespace, out: TextIO
 ) -> int:
-    from .session import Halted, Message, Session
+    from statifier.runtime.session import Halted, Message, Session
 
     loop = asyncio.get_running_loop()
     started = loop.time()

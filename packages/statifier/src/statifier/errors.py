@@ -48,4 +48,4 @@ class NotRunningError(StatifierError):
 
 
 class PositionError(StatifierError):
-    """Base class of the errors ``statifier.position`` raises."""
+    """Base class of the errors ``statifier.core.position`` raises."""

@@ -6,7 +6,7 @@ with a reason. An environment failure (store unreachable) must raise, so the job
 with backoff; a delivery may answer ``Snooze(seconds)`` to ask again later without
 spending an attempt. Implementations must be idempotent under redelivery.
 
-The defaults deliver into live ``statifier.session.Session``s through the process
+The defaults deliver into live ``statifier.runtime.session.Session``s through the process
 registry: step 1, look the scope up (absent: discard as ``terminated``); step 2, ask the
 session's status (anything but ``running`` or ``budget_exhausted`` is discarded with
 that status). A process-less host supplies its own delivery.
@@ -18,10 +18,10 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from statifier import registry
-from statifier.effects import SendDelayed
-from statifier.events import SCXML_EVENT_PROCESSOR, Event
-from statifier.session import Session
+from statifier.core.effects import SendDelayed
+from statifier.core.events import SCXML_EVENT_PROCESSOR, Event
+from statifier.runtime import registry
+from statifier.runtime.session import Session
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,7 +39,7 @@ from typing import Any, TextIO
 
 import psycopg
 import statifier
-from statifier.position import PositionError, loads
+from statifier.core.position import PositionError, loads
 
 from .demo_chart import ChartNotFound, declared_hold, default_chart_path, hold_ms, load_machine
 from .demo_phases import FAULTS, PhaseOptions, run_phase

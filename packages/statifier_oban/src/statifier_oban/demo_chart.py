@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 
 import statifier
-from statifier.durations import InvalidDuration, parse_duration
+from statifier.chart.durations import InvalidDuration, parse_duration
 
 CHART_FILE = "card_authorization.scxml"
 """The example chart's file name, in the repository's ``examples/`` folder."""

@@ -26,7 +26,7 @@ import statifier
 from oban import Oban
 from oban import telemetry as oban_telemetry
 from psycopg_pool import AsyncConnectionPool
-from statifier.session import Halted, Message, Session
+from statifier.runtime.session import Halted, Message, Session
 
 import statifier_oban.workers  # noqa: F401  (registers the timer worker with oban)
 

@@ -3,7 +3,7 @@
 ``demo_positions`` holds the latest position of each demo session, written after every
 step (``Session.start(..., on_step=...)``). It is the host's table, not this package's:
 statifier_oban stores no chart state. The position is the opaque blob of
-``statifier.position.dumps``; ``status`` and ``configuration`` are copied beside it so
+``statifier.core.position.dumps``; ``status`` and ``configuration`` are copied beside it so
 the outcome can be read without the chart (a finished session's position has an empty
 configuration: SCXML exits every state at the end).
 """
@@ -17,8 +17,8 @@ from typing import Any, LiteralString
 
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
-from statifier.position import dumps
-from statifier.session import Session
+from statifier.core.position import dumps
+from statifier.runtime.session import Session
 
 from .names import TIMER_WORKER
 

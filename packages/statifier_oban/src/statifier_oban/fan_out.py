@@ -12,7 +12,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from statifier.effects import Invoke
+from statifier.core.effects import Invoke
 
 from . import invoke_args, store, telemetry
 from .config import Config

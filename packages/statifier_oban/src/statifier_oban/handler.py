@@ -22,13 +22,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from statifier.effects import Invoke
-from statifier.events import Event
+from statifier.core.effects import Invoke
+from statifier.core.events import Event
 
 from .config import Config
 
 if TYPE_CHECKING:
-    from statifier.invoke import HandlerContext
+    from statifier.runtime.invoke import HandlerContext
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +117,7 @@ class InvokeHandler:
         """The host's ``Config`` (read when a job is enqueued or runs, never at planning)."""
         raise NotImplementedError(f"{type(self).__qualname__} must define config()")
 
-    # -- the session-facing protocol (statifier.invoke.InvokeHandler) ----------------------
+    # -- the session-facing protocol (statifier.runtime.invoke.InvokeHandler) ----------------------
 
     async def start(self, invoke: Invoke, ctx: HandlerContext) -> None:
         """Store the invocation's job (entering the invoking state)."""

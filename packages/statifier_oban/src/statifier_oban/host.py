@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from statifier.effects import Cancel, SendDelayed
-from statifier.session import Session
+from statifier.core.effects import Cancel, SendDelayed
+from statifier.runtime.session import Session
 
 from . import timer
 from .config import Config

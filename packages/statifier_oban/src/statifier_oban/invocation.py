@@ -6,7 +6,7 @@ from typing import Any
 
 import psycopg
 from psycopg import AsyncConnection
-from statifier.effects import Invoke
+from statifier.core.effects import Invoke
 
 from . import invoke_args, store, telemetry
 from .config import Config

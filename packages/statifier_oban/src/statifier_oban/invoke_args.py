@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from statifier.effects import Invoke
+from statifier.core.effects import Invoke
 
 from .errors import UndecodableRow
 from .opaque import decode_field, encode_field

@@ -15,7 +15,7 @@ from typing import Any
 
 import psycopg
 from psycopg import AsyncConnection
-from statifier.effects import Cancel, SendDelayed
+from statifier.core.effects import Cancel, SendDelayed
 
 from . import store, telemetry, timer_args
 from .config import Config

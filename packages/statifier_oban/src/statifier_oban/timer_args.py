@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from statifier.effects import Owner, SendDelayed
+from statifier.core.effects import Owner, SendDelayed
 
 from .errors import UndecodableRow
 from .opaque import decode_field, encode_field

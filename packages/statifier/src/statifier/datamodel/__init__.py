@@ -1,25 +1,26 @@
-"""The safe Python-expression datamodel of the SCXML engine.
+"""Datamodels: how a chart's expressions, locations and scripts are compiled and run.
 
-Expressions, locations and scripts written by (untrusted) chart authors are parsed with
-:mod:`ast`, checked against an allow-list and compiled into closures; nothing is ever handed to
-``eval`` or ``exec``. Values are JSON-like and treated as immutable, and every evaluation runs
-under size and step limits (see :mod:`statifier.datamodel.limits`).
+``statifier.datamodel.python`` is the safe Python-expression datamodel, the default. The
+core and the compiler reach a datamodel only through the names re-exported here.
 """
 
-from statifier.datamodel.errors import (
+from statifier.datamodel.python import (
+    FUNCTIONS,
     DatamodelError,
     EvaluationError,
+    Expression,
     ExpressionSyntaxError,
-    ScriptError,
-)
-from statifier.datamodel.expressions import Expression, compile_expression, is_identifier
-from statifier.datamodel.functions import FUNCTIONS
-from statifier.datamodel.locations import Location, WriteResult, compile_location
-from statifier.datamodel.scripts import Script, compile_script
-from statifier.datamodel.values import (
     InState,
+    Location,
+    Script,
+    ScriptError,
     Value,
     Variables,
+    WriteResult,
+    compile_expression,
+    compile_location,
+    compile_script,
+    is_identifier,
     is_value,
     parse_inline_content,
 )

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .events import Event
+from statifier.core.events import Event
 
 Owner = tuple[str, int] | tuple[str, int, int]
 

@@ -45,10 +45,10 @@ from collections.abc import Container, Iterable
 from itertools import pairwise
 from typing import Any, Final, NoReturn, cast, get_args
 
-from .errors import PositionError
-from .events import Event, EventType
-from .model import Machine
-from .state import MachineState
+from statifier.chart.model import Machine
+from statifier.core.events import Event, EventType
+from statifier.core.state import MachineState
+from statifier.errors import PositionError
 
 __all__ = [
     "FORMAT_VERSION",

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from .errors import Diagnostic
+from statifier.errors import Diagnostic
 
 if TYPE_CHECKING:
-    from .datamodel import Expression, Location, Script
+    from statifier.datamodel import Expression, Location, Script
 
 Owner = tuple[str, int] | tuple[str, int, int]
 StateKind = Literal["scxml", "state", "parallel", "final", "history"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from statifier.datamodel.locations import WriteResult
+    from statifier.datamodel.python.locations import WriteResult
 
 
 class DatamodelError(Exception):

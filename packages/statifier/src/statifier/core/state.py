@@ -1,7 +1,7 @@
 """``MachineState``: an execution's whole position, as an immutable value.
 
 It holds no closures, tasks, timers or handles: everything a driver needs to carry an
-execution across a restart is here, and ``statifier.position`` serializes it.
+execution across a restart is here, and ``statifier.core.position`` serializes it.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .events import Event
-from .model import Machine
+from statifier.chart.model import Machine
+from statifier.core.events import Event
 
 Status = Literal["running", "done"]
 

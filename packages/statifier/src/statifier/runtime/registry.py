@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .session import Session
+    from statifier.runtime.session import Session
 
 _SESSIONS: dict[str, Session] = {}
 

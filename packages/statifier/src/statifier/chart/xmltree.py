@@ -17,7 +17,7 @@ from xml.sax.saxutils import escape, quoteattr
 import defusedxml
 from defusedxml.expatreader import DefusedExpatParser
 
-from .errors import ChartError, Diagnostic
+from statifier.errors import ChartError, Diagnostic
 
 SCXML_NS = "http://www.w3.org/2005/07/scxml"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 from typing import Final
 
-from statifier.datamodel.context import EvalContext, Evaluator
-from statifier.datamodel.values import Value
+from statifier.datamodel.python.context import EvalContext, Evaluator
+from statifier.datamodel.python.values import Value
 
 NOT_LITERAL: Final = object()
 """Returned by :func:`literal_value` for nodes that are not scalar literals."""

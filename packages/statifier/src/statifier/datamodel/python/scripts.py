@@ -6,19 +6,19 @@ import ast
 from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 
-from statifier.datamodel.compiler import ExpressionCompiler
-from statifier.datamodel.context import EvalContext, Evaluator
-from statifier.datamodel.errors import (
+from statifier.datamodel.python.compiler import ExpressionCompiler
+from statifier.datamodel.python.context import EvalContext, Evaluator
+from statifier.datamodel.python.errors import (
     EvaluationError,
     ExpressionSyntaxError,
     ScriptError,
     evaluation_error,
 )
-from statifier.datamodel.limits import MAX_SCRIPT_SOURCE_LENGTH
-from statifier.datamodel.locations import LocationPlan, WriteResult, plan_location
-from statifier.datamodel.operators import BINARY_OPERATORS, BinaryOp
-from statifier.datamodel.parsing import parse_script_source
-from statifier.datamodel.values import InState, Value
+from statifier.datamodel.python.limits import MAX_SCRIPT_SOURCE_LENGTH
+from statifier.datamodel.python.locations import LocationPlan, WriteResult, plan_location
+from statifier.datamodel.python.operators import BINARY_OPERATORS, BinaryOp
+from statifier.datamodel.python.parsing import parse_script_source
+from statifier.datamodel.python.values import InState, Value
 
 Environment = MutableMapping[str, Value]
 """The variables a script reads and rebinds."""

@@ -11,8 +11,8 @@ import ast
 import warnings
 from typing import Final, Literal
 
-from statifier.datamodel.errors import ExpressionSyntaxError
-from statifier.datamodel.limits import MAX_AST_DEPTH
+from statifier.datamodel.python.errors import ExpressionSyntaxError
+from statifier.datamodel.python.limits import MAX_AST_DEPTH
 
 # Operator and context nodes are leaves that carry no nesting of their own.
 _LEAF_TYPES: Final = (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop)

@@ -17,12 +17,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from . import effects as fx
-from . import registry
-from .errors import StatifierError
-from .events import SCXML_EVENT_PROCESSOR, Event
-from .ids import new_session_id
-from .interpreter import (
+from statifier.chart.model import Machine
+from statifier.core import effects as fx
+from statifier.core.algorithm import (
     DEFAULT_MAX_MACROSTEP_ROUNDS,
     SCXML_INVOKE_TYPES,
     cancel,
@@ -30,11 +27,19 @@ from .interpreter import (
     handle_event,
     initialize,
 )
-from .invoke import HandlerContext, InvokeHandler, ScxmlInvokeHandler, SourceResolver
-from .model import Machine
-from .state import MachineState
+from statifier.core.events import SCXML_EVENT_PROCESSOR, Event
+from statifier.core.state import MachineState
+from statifier.errors import StatifierError
+from statifier.ids import new_session_id
+from statifier.runtime import registry
+from statifier.runtime.invoke import (
+    HandlerContext,
+    InvokeHandler,
+    ScxmlInvokeHandler,
+    SourceResolver,
+)
 
-logger = logging.getLogger("statifier.session")
+logger = logging.getLogger("statifier.runtime.session")
 
 SessionStatusName = Literal["running", "done", "cancelled", "budget_exhausted"]
 HaltReason = Literal["done", "cancelled", "budget_exhausted", "stopped"]
@@ -168,7 +173,7 @@ class Session:
         ``invoke_handlers`` maps ``<invoke type>`` to a handler class (instantiated once
         for this session) or instance; ``scxml`` is built in. ``resolver`` maps an
         ``<invoke src>`` to chart text (nothing is fetched otherwise). ``resume`` is a
-        position (a ``MachineState`` or a blob from ``statifier.position.dumps``): the
+        position (a ``MachineState`` or a blob from ``statifier.core.position.dumps``): the
         session continues with the same ``_sessionid`` and an empty timer table.
         """
         handlers = {
@@ -278,7 +283,7 @@ class Session:
         )
 
     def snapshot(self) -> MachineState:
-        """The current position (serialize it with ``statifier.position.dumps``)."""
+        """The current position (serialize it with ``statifier.core.position.dumps``)."""
         assert self._state is not None
         return self._state
 
@@ -643,7 +648,7 @@ def _resumable(
     trace: bool,
 ) -> MachineState:
     if not isinstance(resume, MachineState):
-        from .position import loads
+        from statifier.core.position import loads
 
         state = loads(resume, machine)
     else:

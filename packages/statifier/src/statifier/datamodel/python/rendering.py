@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from statifier.datamodel.context import EvalContext
-from statifier.datamodel.limits import MAX_SEQUENCE_LENGTH
-from statifier.datamodel.sizing import check_length, text_length_bound
-from statifier.datamodel.values import Value
+from statifier.datamodel.python.context import EvalContext
+from statifier.datamodel.python.limits import MAX_SEQUENCE_LENGTH
+from statifier.datamodel.python.sizing import check_length, text_length_bound
+from statifier.datamodel.python.values import Value
 
 
 def render(context: EvalContext, value: Value, use_repr: bool = False) -> str:

@@ -11,14 +11,14 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final
 
-from statifier.datamodel.access import iterable_items
-from statifier.datamodel.context import EvalContext
-from statifier.datamodel.errors import EvaluationError
-from statifier.datamodel.limits import MAX_ROUND_DIGITS
-from statifier.datamodel.operators import check_int
-from statifier.datamodel.rendering import render
-from statifier.datamodel.sizing import charge_deep, check_length
-from statifier.datamodel.values import Value, type_name
+from statifier.datamodel.python.access import iterable_items
+from statifier.datamodel.python.context import EvalContext
+from statifier.datamodel.python.errors import EvaluationError
+from statifier.datamodel.python.limits import MAX_ROUND_DIGITS
+from statifier.datamodel.python.operators import check_int
+from statifier.datamodel.python.rendering import render
+from statifier.datamodel.python.sizing import charge_deep, check_length
+from statifier.datamodel.python.values import Value, type_name
 
 Arguments = list[Value]
 """Positional arguments of a call, already evaluated."""

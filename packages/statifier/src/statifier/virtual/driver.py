@@ -14,19 +14,19 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from . import effects as fx
-from .compiler import Resolver, compile_chart
-from .errors import ChartError
-from .events import SCXML_EVENT_PROCESSOR, Event
-from .interpreter import (
+from statifier.chart.compiler import Resolver, compile_chart
+from statifier.chart.model import Machine
+from statifier.core import effects as fx
+from statifier.core.algorithm import (
     SCXML_INVOKE_TYPES,
     cancel,
     deliver_internal,
     handle_event,
     initialize,
 )
-from .model import Machine
-from .state import MachineState
+from statifier.core.events import SCXML_EVENT_PROCESSOR, Event
+from statifier.core.state import MachineState
+from statifier.errors import ChartError
 
 
 @dataclass

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from statifier.datamodel.context import EvalContext
-from statifier.datamodel.errors import EvaluationError
-from statifier.datamodel.methods import METHODS
-from statifier.datamodel.values import Value, type_name
+from statifier.datamodel.python.context import EvalContext
+from statifier.datamodel.python.errors import EvaluationError
+from statifier.datamodel.python.methods import METHODS
+from statifier.datamodel.python.values import Value, type_name
 
 
 def subscript(container: Value, key: Value) -> Value:

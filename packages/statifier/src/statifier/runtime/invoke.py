@@ -12,12 +12,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from . import effects as fx
-from .compiler import compile_chart
-from .events import Event
+from statifier.chart.compiler import compile_chart
+from statifier.core import effects as fx
+from statifier.core.events import Event
 
 if TYPE_CHECKING:
-    from .session import Session
+    from statifier.runtime.session import Session
 
 SourceResolver = Callable[[str], str]
 
@@ -60,7 +60,7 @@ class ScxmlInvokeHandler:
 
     async def start(self, invoke: fx.Invoke, ctx: HandlerContext) -> None:
         """Compile the child chart and start it as a child session."""
-        from .session import Session
+        from statifier.runtime.session import Session
 
         parent = ctx.session
         source: Any = invoke.content

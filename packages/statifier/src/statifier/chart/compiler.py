@@ -15,10 +15,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import datamodel as dm
-from .durations import InvalidDuration, parse_duration
-from .errors import ChartError, Diagnostic
-from .model import (
+from statifier import datamodel as dm
+from statifier.chart.durations import InvalidDuration, parse_duration
+from statifier.chart.model import (
     AssignNode,
     CancelNode,
     ContentNode,
@@ -39,7 +38,8 @@ from .model import (
     StateNode,
     TransitionNode,
 )
-from .xmltree import XNode, parse, serialize
+from statifier.chart.xmltree import XNode, parse, serialize
+from statifier.errors import ChartError, Diagnostic
 
 Resolver = Callable[[str], str]
 """Maps a ``src`` URI to its text; raising any exception means "unreachable"."""

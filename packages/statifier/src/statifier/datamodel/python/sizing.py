@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from statifier.datamodel.context import EvalContext, budget_exceeded
-from statifier.datamodel.errors import EvaluationError
-from statifier.datamodel.limits import MAX_SEQUENCE_LENGTH
-from statifier.datamodel.values import Value
+from statifier.datamodel.python.context import EvalContext, budget_exceeded
+from statifier.datamodel.python.errors import EvaluationError
+from statifier.datamodel.python.limits import MAX_SEQUENCE_LENGTH
+from statifier.datamodel.python.values import Value
 
 # Comparing strings runs at memcmp speed, far faster than one interpreted step, so one work unit
 # stands for this many characters.

@@ -3,7 +3,7 @@
 Each node becomes a closure ``evaluate(context) -> value``; compiling once and calling closures
 avoids re-dispatching on node types at every evaluation. Any node, name, function or method
 outside the allow-list is rejected here, at compile time, with an
-:class:`~statifier.datamodel.errors.ExpressionSyntaxError`.
+:class:`~statifier.datamodel.python.errors.ExpressionSyntaxError`.
 """
 
 from __future__ import annotations
@@ -14,23 +14,23 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Final
 
-from statifier.datamodel.access import attribute, slice_of, subscript
-from statifier.datamodel.calls import compile_call
-from statifier.datamodel.comprehensions import compile_comprehension
-from statifier.datamodel.context import EvalContext, Evaluator
-from statifier.datamodel.errors import EvaluationError, ExpressionSyntaxError
-from statifier.datamodel.limits import MAX_INT_BITS
-from statifier.datamodel.literals import NONE, NOT_LITERAL, constant, literal_value
-from statifier.datamodel.operators import (
+from statifier.datamodel.python.access import attribute, slice_of, subscript
+from statifier.datamodel.python.calls import compile_call
+from statifier.datamodel.python.comprehensions import compile_comprehension
+from statifier.datamodel.python.context import EvalContext, Evaluator
+from statifier.datamodel.python.errors import EvaluationError, ExpressionSyntaxError
+from statifier.datamodel.python.limits import MAX_INT_BITS
+from statifier.datamodel.python.literals import NONE, NOT_LITERAL, constant, literal_value
+from statifier.datamodel.python.operators import (
     BINARY_OPERATORS,
     COMPARE_OPERATORS,
     UNARY_OPERATORS,
     CompareOp,
 )
-from statifier.datamodel.parsing import Located, ParsedSource
-from statifier.datamodel.rendering import render
-from statifier.datamodel.sizing import check_length
-from statifier.datamodel.values import Value, type_name
+from statifier.datamodel.python.parsing import Located, ParsedSource
+from statifier.datamodel.python.rendering import render
+from statifier.datamodel.python.sizing import check_length
+from statifier.datamodel.python.values import Value, type_name
 
 _DISALLOWED: Final[Mapping[type[ast.AST], str]] = {
     ast.Lambda: "lambda expressions",

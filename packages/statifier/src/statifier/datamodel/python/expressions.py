@@ -5,8 +5,8 @@ from __future__ import annotations
 import keyword
 from dataclasses import dataclass, field
 
-from statifier.datamodel.compiler import ExpressionCompiler, is_reserved_name
-from statifier.datamodel.context import (
+from statifier.datamodel.python.compiler import ExpressionCompiler, is_reserved_name
+from statifier.datamodel.python.context import (
     CONTEXT_POOL,
     CONTEXT_POOL_LIMIT,
     NO_SLOTS,
@@ -14,10 +14,14 @@ from statifier.datamodel.context import (
     EvalContext,
     Evaluator,
 )
-from statifier.datamodel.errors import EvaluationError, ExpressionSyntaxError, evaluation_error
-from statifier.datamodel.limits import MAX_SOURCE_LENGTH, STEP_BUDGET
-from statifier.datamodel.parsing import parse_expression_source
-from statifier.datamodel.values import InState, Value, Variables
+from statifier.datamodel.python.errors import (
+    EvaluationError,
+    ExpressionSyntaxError,
+    evaluation_error,
+)
+from statifier.datamodel.python.limits import MAX_SOURCE_LENGTH, STEP_BUDGET
+from statifier.datamodel.python.parsing import parse_expression_source
+from statifier.datamodel.python.values import InState, Value, Variables
 
 
 @dataclass(frozen=True, slots=True)

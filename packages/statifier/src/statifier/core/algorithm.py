@@ -5,7 +5,7 @@ The functions keep the algorithm's names in Python spelling (``enter_states``,
 ``compute_exit_set``, ``compute_entry_set``, ``get_transition_domain``, ``find_lcca``...).
 The only mechanical deviations: the blocking wait for an external event is the boundary
 between public calls (``handle_event`` resumes where ``mainEventLoop`` would block), every
-side effect is returned as data (``statifier.effects``), and a round budget bounds
+side effect is returned as data (``statifier.core.effects``), and a round budget bounds
 runaway eventless loops.
 
 No I/O, no clock, no randomness: the same inputs give the same effects.
@@ -17,14 +17,9 @@ from collections import deque
 from collections.abc import Callable, Container, Iterable
 from typing import Any
 
-from . import effects as fx
-from .compiler import find_lcca
-from .datamodel import EvaluationError, Expression, Location
-from .durations import InvalidDuration, parse_duration
-from .errors import NotRunningError
-from .events import SCXML_EVENT_PROCESSOR, Event, EventType, name_matches
-from .ids import new_session_id
-from .model import (
+from statifier.chart.compiler import find_lcca
+from statifier.chart.durations import InvalidDuration, parse_duration
+from statifier.chart.model import (
     AssignNode,
     CancelNode,
     ContentNode,
@@ -43,7 +38,12 @@ from .model import (
     StateNode,
     TransitionNode,
 )
-from .state import MachineState
+from statifier.core import effects as fx
+from statifier.core.events import SCXML_EVENT_PROCESSOR, Event, EventType, name_matches
+from statifier.core.state import MachineState
+from statifier.datamodel import EvaluationError, Expression, Location
+from statifier.errors import NotRunningError
+from statifier.ids import new_session_id
 
 DEFAULT_MAX_MACROSTEP_ROUNDS = 10_000
 

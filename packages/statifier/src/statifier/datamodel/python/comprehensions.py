@@ -5,15 +5,15 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from statifier.datamodel.access import iterable_items
-from statifier.datamodel.context import EvalContext, Evaluator, budget_exceeded
-from statifier.datamodel.errors import EvaluationError
-from statifier.datamodel.limits import LOOP_NODE_COST
-from statifier.datamodel.sizing import check_length
-from statifier.datamodel.values import Value, type_name
+from statifier.datamodel.python.access import iterable_items
+from statifier.datamodel.python.context import EvalContext, Evaluator, budget_exceeded
+from statifier.datamodel.python.errors import EvaluationError
+from statifier.datamodel.python.limits import LOOP_NODE_COST
+from statifier.datamodel.python.sizing import check_length
+from statifier.datamodel.python.values import Value, type_name
 
 if TYPE_CHECKING:
-    from statifier.datamodel.compiler import ExpressionCompiler
+    from statifier.datamodel.python.compiler import ExpressionCompiler
 
 
 def compile_comprehension(

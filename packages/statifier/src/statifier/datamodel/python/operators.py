@@ -10,11 +10,11 @@ import ast
 from collections.abc import Callable, Mapping
 from typing import Final
 
-from statifier.datamodel.context import EvalContext
-from statifier.datamodel.errors import EvaluationError
-from statifier.datamodel.limits import MAX_INT_BITS, MAX_POWER_EXPONENT
-from statifier.datamodel.sizing import charge_comparison, charge_search, check_length
-from statifier.datamodel.values import Value, type_name
+from statifier.datamodel.python.context import EvalContext
+from statifier.datamodel.python.errors import EvaluationError
+from statifier.datamodel.python.limits import MAX_INT_BITS, MAX_POWER_EXPONENT
+from statifier.datamodel.python.sizing import charge_comparison, charge_search, check_length
+from statifier.datamodel.python.values import Value, type_name
 
 BinaryOp = Callable[[EvalContext, Value, Value], Value]
 """A binary operator: ``(context, left, right) -> result``."""

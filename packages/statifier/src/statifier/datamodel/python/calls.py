@@ -5,15 +5,15 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from statifier.datamodel.context import EvalContext, Evaluator
-from statifier.datamodel.errors import EvaluationError
-from statifier.datamodel.functions import FUNCTIONS, NO_KEYWORDS, FunctionSpec
-from statifier.datamodel.literals import NOT_LITERAL, literal_value
-from statifier.datamodel.methods import METHOD_NAMES, METHODS, lookup_method
-from statifier.datamodel.values import Value, type_name
+from statifier.datamodel.python.context import EvalContext, Evaluator
+from statifier.datamodel.python.errors import EvaluationError
+from statifier.datamodel.python.functions import FUNCTIONS, NO_KEYWORDS, FunctionSpec
+from statifier.datamodel.python.literals import NOT_LITERAL, literal_value
+from statifier.datamodel.python.methods import METHOD_NAMES, METHODS, lookup_method
+from statifier.datamodel.python.values import Value, type_name
 
 if TYPE_CHECKING:
-    from statifier.datamodel.compiler import ExpressionCompiler
+    from statifier.datamodel.python.compiler import ExpressionCompiler
 
 
 def compile_call(compiler: ExpressionCompiler, node: ast.Call) -> Evaluator:

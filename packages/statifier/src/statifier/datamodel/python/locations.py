@@ -11,13 +11,17 @@ import ast
 from dataclasses import dataclass, field
 from typing import Final
 
-from statifier.datamodel.access import attribute, subscript
-from statifier.datamodel.compiler import ExpressionCompiler
-from statifier.datamodel.context import EvalContext, Evaluator
-from statifier.datamodel.errors import EvaluationError, ExpressionSyntaxError, evaluation_error
-from statifier.datamodel.limits import MAX_SOURCE_LENGTH
-from statifier.datamodel.parsing import parse_expression_source
-from statifier.datamodel.values import InState, Value, Variables, type_name
+from statifier.datamodel.python.access import attribute, subscript
+from statifier.datamodel.python.compiler import ExpressionCompiler
+from statifier.datamodel.python.context import EvalContext, Evaluator
+from statifier.datamodel.python.errors import (
+    EvaluationError,
+    ExpressionSyntaxError,
+    evaluation_error,
+)
+from statifier.datamodel.python.limits import MAX_SOURCE_LENGTH
+from statifier.datamodel.python.parsing import parse_expression_source
+from statifier.datamodel.python.values import InState, Value, Variables, type_name
 
 PathKey = str | int
 """One step of a written path: a dict key or a (non-negative) list index."""

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final
 
-from statifier.datamodel.context import EvalContext
-from statifier.datamodel.errors import EvaluationError
-from statifier.datamodel.sizing import charge_search, check_length
-from statifier.datamodel.values import Value, type_name
+from statifier.datamodel.python.context import EvalContext
+from statifier.datamodel.python.errors import EvaluationError
+from statifier.datamodel.python.sizing import charge_search, check_length
+from statifier.datamodel.python.values import Value, type_name
 
 MethodImpl = Callable[[EvalContext, Value, list[Value]], Value]
 """Implementation of an allow-listed method: ``(context, receiver, arguments) -> result``."""

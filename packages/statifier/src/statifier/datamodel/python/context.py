@@ -6,9 +6,9 @@ from collections.abc import Callable
 from types import MappingProxyType
 from typing import Final
 
-from statifier.datamodel.errors import EvaluationError
-from statifier.datamodel.limits import STEP_BUDGET
-from statifier.datamodel.values import InState, Value, Variables
+from statifier.datamodel.python.errors import EvaluationError
+from statifier.datamodel.python.limits import STEP_BUDGET
+from statifier.datamodel.python.values import InState, Value, Variables
 
 NO_SLOTS: Final[list[Value]] = []
 """Shared empty slot list for expressions without comprehensions (never written to)."""

@@ -1,0 +1,1 @@
+"""The runtime: live asyncio sessions, the process registry, in-process invocations."""
