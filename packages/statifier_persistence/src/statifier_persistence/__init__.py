@@ -14,6 +14,7 @@ installer.
 
 from __future__ import annotations
 
+from ._answers import NOT_LIVE, live_answer
 from ._errors import (
     ChartConflict,
     ChartNotRegistered,
@@ -57,6 +58,7 @@ from .schema import install, install_sql, verify
 __all__ = [
     "MAX_ID_LENGTH",
     "MAX_KEY_LENGTH",
+    "NOT_LIVE",
     "STATUSES",
     "TERMINAL",
     "AlreadyApplied",
@@ -96,5 +98,6 @@ __all__ = [
     "UnstorablePosition",
     "install",
     "install_sql",
+    "live_answer",
     "verify",
 ]

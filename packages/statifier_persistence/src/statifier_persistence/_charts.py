@@ -15,7 +15,7 @@ from collections import OrderedDict
 from typing import Any
 
 from psycopg import AsyncConnection
-from statifier import ChartError, Machine
+from statifier import ChartError, Machine, chart_identity
 from statifier import compile as compile_chart
 
 from ._errors import ChartConflict, ChartNotRegistered, ChartUnusable, IdentityMismatch
@@ -130,6 +130,10 @@ class Charts:
     async def _load(self, conn: AsyncConnection[Any], identity: str) -> Machine:
         row, source, resolved = await self._fetch(conn, identity)
         name, version = row[0], row[1]
+        # A machine's name is the compile-time name or else the chart's own name attribute,
+        # and only a compile-time name is part of the identity: compile as it was compiled.
+        if chart_identity(source, None, version) == identity:
+            name = None
 
         def resolver(src: str) -> str:
             if src not in resolved:

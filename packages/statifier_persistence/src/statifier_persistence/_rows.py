@@ -52,6 +52,7 @@ def encode_json_object(value: Any, what: str, limit: int) -> str:
     """
     if not isinstance(value, Mapping):
         raise InvalidArgument(f"{what} must be a mapping, not {type(value).__name__}")
+    _check_keys(value, what, 0)
     try:
         text = json.dumps(dict(value), separators=(",", ":"), allow_nan=False, sort_keys=True)
     except (TypeError, ValueError, RecursionError) as exc:
@@ -62,6 +63,24 @@ def encode_json_object(value: Any, what: str, limit: int) -> str:
     if size > limit:
         raise InvalidArgument(f"{what} is {size} bytes of JSON, over the {limit} limit")
     return text
+
+
+MAX_JSON_DEPTH: Final = 64
+"""Deepest nesting of lists and objects accepted in metadata."""
+
+
+def _check_keys(value: Any, what: str, depth: int) -> None:
+    """Every object key is a string (``json`` would quietly turn ``1`` into ``"1"``)."""
+    if depth > MAX_JSON_DEPTH:
+        raise InvalidArgument(f"{what} is nested deeper than {MAX_JSON_DEPTH} levels")
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidArgument(f"{what} has a key that is not a string: {key!r}")
+            _check_keys(item, what, depth + 1)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _check_keys(item, what, depth + 1)
 
 
 # -- decoding what storage gives us ------------------------------------------------------
