@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +39,7 @@ from statifier.chart.model import (
     TransitionNode,
 )
 from statifier.chart.xmltree import XNode, parse, serialize
+from statifier.datamodel.host import HostFunction, HostFunctionError, HostFunctions
 from statifier.errors import ChartError, Diagnostic
 
 Resolver = Callable[[str], str]
@@ -170,11 +171,31 @@ def compile_chart(
     name: str | None = None,
     version: str | None = None,
     resolver: Resolver | None = None,
+    functions: Mapping[str, HostFunction] | None = None,
 ) -> Machine:
-    """Parse, validate and compile a chart. Raises ``ChartError`` listing every error."""
+    """Parse, validate and compile a chart. Raises ``ChartError`` listing every error.
+
+    ``functions`` are host functions the chart's expressions may call by name (see
+    ``statifier.datamodel.host``); a call to any other non-built-in name is an error.
+    """
     raw = source.encode("utf-8") if isinstance(source, str) else bytes(source)
+    host = host_functions(functions)
     root = parse(raw)
-    return _Compiler(raw, name, version, resolver).run(root)
+    compiler = _Compiler(raw, name, version, resolver)
+    compiler.functions = host
+    return compiler.run(root)
+
+
+def host_functions(functions: Mapping[str, HostFunction] | None) -> HostFunctions | None:
+    """The registry for ``compile_chart``'s ``functions`` (None when empty).
+
+    Raises ``HostFunctionError`` for a bad name, or one that shadows a built-in function.
+    """
+    host = HostFunctions.of(functions)
+    shadowed = sorted(set(host) & set(dm.FUNCTIONS))
+    if shadowed:
+        raise HostFunctionError(f"host functions cannot shadow built-in functions: {shadowed}")
+    return host if host else None
 
 
 @dataclass
@@ -218,6 +239,7 @@ class _Compiler:
         self.name = name
         self.version = version
         self.resolver = resolver
+        self.functions: HostFunctions | None = None
         self.diagnostics: list[Diagnostic] = []
         self.states: list[_Draft] = []
         self.by_node: dict[int, int] = {}
@@ -659,7 +681,7 @@ class _Compiler:
                 return None
             self.resolved[src] = body
         try:
-            return dm.compile_script(_dedent(body))
+            return dm.compile_script(_dedent(body), self.functions)
         except dm.ExpressionSyntaxError as exc:
             self.error(element, "invalid-script", f"script: {exc.message}")
             return None
@@ -892,7 +914,7 @@ class _Compiler:
 
     def compile_expr(self, element: XNode, source: str) -> dm.Expression | None:
         try:
-            return _expression(source)
+            return _expression(source, self.functions)
         except dm.ExpressionSyntaxError as exc:
             self.error(element, "invalid-expression", f"{source!r}: {exc.message}")
             return None
@@ -908,7 +930,7 @@ class _Compiler:
         if source is None:
             return None
         try:
-            return _location(source)
+            return _location(source, self.functions)
         except dm.ExpressionSyntaxError as exc:
             self.error(element, "invalid-location", f"{attr} {source!r}: {exc.message}")
             return None
