@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 def closest(name: str, known: Iterable[str]) -> str | None:
     """The known name most like ``name``, if any is close enough to be a likely typo."""
-    matches = difflib.get_close_matches(name, sorted(set(known)), n=1, cutoff=0.75)
+    matches = difflib.get_close_matches(name, sorted(set(known)), n=1, cutoff=0.6)
     return matches[0] if matches else None
 
 

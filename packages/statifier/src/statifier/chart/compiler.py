@@ -9,6 +9,7 @@ collected; if any is an error, ``ChartError`` carries them all.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 from collections.abc import Callable, Iterable, Mapping
@@ -41,6 +42,7 @@ from statifier.chart.model import (
 from statifier.chart.xmltree import XNode, parse, serialize
 from statifier.datamodel.host import HostFunction, HostFunctionError, HostFunctions
 from statifier.errors import ChartError, Diagnostic
+from statifier.suggest import did_you_mean
 
 Resolver = Callable[[str], str]
 """Maps a ``src`` URI to its text; raising any exception means "unreachable"."""
@@ -229,6 +231,7 @@ class _DraftTransition:
     internal: bool
     content: tuple[ContentNode, ...]
     line: int
+    column: int = 0
 
 
 class _Compiler:
@@ -442,7 +445,15 @@ class _Compiler:
         content = self.block(element.children, ("transition", index))
         self.transitions.append(
             _DraftTransition(
-                index, source, events, cond, targets, kind == "internal", content, element.line
+                index,
+                source,
+                events,
+                cond,
+                targets,
+                kind == "internal",
+                content,
+                element.line,
+                element.column,
             )
         )
         if record:
@@ -460,7 +471,10 @@ class _Compiler:
             target = self.ids.get(token)
             if target is None:
                 self.error(
-                    element, "unknown-target", f"transition target {token!r} is not a state id"
+                    element,
+                    "unknown-target",
+                    f"transition target {token!r} is not a state id"
+                    + did_you_mean(token, self.ids),
                 )
             else:
                 targets.append(target)
@@ -509,7 +523,9 @@ class _Compiler:
                     )
             index = len(self.transitions)
             self.transitions.append(
-                _DraftTransition(index, draft.index, (), None, targets, False, (), line)
+                _DraftTransition(
+                    index, draft.index, (), None, targets, False, (), line, element.column
+                )
             )
             draft.initial_transition = index
 
@@ -578,7 +594,11 @@ class _Compiler:
                 self.resolved[src] = text
                 value, has_value = dm.parse_inline_content(text), True
         index = len(self.data)
-        self.data.append(DataNode(index, data_id, state, expr, src, value, has_value, element.line))
+        self.data.append(
+            DataNode(
+                index, data_id, state, expr, src, value, has_value, element.line, element.column
+            )
+        )
         self.states[state].data.append(index)
 
     def build_donedata(self, element: XNode) -> DoneDataNode:
@@ -638,6 +658,7 @@ class _Compiler:
             autoforward=autoforward == "true",
             finalize=finalize,
             line=element.line,
+            column=element.column,
         )
 
     def build_param(self, element: XNode) -> ParamNode | None:
@@ -647,7 +668,7 @@ class _Compiler:
             self.error(element, "missing-attribute", "<param> needs a name")
             return None
         value = self.expression(element, "expr")
-        if value is None:
+        if element.attr("expr") is None:
             location = element.attr("location")
             if location is None:
                 self.error(element, "missing-attribute", "<param> needs expr or location")
@@ -697,7 +718,7 @@ class _Compiler:
                 if element.tag in _EXECUTABLE:
                     self.error(element, "invalid-child", f"<{element.tag}> must be a child of <if>")
                 elif element.tag not in _ATTRS:
-                    self.error(element, "unknown-element", f"unknown SCXML element <{element.tag}>")
+                    self.unknown_element(element)
                 else:
                     self.error(
                         element, "invalid-child", f"<{element.tag}> is not executable content"
@@ -754,6 +775,7 @@ class _Compiler:
             )
         if node is None:
             node = RaiseNode(c_index=c_index, owner=owner, line=line, event="")
+        node = dataclasses.replace(node, column=element.column)
         self.content[c_index] = node
         return node
 
@@ -765,7 +787,7 @@ class _Compiler:
         inline = self.inline_value(element)
         if expr is not None and inline is not _ABSENT:
             self.error(element, "exclusive-attributes", "<assign> has either expr or content")
-        if expr is None and inline is _ABSENT:
+        if element.attr("expr") is None and inline is _ABSENT:
             self.error(element, "missing-attribute", "<assign> needs expr or content")
         if location is None:
             return None
@@ -882,12 +904,14 @@ class _Compiler:
     def check_element(self, element: XNode, *, executable: bool = False) -> None:
         allowed = _ATTRS.get(element.tag)
         if allowed is None:
-            self.error(element, "unknown-element", f"unknown SCXML element <{element.tag}>")
+            self.unknown_element(element)
             return
         for ns, attr in element.attrs:
             if ns is None and attr not in allowed:
                 self.error(
-                    element, "unknown-attribute", f"<{element.tag}> has no attribute {attr!r}"
+                    element,
+                    "unknown-attribute",
+                    f"<{element.tag}> has no attribute {attr!r}" + did_you_mean(attr, allowed),
                 )
         for first, second in _EXCLUSIVE.get(element.tag, ()):
             if element.attr(first) is not None and element.attr(second) is not None:
@@ -904,13 +928,17 @@ class _Compiler:
                 if element.tag == "scxml" and child.tag == "script":
                     continue
                 if child.tag not in _ATTRS:
-                    self.error(child, "unknown-element", f"unknown SCXML element <{child.tag}>")
+                    self.unknown_element(child)
                 else:
                     self.error(
                         child,
                         "invalid-child",
                         f"<{child.tag}> is not allowed inside <{element.tag}>",
                     )
+
+    def unknown_element(self, element: XNode) -> None:
+        hint = did_you_mean(element.tag, (*_ATTRS, "scxml"))
+        self.error(element, "unknown-element", f"unknown SCXML element <{element.tag}>{hint}")
 
     def compile_expr(self, element: XNode, source: str) -> dm.Expression | None:
         try:
@@ -1033,6 +1061,7 @@ class _Compiler:
             internal=t.internal,
             content=t.content,
             line=t.line,
+            column=t.column,
             domain=domain,
             static=static,
         )

@@ -43,6 +43,8 @@ class ContentNode:
     c_index: int
     owner: Owner
     line: int
+    column: int = 0
+    """1-based column of the element in the source (0 when unknown)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -132,6 +134,7 @@ class DataNode:
     value: Any
     has_value: bool
     line: int
+    column: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +163,7 @@ class InvokeNode:
     autoforward: bool
     finalize: tuple[ContentNode, ...]
     line: int
+    column: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +182,7 @@ class TransitionNode:
     internal: bool
     content: tuple[ContentNode, ...]
     line: int
+    column: int = 0
     domain: int | None = None
     static: bool = True
 
