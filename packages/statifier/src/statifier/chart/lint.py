@@ -326,7 +326,11 @@ def raised_events(machine: Machine) -> tuple[frozenset[str], bool]:
         if state.kind in ("state", "parallel") and state.children:
             names.add(f"done.state.{state.id}")
         for invoke in state.invokes:
-            names.add(f"done.invoke.{invoke.id}" if invoke.id else "done.invoke")
+            if invoke.id:
+                names.add(f"done.invoke.{invoke.id}")
+                names.add(f"error.communication.invoke.{invoke.id}")
+            else:
+                names.add("done.invoke")
     return frozenset(names), dynamic
 
 
@@ -357,5 +361,5 @@ def _is_raised(descriptor: str, raised: frozenset[str]) -> bool:
     stem = descriptor[:-2] if descriptor.endswith(".*") else descriptor.rstrip(".")
     # "done.invoke" stands for every invocation whose id is only known at run time.
     return any(name_matches((descriptor,), name) for name in raised) or (
-        stem.startswith("done.invoke.") and "done.invoke" in raised
+        stem.startswith(("done.invoke.", "error.communication.invoke.")) and "done.invoke" in raised
     )
