@@ -35,7 +35,8 @@ W3C_STYLE = f"""<scxml {NS} initial="s0" version="1.0" datamodel="python">
     <onentry>
       <send event="review"><content expr="{{'amount': Var1, 'tags': ['card']}}"/></send>
     </onentry>
-    <transition event="review" cond="risk(_event.data) == {{'score': 120, 'tags': ['card', 'seen']}}"
+    <transition event="review"
+                cond="risk(_event.data) == {{'score': 120, 'tags': ['card', 'seen']}}"
                 target="pass"/>
     <transition event="*" target="fail"/>
   </state>
