@@ -231,6 +231,7 @@ def _run(args: argparse.Namespace, functions: Mapping[str, HostFunction] | None)
                 as_json=args.json,
                 trace=args.trace,
                 strict=args.strict,
+                chart=str(args.chart),
             )
         )
     from statifier.cli._virtual import run_virtual
@@ -244,6 +245,7 @@ def _run(args: argparse.Namespace, functions: Mapping[str, HostFunction] | None)
         as_json=args.json,
         trace=args.trace,
         strict=args.strict,
+        chart=str(args.chart),
     )
 
 

@@ -67,6 +67,7 @@ async def run_live(
     as_json: bool,
     trace: bool,
     strict: bool,
+    chart: str = "<chart>",
 ) -> int:
     """Run a live session; returns the exit code."""
     clock = _Clock()
@@ -77,6 +78,7 @@ async def run_live(
         lambda sid: machine if sid == session_id else None,
         as_json=as_json,
         trace=trace,
+        chart=chart,
     )
 
     def show(sid: str, message: Message) -> None:

@@ -72,9 +72,11 @@ class Reporter:
         *,
         as_json: bool,
         trace: bool,
+        chart: str = "<chart>",
     ) -> None:
         self.out = out
         self.top = top
+        self.chart = chart
         self.machine_for = machine_for
         self.as_json = as_json
         self.trace = trace
@@ -148,6 +150,11 @@ class Reporter:
             return f"invoke {effect.invoke_id} ({effect.type})"
         if isinstance(effect, fx.CancelInvoke):
             return f"cancel invocation {effect.invoke_id}"
+        if isinstance(effect, fx.ErrorRaised):
+            where = self.chart if session == self.top else f"{session} chart"
+            at = f"{where}:{effect.line}" if effect.line is not None else where
+            sendid = f" (send_id {effect.sendid})" if effect.sendid else ""
+            return f"{effect.name} at {at}{sendid}: {effect.message or '(no message)'}"
         if isinstance(effect, fx.BudgetExhausted):
             return f"round budget of {effect.budget} exhausted"
         if isinstance(effect, fx.EventDequeued):

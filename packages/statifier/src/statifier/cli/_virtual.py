@@ -22,6 +22,7 @@ def run_virtual(
     as_json: bool,
     trace: bool,
     strict: bool,
+    chart: str = "<chart>",
 ) -> int:
     """Drive ``machine`` with ``events``, then let timers fire; returns the exit code."""
     batch: list[tuple[str, fx.Effect, int]] = []
@@ -36,7 +37,7 @@ def run_virtual(
         session = driver.sessions.get(sid)
         return session.state.machine if session is not None else None
 
-    reporter = Reporter(out, session_id, machine_for, as_json=as_json, trace=trace)
+    reporter = Reporter(out, session_id, machine_for, as_json=as_json, trace=trace, chart=chart)
 
     def step(label: str) -> None:
         reporter.header(label, driver.now_ms)
