@@ -247,7 +247,3 @@ def _run(args: argparse.Namespace, functions: Mapping[str, HostFunction] | None)
         strict=args.strict,
         chart=str(args.chart),
     )
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
