@@ -10,9 +10,12 @@ from collections import Counter
 
 import pytest
 
+from tools.w3c.corpus import require_corpus
 from tools.w3c.harness import DEFAULT_TIMEOUT, run_case_guarded
 from tools.w3c.manifest import cases_by_id
 from tools.w3c.passing import PASSING_FILE, read_passing
+
+require_corpus()
 
 PASSING = read_passing(PASSING_FILE)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.w3c.corpus import CORPUS_ENV_VAR, corpus_dir
+from tools.w3c.corpus import CORPUS_ENV_VAR, corpus_dir, require_corpus
 from tools.w3c.manifest import (
     SKIP_ECMASCRIPT,
     SKIP_HTTP,
@@ -25,6 +25,8 @@ from tools.w3c.manifest import (
 from tools.w3c.passing import add_passing, read_passing
 from tools.w3c.resolver import corpus_resolver, make_resolver
 from tools.w3c.transform import transform_file
+
+require_corpus()
 
 CORPUS = corpus_dir()
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from tools.w3c.corpus import require_corpus
 from tools.w3c.manifest import cases_by_id
 from tools.w3c.passing import PASSING_FILE, read_passing
+
+require_corpus()
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.w3c.corpus import corpus_dir
+from tools.w3c.corpus import corpus_dir, require_corpus
 from tools.w3c.manifest import load_manifest, skip_reason
 from tools.w3c.transform import (
     CONF_ATTRIBUTES,
@@ -19,6 +19,8 @@ from tools.w3c.transform import (
     transform,
     transform_file,
 )
+
+require_corpus()
 
 CORPUS = corpus_dir()
 TEMPLATES = sorted(CORPUS.glob("*.txml"))

@@ -6,6 +6,8 @@ Importing the package installs prompt staging for Oban instances built afterward
 
 from __future__ import annotations
 
+from importlib import metadata as _metadata
+
 from . import latency, telemetry
 from .config import Config
 from .delivery import Delivered, Delivery, Discarded, Snooze, fired_event
@@ -23,6 +25,12 @@ from .timer import TimerJob, cancel, pending_for, schedule
 
 latency.install()
 
+try:
+    __version__ = _metadata.version("statifier-oban")
+    """The installed distribution's version (the one in ``pyproject.toml``)."""
+except _metadata.PackageNotFoundError:  # pragma: no cover - running from a bare source tree
+    __version__ = "0+unknown"
+
 __all__ = [
     "Config",
     "ConfigError",
@@ -38,6 +46,7 @@ __all__ = [
     "StatifierObanError",
     "StoreUnavailable",
     "TimerJob",
+    "__version__",
     "cancel",
     "fired_event",
     "pending_for",

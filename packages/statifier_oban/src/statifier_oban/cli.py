@@ -419,14 +419,23 @@ register(
 )
 
 
+def _package_version() -> str:
+    from . import __version__
+
+    return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with one subparser per registered command."""
     parser = argparse.ArgumentParser(
         prog=PROG, description="Durable SCXML timers as oban jobs on PostgreSQL."
     )
+    version = f"%(prog)s {_package_version()}"
+    parser.add_argument("--version", action="version", version=version)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in commands.values():
         subparser = subparsers.add_parser(command.name, help=command.help)
+        subparser.add_argument("--version", action="version", version=version)
         command.add_arguments(subparser)
         subparser.set_defaults(_run=command.run)
     return parser

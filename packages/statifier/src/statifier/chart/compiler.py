@@ -9,9 +9,10 @@ collected; if any is an error, ``ChartError`` carries them all.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,7 +41,9 @@ from statifier.chart.model import (
     transition_domain,
 )
 from statifier.chart.xmltree import XNode, parse, serialize
+from statifier.datamodel.host import HostFunction, HostFunctionError, HostFunctions
 from statifier.errors import ChartError, Diagnostic
+from statifier.suggest import did_you_mean
 
 Resolver = Callable[[str], str]
 """Maps a ``src`` URI to its text; raising any exception means "unreachable"."""
@@ -171,11 +174,31 @@ def compile_chart(
     name: str | None = None,
     version: str | None = None,
     resolver: Resolver | None = None,
+    functions: Mapping[str, HostFunction] | None = None,
 ) -> Machine:
-    """Parse, validate and compile a chart. Raises ``ChartError`` listing every error."""
+    """Parse, validate and compile a chart. Raises ``ChartError`` listing every error.
+
+    ``functions`` are host functions the chart's expressions may call by name (see
+    ``statifier.datamodel.host``); a call to any other non-built-in name is an error.
+    """
     raw = source.encode("utf-8") if isinstance(source, str) else bytes(source)
+    host = host_functions(functions)
     root = parse(raw)
-    return _Compiler(raw, name, version, resolver).run(root)
+    compiler = _Compiler(raw, name, version, resolver)
+    compiler.functions = host
+    return compiler.run(root)
+
+
+def host_functions(functions: Mapping[str, HostFunction] | None) -> HostFunctions | None:
+    """The registry for ``compile_chart``'s ``functions`` (None when empty).
+
+    Raises ``HostFunctionError`` for a bad name, or one that shadows a built-in function.
+    """
+    host = HostFunctions.of(functions)
+    shadowed = sorted(set(host) & set(dm.FUNCTIONS))
+    if shadowed:
+        raise HostFunctionError(f"host functions cannot shadow built-in functions: {shadowed}")
+    return host if host else None
 
 
 @dataclass
@@ -209,6 +232,7 @@ class _DraftTransition:
     internal: bool
     content: tuple[ContentNode, ...]
     line: int
+    column: int = 0
 
 
 class _Compiler:
@@ -219,6 +243,7 @@ class _Compiler:
         self.name = name
         self.version = version
         self.resolver = resolver
+        self.functions: HostFunctions | None = None
         self.diagnostics: list[Diagnostic] = []
         self.states: list[_Draft] = []
         self.by_node: dict[int, int] = {}
@@ -421,7 +446,15 @@ class _Compiler:
         content = self.block(element.children, ("transition", index))
         self.transitions.append(
             _DraftTransition(
-                index, source, events, cond, targets, kind == "internal", content, element.line
+                index,
+                source,
+                events,
+                cond,
+                targets,
+                kind == "internal",
+                content,
+                element.line,
+                element.column,
             )
         )
         if record:
@@ -439,7 +472,10 @@ class _Compiler:
             target = self.ids.get(token)
             if target is None:
                 self.error(
-                    element, "unknown-target", f"transition target {token!r} is not a state id"
+                    element,
+                    "unknown-target",
+                    f"transition target {token!r} is not a state id"
+                    + did_you_mean(token, self.ids),
                 )
             else:
                 targets.append(target)
@@ -488,7 +524,9 @@ class _Compiler:
                     )
             index = len(self.transitions)
             self.transitions.append(
-                _DraftTransition(index, draft.index, (), None, targets, False, (), line)
+                _DraftTransition(
+                    index, draft.index, (), None, targets, False, (), line, element.column
+                )
             )
             draft.initial_transition = index
 
@@ -557,7 +595,11 @@ class _Compiler:
                 self.resolved[src] = text
                 value, has_value = dm.parse_inline_content(text), True
         index = len(self.data)
-        self.data.append(DataNode(index, data_id, state, expr, src, value, has_value, element.line))
+        self.data.append(
+            DataNode(
+                index, data_id, state, expr, src, value, has_value, element.line, element.column
+            )
+        )
         self.states[state].data.append(index)
 
     def build_donedata(self, element: XNode) -> DoneDataNode:
@@ -617,6 +659,7 @@ class _Compiler:
             autoforward=autoforward == "true",
             finalize=finalize,
             line=element.line,
+            column=element.column,
         )
 
     def build_param(self, element: XNode) -> ParamNode | None:
@@ -626,7 +669,7 @@ class _Compiler:
             self.error(element, "missing-attribute", "<param> needs a name")
             return None
         value = self.expression(element, "expr")
-        if value is None:
+        if element.attr("expr") is None:
             location = element.attr("location")
             if location is None:
                 self.error(element, "missing-attribute", "<param> needs expr or location")
@@ -660,7 +703,7 @@ class _Compiler:
                 return None
             self.resolved[src] = body
         try:
-            return dm.compile_script(_dedent(body))
+            return dm.compile_script(_dedent(body), self.functions)
         except dm.ExpressionSyntaxError as exc:
             self.error(element, "invalid-script", f"script: {exc.message}")
             return None
@@ -676,7 +719,7 @@ class _Compiler:
                 if element.tag in _EXECUTABLE:
                     self.error(element, "invalid-child", f"<{element.tag}> must be a child of <if>")
                 elif element.tag not in _ATTRS:
-                    self.error(element, "unknown-element", f"unknown SCXML element <{element.tag}>")
+                    self.unknown_element(element)
                 else:
                     self.error(
                         element, "invalid-child", f"<{element.tag}> is not executable content"
@@ -733,6 +776,7 @@ class _Compiler:
             )
         if node is None:
             node = RaiseNode(c_index=c_index, owner=owner, line=line, event="")
+        node = dataclasses.replace(node, column=element.column)
         self.content[c_index] = node
         return node
 
@@ -744,7 +788,7 @@ class _Compiler:
         inline = self.inline_value(element)
         if expr is not None and inline is not _ABSENT:
             self.error(element, "exclusive-attributes", "<assign> has either expr or content")
-        if expr is None and inline is _ABSENT:
+        if element.attr("expr") is None and inline is _ABSENT:
             self.error(element, "missing-attribute", "<assign> needs expr or content")
         if location is None:
             return None
@@ -861,12 +905,14 @@ class _Compiler:
     def check_element(self, element: XNode, *, executable: bool = False) -> None:
         allowed = _ATTRS.get(element.tag)
         if allowed is None:
-            self.error(element, "unknown-element", f"unknown SCXML element <{element.tag}>")
+            self.unknown_element(element)
             return
         for ns, attr in element.attrs:
             if ns is None and attr not in allowed:
                 self.error(
-                    element, "unknown-attribute", f"<{element.tag}> has no attribute {attr!r}"
+                    element,
+                    "unknown-attribute",
+                    f"<{element.tag}> has no attribute {attr!r}" + did_you_mean(attr, allowed),
                 )
         for first, second in _EXCLUSIVE.get(element.tag, ()):
             if element.attr(first) is not None and element.attr(second) is not None:
@@ -883,7 +929,7 @@ class _Compiler:
                 if element.tag == "scxml" and child.tag == "script":
                     continue
                 if child.tag not in _ATTRS:
-                    self.error(child, "unknown-element", f"unknown SCXML element <{child.tag}>")
+                    self.unknown_element(child)
                 else:
                     self.error(
                         child,
@@ -891,9 +937,13 @@ class _Compiler:
                         f"<{child.tag}> is not allowed inside <{element.tag}>",
                     )
 
+    def unknown_element(self, element: XNode) -> None:
+        hint = did_you_mean(element.tag, (*_ATTRS, "scxml"))
+        self.error(element, "unknown-element", f"unknown SCXML element <{element.tag}>{hint}")
+
     def compile_expr(self, element: XNode, source: str) -> dm.Expression | None:
         try:
-            return _expression(source)
+            return _expression(source, self.functions)
         except dm.ExpressionSyntaxError as exc:
             self.error(element, "invalid-expression", f"{source!r}: {exc.message}")
             return None
@@ -909,7 +959,7 @@ class _Compiler:
         if source is None:
             return None
         try:
-            return _location(source)
+            return _location(source, self.functions)
         except dm.ExpressionSyntaxError as exc:
             self.error(element, "invalid-location", f"{attr} {source!r}: {exc.message}")
             return None
@@ -1012,6 +1062,7 @@ class _Compiler:
             internal=t.internal,
             content=t.content,
             line=t.line,
+            column=t.column,
             domain=domain,
             static=static,
         )

@@ -4,6 +4,7 @@
 core and the compiler reach a datamodel only through the names re-exported here.
 """
 
+from statifier.datamodel.host import HostFunction, HostFunctionError, HostFunctions
 from statifier.datamodel.python import (
     FUNCTIONS,
     DatamodelError,
@@ -31,6 +32,9 @@ __all__ = [
     "EvaluationError",
     "Expression",
     "ExpressionSyntaxError",
+    "HostFunction",
+    "HostFunctionError",
+    "HostFunctions",
     "InState",
     "Location",
     "Script",

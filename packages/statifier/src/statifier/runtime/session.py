@@ -453,6 +453,15 @@ class Session:
                 await self._cancel_timers(effect)
             case planner.Report(effect=fx.Log() as log):
                 logger.info("%s [%s] %s: %r", self.session_id, log.owner, log.label, log.value)
+            case planner.Report(effect=fx.ErrorRaised() as error):
+                logger.warning(
+                    "session %s: %s in chart %s%s: %s",
+                    self.session_id,
+                    error.name,
+                    self.machine.name or self.machine.identity[:19],
+                    f" line {error.line}" if error.line is not None else "",
+                    error.message or "(no message)",
+                )
             case planner.StartInvocation(effect=effect):
                 await self._start_invocation(effect)
             case planner.StopInvocation(effect=effect):

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from statifier.datamodel.python.access import attribute, subscript
-from statifier.datamodel.python.compiler import ExpressionCompiler
+from statifier.datamodel.python.compiler import ExpressionCompiler, HostCalls
 from statifier.datamodel.python.context import EvalContext, Evaluator
 from statifier.datamodel.python.errors import (
     EvaluationError,
@@ -162,10 +162,14 @@ class Location:
     root: str
     _plan: LocationPlan = field(repr=False, compare=False)
     _slot_count: int = field(repr=False, compare=False)
+    names_read: frozenset[str] | None = field(default=frozenset(), compare=False)
+    """Variables read to find the place (subscript keys), not ``root``; None if unknown."""
+    functions: HostCalls | None = field(default=None, repr=False, compare=False)
+    """The host functions the location's keys may call (None: built-ins only)."""
 
-    def __reduce__(self) -> tuple[object, tuple[str]]:
+    def __reduce__(self) -> tuple[object, tuple[str, HostCalls | None]]:
         # Closures cannot be pickled or deep-copied; the source is all that is needed.
-        return compile_location, (self.source,)
+        return compile_location, (self.source, self.functions)
 
     def write(self, variables: Variables, value: Value, in_state: InState) -> WriteResult:
         """Compute the new value of the root variable with ``value`` stored at this location.
@@ -199,12 +203,14 @@ class Location:
             raise EvaluationError(f"name {self.root!r} is not defined") from None
 
 
-def compile_location(source: str) -> Location:
+def compile_location(source: str, functions: HostCalls | None = None) -> Location:
     """Compile ``source`` into a :class:`Location` or raise :class:`ExpressionSyntaxError`."""
     parsed = parse_expression_source(source, MAX_SOURCE_LENGTH)
-    compiler = ExpressionCompiler(parsed)
+    compiler = ExpressionCompiler(parsed, functions)
     try:
         plan = plan_location(compiler, parsed.expression())
     except RecursionError:
         raise ExpressionSyntaxError("location is too deeply nested", source) from None
-    return Location(source, plan.root, plan, compiler.slot_count)
+    return Location(
+        source, plan.root, plan, compiler.slot_count, frozenset(compiler.names_read), functions
+    )
