@@ -4,6 +4,7 @@ what storage hands back is checked (identity, bounds) before anything is driven.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from psycopg import AsyncConnection
@@ -11,6 +12,7 @@ from psycopg_pool import AsyncConnectionPool
 from statifier.core import planner, position
 from statifier.core.events import Event
 from statifier_persistence import (
+    AlreadyApplied,
     CorruptExecution,
     Executions,
     IdentityMismatch,
@@ -161,6 +163,57 @@ async def test_concurrent_steps_on_one_execution_serialize(
     assert isinstance(result, Stepped)
     assert result.execution.step_count == 3  # it saw the first step's commit
     assert result.state.datamodel["count"] == 2
+
+
+async def test_a_key_applied_while_a_step_waited_for_the_lock_is_already_applied(
+    executions: Executions, store: AsyncConnectionPool, module_database_url: str
+) -> None:
+    execution_id = unique()
+    await executions.create(COUNTER, execution_id=execution_id)
+    async with await AsyncConnection.connect(module_database_url) as holder:
+        async with holder.transaction():
+            first = await executions.step(
+                execution_id, Event(name="work"), key="job:race", conn=holder
+            )
+            assert isinstance(first, Stepped)
+            # Waits for the lock; its key check reads a snapshot from before the commit.
+            second = asyncio.create_task(
+                executions.step(execution_id, Event(name="work"), key="job:race")
+            )
+            await asyncio.sleep(0.5)
+            assert not second.done()
+        result = await asyncio.wait_for(second, 10)
+    assert isinstance(result, AlreadyApplied)
+    assert await count_of(executions, execution_id) == 1
+    assert (await executions.get(execution_id)).step_count == 2
+
+
+async def test_a_key_applied_by_another_transaction_mid_step_rolls_this_one_back(
+    store: AsyncConnectionPool, module_database_url: str
+) -> None:
+    class Racing(TableExecutor):
+        """Commits the step's key from another connection while the step runs."""
+
+        async def schedule(self, conn: Any, execution_id: str, effect: Any) -> None:
+            await super().schedule(conn, execution_id, effect)
+            if effect.send_id == "ping":
+                async with await AsyncConnection.connect(module_database_url) as other:
+                    # No foreign-key check: it would wait for the row this step locked.
+                    await other.execute("SET session_replication_role = replica")
+                    await other.execute(
+                        "INSERT INTO statifier_step_keys (execution_id, key, step_count)"
+                        " VALUES (%s, 'job:raced', 99)",
+                        [execution_id],
+                    )
+                    await other.commit()
+
+    executions = Executions(store, executor=Racing())
+    execution_id = unique()
+    await executions.create(COUNTER, execution_id=execution_id)
+    result = await executions.step(execution_id, Event(name="work"), key="job:raced")
+    assert isinstance(result, AlreadyApplied)
+    assert await count_of(executions, execution_id) == 0  # the raced step rolled back
+    assert [row[1] for row in await effect_rows(store, execution_id)] == ["tick"]
 
 
 async def test_many_concurrent_steps_apply_each_once(executions: Executions) -> None:

@@ -64,6 +64,11 @@ logger = logging.getLogger("statifier_persistence")
 EventBuilder = Callable[[MachineState], Event | Decline]
 """Builds the event from the locked position, or declines (e.g. a late invocation answer)."""
 
+
+class _KeyRace(Exception):
+    """The step's key was applied by a concurrent step first (see ``Executions.step``)."""
+
+
 _NO_POSITION = -1
 """A position bound no position meets: reads that need no position do not transfer it."""
 
@@ -207,9 +212,24 @@ class Executions:
             key = check_key(key)
         if not isinstance(event, Event) and not callable(event):
             raise InvalidArgument(f"event must be an Event or a builder, not {event!r}")
+        try:
+            return await self._step(execution_id, event, key, conn)
+        except _KeyRace:
+            # A concurrent step applied this key while this one waited for the row lock
+            # (the key check read the snapshot from before the wait). This transaction
+            # rolled back; checked again, the key is seen.
+            return await self._step(execution_id, event, key, conn)
+
+    async def _step(
+        self,
+        execution_id: str,
+        event: Event | EventBuilder,
+        key: str | None,
+        conn: AsyncConnection[Any] | None,
+    ) -> StepResult:
         async with transaction(self._pool, conn) as db:
-            execution, blob = await self._locked(db, execution_id)
-            if key is not None and await self._applied(db, execution_id, key):
+            execution, blob, applied = await self._locked(db, execution_id, key)
+            if key is not None and applied:
                 return AlreadyApplied(execution, key)
             if execution.status in TERMINAL:
                 return Discarded(execution, execution.status)
@@ -224,12 +244,7 @@ class Executions:
                 raise InvalidArgument(f"the event builder returned {built!r}, not an Event")
             drive = self._drive(db, execution, state, routes)
             await drive.event(built)
-            stored = await self._store(db, drive)
-            if key is not None:
-                await db.execute(
-                    statement("insert_step_key", self._prefix),
-                    {"id": execution_id, "key": key, "step_count": stored.step_count},
-                )
+            stored = await self._store(db, drive, key)
         return self._stepped(stored, drive)
 
     async def cancel(
@@ -242,7 +257,7 @@ class Executions:
         """
         execution_id = check_execution_id(execution_id)
         async with transaction(self._pool, conn) as db:
-            execution, blob = await self._locked(db, execution_id)
+            execution, blob, _ = await self._locked(db, execution_id)
             if execution.status in ("completed", "cancelled"):
                 return Discarded(execution, execution.status)
             if execution.status == "needs_migration":
@@ -278,7 +293,7 @@ class Executions:
     ) -> Execution:
         execution_id = check_execution_id(execution_id)
         async with transaction(self._pool, conn) as db:
-            execution, _ = await self._locked(db, execution_id, with_position=False)
+            execution, _, _ = await self._locked(db, execution_id, with_position=False)
             if execution.status != expected:
                 raise InvalidTransition(execution_id, execution.status, wanted)
             cursor = await db.execute(
@@ -297,7 +312,7 @@ class Executions:
         """The execution's row (``ExecutionNotFound`` if there is none)."""
         execution_id = check_execution_id(execution_id)
         async with transaction(self._pool, conn) as db:
-            execution, _ = await self._read(db, execution_id, lock="", with_position=False)
+            execution, _, _ = await self._read(db, execution_id, lock="", with_position=False)
         return execution
 
     async def load(
@@ -306,7 +321,7 @@ class Executions:
         """The execution's row and its position, loaded against its registered chart."""
         execution_id = check_execution_id(execution_id)
         async with transaction(self._pool, conn) as db:
-            execution, blob = await self._read(db, execution_id, lock="", with_position=True)
+            execution, blob, _ = await self._read(db, execution_id, lock="", with_position=True)
             assert blob is not None
             state = await self._position(db, execution, blob, self._host.routes(execution))
         return execution, state
@@ -362,9 +377,16 @@ class Executions:
         }
 
     async def _read(
-        self, db: AsyncConnection[Any], execution_id: str, *, lock: str, with_position: bool
-    ) -> tuple[Execution, bytes | None]:
-        params = {**self._bounds(), "id": execution_id}
+        self,
+        db: AsyncConnection[Any],
+        execution_id: str,
+        *,
+        lock: str,
+        with_position: bool,
+        key: str | None = None,
+    ) -> tuple[Execution, bytes | None, bool]:
+        """The row, its position (if asked for) and whether ``key`` was applied to it."""
+        params: dict[str, Any] = {**self._bounds(), "id": execution_id, "key": key}
         if not with_position:
             params["max_position"] = _NO_POSITION
         cursor = await db.execute(statement("select_execution", self._prefix, lock=lock), params)
@@ -375,21 +397,20 @@ class Executions:
         if execution.id != execution_id:
             raise CorruptExecution(execution_id, f"the row answers to {execution.id!r}")
         blob = decode_position(row, execution_id, self._limits) if with_position else None
-        return execution, blob
+        return execution, blob, bool(row[-1])
 
     async def _locked(
-        self, db: AsyncConnection[Any], execution_id: str, *, with_position: bool = True
-    ) -> tuple[Execution, bytes]:
-        execution, blob = await self._read(
-            db, execution_id, lock="FOR UPDATE", with_position=with_position
+        self,
+        db: AsyncConnection[Any],
+        execution_id: str,
+        key: str | None = None,
+        *,
+        with_position: bool = True,
+    ) -> tuple[Execution, bytes, bool]:
+        execution, blob, applied = await self._read(
+            db, execution_id, lock="FOR UPDATE", with_position=with_position, key=key
         )
-        return execution, blob if blob is not None else b""
-
-    async def _applied(self, db: AsyncConnection[Any], execution_id: str, key: str) -> bool:
-        cursor = await db.execute(
-            statement("find_step_key", self._prefix), {"id": execution_id, "key": key}
-        )
-        return await cursor.fetchone() is not None
+        return execution, blob if blob is not None else b"", applied
 
     async def _position(
         self,
@@ -430,7 +451,9 @@ class Executions:
             failure=dict(execution.failure) if execution.failure is not None else None,
         )
 
-    async def _store(self, db: AsyncConnection[Any], drive: Drive) -> Execution:
+    async def _store(
+        self, db: AsyncConnection[Any], drive: Drive, key: str | None = None
+    ) -> Execution:
         execution_id = drive.execution.id
         try:
             blob = position.dumps(drive.state)
@@ -449,10 +472,13 @@ class Executions:
             "position": blob,
             "status": drive.status,
             "failure": failure,
+            "key": key,
         }
-        cursor = await db.execute(statement("update_execution", self._prefix), params)
+        cursor = await db.execute(statement("store_execution", self._prefix), params)
         row = await cursor.fetchone()
         assert row is not None  # the row is locked (or inserted) by this transaction
+        if key is not None and row[-1] == 0:
+            raise _KeyRace
         return decode_execution(row, self._limits)
 
     def _stepped(self, stored: Execution, drive: Drive) -> Stepped:

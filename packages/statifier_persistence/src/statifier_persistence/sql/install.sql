@@ -40,7 +40,7 @@ CREATE TABLE IF NOT EXISTS {schema}.statifier_executions (
         AND (child_index IS NULL OR parent_id IS NOT NULL)
     ),
     CONSTRAINT statifier_executions_metadata_object CHECK (jsonb_typeof(metadata) = 'object')
-);
+) WITH (fillfactor = 80);  -- room on each page for the HOT update every step makes
 
 -- list by status and chart (paged by id)
 CREATE INDEX IF NOT EXISTS statifier_executions_by_status
