@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from statifier.errors import StatifierError
+
 type Value = Any
 """A JSON-like value: ``str``, ``int``, ``float``, ``bool``, ``None``, ``list``, ``dict``."""
 
@@ -47,7 +49,7 @@ class WriteResult:
     prior: Value
 
 
-class DatamodelError(Exception):
+class DatamodelError(StatifierError):
     """Base class of every error raised by a datamodel."""
 
 
