@@ -925,7 +925,7 @@ class _Compiler:
             message = f"{source!r}: {exc.message}"
             if self.datamodel.syntax_errors_at_runtime:
                 self.warn(element, "invalid-expression", message)
-                return self.datamodel.failing_expression(source, message)
+                return self.datamodel.failing_expression(source, exc.message)
             self.error(element, "invalid-expression", message)
             return None
 
@@ -945,7 +945,7 @@ class _Compiler:
             message = f"{attr} {source!r}: {exc.message}"
             if self.datamodel.syntax_errors_at_runtime:
                 self.warn(element, "invalid-location", message)
-                return self.datamodel.failing_location(source, message)
+                return self.datamodel.failing_location(source, exc.message)
             self.error(element, "invalid-location", message)
             return None
 
@@ -962,7 +962,7 @@ class _Compiler:
                 message = f"namelist entry {name!r}: {exc.message}"
                 if self.datamodel.syntax_errors_at_runtime:
                     self.warn(element, "invalid-namelist", message)
-                    names.append((name, self.datamodel.failing_expression(name, message)))
+                    names.append((name, self.datamodel.failing_expression(name, exc.message)))
                 else:
                     self.error(element, "invalid-namelist", message)
         return tuple(names)

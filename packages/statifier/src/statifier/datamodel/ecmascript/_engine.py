@@ -166,7 +166,7 @@ class Engine:
         """Evaluate an expression; with ``side_effects``, write changed variables back."""
         try:
             function = self._function("expression", source)
-            self._prepare(variables, in_state, in_ids)
+            self._prepare(variables, in_state, in_ids, side_effects)
             result = self._export(self._call(function))
             if side_effects:
                 self._commit(variables, _any_name)
@@ -224,9 +224,13 @@ class Engine:
             raise
 
     def _prepare(
-        self, variables: Mapping[str, Value], in_state: InState, in_ids: tuple[str, ...]
+        self,
+        variables: Mapping[str, Value],
+        in_state: InState,
+        in_ids: tuple[str, ...],
+        dynamic: bool = True,
     ) -> None:
-        self._answer_in(in_state, in_ids)
+        self._answer_in(in_state, in_ids, dynamic)
         installed = self._installed
         for name, value in variables.items():
             if installed.get(name, _MISSING) is value:
@@ -245,11 +249,12 @@ class Engine:
                     self._call(self._remove, name)
                 del installed[name]
 
-    def _answer_in(self, in_state: InState, in_ids: tuple[str, ...]) -> None:
+    def _answer_in(self, in_state: InState, in_ids: tuple[str, ...], dynamic: bool) -> None:
         # Chart code cannot call back into Python (the time limit forbids it), so In() answers
-        # from data handed over before the call: the ids the source names literally, and the
-        # whole configuration when the caller's ``in_state`` offers ``active_state_ids()``.
-        active = getattr(in_state, "active_state_ids", None)
+        # from data handed over before the call: the ids the source names literally, and, for
+        # a source that calls functions (``dynamic``), the whole configuration when the
+        # caller's ``in_state`` offers ``active_state_ids()``.
+        active = getattr(in_state, "active_state_ids", None) if dynamic else None
         active_ids = list(active()) if callable(active) else None
         if not in_ids and active_ids is None:
             text = "{}\x00null"

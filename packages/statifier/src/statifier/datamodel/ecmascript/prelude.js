@@ -191,8 +191,10 @@
       assign(topLevel ? revive(text) : parseJSON(text));
     },
     compileExpression(source) {
-      makeFunction("return [" + source + "\n];");
-      return makeFunction("return (" + source + "\n);");
+      // A trailing semicolon is tolerated: charts write expr="new Foo();".
+      const body = source.replace(/[\s;]+$/, "");
+      makeFunction("return [" + body + "\n];");
+      return makeFunction("return (" + body + "\n);");
     },
     compileLocation(source) {
       makeFunction("return [" + source + "\n];");
