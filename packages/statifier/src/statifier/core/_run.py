@@ -68,6 +68,7 @@ class Run:
         "effects",
         "entered",
         "history",
+        "in_state",
         "internal_queue",
         "invocations",
         "invoke_counter",
@@ -87,7 +88,6 @@ class Run:
         "states_to_invoke",
         "status",
         "timer_counter",
-        "in_state",
         "trace",
         "transitions",
     )

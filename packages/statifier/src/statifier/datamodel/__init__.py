@@ -7,7 +7,7 @@ compile every expression, location and script; the core evaluates the compiled o
 
 ``statifier.datamodel.python`` is the safe Python-expression datamodel, the default; its
 compile functions stay re-exported here under their historical names.
-``statifier.datamodel.ecmascript`` is the sandboxed ECMAScript datamodel (ADR 8).
+``statifier.datamodel.ecmascript`` is the sandboxed ECMAScript datamodel (ADR 9).
 """
 
 from statifier.datamodel.base import (

@@ -1,4 +1,4 @@
-"""The ECMAScript datamodel: chart code runs in a sandboxed QuickJS engine (ADR 8).
+"""The ECMAScript datamodel: chart code runs in a sandboxed QuickJS engine (ADR 9).
 
 Selected by ``<scxml datamodel="ecmascript">``; needs the ``statifier[ecmascript]`` extra
 (the ``quickjs-ng`` wheel). The sandbox has no host objects and no I/O; the clock
@@ -9,7 +9,7 @@ Variables are stored as JSON-like values (so positions stay JSON): a variable ho
 ``undefined`` or ``null`` is stored as ``None`` and reads back as ``undefined``; a
 function is stored as ``{"$function": source}`` and rebuilt from its source in the global
 scope; a value JSON cannot hold (a cycle, a BigInt) makes the evaluation that produced it
-fail with ``error.execution``. See ADR 8 for every rule.
+fail with ``error.execution``. See ADR 9 for every rule.
 """
 
 from __future__ import annotations

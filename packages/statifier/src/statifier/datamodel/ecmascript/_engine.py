@@ -1,4 +1,4 @@
-"""One sandboxed QuickJS context per thread, kept equal to the stored variables (ADR 8).
+"""One sandboxed QuickJS context per thread, kept equal to the stored variables (ADR 9).
 
 The invariant every call keeps: each chart variable's JavaScript value is exactly what its
 stored (JSON-like) value revives to. Before a call, the variables whose stored value changed

@@ -1,4 +1,4 @@
-"""Resource limits of the ECMAScript sandbox (ADR 8)."""
+"""Resource limits of the ECMAScript sandbox (ADR 9)."""
 
 from __future__ import annotations
 

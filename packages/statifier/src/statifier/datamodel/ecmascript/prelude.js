@@ -1,4 +1,4 @@
-// Hardening and host bridge of one sandbox context (see ADR 8).
+// Hardening and host bridge of one sandbox context (see ADR 9).
 //
 // Evaluated once per context, before any chart code. It removes every way to observe the
 // clock, randomness or garbage collection, defines the SCXML system variables and In(),
@@ -79,7 +79,7 @@
   }
   deepFreeze(getPrototypeOf(global));
 
-  // Stored form of one variable (ADR 8): JSON text; undefined and null are "null"; a
+  // Stored form of one variable (ADR 9): JSON text; undefined and null are "null"; a
   // function is {"$function": source}; anything JSON cannot hold throws (a cycle, a BigInt).
   function store(value) {
     if (value === undefined || value === null) return "null";
