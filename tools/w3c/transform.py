@@ -77,6 +77,13 @@ Python spellings of the same meaning:
 README's ``expr="V"`` rule says; our engine will reject that document at load time, which
 only matters for that manual test.
 
+The ECMAScript profile (``transform(txml, "ecmascript")``) is the suite's own rendering
+(``confEcma.xsl``, the README's ECMAScript column), verbatim except where our datamodel
+stores values as JSON copies (ADR 9): ``VarEqVarStruct`` and the ``==`` form of
+``idSystemVarVal`` compare ``JSON.stringify`` of both sides (a variable never shares an
+object with another or with a system variable), and ``varPrefix`` is written as
+``String(VarB).indexOf(String(VarA))===0``.
+
 Command line: ``python tools/w3c/transform.py OUT_DIR`` writes ``testNNN.scxml`` for every
 ``testNNN.txml`` in the corpus (sub-documents included) and copies the corpus's ``.txt``
 data files next to them, so that the relative ``file:`` references resolve inside OUT_DIR.
