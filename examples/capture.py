@@ -41,8 +41,8 @@ from statifier import Machine
 from statifier.core.effects import Invoke
 from statifier.runtime.session import Session
 from statifier_oban import Config
-from statifier_oban.handler import Error, InvokeHandler, Ok, RunContext, RunResult
-from statifier_oban.host import DurableTimers
+from statifier_oban._handler import Error, InvokeHandler, Ok, RunContext, RunResult
+from statifier_oban._host import DurableTimers
 
 CHART = Path(__file__).with_name("capture.scxml")
 

@@ -17,10 +17,10 @@ import pytest
 import statifier
 from statifier.core import effects as fx
 from statifier_oban import cli, demo
+from statifier_oban._names import TIMER_WORKER
 from statifier_oban.demo_chart import default_chart_path, load_machine, scalable_source, seed
 from statifier_oban.demo_store import StoredPosition, TimerRow
 from statifier_oban.demo_timeline import Entry
-from statifier_oban.names import TIMER_WORKER
 
 HOLD = "1s"
 

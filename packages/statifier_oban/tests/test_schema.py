@@ -15,8 +15,8 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.errors import InvalidColumnReference, UniqueViolation
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
+from statifier_oban._names import TIMER_WORKER
 from statifier_oban.embedded import EmbeddedPostgres
-from statifier_oban.names import TIMER_WORKER
 from statifier_oban.schema import (
     INDEXES,
     OBAN_TABLES,

@@ -14,8 +14,8 @@ from oban import Oban
 from oban import telemetry as oban_telemetry
 from psycopg_pool import AsyncConnectionPool
 from statifier_oban import telemetry
-from statifier_oban.config import Config
-from statifier_oban.errors import (
+from statifier_oban._config import Config
+from statifier_oban._errors import (
     InvalidScope,
     MissingOrdinal,
     MissingSendId,
@@ -23,7 +23,7 @@ from statifier_oban.errors import (
     OpaqueValueError,
     StoreUnavailable,
 )
-from statifier_oban.timer import cancel, schedule, schedule_many
+from statifier_oban._timer import cancel, schedule, schedule_many
 
 from .effects_factory import (
     all_jobs,

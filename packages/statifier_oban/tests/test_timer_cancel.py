@@ -10,10 +10,10 @@ import pytest
 from oban import Oban
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
-from statifier_oban.config import Config
-from statifier_oban.errors import InvalidScope, MissingSendId
-from statifier_oban.names import PENDING_STATES
-from statifier_oban.timer import cancel, schedule
+from statifier_oban._config import Config
+from statifier_oban._errors import InvalidScope, MissingSendId
+from statifier_oban._names import PENDING_STATES
+from statifier_oban._timer import cancel, schedule
 
 from .effects_factory import (
     OTHER_WORKER,

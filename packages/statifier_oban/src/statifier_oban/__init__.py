@@ -7,9 +7,8 @@ Importing the package installs prompt staging for Oban instances built afterward
 from __future__ import annotations
 
 from . import latency, telemetry
-from .config import Config
-from .delivery import Delivered, Delivery, Discarded, Snooze, fired_event
-from .errors import (
+from ._config import Config
+from ._errors import (
     ConfigError,
     InvalidScope,
     MissingOrdinal,
@@ -19,7 +18,8 @@ from .errors import (
     StatifierObanError,
     StoreUnavailable,
 )
-from .timer import TimerJob, cancel, pending_for, schedule
+from ._timer import TimerJob, cancel, pending_for, schedule
+from .delivery import Delivered, Delivery, Discarded, Snooze, fired_event
 
 latency.install()
 

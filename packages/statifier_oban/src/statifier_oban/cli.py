@@ -41,11 +41,11 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import AsyncConnectionPool
 
 from . import demo, telemetry
-from .config import Config
-from .errors import StatifierObanError
+from ._config import Config
+from ._errors import StatifierObanError
+from ._timer import pending_for
 from .schema import INDEXES, OBAN_TABLES, SchemaError, check_prefix, describe, verify
 from .schema import install as install_schema
-from .timer import pending_for
 
 PROG = "statifier-oban"
 """The console script name."""

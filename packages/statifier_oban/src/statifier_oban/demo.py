@@ -41,6 +41,7 @@ import psycopg
 import statifier
 from statifier.core.position import PositionError, loads
 
+from ._names import TIMER_WORKER
 from .demo_chart import ChartNotFound, declared_hold, default_chart_path, hold_ms, load_machine
 from .demo_phases import FAULTS, PhaseOptions, run_phase
 from .demo_store import (
@@ -51,7 +52,6 @@ from .demo_store import (
 )
 from .demo_timeline import Emitter, Entry, Timeline, table
 from .embedded import EmbeddedPostgres
-from .names import TIMER_WORKER
 from .schema import describe
 
 URL_ENV = "STATIFIER_OBAN_DEMO_DATABASE_URL"

@@ -31,7 +31,9 @@ from statifier.runtime.session import Halted, Message, Session
 import statifier_oban.workers  # noqa: F401  (registers the timer worker with oban)
 
 from . import telemetry
-from .config import Config
+from ._config import Config
+from ._host import DurableTimers
+from ._timer import pending_for
 from .demo_chart import load_machine, seed
 from .demo_store import (
     TimerRow,
@@ -41,9 +43,7 @@ from .demo_store import (
     timer_rows,
 )
 from .demo_timeline import Emitter, epoch
-from .host import DurableTimers
 from .schema import describe, install
-from .timer import pending_for
 
 TIMERS_QUEUE = "timers"
 """The queue the demo's timer jobs go to (the host names it: ``Config(timers_queue=...)``)."""

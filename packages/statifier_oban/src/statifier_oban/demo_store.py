@@ -20,7 +20,7 @@ from psycopg_pool import AsyncConnectionPool
 from statifier.core.position import dumps
 from statifier.runtime.session import Session
 
-from .names import TIMER_WORKER
+from ._names import TIMER_WORKER
 
 CREATE_POSITIONS: LiteralString = """
 CREATE TABLE IF NOT EXISTS demo_positions (

@@ -31,8 +31,8 @@ from psycopg import AsyncConnection, sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import AsyncConnectionPool
 
-from .errors import StatifierObanError
-from .names import CHILD_START_WORKER, INVOKE_WORKER, PENDING_STATES, TIMER_WORKER
+from ._errors import StatifierObanError
+from ._names import CHILD_START_WORKER, INVOKE_WORKER, PENDING_STATES, TIMER_WORKER
 
 __all__ = [
     "CHILD_START_DEDUP_INDEX",

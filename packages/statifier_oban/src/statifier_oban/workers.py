@@ -20,14 +20,14 @@ from oban import Snooze as ObanSnooze
 from oban.job import Job
 from oban.worker import register_worker
 
-from . import fan_out, invoke_args, telemetry, timer_args
-from .config import DEFAULT_DELIVERY, DEFAULT_INVOKE_DELIVERY, INVOKE_MARGIN_MS
+from . import _fan_out, _invoke_args, _timer_args, telemetry
+from ._config import DEFAULT_DELIVERY, DEFAULT_INVOKE_DELIVERY, INVOKE_MARGIN_MS
+from ._errors import InvalidDelivery, UndecodableRow
+from ._handler import Deferred, Error, FanOut, InvokeHandler, Ok, RunContext
+from ._invoke_args import InvocationRow
+from ._names import META_CHILD_STARTER, META_DELIVERY, META_TIMEOUT, META_UNRESOLVED_HANDLER
+from ._resolve import ResolutionError, resolve
 from .delivery import Delivered, Discarded, Snooze
-from .errors import InvalidDelivery, UndecodableRow
-from .handler import Deferred, Error, FanOut, InvokeHandler, Ok, RunContext
-from .invoke_args import InvocationRow
-from .names import META_CHILD_STARTER, META_DELIVERY, META_TIMEOUT, META_UNRESOLVED_HANDLER
-from .resolve import ResolutionError, resolve
 
 logger = logging.getLogger("statifier_oban.workers")
 
@@ -66,7 +66,7 @@ class TimerWorker:
     async def process(self, job: Job) -> Any:
         """Run the fired timer; see the module docstring for the outcomes."""
         try:
-            scope, effect = timer_args.decode(job.args)
+            scope, effect = _timer_args.decode(job.args)
         except UndecodableRow as exc:
             logger.warning("timer job %s is undecodable: %s", job.id, exc)
             return Cancel(f"undecodable: {exc}")
@@ -135,7 +135,7 @@ class InvokeWorker:
         """See ``statifier_oban.handler`` for what each answer of ``run`` leads to."""
         meta = job.meta if isinstance(job.meta, dict) else {}
         try:
-            row = invoke_args.decode(job.args)
+            row = _invoke_args.decode(job.args)
         except UndecodableRow as exc:
             await self._fail_undecodable(job, meta, exc)
             return Cancel(f"undecodable: {exc}")
@@ -251,10 +251,10 @@ class InvokeWorker:
         result: FanOut,
     ) -> Any:
         config = handler.config()
-        started = await fan_out.start(
+        started = await _fan_out.start(
             config, dict(job.args), row.invoke, result.items, result.max_concurrency
         )
-        if isinstance(started, fan_out.Refused):
+        if isinstance(started, _fan_out.Refused):
             await self._deliver_failure(delivery, job, row, "fan_out_refused", started.detail())
             return Cancel(f"fan_out_refused: {started.detail()}")
         if started == 0:
@@ -265,7 +265,7 @@ class InvokeWorker:
             scope=row.scope,
             invoke_id=row.invoke_id,
             handler=row.handler,
-            policy=fan_out.policy_of(row.invoke),
+            policy=_fan_out.policy_of(row.invoke),
             queue=config.invoke_queue,
             job_id=job.id,
             caller_context=row.invoke.caller_context,
@@ -299,7 +299,7 @@ class InvokeWorker:
 
     async def _fail_undecodable(self, job: Job, meta: dict[str, Any], exc: Exception) -> None:
         """Tell the execution about a corrupt row when its identity is still readable."""
-        found = invoke_args.identity(job.args)
+        found = _invoke_args.identity(job.args)
         if found is None:
             logger.warning("invocation job %s is undecodable and unidentifiable: %s", job.id, exc)
             return
@@ -325,8 +325,8 @@ class ChildStartWorker:
     async def process(self, job: Job) -> Any:
         """Decode, resolve the starter (retry if it does not), start, record."""
         try:
-            row = invoke_args.decode(job.args)
-            index, count, policy = invoke_args.child_position(job.args)
+            row = _invoke_args.decode(job.args)
+            index, count, policy = _invoke_args.child_position(job.args)
         except UndecodableRow as exc:
             logger.warning("child start job %s is undecodable: %s", job.id, exc)
             return Cancel(f"undecodable: {exc}")

@@ -18,8 +18,8 @@ from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from .errors import StoreUnavailable
-from .names import CHILD_START_WORKER, INVOKE_WORKER, PENDING_STATES, TIMER_WORKER
+from ._errors import StoreUnavailable
+from ._names import CHILD_START_WORKER, INVOKE_WORKER, PENDING_STATES, TIMER_WORKER
 from .schema import check_prefix
 
 WORKERS = frozenset({TIMER_WORKER, INVOKE_WORKER, CHILD_START_WORKER})

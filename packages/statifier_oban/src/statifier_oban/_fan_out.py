@@ -14,10 +14,10 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from statifier.core.effects import Invoke
 
-from . import invoke_args, store, telemetry
-from .config import Config
-from .errors import InvalidScope
-from .names import CHILD_START_WORKER, META_CHILD_STARTER, META_TIMEOUT
+from . import _invoke_args, _store, telemetry
+from ._config import Config
+from ._errors import InvalidScope
+from ._names import CHILD_START_WORKER, META_CHILD_STARTER, META_TIMEOUT
 
 Policy = Literal["all", "first_error"]
 
@@ -107,17 +107,17 @@ async def start(
     if config.child_start_timeout is not None:
         meta[META_TIMEOUT] = config.child_start_timeout
     rows = [
-        store.jsonb(invoke_args.for_child_start(parent_args, index, count, policy))
+        _store.jsonb(_invoke_args.for_child_start(parent_args, index, count, policy))
         for index in range(count)
     ]
-    async with store.connection(config.oban, None) as db:
+    async with _store.connection(config.oban, None) as db:
         await db.execute(
-            store.sql(store.INSERT_CHILD_STARTS, config.oban, CHILD_START_WORKER),
+            _store.sql(_store.INSERT_CHILD_STARTS, config.oban, CHILD_START_WORKER),
             {
                 "args": rows,
-                "meta": store.jsonb(meta),
+                "meta": _store.jsonb(meta),
                 "queue": config.invoke_queue,
-                "channel": store.insert_channel(config.oban),
+                "channel": _store.insert_channel(config.oban),
             },
         )
     return count
@@ -127,9 +127,9 @@ async def cancel_unstarted(config: Config, scope: str, invoke_id: str) -> int:
     """Cancel the child starts of an invocation whose job has not run yet; the count."""
     if not isinstance(scope, str) or not scope:
         raise InvalidScope(f"scope must be a non-empty string, not {scope!r}")
-    async with store.connection(config.oban, None) as db:
+    async with _store.connection(config.oban, None) as db:
         cursor = await db.execute(
-            store.sql(store.CANCEL_BY_INVOKE_ID, config.oban, CHILD_START_WORKER),
+            _store.sql(_store.CANCEL_BY_INVOKE_ID, config.oban, CHILD_START_WORKER),
             {
                 "scope": scope,
                 "invoke_id": invoke_id,

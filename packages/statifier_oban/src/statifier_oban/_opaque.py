@@ -18,8 +18,8 @@ import json
 import math
 from typing import Any, Protocol, runtime_checkable
 
-from .errors import CodecFailed, OpaqueValueError, UndecodableRow
-from .resolve import ResolutionError, resolve
+from ._errors import CodecFailed, OpaqueValueError, UndecodableRow
+from ._resolve import ResolutionError, resolve
 
 
 @runtime_checkable

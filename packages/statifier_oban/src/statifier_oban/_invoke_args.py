@@ -17,8 +17,8 @@ from typing import Any
 
 from statifier.core.effects import Invoke
 
-from .errors import UndecodableRow
-from .opaque import decode_field, encode_field
+from ._errors import UndecodableRow
+from ._opaque import decode_field, encode_field
 
 POLICIES = ("all", "first_error")
 

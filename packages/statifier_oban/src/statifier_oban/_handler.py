@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from statifier.core.effects import Invoke
 from statifier.core.events import Event
 
-from .config import Config
+from ._config import Config
 
 if TYPE_CHECKING:
     from statifier.runtime.invoke import HandlerContext
@@ -121,13 +121,13 @@ class InvokeHandler:
 
     async def start(self, invoke: Invoke, ctx: HandlerContext) -> None:
         """Store the invocation's job (entering the invoking state)."""
-        from .invocation import enqueue
+        from ._invocation import enqueue
 
         await enqueue(self.config(), type(self), ctx.session_id, invoke)
 
     async def cancel(self, invoke_id: str, ctx: HandlerContext) -> None:
         """Cancel every pending job of the invocation (leaving the invoking state)."""
-        from .invocation import cancel
+        from ._invocation import cancel
 
         await cancel(self.config(), ctx.session_id, invoke_id, handler=type(self))
 
