@@ -11,7 +11,7 @@ Three measurements, each reported as a ratio against a peer measured in the same
    raw ``oban.enqueue`` / ``enqueue_many`` (same worker name, args and meta, scheduled
    1 h out), sequentially on pooled connections, inside one caller transaction, and in
    batches. Paths are interleaved slice by slice; the best of ``--repeats`` rounds counts.
-2. Cancel latency: ``_timer.cancel`` matching one job, with 1,000 and with 1,000,000
+2. Cancel latency: ``_timer.cancel_timers`` matching one job, with 1,000 and with 1,000,000
    pending timers in the table (two databases, cancels interleaved), plus ``EXPLAIN``.
 3. Firing lateness: 1 and 2 worker processes (``bench/timers_worker.py``) running the
    timers queue with the default configuration (prompt stager), against the same
@@ -731,7 +731,7 @@ async def bench_cancel(server: Server, args: argparse.Namespace) -> list[tuple[s
     """Section 2; returns the verdicts."""
     sizes = (args.cancel_small, args.cancel_rows)
     print(
-        f"\n2. Cancel latency: _timer.cancel matching one pending timer (random scope), "
+        f"\n2. Cancel latency: _timer.cancel_timers matching one pending timer (random scope), "
         f"{args.cancels} cancels per table size, interleaved; own pooled connection per call"
     )
     sides: list[CancelSide] = []
@@ -757,7 +757,7 @@ async def bench_cancel(server: Server, args: argparse.Namespace) -> list[tuple[s
             for side in order:
                 scope, send_id = row_key(picks[side.rows][k])
                 start = time.perf_counter()
-                count = await _timer.cancel(side.config, scope, make_cancel(send_id, k + 1))
+                count = await _timer.cancel_timers(side.config, scope, make_cancel(send_id, k + 1))
                 elapsed = (time.perf_counter() - start) * 1000
                 if count != 1:
                     raise VerificationError(f"cancel {scope}/{send_id} matched {count} jobs")

@@ -100,7 +100,7 @@ async def test_pending_prints_a_count_per_scope(
         microstep=1,
         round=0,
     )
-    assert await _timer.cancel(config, cancelled, cancel) == 1
+    assert await _timer.cancel_timers(config, cancelled, cancel) == 1
 
     code = await asyncio.to_thread(
         cli.main, ["pending", "--database-url", database_url, two, cancelled, none, two]

@@ -15,7 +15,7 @@ import pytest
 from oban import Snooze as ObanSnooze
 from statifier.core import effects as fx
 from statifier.core.events import Event
-from statifier_oban import Config, Delivered, Discarded, Snooze, _timer, fired_event
+from statifier_oban import Config, Delivered, Discarded, Snoozed, _timer, fired_event
 from statifier_oban._config import DEFAULT_DELIVERY
 from statifier_oban.telemetry import TIMER_DISCARDED, TIMER_FIRED
 
@@ -177,10 +177,10 @@ async def test_an_unresolvable_delivery_retries_and_delivers_nothing(
 @pytest.mark.parametrize(
     "answer",
     [
-        Snooze(0),
-        Snooze(-5),
-        Snooze(1.5),  # type: ignore[arg-type]
-        Snooze(True),
+        Snoozed(0),
+        Snoozed(-5),
+        Snoozed(1.5),  # type: ignore[arg-type]
+        Snoozed(True),
         ObanSnooze(60),
         "ok",
         None,

@@ -18,7 +18,7 @@ from psycopg_pool import AsyncConnectionPool
 from statifier_oban import _timer_args
 from statifier_oban._errors import CodecFailed, OpaqueValueError, UndecodableRow
 from statifier_oban._opaque import OpaqueCodec, decode_field, encode_field
-from statifier_oban._timer import cancel, schedule
+from statifier_oban._timer import cancel_timers, schedule
 
 from .effects_factory import all_jobs, cancel_effect, make_config, raw_args, send_delayed
 
@@ -292,7 +292,7 @@ async def test_a_nondeterministic_codec_still_dedups_and_cancels(
 
     assert again.conflict is True
     assert again.job_id == first.job_id
-    assert await cancel(config, SCOPE, cancel_effect()) == 1
+    assert await cancel_timers(config, SCOPE, cancel_effect()) == 1
     _, decoded = _timer_args.decode(await raw_args(pool, first.job_id))
     assert decoded.data == VALUE
 

@@ -85,7 +85,8 @@ class SelfCancelling:
         job = current_job()
         assert job is not None and job.id is not None
         self.states_during.append((await job_row(self.server.pool, job.id)).state)
-        self.counts.append(await _timer.cancel(self.config, scope, cancel_effect(effect.send_id)))
+        cancel = cancel_effect(effect.send_id)
+        self.counts.append(await _timer.cancel_timers(self.config, scope, cancel))
         return Delivered()
 
 

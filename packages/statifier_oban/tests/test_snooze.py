@@ -1,7 +1,7 @@
-"""A delivery answering ``Snooze(s)``: a parked execution asks again later, spending nothing.
+"""A delivery answering ``Snoozed(s)``: a parked execution asks again later, spending nothing.
 
 The delivery (``ScriptedDelivery``) plays a host whose execution is parked: while parked it
-answers ``Snooze(60)``; once unparked it feeds the live session like the default delivery.
+answers ``Snoozed(60)``; once unparked it feeds the live session like the default delivery.
 Runs on a real queue; "later" is brought forward by moving ``scheduled_at`` to now.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from statifier.core.effects import SendDelayed
-from statifier_oban import Snooze, _timer, pending_for
+from statifier_oban import Snoozed, _timer, pending_for
 from statifier_oban.delivery import SessionDelivery
 from statifier_oban.telemetry import TIMER_DISCARDED, TIMER_FIRED, TIMER_SCHEDULED
 
@@ -64,9 +64,9 @@ class Parking:
         SCRIPTS[scope] = self.deliver
 
     def deliver(self, scope: str, effect: SendDelayed) -> Any:
-        """Snooze while parked; afterwards, what the default session delivery answers."""
+        """Snoozed while parked; afterwards, what the default session delivery answers."""
         if self.parked:
-            return Snooze(SNOOZE_S)
+            return Snoozed(SNOOZE_S)
         return SessionDelivery().deliver(scope, effect)
 
 
@@ -109,7 +109,7 @@ async def test_a_snooze_reschedules_without_spending_an_attempt_and_stays_cancel
         assert await pending_for(config, [scope]) == {scope: 1}
 
         # Still reached by a cancel, which then leaves nothing pending.
-        assert await _timer.cancel(config, scope, cancel_effect("hold")) == 1
+        assert await _timer.cancel_timers(config, scope, cancel_effect("hold")) == 1
         cancelled = await job_row(server.pool, job.job_id)
         assert cancelled.state == "cancelled"
         assert await pending_for(config, [scope]) == {scope: 0}

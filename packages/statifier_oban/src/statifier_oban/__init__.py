@@ -1,5 +1,13 @@
 """statifier_oban: delayed sends and invocations that outlive the process, as Oban jobs.
 
+Everything a host uses is importable from here. The public modules beside it are
+``statifier_oban.delivery`` (the default deliveries, whose import paths are stored on job
+rows), ``statifier_oban.workers`` (the oban workers, whose import paths are the rows'
+``worker``), ``statifier_oban.schema`` (the schema installer), ``statifier_oban.telemetry``
+(event names), ``statifier_oban.latency`` (prompt staging), ``statifier_oban.embedded``
+(a throwaway PostgreSQL, extra ``statifier-oban[embedded]``) and ``statifier_oban.cli``
+(the ``statifier-oban`` command). Modules with a leading underscore are private.
+
 Importing the package installs prompt staging for Oban instances built afterwards (see
 ``statifier_oban.latency``).
 """
@@ -9,38 +17,77 @@ from __future__ import annotations
 from . import latency, telemetry
 from ._config import Config
 from ._errors import (
+    CodecFailed,
     ConfigError,
+    DuplicateOrdinal,
+    InvalidDelivery,
     InvalidScope,
     MissingOrdinal,
     MissingSendId,
     NonSelfTarget,
+    OpaqueValueError,
     ScheduleRejected,
     StatifierObanError,
     StoreUnavailable,
+    UndecodableRow,
 )
-from ._timer import TimerJob, cancel, pending_for, schedule
-from .delivery import Delivered, Delivery, Discarded, Snooze, fired_event
+from ._fan_out import ChildStarter
+from ._handler import Deferred, Error, FanOut, InvokeHandler, Ok, RunContext, RunResult
+from ._host import DurableTimers
+from ._opaque import OpaqueCodec
+from ._timer import TimerJob, cancel_timers, pending_for, schedule, schedule_many
+from .delivery import (
+    Delivered,
+    DeliveryAnswer,
+    Discarded,
+    InvokeDelivery,
+    SessionDelivery,
+    SessionInvokeDelivery,
+    Snoozed,
+    TimerDelivery,
+    fired_event,
+)
 
 latency.install()
 
 __all__ = [
+    "ChildStarter",
+    "CodecFailed",
     "Config",
     "ConfigError",
+    "Deferred",
     "Delivered",
-    "Delivery",
+    "DeliveryAnswer",
     "Discarded",
+    "DuplicateOrdinal",
+    "DurableTimers",
+    "Error",
+    "FanOut",
+    "InvalidDelivery",
     "InvalidScope",
+    "InvokeDelivery",
+    "InvokeHandler",
     "MissingOrdinal",
     "MissingSendId",
     "NonSelfTarget",
+    "Ok",
+    "OpaqueCodec",
+    "OpaqueValueError",
+    "RunContext",
+    "RunResult",
     "ScheduleRejected",
-    "Snooze",
+    "SessionDelivery",
+    "SessionInvokeDelivery",
+    "Snoozed",
     "StatifierObanError",
     "StoreUnavailable",
+    "TimerDelivery",
     "TimerJob",
-    "cancel",
+    "UndecodableRow",
+    "cancel_timers",
     "fired_event",
     "pending_for",
     "schedule",
+    "schedule_many",
     "telemetry",
 ]

@@ -28,4 +28,4 @@ class DurableTimers:
 
     async def cancel(self, session: Session, effect: Cancel) -> None:
         """Cancel the session's pending timer jobs under the send id."""
-        await _timer.cancel(self.config, session.session_id, effect)
+        await _timer.cancel_timers(self.config, session.session_id, effect)

@@ -238,7 +238,7 @@ def _rejected(scope: Any, effect: SendDelayed, reason: str) -> None:
     )
 
 
-async def cancel(
+async def cancel_timers(
     config: Config,
     scope: str,
     effect: Cancel,

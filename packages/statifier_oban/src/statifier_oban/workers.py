@@ -6,6 +6,11 @@ cancelled with the reason on the row: the execution is gone), snoozed (reschedul
 attempt spent), undecodable (cancelled as such, never silently dropped), or an error
 (an unresolvable delivery or codec, an invalid answer, a raising delivery: retried with
 oban's backoff).
+
+Public because it is durable: a process that runs the queues imports it (importing
+registers the workers with oban), and ``TIMER_WORKER``, ``INVOKE_WORKER`` and
+``CHILD_START_WORKER`` are the ``oban_jobs.worker`` values of the rows, for a host's or an
+operator's own queries.
 """
 
 from __future__ import annotations
@@ -15,8 +20,7 @@ import inspect
 import logging
 from typing import Any
 
-from oban import Cancel
-from oban import Snooze as ObanSnooze
+from oban import Cancel, Snooze
 from oban.job import Job
 from oban.worker import register_worker
 
@@ -25,9 +29,26 @@ from ._config import DEFAULT_DELIVERY, DEFAULT_INVOKE_DELIVERY, INVOKE_MARGIN_MS
 from ._errors import InvalidDelivery, UndecodableRow
 from ._handler import Deferred, Error, FanOut, InvokeHandler, Ok, RunContext
 from ._invoke_args import InvocationRow
-from ._names import META_CHILD_STARTER, META_DELIVERY, META_TIMEOUT, META_UNRESOLVED_HANDLER
+from ._names import (
+    CHILD_START_WORKER,
+    INVOKE_WORKER,
+    META_CHILD_STARTER,
+    META_DELIVERY,
+    META_TIMEOUT,
+    META_UNRESOLVED_HANDLER,
+    TIMER_WORKER,
+)
 from ._resolve import ResolutionError, resolve
-from .delivery import Delivered, Discarded, Snooze
+from .delivery import Delivered, Discarded, Snoozed
+
+__all__ = [
+    "CHILD_START_WORKER",
+    "INVOKE_WORKER",
+    "TIMER_WORKER",
+    "ChildStartWorker",
+    "InvokeWorker",
+    "TimerWorker",
+]
 
 logger = logging.getLogger("statifier_oban.workers")
 
@@ -91,13 +112,13 @@ class TimerWorker:
             telemetry.emit(telemetry.TIMER_DISCARDED, reason=answer.reason, **common)
             return Cancel(f"discarded: {answer.reason}")
         if (
-            isinstance(answer, Snooze)
+            isinstance(answer, Snoozed)
             and isinstance(answer.seconds, int)
             and not isinstance(answer.seconds, bool)
             and answer.seconds > 0
         ):
-            return ObanSnooze(answer.seconds)
-        raise InvalidDelivery(f"delivery answered {answer!r}, not Delivered/Discarded/Snooze(n>0)")
+            return Snooze(answer.seconds)
+        raise InvalidDelivery(f"delivery answered {answer!r}, not Delivered/Discarded/Snoozed(n>0)")
 
 
 class InvocationTimeout(TimeoutError):
