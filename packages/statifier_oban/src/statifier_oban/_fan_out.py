@@ -16,7 +16,7 @@ from statifier.core.effects import Invoke
 
 from . import _invoke_args, _store, telemetry
 from ._config import Config
-from ._errors import InvalidScope
+from ._errors import FanOutError, InvalidScope
 from ._names import CHILD_START_WORKER, META_CHILD_STARTER, META_TIMEOUT
 
 Policy = Literal["all", "first_error"]
@@ -49,10 +49,6 @@ class Refused:
         if self.reason == "cap_exceeded":
             return f"cap_exceeded: {self.count} items exceed max_fan_out {self.cap}"
         return self.reason
-
-
-class FanOutError(Exception):
-    """A fan-out could not be scheduled now (missing config, store error): retried."""
 
 
 def policy_of(invoke: Invoke) -> Policy | Refused:

@@ -18,8 +18,8 @@ import json
 import math
 from typing import Any, Protocol, runtime_checkable
 
-from ._errors import CodecFailed, OpaqueValueError, UndecodableRow
-from ._resolve import ResolutionError, resolve
+from ._errors import CodecFailed, OpaqueValueError, ResolutionError, UndecodableRow
+from ._resolve import resolve
 
 
 @runtime_checkable

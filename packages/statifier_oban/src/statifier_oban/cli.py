@@ -140,7 +140,7 @@ CONNECT_TIMEOUT_S = 10
 """``connect_timeout`` for ``worker`` and ``pending`` when the conninfo sets none."""
 
 
-class CommandError(Exception):
+class CommandError(StatifierObanError):
     """A subcommand cannot go on; the message is printed as one line, and the status is 1."""
 
 

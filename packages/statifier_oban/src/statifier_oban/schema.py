@@ -31,7 +31,7 @@ from psycopg import AsyncConnection, sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import AsyncConnectionPool
 
-from ._errors import StatifierObanError
+from ._errors import InvalidPrefix, InvalidTarget, SchemaError
 from ._names import CHILD_START_WORKER, INVOKE_WORKER, PENDING_STATES, TIMER_WORKER
 
 __all__ = [
@@ -106,13 +106,6 @@ _NOT_SCHEMA_NAMES: Final = frozenset(
 )
 
 
-class SchemaError(StatifierObanError):
-    """The schema could not be installed or checked: database unreachable or statement failed.
-
-    The psycopg (or psycopg_pool) error is chained as ``__cause__``; the message is one line.
-    """
-
-
 def check_prefix(prefix: str) -> str:
     """Return ``prefix`` if it is a plain schema name oban can use unquoted; else ValueError.
 
@@ -122,16 +115,16 @@ def check_prefix(prefix: str) -> str:
     prefix with capitals could never work.)
     """
     if not isinstance(prefix, str):
-        raise ValueError(f"schema prefix must be a string, not {type(prefix).__name__}")
+        raise InvalidPrefix(f"schema prefix must be a string, not {type(prefix).__name__}")
     if not _IDENTIFIER.fullmatch(prefix):
-        raise ValueError(
+        raise InvalidPrefix(
             f"schema prefix {prefix!r} is not a plain identifier "
             "(lowercase letters, digits and underscores, not starting with a digit)"
         )
     if len(prefix) > _MAX_IDENTIFIER:
-        raise ValueError(f"schema prefix {prefix!r} is longer than {_MAX_IDENTIFIER} characters")
+        raise InvalidPrefix(f"schema prefix {prefix!r} is longer than {_MAX_IDENTIFIER} characters")
     if prefix in _NOT_SCHEMA_NAMES:
-        raise ValueError(f"schema prefix {prefix!r} is a reserved SQL key word")
+        raise InvalidPrefix(f"schema prefix {prefix!r} is a reserved SQL key word")
     return prefix
 
 
@@ -263,7 +256,7 @@ async def _connection(target: Target) -> AsyncIterator[AsyncConnection[Any]]:
         finally:
             await conn.close()
     else:
-        raise TypeError(
+        raise InvalidTarget(
             "target must be a conninfo string, a psycopg AsyncConnection or a "
             f"psycopg_pool AsyncConnectionPool, not {type(target).__name__}"
         )

@@ -26,7 +26,15 @@ from oban.worker import register_worker
 
 from . import _fan_out, _invoke_args, _timer_args, telemetry
 from ._config import DEFAULT_DELIVERY, DEFAULT_INVOKE_DELIVERY, INVOKE_MARGIN_MS
-from ._errors import InvalidDelivery, UndecodableRow
+from ._errors import (
+    InvalidDelivery,
+    InvalidHandler,
+    InvalidRunAnswer,
+    InvocationTimeout,
+    ResolutionError,
+    RunFailed,
+    UndecodableRow,
+)
 from ._handler import Deferred, Error, FanOut, InvokeHandler, Ok, RunContext
 from ._invoke_args import InvocationRow
 from ._names import (
@@ -38,7 +46,7 @@ from ._names import (
     META_UNRESOLVED_HANDLER,
     TIMER_WORKER,
 )
-from ._resolve import ResolutionError, resolve
+from ._resolve import resolve
 from .delivery import Delivered, Discarded, Snoozed
 
 __all__ = [
@@ -121,18 +129,6 @@ class TimerWorker:
         raise InvalidDelivery(f"delivery answered {answer!r}, not Delivered/Discarded/Snoozed(n>0)")
 
 
-class InvocationTimeout(TimeoutError):
-    """A handler's ``run`` outlived the ``invoke_timeout`` fixed on its job."""
-
-
-class InvalidHandler(LookupError):
-    """The handler named on an invocation job does not resolve to an ``InvokeHandler``."""
-
-
-class RunFailed(Exception):
-    """The handler answered ``Error(reason)``; the attempt fails and is retried."""
-
-
 async def _maybe(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
@@ -200,7 +196,7 @@ class InvokeWorker:
             if terminal:
                 await self._deliver_failure(delivery, job, row, "run_failed", repr(result.reason))
             raise RunFailed(repr(result.reason))
-        crash = TypeError(f"run answered {result!r}, not Ok/Error/FanOut/Deferred")
+        crash = InvalidRunAnswer(f"run answered {result!r}, not Ok/Error/FanOut/Deferred")
         if terminal:
             await self._deliver_failure(delivery, job, row, "run_crashed", str(crash))
         raise crash
