@@ -703,8 +703,8 @@ def row_key(i: int) -> tuple[str, str]:
 async def explain_cancel(url: str, oban: Oban, i: int) -> list[str]:
     """``EXPLAIN (ANALYZE, BUFFERS)`` of our cancel statement for row ``i``, rolled back."""
     scope, send_id = row_key(i)
-    params = {"scope": scope, "send_id": send_id, "reason": "explain"}
-    text = _store.sql(_store.CANCEL_TIMERS, oban, TIMER_WORKER)
+    params = {"scope": scope, "value": send_id, "reason": "explain"}
+    text = _store.statement(oban, "cancel_jobs", worker=TIMER_WORKER, key="send_id")
     statement = "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + text
     async with await psycopg.AsyncConnection.connect(url) as conn:
         cursor = psycopg.AsyncClientCursor(conn)

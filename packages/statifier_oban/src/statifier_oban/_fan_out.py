@@ -108,7 +108,7 @@ async def start(
     ]
     async with _store.connection(config.oban, None) as db:
         await db.execute(
-            _store.sql(_store.INSERT_CHILD_STARTS, config.oban, CHILD_START_WORKER),
+            _store.statement(config.oban, "insert_child_starts"),
             {
                 "args": rows,
                 "meta": _store.jsonb(meta),
@@ -124,15 +124,15 @@ async def cancel_unstarted(config: Config, scope: str, invoke_id: str) -> int:
     if not isinstance(scope, str) or not scope:
         raise InvalidScope(f"scope must be a non-empty string, not {scope!r}")
     async with _store.connection(config.oban, None) as db:
-        cursor = await db.execute(
-            _store.sql(_store.CANCEL_BY_INVOKE_ID, config.oban, CHILD_START_WORKER),
-            {
-                "scope": scope,
-                "invoke_id": invoke_id,
-                "reason": f"unstarted children of {invoke_id!r} cancelled",
-            },
+        count = await _store.cancel_pending(
+            db,
+            config.oban,
+            worker=CHILD_START_WORKER,
+            key="invoke_id",
+            scope=scope,
+            value=invoke_id,
+            reason=f"unstarted children of {invoke_id!r} cancelled",
         )
-        count = len(await cursor.fetchall())
     telemetry.emit(
         telemetry.INVOKE_UNSTARTED_CANCELLED, count=count, scope=scope, invoke_id=invoke_id
     )

@@ -61,14 +61,10 @@ async def enqueue(
     }
     try:
         async with _store.connection(config.oban, conn) as db:
-            cursor = await db.execute(
-                _store.sql(_store.INSERT_INVOCATION, config.oban, INVOKE_WORKER), params
-            )
+            cursor = await db.execute(_store.statement(config.oban, "insert_invocation"), params)
             row = await cursor.fetchone()
             if row is None:
-                found = await db.execute(
-                    _store.sql(_store.FIND_INVOCATION, config.oban, INVOKE_WORKER), params
-                )
+                found = await db.execute(_store.statement(config.oban, "find_invocation"), params)
                 row = await found.fetchone()
     except StoreUnavailable:
         _rejected(scope, invoke.invoke_id, name, "store_unavailable")
@@ -117,16 +113,16 @@ async def cancel(
     """
     if not isinstance(scope, str) or not scope:
         raise InvalidScope(f"scope must be a non-empty string, not {scope!r}")
-    params = {
-        "scope": scope,
-        "invoke_id": invoke_id,
-        "reason": f"invocation {invoke_id!r} left its state",
-    }
     async with _store.connection(config.oban, conn) as db:
-        cursor = await db.execute(
-            _store.sql(_store.CANCEL_BY_INVOKE_ID, config.oban, INVOKE_WORKER), params
+        count = await _store.cancel_pending(
+            db,
+            config.oban,
+            worker=INVOKE_WORKER,
+            key="invoke_id",
+            scope=scope,
+            value=invoke_id,
+            reason=f"invocation {invoke_id!r} left its state",
         )
-        count = len(await cursor.fetchall())
     telemetry.emit(
         telemetry.INVOKE_CANCELLED,
         count=count,

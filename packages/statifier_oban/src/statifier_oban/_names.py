@@ -1,10 +1,12 @@
-"""Durable names: worker names stored on job rows, meta keys, telemetry prefix.
+"""Durable names: worker names stored on job rows, meta keys, our index names.
 
-These strings live in the database for as long as a job row does; renaming one orphans
-every stored job, so they are spelled once, here.
+These strings live in the database for as long as a job row (or an installed schema)
+does; renaming one orphans every stored job, so they are spelled once, here.
 """
 
 from __future__ import annotations
+
+from typing import Final
 
 TIMER_WORKER = "statifier_oban.workers.TimerWorker"
 """``oban_jobs.worker`` of a fired-timer job (module path + class, as oban resolves it)."""
@@ -27,3 +29,27 @@ CHILD_START_WORKER = "statifier_oban.workers.ChildStartWorker"
 
 META_UNRESOLVED_HANDLER = "unresolved_handler"
 META_CHILD_STARTER = "child_starter"
+
+TIMER_DEDUP_INDEX: Final = "statifier_oban_timers_dedup"
+"""Unique index: one timer row per ``(scope, ordinal)``, whatever its state."""
+
+TIMER_PENDING_INDEX: Final = "statifier_oban_timers_pending"
+"""Index backing a cancel by ``(scope, send_id)`` among pending timer rows."""
+
+INVOKE_DEDUP_INDEX: Final = "statifier_oban_invoke_dedup"
+"""Unique index: one invocation job per ``(scope, invoke_id, macrostep)``, any state."""
+
+CHILD_START_DEDUP_INDEX: Final = "statifier_oban_child_start_dedup"
+"""Unique index: one child start job per ``(scope, invoke_id, macrostep, index)``."""
+
+INVOKE_PENDING_INDEX: Final = "statifier_oban_invoke_pending"
+"""Index backing a cancel by ``(scope, invoke_id)`` among pending invocation/start jobs."""
+
+INDEXES: Final = (
+    TIMER_DEDUP_INDEX,
+    TIMER_PENDING_INDEX,
+    INVOKE_DEDUP_INDEX,
+    CHILD_START_DEDUP_INDEX,
+    INVOKE_PENDING_INDEX,
+)
+"""Every index of ours, in creation order."""

@@ -100,14 +100,12 @@ async def schedule(
     try:
         async with _store.connection(config.oban, conn) as db:
             row = await (
-                await db.execute(_store.sql(_store.INSERT_TIMER, config.oban, TIMER_WORKER), params)
+                await db.execute(_store.statement(config.oban, "insert_timer"), params)
             ).fetchone()
             if row is None:
                 # The conflicting row may have committed after this statement's snapshot:
                 # a fresh statement sees it.
-                found = await db.execute(
-                    _store.sql(_store.FIND_TIMER, config.oban, TIMER_WORKER), params
-                )
+                found = await db.execute(_store.statement(config.oban, "find_timer"), params)
                 row = await found.fetchone()
     except StoreUnavailable:
         _rejected(scope, effect, "store_unavailable")
@@ -160,14 +158,12 @@ async def schedule_many(
     }
     try:
         async with _store.connection(config.oban, conn) as db:
-            cursor = await db.execute(
-                _store.sql(_store.INSERT_TIMERS, config.oban, TIMER_WORKER), params
-            )
+            cursor = await db.execute(_store.statement(config.oban, "insert_timers"), params)
             rows = {row[6]: row for row in await cursor.fetchall()}
             missing = [str(e.ordinal) for e in batch if str(e.ordinal) not in rows]
             if missing:
                 found = await db.execute(
-                    _store.sql(_store.FIND_TIMERS, config.oban, TIMER_WORKER),
+                    _store.statement(config.oban, "find_timers"),
                     {**params, "ordinals": missing},
                 )
                 rows.update({row[6]: row for row in await found.fetchall()})
@@ -254,17 +250,17 @@ async def cancel_timers(
     _check_scope(scope)
     if not isinstance(effect.send_id, str) or not effect.send_id:
         raise MissingSendId("a cancel needs a send id", scope=scope)
-    params = {
-        "scope": scope,
-        "send_id": effect.send_id,
-        "reason": f"<cancel sendid={effect.send_id!r}> (ordinal {effect.ordinal})",
-    }
     try:
         async with _store.connection(config.oban, conn) as db:
-            cursor = await db.execute(
-                _store.sql(_store.CANCEL_TIMERS, config.oban, TIMER_WORKER), params
+            count = await _store.cancel_pending(
+                db,
+                config.oban,
+                worker=TIMER_WORKER,
+                key="send_id",
+                scope=scope,
+                value=effect.send_id,
+                reason=f"<cancel sendid={effect.send_id!r}> (ordinal {effect.ordinal})",
             )
-            count = len(await cursor.fetchall())
     except psycopg.Error as exc:
         raise StoreUnavailable(f"cancelling timer jobs failed: {exc}") from exc
     telemetry.emit(
@@ -293,7 +289,7 @@ async def pending_for(config: Config, scopes: Iterable[str]) -> dict[str, int]:
             for start in range(0, len(wanted), PENDING_CHUNK):
                 chunk = wanted[start : start + PENDING_CHUNK]
                 cursor = await db.execute(
-                    _store.sql(_store.COUNT_PENDING, config.oban, TIMER_WORKER), {"scopes": chunk}
+                    _store.statement(config.oban, "count_pending_timers"), {"scopes": chunk}
                 )
                 for scope, count in await cursor.fetchall():
                     counts[scope] = int(count)
