@@ -3,8 +3,8 @@
 oban-py 0.7.0 has no public way to do what follows, so this module reaches into it;
 no other module of statifier_oban touches a name with a leading underscore from oban.
 ``pyproject.toml`` pins ``oban>=0.7.0,<0.8``. Before widening the pin, re-read each item
-against the new oban's source and run ``tests/test_oban_compat.py``, which exercises
-every one of them on the installed oban.
+against the new oban's source and run ``test_oban_compat.py`` (in the package's tests),
+which exercises every one of them on the installed oban.
 
 ``Oban._query._pool`` (an ``oban._query.Query``'s pool)
     The host's connection pool. Our own statements (insert-if-absent, the scoped cancel,
