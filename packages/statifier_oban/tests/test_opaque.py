@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from oban import Oban
 from psycopg_pool import AsyncConnectionPool
-from statifier_oban import _timer_args
+from statifier_oban import OpaqueCodec, _timer_args
 from statifier_oban._errors import CodecFailed, OpaqueValueError, UndecodableRow
-from statifier_oban._opaque import OpaqueCodec, decode_field, encode_field
+from statifier_oban._opaque import decode_field, encode_field
 from statifier_oban._timer import cancel_timers, schedule
 
 from .effects_factory import all_jobs, cancel_effect, make_config, raw_args, send_delayed

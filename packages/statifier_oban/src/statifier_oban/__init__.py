@@ -45,10 +45,9 @@ from ._errors import (
     StoreUnavailable,
     UndecodableRow,
 )
-from ._fan_out import ChildStarter
 from ._handler import Deferred, Error, FanOut, InvokeHandler, Ok, RunContext, RunResult
 from ._host import DurableTimers
-from ._opaque import OpaqueCodec
+from ._plugins import ChildStarter, OpaqueCodec
 from ._timer import TimerJob, cancel_timers, pending_for, schedule, schedule_many
 from .delivery import (
     Delivered,

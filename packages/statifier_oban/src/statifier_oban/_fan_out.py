@@ -8,9 +8,8 @@ belongs to the host's execution store.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal
 
 from statifier.core.effects import Invoke
 
@@ -20,20 +19,6 @@ from ._errors import FanOutError, InvalidScope
 from ._names import CHILD_START_WORKER, META_CHILD_STARTER, META_TIMEOUT
 
 Policy = Literal["all", "first_error"]
-
-
-@runtime_checkable
-class ChildStarter(Protocol):
-    """Creates child ``index`` of ``count`` for an invocation; idempotent per index.
-
-    ``opts`` carries ``policy`` (``"all"`` or ``"first_error"``); ignore keys you do not
-    know. Raising (or returning an exception) makes the start job retry.
-    """
-
-    def start_child(
-        self, parent_scope: str, invoke: Invoke, index: int, count: int, opts: dict[str, Any]
-    ) -> Awaitable[None] | None:
-        """Make sure the child exists."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,15 +16,15 @@ operator's own queries.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from oban import Cancel, Snooze
 from oban.job import Job
 from oban.worker import register_worker
 
-from . import _fan_out, _invoke_args, _timer_args, telemetry
+from . import _fan_out, _invoke_args, _plugins, _timer_args, telemetry
 from ._config import DEFAULT_DELIVERY, DEFAULT_INVOKE_DELIVERY, INVOKE_MARGIN_MS
 from ._errors import (
     InvalidDelivery,
@@ -46,8 +46,7 @@ from ._names import (
     META_UNRESOLVED_HANDLER,
     TIMER_WORKER,
 )
-from ._resolve import resolve
-from .delivery import Delivered, Discarded, Snoozed
+from .delivery import Delivered, Discarded, InvokeDelivery, Snoozed
 
 __all__ = [
     "CHILD_START_WORKER",
@@ -61,20 +60,21 @@ __all__ = [
 logger = logging.getLogger("statifier_oban.workers")
 
 
-def resolve_seam(path: Any, default: str, required: tuple[str, ...], what: str = "delivery") -> Any:
-    """Resolve a delivery-like object named on a job's meta, or raise ``InvalidDelivery``."""
+type Outcome = Cancel | Snooze | None
+"""What a worker's ``process`` returns to oban: cancel the job, snooze it, or complete it."""
+
+
+def _plugin[T](resolver: Callable[[str], T], path: object, default: str, what: str) -> T:
+    """The plug-in a job's meta names (``default`` if it names none); ``InvalidDelivery``
+    if the name is not an import path, does not resolve, or is not the right plug-in."""
     if path is None:
         path = default
     if not isinstance(path, str):
         raise InvalidDelivery(f"the job names its {what} with {path!r}, not an import path")
     try:
-        target = resolve(path)
+        return resolver(path)
     except ResolutionError as exc:
         raise InvalidDelivery(str(exc)) from exc
-    missing = [name for name in required if not callable(getattr(target, name, None))]
-    if missing:
-        raise InvalidDelivery(f"{path!r} does not implement {', '.join(missing)}")
-    return target
 
 
 def bound_seconds(job: Job, margin_ms: int = 0) -> float | None:
@@ -92,7 +92,7 @@ class TimerWorker:
         """The bound fixed on the job at schedule time (``timer_timeout``), if any."""
         return bound_seconds(job)
 
-    async def process(self, job: Job) -> Any:
+    async def process(self, job: Job) -> Outcome:
         """Run the fired timer; see the module docstring for the outcomes."""
         try:
             scope, effect = _timer_args.decode(job.args)
@@ -100,10 +100,8 @@ class TimerWorker:
             logger.warning("timer job %s is undecodable: %s", job.id, exc)
             return Cancel(f"undecodable: {exc}")
         path = job.meta.get(META_DELIVERY) if isinstance(job.meta, dict) else None
-        delivery = resolve_seam(path, DEFAULT_DELIVERY, ("deliver",))
-        answer = delivery.deliver(scope, effect)
-        if inspect.isawaitable(answer):
-            answer = await answer
+        delivery = _plugin(_plugins.timer_delivery, path, DEFAULT_DELIVERY, "delivery")
+        answer: object = await _plugins.settle(delivery.deliver(scope, effect))
         common = {
             "attempt": job.attempt,
             "scope": scope,
@@ -129,16 +127,11 @@ class TimerWorker:
         raise InvalidDelivery(f"delivery answered {answer!r}, not Delivered/Discarded/Snoozed(n>0)")
 
 
-async def _maybe(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
-
-
 def _resolve_handler(path: str) -> InvokeHandler | None:
     try:
-        handler = resolve(path)
+        return _plugins.invoke_handler(path)
     except ResolutionError:
         return None
-    return handler if isinstance(handler, InvokeHandler) else None
 
 
 class InvokeWorker:
@@ -148,7 +141,7 @@ class InvokeWorker:
         """The ``invoke_timeout`` fixed at enqueue, plus a margin for the work around it."""
         return bound_seconds(job, INVOKE_MARGIN_MS)
 
-    async def process(self, job: Job) -> Any:
+    async def process(self, job: Job) -> Outcome:
         """See ``statifier_oban.handler`` for what each answer of ``run`` leads to."""
         meta = job.meta if isinstance(job.meta, dict) else {}
         try:
@@ -161,7 +154,7 @@ class InvokeWorker:
             if meta.get(META_UNRESOLVED_HANDLER) != "cancel":
                 raise InvalidHandler(f"handler {row.handler!r} does not resolve")
             delivery = self._delivery(meta)
-            await _maybe(
+            await _plugins.settle(
                 delivery.deliver_failure(
                     row.scope,
                     row.invoke_id,
@@ -202,26 +195,26 @@ class InvokeWorker:
         raise crash
 
     @staticmethod
-    def _delivery(meta: dict[str, Any]) -> Any:
-        return resolve_seam(
-            meta.get(META_DELIVERY), DEFAULT_INVOKE_DELIVERY, ("deliver", "deliver_failure")
+    def _delivery(meta: dict[str, Any]) -> InvokeDelivery:
+        return _plugin(
+            _plugins.invoke_delivery, meta.get(META_DELIVERY), DEFAULT_INVOKE_DELIVERY, "delivery"
         )
 
     @staticmethod
     async def _run(
         handler: InvokeHandler, row: InvocationRow, context: RunContext, bound: float | None
-    ) -> Any:
+    ) -> object:
         call = (
             handler.run(row.invoke, context)
             if handler.run_takes_context
             else handler.run(row.invoke)
         )
         if bound is None:
-            return await _maybe(call)
+            return await _plugins.settle(call)
         deadline = asyncio.timeout(bound)
         try:
             async with deadline:
-                return await _maybe(call)
+                return await _plugins.settle(call)
         except TimeoutError as exc:
             # Only the bound's own expiry is an overrun; a TimeoutError the handler raised
             # (an HTTP read timeout, say) is its failure, reported unchanged.
@@ -243,9 +236,14 @@ class InvokeWorker:
         }
 
     async def _answer(
-        self, delivery: Any, job: Job, meta: dict[str, Any], row: InvocationRow, data: Any
-    ) -> Any:
-        answer = await _maybe(
+        self,
+        delivery: InvokeDelivery,
+        job: Job,
+        meta: dict[str, Any],
+        row: InvocationRow,
+        data: object,
+    ) -> Outcome:
+        answer: object = await _plugins.settle(
             delivery.deliver(row.scope, row.invoke_id, data, row.invoke.caller_context)
         )
         if isinstance(answer, Delivered):
@@ -261,12 +259,12 @@ class InvokeWorker:
     async def _fan_out(
         self,
         handler: InvokeHandler,
-        delivery: Any,
+        delivery: InvokeDelivery,
         job: Job,
         meta: dict[str, Any],
         row: InvocationRow,
         result: FanOut,
-    ) -> Any:
+    ) -> Outcome:
         config = handler.config()
         started = await _fan_out.start(
             config, dict(job.args), row.invoke, result.items, result.max_concurrency
@@ -290,9 +288,9 @@ class InvokeWorker:
         return None
 
     async def _deliver_failure(
-        self, delivery: Any, job: Job, row: InvocationRow, reason: str, detail: str
+        self, delivery: InvokeDelivery, job: Job, row: InvocationRow, reason: str, detail: str
     ) -> None:
-        await _maybe(
+        await _plugins.settle(
             delivery.deliver_failure(
                 row.scope, row.invoke_id, reason, job.attempt, detail, row.invoke.caller_context
             )
@@ -326,7 +324,7 @@ class InvokeWorker:
         except InvalidDelivery:
             logger.warning("invocation job %s is undecodable; its delivery too: %s", job.id, exc)
             return
-        await _maybe(
+        await _plugins.settle(
             delivery.deliver_failure(scope, invoke_id, "undecodable", job.attempt, str(exc), None)
         )
         self._failed(job, scope, invoke_id, "undecodable", str(exc), None)
@@ -339,7 +337,7 @@ class ChildStartWorker:
         """The ``child_start_timeout`` fixed at enqueue, if any."""
         return bound_seconds(job)
 
-    async def process(self, job: Job) -> Any:
+    async def process(self, job: Job) -> Outcome:
         """Decode, resolve the starter (retry if it does not), start, record."""
         try:
             row = _invoke_args.decode(job.args)
@@ -351,8 +349,8 @@ class ChildStartWorker:
         path = meta.get(META_CHILD_STARTER)
         if path is None:
             raise InvalidDelivery("the child start job names no child_starter")
-        starter = resolve_seam(path, "", ("start_child",), what="child_starter")
-        outcome = await _maybe(
+        starter = _plugin(_plugins.child_starter, path, "", "child_starter")
+        outcome = await _plugins.settle(
             starter.start_child(row.scope, row.invoke, index, count, {"policy": policy})
         )
         if isinstance(outcome, Exception):
