@@ -70,5 +70,7 @@ def test_every_error_the_package_defines_derives_from_its_base() -> None:
     }
     assert len(errors) > 20
     assert [e.__qualname__ for e in errors if not issubclass(e, StatifierObanError)] == []
+    # All exported from the root, but the CLI's own (caught and printed inside cli.main).
     exported = {getattr(statifier_oban, name) for name in statifier_oban.__all__}
-    assert [e.__qualname__ for e in errors if e not in exported] == []
+    unexported = [e for e in errors if e not in exported]
+    assert [e.__qualname__ for e in unexported if e.__module__ != "statifier_oban.cli"] == []
