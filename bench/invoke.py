@@ -61,12 +61,18 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from psycopg_pool import AsyncConnectionPool
 from statifier.core.effects import Invoke
-from statifier_oban import _invocation, _invoke_args
-from statifier_oban._config import Config
-from statifier_oban._handler import InvokeHandler, Ok, RunContext, RunResult
+from statifier_oban import (
+    Config,
+    Delivered,
+    InvokeHandler,
+    Ok,
+    RunContext,
+    RunResult,
+    _invocation,
+    _invoke_args,
+)
 from statifier_oban._names import INVOKE_WORKER, META_DELIVERY
 from statifier_oban._resolve import path_of
-from statifier_oban.delivery import Delivered
 from statifier_oban.embedded import EmbeddedPostgres
 from statifier_oban.schema import install
 

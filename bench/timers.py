@@ -55,8 +55,7 @@ from psycopg.conninfo import make_conninfo
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 from statifier.core.effects import Cancel, SendDelayed
-from statifier_oban import _store, _timer, _timer_args
-from statifier_oban._config import Config
+from statifier_oban import Config, _store, _timer, _timer_args
 from statifier_oban._names import META_DELIVERY, TIMER_WORKER
 from statifier_oban.embedded import EmbeddedPostgres
 from statifier_oban.schema import TIMER_PENDING_INDEX, install

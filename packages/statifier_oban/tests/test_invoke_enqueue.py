@@ -1,4 +1,4 @@
-"""Enqueueing and cancelling invocation jobs (``statifier_oban.invocation``).
+"""Enqueueing and cancelling invocation jobs (``statifier_oban._invocation``).
 
 Nothing runs the queues here (a client-mode Oban): the tests read the stored rows. Entering
 an invoking state stores exactly one job with the documented layout; a replay conflicts, a

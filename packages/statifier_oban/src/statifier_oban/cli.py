@@ -413,7 +413,7 @@ def add_pending_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def count_pending(url: str, scopes: list[str], *, prefix: str = "public") -> dict[str, int]:
-    """``timer.pending_for`` through a client-mode ``Oban`` on a pool of its own."""
+    """``pending_for`` through a client-mode ``Oban`` on a pool of its own."""
     pool = await _checked_pool(url, prefix, 1, ("oban_jobs",))
     try:
         oban = Oban(pool=pool, name=f"statifier-oban-pending-{os.getpid()}", prefix=prefix)

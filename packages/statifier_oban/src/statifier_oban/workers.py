@@ -142,7 +142,7 @@ class InvokeWorker:
         return bound_seconds(job, INVOKE_MARGIN_MS)
 
     async def process(self, job: Job) -> Outcome:
-        """See ``statifier_oban.handler`` for what each answer of ``run`` leads to."""
+        """See ``statifier_oban.InvokeHandler`` for what each answer of ``run`` leads to."""
         meta = job.meta if isinstance(job.meta, dict) else {}
         try:
             row = _invoke_args.decode(job.args)
