@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 import statifier
 from statifier.core import effects as fx
+from statifier.core import planner
 from statifier.core.events import Event
 
 NS = 'xmlns="http://www.w3.org/2005/07/scxml"'
@@ -179,9 +180,17 @@ def test_deliver_internal_starts_no_macrostep() -> None:
         """
     )
     state, _ = statifier.initialize(machine, session_id="s")
-    state, _ = statifier.deliver_internal(state, "error.communication", sendid="send_9")
+    event = planner.undeliverable("send_9", "no route")
+    state, effects = statifier.deliver_internal(state, event)
     assert state.macrostep == 1
     assert state.active_leaf_ids() == ("b",)
+    (raised,) = of_type(effects, fx.ErrorRaised)
+    assert (raised.name, raised.message, raised.sendid, raised.line) == (
+        "error.communication",
+        "no route",
+        "send_9",
+        None,
+    )
 
 
 def test_cancel_runs_onexit_cancels_invocations_and_ends_with_done() -> None:

@@ -37,6 +37,7 @@ from statifier.chart.model import (
     StateKind,
     StateNode,
     TransitionNode,
+    transition_domain,
 )
 from statifier.chart.xmltree import XNode, parse, serialize
 from statifier.errors import ChartError, Diagnostic
@@ -1001,7 +1002,7 @@ class _Compiler:
         static = all(states[s].kind != "history" for s in t.targets)
         domain: int | None = None
         if static and t.targets:
-            domain = static_domain(states, t.source, t.targets, t.internal)
+            domain = transition_domain(states, t.source, t.targets, t.internal)
         return TransitionNode(
             index=t.index,
             source=t.source,
@@ -1014,34 +1015,6 @@ class _Compiler:
             domain=domain,
             static=static,
         )
-
-
-def static_domain(
-    states: tuple[StateNode, ...], source: int, targets: Iterable[int], internal: bool
-) -> int | None:
-    """Appendix D ``getTransitionDomain`` for resolved (non-history) targets."""
-    tstates = tuple(targets)
-    if not tstates:
-        return None
-    src = states[source]
-    if source == 0:
-        return 0
-    if internal and src.compound and all(src.index < s <= src.last for s in tstates):
-        return source
-    return find_lcca(states, (source, *tstates))
-
-
-def find_lcca(states: tuple[StateNode, ...], state_list: tuple[int, ...]) -> int:
-    """Appendix D ``findLCCA``: the nearest compound (or root) proper ancestor of the head
-    that contains every other state. A parallel state is never the LCCA."""
-    head, tail = state_list[0], state_list[1:]
-    for anc in states[head].ancestors:
-        node = states[anc]
-        if node.kind == "parallel":
-            continue
-        if all(anc < s <= node.last for s in tail):
-            return anc
-    return 0
 
 
 class _Absent:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 
+from statifier.errors import StatifierError
+
 _UNIT_MS = {
     "ms": Decimal(1),
     "s": Decimal(1_000),
@@ -19,7 +21,7 @@ MAX_DELAY_MS = 100 * 365 * 86_400_000
 """The longest delay accepted (a century); longer ones are almost certainly mistakes."""
 
 
-class InvalidDuration(ValueError):
+class InvalidDuration(StatifierError, ValueError):
     """A delay that is not a duration we understand."""
 
 

@@ -8,6 +8,7 @@ exactly when ``s.index < d <= s.last``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -251,3 +252,35 @@ class Machine:
     def is_descendant(self, state: int, ancestor: int) -> bool:
         """Whether ``state`` is a proper descendant of ``ancestor``."""
         return ancestor < state <= self.states[ancestor].last
+
+
+def transition_domain(
+    states: tuple[StateNode, ...], source: int, targets: Iterable[int], internal: bool
+) -> int | None:
+    """Appendix D ``getTransitionDomain`` over resolved (effective, non-history) targets.
+
+    The compiler precomputes it for every transition without a history target; the core
+    calls it for the others once their history is resolved.
+    """
+    tstates = tuple(targets)
+    if not tstates:
+        return None
+    if source == 0:
+        return 0
+    src = states[source]
+    if internal and src.compound and all(src.index < s <= src.last for s in tstates):
+        return source
+    return find_lcca(states, (source, *tstates))
+
+
+def find_lcca(states: tuple[StateNode, ...], state_list: tuple[int, ...]) -> int:
+    """Appendix D ``findLCCA``: the nearest compound (or root) proper ancestor of the head
+    that contains every other state. A parallel state is never the LCCA."""
+    head, tail = state_list[0], state_list[1:]
+    for anc in states[head].ancestors:
+        node = states[anc]
+        if node.kind == "parallel":
+            continue
+        if all(anc < s <= node.last for s in tail):
+            return anc
+    return 0

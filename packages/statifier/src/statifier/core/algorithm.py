@@ -13,35 +13,23 @@ No I/O, no clock, no randomness: the same inputs give the same effects.
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Callable, Container, Iterable
+from collections.abc import Container, Iterable
 from typing import Any
 
-from statifier.chart.compiler import find_lcca
-from statifier.chart.durations import InvalidDuration, parse_duration
 from statifier.chart.model import (
-    AssignNode,
-    CancelNode,
     ContentNode,
-    ContentSpec,
-    DataNode,
-    ForeachNode,
-    IfNode,
     InvokeNode,
-    LogNode,
     Machine,
-    Owner,
-    ParamNode,
-    RaiseNode,
-    ScriptNode,
-    SendNode,
     StateNode,
     TransitionNode,
+    transition_domain,
 )
 from statifier.core import effects as fx
-from statifier.core.events import SCXML_EVENT_PROCESSOR, Event, EventType, name_matches
+from statifier.core import planner
+from statifier.core._run import KEEP, BlockAbort, Effects, Keep
+from statifier.core.content import ContentExecutor
+from statifier.core.events import SCXML_EVENT_PROCESSOR, Event, name_matches
 from statifier.core.state import MachineState
-from statifier.datamodel import EvaluationError, Expression, Location
 from statifier.errors import NotRunningError
 from statifier.ids import new_session_id
 
@@ -50,24 +38,7 @@ DEFAULT_MAX_MACROSTEP_ROUNDS = 10_000
 _SELECT_CACHE_LIMIT = 4096
 """Memoized candidate chains kept per machine before the memo is reset."""
 
-SCXML_INVOKE_TYPES = frozenset(
-    {"scxml", "http://www.w3.org/TR/scxml/", "http://www.w3.org/TR/scxml"}
-)
-"""``<invoke type>`` spellings of the built-in SCXML invoke type (absent type means it too)."""
-
-SCXML_SEND_TYPES = frozenset({"scxml", SCXML_EVENT_PROCESSOR})
-"""``<send type>`` values the SCXML Event I/O Processor accepts (absent type means it too)."""
-
 SYSTEM_VARIABLES = frozenset({"_event", "_sessionid", "_name", "_ioprocessors"})
-
-Effects = list[fx.Effect]
-
-
-class _Keep:
-    """Marker: keep the routes snapshot the state already carries."""
-
-
-KEEP = _Keep()
 
 
 def initialize(
@@ -79,6 +50,7 @@ def initialize(
     trace: bool = False,
     invoke_types: Iterable[str] | None = None,
     routes: Container[str] | None = None,
+    caller_context: Any = None,
 ) -> tuple[MachineState, Effects]:
     """Start an execution: datamodel, global scripts, initial entry, first macrostep.
 
@@ -86,6 +58,8 @@ def initialize(
     ``sess_...`` id is minted otherwise). ``datamodel`` seeds extra variables. ``invoke_types``
     lists the registered non-SCXML invoke types (None: built-ins only).
     ``max_macrostep_rounds`` of None means no budget (literal spec behaviour).
+    ``caller_context`` is the opaque host term of the first macrostep: the core copies it
+    onto that macrostep's effects (and a delayed send carries it into the event it fires).
 
     ``routes`` is the driver's reachability snapshot: the send targets it can deliver to
     besides the session itself and its live invocations (``#_parent``, ``#_scxml_<id>``
@@ -97,8 +71,10 @@ def initialize(
     if max_macrostep_rounds is not None and max_macrostep_rounds < 1:
         raise ValueError("max_macrostep_rounds must be a positive integer or None")
     sid = session_id if session_id is not None else new_session_id()
-    run = _Run.fresh(machine, sid, max_macrostep_rounds, trace, invoke_types, routes)
-    run.initialize(dict(datamodel or {}))
+    run = Interpreter.fresh(
+        machine, sid, max_macrostep_rounds, trace, invoke_types, routes, caller_context
+    )
+    run.interpret(dict(datamodel or {}))
     return run.freeze(), run.effects
 
 
@@ -106,7 +82,7 @@ def handle_event(
     state: MachineState,
     event: Event | str,
     *,
-    routes: Container[str] | _Keep | None = KEEP,
+    routes: Container[str] | Keep | None = KEEP,
 ) -> tuple[MachineState, Effects]:
     """Process one external event: a full macrostep. Raises ``NotRunningError`` if halted.
 
@@ -118,42 +94,30 @@ def handle_event(
         raise NotRunningError(f"execution {state.session_id} is not running")
     if isinstance(event, str):
         event = Event(name=event)
-    run = _Run.resume(state, routes)
+    run = Interpreter.resume(state, routes)
     run.process_external(event)
     return run.freeze(), run.effects
 
 
 def deliver_internal(
     state: MachineState,
-    name: str,
+    event: Event,
     *,
-    kind: EventType = "platform",
-    data: Any = None,
-    sendid: str | None = None,
-    origin: str | None = None,
-    origintype: str | None = None,
-    invokeid: str | None = None,
-    routes: Container[str] | _Keep | None = KEEP,
+    routes: Container[str] | Keep | None = KEEP,
 ) -> tuple[MachineState, Effects]:
-    """Place an event on the internal queue and run to quiescence, in no new macrostep.
+    """Place ``event`` on the internal queue and run to quiescence, in no new macrostep.
 
-    The door for errors a driver detects after the fact (an unreachable target is
-    ``error.communication``) and for delayed sends to ``#_internal``.
+    The door for errors a driver detects after the fact (``planner.undeliverable``,
+    ``planner.invocation_start_failed``) and for delayed sends to ``#_internal``
+    (``planner.fire``). An ``error.*`` event is announced with ``ErrorRaised``.
     """
     if not state.running:
         raise NotRunningError(f"execution {state.session_id} is not running")
-    run = _Run.resume(state, routes)
-    run.internal_queue.append(
-        Event(
-            name=name,
-            type=kind,
-            data=data,
-            sendid=sendid,
-            origin=origin,
-            origintype=origintype,
-            invokeid=invokeid,
-        )
-    )
+    run = Interpreter.resume(state, routes)
+    if event.name.startswith("error."):
+        run.queue_error(event)
+    else:
+        run.internal_queue.append(event)
     run.main_event_loop()
     return run.freeze(), run.effects
 
@@ -165,306 +129,28 @@ def cancel(state: MachineState) -> tuple[MachineState, Effects]:
     """
     if state.status == "done":
         return state, []
-    run = _Run.resume(state, KEEP)
+    run = Interpreter.resume(state, KEEP)
     run.running = False
     run.exit_interpreter()
     return run.freeze(), run.effects
 
 
-class _BlockAbort(Exception):
-    """An error inside a block of executable content: the rest of the block is skipped."""
+class Interpreter(ContentExecutor):
+    """The Appendix D algorithm over the working copy; one instance per public call."""
 
+    __slots__ = ()
 
-class _Run:
-    """A mutable working copy of a ``MachineState`` for the duration of one public call."""
+    # -- initialization --------------------------------------------------------------
 
-    __slots__ = (
-        "_frozen",
-        "_order",
-        "caller_context",
-        "config",
-        "datamodel",
-        "effects",
-        "entered",
-        "history",
-        "internal_queue",
-        "invocations",
-        "invoke_counter",
-        "invoke_types",
-        "machine",
-        "macrostep",
-        "max_rounds",
-        "microstep",
-        "round",
-        "routes",
-        "running",
-        "send_counter",
-        "session_id",
-        "states",
-        "states_to_invoke",
-        "status",
-        "timer_counter",
-        "trace",
-        "transitions",
-    )
+    def interpret(self, seed: dict[str, Any]) -> None:
+        """Appendix D ``interpret``: datamodel, global scripts, initial entry, first loop.
 
-    machine: Machine
-    states: tuple[StateNode, ...]
-    transitions: tuple[TransitionNode, ...]
-    session_id: str
-    config: set[int]
-    _order: list[int] | None
-    _frozen: frozenset[int] | None
-    internal_queue: deque[Event]
-    history: dict[int, tuple[int, ...]]
-    entered: frozenset[int]
-    states_to_invoke: set[int]
-    invocations: dict[tuple[int, int], str]
-    invoke_counter: int
-    send_counter: int
-    timer_counter: int
-    caller_context: Any
-    datamodel: dict[str, Any]
-    running: bool
-    status: str
-    macrostep: int
-    microstep: int
-    round: int
-    trace: bool
-    max_rounds: int | None
-    invoke_types: frozenset[str] | None
-    routes: Container[str] | None
-    effects: Effects
-
-    @classmethod
-    def fresh(
-        cls,
-        machine: Machine,
-        session_id: str,
-        max_rounds: int | None,
-        trace: bool,
-        invoke_types: Iterable[str] | None,
-        routes: Container[str] | None,
-    ) -> _Run:
-        run = cls.__new__(cls)
-        run.machine = machine
-        run.states = machine.states
-        run.transitions = machine.transitions
-        run.session_id = session_id
-        run.config = set()
-        run._order = None
-        run._frozen = None
-        run.internal_queue = deque()
-        run.history = {}
-        run.entered = frozenset()
-        run.states_to_invoke = set()
-        run.invocations = {}
-        run.invoke_counter = run.send_counter = run.timer_counter = 0
-        run.caller_context = None
-        run.datamodel = {}
-        run.running = True
-        run.status = "running"
-        run.macrostep, run.microstep, run.round = 1, 0, 0
-        run.trace = trace
-        run.max_rounds = max_rounds
-        run.invoke_types = frozenset(invoke_types) if invoke_types is not None else None
-        run.routes = routes
-        run.effects = []
-        return run
-
-    @classmethod
-    def resume(cls, state: MachineState, routes: Container[str] | _Keep | None = KEEP) -> _Run:
-        run = cls.__new__(cls)
-        machine = state.machine
-        run.machine = machine
-        run.states = machine.states
-        run.transitions = machine.transitions
-        run.session_id = state.session_id
-        run.config = set(state.configuration)
-        run._order = None
-        run._frozen = state.configuration
-        run.internal_queue = deque(state.internal_queue)
-        # history, entered and invocations are copied on write: most steps never touch them.
-        run.history = state.history
-        run.entered = state.entered
-        run.states_to_invoke = set(state.states_to_invoke)
-        run.invocations = state.invocations
-        run.invoke_counter = state.invoke_counter
-        run.send_counter = state.send_counter
-        run.timer_counter = state.timer_counter
-        run.caller_context = state.caller_context
-        run.datamodel = dict(state.datamodel)
-        run.running = state.running
-        run.status = state.status
-        run.macrostep, run.microstep, run.round = state.macrostep, state.microstep, state.round
-        run.trace = state.trace
-        run.max_rounds = state.max_macrostep_rounds
-        run.invoke_types = state.invoke_types
-        run.routes = state.routes if isinstance(routes, _Keep) else routes
-        run.effects = []
-        return run
-
-    def freeze(self) -> MachineState:
-        state = MachineState.__new__(MachineState)
-        # MachineState is frozen; filling its __dict__ directly is the fast path that the
-        # generated __init__ (one object.__setattr__ per field) is not.
-        state.__dict__.update(
-            machine=self.machine,
-            session_id=self.session_id,
-            configuration=self.frozen_config(),
-            internal_queue=tuple(self.internal_queue),
-            history=self.history,
-            entered=self.entered,
-            states_to_invoke=tuple(sorted(self.states_to_invoke)) if self.states_to_invoke else (),
-            invocations=self.invocations,
-            invoke_counter=self.invoke_counter,
-            send_counter=self.send_counter,
-            timer_counter=self.timer_counter,
-            caller_context=self.caller_context,
-            datamodel=self.datamodel,
-            running=self.running,
-            status="done" if self.status == "done" else "running",
-            macrostep=self.macrostep,
-            microstep=self.microstep,
-            round=self.round,
-            trace=self.trace,
-            max_macrostep_rounds=self.max_rounds,
-            invoke_types=self.invoke_types,
-            routes=self.routes,
-        )
-        return state
-
-    # -- small helpers -------------------------------------------------------------------
-
-    def frozen_config(self) -> frozenset[int]:
-        """The configuration as a frozenset, cached until it changes."""
-        if self._frozen is None:
-            self._frozen = frozenset(self.config)
-        return self._frozen
-
-    def changed(self) -> None:
-        """The configuration changed: drop the cached views of it."""
-        self._order = None
-        self._frozen = None
-
-    def set_invocation(self, key: tuple[int, int], invoke_id: str) -> None:
-        self.invocations = {**self.invocations, key: invoke_id}
-
-    def pop_invocation(self, key: tuple[int, int]) -> str | None:
-        if key not in self.invocations:
-            return None
-        invocations = dict(self.invocations)
-        invoke_id = invocations.pop(key)
-        self.invocations = invocations
-        return invoke_id
-
-    def order(self) -> list[int]:
-        """The configuration in document (entry) order, cached until it changes."""
-        if self._order is None:
-            self._order = sorted(self.config)
-        return self._order
-
-    def counters(self) -> dict[str, int]:
-        return {"macrostep": self.macrostep, "microstep": self.microstep, "round": self.round}
-
-    def ids(self, indexes: Iterable[int]) -> tuple[str, ...]:
-        states = self.states
-        return tuple(states[i].id for i in indexes)
-
-    def in_state(self, state_id: str) -> bool:
-        index = self.machine.state_ids.get(state_id)
-        return index is not None and index in self.config
-
-    def raise_error(self, name: str, message: str, sendid: str | None = None) -> None:
-        """Place a platform error event (``error.execution``...) on the internal queue."""
-        self.internal_queue.append(
-            Event(name=name, type="platform", data={"message": message}, sendid=sendid)
-        )
-
-    def evaluate(self, expr: Expression) -> Any:
-        """Evaluate or raise ``_BlockAbort`` after queueing ``error.execution``."""
-        try:
-            return expr.evaluate(self.datamodel, self.in_state)
-        except EvaluationError as exc:
-            self.raise_error("error.execution", f"{expr.source!r}: {exc}")
-        except Exception as exc:  # nothing may escape the core as a Python exception
-            self.raise_error("error.execution", f"{expr.source!r}: internal error {exc!r}")
-        raise _BlockAbort
-
-    def condition(self, expr: Expression | None) -> bool:
-        """Spec 5.9.1: a condition that cannot be evaluated is false and raises an error."""
-        if expr is None:
-            return True
-        try:
-            return bool(expr.evaluate(self.datamodel, self.in_state))
-        except Exception as exc:
-            self.raise_error("error.execution", f"condition {expr.source!r}: {exc}")
-            return False
-
-    def write(
-        self,
-        location: Location,
-        value: Any,
-        c_index: int | None,
-        owner: Owner | None,
-        *,
-        emit: bool = True,
-    ) -> fx.DatamodelChange:
-        """Assign through a location; unknown or system roots are errors (block aborts)."""
-        root = location.root
-        if root.startswith("_") or root not in self.datamodel:
-            what = "a read-only system variable" if root.startswith("_") else "not declared"
-            self.raise_error(
-                "error.execution", f"cannot assign to {location.source!r}: {root!r} is {what}"
-            )
-            raise _BlockAbort
-        try:
-            result = location.write(self.datamodel, value, self.in_state)
-        except Exception as exc:
-            self.raise_error("error.execution", f"cannot assign to {location.source!r}: {exc}")
-            raise _BlockAbort from None
-        self.datamodel[root] = result.root_value
-        change = fx.DatamodelChange(
-            location=location.source,
-            path=tuple(result.path),
-            new_value=value,
-            prior_value=result.prior,
-            c_index=c_index,
-            owner=owner,
-            **self.counters(),
-        )
-        if emit:
-            self.effects.append(change)
-        return change
-
-    def bind(self, name: str, value: Any, c_index: int | None, owner: Owner | None) -> None:
-        """Bind a top-level variable (``<data>``, foreach item/index), creating it if needed."""
-        if name.startswith("_"):
-            self.raise_error(
-                "error.execution", f"cannot bind {name!r}: it is a read-only system variable"
-            )
-            raise _BlockAbort
-        prior = self.datamodel.get(name)
-        self.datamodel[name] = value
-        self.effects.append(
-            fx.DatamodelChange(
-                location=name,
-                path=(name,),
-                new_value=value,
-                prior_value=prior,
-                c_index=c_index,
-                owner=owner,
-                **self.counters(),
-            )
-        )
-
-    # -- initialization (Appendix D ``interpret``) ---------------------------------------
-
-    def initialize(self, seed: dict[str, Any]) -> None:
+        ``seed`` values (an invoking parent's params) override the declared ``<data>``.
+        """
         machine = self.machine
         datamodel = self.datamodel
         datamodel.update(seed)
-        location = f"#_scxml_{self.session_id}"
+        location = planner.origin_of(self.session_id)
         datamodel["_sessionid"] = self.session_id
         datamodel["_name"] = machine.name
         datamodel["_ioprocessors"] = {
@@ -489,55 +175,11 @@ class _Run:
         self.enter_states([self.transitions[root.initial_transition]])
         self.main_event_loop()
 
-    def initialize_data(self, data: DataNode) -> None:
-        if data.has_value:
-            value = data.value
-        elif data.expr is not None:
-            try:
-                value = data.expr.evaluate(self.datamodel, self.in_state)
-            except Exception as exc:
-                self.raise_error("error.execution", f"data {data.id!r}: {exc}")
-                return
-        elif data.src is not None:
-            self.raise_error(
-                "error.execution", f"data {data.id!r}: src {data.src!r} was not resolved"
-            )
-            return
-        else:
-            return
-        self.bind(data.id, value, None, None)
-
-    def run_script(self, script: Any, c_index: int | None, owner: Owner | None) -> None:
-        try:
-            writes = script.run(self.datamodel, self.in_state, _writable)
-        except EvaluationError as exc:
-            for write in getattr(exc, "writes", ()):
-                self.record_write(write, c_index, owner)
-            self.raise_error("error.execution", f"script: {exc}")
-            raise _BlockAbort from None
-        except Exception as exc:
-            self.raise_error("error.execution", f"script: internal error {exc!r}")
-            raise _BlockAbort from None
-        for write in writes:
-            self.record_write(write, c_index, owner)
-
-    def record_write(self, write: Any, c_index: int | None, owner: Owner | None) -> None:
-        self.effects.append(
-            fx.DatamodelChange(
-                location=write.root,
-                path=tuple(write.path),
-                new_value=write.root_value,
-                prior_value=write.prior,
-                c_index=c_index,
-                owner=owner,
-                **self.counters(),
-            )
-        )
-
     # -- the event loop ------------------------------------------------------------------
 
     def process_external(self, event: Event) -> None:
-        """The second half of ``mainEventLoop``: what follows the blocking dequeue."""
+        """Appendix D ``mainEventLoop``, second half: what follows the blocking dequeue of
+        an external event (cancel check, ``_event``, finalize/autoforward, selection)."""
         self.macrostep += 1
         self.microstep = 0
         self.round = 0
@@ -553,6 +195,8 @@ class _Run:
         self.main_event_loop()
 
     def finalize_and_autoforward(self, event: Event) -> None:
+        """Appendix D ``mainEventLoop``: the ``<finalize>`` and ``autoforward`` pass over
+        every active state's invocations for an external event."""
         if not self.invocations:
             return
         states = self.states
@@ -565,10 +209,7 @@ class _Run:
                     continue
                 if event.invokeid == invoke_id:
                     self.execute_block(inv.finalize)
-                    if event.name in (
-                        f"done.invoke.{invoke_id}",
-                        f"error.communication.invoke.{invoke_id}",
-                    ):
+                    if planner.is_answer_of(event, invoke_id):
                         finished.append(key)
                 if inv.autoforward:
                     self.effects.append(
@@ -580,7 +221,8 @@ class _Run:
             self.pop_invocation(key)
 
     def main_event_loop(self) -> None:
-        """Run eventless transitions and internal events to quiescence (or budget)."""
+        """Appendix D ``mainEventLoop``, first half: eventless transitions and internal
+        events to quiescence (or the round budget), then the invoke pass."""
         budget = self.max_rounds
         rounds = 0
         while self.running:
@@ -628,6 +270,7 @@ class _Run:
         self.exit_interpreter()
 
     def exit_interpreter(self) -> None:
+        """Appendix D ``exitInterpreter``: every onexit, invocations cancelled, ``Done``."""
         states = self.states
         configuration = self.ids(self.order())
         donedata: Any = None
@@ -661,11 +304,13 @@ class _Run:
         return found
 
     def select_eventless_transitions(self) -> list[TransitionNode]:
+        """Appendix D ``selectEventlessTransitions``."""
         if not self.machine.has_eventless:
             return []
         return self._select(None)
 
     def select_transitions(self, event: Event) -> list[TransitionNode]:
+        """Appendix D ``selectTransitions``."""
         return self._select(self.matching(event.name))
 
     def candidates(self, matching: frozenset[int] | None) -> tuple[tuple[TransitionNode, ...], ...]:
@@ -703,11 +348,13 @@ class _Run:
         return chains
 
     def _select(self, matching: frozenset[int] | None) -> list[TransitionNode]:
+        """The shared body of both Appendix D selection functions: the first enabled
+        transition per atomic state, then ``removeConflictingTransitions``."""
         enabled: list[TransitionNode] = []
         chosen: set[int] = set()
         for chain in self.candidates(matching):
             for transition in chain:
-                if transition.cond is None or self.condition(transition.cond):
+                if transition.cond is None or self.guard(transition):
                     if transition.index not in chosen:
                         chosen.add(transition.index)
                         enabled.append(transition)
@@ -720,7 +367,13 @@ class _Run:
             )
         return enabled
 
+    def guard(self, transition: TransitionNode) -> bool:
+        """A transition's ``cond``, with errors located at the transition."""
+        self.line = transition.line
+        return self.condition(transition.cond)
+
     def remove_conflicting_transitions(self, enabled: list[TransitionNode]) -> list[TransitionNode]:
+        """Appendix D ``removeConflictingTransitions``."""
         filtered: list[TransitionNode] = []
         exit_sets: dict[int, set[int]] = {}
 
@@ -750,15 +403,18 @@ class _Run:
     # -- microstep -----------------------------------------------------------------------
 
     def do_microstep(self, enabled: list[TransitionNode]) -> None:
+        """Appendix D ``microstep``."""
         self.exit_states(enabled)
         self.execute_transition_content(enabled)
         self.enter_states(enabled)
 
     def execute_transition_content(self, enabled: list[TransitionNode]) -> None:
+        """Appendix D ``executeTransitionContent``."""
         for t in enabled:
             self.execute_block(t.content)
 
     def compute_exit_set(self, transitions: list[TransitionNode]) -> list[int]:
+        """Appendix D ``computeExitSet``."""
         states_to_exit: list[int] = []
         for t in transitions:
             if not t.targets:
@@ -773,6 +429,7 @@ class _Run:
         return states_to_exit
 
     def exit_states(self, enabled: list[TransitionNode]) -> None:
+        """Appendix D ``exitStates`` (history recorded, onexit run, invocations cancelled)."""
         states = self.states
         to_exit = self.compute_exit_set(enabled)
         if not to_exit:
@@ -801,6 +458,7 @@ class _Run:
             self.effects.append(fx.StatesExited(states=self.ids(to_exit), **self.counters()))
 
     def cancel_invocations(self, state: StateNode) -> None:
+        """Appendix D ``exitStates``: ``cancelInvoke`` for each invocation of ``state``."""
         for inv in state.invokes:
             invoke_id = self.pop_invocation((state.index, inv.index))
             if invoke_id is not None:
@@ -809,6 +467,7 @@ class _Run:
                 )
 
     def enter_states(self, enabled: list[TransitionNode]) -> None:
+        """Appendix D ``enterStates``."""
         states = self.states
         machine = self.machine
         to_enter, default_entry, default_history = self.compute_entry_set(enabled)
@@ -878,6 +537,7 @@ class _Run:
         return result
 
     def add_descendant_states_to_enter(self, s: int, entry: _EntrySet) -> None:
+        """Appendix D ``addDescendantStatesToEnter``."""
         states = self.states
         state = states[s]
         if state.kind == "history":
@@ -912,6 +572,7 @@ class _Run:
                     self.add_descendant_states_to_enter(child, entry)
 
     def add_ancestor_states_to_enter(self, s: int, ancestor: int | None, entry: _EntrySet) -> None:
+        """Appendix D ``addAncestorStatesToEnter``."""
         states = self.states
         for anc in self.get_proper_ancestors(s, ancestor):
             entry.states.add(anc)
@@ -921,7 +582,8 @@ class _Run:
                         self.add_descendant_states_to_enter(child, entry)
 
     def get_proper_ancestors(self, s: int, ancestor: int | None) -> list[int]:
-        """Proper ancestors of ``s`` up to (excluding) ``ancestor``; never the root."""
+        """Appendix D ``getProperAncestors``: proper ancestors of ``s`` up to (excluding)
+        ``ancestor``; never the root."""
         found: list[int] = []
         for anc in self.states[s].ancestors:
             if anc == ancestor or anc == 0:
@@ -930,6 +592,7 @@ class _Run:
         return found
 
     def is_in_final_state(self, s: int) -> bool:
+        """Appendix D ``isInFinalState``."""
         state = self.states[s]
         if state.compound:
             return any(self.states[c].kind == "final" and c in self.config for c in state.children)
@@ -938,19 +601,15 @@ class _Run:
         return False
 
     def get_transition_domain(self, t: TransitionNode) -> int | None:
+        """Appendix D ``getTransitionDomain`` (precomputed unless a target is a history)."""
         if t.static:
             return t.domain
-        tstates = self.get_effective_target_states(t)
-        if not tstates:
-            return None
-        source = self.states[t.source]
-        if t.internal and source.compound and all(source.index < s <= source.last for s in tstates):
-            return t.source
-        if t.source == 0:
-            return 0
-        return find_lcca(self.states, (t.source, *tstates))
+        return transition_domain(
+            self.states, t.source, self.get_effective_target_states(t), t.internal
+        )
 
     def get_effective_target_states(self, t: TransitionNode) -> list[int]:
+        """Appendix D ``getEffectiveTargetStates``."""
         targets: list[int] = []
         for s in t.targets:
             if self.states[s].kind == "history":
@@ -971,6 +630,7 @@ class _Run:
     # -- invocations ---------------------------------------------------------------------
 
     def invoke_pass(self) -> None:
+        """Appendix D ``mainEventLoop``: invoke every state entered in the macrostep."""
         if not self.states_to_invoke:
             return
         if not self.machine.has_invokes:
@@ -985,7 +645,9 @@ class _Run:
                 self.start_invocation(inv)
 
     def start_invocation(self, inv: InvokeNode) -> None:
+        """Appendix D ``invoke``: evaluate the ``<invoke>`` and emit the ``Invoke`` effect."""
         state = self.states[inv.state]
+        self.line = inv.line
         try:
             if inv.id is not None:
                 invoke_id = inv.id
@@ -1009,9 +671,9 @@ class _Run:
                 return
             params = self.event_data_fields(inv.namelist, inv.params)
             content = self.content_value(inv.content) if inv.content is not None else None
-        except _BlockAbort:
+        except BlockAbort:
             return
-        if invoke_type not in SCXML_INVOKE_TYPES and (
+        if invoke_type not in planner.SCXML_INVOKE_TYPES and (
             self.invoke_types is None or invoke_type not in self.invoke_types
         ):
             self.raise_error("error.execution", f"invoke type {invoke_type!r} is not registered")
@@ -1032,226 +694,6 @@ class _Run:
             )
         )
 
-    # -- executable content --------------------------------------------------------------
-
-    def execute_block(self, nodes: tuple[ContentNode, ...]) -> None:
-        if not nodes:
-            return
-        try:
-            for node in nodes:
-                _EXECUTORS[type(node)](self, node)
-        except _BlockAbort:
-            pass
-
-    def execute_nodes(self, nodes: tuple[ContentNode, ...]) -> None:
-        for node in nodes:
-            _EXECUTORS[type(node)](self, node)
-
-    def exec_raise(self, node: RaiseNode) -> None:
-        self.internal_queue.append(Event(name=node.event, type="internal"))
-
-    def exec_log(self, node: LogNode) -> None:
-        value = self.evaluate(node.expr) if node.expr is not None else None
-        self.effects.append(
-            fx.Log(
-                label=node.label,
-                value=value,
-                c_index=node.c_index,
-                owner=node.owner,
-                **self.counters(),
-            )
-        )
-
-    def exec_assign(self, node: AssignNode) -> None:
-        value = self.evaluate(node.expr) if node.expr is not None else node.value
-        self.write(node.location, value, node.c_index, node.owner)
-
-    def exec_if(self, node: IfNode) -> None:
-        for cond, body in node.branches:
-            if cond is None or self.condition(cond):
-                self.execute_nodes(body)
-                return
-
-    def exec_foreach(self, node: ForeachNode) -> None:
-        array = self.evaluate(node.array)
-        if not isinstance(array, list):
-            self.raise_error(
-                "error.execution", f"foreach array {node.array.source!r} is not a list"
-            )
-            raise _BlockAbort
-        for position, item in enumerate(list(array)):
-            self.bind(node.item, item, node.c_index, node.owner)
-            if node.index is not None:
-                self.bind(node.index, position, node.c_index, node.owner)
-            self.execute_nodes(node.body)
-
-    def exec_script(self, node: ScriptNode) -> None:
-        self.run_script(node.script, node.c_index, node.owner)
-
-    def exec_cancel(self, node: CancelNode) -> None:
-        if node.sendidexpr is not None:
-            sendid = self.evaluate(node.sendidexpr)
-            if not isinstance(sendid, str):
-                self.raise_error(
-                    "error.execution", f"cancel sendid must be a string, not {sendid!r}"
-                )
-                raise _BlockAbort
-        else:
-            assert node.sendid is not None
-            sendid = node.sendid
-        self.timer_counter += 1
-        self.effects.append(
-            fx.Cancel(
-                send_id=sendid,
-                c_index=node.c_index,
-                owner=node.owner,
-                ordinal=self.timer_counter,
-                caller_context=self.caller_context,
-                **self.counters(),
-            )
-        )
-
-    def exec_send(self, node: SendNode) -> None:
-        # The id is minted (and idlocation written) before anything can fail, so a rejected
-        # send still consumes an id and its error event carries it (W3C test 332).
-        change: fx.DatamodelChange | None = None
-        if node.id is not None:
-            send_id, from_author = node.id, True
-        else:
-            self.send_counter += 1
-            send_id, from_author = f"send_{self.send_counter}", False
-            if node.idlocation is not None:
-                change = self.write(node.idlocation, send_id, node.c_index, node.owner, emit=False)
-        try:
-            name = self.evaluate(node.eventexpr) if node.eventexpr is not None else node.event
-            target = self.evaluate(node.targetexpr) if node.targetexpr is not None else node.target
-            send_type = self.evaluate(node.typeexpr) if node.typeexpr is not None else node.type
-            delay_ms = node.delay_ms
-            if node.delayexpr is not None:
-                delay_ms = self.delay_value(self.evaluate(node.delayexpr))
-            data = (
-                self.content_value(node.content)
-                if node.content is not None
-                else self.event_data_fields(node.namelist, node.params) or None
-            )
-        except _BlockAbort:
-            self.retag_last_error(send_id)
-            raise
-        problem = _send_problem(name, target, send_type)
-        if problem is not None:
-            self.raise_error("error.execution", problem, sendid=send_id)
-            raise _BlockAbort
-        if not self.reachable(target):
-            self.raise_error(
-                "error.communication", f"send target {target!r} is unreachable", sendid=send_id
-            )
-            raise _BlockAbort
-        if change is not None:
-            self.effects.append(change)
-        assert isinstance(name, str)
-        if delay_ms:
-            self.timer_counter += 1
-            self.effects.append(
-                fx.SendDelayed(
-                    event=name,
-                    target=target,
-                    type=send_type,
-                    data=data,
-                    send_id=send_id,
-                    delay_ms=delay_ms,
-                    c_index=node.c_index,
-                    owner=node.owner,
-                    ordinal=self.timer_counter,
-                    id_from_author=from_author,
-                    caller_context=self.caller_context,
-                    **self.counters(),
-                )
-            )
-        elif target == "#_internal":
-            self.internal_queue.append(
-                Event(
-                    name=name,
-                    type="internal",
-                    data=data,
-                    sendid=send_id if from_author else None,
-                    origin=f"#_scxml_{self.session_id}",
-                    origintype=SCXML_EVENT_PROCESSOR,
-                )
-            )
-        else:
-            self.effects.append(
-                fx.Send(
-                    event=name,
-                    target=target,
-                    type=send_type,
-                    data=data,
-                    send_id=send_id,
-                    c_index=node.c_index,
-                    owner=node.owner,
-                    id_from_author=from_author,
-                    caller_context=self.caller_context,
-                    **self.counters(),
-                )
-            )
-
-    def reachable(self, target: str | None) -> bool:
-        """Judge a valid target against the routes snapshot (True when there is none)."""
-        if self.routes is None or target is None or target == "#_internal":
-            return True
-        if target == f"#_scxml_{self.session_id}" or target in self.routes:
-            return True
-        if target.startswith("#_") and not target.startswith("#_scxml_") and target != "#_parent":
-            return target[2:] in self.invocations.values()
-        return False
-
-    def retag_last_error(self, send_id: str) -> None:
-        """Give the error event a failed send argument just queued the send's id."""
-        if self.internal_queue:
-            last = self.internal_queue[-1]
-            if last.name == "error.execution" and last.sendid is None:
-                self.internal_queue[-1] = Event(
-                    name=last.name, type=last.type, data=last.data, sendid=send_id
-                )
-
-    def delay_value(self, value: Any) -> int:
-        if isinstance(value, str):
-            try:
-                return parse_duration(value)
-            except InvalidDuration as exc:
-                self.raise_error("error.execution", str(exc))
-                raise _BlockAbort from None
-        self.raise_error(
-            "error.execution", f"a delay must be a duration string like '5s', not {value!r}"
-        )
-        raise _BlockAbort
-
-    def event_data_fields(
-        self, namelist: tuple[tuple[str, Expression], ...], params: tuple[ParamNode, ...]
-    ) -> dict[str, Any]:
-        fields: dict[str, Any] = {}
-        for name, expr in namelist:
-            fields[name] = self.evaluate(expr)
-        for param in params:
-            fields[param.name] = self.evaluate(param.value)
-        return fields
-
-    def content_value(self, content: ContentSpec) -> Any:
-        if content.expr is not None:
-            return self.evaluate(content.expr)
-        return content.value
-
-    def evaluate_donedata(self, state: StateNode) -> Any:
-        """Spec 5.5: a failed donedata evaluation raises an error and gives no data."""
-        done = state.donedata
-        if done is None:
-            return None
-        try:
-            if done.content is not None:
-                return self.content_value(done.content)
-            return self.event_data_fields((), done.params)
-        except _BlockAbort:
-            return None
-
 
 class _EntrySet:
     __slots__ = ("default_entry", "default_history", "states", "touched_history")
@@ -1261,38 +703,3 @@ class _EntrySet:
         self.default_entry: set[int] = set()
         self.default_history: dict[int, tuple[ContentNode, ...]] = {}
         self.touched_history = False
-
-
-def _writable(name: str) -> bool:
-    return not name.startswith("_")
-
-
-def _send_problem(name: Any, target: Any, send_type: Any) -> str | None:
-    """Why a send's evaluated arguments are invalid for the SCXML processor, or None."""
-    if not isinstance(name, str) or not name:
-        return f"send event name must be a non-empty string, not {name!r}"
-    if send_type is not None and send_type not in SCXML_SEND_TYPES:
-        return f"send type {send_type!r} is not supported"
-    if target is None:
-        return None
-    if not isinstance(target, str):
-        return f"send target must be a string, not {target!r}"
-    if target in ("#_internal", "#_parent"):
-        return None
-    if target.startswith("#_scxml_") and len(target) > len("#_scxml_"):
-        return None
-    if target.startswith("#_") and len(target) > 2:
-        return None
-    return f"send target {target!r} is not a valid SCXML target"
-
-
-_EXECUTORS: dict[type, Callable[[_Run, Any], None]] = {
-    RaiseNode: _Run.exec_raise,
-    LogNode: _Run.exec_log,
-    AssignNode: _Run.exec_assign,
-    IfNode: _Run.exec_if,
-    ForeachNode: _Run.exec_foreach,
-    ScriptNode: _Run.exec_script,
-    SendNode: _Run.exec_send,
-    CancelNode: _Run.exec_cancel,
-}

@@ -126,6 +126,25 @@ class Log(Effect):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ErrorRaised(Effect):
+    """An ``error.*`` event entered the internal queue (the chart will see it as ``_event``).
+
+    Charts often handle errors silently (a failed condition is false), so drivers surface
+    this effect to the host: ``name`` is the event (``error.execution``,
+    ``error.communication``...), ``message`` says what failed, ``sendid`` names the send
+    that failed (if any), and ``line``/``c_index``/``owner`` locate the element that was
+    running (None for errors a driver reports after the fact).
+    """
+
+    name: str
+    message: str
+    sendid: str | None
+    line: int | None
+    c_index: int | None
+    owner: Owner | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Done(Effect):
     """The interpreter exited. Always the last effect of an execution.
 
@@ -212,6 +231,7 @@ CORE_EFFECTS: tuple[type[Effect], ...] = (
     CancelInvoke,
     Autoforward,
     Log,
+    ErrorRaised,
     Done,
     BudgetExhausted,
     DatamodelInit,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from statifier.chart.compiler import compile_chart
 from statifier.core import effects as fx
 from statifier.core.events import Event
+from statifier.errors import StatifierError
 
 if TYPE_CHECKING:
     from statifier.runtime.session import Session
@@ -31,7 +32,7 @@ class HandlerContext:
 
 
 @runtime_checkable
-class InvokeHandler(Protocol):
+class SessionInvokeHandler(Protocol):
     """The in-process invocation protocol. Methods may be plain or ``async``."""
 
     def start(self, invoke: fx.Invoke, ctx: HandlerContext) -> Awaitable[None] | None:
@@ -44,7 +45,7 @@ class InvokeHandler(Protocol):
         """Deliver an event the parent sent to ``#_<invokeid>`` (or autoforwarded)."""
 
 
-class InvocationStartError(Exception):
+class InvocationStartError(StatifierError):
     """An invocation could not start (bad source, chart error...)."""
 
 

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from statifier.errors import StatifierError
+
 if TYPE_CHECKING:
     from statifier.runtime.session import Session
 
 _SESSIONS: dict[str, Session] = {}
 
 
-class DuplicateSession(Exception):
+class DuplicateSession(StatifierError):
     """A session with this id is already registered in this process."""
 
 

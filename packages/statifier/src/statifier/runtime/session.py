@@ -19,23 +19,23 @@ from typing import Any, Literal, Protocol
 
 from statifier.chart.model import Machine
 from statifier.core import effects as fx
+from statifier.core import planner
 from statifier.core.algorithm import (
     DEFAULT_MAX_MACROSTEP_ROUNDS,
-    SCXML_INVOKE_TYPES,
     cancel,
     deliver_internal,
     handle_event,
     initialize,
 )
-from statifier.core.events import SCXML_EVENT_PROCESSOR, Event
+from statifier.core.events import Event
 from statifier.core.state import MachineState
 from statifier.errors import StatifierError
 from statifier.ids import new_session_id
 from statifier.runtime import registry
 from statifier.runtime.invoke import (
     HandlerContext,
-    InvokeHandler,
     ScxmlInvokeHandler,
+    SessionInvokeHandler,
     SourceResolver,
 )
 
@@ -117,7 +117,7 @@ class Session:
         self,
         machine: Machine,
         session_id: str,
-        handlers: Mapping[str, InvokeHandler],
+        handlers: Mapping[str, SessionInvokeHandler],
         resolver: SourceResolver | None,
         parent: tuple[Session, str] | None,
         max_macrostep_rounds: int | None,
@@ -137,7 +137,7 @@ class Session:
         self._final_configuration: tuple[str, ...] | None = None
         self._timers: dict[str, list[asyncio.TimerHandle]] = {}
         self._subscribers: list[Subscriber] = []
-        self._deferred: deque[tuple[str, str | None]] = deque()
+        self._deferred: deque[Event] = deque()
         self._invocation_types: dict[str, str] = {}
         self._invocation_context: dict[str, Any] = {}
         self._cancelled_invocations: set[str] = set()
@@ -157,7 +157,7 @@ class Session:
         machine: Machine,
         *,
         session_id: str | None = None,
-        invoke_handlers: Mapping[str, type[Any] | InvokeHandler] | None = None,
+        invoke_handlers: Mapping[str, type[Any] | SessionInvokeHandler] | None = None,
         subscribers: tuple[Subscriber, ...] | list[Subscriber] = (),
         max_macrostep_rounds: int | None = DEFAULT_MAX_MACROSTEP_ROUNDS,
         resume: MachineState | bytes | bytearray | memoryview | None = None,
@@ -167,6 +167,7 @@ class Session:
         parent: tuple[Session, str] | None = None,
         delayed_sends: DelayedSends | None = None,
         on_step: StepListener | None = None,
+        caller_context: Any = None,
     ) -> Session:
         """Start (or resume) a session, perform its first effects, and return it.
 
@@ -175,12 +176,14 @@ class Session:
         ``<invoke src>`` to chart text (nothing is fetched otherwise). ``resume`` is a
         position (a ``MachineState`` or a blob from ``statifier.core.position.dumps``): the
         session continues with the same ``_sessionid`` and an empty timer table.
+        ``caller_context`` is the opaque host term of the first macrostep (see
+        ``statifier.initialize``); later macrosteps take the one their event carries.
         """
         handlers = {
             name: handler() if isinstance(handler, type) else handler
             for name, handler in (invoke_handlers or {}).items()
         }
-        invoke_types = frozenset(handlers) - SCXML_INVOKE_TYPES
+        invoke_types = frozenset(handlers) - planner.SCXML_INVOKE_TYPES
         state: MachineState | None = None
         if resume is not None:
             state = _resumable(machine, resume, session_id, datamodel, trace)
@@ -203,6 +206,7 @@ class Session:
                 trace=trace,
                 invoke_types=invoke_types,
                 routes=registry.Routes(parent is not None),
+                caller_context=caller_context,
             )
             session._state = state
             await session._perform(effects)
@@ -253,15 +257,18 @@ class Session:
 
     def done_invocation(self, invoke_id: str, data: Any = None) -> None:
         """An invocation finished: becomes ``done.invoke.<id>`` (dropped if cancelled)."""
-        self._answer(invoke_id, f"done.invoke.{invoke_id}", data, None)
+        context = self._invocation_context.get(invoke_id)
+        self._answer(invoke_id, planner.invocation_done(invoke_id, data, caller_context=context))
 
     def failed_invocation(self, invoke_id: str, reason: Any) -> None:
         """An invocation failed: becomes ``error.communication.invoke.<id>``.
 
         ``reason`` becomes the event data (a string is wrapped as ``{"reason": ...}``).
         """
-        data = {"reason": reason} if isinstance(reason, str) else reason
-        self._answer(invoke_id, f"error.communication.invoke.{invoke_id}", data, None)
+        context = self._invocation_context.get(invoke_id)
+        self._answer(
+            invoke_id, planner.invocation_failed(invoke_id, reason, caller_context=context)
+        )
 
     def status(self) -> SessionStatus:
         """Status, configuration, counters, queued events and pending timers."""
@@ -334,21 +341,13 @@ class Session:
         self._inbox.append(entry)
         self._wakeup.set()
 
-    def _answer(self, invoke_id: str, name: str, data: Any, origin: str | None) -> None:
+    def _answer(self, invoke_id: str, event: Event) -> None:
+        """Queue an invocation's answer (done or failed) behind the events before it."""
         self._finished_invocations.add(invoke_id)
-        event = Event(
-            name=name,
-            type="external",
-            data=data,
-            invokeid=invoke_id,
-            origin=origin,
-            origintype=SCXML_EVENT_PROCESSOR if origin is not None else None,
-            caller_context=self._invocation_context.get(invoke_id),
-        )
         self._enqueue(_Entry("invoked", event, invoke_id))
 
     def _from_child(self, invoke_id: str, event: Event) -> None:
-        self._enqueue(_Entry("invoked", dataclasses.replace(event, invokeid=invoke_id), invoke_id))
+        self._enqueue(_Entry("invoked", planner.from_invocation(event, invoke_id), invoke_id))
 
     def _next_entry(self) -> _Entry | None:
         if self._status == "running":
@@ -412,20 +411,23 @@ class Session:
     # -- performing effects --------------------------------------------------------------
 
     async def _perform(self, effects: list[fx.Effect]) -> None:
-        for effect in effects:
-            await self._notify(effect)
-            await self._execute(effect)
+        await self._perform_each(effects)
         while self._deferred:
-            name, sendid = self._deferred.popleft()
+            event = self._deferred.popleft()
             state = self.snapshot()
             if not state.running or self._status != "running":
                 self._deferred.clear()
                 return
-            state, more = deliver_internal(state, name, sendid=sendid, routes=self._routes())
+            state, more = deliver_internal(state, event, routes=self._routes())
             self._state = state
-            for effect in more:
-                await self._notify(effect)
-                await self._execute(effect)
+            await self._perform_each(more)
+
+    async def _perform_each(self, effects: list[fx.Effect]) -> None:
+        for effect in effects:
+            await self._notify(effect)
+            instruction = planner.plan_effect(self.session_id, effect)
+            if instruction is not None:
+                await self._execute(instruction)
 
     async def _notify(self, message: Message) -> None:
         for callback in list(self._subscribers):
@@ -440,43 +442,51 @@ class Session:
                 if callback in self._subscribers:
                     self._subscribers.remove(callback)
 
-    async def _execute(self, effect: fx.Effect) -> None:
-        if isinstance(effect, fx.Send):
-            await self._route(
-                effect.event, effect.target, effect.data, effect.send_id, effect.id_from_author
-            )
-        elif isinstance(effect, fx.SendDelayed):
-            if not await self._delegate_schedule(effect):
-                self._schedule(effect)
-        elif isinstance(effect, fx.Cancel):
-            for handle in self._timers.pop(effect.send_id, ()):
-                handle.cancel()
-            if self._delayed is not None:
-                try:
-                    await self._delayed.cancel(self, effect)
-                except Exception:
-                    logger.exception("session %s: delayed-send cancel failed", self.session_id)
-        elif isinstance(effect, fx.Log):
-            logger.info("%s [%s] %s: %r", self.session_id, effect.owner, effect.label, effect.value)
-        elif isinstance(effect, fx.Invoke):
-            await self._start_invocation(effect)
-        elif isinstance(effect, fx.CancelInvoke):
-            await self._cancel_invocation(effect.invoke_id)
-        elif isinstance(effect, fx.Autoforward):
-            await self._forward(effect.invoke_id, effect.event)
-        elif isinstance(effect, fx.Done):
-            self._final_configuration = effect.configuration
-            await self._halt("cancelled" if self._cancel_requested else "done")
-            if self._parent is not None and not self._cancel_requested:
-                parent, invoke_id = self._parent
-                parent._answer(
+    async def _execute(self, instruction: planner.Instruction) -> None:
+        match instruction:
+            case planner.Deliver():
+                await self._deliver(instruction)
+            case planner.Schedule(effect=effect):
+                if not await self._delegate_schedule(effect):
+                    self._schedule(effect)
+            case planner.CancelTimers(effect=effect):
+                await self._cancel_timers(effect)
+            case planner.Report(effect=fx.Log() as log):
+                logger.info("%s [%s] %s: %r", self.session_id, log.owner, log.label, log.value)
+            case planner.StartInvocation(effect=effect):
+                await self._start_invocation(effect)
+            case planner.StopInvocation(effect=effect):
+                await self._cancel_invocation(effect.invoke_id)
+            case planner.Forward(invoke_id=invoke_id, event=event):
+                await self._forward(invoke_id, event)
+            case planner.Halt(effect=fx.Done() as done):
+                await self._done(done)
+            case planner.Halt(effect=fx.BudgetExhausted()):
+                await self._halt("budget_exhausted")
+
+    async def _done(self, done: fx.Done) -> None:
+        self._final_configuration = done.configuration
+        await self._halt("cancelled" if self._cancel_requested else "done")
+        if self._parent is not None and not self._cancel_requested:
+            parent, invoke_id = self._parent
+            parent._answer(
+                invoke_id,
+                planner.invocation_done(
                     invoke_id,
-                    f"done.invoke.{invoke_id}",
-                    effect.donedata,
-                    f"#_scxml_{self.session_id}",
-                )
-        elif isinstance(effect, fx.BudgetExhausted):
-            await self._halt("budget_exhausted")
+                    done.donedata,
+                    child_session_id=self.session_id,
+                    caller_context=parent._invocation_context.get(invoke_id),
+                ),
+            )
+
+    async def _cancel_timers(self, effect: fx.Cancel) -> None:
+        for handle in self._timers.pop(effect.send_id, ()):
+            handle.cancel()
+        if self._delayed is not None:
+            try:
+                await self._delayed.cancel(self, effect)
+            except Exception:
+                logger.exception("session %s: delayed-send cancel failed", self.session_id)
 
     async def _halt(self, reason: SessionStatusName) -> None:
         if self._status != "running" and reason != "cancelled":
@@ -527,63 +537,46 @@ class Session:
         self._timers.setdefault(effect.send_id, []).append(handle)
 
     async def _fire(self, effect: fx.SendDelayed) -> None:
-        if effect.target == "#_internal":
-            state, effects = deliver_internal(
-                self.snapshot(),
-                effect.event,
-                kind="internal",
-                data=effect.data,
-                sendid=effect.send_id if effect.id_from_author else None,
-                origin=f"#_scxml_{self.session_id}",
-                origintype=SCXML_EVENT_PROCESSOR,
-                routes=self._routes(),
-            )
-            self._state = state
-            await self._perform(effects)
-            return
-        await self._route(
-            effect.event, effect.target, effect.data, effect.send_id, effect.id_from_author
-        )
+        await self._deliver(planner.fire(self.session_id, effect))
+        await self._perform([])
 
-    async def _route(
-        self, name: str, target: str | None, data: Any, send_id: str, from_author: bool
-    ) -> None:
-        event = Event(
-            name=name,
-            type="external",
-            data=data,
-            sendid=send_id if from_author else None,
-            origin=f"#_scxml_{self.session_id}",
-            origintype=SCXML_EVENT_PROCESSOR,
-        )
-        if target is None or target == f"#_scxml_{self.session_id}":
-            if not self._stopping:
-                state = self.snapshot()
-                if state.running and self._status == "running":
-                    self._enqueue(_Entry("event", event))
-            return
-        if target == "#_parent":
-            if self._parent is not None:
-                parent, invoke_id = self._parent
-                parent._from_child(invoke_id, event)
+    async def _deliver(self, instruction: planner.Deliver) -> None:
+        target = instruction.target
+        event = instruction.event
+        match target:
+            case planner.SelfTarget():
+                if not self._stopping:
+                    state = self.snapshot()
+                    if state.running and self._status == "running":
+                        self._enqueue(_Entry("event", event))
                 return
-        elif target.startswith("#_scxml_"):
-            other = registry.lookup(target[len("#_scxml_") :])
-            if other is not None:
-                other.send_event(event)
+            case planner.InternalTarget():
+                state, effects = deliver_internal(self.snapshot(), event, routes=self._routes())
+                self._state = state
+                await self._perform_each(effects)
                 return
-        elif target.startswith("#_"):
-            invoke_id = target[2:]
-            live = invoke_id in self.snapshot().invocations.values()
-            if live and await self._forward(invoke_id, event):
-                return
-        self._deferred.append(("error.communication", send_id))
+            case planner.ParentTarget():
+                if self._parent is not None:
+                    parent, invoke_id = self._parent
+                    parent._from_child(invoke_id, event)
+                    return
+            case planner.SessionTarget(session_id=other_id):
+                other = registry.lookup(other_id)
+                if other is not None:
+                    other.send_event(event)
+                    return
+            case planner.InvocationTarget(invoke_id=invoke_id):
+                live = invoke_id in self.snapshot().invocations.values()
+                if live and await self._forward(invoke_id, event):
+                    return
+        message = f"send target {planner.address(target)!r} is unreachable"
+        self._deferred.append(planner.undeliverable(instruction.send_id, message))
 
     # -- invocations ---------------------------------------------------------------------
 
-    def _handler(self, invoke_type: str) -> InvokeHandler | None:
+    def _handler(self, invoke_type: str) -> SessionInvokeHandler | None:
         handler = self._handlers.get(invoke_type)
-        if handler is None and invoke_type in SCXML_INVOKE_TYPES:
+        if handler is None and invoke_type in planner.SCXML_INVOKE_TYPES:
             return self._scxml
         return handler
 
@@ -607,7 +600,8 @@ class Session:
             logger.warning(
                 "session %s: invocation %s failed to start: %s", self.session_id, invoke_id, exc
             )
-            self._deferred.append((f"error.communication.invoke.{invoke_id}", None))
+            failed = planner.invocation_start_failed(invoke_id, str(exc) or repr(exc))
+            self._deferred.append(failed)
 
     async def _cancel_invocation(self, invoke_id: str) -> None:
         if invoke_id not in self._finished_invocations:

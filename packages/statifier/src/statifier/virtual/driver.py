@@ -17,14 +17,9 @@ from typing import Any, cast
 from statifier.chart.compiler import Resolver, compile_chart
 from statifier.chart.model import Machine
 from statifier.core import effects as fx
-from statifier.core.algorithm import (
-    SCXML_INVOKE_TYPES,
-    cancel,
-    deliver_internal,
-    handle_event,
-    initialize,
-)
-from statifier.core.events import SCXML_EVENT_PROCESSOR, Event
+from statifier.core import planner
+from statifier.core.algorithm import cancel, deliver_internal, handle_event, initialize
+from statifier.core.events import Event
 from statifier.core.state import MachineState
 from statifier.errors import ChartError
 
@@ -36,6 +31,7 @@ class _Session:
     queue: deque[Event] = field(default_factory=deque)
     parent: tuple[str, str] | None = None  # (parent session id, invoke id in the parent)
     children: dict[str, str] = field(default_factory=dict)  # invoke id -> child session id
+    invoke_context: dict[str, Any] = field(default_factory=dict)  # invoke id -> caller_context
     halted: bool = False
 
 
@@ -77,6 +73,7 @@ class VirtualDriver:
         observer: Callable[[str, fx.Effect], None] | None = None,
         max_macrostep_rounds: int | None = 10_000,
         trace: bool = False,
+        caller_context: Any = None,
     ) -> None:
         self.machine = machine
         self.top = session_id
@@ -84,12 +81,13 @@ class VirtualDriver:
         self.observer = observer
         self.max_rounds = max_macrostep_rounds
         self.trace = trace
+        self.caller_context = caller_context
         self.now_ms = 0
         self.sessions: dict[str, _Session] = {}
         self._timers: list[tuple[int, int, Timer]] = []
         self._seq = itertools.count()
         self._child_ids = itertools.count(1)
-        self._deferred: deque[tuple[str, str, str | None]] = deque()
+        self._deferred: deque[tuple[str, Event]] = deque()
         self.effects: list[fx.Effect] = []
         self.log: list[tuple[str | None, Any]] = []
 
@@ -102,7 +100,7 @@ class VirtualDriver:
 
     def start(self) -> list[fx.Effect]:
         """Initialize the top-level session; returns the effects it produced."""
-        return self._start_session(self.machine, self.top, None, {})
+        return self._start_session(self.machine, self.top, None, {}, self.caller_context)
 
     def send(self, event: Event | str) -> None:
         """Queue an external event for the top-level session."""
@@ -146,6 +144,7 @@ class VirtualDriver:
         session_id: str,
         parent: tuple[str, str] | None,
         seed: dict[str, Any],
+        caller_context: Any = None,
     ) -> list[fx.Effect]:
         session = _Session(session_id, cast(MachineState, None), parent=parent)
         self.sessions[session_id] = session
@@ -156,6 +155,7 @@ class VirtualDriver:
             datamodel=seed,
             trace=self.trace,
             routes=self._routes(session),
+            caller_context=caller_context,
         )
         session.state = state
         self._perform(session_id, effects)
@@ -163,8 +163,8 @@ class VirtualDriver:
 
     def _step_one_queue(self) -> bool:
         if self._deferred:
-            session_id, name, sendid = self._deferred.popleft()
-            self._internal(session_id, name, sendid)
+            session_id, event = self._deferred.popleft()
+            self._internal(session_id, event)
             return True
         for session in list(self.sessions.values()):
             if session.queue and not session.halted and session.state.running:
@@ -175,13 +175,11 @@ class VirtualDriver:
                 return True
         return False
 
-    def _internal(self, session_id: str, name: str, sendid: str | None) -> None:
+    def _internal(self, session_id: str, event: Event) -> None:
         session = self.sessions.get(session_id)
         if session is None or session.halted or not session.state.running:
             return
-        state, effects = deliver_internal(
-            session.state, name, sendid=sendid, routes=self._routes(session)
-        )
+        state, effects = deliver_internal(session.state, event, routes=self._routes(session))
         session.state = state
         self._perform(session_id, effects)
 
@@ -196,29 +194,7 @@ class VirtualDriver:
         session = self.sessions.get(timer.session_id)
         if session is None or session.halted:
             return
-        effect = timer.effect
-        if effect.target == "#_internal":
-            state, effects = deliver_internal(
-                session.state,
-                effect.event,
-                kind="internal",
-                data=effect.data,
-                sendid=effect.send_id if effect.id_from_author else None,
-                origin=f"#_scxml_{timer.session_id}",
-                origintype=SCXML_EVENT_PROCESSOR,
-                routes=self._routes(session),
-            )
-            session.state = state
-            self._perform(timer.session_id, effects)
-            return
-        self._route(
-            timer.session_id,
-            effect.event,
-            effect.target,
-            effect.data,
-            effect.send_id,
-            effect.id_from_author,
-        )
+        self._deliver(timer.session_id, planner.fire(timer.session_id, timer.effect))
 
     # -- effects -------------------------------------------------------------------------
 
@@ -228,74 +204,77 @@ class VirtualDriver:
                 self.effects.append(effect)
             if self.observer is not None:
                 self.observer(session_id, effect)
-            handler = _HANDLERS.get(type(effect))
-            if handler is not None:
-                handler(self, session_id, effect)
+            instruction = planner.plan_effect(session_id, effect)
+            if instruction is not None:
+                self._execute(session_id, instruction)
 
-    def _on_send(self, session_id: str, effect: fx.Send) -> None:
-        self._route(
-            session_id,
-            effect.event,
-            effect.target,
-            effect.data,
-            effect.send_id,
-            effect.id_from_author,
-        )
+    def _execute(self, session_id: str, instruction: planner.Instruction) -> None:
+        match instruction:
+            case planner.Deliver():
+                self._deliver(session_id, instruction)
+            case planner.Schedule(effect=effect):
+                timer = Timer(self.now_ms + effect.delay_ms, session_id, effect)
+                heapq.heappush(self._timers, (timer.due_ms, next(self._seq), timer))
+            case planner.CancelTimers(effect=effect):
+                self._drop_timers(session_id, effect.send_id)
+            case planner.Report(effect=fx.Log() as log):
+                if session_id == self.top:
+                    self.log.append((log.label, log.value))
+            case planner.StartInvocation(effect=effect):
+                self._start_invocation(session_id, effect)
+            case planner.StopInvocation(effect=effect):
+                self._stop_invocation(session_id, effect.invoke_id)
+            case planner.Forward(invoke_id=invoke_id, event=event):
+                child = self._child(session_id, invoke_id)
+                if child is not None:
+                    child.queue.append(event)
+            case planner.Halt(effect=fx.Done() as done):
+                self._finished(session_id, done)
 
-    def _route(
-        self,
-        session_id: str,
-        name: str,
-        target: str | None,
-        data: Any,
-        send_id: str,
-        from_author: bool,
-    ) -> None:
+    def _deliver(self, session_id: str, instruction: planner.Deliver) -> None:
         sender = self.sessions[session_id]
-        event = Event(
-            name=name,
-            type="external",
-            data=data,
-            sendid=send_id if from_author else None,
-            origin=f"#_scxml_{session_id}",
-            origintype=SCXML_EVENT_PROCESSOR,
-        )
+        target = instruction.target
+        event = instruction.event
         destination: _Session | None = None
-        if target is None or target == f"#_scxml_{session_id}":
-            destination = sender
-        elif target == "#_parent":
-            if sender.parent is not None:
-                parent_id, invoke_id = sender.parent
-                destination = self.sessions.get(parent_id)
-                event = _with_invokeid(event, invoke_id)
-        elif target.startswith("#_scxml_"):
-            destination = self.sessions.get(target[len("#_scxml_") :])
-        elif target.startswith("#_"):
-            child = sender.children.get(target[2:])
-            destination = self.sessions.get(child) if child is not None else None
+        match target:
+            case planner.SelfTarget():
+                destination = sender
+            case planner.InternalTarget():
+                self._internal(session_id, event)
+                return
+            case planner.ParentTarget():
+                if sender.parent is not None:
+                    parent_id, invoke_id = sender.parent
+                    destination = self.sessions.get(parent_id)
+                    event = planner.from_invocation(event, invoke_id)
+            case planner.SessionTarget(session_id=other):
+                destination = self.sessions.get(other)
+            case planner.InvocationTarget(invoke_id=invoke_id):
+                destination = self._child(session_id, invoke_id)
         if destination is None or destination.halted:
-            self._deferred.append((session_id, "error.communication", send_id))
+            message = f"send target {planner.address(target)!r} is unreachable"
+            self._deferred.append((session_id, planner.undeliverable(instruction.send_id, message)))
             return
         destination.queue.append(event)
 
-    def _on_delayed(self, session_id: str, effect: fx.SendDelayed) -> None:
-        timer = Timer(self.now_ms + effect.delay_ms, session_id, effect)
-        heapq.heappush(self._timers, (timer.due_ms, next(self._seq), timer))
-
-    def _on_cancel(self, session_id: str, effect: fx.Cancel) -> None:
+    def _drop_timers(self, session_id: str, send_id: str | None = None) -> None:
         self._timers = [
             entry
             for entry in self._timers
-            if not (entry[2].session_id == session_id and entry[2].effect.send_id == effect.send_id)
+            if not (
+                entry[2].session_id == session_id
+                and (send_id is None or entry[2].effect.send_id == send_id)
+            )
         ]
         heapq.heapify(self._timers)
 
-    def _on_log(self, session_id: str, effect: fx.Log) -> None:
-        if session_id == self.top:
-            self.log.append((effect.label, effect.value))
+    def _child(self, session_id: str, invoke_id: str) -> _Session | None:
+        child_id = self.sessions[session_id].children.get(invoke_id)
+        child = self.sessions.get(child_id) if child_id is not None else None
+        return child if child is not None and not child.halted else None
 
-    def _on_invoke(self, session_id: str, effect: fx.Invoke) -> None:
-        if effect.type not in SCXML_INVOKE_TYPES:
+    def _start_invocation(self, session_id: str, effect: fx.Invoke) -> None:
+        if effect.type not in planner.SCXML_INVOKE_TYPES:
             return
         source = effect.content
         try:
@@ -306,81 +285,50 @@ class VirtualDriver:
             if not isinstance(source, str):
                 raise ChartError([])
             child_machine = compile_chart(source, resolver=self.resolver)
-        except Exception:
-            self._deferred.append(
-                (session_id, f"error.communication.invoke.{effect.invoke_id}", None)
-            )
+        except Exception as exc:
+            failed = planner.invocation_start_failed(effect.invoke_id, str(exc) or repr(exc))
+            self._deferred.append((session_id, failed))
             return
         child_id = f"{session_id}.child{next(self._child_ids)}"
-        self.sessions[session_id].children[effect.invoke_id] = child_id
+        session = self.sessions[session_id]
+        session.children[effect.invoke_id] = child_id
+        session.invoke_context[effect.invoke_id] = effect.caller_context
         # Only values the child declares are passed in (W3C test 245).
         declared = {d.id for d in child_machine.data}
         seed = {k: v for k, v in effect.params.items() if k in declared}
         self._start_session(child_machine, child_id, (session_id, effect.invoke_id), seed)
 
-    def _on_cancel_invoke(self, session_id: str, effect: fx.CancelInvoke) -> None:
-        child_id = self.sessions[session_id].children.pop(effect.invoke_id, None)
-        child = self.sessions.get(child_id) if child_id is not None else None
-        if child is None or child.halted:
+    def _stop_invocation(self, session_id: str, invoke_id: str) -> None:
+        child = self._child(session_id, invoke_id)
+        self.sessions[session_id].children.pop(invoke_id, None)
+        if child is None:
             return
         # Spec 6.4: nothing from a cancelled child reaches the parent any more, not even
         # what it already sent. (A child that finished first keeps its done.invoke.)
         child.parent = None
         parent = self.sessions[session_id]
-        parent.queue = deque(e for e in parent.queue if e.invokeid != effect.invoke_id)
+        parent.queue = deque(e for e in parent.queue if e.invokeid != invoke_id)
         state, effects = cancel(child.state)
         child.state = state
         self._perform(child.session_id, effects)
 
-    def _on_autoforward(self, session_id: str, effect: fx.Autoforward) -> None:
-        child_id = self.sessions[session_id].children.get(effect.invoke_id)
-        child = self.sessions.get(child_id) if child_id is not None else None
-        if child is not None and not child.halted:
-            child.queue.append(effect.event)
-
-    def _on_done(self, session_id: str, effect: fx.Done) -> None:
+    def _finished(self, session_id: str, done: fx.Done) -> None:
         session = self.sessions[session_id]
         session.halted = True
-        self._timers = [entry for entry in self._timers if entry[2].session_id != session_id]
-        heapq.heapify(self._timers)
-        if session.parent is not None:
-            parent_id, invoke_id = session.parent
-            parent = self.sessions.get(parent_id)
-            if parent is not None and not parent.halted:
-                parent.queue.append(
-                    Event(
-                        name=f"done.invoke.{invoke_id}",
-                        type="external",
-                        data=effect.donedata,
-                        invokeid=invoke_id,
-                        origin=f"#_scxml_{session_id}",
-                        origintype=SCXML_EVENT_PROCESSOR,
-                    )
+        self._drop_timers(session_id)
+        if session.parent is None:
+            return
+        parent_id, invoke_id = session.parent
+        parent = self.sessions.get(parent_id)
+        if parent is not None and not parent.halted:
+            parent.queue.append(
+                planner.invocation_done(
+                    invoke_id,
+                    done.donedata,
+                    child_session_id=session_id,
+                    caller_context=parent.invoke_context.get(invoke_id),
                 )
-
-
-def _with_invokeid(event: Event, invoke_id: str) -> Event:
-    return Event(
-        name=event.name,
-        type=event.type,
-        data=event.data,
-        sendid=event.sendid,
-        origin=event.origin,
-        origintype=event.origintype,
-        invokeid=invoke_id,
-    )
-
-
-_HANDLERS: dict[type, Callable[[VirtualDriver, str, Any], None]] = {
-    fx.Send: VirtualDriver._on_send,
-    fx.SendDelayed: VirtualDriver._on_delayed,
-    fx.Cancel: VirtualDriver._on_cancel,
-    fx.Log: VirtualDriver._on_log,
-    fx.Invoke: VirtualDriver._on_invoke,
-    fx.CancelInvoke: VirtualDriver._on_cancel_invoke,
-    fx.Autoforward: VirtualDriver._on_autoforward,
-    fx.Done: VirtualDriver._on_done,
-}
+            )
 
 
 def run_chart(

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from statifier.errors import StatifierError
+
 if TYPE_CHECKING:
     from statifier.datamodel.python.locations import WriteResult
 
 
-class DatamodelError(Exception):
+class DatamodelError(StatifierError):
     """Base class of every error raised by the datamodel."""
 
 

@@ -1,0 +1,284 @@
+"""Executable content: ``<raise>``, ``<log>``, ``<assign>``, ``<if>``, ``<foreach>``,
+``<script>``, ``<send>``, ``<cancel>`` (SCXML section 4), and the argument forms
+(``namelist``, ``<param>``, ``<content>``, ``<donedata>``) they share with ``<invoke>``.
+
+A block runs until its first error: the error event is queued and the rest of the
+block is skipped (spec 4.9). Send targets are read by ``statifier.core.planner``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from statifier.chart.durations import InvalidDuration, parse_duration
+from statifier.chart.model import (
+    AssignNode,
+    CancelNode,
+    ContentNode,
+    ContentSpec,
+    ForeachNode,
+    IfNode,
+    LogNode,
+    ParamNode,
+    RaiseNode,
+    ScriptNode,
+    SendNode,
+    StateNode,
+)
+from statifier.core import effects as fx
+from statifier.core import planner
+from statifier.core._run import BlockAbort, Run
+from statifier.core.events import Event
+from statifier.datamodel import Expression
+
+
+class ContentExecutor(Run):
+    """Runs blocks of executable content against the working copy."""
+
+    __slots__ = ()
+
+    def execute_block(self, nodes: tuple[ContentNode, ...]) -> None:
+        """Run a block; an error ends the block, never the caller (spec 4.9)."""
+        if not nodes:
+            return
+        try:  # noqa: SIM105 - cheaper than contextlib.suppress on this hot path
+            self.execute_nodes(nodes)
+        except BlockAbort:
+            pass
+        self.node = None
+
+    def execute_nodes(self, nodes: tuple[ContentNode, ...]) -> None:
+        """Run nodes in order; ``BlockAbort`` propagates to the enclosing block."""
+        for node in nodes:
+            self.node = node
+            self.line = node.line
+            _EXECUTORS[type(node)](self, node)
+
+    def exec_raise(self, node: RaiseNode) -> None:
+        self.internal_queue.append(Event(name=node.event, type="internal"))
+
+    def exec_log(self, node: LogNode) -> None:
+        value = self.evaluate(node.expr) if node.expr is not None else None
+        self.effects.append(
+            fx.Log(
+                label=node.label,
+                value=value,
+                c_index=node.c_index,
+                owner=node.owner,
+                **self.counters(),
+            )
+        )
+
+    def exec_assign(self, node: AssignNode) -> None:
+        value = self.evaluate(node.expr) if node.expr is not None else node.value
+        self.write(node.location, value, node.c_index, node.owner)
+
+    def exec_if(self, node: IfNode) -> None:
+        for cond, body in node.branches:
+            if cond is None or self.condition(cond):
+                self.execute_nodes(body)
+                return
+
+    def exec_foreach(self, node: ForeachNode) -> None:
+        array = self.evaluate(node.array)
+        if not isinstance(array, list):
+            self.raise_error(
+                "error.execution", f"foreach array {node.array.source!r} is not a list"
+            )
+            raise BlockAbort
+        for position, item in enumerate(list(array)):
+            self.bind(node.item, item, node.c_index, node.owner)
+            if node.index is not None:
+                self.bind(node.index, position, node.c_index, node.owner)
+            self.execute_nodes(node.body)
+
+    def exec_script(self, node: ScriptNode) -> None:
+        self.run_script(node.script, node.c_index, node.owner)
+
+    def exec_cancel(self, node: CancelNode) -> None:
+        if node.sendidexpr is not None:
+            sendid = self.evaluate(node.sendidexpr)
+            if not isinstance(sendid, str):
+                self.raise_error(
+                    "error.execution", f"cancel sendid must be a string, not {sendid!r}"
+                )
+                raise BlockAbort
+        else:
+            assert node.sendid is not None
+            sendid = node.sendid
+        self.timer_counter += 1
+        self.effects.append(
+            fx.Cancel(
+                send_id=sendid,
+                c_index=node.c_index,
+                owner=node.owner,
+                ordinal=self.timer_counter,
+                caller_context=self.caller_context,
+                **self.counters(),
+            )
+        )
+
+    def exec_send(self, node: SendNode) -> None:
+        # The id is minted (and idlocation written) before anything can fail, so a rejected
+        # send still consumes an id and its error event carries it (W3C test 332).
+        change: fx.DatamodelChange | None = None
+        if node.id is not None:
+            send_id, from_author = node.id, True
+        else:
+            self.send_counter += 1
+            send_id, from_author = f"send_{self.send_counter}", False
+            if node.idlocation is not None:
+                change = self.write(node.idlocation, send_id, node.c_index, node.owner, emit=False)
+        try:
+            name = self.evaluate(node.eventexpr) if node.eventexpr is not None else node.event
+            target = self.evaluate(node.targetexpr) if node.targetexpr is not None else node.target
+            send_type = self.evaluate(node.typeexpr) if node.typeexpr is not None else node.type
+            delay_ms = node.delay_ms
+            if node.delayexpr is not None:
+                delay_ms = self.delay_value(self.evaluate(node.delayexpr))
+            data = (
+                self.content_value(node.content)
+                if node.content is not None
+                else self.event_data_fields(node.namelist, node.params) or None
+            )
+        except BlockAbort:
+            self.retag_last_error(send_id)
+            raise
+        problem = _send_problem(name, target, send_type)
+        if problem is not None:
+            self.raise_error("error.execution", problem, sendid=send_id)
+            raise BlockAbort
+        assert isinstance(name, str)
+        parsed = planner.parse_target(target, self.session_id)
+        if isinstance(parsed, planner.UnsupportedTarget):
+            self.raise_error(
+                "error.execution", f"send target {target!r} is not a valid SCXML target", send_id
+            )
+            raise BlockAbort
+        if not self.reachable(target, parsed):
+            self.raise_error(
+                "error.communication", f"send target {target!r} is unreachable", sendid=send_id
+            )
+            raise BlockAbort
+        if change is not None:
+            self.effects.append(change)
+        if delay_ms:
+            self.timer_counter += 1
+            self.effects.append(
+                fx.SendDelayed(
+                    event=name,
+                    target=target,
+                    type=send_type,
+                    data=data,
+                    send_id=send_id,
+                    delay_ms=delay_ms,
+                    c_index=node.c_index,
+                    owner=node.owner,
+                    ordinal=self.timer_counter,
+                    id_from_author=from_author,
+                    caller_context=self.caller_context,
+                    **self.counters(),
+                )
+            )
+        elif isinstance(parsed, planner.InternalTarget):
+            self.internal_queue.append(
+                planner.internal_send_event(self.session_id, name, data, send_id, from_author)
+            )
+        else:
+            self.effects.append(
+                fx.Send(
+                    event=name,
+                    target=target,
+                    type=send_type,
+                    data=data,
+                    send_id=send_id,
+                    c_index=node.c_index,
+                    owner=node.owner,
+                    id_from_author=from_author,
+                    caller_context=self.caller_context,
+                    **self.counters(),
+                )
+            )
+
+    def reachable(self, target: str | None, parsed: planner.Target) -> bool:
+        """Judge a target against the routes snapshot (True when there is none)."""
+        if self.routes is None or isinstance(parsed, planner.SelfTarget | planner.InternalTarget):
+            return True
+        if isinstance(parsed, planner.InvocationTarget):
+            return parsed.invoke_id in self.invocations.values()
+        return target in self.routes
+
+    def retag_last_error(self, send_id: str) -> None:
+        """Give the error event a failed send argument just queued the send's id."""
+        if self.internal_queue:
+            last = self.internal_queue[-1]
+            if last.name == "error.execution" and last.sendid is None:
+                self.internal_queue[-1] = replace(last, sendid=send_id)
+                announced = self.effects[-1]
+                if isinstance(announced, fx.ErrorRaised) and announced.sendid is None:
+                    self.effects[-1] = replace(announced, sendid=send_id)
+
+    def delay_value(self, value: Any) -> int:
+        if isinstance(value, str):
+            try:
+                return parse_duration(value)
+            except InvalidDuration as exc:
+                self.raise_error("error.execution", str(exc))
+                raise BlockAbort from None
+        self.raise_error(
+            "error.execution", f"a delay must be a duration string like '5s', not {value!r}"
+        )
+        raise BlockAbort
+
+    def event_data_fields(
+        self, namelist: tuple[tuple[str, Expression], ...], params: tuple[ParamNode, ...]
+    ) -> dict[str, Any]:
+        fields: dict[str, Any] = {}
+        for name, expr in namelist:
+            fields[name] = self.evaluate(expr)
+        for param in params:
+            fields[param.name] = self.evaluate(param.value)
+        return fields
+
+    def content_value(self, content: ContentSpec) -> Any:
+        if content.expr is not None:
+            return self.evaluate(content.expr)
+        return content.value
+
+    def evaluate_donedata(self, state: StateNode) -> Any:
+        """Spec 5.5: a failed donedata evaluation raises an error and gives no data."""
+        done = state.donedata
+        if done is None:
+            return None
+        self.line = state.line
+        try:
+            if done.content is not None:
+                return self.content_value(done.content)
+            return self.event_data_fields((), done.params)
+        except BlockAbort:
+            return None
+
+
+def _send_problem(name: Any, target: Any, send_type: Any) -> str | None:
+    """Why a send's evaluated name, target or type is unusable, or None."""
+    if not isinstance(name, str) or not name:
+        return f"send event name must be a non-empty string, not {name!r}"
+    if send_type is not None and send_type not in planner.SCXML_SEND_TYPES:
+        return f"send type {send_type!r} is not supported"
+    if target is not None and not isinstance(target, str):
+        return f"send target must be a string, not {target!r}"
+    return None
+
+
+_EXECUTORS: dict[type, Callable[[ContentExecutor, Any], None]] = {
+    RaiseNode: ContentExecutor.exec_raise,
+    LogNode: ContentExecutor.exec_log,
+    AssignNode: ContentExecutor.exec_assign,
+    IfNode: ContentExecutor.exec_if,
+    ForeachNode: ContentExecutor.exec_foreach,
+    ScriptNode: ContentExecutor.exec_script,
+    SendNode: ContentExecutor.exec_send,
+    CancelNode: ContentExecutor.exec_cancel,
+}
