@@ -120,7 +120,7 @@ class InvokeHandler:
         """The host's ``Config`` (read when a job is enqueued or runs, never at planning)."""
         raise HandlerNotConfigured(f"{type(self).__qualname__} must define config()")
 
-    # -- the session-facing protocol (statifier.runtime.invoke.InvokeHandler) ----------------------
+    # -- the session-facing protocol (statifier.runtime.invoke.SessionInvokeHandler) ---------------
 
     async def start(self, invoke: Invoke, ctx: HandlerContext) -> None:
         """Store the invocation's job (entering the invoking state)."""
