@@ -3,7 +3,7 @@
 A delivery must establish liveness *before* feeding anything back: an execution that
 terminated or halted gets the event discarded (SCXML 6.2), recorded as a cancelled job
 with a reason. An environment failure (store unreachable) must raise, so the job retries
-with backoff; a delivery may answer ``Snooze(seconds)`` to ask again later without
+with backoff; a delivery may answer ``Snoozed(seconds)`` to ask again later without
 spending an attempt. Implementations must be idempotent under redelivery.
 
 The defaults deliver into live ``statifier.runtime.session.Session``s through the process
@@ -37,25 +37,25 @@ class Discarded:
 
 
 @dataclass(frozen=True, slots=True)
-class Snooze:
+class Snoozed:
     """Ask again ``seconds`` (a positive integer) from now, without spending an attempt."""
 
     seconds: int
 
 
-DeliveryAnswer = Delivered | Discarded | Snooze
+DeliveryAnswer = Delivered | Discarded | Snoozed
 
 DELIVERED = Delivered()
 
 
 @runtime_checkable
-class Delivery(Protocol):
+class TimerDelivery(Protocol):
     """Feeds a fired timer back into its execution."""
 
     def deliver(
         self, scope: str, effect: SendDelayed
     ) -> DeliveryAnswer | Awaitable[DeliveryAnswer]:
-        """Liveness first, then deliver; answer Delivered, Discarded(reason) or Snooze(s)."""
+        """Liveness first, then deliver; answer Delivered, Discarded(reason) or Snoozed(s)."""
 
 
 @runtime_checkable

@@ -1,14 +1,14 @@
 """``statifier-oban demo``: a card authorization's hold timer survives a deploy.
 
-Runs ``examples/card_authorization.scxml`` (its 7-day hold scaled down by ``--hold``,
-3 s by default) in live sessions whose delayed sends are oban jobs, and whose positions
+Runs the card-authorization chart shipped in this package (its 7-day hold scaled down by
+``--hold``, 3 s by default) in live sessions whose delayed sends are oban jobs, and whose positions
 are stored after every step. Three processes take part:
 
 * this one: starts an embedded PostgreSQL in a data directory of its own (or uses
   ``--database-url``), runs the two phases below one after the other, prints their
   timeline as it comes, then reads the job rows and stored positions back and checks
   the outcome (exit status 1 if anything went otherwise);
-* process 1 (``python -m statifier_oban.demo --phase first``): installs the schema,
+* process 1 (``python -m statifier_demo --phase first``): installs the schema,
   authorizes cards A and B (each arms its hold: one timer job each), captures A before
   its hold is due (which cancels A's job), then "deploys": stops oban and both sessions
   and exits while B's hold is still pending;
@@ -40,19 +40,20 @@ from typing import Any, TextIO
 import psycopg
 import statifier
 from statifier.core.position import PositionError, loads
+from statifier_oban.embedded import EmbeddedPostgres
+from statifier_oban.schema import describe
+from statifier_oban.workers import TIMER_WORKER
 
-from .demo_chart import ChartNotFound, declared_hold, default_chart_path, hold_ms, load_machine
-from .demo_phases import FAULTS, PhaseOptions, run_phase
-from .demo_store import (
+from ._chart import declared_hold, default_chart_path, hold_ms, load_machine
+from ._errors import ChartNotFound
+from ._phases import FAULTS, PhaseOptions, run_phase
+from ._store import (
     SELECT_POSITIONS,
     SELECT_TIMER_JOBS,
     StoredPosition,
     TimerRow,
 )
-from .demo_timeline import Emitter, Entry, Timeline, table
-from .embedded import EmbeddedPostgres
-from .names import TIMER_WORKER
-from .schema import describe
+from ._timeline import Emitter, Entry, Timeline, table
 
 URL_ENV = "STATIFIER_OBAN_DEMO_DATABASE_URL"
 """Environment variable through which the phase processes get the database conninfo."""
@@ -76,9 +77,9 @@ class DemoOptions:
     database_url: str | None = None
     """A real server to use instead of the embedded one (None: embedded)."""
     chart: Path | None = None
-    """The card-authorization chart (None: ``examples/card_authorization.scxml``)."""
+    """The card-authorization chart (None: the one shipped in this package)."""
     fault: str = "none"
-    """A failure to inject (see ``demo_phases.FAULTS``)."""
+    """A failure to inject (see ``_phases.FAULTS``)."""
 
 
 @dataclass(slots=True)
@@ -146,7 +147,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         metavar="PATH",
-        help="the card-authorization chart (default: examples/card_authorization.scxml)",
+        help="the card-authorization chart (default: the one shipped with statifier_demo)",
     )
     parser.add_argument(
         "--fault",
@@ -259,7 +260,7 @@ def _phase_argv(phase: str, options: PhaseOptions) -> list[str]:
     argv = [
         sys.executable,
         "-m",
-        "statifier_oban.demo",
+        "statifier_demo",
         "--phase",
         phase,
         "--t0",
@@ -294,8 +295,7 @@ def _run_child(
     number = label[1:]
     timeline.note(
         "spawn",
-        f"process {number} started (pid {process.pid}): "
-        f"python -m statifier_oban.demo --phase {phase}",
+        f"process {number} started (pid {process.pid}): python -m statifier_demo --phase {phase}",
         pid=process.pid,
     )
     lines: queue.Queue[str | None] = queue.Queue()
@@ -534,14 +534,15 @@ def _seconds(value: Any) -> str:
     return f"{value:.3f} s" if isinstance(value, float) else "?"
 
 
-# -- python -m statifier_oban.demo ------------------------------------------------------------
+# -- python -m statifier_demo -----------------------------------------------------------------
 
 
-def _phase_parser() -> argparse.ArgumentParser:
+def _parser(prog: str) -> argparse.ArgumentParser:
+    """The demo's options, plus the hidden ones of a phase process (``--phase`` and the
+    values the first process hands down; the conninfo comes from :data:`URL_ENV`)."""
     parser = argparse.ArgumentParser(
-        prog="python -m statifier_oban.demo",
-        description="The card-authorization demo; with --phase, one of its phase processes "
-        f"(internal: the database conninfo comes from ${URL_ENV}).",
+        prog=prog,
+        description="The card-authorization demo: a hold timer survives a deploy.",
     )
     add_arguments(parser)
     parser.add_argument("--phase", choices=("first", "resume"), help=argparse.SUPPRESS)
@@ -551,9 +552,13 @@ def _phase_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m statifier_oban.demo``: the demo, or with ``--phase`` one phase process."""
-    args = _phase_parser().parse_args(argv)
+def main(argv: Sequence[str] | None = None, *, prog: str = "python -m statifier_demo") -> int:
+    """Run the demo (``statifier-oban demo`` calls this), or with ``--phase`` one phase process.
+
+    ``argv`` defaults to ``sys.argv[1:]``; ``prog`` names the command in usage and help.
+    Usage errors exit with status 2 through argparse, as usual.
+    """
+    args = _parser(prog).parse_args(argv)
     if args.phase is None:
         return run_command(args)
     url = args.database_url or os.environ.get(URL_ENV)
@@ -571,7 +576,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     out = Emitter("p1" if args.phase == "first" else "p2", options.t0)
     return asyncio.run(run_phase(args.phase, options, out))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

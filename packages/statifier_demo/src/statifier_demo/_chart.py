@@ -1,10 +1,12 @@
-"""The demo's chart: ``examples/card_authorization.scxml`` with a hold delay set at start.
+"""The demo's chart: the card authorization, with a hold delay set at start.
 
-The example arms its hold with ``<send id="hold" ... delay="7d"/>``. A demo cannot wait a
-week, so :func:`scalable_source` rewrites that one attribute into
-``delayexpr="hold_delay"`` and declares ``<data id="hold_delay" expr="'7d'"/>``: left
-alone the variant still holds for seven days, and a session started with
-``datamodel={"hold_delay": "3s"}`` holds for three seconds.
+The chart ships in this package (``statifier_demo/card_authorization.scxml``);
+``examples/card_authorization.scxml`` in the repository is a link to it. It arms its
+hold with ``<send id="hold" ... delay="7d"/>``. A demo cannot wait a week, so
+:func:`scalable_source` rewrites that one attribute into ``delayexpr="hold_delay"`` and
+declares ``<data id="hold_delay" expr="'7d'"/>``: left alone the variant still holds
+for seven days, and a session started with ``datamodel={"hold_delay": "3s"}`` holds for
+three seconds.
 
 Why a ``delayexpr`` rather than compiling one variant per ``--hold`` with the delay
 written in: the chart (and so its identity, which every stored position carries) is the
@@ -19,13 +21,16 @@ The rewrite is strict: if the example no longer has exactly one such ``<send>`` 
 from __future__ import annotations
 
 import re
+from importlib import resources
 from pathlib import Path
 
 import statifier
 from statifier.chart.durations import InvalidDuration, parse_duration
 
+from ._errors import ChartNotFound
+
 CHART_FILE = "card_authorization.scxml"
-"""The example chart's file name, in the repository's ``examples/`` folder."""
+"""The chart's file name, in this package."""
 
 HOLD_VARIABLE = "hold_delay"
 """The datamodel variable the rewritten ``<send id="hold">`` reads its delay from."""
@@ -35,21 +40,12 @@ _DELAY = re.compile(r"\bdelay=\"([^\"]*)\"")
 _DATAMODEL = "<datamodel>"
 
 
-class ChartNotFound(FileNotFoundError):
-    """``examples/card_authorization.scxml`` is not where the demo looks for it."""
-
-
 def default_chart_path() -> Path:
-    """The example chart: ``./examples/`` first, then the repository this file lives in."""
-    candidates = [
-        Path.cwd() / "examples" / CHART_FILE,
-        Path(__file__).resolve().parents[4] / "examples" / CHART_FILE,
-    ]
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate
-    shown = ", ".join(str(c) for c in candidates)
-    raise ChartNotFound(f"cannot find {CHART_FILE} (looked in {shown}); pass --chart PATH")
+    """The chart shipped in this package, as a file the phase processes can open."""
+    path = Path(str(resources.files("statifier_demo").joinpath(CHART_FILE)))
+    if not path.is_file():
+        raise ChartNotFound(f"cannot find {CHART_FILE} at {path}; pass --chart PATH")
+    return path
 
 
 def declared_hold(source: str) -> str:

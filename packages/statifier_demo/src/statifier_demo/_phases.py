@@ -1,4 +1,4 @@
-"""The two phase processes of the demo (``python -m statifier_oban.demo --phase ...``).
+"""The two phase processes of the demo (``python -m statifier_demo --phase ...``).
 
 Phase 1 (``first``) authorizes two cards in live sessions whose hold timers are oban jobs,
 captures card A before its hold is due (the capture cancels A's timer job), then
@@ -8,7 +8,7 @@ Phase 2 (``resume``) is a fresh interpreter with nothing in memory: it loads car
 stored position, resumes the session under the same id, and only then runs the timers
 queue. B's timer fires into the resumed session, which reaches ``expired``.
 
-Every step is written to stdout as a timeline entry (``demo_timeline.Emitter``); the
+Every step is written to stdout as a timeline entry (``_timeline.Emitter``); the
 process that started the phases prints them and checks the outcome.
 """
 
@@ -23,27 +23,24 @@ from pathlib import Path
 from typing import Any
 
 import statifier
+import statifier_oban.workers  # noqa: F401  (registers the timer worker with oban)
 from oban import Oban
 from oban import telemetry as oban_telemetry
 from psycopg_pool import AsyncConnectionPool
 from statifier.runtime.session import Halted, Message, Session
+from statifier_oban import Config, DurableTimers, pending_for, telemetry
+from statifier_oban.schema import describe, install
 
-import statifier_oban.workers  # noqa: F401  (registers the timer worker with oban)
-
-from . import telemetry
-from .config import Config
-from .demo_chart import load_machine, seed
-from .demo_store import (
+from ._chart import load_machine, seed
+from ._errors import PhaseFailed
+from ._store import (
     TimerRow,
     create_positions_table,
     load_positions,
     save_position,
     timer_rows,
 )
-from .demo_timeline import Emitter, epoch
-from .host import DurableTimers
-from .schema import describe, install
-from .timer import pending_for
+from ._timeline import Emitter, epoch
 
 TIMERS_QUEUE = "timers"
 """The queue the demo's timer jobs go to (the host names it: ``Config(timers_queue=...)``)."""
@@ -81,13 +78,9 @@ class PhaseOptions:
     card_b: str
     """Card B's session id (its timer scope)."""
     chart: Path | None
-    """The card-authorization chart (None: ``examples/card_authorization.scxml``)."""
+    """The card-authorization chart (None: the one shipped in this package)."""
     fault: str = "none"
     """A failure to inject (see :data:`FAULTS`)."""
-
-
-class PhaseFailed(Exception):
-    """The phase could not do what it is for; the message says what and is shown as is."""
 
 
 class DemoHost:

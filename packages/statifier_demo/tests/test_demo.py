@@ -1,103 +1,24 @@
-"""``statifier-oban demo`` end to end (its two phase processes included), and its checks.
+"""The demo's checks on made-up outcomes, its chart variant and its phase command lines.
 
-The end-to-end runs use a fresh database of the test server (``--database-url``) and a
-1 s hold; each takes a few seconds, most of it starting the two phase interpreters.
+Runs without a database. The end-to-end runs through ``statifier-oban demo`` are the
+``statifier_oban`` CLI's tests (``test_cli_demo.py`` there), beside the database fixture.
 """
 
 from __future__ import annotations
 
-import os
-import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 import statifier
 from statifier.core import effects as fx
-from statifier_oban import cli, demo
-from statifier_oban.demo_chart import default_chart_path, load_machine, scalable_source, seed
-from statifier_oban.demo_store import StoredPosition, TimerRow
-from statifier_oban.demo_timeline import Entry
-from statifier_oban.names import TIMER_WORKER
+from statifier_demo import _run as demo
+from statifier_demo._chart import default_chart_path, load_machine, scalable_source, seed
+from statifier_demo._store import StoredPosition, TimerRow
+from statifier_demo._timeline import Entry
 
 HOLD = "1s"
-
-
-def rows(url: str, query: Any, params: Any = None) -> list[tuple[Any, ...]]:
-    """Every row of ``query`` on ``url``."""
-    with psycopg.connect(url) as conn:
-        return conn.execute(query, params).fetchall()
-
-
-def card_ids(out: str) -> tuple[str, str]:
-    """The two session ids the demo announced (they carry a run id with --database-url)."""
-    found = re.findall(r"card [AB] \((sess_card_[ab]_[0-9a-f]{8})\)", out)
-    assert len(found) >= 2, out
-    return found[0], found[1]
-
-
-def test_the_demo_runs_end_to_end(database_url: str, capsys: pytest.CaptureFixture[str]) -> None:
-    code = cli.main(["demo", "--database-url", database_url, "--hold", HOLD])
-
-    out, err = capsys.readouterr()
-    assert code == 0, out + err
-    card_a, card_b = card_ids(out)
-    # The timeline tells the story: armed, cancelled, deploy, resumed, fired.
-    assert re.search(rf"p1:\d+\s+armed\s+{card_a}  <send id=\"hold\"> -> job \d+", out), out
-    assert re.search(rf"p1:\d+\s+armed\s+{card_b}  <send id=\"hold\"> -> job \d+", out), out
-    assert re.search(rf"p1:\d+\s+cancelled\s+{card_a}  .*: 1 pending job\(s\) cancelled", out)
-    assert re.search(rf"p1:\d+\s+row\s+{card_a}  job \d+ is cancelled", out), out
-    assert re.search(r"p1:\d+\s+deploy\s+deploy: oban stopped", out), out
-    assert re.search(rf"p2:\d+\s+resumed\s+{card_b}  resumed from the stored position", out)
-    assert re.search(rf"p2:\d+\s+fired\s+{card_b}  job \d+ \(attempt 1\) fired", out), out
-    assert re.search(rf"p2:\d+\s+halted\s+{card_b}  session halted: done in expired", out)
-    assert not re.search(r"\s+discarded\s+sess_", out), out
-    assert "FAIL" not in out and "demo passed: all 10 checks hold" in out
-    assert err == ""
-
-    # Three processes: this one and two phase processes, one after the other.
-    pids = [int(p) for p in re.findall(r"process \d started \(pid (\d+)\)", out)]
-    assert len(set(pids)) == 2 and os.getpid() not in pids
-    assert re.search(rf"p1:{pids[0]}\s", out) and re.search(rf"p2:{pids[1]}\s", out)
-
-    # The database agrees, read independently of the demo's own checks.
-    jobs = rows(
-        database_url,
-        "SELECT args->>'scope', state::text, attempt, attempted_by[1] FROM oban_jobs "
-        "WHERE worker = %s ORDER BY id",
-        [TIMER_WORKER],
-    )
-    assert jobs == [
-        (card_a, "cancelled", 0, None),
-        (card_b, "completed", 1, f"demo-phase2.{pids[1]}"),
-    ]
-    stored = dict(
-        rows(
-            database_url,
-            "SELECT session_id, status || ':' || array_to_string(configuration, ',') "
-            "FROM demo_positions",
-        )
-    )
-    assert stored == {card_a: "done:settled", card_b: "done:expired"}
-
-
-def test_the_checks_fail_when_phase_2_has_no_position_to_resume(
-    database_url: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    args = ["demo", "--database-url", database_url, "--hold", HOLD, "--fault", "unknown-session"]
-    code = cli.main(args)
-
-    out, err = capsys.readouterr()
-    assert code == 1, out + err
-    assert re.search(r"p2:\d+\s+error\s+sess_card_b_\w+_unknown has no stored position", out)
-    assert re.search(r"FAIL\s+process 2 resumed card B under the same session id", out), out
-    assert re.search(r"FAIL\s+card B \(sess_card_b_\w+\) ended expired", out), out
-    assert re.search(r"FAIL\s+process 2 \(pid \d+\) exited with status 0\s+\(found: status 1", out)
-    assert re.search(r"ok\s+card A \(sess_card_a_\w+\) ended settled", out), out
-    assert "demo FAILED: 5 of 10 checks failed" in out
-    assert err.startswith("statifier-oban demo: error: ") and err.count("\n") == 1
 
 
 # -- the checks alone, on a made-up outcome --------------------------------------------------
@@ -241,21 +162,4 @@ def test_the_database_url_reaches_phase_processes_through_the_environment() -> N
     )
     argv = demo._phase_argv("first", options)
     assert not any("secret" in part for part in argv)
-    assert argv[1:3] == ["-m", "statifier_oban.demo"]
-
-
-def test_a_missing_chart_is_one_line_and_status_1(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert cli.main(["demo", "--chart", str(tmp_path / "missing.scxml")]) == 1
-
-    out, err = capsys.readouterr()
-    assert out == ""
-    assert err.startswith("statifier-oban demo: error: ") and err.count("\n") == 1
-
-
-def test_a_bad_hold_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exit_:
-        cli.main(["demo", "--hold", "soon"])
-    assert exit_.value.code == 2
-    assert "invalid duration" in capsys.readouterr().err
+    assert argv[1:3] == ["-m", "statifier_demo"]

@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 from oban import Oban
 
-from .errors import ConfigError
-from .resolve import is_path, path_of
+from ._errors import ConfigError
+from ._resolve import is_path, path_of
 
 DEFAULT_DELIVERY = "statifier_oban.delivery:SessionDelivery"
 DEFAULT_INVOKE_DELIVERY = "statifier_oban.delivery:SessionInvokeDelivery"

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from statifier.core.effects import Invoke
 from statifier.core.events import Event
 
-from .config import Config
+from ._config import Config
+from ._errors import HandlerNotConfigured, InvalidHandlerClass
 
 if TYPE_CHECKING:
     from statifier.runtime.invoke import HandlerContext
@@ -90,12 +91,14 @@ class InvokeHandler:
         super().__init_subclass__(**kwargs)
         cap = cls.__dict__.get("max_attempts", cls.max_attempts)
         if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
-            raise TypeError(f"{cls.__qualname__}.max_attempts must be a positive integer or None")
+            raise InvalidHandlerClass(
+                f"{cls.__qualname__}.max_attempts must be a positive integer or None"
+            )
         if cap is not None and cap > 32767:
-            raise TypeError(f"{cls.__qualname__}.max_attempts must be at most 32767")
+            raise InvalidHandlerClass(f"{cls.__qualname__}.max_attempts must be at most 32767")
         run = getattr(cls, "run", None)
         if run is None:
-            raise TypeError(
+            raise InvalidHandlerClass(
                 f"{cls.__qualname__} must define async def run(self, invoke) "
                 "or async def run(self, invoke, ctx)"
             )
@@ -105,7 +108,7 @@ class InvokeHandler:
             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
         ]
         if not positional:
-            raise TypeError(f"{cls.__qualname__}.run must take the invoke effect")
+            raise InvalidHandlerClass(f"{cls.__qualname__}.run must take the invoke effect")
         cls.run_takes_context = len(positional) >= 2
 
     if TYPE_CHECKING:
@@ -115,19 +118,19 @@ class InvokeHandler:
 
     def config(self) -> Config:
         """The host's ``Config`` (read when a job is enqueued or runs, never at planning)."""
-        raise NotImplementedError(f"{type(self).__qualname__} must define config()")
+        raise HandlerNotConfigured(f"{type(self).__qualname__} must define config()")
 
-    # -- the session-facing protocol (statifier.runtime.invoke.InvokeHandler) ----------------------
+    # -- the session-facing protocol (statifier.runtime.invoke.SessionInvokeHandler) ---------------
 
     async def start(self, invoke: Invoke, ctx: HandlerContext) -> None:
         """Store the invocation's job (entering the invoking state)."""
-        from .invocation import enqueue
+        from ._invocation import enqueue
 
         await enqueue(self.config(), type(self), ctx.session_id, invoke)
 
     async def cancel(self, invoke_id: str, ctx: HandlerContext) -> None:
         """Cancel every pending job of the invocation (leaving the invoking state)."""
-        from .invocation import cancel
+        from ._invocation import cancel
 
         await cancel(self.config(), ctx.session_id, invoke_id, handler=type(self))
 

@@ -11,11 +11,9 @@ import importlib
 import re
 from typing import Any
 
+from ._errors import ResolutionError
+
 _PATH = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*(:[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*)?$")
-
-
-class ResolutionError(LookupError):
-    """The path does not name an importable attribute."""
 
 
 def path_of(obj: Any) -> str:

@@ -17,8 +17,8 @@ from typing import Any
 
 from statifier.core.effects import Invoke
 
-from .errors import UndecodableRow
-from .opaque import decode_field, encode_field
+from ._errors import FanOutError, UndecodableRow
+from ._opaque import decode_field, encode_field
 
 POLICIES = ("all", "first_error")
 
@@ -94,7 +94,7 @@ def for_child_start(
 ) -> dict[str, Any]:
     """A child start job's args: the parent's, verbatim, plus the child's position."""
     if not 0 <= index < count or policy not in POLICIES:
-        raise ValueError(f"invalid child position {index}/{count} or policy {policy!r}")
+        raise FanOutError(f"invalid child position {index}/{count} or policy {policy!r}")
     return {**parent_args, "index": index, "child_count": count, "policy": policy}
 
 

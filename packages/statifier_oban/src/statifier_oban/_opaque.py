@@ -16,26 +16,10 @@ import base64
 import binascii
 import json
 import math
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
-from .errors import CodecFailed, OpaqueValueError, UndecodableRow
-from .resolve import ResolutionError, resolve
-
-
-@runtime_checkable
-class OpaqueCodec(Protocol):
-    """Transforms the bytes of opaque fields (encrypt on encode, decrypt on decode).
-
-    ``decode(encode(b)) == b`` must hold on every node for as long as a row can live;
-    ``encode`` may be nondeterministic (a random nonce). Dedup and cancel never read
-    opaque fields, so a nondeterministic codec is fine.
-    """
-
-    def encode(self, data: bytes) -> bytes:
-        """Encode plain bytes for storage."""
-
-    def decode(self, data: bytes) -> bytes:
-        """Decode stored bytes back to the plain bytes."""
+from ._errors import CodecFailed, OpaqueValueError, ResolutionError, UndecodableRow
+from ._plugins import opaque_codec
 
 
 def _check(value: Any, path: str, depth: int = 0) -> None:
@@ -74,7 +58,7 @@ def encode_field(name: str, value: Any, codec: str | None) -> dict[str, str] | N
     if codec is None:
         return {"json": text}
     try:
-        encoder = resolve(codec)
+        encoder = opaque_codec(codec)
         encoded = encoder.encode(text.encode("utf-8"))
     except Exception as exc:
         raise OpaqueValueError(f"{name}: codec {codec!r} failed to encode: {exc}") from exc
@@ -105,7 +89,7 @@ def decode_field(name: str, stored: Any) -> Any:
         except (binascii.Error, ValueError):
             raise UndecodableRow(f"{name}: payload is not base64") from None
         try:
-            decoder = resolve(codec)
+            decoder = opaque_codec(codec)
         except ResolutionError as exc:
             raise CodecFailed(f"{name}: codec {codec!r} does not resolve: {exc}") from exc
         try:

@@ -19,8 +19,7 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 from statifier.core.position import dumps
 from statifier.runtime.session import Session
-
-from .names import TIMER_WORKER
+from statifier_oban.workers import TIMER_WORKER
 
 CREATE_POSITIONS: LiteralString = """
 CREATE TABLE IF NOT EXISTS demo_positions (

@@ -8,11 +8,11 @@ import psycopg
 from psycopg import AsyncConnection
 from statifier.core.effects import Invoke
 
-from . import invoke_args, store, telemetry
-from .config import Config
-from .errors import ConfigError, InvalidScope, ScheduleRejected, StoreUnavailable
-from .names import INVOKE_WORKER, META_DELIVERY, META_TIMEOUT, META_UNRESOLVED_HANDLER
-from .resolve import path_of
+from . import _invoke_args, _store, telemetry
+from ._config import Config
+from ._errors import ConfigError, InvalidScope, ScheduleRejected, StoreUnavailable
+from ._names import INVOKE_WORKER, META_DELIVERY, META_TIMEOUT, META_UNRESOLVED_HANDLER
+from ._resolve import path_of
 
 
 async def enqueue(
@@ -39,7 +39,7 @@ async def enqueue(
         _rejected(scope, invoke.invoke_id, name, "missing_invoke_queue")
         raise ConfigError("invoke_queue", "invoke_queue is required to enqueue invocations")
     try:
-        args = invoke_args.encode(scope, name, invoke, config.opaque_codec)
+        args = _invoke_args.encode(scope, name, invoke, config.opaque_codec)
     except ScheduleRejected as exc:
         _rejected(scope, invoke.invoke_id, name, exc.reason)
         raise
@@ -50,25 +50,21 @@ async def enqueue(
         meta[META_UNRESOLVED_HANDLER] = "cancel"
     cap = getattr(handler, "max_attempts", None)
     params = {
-        "args": store.jsonb(args),
-        "meta": store.jsonb(meta),
+        "args": _store.jsonb(args),
+        "meta": _store.jsonb(meta),
         "queue": config.invoke_queue,
         "max_attempts": cap if isinstance(cap, int) else 20,
-        "channel": store.insert_channel(config.oban),
+        "channel": _store.insert_channel(config.oban),
         "scope": scope,
         "invoke_id": invoke.invoke_id,
         "macrostep": str(invoke.macrostep),
     }
     try:
-        async with store.connection(config.oban, conn) as db:
-            cursor = await db.execute(
-                store.sql(store.INSERT_INVOCATION, config.oban, INVOKE_WORKER), params
-            )
+        async with _store.connection(config.oban, conn) as db:
+            cursor = await db.execute(_store.statement(config.oban, "insert_invocation"), params)
             row = await cursor.fetchone()
             if row is None:
-                found = await db.execute(
-                    store.sql(store.FIND_INVOCATION, config.oban, INVOKE_WORKER), params
-                )
+                found = await db.execute(_store.statement(config.oban, "find_invocation"), params)
                 row = await found.fetchone()
     except StoreUnavailable:
         _rejected(scope, invoke.invoke_id, name, "store_unavailable")
@@ -117,16 +113,16 @@ async def cancel(
     """
     if not isinstance(scope, str) or not scope:
         raise InvalidScope(f"scope must be a non-empty string, not {scope!r}")
-    params = {
-        "scope": scope,
-        "invoke_id": invoke_id,
-        "reason": f"invocation {invoke_id!r} left its state",
-    }
-    async with store.connection(config.oban, conn) as db:
-        cursor = await db.execute(
-            store.sql(store.CANCEL_BY_INVOKE_ID, config.oban, INVOKE_WORKER), params
+    async with _store.connection(config.oban, conn) as db:
+        count = await _store.cancel_pending(
+            db,
+            config.oban,
+            worker=INVOKE_WORKER,
+            key="invoke_id",
+            scope=scope,
+            value=invoke_id,
+            reason=f"invocation {invoke_id!r} left its state",
         )
-        count = len(await cursor.fetchall())
     telemetry.emit(
         telemetry.INVOKE_CANCELLED,
         count=count,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from statifier.core.effects import Cancel, SendDelayed
 from statifier.runtime.session import Session
 
-from . import timer
-from .config import Config
+from . import _timer
+from ._config import Config
 
 
 class DurableTimers:
@@ -23,9 +23,9 @@ class DurableTimers:
         """Store the timer as a job unless it targets someone else (then: in-process)."""
         if effect.target is not None:
             return False
-        await timer.schedule(self.config, session.session_id, effect)
+        await _timer.schedule(self.config, session.session_id, effect)
         return True
 
     async def cancel(self, session: Session, effect: Cancel) -> None:
         """Cancel the session's pending timer jobs under the send id."""
-        await timer.cancel(self.config, session.session_id, effect)
+        await _timer.cancel_timers(self.config, session.session_id, effect)

@@ -17,9 +17,9 @@ import psycopg
 from psycopg import AsyncConnection
 from statifier.core.effects import Cancel, SendDelayed
 
-from . import store, telemetry, timer_args
-from .config import Config
-from .errors import (
+from . import _store, _timer_args, telemetry
+from ._config import Config
+from ._errors import (
     DuplicateOrdinal,
     InvalidScope,
     MissingOrdinal,
@@ -28,7 +28,7 @@ from .errors import (
     ScheduleRejected,
     StoreUnavailable,
 )
-from .names import META_DELIVERY, META_TIMEOUT, TIMER_WORKER
+from ._names import META_DELIVERY, META_TIMEOUT, TIMER_WORKER
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,29 +85,27 @@ async def schedule(
     """
     try:
         _check_effect(scope, effect)
-        args = timer_args.encode(scope, effect, config.opaque_codec)
+        args = _timer_args.encode(scope, effect, config.opaque_codec)
     except ScheduleRejected as exc:
         _rejected(scope, effect, exc.reason)
         raise
     params = {
-        "args": store.jsonb(args),
-        "meta": store.jsonb(_meta(config)),
+        "args": _store.jsonb(args),
+        "meta": _store.jsonb(_meta(config)),
         "queue": config.timers_queue,
         "delay_ms": effect.delay_ms,
         "scope": scope,
         "ordinal": str(effect.ordinal),
     }
     try:
-        async with store.connection(config.oban, conn) as db:
+        async with _store.connection(config.oban, conn) as db:
             row = await (
-                await db.execute(store.sql(store.INSERT_TIMER, config.oban, TIMER_WORKER), params)
+                await db.execute(_store.statement(config.oban, "insert_timer"), params)
             ).fetchone()
             if row is None:
                 # The conflicting row may have committed after this statement's snapshot:
                 # a fresh statement sees it.
-                found = await db.execute(
-                    store.sql(store.FIND_TIMER, config.oban, TIMER_WORKER), params
-                )
+                found = await db.execute(_store.statement(config.oban, "find_timer"), params)
                 row = await found.fetchone()
     except StoreUnavailable:
         _rejected(scope, effect, "store_unavailable")
@@ -146,28 +144,26 @@ async def schedule_many(
                     f"ordinal {effect.ordinal} appears twice in one batch", scope=scope
                 )
             seen.add(effect.ordinal)
-            encoded.append(timer_args.encode(scope, effect, config.opaque_codec))
+            encoded.append(_timer_args.encode(scope, effect, config.opaque_codec))
         except ScheduleRejected as exc:
             _rejected(scope, effect, exc.reason)
             raise
-    meta = store.jsonb(_meta(config))
+    meta = _store.jsonb(_meta(config))
     params = {
-        "args": [store.jsonb(a) for a in encoded],
+        "args": [_store.jsonb(a) for a in encoded],
         "metas": [meta] * len(encoded),
         "delays": [e.delay_ms for e in batch],
         "queue": config.timers_queue,
         "scope": scope,
     }
     try:
-        async with store.connection(config.oban, conn) as db:
-            cursor = await db.execute(
-                store.sql(store.INSERT_TIMERS, config.oban, TIMER_WORKER), params
-            )
+        async with _store.connection(config.oban, conn) as db:
+            cursor = await db.execute(_store.statement(config.oban, "insert_timers"), params)
             rows = {row[6]: row for row in await cursor.fetchall()}
             missing = [str(e.ordinal) for e in batch if str(e.ordinal) not in rows]
             if missing:
                 found = await db.execute(
-                    store.sql(store.FIND_TIMERS, config.oban, TIMER_WORKER),
+                    _store.statement(config.oban, "find_timers"),
                     {**params, "ordinals": missing},
                 )
                 rows.update({row[6]: row for row in await found.fetchall()})
@@ -238,7 +234,7 @@ def _rejected(scope: Any, effect: SendDelayed, reason: str) -> None:
     )
 
 
-async def cancel(
+async def cancel_timers(
     config: Config,
     scope: str,
     effect: Cancel,
@@ -254,17 +250,17 @@ async def cancel(
     _check_scope(scope)
     if not isinstance(effect.send_id, str) or not effect.send_id:
         raise MissingSendId("a cancel needs a send id", scope=scope)
-    params = {
-        "scope": scope,
-        "send_id": effect.send_id,
-        "reason": f"<cancel sendid={effect.send_id!r}> (ordinal {effect.ordinal})",
-    }
     try:
-        async with store.connection(config.oban, conn) as db:
-            cursor = await db.execute(
-                store.sql(store.CANCEL_TIMERS, config.oban, TIMER_WORKER), params
+        async with _store.connection(config.oban, conn) as db:
+            count = await _store.cancel_pending(
+                db,
+                config.oban,
+                worker=TIMER_WORKER,
+                key="send_id",
+                scope=scope,
+                value=effect.send_id,
+                reason=f"<cancel sendid={effect.send_id!r}> (ordinal {effect.ordinal})",
             )
-            count = len(await cursor.fetchall())
     except psycopg.Error as exc:
         raise StoreUnavailable(f"cancelling timer jobs failed: {exc}") from exc
     telemetry.emit(
@@ -289,11 +285,11 @@ async def pending_for(config: Config, scopes: Iterable[str]) -> dict[str, int]:
     wanted = list(dict.fromkeys(_check_scope(s) for s in scopes))
     counts = dict.fromkeys(wanted, 0)
     try:
-        async with store.connection(config.oban, None) as db:
+        async with _store.connection(config.oban, None) as db:
             for start in range(0, len(wanted), PENDING_CHUNK):
                 chunk = wanted[start : start + PENDING_CHUNK]
                 cursor = await db.execute(
-                    store.sql(store.COUNT_PENDING, config.oban, TIMER_WORKER), {"scopes": chunk}
+                    _store.statement(config.oban, "count_pending_timers"), {"scopes": chunk}
                 )
                 for scope, count in await cursor.fetchall():
                     counts[scope] = int(count)

@@ -8,32 +8,17 @@ belongs to the host's execution store.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal
 
 from statifier.core.effects import Invoke
 
-from . import invoke_args, store, telemetry
-from .config import Config
-from .errors import InvalidScope
-from .names import CHILD_START_WORKER, META_CHILD_STARTER, META_TIMEOUT
+from . import _invoke_args, _store, telemetry
+from ._config import Config
+from ._errors import FanOutError, InvalidScope
+from ._names import CHILD_START_WORKER, META_CHILD_STARTER, META_TIMEOUT
 
 Policy = Literal["all", "first_error"]
-
-
-@runtime_checkable
-class ChildStarter(Protocol):
-    """Creates child ``index`` of ``count`` for an invocation; idempotent per index.
-
-    ``opts`` carries ``policy`` (``"all"`` or ``"first_error"``); ignore keys you do not
-    know. Raising (or returning an exception) makes the start job retry.
-    """
-
-    def start_child(
-        self, parent_scope: str, invoke: Invoke, index: int, count: int, opts: dict[str, Any]
-    ) -> Awaitable[None] | None:
-        """Make sure the child exists."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,10 +34,6 @@ class Refused:
         if self.reason == "cap_exceeded":
             return f"cap_exceeded: {self.count} items exceed max_fan_out {self.cap}"
         return self.reason
-
-
-class FanOutError(Exception):
-    """A fan-out could not be scheduled now (missing config, store error): retried."""
 
 
 def policy_of(invoke: Invoke) -> Policy | Refused:
@@ -107,17 +88,17 @@ async def start(
     if config.child_start_timeout is not None:
         meta[META_TIMEOUT] = config.child_start_timeout
     rows = [
-        store.jsonb(invoke_args.for_child_start(parent_args, index, count, policy))
+        _store.jsonb(_invoke_args.for_child_start(parent_args, index, count, policy))
         for index in range(count)
     ]
-    async with store.connection(config.oban, None) as db:
+    async with _store.connection(config.oban, None) as db:
         await db.execute(
-            store.sql(store.INSERT_CHILD_STARTS, config.oban, CHILD_START_WORKER),
+            _store.statement(config.oban, "insert_child_starts"),
             {
                 "args": rows,
-                "meta": store.jsonb(meta),
+                "meta": _store.jsonb(meta),
                 "queue": config.invoke_queue,
-                "channel": store.insert_channel(config.oban),
+                "channel": _store.insert_channel(config.oban),
             },
         )
     return count
@@ -127,16 +108,16 @@ async def cancel_unstarted(config: Config, scope: str, invoke_id: str) -> int:
     """Cancel the child starts of an invocation whose job has not run yet; the count."""
     if not isinstance(scope, str) or not scope:
         raise InvalidScope(f"scope must be a non-empty string, not {scope!r}")
-    async with store.connection(config.oban, None) as db:
-        cursor = await db.execute(
-            store.sql(store.CANCEL_BY_INVOKE_ID, config.oban, CHILD_START_WORKER),
-            {
-                "scope": scope,
-                "invoke_id": invoke_id,
-                "reason": f"unstarted children of {invoke_id!r} cancelled",
-            },
+    async with _store.connection(config.oban, None) as db:
+        count = await _store.cancel_pending(
+            db,
+            config.oban,
+            worker=CHILD_START_WORKER,
+            key="invoke_id",
+            scope=scope,
+            value=invoke_id,
+            reason=f"unstarted children of {invoke_id!r} cancelled",
         )
-        count = len(await cursor.fetchall())
     telemetry.emit(
         telemetry.INVOKE_UNSTARTED_CANCELLED, count=count, scope=scope, invoke_id=invoke_id
     )

@@ -13,8 +13,8 @@ from typing import Any
 
 from statifier.core.effects import Owner, SendDelayed
 
-from .errors import UndecodableRow
-from .opaque import decode_field, encode_field
+from ._errors import UndecodableRow
+from ._opaque import decode_field, encode_field
 
 OWNER_KINDS = {"onentry": 3, "onexit": 3, "finalize": 3, "transition": 2}
 
