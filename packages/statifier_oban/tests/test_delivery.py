@@ -1,6 +1,6 @@
 """Which delivery a fired timer goes to, what it receives, and what it may answer.
 
-Delivery resolution and answers run on a real ``timers`` queue; ``fired_event`` is pure.
+Delivery resolution and answers run on a real ``timers`` queue.
 Deliveries are named on the job row's ``meta.delivery`` by import path
 (``support_deliveries:ScriptedDelivery``), resolved by the worker in this process.
 """
@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 from oban import Snooze as ObanSnooze
 from statifier.core import effects as fx
-from statifier.core.events import Event
-from statifier_oban import Config, Delivered, Discarded, Snoozed, _timer, fired_event
+from statifier_oban import Config, Delivered, Discarded, Snoozed, _timer
 from statifier_oban._config import DEFAULT_DELIVERY
 from statifier_oban.telemetry import TIMER_DISCARDED, TIMER_FIRED
 
@@ -242,52 +241,3 @@ async def test_a_discarded_answer_cancels_the_job_with_the_hosts_reason(
     [discarded] = seen.named(TIMER_DISCARDED, scope)
     assert discarded["reason"] == "chart_unknown"
     assert discarded["delivery"] == SCRIPTED
-
-
-# --- fired_event ----------------------------------------------------------------------------
-
-SCXML_PROCESSOR = "http://www.w3.org/TR/scxml/#SCXMLEventProcessor"
-
-
-def test_fired_event_is_the_external_event_an_in_process_timer_delivers() -> None:
-    context = {"opaque": ["never", "read"]}
-    data = {"amount": 3, "when": "later"}
-    effect = send_delayed(
-        event="authorization.expired", data=data, send_id="hold", caller_context=context
-    )
-    event = fired_event("sess_abc", effect)
-    assert event == Event(
-        name="authorization.expired",
-        type="external",
-        data=data,
-        sendid="hold",
-        origin="#_scxml_sess_abc",
-        origintype=SCXML_PROCESSOR,
-        invokeid=None,
-        caller_context=context,
-    )
-    assert event.data is data
-    assert event.caller_context is context  # carried, never copied or read
-
-
-def test_fired_event_hides_a_generated_send_id() -> None:
-    event = fired_event("s1", send_delayed(send_id="send_7", id_from_author=False))
-    assert event.sendid is None
-    assert fired_event("s1", send_delayed(send_id="hold", id_from_author=True)).sendid == "hold"
-
-
-def test_fired_event_keeps_none_as_none() -> None:
-    event = fired_event("s2", send_delayed(data=None, caller_context=None))
-    assert event.data is None
-    assert event.caller_context is None
-    assert event.invokeid is None
-    assert event.type == "external"
-    assert event.origin == "#_scxml_s2"
-    assert event.origintype == SCXML_PROCESSOR
-
-
-@pytest.mark.parametrize("value", [0, "", False, [], {}])
-def test_fired_event_carries_falsy_values_verbatim(value: Any) -> None:
-    event = fired_event("s3", send_delayed(data=value, caller_context=value))
-    assert event.data == value and type(event.data) is type(value)
-    assert event.caller_context == value and type(event.caller_context) is type(value)

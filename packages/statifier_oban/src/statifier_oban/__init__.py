@@ -60,7 +60,6 @@ from .delivery import (
     SessionInvokeDelivery,
     Snoozed,
     TimerDelivery,
-    fired_event,
 )
 
 latency.install()
@@ -121,7 +120,6 @@ __all__ = [
     "UndecodableRow",
     "__version__",
     "cancel_timers",
-    "fired_event",
     "pending_for",
     "schedule",
     "schedule_many",
