@@ -92,6 +92,14 @@ def test_skip_categories() -> None:
     assert all(skip_reason(c) is None for c in mandatory_automated())
 
 
+def test_skip_categories_of_the_ecmascript_profile() -> None:
+    reasons = Counter(skip_reason(c, profile="ecmascript") for c in automated())
+    assert reasons == {None: 180, SKIP_XPATH: 30, SKIP_HTTP: 12}
+    assert {c.id for c in runnable(profile="ecmascript") if c.specnum == "C.2"} == {
+        c.id for c in automated() if c.specnum == "C.2"
+    }
+
+
 def test_parse_manifest_rejects_bad_conformance() -> None:
     bad = (
         '<assertions><assert id="1" specnum="3.2"><test id="1" conformance="maybe" '

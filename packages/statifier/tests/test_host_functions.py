@@ -134,3 +134,13 @@ def test_compiled_expressions_keep_their_functions_through_pickle() -> None:
     assert expression.names_read == frozenset({"x"})
     copy = pickle.loads(pickle.dumps(expression))
     assert copy.evaluate({"x": 500}, lambda _: False) is True
+
+
+def test_an_ecmascript_chart_refuses_host_functions_at_compile() -> None:
+    source = (
+        '<scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0" datamodel="ecmascript">'
+        '<state id="a"/></scxml>'
+    )
+    with pytest.raises(ChartError) as caught:
+        statifier.compile(source, functions={"double": lambda x: 2 * x})
+    assert [d.code for d in caught.value.diagnostics] == ["host-functions-unsupported"]

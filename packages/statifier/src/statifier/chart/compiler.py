@@ -48,7 +48,7 @@ from statifier.suggest import did_you_mean
 Resolver = Callable[[str], str]
 """Maps a ``src`` URI to its text; raising any exception means "unreachable"."""
 
-DATAMODELS = ("python", "null")
+DATAMODELS = dm.DATAMODEL_NAMES
 
 _STATE_TAGS = ("state", "parallel", "final", "history")
 _EXECUTABLE = (
@@ -154,8 +154,26 @@ _EXCLUSIVE: dict[str, tuple[tuple[str, str], ...]] = {
 
 # Compiled expressions are immutable values, so identical sources (common in generated
 # charts: every "x + 1") share one compilation, across charts too.
-_expression = functools.lru_cache(maxsize=8192)(dm.compile_expression)
-_location = functools.lru_cache(maxsize=4096)(dm.compile_location)
+@functools.lru_cache(maxsize=8192)
+def _cached_expression(
+    datamodel: str, source: str, functions: HostFunctions | None
+) -> dm.Expression:
+    return dm.datamodel_for(datamodel).compile_expression(source, functions)
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_location(datamodel: str, source: str, functions: HostFunctions | None) -> dm.Location:
+    return dm.datamodel_for(datamodel).compile_location(source, functions)
+
+
+def _expression(
+    datamodel: dm.Datamodel, source: str, functions: HostFunctions | None
+) -> dm.Expression:
+    return _cached_expression(datamodel.name, source, functions)
+
+
+def _location(datamodel: dm.Datamodel, source: str, functions: HostFunctions | None) -> dm.Location:
+    return _cached_location(datamodel.name, source, functions)
 
 
 def chart_identity(source: bytes, name: str | None = None, version: str | None = None) -> str:
@@ -253,6 +271,7 @@ class _Compiler:
         self.data: list[DataNode] = []
         self.scripts: list[dm.Script] = []
         self.resolved: dict[str, str] = {}
+        self.datamodel: dm.Datamodel = dm.PYTHON
 
     # -- diagnostics -------------------------------------------------------------------
 
@@ -269,12 +288,23 @@ class _Compiler:
             self.error(root, "not-scxml", "the root element must be <scxml> in the SCXML namespace")
             raise ChartError(self.diagnostics)
         self.check_element(root)
-        datamodel = root.attr("datamodel") or "python"
-        if datamodel not in DATAMODELS:
+        datamodel = root.attr("datamodel") or dm.DEFAULT_DATAMODEL
+        try:
+            self.datamodel = dm.datamodel_for(datamodel)
+        except KeyError:
             self.error(
                 root,
                 "unsupported-datamodel",
-                f"datamodel {datamodel!r} is not supported (use 'python' or 'null')",
+                f"datamodel {datamodel!r} is not supported (use one of {', '.join(DATAMODELS)})",
+            )
+        except dm.DatamodelUnavailable as exc:
+            self.error(root, "datamodel-unavailable", str(exc))
+            raise ChartError(self.diagnostics) from None
+        if self.functions and not self.datamodel.supports_host_functions:
+            self.error(
+                root,
+                "host-functions-unsupported",
+                f"the {self.datamodel.name} datamodel cannot call host functions yet",
             )
         binding = root.attr("binding") or "early"
         if binding not in ("early", "late"):
@@ -565,7 +595,7 @@ class _Compiler:
         if not data_id:
             self.error(element, "missing-attribute", "<data> needs an id")
             return
-        if not dm.is_identifier(data_id):
+        if not self.datamodel.is_identifier(data_id):
             self.error(element, "invalid-id", f"data id {data_id!r} is not a valid variable name")
         elif any(d.id == data_id for d in self.data):
             self.error(element, "duplicate-id", f"duplicate data id {data_id!r}")
@@ -593,7 +623,7 @@ class _Compiler:
                 )
             else:
                 self.resolved[src] = text
-                value, has_value = dm.parse_inline_content(text), True
+                value, has_value = self.datamodel.parse_inline_content(text), True
         index = len(self.data)
         self.data.append(
             DataNode(
@@ -702,9 +732,13 @@ class _Compiler:
                 )
                 return None
             self.resolved[src] = body
+        source = _dedent(body)
         try:
-            return dm.compile_script(_dedent(body), self.functions)
+            return self.datamodel.compile_script(source, self.functions)
         except dm.ExpressionSyntaxError as exc:
+            if self.datamodel.syntax_errors_at_runtime:
+                self.warn(element, "invalid-script", f"script: {exc.message}")
+                return self.datamodel.failing_script(source, f"script: {exc.message}")
             self.error(element, "invalid-script", f"script: {exc.message}")
             return None
 
@@ -839,8 +873,11 @@ class _Compiler:
         if item is None:
             self.error(element, "missing-attribute", "<foreach> needs an item")
         for label, name in (("item", item), ("index", index)):
-            if name is not None and not dm.is_identifier(name):
-                self.error(
+            if name is not None and not self.datamodel.is_identifier(name):
+                # A datamodel that reports syntax errors at run time fails the foreach with
+                # error.execution instead (W3C test 457).
+                report = self.warn if self.datamodel.syntax_errors_at_runtime else self.error
+                report(
                     element, "invalid-attribute", f"foreach {label} {name!r} is not a variable name"
                 )
         body = self.block(element.children, owner)
@@ -943,9 +980,13 @@ class _Compiler:
 
     def compile_expr(self, element: XNode, source: str) -> dm.Expression | None:
         try:
-            return _expression(source, self.functions)
+            return _expression(self.datamodel, source, self.functions)
         except dm.ExpressionSyntaxError as exc:
-            self.error(element, "invalid-expression", f"{source!r}: {exc.message}")
+            message = f"{source!r}: {exc.message}"
+            if self.datamodel.syntax_errors_at_runtime:
+                self.warn(element, "invalid-expression", message)
+                return self.datamodel.failing_expression(source, exc.message)
+            self.error(element, "invalid-expression", message)
             return None
 
     def expression(self, element: XNode, attr: str) -> dm.Expression | None:
@@ -959,9 +1000,13 @@ class _Compiler:
         if source is None:
             return None
         try:
-            return _location(source, self.functions)
+            return _location(self.datamodel, source, self.functions)
         except dm.ExpressionSyntaxError as exc:
-            self.error(element, "invalid-location", f"{attr} {source!r}: {exc.message}")
+            message = f"{attr} {source!r}: {exc.message}"
+            if self.datamodel.syntax_errors_at_runtime:
+                self.warn(element, "invalid-location", message)
+                return self.datamodel.failing_location(source, exc.message)
+            self.error(element, "invalid-location", message)
             return None
 
     def namelist(self, element: XNode) -> tuple[tuple[str, dm.Expression], ...]:
@@ -971,10 +1016,15 @@ class _Compiler:
         names: list[tuple[str, dm.Expression]] = []
         for name in text.split():
             try:
-                _location(name)
-                names.append((name, _expression(name)))
+                _location(self.datamodel, name, self.functions)
+                names.append((name, _expression(self.datamodel, name, self.functions)))
             except dm.ExpressionSyntaxError as exc:
-                self.error(element, "invalid-namelist", f"namelist entry {name!r}: {exc.message}")
+                message = f"namelist entry {name!r}: {exc.message}"
+                if self.datamodel.syntax_errors_at_runtime:
+                    self.warn(element, "invalid-namelist", message)
+                    names.append((name, self.datamodel.failing_expression(name, exc.message)))
+                else:
+                    self.error(element, "invalid-namelist", message)
         return tuple(names)
 
     def inline_value(self, element: XNode) -> Any:
@@ -985,7 +1035,7 @@ class _Compiler:
         text = element.text
         if not text.strip():
             return _ABSENT
-        return dm.parse_inline_content(text)
+        return self.datamodel.parse_inline_content(text)
 
     # -- pass 3: freeze ----------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from statifier.chart.model import ContentNode, DataNode, Machine, Owner, StateNo
 from statifier.core import effects as fx
 from statifier.core.events import Event
 from statifier.core.state import MachineState
-from statifier.datamodel import EvaluationError, Expression, Location
+from statifier.datamodel import EvaluationError, Expression, Location, datamodel_for
 
 Effects = list[fx.Effect]
 
@@ -33,6 +33,29 @@ class BlockAbort(Exception):
     """An error inside a block of executable content: the rest of the block is skipped."""
 
 
+class ActiveStates:
+    """What a datamodel gets for ``In()``: call it with a state id, or list the active ids.
+
+    The Python datamodel calls it; the ECMAScript datamodel, whose chart code cannot call
+    back into Python, hands ``active_state_ids()`` to the engine before a call.
+    """
+
+    __slots__ = ("_run",)
+
+    def __init__(self, run: Run) -> None:
+        self._run = run
+
+    def __call__(self, state_id: str) -> bool:
+        run = self._run
+        index = run.machine.state_ids.get(state_id)
+        return index is not None and index in run.config
+
+    def active_state_ids(self) -> tuple[str, ...]:
+        """Ids of every active state, in document order."""
+        run = self._run
+        return run.ids(run.order())
+
+
 class Run:
     """A mutable working copy of a ``MachineState`` for the duration of one public call."""
 
@@ -45,6 +68,7 @@ class Run:
         "effects",
         "entered",
         "history",
+        "in_state",
         "internal_queue",
         "invocations",
         "invoke_counter",
@@ -91,6 +115,7 @@ class Run:
     microstep: int
     round: int
     trace: bool
+    in_state: ActiveStates
     max_rounds: int | None
     invoke_types: frozenset[str] | None
     routes: Container[str] | None
@@ -135,6 +160,7 @@ class Run:
         run.invoke_types = frozenset(invoke_types) if invoke_types is not None else None
         run.routes = routes
         run.effects = []
+        run.in_state = ActiveStates(run)
         run.node = None
         run.line = None
         return run
@@ -169,6 +195,7 @@ class Run:
         run.invoke_types = state.invoke_types
         run.routes = state.routes if isinstance(routes, Keep) else routes
         run.effects = []
+        run.in_state = ActiveStates(run)
         run.node = None
         run.line = None
         return run
@@ -239,10 +266,6 @@ class Run:
     def ids(self, indexes: Iterable[int]) -> tuple[str, ...]:
         states = self.states
         return tuple(states[i].id for i in indexes)
-
-    def in_state(self, state_id: str) -> bool:
-        index = self.machine.state_ids.get(state_id)
-        return index is not None and index in self.config
 
     def raise_error(self, name: str, message: str, sendid: str | None = None) -> None:
         """Place a platform error event (``error.execution``...) on the internal queue."""
@@ -334,6 +357,10 @@ class Run:
             self.raise_error(
                 "error.execution", f"cannot bind {name!r}: it is a read-only system variable"
             )
+            raise BlockAbort
+        if not datamodel_for(self.machine.datamodel).is_identifier(name):
+            # Only a datamodel that reports bad names at run time lets one compile (test 457).
+            self.raise_error("error.execution", f"cannot bind {name!r}: not a variable name")
             raise BlockAbort
         prior = self.datamodel.get(name)
         self.datamodel[name] = value

@@ -244,6 +244,14 @@ class Session:
             event = Event(name=event)
         self._enqueue(_Entry("event", event))
 
+    def fire_delayed(self, effect: fx.SendDelayed) -> None:
+        """A delayed send this session armed elsewhere (a durable timer) has fired.
+
+        It is delivered in order with queued events, exactly as a send fired by the
+        session's own timer (the planner's ``fire``); a halted session drops it.
+        """
+        self._enqueue(_Entry("timer", timer=effect))
+
     def cancel(self) -> None:
         """Queue a cancellation (in order with events): onexit runs, then ``Done``."""
         self._enqueue(_CANCEL)

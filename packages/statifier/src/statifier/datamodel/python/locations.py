@@ -11,6 +11,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Final
 
+from statifier.datamodel.base import PathKey, WriteResult
 from statifier.datamodel.python.access import attribute, subscript
 from statifier.datamodel.python.compiler import ExpressionCompiler, HostCalls
 from statifier.datamodel.python.context import EvalContext, Evaluator
@@ -23,25 +24,7 @@ from statifier.datamodel.python.limits import MAX_SOURCE_LENGTH
 from statifier.datamodel.python.parsing import parse_expression_source
 from statifier.datamodel.python.values import InState, Value, Variables, type_name
 
-PathKey = str | int
-"""One step of a written path: a dict key or a (non-negative) list index."""
-
 _MISSING: Final = object()
-
-
-@dataclass(frozen=True, slots=True)
-class WriteResult:
-    """The outcome of one write.
-
-    ``root_value`` is the new value of variable ``root``; ``path`` leads from the root to the
-    written element (empty when the variable itself was assigned); ``prior`` is the value
-    previously at that path, or ``None`` if there was none.
-    """
-
-    root: str
-    root_value: Value
-    path: tuple[PathKey, ...]
-    prior: Value
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,7 @@ import ast
 from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 
+from statifier.datamodel.base import WriteResult
 from statifier.datamodel.python.compiler import ExpressionCompiler, HostCalls
 from statifier.datamodel.python.context import EvalContext, Evaluator
 from statifier.datamodel.python.errors import (
@@ -15,7 +16,7 @@ from statifier.datamodel.python.errors import (
     evaluation_error,
 )
 from statifier.datamodel.python.limits import MAX_SCRIPT_SOURCE_LENGTH
-from statifier.datamodel.python.locations import LocationPlan, WriteResult, plan_location
+from statifier.datamodel.python.locations import LocationPlan, plan_location
 from statifier.datamodel.python.operators import BINARY_OPERATORS, BinaryOp
 from statifier.datamodel.python.parsing import parse_script_source
 from statifier.datamodel.python.values import InState, Value
