@@ -22,21 +22,15 @@ import pytest_asyncio
 from oban import Oban
 from psycopg_pool import AsyncConnectionPool
 from statifier_oban.schema import install
-from statifier_persistence import install as install_persistence
 
 STAGER_INTERVAL_S = 0.1
 """Stager poll interval of instances from ``start_oban`` (oban's default is 1 s)."""
 
 
-async def _install_all(url: str) -> None:
-    await install(url)
-    await install_persistence(url)
-
-
 @pytest.fixture(scope="session")
 def template_database(schema_templates: Any) -> str:
     """Name of a database holding the full schema, copied for every test's database."""
-    return str(schema_templates.get("statifier_oban", _install_all))
+    return str(schema_templates.get("statifier_oban", install))
 
 
 def unique_name(kind: str) -> str:

@@ -20,9 +20,8 @@ from typing import Any, ClassVar
 
 from oban import Oban
 from statifier.core.effects import Invoke
-from statifier_oban import Config, executions
+from statifier_oban import Config, InvokeHandler, Ok, executions
 from statifier_oban.executions import ObanExecutor, execution_config
-from statifier_oban.handler import InvokeHandler, Ok
 from statifier_persistence import Executions
 from support_common import unique
 from support_harness import Server, Servers

@@ -18,9 +18,9 @@ import pytest_asyncio
 from psycopg import AsyncConnection
 from statifier.core.effects import SendDelayed
 from statifier.core.events import Event
-from statifier_oban import timer
+from statifier_oban import Config, ConfigError, schedule
 from statifier_oban.executions import ExecutionDelivery, ObanExecutor
-from statifier_oban.names import INVOKE_WORKER, TIMER_WORKER
+from statifier_oban.workers import INVOKE_WORKER, TIMER_WORKER
 from statifier_persistence import Executions, Stepped
 
 TESTS_DIR = str(Path(__file__).resolve().parent)
@@ -171,7 +171,7 @@ async def test_a_timer_into_a_cancelled_execution_is_discarded(rig: Rig) -> None
 
 
 async def test_a_timer_of_an_unknown_execution_is_discarded_as_terminated(rig: Rig) -> None:
-    job = await timer.schedule(rig.config, unique("ghost"), send_delayed(delay_ms=10))
+    job = await schedule(rig.config, unique("ghost"), send_delayed(delay_ms=10))
     row = await wait_for_state(rig.server.pool, job.job_id, "cancelled")
     assert "discarded: terminated" in row.error_text
 
@@ -256,9 +256,32 @@ async def test_a_late_answer_of_an_invocation_no_longer_live_is_discarded(rig: R
     assert state.active_leaf_ids() == ("aborted",)
 
 
-async def test_the_executor_refuses_a_config_that_delivers_into_live_sessions(rig: Rig) -> None:
-    from statifier_oban import Config, ConfigError
+async def test_an_answer_into_a_parked_execution_is_snoozed_until_unparked(rig: Rig) -> None:
+    assert GatedHandler.gate is not None and GatedHandler.started is not None
+    execution_id = unique("exe")
+    await rig.executions.create(GATED, execution_id=execution_id)
+    await wait_until(GatedHandler.started.is_set, timeout=10, what="the handler running")
+    await rig.executions.park(execution_id)
+    GatedHandler.gate.set()
+    (job,) = await job_rows(
+        rig.server.pool, "worker = %s AND args->>'scope' = %s", [INVOKE_WORKER, execution_id]
+    )
 
+    async def snoozed() -> Any:
+        row = await job_row(rig.server.pool, job.id)
+        return row if row.meta.get("snoozed") == 1 and row.state == "scheduled" else None
+
+    await wait_until(snoozed, timeout=10, what="the answer snoozed")
+    _, state = await rig.executions.load(execution_id)
+    assert state.active_leaf_ids() == ("working",)
+    await rig.executions.unpark(execution_id)
+    await set_due_now(rig.server.pool, job.id)
+    await wait_for_state(rig.server.pool, job.id, "completed", timeout=10)
+    _, state = await rig.executions.load(execution_id)
+    assert state.active_leaf_ids() == ("answered",)
+
+
+async def test_the_executor_refuses_a_config_that_delivers_into_live_sessions(rig: Rig) -> None:
     with pytest.raises(ConfigError):
         ObanExecutor(Config(oban=rig.server.oban, timers_queue="t"))
 

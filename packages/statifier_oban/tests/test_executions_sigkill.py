@@ -29,7 +29,7 @@ import pytest
 from oban import Oban
 from psycopg_pool import AsyncConnectionPool
 from statifier_oban.executions import ObanExecutor, execution_config
-from statifier_oban.names import TIMER_WORKER
+from statifier_oban.workers import TIMER_WORKER
 from statifier_persistence import Executions
 
 TESTS_DIR = str(Path(__file__).resolve().parent)

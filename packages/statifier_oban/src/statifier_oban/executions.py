@@ -50,18 +50,14 @@ from statifier_persistence import (
 )
 from statifier_persistence import Discarded as DiscardedStep
 
-from . import invocation, timer
-from .config import DEFAULT_DELIVERY, DEFAULT_INVOKE_DELIVERY, Config
-from .delivery import DELIVERED, DeliveryAnswer, Discarded, Snooze
-from .errors import ConfigError, ScheduleRejected, StatifierObanError
-from .handler import InvokeHandler
+from . import _invocation, _timer
+from ._config import DEFAULT_DELIVERY, DEFAULT_INVOKE_DELIVERY, Config
+from ._errors import ConfigError, NoExecutions, ScheduleRejected
+from ._handler import InvokeHandler
+from .delivery import DELIVERED, DeliveryAnswer, Discarded, Snoozed
 
 PARKED_SNOOZE_S: Final = 60
 """How long a timer of a parked execution waits before it asks again, by default."""
-
-
-class NoExecutions(StatifierObanError):
-    """An execution delivery ran in a process where :func:`use` was never called."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -160,7 +156,7 @@ class ObanExecutor:
         if effect.target is not None:
             effect = dataclasses.replace(effect, target=None)
         try:
-            await timer.schedule(self.config, execution_id, effect, conn=conn)
+            await _timer.schedule(self.config, execution_id, effect, conn=conn)
         except ScheduleRejected as exc:
             raise EffectRefused(exc.reason, str(exc)) from exc
 
@@ -168,7 +164,7 @@ class ObanExecutor:
         self, conn: AsyncConnection[Any], execution_id: str, effect: Cancel
     ) -> None:
         """Cancel the execution's pending timer jobs under the send id."""
-        await timer.cancel(self.config, execution_id, effect, conn=conn)
+        await _timer.cancel_timers(self.config, execution_id, effect, conn=conn)
 
     async def start_invocation(
         self, conn: AsyncConnection[Any], execution_id: str, effect: Invoke
@@ -178,7 +174,7 @@ class ObanExecutor:
         if handler is None:
             raise EffectRefused(f"no handler for invoke type {effect.type!r}")
         try:
-            await invocation.enqueue(self.config, handler, execution_id, effect, conn=conn)
+            await _invocation.enqueue(self.config, handler, execution_id, effect, conn=conn)
         except ScheduleRejected as exc:
             raise EffectRefused(exc.reason, str(exc)) from exc
 
@@ -187,7 +183,7 @@ class ObanExecutor:
     ) -> None:
         """Cancel the invocation's pending jobs (a running one finishes; its answer is
         then declined, the invocation being no longer live)."""
-        await invocation.cancel(self.config, execution_id, effect.invoke_id, conn=conn)
+        await _invocation.cancel(self.config, execution_id, effect.invoke_id, conn=conn)
 
     async def forward(
         self, conn: AsyncConnection[Any], execution_id: str, invoke_id: str, event: Event
@@ -220,7 +216,7 @@ class _Steps:
         except ExecutionNotFound:
             return Discarded("terminated")
         except NeedsMigration:
-            return Snooze(installed.parked_snooze_s)
+            return Snoozed(installed.parked_snooze_s)
         match result:
             case Stepped() | AlreadyApplied():
                 return DELIVERED

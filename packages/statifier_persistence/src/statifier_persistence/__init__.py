@@ -14,6 +14,8 @@ installer.
 
 from __future__ import annotations
 
+from importlib import metadata as _metadata
+
 from ._answers import NOT_LIVE, live_answer
 from ._errors import (
     ChartConflict,
@@ -54,6 +56,12 @@ from ._records import (
     StepResult,
 )
 from .schema import install, install_sql, verify
+
+try:
+    __version__ = _metadata.version("statifier-persistence")
+    """The installed distribution's version (the one in ``pyproject.toml``)."""
+except _metadata.PackageNotFoundError:  # pragma: no cover - running from a bare source tree
+    __version__ = "0+unknown"
 
 __all__ = [
     "MAX_ID_LENGTH",
@@ -96,6 +104,7 @@ __all__ = [
     "Stepped",
     "StoreError",
     "UnstorablePosition",
+    "__version__",
     "install",
     "install_sql",
     "live_answer",
