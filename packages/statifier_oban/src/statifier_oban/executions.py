@@ -29,9 +29,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any, Final
 
-from oban import current_job
+import psycopg
+from oban import Oban, current_job
 from psycopg import AsyncConnection
 from statifier.core import planner
 from statifier.core.effects import Cancel, CancelInvoke, Invoke, SendDelayed
@@ -50,10 +52,11 @@ from statifier_persistence import (
 )
 from statifier_persistence import Discarded as DiscardedStep
 
-from . import _invocation, _timer
+from . import _invocation, _store, _timer
 from ._config import DEFAULT_DELIVERY, DEFAULT_INVOKE_DELIVERY, Config
-from ._errors import ConfigError, NoExecutions, ScheduleRejected
+from ._errors import ConfigError, NoExecutions, ScheduleRejected, StoreUnavailable
 from ._handler import InvokeHandler
+from ._names import INVOKE_WORKER
 from .delivery import DELIVERED, DeliveryAnswer, Discarded, Snoozed
 
 PARKED_SNOOZE_S: Final = 60
@@ -262,13 +265,68 @@ class ExecutionInvokeDelivery(_Steps):
         return await self.apply(scope, live_answer(answer))
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class PendingJob:
+    """A pending timer job, or an unfinished invocation job, of one execution.
+
+    ``kind`` is ``timer`` (``send_id``, ``event``, ``ordinal`` set) or ``invocation``
+    (``invoke_id`` set); ``scheduled_at`` is when it is due (UTC, as oban stores it).
+    """
+
+    job_id: int
+    kind: str
+    state: str
+    send_id: str | None
+    event: str | None
+    ordinal: int | None
+    invoke_id: str | None
+    scheduled_at: datetime
+
+
+PENDING_JOBS_LIMIT: Final = 1000
+"""The most jobs :func:`pending_jobs` returns."""
+
+
+async def pending_jobs(oban: Oban, execution_id: str, *, limit: int = 100) -> list[PendingJob]:
+    """The execution's pending timers and unfinished invocations, earliest due first."""
+    if (
+        isinstance(limit, bool)
+        or not isinstance(limit, int)
+        or not 1 <= limit <= PENDING_JOBS_LIMIT
+    ):
+        raise ConfigError("limit", f"limit must be in 1..{PENDING_JOBS_LIMIT}, not {limit!r}")
+    try:
+        async with _store.connection(oban, None) as db:
+            cursor = await db.execute(
+                _store.statement(oban, "scope_jobs"), {"scope": execution_id, "limit": limit}
+            )
+            rows = await cursor.fetchall()
+    except psycopg.Error as exc:
+        raise StoreUnavailable(f"reading the jobs of {execution_id!r} failed: {exc}") from exc
+    return [
+        PendingJob(
+            job_id=row[0],
+            kind="invocation" if row[1] == INVOKE_WORKER else "timer",
+            state=row[2],
+            send_id=row[3],
+            event=row[4],
+            ordinal=int(row[5]) if row[5] is not None and row[5].isdigit() else None,
+            invoke_id=row[6],
+            scheduled_at=row[7],
+        )
+        for row in rows
+    ]
+
+
 __all__ = [
     "PARKED_SNOOZE_S",
     "ExecutionDelivery",
     "ExecutionInvokeDelivery",
     "NoExecutions",
     "ObanExecutor",
+    "PendingJob",
     "current",
     "execution_config",
+    "pending_jobs",
     "use",
 ]
