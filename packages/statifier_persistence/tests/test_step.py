@@ -177,6 +177,8 @@ async def test_a_completed_execution_discards_events(
     captured = await executions.step(execution_id, Event(name="capture"))
     assert isinstance(captured, Stepped)
     assert captured.execution.status == "completed"
+    assert captured.execution.outcome == {"configuration": ["captured"], "donedata": None}
+    assert (await executions.get(execution_id)).outcome == captured.execution.outcome
     answer = await executions.step(execution_id, Event(name="capture"), key="late")
     assert isinstance(answer, Discarded)
     assert answer.status == "completed"
@@ -265,6 +267,7 @@ async def test_cancel_runs_onexit_and_a_second_cancel_is_discarded(
     cancelled = await executions.cancel(execution_id)
     assert isinstance(cancelled, Stepped)
     assert any(isinstance(e, fx.Done) for e in cancelled.effects)
+    assert cancelled.execution.outcome == {"configuration": ["authorized"], "donedata": None}
     assert await effect_rows(store, execution_id) == [
         ("schedule", "hold", 1, None, True),
         ("cancel", "hold", 2, None, False),

@@ -245,6 +245,8 @@ async def _show(executions: Executions, oban: Oban, args: argparse.Namespace) ->
         ("datamodel", json.dumps(datamodel, sort_keys=True, default=repr)),
         ("metadata", json.dumps(dict(execution.metadata), sort_keys=True)),
     ]  # fmt: skip
+    if execution.outcome is not None:
+        lines.append(("outcome", json.dumps(dict(execution.outcome), sort_keys=True)))
     if execution.failure is not None:
         lines.append(("failure", json.dumps(dict(execution.failure), sort_keys=True)))
     if execution.parent is not None:

@@ -16,8 +16,9 @@ with each (ADR 0009):
 * ``CancelTimers``, ``StartInvocation``, ``StopInvocation``: the executor.
 * ``Forward`` (autoforward): the executor's ``forward``; a refusal is logged.
 * ``Report``: collected, and handed to the host after the transaction commits.
-* ``Halt``: ``Done`` makes the execution ``completed`` (``cancelled`` when cancelling);
-  ``BudgetExhausted`` makes it ``failed``.
+* ``Halt``: ``Done`` makes the execution ``completed`` (``cancelled`` when cancelling) and
+  records its outcome (the configuration at exit, the donedata); ``BudgetExhausted``
+  makes it ``failed``.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ class Drive:
     routes: Container[str]
     status: ExecutionStatus = "active"
     failure: dict[str, Any] | None = None
+    outcome: dict[str, Any] | None = None
     cancelling: bool = False
     effects: list[fx.Effect] = field(default_factory=list)
     reports: list[fx.Log | fx.ErrorRaised] = field(default_factory=list)
@@ -141,8 +143,12 @@ class Drive:
                     )
             case planner.Report(effect=effect):
                 self.reports.append(effect)
-            case planner.Halt(effect=fx.Done()):
+            case planner.Halt(effect=fx.Done() as done):
                 self.status = "cancelled" if self.cancelling else "completed"
+                self.outcome = {
+                    "configuration": list(done.configuration),
+                    "donedata": done.donedata,
+                }
             case planner.Halt(effect=fx.BudgetExhausted() as exhausted):
                 self.status = "failed"
                 self.failure = {

@@ -374,6 +374,7 @@ class Executions:
         return {
             "max_metadata": self._limits.max_metadata_bytes,
             "max_position": self._limits.max_position_bytes,
+            "max_outcome": self._limits.max_position_bytes,
         }
 
     async def _read(
@@ -449,6 +450,7 @@ class Executions:
             routes=routes,
             status=execution.status,
             failure=dict(execution.failure) if execution.failure is not None else None,
+            outcome=dict(execution.outcome) if execution.outcome is not None else None,
         )
 
     async def _store(
@@ -466,12 +468,21 @@ class Executions:
             if drive.failure is not None
             else None
         )
+        try:
+            outcome = (
+                encode_json_object(drive.outcome, "outcome", self._limits.max_position_bytes)
+                if drive.outcome is not None
+                else None
+            )
+        except InvalidArgument as exc:  # the chart's donedata: its problem, not the caller's
+            raise UnstorablePosition(execution_id, str(exc)) from exc
         params = {
             **self._bounds(),
             "id": execution_id,
             "position": blob,
             "status": drive.status,
             "failure": failure,
+            "outcome": outcome,
             "key": key,
         }
         cursor = await db.execute(statement("store_execution", self._prefix), params)

@@ -48,8 +48,10 @@ class Execution:
     """One stored execution, as read (the position itself is not part of it).
 
     ``metadata`` is the host's JSON object (treat it as read-only). ``failure`` says why a
-    ``failed`` execution failed (``{"reason": ..., ...}``), else None. ``step_count``
-    counts the transactions that changed the execution (create, steps, cancel).
+    ``failed`` execution failed (``{"reason": ..., ...}``), else None. ``outcome`` is how a
+    ``completed`` or ``cancelled`` execution ended: ``{"configuration": [state ids active
+    at exit], "donedata": ...}`` (else None). ``step_count`` counts the transactions that
+    changed the execution (create, steps, cancel).
     """
 
     id: str
@@ -60,6 +62,7 @@ class Execution:
     metadata: Mapping[str, Any]
     parent: ParentLink | None
     failure: Mapping[str, Any] | None
+    outcome: Mapping[str, Any] | None
     step_count: int
     created_at: datetime
     updated_at: datetime

@@ -16,7 +16,7 @@ from ._errors import CorruptExecution, InvalidArgument
 from ._limits import MAX_ID_LENGTH, MAX_KEY_LENGTH, Limits
 from ._records import STATUSES, Execution, ExecutionStatus, ParentLink
 
-COLUMN_COUNT: Final = 15
+COLUMN_COUNT: Final = 17
 """Columns of ``execution_columns.sql``."""
 
 
@@ -104,6 +104,8 @@ def decode_execution(row: tuple[Any, ...], limits: Limits) -> Execution:
         child_index,
         failure_text,
         failure_size,
+        outcome_text,
+        outcome_size,
         step_count,
         created_at,
         updated_at,
@@ -118,10 +120,17 @@ def decode_execution(row: tuple[Any, ...], limits: Limits) -> Execution:
         raise corrupt("a text column holds something else")
     if status not in STATUSES:
         raise corrupt(f"unknown status {status!r}")
-    metadata = _json_object(metadata_text, metadata_size, "metadata", limits, corrupt)
+    metadata = _json_object(
+        metadata_text, metadata_size, "metadata", limits.max_metadata_bytes, corrupt
+    )
     if metadata is None:
         raise corrupt("the metadata is missing")
-    failure = _json_object(failure_text, failure_size, "failure", limits, corrupt)
+    failure = _json_object(
+        failure_text, failure_size, "failure", limits.max_metadata_bytes, corrupt
+    )
+    outcome = _json_object(
+        outcome_text, outcome_size, "outcome", limits.max_position_bytes, corrupt
+    )
     parent: ParentLink | None = None
     if parent_id is not None:
         if parent_invoke_id is None or not isinstance(child_index, int | None):
@@ -140,6 +149,7 @@ def decode_execution(row: tuple[Any, ...], limits: Limits) -> Execution:
         metadata=metadata,
         parent=parent,
         failure=failure,
+        outcome=outcome,
         step_count=step_count,
         created_at=created_at,
         updated_at=updated_at,
@@ -158,11 +168,11 @@ def decode_position(row: tuple[Any, ...], execution_id: str, limits: Limits) -> 
 
 
 def _json_object(
-    text: Any, size: Any, what: str, limits: Limits, corrupt: Any
+    text: Any, size: Any, what: str, limit: int, corrupt: Any
 ) -> dict[str, Any] | None:
     if text is None:
         if size is not None:
-            raise corrupt(f"the {what} is {size} bytes, over the {limits.max_metadata_bytes} limit")
+            raise corrupt(f"the {what} is {size} bytes, over the {limit} limit")
         return None
     if not isinstance(text, str):
         raise corrupt(f"the {what} is not text")

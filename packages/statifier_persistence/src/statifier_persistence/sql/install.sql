@@ -29,6 +29,7 @@ CREATE TABLE IF NOT EXISTS {schema}.statifier_executions (
     parent_invoke_id text,
     child_index integer,
     failure jsonb,
+    outcome jsonb,
     step_count bigint NOT NULL DEFAULT 0,
     created_at timestamptz NOT NULL DEFAULT now(),
     updated_at timestamptz NOT NULL DEFAULT now(),

@@ -7,6 +7,7 @@ WITH updated AS (
     SET position = %(position)s,
         status = %(status)s,
         failure = %(failure)s::jsonb,
+        outcome = %(outcome)s::jsonb,
         step_count = step_count + 1,
         updated_at = now()
     WHERE id = %(id)s
