@@ -35,7 +35,7 @@ from ._errors import (
     UnstorablePosition,
 )
 from ._executor import EffectExecutor, HostHook, LoggingHost
-from ._limits import MAX_IDENTITY_LENGTH, Limits
+from ._limits import MAX_ID_LENGTH, MAX_IDENTITY_LENGTH, Limits
 from ._records import (
     STATUSES,
     TERMINAL,
@@ -53,6 +53,7 @@ from ._records import (
 from ._rows import (
     check_execution_id,
     check_key,
+    check_text,
     decode_execution,
     decode_position,
     encode_json_object,
@@ -154,8 +155,8 @@ class Executions:
         )
         meta = encode_json_object(metadata or {}, "metadata", self._limits.max_metadata_bytes)
         seed = dict(datamodel) if datamodel is not None else None
-        if parent is not None and not isinstance(parent, ParentLink):
-            raise InvalidArgument(f"parent must be a ParentLink, not {parent!r}")
+        if parent is not None:
+            _check_parent(parent)
         params = {
             **self._bounds(),
             "id": execution_id,
@@ -163,7 +164,7 @@ class Executions:
             "name": chart.name,
             "version": chart.version,
             "metadata": meta,
-            "parent_id": check_execution_id(parent.execution_id) if parent else None,
+            "parent_id": parent.execution_id if parent else None,
             "parent_invoke_id": parent.invoke_id if parent else None,
             "child_index": parent.index if parent else None,
         }
@@ -500,6 +501,16 @@ class Executions:
             except Exception:
                 logger.exception("%s: the host's report hook raised", stored.id)
         return Stepped(stored, drive.state, tuple(drive.effects))
+
+
+def _check_parent(parent: Any) -> None:
+    if not isinstance(parent, ParentLink):
+        raise InvalidArgument(f"parent must be a ParentLink, not {parent!r}")
+    check_execution_id(parent.execution_id)
+    check_text(parent.invoke_id, "parent invoke id", MAX_ID_LENGTH)
+    index = parent.index
+    if index is not None and (isinstance(index, bool) or not isinstance(index, int) or index < 0):
+        raise InvalidArgument(f"a child index is an integer >= 0, not {index!r}")
 
 
 def _check_machine(chart: Any) -> None:
