@@ -64,6 +64,7 @@ from statifier_oban.executions import ObanExecutor, execution_config, use
 from statifier_oban.schema import install
 from statifier_persistence import Executions, Stepped
 from statifier_persistence import install as install_persistence
+from worker_processes import WorkerProcesses
 
 TARGET = 0.5
 """Ours/raw jobs per second must be at least this (a step with its timer <= 2x a raw job)."""
@@ -155,59 +156,6 @@ async def serve(url: str, node: str, limit: int) -> None:
 
 class VerificationError(RuntimeError):
     """A round did not do what it claims: its figure would be meaningless."""
-
-
-class Workers:
-    """``count`` worker processes (this file with ``--worker``)."""
-
-    def __init__(self, url: str, count: int, limit: int) -> None:
-        self.url, self.count, self.limit = url, count, limit
-        self.procs: list[asyncio.subprocess.Process] = []
-
-    async def start(self) -> None:
-        """Start every process and wait for its ``ready`` line."""
-        for i in range(self.count):
-            self.procs.append(
-                await asyncio.create_subprocess_exec(
-                    sys.executable,
-                    str(Path(__file__).resolve()),
-                    "--worker",
-                    "--url",
-                    self.url,
-                    "--node",
-                    f"w{i + 1}",
-                    "--limit",
-                    str(self.limit),
-                    stdin=asyncio.subprocess.PIPE,
-                    stdout=asyncio.subprocess.PIPE,
-                )
-            )
-        for proc in self.procs:
-            assert proc.stdout is not None
-            line = await asyncio.wait_for(proc.stdout.readline(), 60)
-            if line.strip() != b"ready":
-                raise VerificationError(f"a worker process did not start (said {line!r})")
-
-    def cpu_seconds(self) -> float:
-        """User plus system CPU time of the worker processes so far (Linux ``/proc``)."""
-        total = 0
-        for proc in self.procs:
-            fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])
-        return total / os.sysconf("SC_CLK_TCK")
-
-    async def stop(self) -> None:
-        """Close every worker's stdin; wait for it to exit."""
-        for proc in self.procs:
-            if proc.stdin is not None:
-                proc.stdin.close()
-        for proc in self.procs:
-            try:
-                await asyncio.wait_for(proc.wait(), 30)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
-        self.procs.clear()
 
 
 @dataclass
@@ -308,7 +256,7 @@ class Bench:
             await asyncio.sleep(0.02)
         raise VerificationError(f"the round did not finish within {timeout} s")
 
-    async def round(self, path: str, workers: Workers) -> Round:
+    async def round(self, path: str, workers: WorkerProcesses) -> Round:
         """Prepare, release and time one round of ``path``; verify it."""
         jobs = self.args.jobs
         ids: list[str] = []
@@ -447,7 +395,7 @@ async def report(bench: Bench, args: argparse.Namespace) -> int:
 async def measure(bench: Bench, args: argparse.Namespace, processes: int) -> dict[str, list[Round]]:
     """Every path's rounds with ``processes`` workers: a warm-up round of each, then
     ``--repeats`` groups of one round per path, the order rotating from group to group."""
-    workers = Workers(bench.url, processes, args.limit)
+    workers = WorkerProcesses(str(Path(__file__).resolve()), bench.url, processes, args.limit)
     await workers.start()
     try:
         for path in PATHS:  # warm-up: imports, pools, plans

@@ -17,15 +17,12 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from oban import Oban
 from psycopg_pool import AsyncConnectionPool
 from statifier_oban.executions import ObanExecutor, execution_config
@@ -38,6 +35,7 @@ if TESTS_DIR not in sys.path:  # see support_harness: makes support_* importable
 
 from support_common import chart, database_fixture, forget_instance, wait_until  # noqa: E402
 from support_executions_worker import CREATE_TABLES, DELIVERY_PATH  # noqa: E402
+from support_processes import WorkerProcesses, running, scalar, worker_processes_fixture  # noqa: E402
 
 WORKER_SCRIPT = str(Path(TESTS_DIR) / "support_executions_worker.py")
 EXECUTIONS = 300
@@ -75,74 +73,11 @@ def limit_of(n: int) -> int:
 TOTAL = sum(limit_of(n) for n in range(EXECUTIONS))
 
 database = database_fixture()
-
-
-class Workers:
-    """Worker processes of one test; every one still alive is killed at teardown."""
-
-    def __init__(self, conninfo: str, queue: str, logs: Path) -> None:
-        self.conninfo = conninfo
-        self.queue = queue
-        self.logs = logs
-        self.processes: dict[str, subprocess.Popen[bytes]] = {}
-
-    def spawn(self, label: str) -> tuple[subprocess.Popen[bytes], str]:
-        """Start worker ``label`` (its own oban name and node); return it and its node."""
-        name = f"exec_{label}_{uuid.uuid4().hex[:8]}"
-        node = f"{name}.node"
-        with (self.logs / f"{label}.log").open("wb") as log:
-            process = subprocess.Popen(
-                [sys.executable, WORKER_SCRIPT, self.conninfo, name, node, self.queue],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        self.processes[label] = process
-        return process, node
-
-    def kill_all(self) -> None:
-        """SIGKILL and reap every process still running."""
-        for process in self.processes.values():
-            if process.poll() is None:
-                process.kill()
-            process.wait(timeout=10)
-
-    def log(self, label: str) -> str:
-        """What worker ``label`` printed (for failure messages)."""
-        return (self.logs / f"{label}.log").read_text(errors="replace")[-3000:]
-
-
-@pytest.fixture
-def workers(database: str, tmp_path: Path) -> Iterator[Workers]:
-    """Spawns worker processes; kills them all at teardown, whatever happened."""
-    spawned = Workers(database, f"timers_{uuid.uuid4().hex[:8]}", tmp_path)
-    try:
-        yield spawned
-    finally:
-        spawned.kill_all()
-
-
-async def scalar(pool: AsyncConnectionPool, query: Any, params: Any = None) -> Any:
-    """The first column of the first row."""
-    async with pool.connection() as conn:
-        row = await (await conn.execute(query, params)).fetchone()
-    assert row is not None
-    return row[0]
-
-
-async def running(pool: AsyncConnectionPool, node: str, process: subprocess.Popen[bytes]) -> None:
-    """Wait until the worker on ``node`` has registered its queue's producer."""
-
-    async def ready() -> bool:
-        assert process.poll() is None, f"worker exited with {process.returncode}"
-        count = "SELECT count(*) FROM oban_producers WHERE node = %s"
-        return bool(await scalar(pool, count, [node]))
-
-    await wait_until(ready, timeout=30, interval=0.05, what=f"worker {node} running")
+workers = worker_processes_fixture(WORKER_SCRIPT, "timers")
 
 
 async def test_killing_a_worker_loses_no_timer_and_applies_none_twice(
-    workers: Workers, database: str, record_property: Any
+    workers: WorkerProcesses, database: str, record_property: Any
 ) -> None:
     pool = AsyncConnectionPool(database, open=False, min_size=2, max_size=12)
     await pool.open()
@@ -162,7 +97,7 @@ async def test_killing_a_worker_loses_no_timer_and_applies_none_twice(
 
 
 async def _run(
-    workers: Workers, pool: AsyncConnectionPool, executions: Executions
+    workers: WorkerProcesses, pool: AsyncConnectionPool, executions: Executions
 ) -> dict[str, Any]:
     started = time.monotonic()
     spawned = [workers.spawn(label) for label in ("a", "b", "c")]
