@@ -11,15 +11,20 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Container, Iterable
-from typing import Any, Self
+from typing import Any, NoReturn, Self
 
+from statifier.budget import MAX_LIMIT, Budget, MacrostepLimits, Reason
 from statifier.chart.model import ContentNode, DataNode, Machine, Owner, StateNode, TransitionNode
 from statifier.core import effects as fx
 from statifier.core.events import Event
 from statifier.core.state import MachineState
-from statifier.datamodel import EvaluationError, Expression, Location
+from statifier.datamodel import EvaluationError, Expression, Location, WriteResult
+from statifier.values import ValueRefused, ValueTooLarge, brief, measure
 
 Effects = list[fx.Effect]
+
+_UNLIMITED = MAX_LIMIT * 4
+"""Stands in for an unbounded count limit: never reached."""
 
 
 class Keep:
@@ -39,6 +44,7 @@ class Run:
     __slots__ = (
         "_frozen",
         "_order",
+        "budget",
         "caller_context",
         "config",
         "datamodel",
@@ -49,9 +55,12 @@ class Run:
         "invocations",
         "invoke_counter",
         "invoke_types",
+        "limits",
         "line",
         "machine",
         "macrostep",
+        "max_effects",
+        "max_queue",
         "max_rounds",
         "microstep",
         "node",
@@ -60,6 +69,7 @@ class Run:
         "running",
         "send_counter",
         "session_id",
+        "sizes",
         "states",
         "states_to_invoke",
         "status",
@@ -95,6 +105,13 @@ class Run:
     invoke_types: frozenset[str] | None
     routes: Container[str] | None
     effects: Effects
+    limits: MacrostepLimits
+    budget: Budget
+    """The meter of this call (one macrostep): every evaluation and node spends it."""
+    max_effects: int
+    max_queue: int
+    sizes: dict[str, int] | None
+    """Written-out size of each chart variable, measured at the first write of the call."""
     node: ContentNode | None
     """The executable-content node being run (it locates the errors it raises)."""
     line: int | None
@@ -110,6 +127,7 @@ class Run:
         invoke_types: Iterable[str] | None,
         routes: Container[str] | None,
         caller_context: Any = None,
+        limits: MacrostepLimits | None = None,
     ) -> Self:
         run = cls.__new__(cls)
         run.machine = machine
@@ -137,6 +155,7 @@ class Run:
         run.effects = []
         run.node = None
         run.line = None
+        run.meter(limits if limits is not None else MacrostepLimits())
         return run
 
     @classmethod
@@ -171,7 +190,16 @@ class Run:
         run.effects = []
         run.node = None
         run.line = None
+        run.meter(state.limits)
         return run
+
+    def meter(self, limits: MacrostepLimits) -> None:
+        """Start this call's budget under ``limits``."""
+        self.limits = limits
+        self.budget = Budget(limits)
+        self.max_effects = _UNLIMITED if limits.effects is None else limits.effects
+        self.max_queue = _UNLIMITED if limits.internal_events is None else limits.internal_events
+        self.sizes = None
 
     def freeze(self) -> MachineState:
         state = MachineState.__new__(MachineState)
@@ -200,6 +228,7 @@ class Run:
             max_macrostep_rounds=self.max_rounds,
             invoke_types=self.invoke_types,
             routes=self.routes,
+            limits=self.limits,
         )
         return state
 
@@ -275,11 +304,9 @@ class Run:
     def evaluate(self, expr: Expression) -> Any:
         """Evaluate or raise ``BlockAbort`` after queueing ``error.execution``."""
         try:
-            return expr.evaluate(self.datamodel, self.in_state)
-        except EvaluationError as exc:
-            self.raise_error("error.execution", f"{expr.source!r}: {exc}")
+            return expr.evaluate(self.datamodel, self.in_state, self.budget)
         except Exception as exc:  # nothing may escape the core as a Python exception
-            self.raise_error("error.execution", f"{expr.source!r}: internal error {exc!r}")
+            self.raise_error("error.execution", self.failure(brief(expr.source), exc))
         raise BlockAbort
 
     def condition(self, expr: Expression | None) -> bool:
@@ -287,10 +314,73 @@ class Run:
         if expr is None:
             return True
         try:
-            return bool(expr.evaluate(self.datamodel, self.in_state))
+            return bool(expr.evaluate(self.datamodel, self.in_state, self.budget))
         except Exception as exc:
-            self.raise_error("error.execution", f"condition {expr.source!r}: {exc}")
+            self.raise_error(
+                "error.execution", self.failure(f"condition {brief(expr.source)}", exc)
+            )
             return False
+
+    def failure(self, what: str, exc: BaseException) -> str:
+        """The message of an ``error.execution`` for a failed evaluation of ``what``."""
+        reason = self.budget.exhausted
+        if reason is not None:
+            return f"{what}: {self.exhausted_message(reason)}"
+        if isinstance(exc, EvaluationError | ValueRefused):
+            return f"{what}: {exc}"
+        return f"{what}: internal error {type(exc).__name__}"
+
+    def exhausted_message(self, reason: Reason) -> str:
+        return f"the macrostep's {reason} budget ({self.budget.limit_of(reason)}) is exhausted"
+
+    # -- the macrostep budget ------------------------------------------------------------
+
+    def check_budget(self) -> None:
+        """Raise ``BlockAbort`` if a per-call budget ran out (the first time with an error).
+
+        Called before every executable-content node and ``<foreach>`` iteration; the
+        macrostep then ends at the next round boundary with ``BudgetExhausted``.
+        """
+        budget = self.budget
+        if budget.exhausted is not None:
+            raise BlockAbort
+        if budget.steps < 0:
+            self.exhaust("steps")
+        if len(self.effects) >= self.max_effects:
+            self.exhaust("effects")
+        if len(self.internal_queue) >= self.max_queue:
+            self.exhaust("internal_events")
+
+    def exhaust(self, reason: Reason) -> NoReturn:
+        """A per-call budget ran out: say so once with ``error.execution``, abort the block."""
+        budget = self.budget
+        if budget.exhausted is None:
+            budget.exhausted = reason
+            self.raise_error("error.execution", self.exhausted_message(reason))
+        raise BlockAbort
+
+    def ship(self, value: Any) -> Any:
+        """Admit a value the call hands out (event data, a logged value, invoke params).
+
+        It must be storable (``statifier.values.measure``) and its written-out size is
+        taken from the output budget; otherwise the block aborts.
+        """
+        if value is None or type(value) is str and len(value) < 256:
+            # The common case (no data, a short string) costs no walk.
+            self.budget.output -= 0 if value is None else len(value) + 2
+            return value
+        budget = self.budget
+        try:
+            size, work = measure(value, max(budget.output, 0))
+        except ValueTooLarge:
+            budget.output = -1
+            self.exhaust("output_bytes")
+        except ValueRefused as exc:
+            self.raise_error("error.execution", f"cannot hand out the value: {exc}")
+            raise BlockAbort from None
+        budget.output -= size
+        budget.spend(work)
+        return value
 
     def write(
         self,
@@ -306,48 +396,118 @@ class Run:
         if root.startswith("_") or root not in self.datamodel:
             what = "a read-only system variable" if root.startswith("_") else "not declared"
             self.raise_error(
-                "error.execution", f"cannot assign to {location.source!r}: {root!r} is {what}"
+                "error.execution",
+                f"cannot assign to {brief(location.source)}: {brief(root)} is {what}",
             )
             raise BlockAbort
         try:
-            result = location.write(self.datamodel, value, self.in_state)
+            result = location.write(self.datamodel, value, self.in_state, self.budget)
+            self.admit(result)
         except Exception as exc:
-            self.raise_error("error.execution", f"cannot assign to {location.source!r}: {exc}")
+            self.raise_error(
+                "error.execution", self.failure(f"cannot assign to {brief(location.source)}", exc)
+            )
             raise BlockAbort from None
         self.datamodel[root] = result.root_value
-        change = fx.DatamodelChange(
-            location=location.source,
-            path=tuple(result.path),
-            new_value=value,
-            prior_value=result.prior,
+        change = self.change(location.source, result.path, value, result.prior, c_index, owner)
+        if emit:
+            self.effects.append(change)
+        return change
+
+    def change(
+        self,
+        location: str,
+        path: tuple[str | int, ...],
+        value: Any,
+        prior: Any,
+        c_index: int | None,
+        owner: Owner | None,
+    ) -> fx.DatamodelChange:
+        """The ``DatamodelChange`` of one write; values are recorded only in trace mode (an
+        effect list that held every prior value would keep every version of the datamodel
+        alive for the whole call)."""
+        traced = self.trace
+        return fx.DatamodelChange(
+            location=location,
+            path=path,
+            new_value=value if traced else fx.NOT_RECORDED,
+            prior_value=prior if traced else fx.NOT_RECORDED,
             c_index=c_index,
             owner=owner,
             **self.counters(),
         )
-        if emit:
-            self.effects.append(change)
-        return change
+
+    def admit(self, write: WriteResult) -> None:
+        """Check a write against the datamodel cap before it is applied.
+
+        The value must be storable (finite, JSON-like, not too deep) and the datamodel's
+        written-out size, shared references expanded, must stay within ``datamodel_bytes``.
+        Raises ``ValueRefused`` (the caller turns it into ``error.execution``).
+        """
+        root = write.root
+        if root.startswith("_"):
+            return
+        cap = self.limits.datamodel_bytes
+        limit = _UNLIMITED if cap is None else cap
+        sizes = self.sizes
+        if sizes is None:
+            sizes = self.measure_datamodel(limit)
+        total = sizes[""]
+        old = sizes.get(root, 0)
+        budget = self.budget
+        path = write.path
+        if path:
+            try:
+                prior, work = measure(write.prior, limit, len(path))
+            except ValueRefused:
+                prior, work = 0, 1  # a value a host stored; nothing can be credited for it
+            budget.spend(work)
+            # A new key adds its name; assume it is new when nothing was there.
+            key = path[-1]
+            overhead = len(key) + 4 if write.prior is None and isinstance(key, str) else 0
+            base = total - prior + overhead
+        else:
+            base = total - old
+        size, work = measure(write.value, max(limit - base, 0), len(path))
+        budget.spend(work)
+        new = old + base - total + size if path else size
+        sizes[root] = new
+        sizes[""] = base + size
+
+    def measure_datamodel(self, limit: int) -> dict[str, int]:
+        """Measure every chart variable once (``""`` holds the total)."""
+        sizes: dict[str, int] = {}
+        total = 0
+        for name, value in self.datamodel.items():
+            if name.startswith("_"):
+                continue
+            try:
+                size, work = measure(value, limit)
+            except ValueRefused:
+                size, work = limit, limit // 64  # a host stored it; it fills the cap
+            self.budget.spend(work)
+            sizes[name] = size
+            total += size
+        sizes[""] = total
+        self.sizes = sizes
+        return sizes
 
     def bind(self, name: str, value: Any, c_index: int | None, owner: Owner | None) -> None:
         """Bind a top-level variable (``<data>``, foreach item/index), creating it if needed."""
         if name.startswith("_"):
             self.raise_error(
-                "error.execution", f"cannot bind {name!r}: it is a read-only system variable"
+                "error.execution",
+                f"cannot bind {brief(name)}: it is a read-only system variable",
             )
             raise BlockAbort
         prior = self.datamodel.get(name)
+        try:
+            self.admit(WriteResult(name, value, (), prior, value))
+        except ValueRefused as exc:
+            self.raise_error("error.execution", f"cannot bind {brief(name)}: {exc}")
+            raise BlockAbort from None
         self.datamodel[name] = value
-        self.effects.append(
-            fx.DatamodelChange(
-                location=name,
-                path=(name,),
-                new_value=value,
-                prior_value=prior,
-                c_index=c_index,
-                owner=owner,
-                **self.counters(),
-            )
-        )
+        self.effects.append(self.change(name, (name,), value, prior, c_index, owner))
 
     def initialize_data(self, data: DataNode) -> None:
         """Bind a ``<data>`` element's initial value (spec 5.3; errors are located at it)."""
@@ -356,30 +516,33 @@ class Run:
             value = data.value
         elif data.expr is not None:
             try:
-                value = data.expr.evaluate(self.datamodel, self.in_state)
+                value = data.expr.evaluate(self.datamodel, self.in_state, self.budget)
             except Exception as exc:
-                self.raise_error("error.execution", f"data {data.id!r}: {exc}")
+                self.raise_error("error.execution", self.failure(f"data {brief(data.id)}", exc))
                 return
         elif data.src is not None:
             self.raise_error(
-                "error.execution", f"data {data.id!r}: src {data.src!r} was not resolved"
+                "error.execution", f"data {brief(data.id)}: src {brief(data.src)} was not resolved"
             )
             return
         else:
             return
-        self.bind(data.id, value, None, None)
+        try:
+            self.bind(data.id, value, None, None)
+        except BlockAbort:
+            return
 
     def run_script(self, script: Any, c_index: int | None, owner: Owner | None) -> None:
         """Run a ``<script>`` and record each of its writes as a ``DatamodelChange``."""
         try:
-            writes = script.run(self.datamodel, self.in_state, _writable)
+            writes = script.run(self.datamodel, self.in_state, _writable, self.budget, self.admit)
         except EvaluationError as exc:
             for write in getattr(exc, "writes", ()):
                 self.record_write(write, c_index, owner)
-            self.raise_error("error.execution", f"script: {exc}")
+            self.raise_error("error.execution", self.failure("script", exc))
             raise BlockAbort from None
         except Exception as exc:
-            self.raise_error("error.execution", f"script: internal error {exc!r}")
+            self.raise_error("error.execution", self.failure("script", exc))
             raise BlockAbort from None
         for write in writes:
             self.record_write(write, c_index, owner)
@@ -387,15 +550,7 @@ class Run:
     def record_write(self, write: Any, c_index: int | None, owner: Owner | None) -> None:
         """The ``DatamodelChange`` for one write a script made."""
         self.effects.append(
-            fx.DatamodelChange(
-                location=write.root,
-                path=tuple(write.path),
-                new_value=write.root_value,
-                prior_value=write.prior,
-                c_index=c_index,
-                owner=owner,
-                **self.counters(),
-            )
+            self.change(write.root, tuple(write.path), write.root_value, write.prior, c_index, owner)
         )
 
 

@@ -13,9 +13,11 @@ No I/O, no clock, no randomness: the same inputs give the same effects.
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable
+from collections.abc import Container, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
+from statifier.budget import DEFAULT_LIMITS, NODE_COST, MacrostepLimits, Reason
 from statifier.chart.model import (
     ContentNode,
     InvokeNode,
@@ -30,8 +32,9 @@ from statifier.core._run import KEEP, BlockAbort, Effects, Keep
 from statifier.core.content import ContentExecutor
 from statifier.core.events import SCXML_EVENT_PROCESSOR, Event, name_matches
 from statifier.core.state import MachineState
-from statifier.errors import NotRunningError
+from statifier.errors import ExecutionResourceError, NotRunningError
 from statifier.ids import new_session_id
+from statifier.values import brief
 
 DEFAULT_MAX_MACROSTEP_ROUNDS = 10_000
 
@@ -51,14 +54,16 @@ def initialize(
     invoke_types: Iterable[str] | None = None,
     routes: Container[str] | None = None,
     caller_context: Any = None,
+    limits: MacrostepLimits = DEFAULT_LIMITS,
 ) -> tuple[MachineState, Effects]:
     """Start an execution: datamodel, global scripts, initial entry, first macrostep.
 
     ``session_id`` becomes ``_sessionid``; pass one for a fully deterministic run (a fresh
     ``sess_...`` id is minted otherwise). ``datamodel`` seeds extra variables. ``invoke_types``
     lists the registered non-SCXML invoke types (None: built-ins only).
-    ``max_macrostep_rounds`` of None means no budget (literal spec behaviour).
-    ``caller_context`` is the opaque host term of the first macrostep: the core copies it
+    ``max_macrostep_rounds`` of None means no round budget; ``limits`` are the other
+    budgets of every macrostep (``statifier.budget``, ADR 0009); both are kept in the
+    state, so they hold for the whole execution. ``caller_context`` is the opaque host term of the first macrostep: the core copies it
     onto that macrostep's effects (and a delayed send carries it into the event it fires).
 
     ``routes`` is the driver's reachability snapshot: the send targets it can deliver to
@@ -72,10 +77,11 @@ def initialize(
         raise ValueError("max_macrostep_rounds must be a positive integer or None")
     sid = session_id if session_id is not None else new_session_id()
     run = Interpreter.fresh(
-        machine, sid, max_macrostep_rounds, trace, invoke_types, routes, caller_context
+        machine, sid, max_macrostep_rounds, trace, invoke_types, routes, caller_context, limits
     )
-    run.interpret(dict(datamodel or {}))
-    return run.freeze(), run.effects
+    with _contained(sid):
+        run.interpret(dict(datamodel or {}))
+        return run.freeze(), run.effects
 
 
 def handle_event(
@@ -95,8 +101,9 @@ def handle_event(
     if isinstance(event, str):
         event = Event(name=event)
     run = Interpreter.resume(state, routes)
-    run.process_external(event)
-    return run.freeze(), run.effects
+    with _contained(state.session_id):
+        run.process_external(event)
+        return run.freeze(), run.effects
 
 
 def deliver_internal(
@@ -114,12 +121,13 @@ def deliver_internal(
     if not state.running:
         raise NotRunningError(f"execution {state.session_id} is not running")
     run = Interpreter.resume(state, routes)
-    if event.name.startswith("error."):
-        run.queue_error(event)
-    else:
-        run.internal_queue.append(event)
-    run.main_event_loop()
-    return run.freeze(), run.effects
+    with _contained(state.session_id):
+        if event.name.startswith("error."):
+            run.queue_error(event)
+        else:
+            run.internal_queue.append(event)
+        run.main_event_loop()
+        return run.freeze(), run.effects
 
 
 def cancel(state: MachineState) -> tuple[MachineState, Effects]:
@@ -130,9 +138,25 @@ def cancel(state: MachineState) -> tuple[MachineState, Effects]:
     if state.status == "done":
         return state, []
     run = Interpreter.resume(state, KEEP)
-    run.running = False
-    run.exit_interpreter()
-    return run.freeze(), run.effects
+    with _contained(state.session_id):
+        run.running = False
+        run.exit_interpreter()
+        return run.freeze(), run.effects
+
+
+@contextmanager
+def _contained(session_id: str) -> Iterator[None]:
+    """Turn memory or stack exhaustion inside one call into ``ExecutionResourceError``.
+
+    The working copy is then half-way through a microstep, so nothing of it is returned:
+    the state the caller passed in is unchanged (the call had no effect).
+    """
+    try:
+        yield
+    except MemoryError:
+        raise ExecutionResourceError(session_id, "memory") from None
+    except RecursionError:
+        raise ExecutionResourceError(session_id, "stack depth") from None
 
 
 class Interpreter(ContentExecutor):
@@ -224,19 +248,22 @@ class Interpreter(ContentExecutor):
         """Appendix D ``mainEventLoop``, first half: eventless transitions and internal
         events to quiescence (or the round budget), then the invoke pass."""
         budget = self.max_rounds
+        meter = self.budget
         rounds = 0
         while self.running:
             macrostep_done = False
             while self.running and not macrostep_done:
+                meter.steps -= NODE_COST
+                if (
+                    meter.steps < 0
+                    or meter.exhausted is not None
+                    or len(self.effects) >= self.max_effects
+                    or len(self.internal_queue) > self.max_queue
+                ):
+                    self.budget_exhausted(meter.exhausted or self.overspent())
+                    return
                 if budget is not None and rounds >= budget:
-                    self.effects.append(
-                        fx.BudgetExhausted(
-                            configuration=self.ids(self.order()),
-                            budget=budget,
-                            pending_internal_events=len(self.internal_queue),
-                            **self.counters(),
-                        )
-                    )
+                    self.budget_exhausted("rounds")
                     return
                 rounds += 1
                 self.round += 1
@@ -268,6 +295,27 @@ class Interpreter(ContentExecutor):
                 )
             return
         self.exit_interpreter()
+
+    def overspent(self) -> Reason:
+        """Which per-call budget is over (checked at a round boundary)."""
+        if self.budget.steps < 0:
+            return "steps"
+        if len(self.effects) >= self.max_effects:
+            return "effects"
+        return "internal_events"
+
+    def budget_exhausted(self, reason: Reason) -> None:
+        """End the macrostep: announce which budget ran out (the state stays running)."""
+        limit = self.max_rounds if reason == "rounds" else self.budget.limit_of(reason)
+        self.effects.append(
+            fx.BudgetExhausted(
+                configuration=self.ids(self.order()),
+                budget=limit or 0,
+                pending_internal_events=len(self.internal_queue),
+                reason=reason,
+                **self.counters(),
+            )
+        )
 
     def exit_interpreter(self) -> None:
         """Appendix D ``exitInterpreter``: every onexit, invocations cancelled, ``Done``."""
@@ -662,21 +710,25 @@ class Interpreter(ContentExecutor):
                 invoke_type = "http://www.w3.org/TR/scxml/"
             if not isinstance(invoke_type, str):
                 self.raise_error(
-                    "error.execution", f"invoke type must be a string, not {invoke_type!r}"
+                    "error.execution", f"invoke type must be a string, not {brief(invoke_type)}"
                 )
                 return
             src = self.evaluate(inv.srcexpr) if inv.srcexpr is not None else inv.src
             if src is not None and not isinstance(src, str):
-                self.raise_error("error.execution", f"invoke src must be a string, not {src!r}")
+                self.raise_error(
+                    "error.execution", f"invoke src must be a string, not {brief(src)}"
+                )
                 return
-            params = self.event_data_fields(inv.namelist, inv.params)
-            content = self.content_value(inv.content) if inv.content is not None else None
+            params = self.ship(self.event_data_fields(inv.namelist, inv.params))
+            content = self.ship(self.content_value(inv.content)) if inv.content is not None else None
         except BlockAbort:
             return
         if invoke_type not in planner.SCXML_INVOKE_TYPES and (
             self.invoke_types is None or invoke_type not in self.invoke_types
         ):
-            self.raise_error("error.execution", f"invoke type {invoke_type!r} is not registered")
+            self.raise_error(
+                "error.execution", f"invoke type {brief(invoke_type)} is not registered"
+            )
             return
         self.set_invocation((inv.state, inv.index), invoke_id)
         self.effects.append(

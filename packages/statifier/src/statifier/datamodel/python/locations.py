@@ -11,6 +11,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Final
 
+from statifier.budget import Budget
 from statifier.datamodel.python.access import attribute, subscript
 from statifier.datamodel.python.compiler import ExpressionCompiler
 from statifier.datamodel.python.context import EvalContext, Evaluator
@@ -35,13 +36,15 @@ class WriteResult:
 
     ``root_value`` is the new value of variable ``root``; ``path`` leads from the root to the
     written element (empty when the variable itself was assigned); ``prior`` is the value
-    previously at that path, or ``None`` if there was none.
+    previously at that path, or ``None`` if there was none; ``value`` is the value written
+    at the path.
     """
 
     root: str
     root_value: Value
     path: tuple[PathKey, ...]
     prior: Value
+    value: Value = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +83,7 @@ class LocationPlan:
         Missing dict keys along the way are created as empty dicts.
         """
         if not keys:
-            return WriteResult(self.root, value, (), root_value)
+            return WriteResult(self.root, value, (), root_value, value)
         containers: list[Value] = []
         path: list[PathKey] = []
         current = root_value
@@ -113,7 +116,7 @@ class LocationPlan:
                 items = list(container)
                 items[int(key)] = new_value
                 new_value = items
-        return WriteResult(self.root, new_value, tuple(path), prior)
+        return WriteResult(self.root, new_value, tuple(path), prior, value)
 
 
 def _list_index(items: list[Value], key: Value) -> int:
@@ -167,19 +170,28 @@ class Location:
         # Closures cannot be pickled or deep-copied; the source is all that is needed.
         return compile_location, (self.source,)
 
-    def write(self, variables: Variables, value: Value, in_state: InState) -> WriteResult:
+    def write(
+        self, variables: Variables, value: Value, in_state: InState, budget: Budget | None = None
+    ) -> WriteResult:
         """Compute the new value of the root variable with ``value`` stored at this location.
 
         Neither ``variables`` nor any value in it is modified; store ``root_value`` yourself.
+        With a ``budget``, the keys and the copies spend it (see ``Expression.evaluate``).
         Raises :class:`EvaluationError` and nothing else.
         """
         context = EvalContext(variables, in_state, self._slot_count)
+        if budget is not None and budget.steps < context.steps:
+            context.steps = budget.steps
+        allowance = context.steps
         try:
             return self._plan.write(context, self._root_value(variables), value)
         except EvaluationError:
             raise
         except Exception as exc:
             raise evaluation_error(exc) from None
+        finally:
+            if budget is not None:
+                budget.spend(allowance - context.steps)
 
     def read(self, variables: Variables, in_state: InState) -> Value:
         """Return the value currently at this location. Raises :class:`EvaluationError` only."""
