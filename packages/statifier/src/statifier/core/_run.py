@@ -365,7 +365,7 @@ class Run:
         It must be storable (``statifier.values.measure``) and its written-out size is
         taken from the output budget; otherwise the block aborts.
         """
-        if value is None or type(value) is str and len(value) < 256:
+        if value is None or (type(value) is str and len(value) < 256):
             # The common case (no data, a short string) costs no walk.
             self.budget.output -= 0 if value is None else len(value) + 2
             return value
@@ -549,8 +549,9 @@ class Run:
 
     def record_write(self, write: Any, c_index: int | None, owner: Owner | None) -> None:
         """The ``DatamodelChange`` for one write a script made."""
+        path = tuple(write.path)
         self.effects.append(
-            self.change(write.root, tuple(write.path), write.root_value, write.prior, c_index, owner)
+            self.change(write.root, path, write.root_value, write.prior, c_index, owner)
         )
 
 

@@ -63,8 +63,9 @@ def initialize(
     lists the registered non-SCXML invoke types (None: built-ins only).
     ``max_macrostep_rounds`` of None means no round budget; ``limits`` are the other
     budgets of every macrostep (``statifier.budget``, ADR 0009); both are kept in the
-    state, so they hold for the whole execution. ``caller_context`` is the opaque host term of the first macrostep: the core copies it
-    onto that macrostep's effects (and a delayed send carries it into the event it fires).
+    state, so they hold for the whole execution. ``caller_context`` is the opaque host
+    term of the first macrostep: the core copies it onto that macrostep's effects (and a
+    delayed send carries it into the event it fires).
 
     ``routes`` is the driver's reachability snapshot: the send targets it can deliver to
     besides the session itself and its live invocations (``#_parent``, ``#_scxml_<id>``
@@ -720,7 +721,9 @@ class Interpreter(ContentExecutor):
                 )
                 return
             params = self.ship(self.event_data_fields(inv.namelist, inv.params))
-            content = self.ship(self.content_value(inv.content)) if inv.content is not None else None
+            content = None
+            if inv.content is not None:
+                content = self.ship(self.content_value(inv.content))
         except BlockAbort:
             return
         if invoke_type not in planner.SCXML_INVOKE_TYPES and (

@@ -31,7 +31,7 @@ from statifier.chart.model import (
 from statifier.core import effects as fx
 from statifier.core import planner
 from statifier.core._run import BlockAbort, Run
-from statifier.core.events import Event
+from statifier.core.events import MAX_NAME_LENGTH, Event
 from statifier.datamodel import Expression
 from statifier.values import brief
 
@@ -285,6 +285,8 @@ def _send_problem(name: Any, target: Any, send_type: Any) -> str | None:
     """Why a send's evaluated name, target or type is unusable, or None."""
     if not isinstance(name, str) or not name:
         return f"send event name must be a non-empty string, not {brief(name)}"
+    if len(name) > MAX_NAME_LENGTH:
+        return f"send event name is longer than {MAX_NAME_LENGTH} characters"
     if send_type is not None and send_type not in planner.SCXML_SEND_TYPES:
         return f"send type {brief(send_type)} is not supported"
     if target is not None and not isinstance(target, str):

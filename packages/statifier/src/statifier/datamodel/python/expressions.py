@@ -5,8 +5,8 @@ from __future__ import annotations
 import keyword
 from dataclasses import dataclass, field
 
-from statifier.datamodel.python.compiler import ExpressionCompiler, is_reserved_name
 from statifier.budget import Budget
+from statifier.datamodel.python.compiler import ExpressionCompiler, is_reserved_name
 from statifier.datamodel.python.context import (
     CONTEXT_POOL,
     CONTEXT_POOL_LIMIT,
