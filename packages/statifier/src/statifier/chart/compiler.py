@@ -149,10 +149,25 @@ _EXCLUSIVE: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
-# Compiled expressions are immutable values, so identical sources (common in generated
-# charts: every "x + 1") share one compilation, across charts too.
-_expression = functools.lru_cache(maxsize=8192)(dm.compile_expression)
-_location = functools.lru_cache(maxsize=4096)(dm.compile_location)
+# Compiled expressions are immutable values, so identical short sources (common in
+# generated charts: every "x + 1") share one compilation, across charts too. Only short
+# ones: the memo outlives every chart, and a long expression compiles to a large closure
+# tree, so the memo's memory is bounded by count times length.
+_MEMO_SOURCE_LENGTH = 256
+_memo_expression = functools.lru_cache(maxsize=2048)(dm.compile_expression)
+_memo_location = functools.lru_cache(maxsize=1024)(dm.compile_location)
+
+
+def _expression(source: str) -> dm.Expression:
+    if len(source) > _MEMO_SOURCE_LENGTH:
+        return dm.compile_expression(source)
+    return _memo_expression(source)
+
+
+def _location(source: str) -> dm.Location:
+    if len(source) > _MEMO_SOURCE_LENGTH:
+        return dm.compile_location(source)
+    return _memo_location(source)
 
 
 def chart_identity(source: bytes, name: str | None = None, version: str | None = None) -> str:

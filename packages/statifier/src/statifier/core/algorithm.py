@@ -13,6 +13,7 @@ No I/O, no clock, no randomness: the same inputs give the same effects.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Container, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -40,6 +41,12 @@ DEFAULT_MAX_MACROSTEP_ROUNDS = 10_000
 
 _SELECT_CACHE_LIMIT = 4096
 """Memoized candidate chains kept per machine before the memo is reset."""
+
+_MEMO_LIMIT = 2048
+"""Memoized event matches and entry sets kept per machine before the memo is reset."""
+
+_MEMO_NAME_LENGTH = 256
+"""Longer event names are matched every time, never memoized."""
 
 SYSTEM_VARIABLES = frozenset({"_event", "_sessionid", "_name", "_ioprocessors"})
 
@@ -349,7 +356,8 @@ class Interpreter(ContentExecutor):
             found = frozenset(
                 t.index for t in self.transitions if t.events and name_matches(t.events, name)
             )
-            cache[key] = found
+            if len(name) <= _MEMO_NAME_LENGTH:
+                _memoize(cache, key, found)
         return found
 
     def select_eventless_transitions(self) -> list[TransitionNode]:
@@ -422,32 +430,55 @@ class Interpreter(ContentExecutor):
         return self.condition(transition.cond)
 
     def remove_conflicting_transitions(self, enabled: list[TransitionNode]) -> list[TransitionNode]:
-        """Appendix D ``removeConflictingTransitions``."""
-        filtered: list[TransitionNode] = []
-        exit_sets: dict[int, set[int]] = {}
+        """Appendix D ``removeConflictingTransitions``, in near-linear time.
 
-        def exit_set(t: TransitionNode) -> set[int]:
-            found = exit_sets.get(t.index)
-            if found is None:
-                found = set(self.compute_exit_set([t]))
-                exit_sets[t.index] = found
-            return found
-
+        A transition's exit set is the active part of its domain's subtree, and subtrees
+        are nested or disjoint, so two non-empty exit sets intersect exactly when one
+        domain is an ancestor-or-self of the other. The kept transitions have pairwise
+        disjoint exit sets, hence distinct domains: the ones ``t1`` conflicts with are
+        found by looking up its domain's ancestors and the kept domains inside its
+        subtree, not by intersecting sets pairwise (cubic with a wide ``<parallel>``).
+        """
+        states = self.states
+        is_descendant = self.machine.is_descendant
+        filtered: dict[int, TransitionNode] = {}  # insertion-ordered, O(1) removal
+        by_domain: dict[int, TransitionNode] = {}
+        domains: list[int] = []  # the keys of by_domain, ascending
         for t1 in enabled:
-            t1_preempted = False
-            to_remove: list[TransitionNode] = []
-            for t2 in filtered:
-                if exit_set(t1) & exit_set(t2):
-                    if self.machine.is_descendant(t1.source, t2.source):
-                        to_remove.append(t2)
-                    else:
-                        t1_preempted = True
-                        break
-            if not t1_preempted:
-                for t3 in to_remove:
-                    filtered.remove(t3)
-                filtered.append(t1)
-        return filtered
+            d1 = self.exit_domain(t1)
+            if d1 is None:  # an empty exit set conflicts with nothing
+                filtered[t1.index] = t1
+                continue
+            conflicts = [
+                by_domain[anc] for anc in (d1, *states[d1].ancestors) if anc in by_domain
+            ]
+            inside = domains[bisect_right(domains, d1) : bisect_right(domains, states[d1].last)]
+            conflicts.extend(by_domain[d] for d in inside)
+            if any(not is_descendant(t1.source, t2.source) for t2 in conflicts):
+                continue  # t1 is preempted
+            for t2 in conflicts:
+                del filtered[t2.index]
+                d2 = self.exit_domain(t2)
+                assert d2 is not None
+                del by_domain[d2]
+                domains.pop(bisect_left(domains, d2))
+            filtered[t1.index] = t1
+            by_domain[d1] = t1
+            insort(domains, d1)
+        return list(filtered.values())
+
+    def exit_domain(self, t: TransitionNode) -> int | None:
+        """The domain whose active descendants ``t`` exits, or None if it exits nothing."""
+        if not t.targets:
+            return None
+        domain = self.get_transition_domain(t)
+        if domain is None:
+            return None
+        order = self.order()
+        start = bisect_right(order, domain)
+        if start == len(order) or order[start] > self.states[domain].last:
+            return None
+        return domain
 
     # -- microstep -----------------------------------------------------------------------
 
@@ -463,19 +494,24 @@ class Interpreter(ContentExecutor):
             self.execute_block(t.content)
 
     def compute_exit_set(self, transitions: list[TransitionNode]) -> list[int]:
-        """Appendix D ``computeExitSet``."""
-        states_to_exit: list[int] = []
+        """Appendix D ``computeExitSet``, in document order.
+
+        The active descendants of a domain are a contiguous run of the sorted
+        configuration, found by bisection.
+        """
+        order = self.order()
+        states = self.states
+        found: set[int] = set()
         for t in transitions:
             if not t.targets:
                 continue
             domain = self.get_transition_domain(t)
             if domain is None:
                 continue
-            last = self.states[domain].last
-            for s in self.order():
-                if domain < s <= last and s not in states_to_exit:
-                    states_to_exit.append(s)
-        return states_to_exit
+            found.update(
+                order[bisect_right(order, domain) : bisect_right(order, states[domain].last)]
+            )
+        return sorted(found)
 
     def exit_states(self, enabled: list[TransitionNode]) -> None:
         """Appendix D ``exitStates`` (history recorded, onexit run, invocations cancelled)."""
@@ -582,7 +618,7 @@ class Interpreter(ContentExecutor):
                 self.add_ancestor_states_to_enter(s, ancestor, entry)
         result = (sorted(entry.states), entry.default_entry, entry.default_history)
         if cacheable and not entry.touched_history:
-            self.machine._cache[key] = result
+            _memoize(self.machine._cache, key, result)
         return result
 
     def add_descendant_states_to_enter(self, s: int, entry: _EntrySet) -> None:
@@ -748,6 +784,17 @@ class Interpreter(ContentExecutor):
                 **self.counters(),
             )
         )
+
+
+def _memoize(cache: dict[Any, Any], key: Any, value: Any) -> None:
+    """Remember ``value`` in a machine's memo, which is reset when it grows past its limit
+    (events and transition sets come from outside: the memo must not grow with them)."""
+    if len(cache) >= _MEMO_LIMIT:
+        select = cache.get("select")
+        cache.clear()
+        if select is not None:
+            cache["select"] = select
+    cache[key] = value
 
 
 class _EntrySet:
