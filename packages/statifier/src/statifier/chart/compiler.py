@@ -48,6 +48,15 @@ Resolver = Callable[[str], str]
 DATAMODELS = ("python", "null")
 
 _STATE_TAGS = ("state", "parallel", "final", "history")
+
+MAX_CHART_BYTES = 8 * 1024 * 1024
+"""Larger chart sources are refused before they are parsed."""
+
+MAX_STATES = 20_000
+"""Charts with more states are refused (every state costs compile time and memory)."""
+
+MAX_DIAGNOSTICS = 200
+"""Compilation stops after this many problems: the rest would only repeat them."""
 _EXECUTABLE = (
     "raise",
     "if",
@@ -187,8 +196,24 @@ def compile_chart(
     version: str | None = None,
     resolver: Resolver | None = None,
 ) -> Machine:
-    """Parse, validate and compile a chart. Raises ``ChartError`` listing every error."""
+    """Parse, validate and compile a chart. Raises ``ChartError`` listing every error
+    (the first ``MAX_DIAGNOSTICS`` of them).
+
+    Charts larger than ``MAX_CHART_BYTES`` or with more than ``MAX_STATES`` states are
+    refused (``too-large``).
+    """
     raw = source.encode("utf-8") if isinstance(source, str) else bytes(source)
+    if len(raw) > MAX_CHART_BYTES:
+        raise ChartError(
+            [
+                Diagnostic(
+                    "too-large",
+                    f"the chart has {len(raw)} bytes; the limit is {MAX_CHART_BYTES}",
+                    1,
+                    1,
+                )
+            ]
+        )
     root = parse(raw)
     return _Compiler(raw, name, version, resolver).run(root)
 
@@ -247,10 +272,25 @@ class _Compiler:
     # -- diagnostics -------------------------------------------------------------------
 
     def error(self, node: XNode, code: str, message: str) -> None:
-        self.diagnostics.append(Diagnostic(code, message, node.line, node.column))
+        self.report(Diagnostic(code, message, node.line, node.column))
 
     def warn(self, node: XNode, code: str, message: str) -> None:
-        self.diagnostics.append(Diagnostic(code, message, node.line, node.column, "warning"))
+        self.report(Diagnostic(code, message, node.line, node.column, "warning"))
+
+    def report(self, diagnostic: Diagnostic) -> None:
+        """Collect a diagnostic; past ``MAX_DIAGNOSTICS`` compilation stops at once."""
+        self.diagnostics.append(diagnostic)
+        if len(self.diagnostics) >= MAX_DIAGNOSTICS:
+            errors = [d for d in self.diagnostics if d.severity == "error"]
+            errors.append(
+                Diagnostic(
+                    "too-many-errors",
+                    f"compilation stopped after {MAX_DIAGNOSTICS} problems",
+                    diagnostic.line,
+                    diagnostic.column,
+                )
+            )
+            raise ChartError(errors)
 
     # -- entry -------------------------------------------------------------------------
 
@@ -279,6 +319,11 @@ class _Compiler:
         self.states.append(_Draft(0, chart_name or "scxml", False, "scxml", -1, root, 0))
         self.by_node[id(root)] = 0
         self.number_states(root, 0)
+        if len(self.states) == 1:
+            self.error(
+                root, "no-states", "a chart needs at least one <state>, <parallel> or <final>"
+            )
+            raise ChartError(self.diagnostics)
         for draft in reversed(self.states):
             draft.last = max([draft.index, *(self.states[c].last for c in draft.children)])
             draft.last = max([draft.last, *draft.history])
@@ -297,6 +342,9 @@ class _Compiler:
             if not child.is_scxml() or child.tag not in _STATE_TAGS:
                 continue
             index = len(self.states)
+            if index > MAX_STATES:
+                self.error(child, "too-large", f"the chart has more than {MAX_STATES} states")
+                raise ChartError([d for d in self.diagnostics if d.severity == "error"])
             state_id = child.attr("id")
             named = bool(state_id)
             if not state_id:

@@ -449,9 +449,7 @@ class Interpreter(ContentExecutor):
             if d1 is None:  # an empty exit set conflicts with nothing
                 filtered[t1.index] = t1
                 continue
-            conflicts = [
-                by_domain[anc] for anc in (d1, *states[d1].ancestors) if anc in by_domain
-            ]
+            conflicts = [by_domain[anc] for anc in (d1, *states[d1].ancestors) if anc in by_domain]
             inside = domains[bisect_right(domains, d1) : bisect_right(domains, states[d1].last)]
             conflicts.extend(by_domain[d] for d in inside)
             if any(not is_descendant(t1.source, t2.source) for t2 in conflicts):
