@@ -320,10 +320,8 @@ class _Compiler:
         self.by_node[id(root)] = 0
         self.number_states(root, 0)
         if len(self.states) == 1:
-            self.error(
-                root, "no-states", "a chart needs at least one <state>, <parallel> or <final>"
-            )
-            raise ChartError(self.diagnostics)
+            self.error(root, "no-states", "a chart needs a <state>, <parallel> or <final>")
+            raise ChartError([d for d in self.diagnostics if d.severity == "error"])
         for draft in reversed(self.states):
             draft.last = max([draft.index, *(self.states[c].last for c in draft.children)])
             draft.last = max([draft.last, *draft.history])
