@@ -149,7 +149,7 @@ def test_a_parallel_with_1000_regions_handles_events_in_near_linear_time() -> No
     started = time.perf_counter()
     state, _ = statifier.handle_event(state, "e")
     assert state.is_active("b999")
-    state, effects = statifier.handle_event(state, "x")  # 1000 conflicting transitions
+    state, _ = statifier.handle_event(state, "x")  # 1000 conflicting transitions
     assert state.is_active("out") and not state.is_active("p")
     state, _ = statifier.handle_event(state, "back")
     elapsed = time.perf_counter() - started

@@ -23,6 +23,7 @@ from statifier.datamodel.python.errors import (
 from statifier.datamodel.python.limits import MAX_SOURCE_LENGTH
 from statifier.datamodel.python.parsing import parse_expression_source
 from statifier.datamodel.python.values import InState, Value, Variables, type_name
+from statifier.values import brief
 
 PathKey = str | int
 """One step of a written path: a dict key or a (non-negative) list index."""
@@ -98,7 +99,7 @@ class LocationPlan:
                     current = {} if len(path) < len(keys) else None
             elif isinstance(current, list):
                 if step.is_attribute:
-                    raise EvaluationError(f"cannot set attribute {key!r} on a list")
+                    raise EvaluationError(f"cannot set attribute {brief(key)} on a list")
                 index = _list_index(current, key)
                 path.append(index)
                 current = current[index]
