@@ -33,6 +33,7 @@ from statifier.core.state import MachineState
 from statifier.errors import StatifierError
 from statifier.ids import new_session_id
 from statifier.runtime import registry
+from statifier.values import brief
 from statifier.runtime.invoke import (
     HandlerContext,
     ScxmlInvokeHandler,
@@ -479,7 +480,9 @@ class Session:
             case planner.CancelTimers(effect=effect):
                 await self._cancel_timers(effect)
             case planner.Report(effect=fx.Log() as log):
-                logger.info("%s [%s] %s: %r", self.session_id, log.owner, log.label, log.value)
+                logger.info(
+                    "%s [%s] %s: %s", self.session_id, log.owner, log.label, brief(log.value)
+                )
             case planner.StartInvocation(effect=effect):
                 await self._start_invocation(effect)
             case planner.StopInvocation(effect=effect):
