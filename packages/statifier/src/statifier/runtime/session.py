@@ -33,7 +33,6 @@ from statifier.core.state import MachineState
 from statifier.errors import StatifierError
 from statifier.ids import new_session_id
 from statifier.runtime import registry
-from statifier.values import brief
 from statifier.runtime.invoke import (
     HandlerContext,
     ScxmlInvokeHandler,
@@ -42,6 +41,7 @@ from statifier.runtime.invoke import (
     SourceResolver,
     TreeLimits,
 )
+from statifier.values import brief
 
 logger = logging.getLogger("statifier.runtime.session")
 
