@@ -23,7 +23,7 @@ None is unbounded; ``UNBOUNDED`` turns every limit off (literal spec behaviour).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final, Literal
 
 Reason = Literal["rounds", "steps", "effects", "internal_events", "output_bytes"]
@@ -31,6 +31,10 @@ Reason = Literal["rounds", "steps", "effects", "internal_events", "output_bytes"
 
 MAX_LIMIT: Final = 2**62
 """The largest limit a position may carry (what a database ``bigint`` holds, with room)."""
+
+_NO_LIMIT: Final = MAX_LIMIT * 4
+"""Stands in for an unbounded limit in the meter: never reached by a real call."""
+
 
 NODE_COST: Final = 20
 """Steps one executable-content node, one ``<foreach>`` iteration or one round costs.
@@ -40,7 +44,7 @@ about as much as twenty of them, hence the weight.
 """
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class MacrostepLimits:
     """What one macrostep (one public call of the core) may spend; None is unbounded."""
 
@@ -60,6 +64,18 @@ class MacrostepLimits:
             value = getattr(self, name)
             if value is not None and (type(value) is not int or not 1 <= value <= MAX_LIMIT):
                 raise ValueError(f"{name} must be an integer in 1..{MAX_LIMIT} or None")
+        # The meter's starting figures, worked out once: every call of the core starts one.
+        object.__setattr__(
+            self,
+            "meter_start",
+            tuple(
+                _NO_LIMIT if v is None else v
+                for v in (self.steps, self.output_bytes, self.effects, self.internal_events)
+            ),
+        )
+
+    meter_start: tuple[int, int, int, int] = field(init=False, repr=False, compare=False)
+    """(steps, output bytes, effects, internal events) with None as a number never reached."""
 
     @property
     def bounded(self) -> bool:
@@ -78,9 +94,6 @@ UNBOUNDED: Final = MacrostepLimits(
     steps=None, effects=None, internal_events=None, output_bytes=None, datamodel_bytes=None
 )
 """No limit at all (literal spec behaviour); positions with it load only when asked."""
-
-_NO_LIMIT: Final = MAX_LIMIT * 4
-"""Stands in for an unbounded limit in the meter: never reached by a real call."""
 
 
 class Budget:
@@ -104,8 +117,7 @@ class Budget:
 
     def __init__(self, limits: MacrostepLimits) -> None:
         self.limits = limits
-        self.steps = _NO_LIMIT if limits.steps is None else limits.steps
-        self.output = _NO_LIMIT if limits.output_bytes is None else limits.output_bytes
+        self.steps, self.output = limits.meter_start[:2]
         self.exhausted = None
 
     def spend(self, units: int) -> None:

@@ -41,6 +41,20 @@ def measure(value: Any, limit: int, depth: int = 0) -> tuple[int, int]:
     a non-string dict key, or any value that is not ``str``, ``int``, ``float``, ``bool``,
     ``None``, ``list`` or ``dict``. The walk stops at ``limit``, so its cost is bounded by it.
     """
+    kind = type(value)
+    if kind is int:
+        # The common cases, a number or a short string, without setting up the walk.
+        total = (value.bit_length() * 77 >> 8) + 2
+    elif kind is str and len(value) < 256 and value.isascii():
+        total = len(value) + 2
+    else:
+        return _walk(value, limit, depth)
+    if total > limit:
+        raise ValueTooLarge(f"the value is larger than {limit} bytes written out")
+    return total, 1
+
+
+def _walk(value: Any, limit: int, depth: int) -> tuple[int, int]:
     total = 0
     work = 0
     stack: list[tuple[Any, int]] = [(value, depth)]

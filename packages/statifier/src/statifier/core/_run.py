@@ -26,6 +26,12 @@ Effects = list[fx.Effect]
 _UNLIMITED = MAX_LIMIT * 4
 """Stands in for an unbounded count limit: never reached."""
 
+_SMALL = 2**64
+"""Integers below this in magnitude write out in at most 20 digits."""
+
+_BOUND = "_datamodel_bound"
+"""Where a frozen state keeps ``(datamodel, bound)`` for the next call."""
+
 
 class Keep:
     """Marker: keep the routes snapshot the state already carries."""
@@ -44,8 +50,10 @@ class Run:
     __slots__ = (
         "_frozen",
         "_order",
+        "bound",
         "budget",
         "caller_context",
+        "cap",
         "config",
         "datamodel",
         "effects",
@@ -69,7 +77,6 @@ class Run:
         "running",
         "send_counter",
         "session_id",
-        "sizes",
         "states",
         "states_to_invoke",
         "status",
@@ -110,8 +117,10 @@ class Run:
     """The meter of this call (one macrostep): every evaluation and node spends it."""
     max_effects: int
     max_queue: int
-    sizes: dict[str, int] | None
-    """Written-out size of each chart variable, measured at the first write of the call."""
+    bound: int | None
+    """An upper bound of the written-out size of the chart's variables (None: not known)."""
+    cap: int
+    """``datamodel_bytes``, or a number never reached."""
     node: ContentNode | None
     """The executable-content node being run (it locates the errors it raises)."""
     line: int | None
@@ -191,15 +200,18 @@ class Run:
         run.node = None
         run.line = None
         run.meter(state.limits)
+        carried = state.__dict__.get(_BOUND)
+        if carried is not None and carried[0] is state.datamodel:
+            run.bound = carried[1]
         return run
 
     def meter(self, limits: MacrostepLimits) -> None:
         """Start this call's budget under ``limits``."""
         self.limits = limits
         self.budget = Budget(limits)
-        self.max_effects = _UNLIMITED if limits.effects is None else limits.effects
-        self.max_queue = _UNLIMITED if limits.internal_events is None else limits.internal_events
-        self.sizes = None
+        _, _, self.max_effects, self.max_queue = limits.meter_start
+        self.cap = _UNLIMITED if limits.datamodel_bytes is None else limits.datamodel_bytes
+        self.bound = None
 
     def freeze(self) -> MachineState:
         state = MachineState.__new__(MachineState)
@@ -230,6 +242,10 @@ class Run:
             routes=self.routes,
             limits=self.limits,
         )
+        if self.bound is not None:
+            # Derived data, not a field: carried to the next call on this very datamodel
+            # (a state rebuilt with another datamodel measures it afresh).
+            state.__dict__[_BOUND] = (self.datamodel, self.bound)
         return state
 
     # -- small helpers -------------------------------------------------------------------
@@ -402,7 +418,7 @@ class Run:
             raise BlockAbort
         try:
             result = location.write(self.datamodel, value, self.in_state, self.budget)
-            self.admit(result)
+            self.admit(root, result.path, value, result.root_value)
         except Exception as exc:
             self.raise_error(
                 "error.execution", self.failure(f"cannot assign to {brief(location.source)}", exc)
@@ -437,60 +453,64 @@ class Run:
             **self.counters(),
         )
 
-    def admit(self, write: WriteResult) -> None:
-        """Check a write against the datamodel cap before it is applied.
+    def admit_write(self, write: WriteResult) -> None:
+        """``admit`` for a datamodel's write result (the callback scripts are given)."""
+        self.admit(write.root, write.path, write.value, write.root_value)
+
+    def admit(self, root: str, path: tuple[Any, ...], value: Any, root_value: Any) -> None:
+        """Check a write of ``value`` at ``root``/``path`` (making the variable
+        ``root_value``) against the datamodel cap before it is applied.
 
         The value must be storable (finite, JSON-like, not too deep) and the datamodel's
         written-out size, shared references expanded, must stay within ``datamodel_bytes``.
         Raises ``ValueRefused`` (the caller turns it into ``error.execution``).
-        """
-        root = write.root
-        if root.startswith("_"):
-            return
-        cap = self.limits.datamodel_bytes
-        limit = _UNLIMITED if cap is None else cap
-        sizes = self.sizes
-        if sizes is None:
-            sizes = self.measure_datamodel(limit)
-        total = sizes[""]
-        old = sizes.get(root, 0)
-        budget = self.budget
-        path = write.path
-        if path:
-            try:
-                prior, work = measure(write.prior, limit, len(path))
-            except ValueRefused:
-                prior, work = 0, 1  # a value a host stored; nothing can be credited for it
-            budget.spend(work)
-            # A new key adds its name; assume it is new when nothing was there.
-            key = path[-1]
-            overhead = len(key) + 4 if write.prior is None and isinstance(key, str) else 0
-            base = total - prior + overhead
-        else:
-            base = total - old
-        size, work = measure(write.value, max(limit - base, 0), len(path))
-        budget.spend(work)
-        new = old + base - total + size if path else size
-        sizes[root] = new
-        sizes[""] = base + size
 
-    def measure_datamodel(self, limit: int) -> dict[str, int]:
-        """Measure every chart variable once (``""`` holds the total)."""
-        sizes: dict[str, int] = {}
+        The size is kept as an upper bound (every write adds what it wrote, nothing is
+        taken off), carried from call to call; only when the bound passes the cap is the
+        datamodel measured exactly, and the bound reset to that.
+        """
+        if root[0] == "_":
+            return
+        bound = self.bound
+        if bound is None:
+            bound = self.bound = self.measure_datamodel(None, None)
+        cap = self.cap
+        room = cap - bound
+        if path and isinstance(path[-1], str):
+            room -= len(path[-1]) + 4  # the key, if it is new
+        kind = type(value)
+        if room >= 22 and (
+            (kind is int and -_SMALL < value < _SMALL) or kind is bool or value is None
+        ):
+            # A small scalar: an upper bound of its size without walking anything.
+            self.bound = cap - room + 22
+            return
+        try:
+            size, work = measure(value, max(room, 0), len(path))
+        except ValueTooLarge:
+            others = self.measure_datamodel(root, cap)
+            size, work = measure(root_value, max(cap - others, 0))
+            self.budget.steps -= work
+            self.bound = others + size
+            return
+        self.budget.steps -= work
+        self.bound = cap - room + size
+
+    def measure_datamodel(self, skip: str | None, limit: int | None) -> int:
+        """The written-out size of the chart's variables (all but ``skip``)."""
         total = 0
+        cap = self.cap if limit is None else limit
+        budget = self.budget
         for name, value in self.datamodel.items():
-            if name.startswith("_"):
+            if name[0] == "_" or name == skip:
                 continue
             try:
-                size, work = measure(value, limit)
+                size, work = measure(value, cap)
             except ValueRefused:
-                size, work = limit, limit // 64  # a host stored it; it fills the cap
-            self.budget.spend(work)
-            sizes[name] = size
+                size, work = cap, cap // 64  # a host stored it; it fills the cap
+            budget.steps -= work
             total += size
-        sizes[""] = total
-        self.sizes = sizes
-        return sizes
+        return total
 
     def bind(self, name: str, value: Any, c_index: int | None, owner: Owner | None) -> None:
         """Bind a top-level variable (``<data>``, foreach item/index), creating it if needed."""
@@ -502,7 +522,7 @@ class Run:
             raise BlockAbort
         prior = self.datamodel.get(name)
         try:
-            self.admit(WriteResult(name, value, (), prior, value))
+            self.admit(name, (), value, value)
         except ValueRefused as exc:
             self.raise_error("error.execution", f"cannot bind {brief(name)}: {exc}")
             raise BlockAbort from None
@@ -535,7 +555,9 @@ class Run:
     def run_script(self, script: Any, c_index: int | None, owner: Owner | None) -> None:
         """Run a ``<script>`` and record each of its writes as a ``DatamodelChange``."""
         try:
-            writes = script.run(self.datamodel, self.in_state, _writable, self.budget, self.admit)
+            writes = script.run(
+                self.datamodel, self.in_state, _writable, self.budget, self.admit_write
+            )
         except EvaluationError as exc:
             for write in getattr(exc, "writes", ()):
                 self.record_write(write, c_index, owner)

@@ -14,8 +14,7 @@ No I/O, no clock, no randomness: the same inputs give the same effects.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
-from collections.abc import Container, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Container, Iterable
 from typing import Any
 
 from statifier.budget import DEFAULT_LIMITS, NODE_COST, MacrostepLimits, Reason
@@ -87,9 +86,11 @@ def initialize(
     run = Interpreter.fresh(
         machine, sid, max_macrostep_rounds, trace, invoke_types, routes, caller_context, limits
     )
-    with _contained(sid):
+    try:
         run.interpret(dict(datamodel or {}))
-        return run.freeze(), run.effects
+    except (MemoryError, RecursionError) as exc:
+        raise _resource_error(sid, exc) from None
+    return run.freeze(), run.effects
 
 
 def handle_event(
@@ -109,9 +110,11 @@ def handle_event(
     if isinstance(event, str):
         event = Event(name=event)
     run = Interpreter.resume(state, routes)
-    with _contained(state.session_id):
+    try:
         run.process_external(event)
-        return run.freeze(), run.effects
+    except (MemoryError, RecursionError) as exc:
+        raise _resource_error(state.session_id, exc) from None
+    return run.freeze(), run.effects
 
 
 def deliver_internal(
@@ -129,13 +132,15 @@ def deliver_internal(
     if not state.running:
         raise NotRunningError(f"execution {state.session_id} is not running")
     run = Interpreter.resume(state, routes)
-    with _contained(state.session_id):
+    try:
         if event.name.startswith("error."):
             run.queue_error(event)
         else:
             run.internal_queue.append(event)
         run.main_event_loop()
-        return run.freeze(), run.effects
+    except (MemoryError, RecursionError) as exc:
+        raise _resource_error(state.session_id, exc) from None
+    return run.freeze(), run.effects
 
 
 def cancel(state: MachineState) -> tuple[MachineState, Effects]:
@@ -146,25 +151,23 @@ def cancel(state: MachineState) -> tuple[MachineState, Effects]:
     if state.status == "done":
         return state, []
     run = Interpreter.resume(state, KEEP)
-    with _contained(state.session_id):
+    try:
         run.running = False
         run.exit_interpreter()
-        return run.freeze(), run.effects
+    except (MemoryError, RecursionError) as exc:
+        raise _resource_error(state.session_id, exc) from None
+    return run.freeze(), run.effects
 
 
-@contextmanager
-def _contained(session_id: str) -> Iterator[None]:
-    """Turn memory or stack exhaustion inside one call into ``ExecutionResourceError``.
+def _resource_error(session_id: str, exc: BaseException) -> ExecutionResourceError:
+    """Memory or stack exhaustion inside one call, as the engine's typed error.
 
     The working copy is then half-way through a microstep, so nothing of it is returned:
     the state the caller passed in is unchanged (the call had no effect).
     """
-    try:
-        yield
-    except MemoryError:
-        raise ExecutionResourceError(session_id, "memory") from None
-    except RecursionError:
-        raise ExecutionResourceError(session_id, "stack depth") from None
+    return ExecutionResourceError(
+        session_id, "memory" if isinstance(exc, MemoryError) else "stack depth"
+    )
 
 
 class Interpreter(ContentExecutor):
