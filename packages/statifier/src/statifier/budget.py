@@ -2,7 +2,7 @@
 
 A chart controls how much work one call of the core does: a ``<foreach>`` nests, an
 eventless loop spins, an expression copies. Each expression is bounded by its datamodel;
-``MacrostepLimits`` bounds the call as a whole (ADR 0009). The core owns one ``Budget``
+``MacrostepLimits`` bounds the call as a whole (ADR 0011). The core owns one ``Budget``
 per public call (one macrostep) and every datamodel charges the same object:
 
 * ``steps``: evaluation work units. A datamodel evaluating an expression spends what the

@@ -55,7 +55,7 @@ class ExecutionResourceError(StatifierError):
     """One call of the core ran out of memory or stack; it had no effect.
 
     The state handed to the call is unchanged. ``resource`` is ``"memory"`` or
-    ``"stack depth"``. Charts are bounded by their macrostep budget (ADR 0009), so this
+    ``"stack depth"``. Charts are bounded by their macrostep budget (ADR 0011), so this
     means the budget is set too high for the process, or the host handed in a value that
     is too large.
     """

@@ -68,7 +68,7 @@ def initialize(
     ``sess_...`` id is minted otherwise). ``datamodel`` seeds extra variables. ``invoke_types``
     lists the registered non-SCXML invoke types (None: built-ins only).
     ``max_macrostep_rounds`` of None means no round budget; ``limits`` are the other
-    budgets of every macrostep (``statifier.budget``, ADR 0009); both are kept in the
+    budgets of every macrostep (``statifier.budget``, ADR 0011); both are kept in the
     state, so they hold for the whole execution. ``caller_context`` is the opaque host
     term of the first macrostep: the core copies it onto that macrostep's effects (and a
     delayed send carries it into the event it fires).

@@ -181,7 +181,7 @@ class Done(Effect):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BudgetExhausted(Effect):
-    """A macrostep budget ran out before the macrostep reached quiescence (ADR 0009).
+    """A macrostep budget ran out before the macrostep reached quiescence (ADR 0011).
 
     ``reason`` names the budget: ``rounds`` (``max_macrostep_rounds``), ``steps``,
     ``effects``, ``internal_events`` or ``output_bytes`` (``statifier.budget``); ``budget``

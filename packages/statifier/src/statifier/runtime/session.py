@@ -193,7 +193,7 @@ class Session:
         session continues with the same ``_sessionid`` and an empty timer table.
         ``caller_context`` is the opaque host term of the first macrostep (see
         ``statifier.initialize``); later macrosteps take the one their event carries.
-        ``limits`` are the macrostep budgets (ADR 0009; a resumed position takes them,
+        ``limits`` are the macrostep budgets (ADR 0011; a resumed position takes them,
         and may not exceed them). ``tree_limits`` bound how deep and how large the tree
         of ``scxml`` invocations under this session may grow (children share their
         parent's tree).
