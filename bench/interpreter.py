@@ -32,6 +32,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from datamodel_rows import print_datamodel_rows
+
 SCXML_NS = "http://www.w3.org/2005/07/scxml"
 EVENT = "toggle"
 LEAVES = frozenset({"off", "on"})
@@ -680,6 +682,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print_throughput(results, args)
     compiled = measure_compile(args.compile_groups, args.compile_children, args.compile_repeats)
     print_compile(compiled, args.compile_groups, args.compile_children)
+    print_datamodel_rows()
 
     failed = [r for r in results if r.problem is not None and not r.skipped]
     if results[0].best_seconds is None or failed or compiled.best_seconds is None:

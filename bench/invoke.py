@@ -6,7 +6,7 @@ Run from the repository root::
 
 Throughput, in invocations per second, through the whole path: enqueue -> run -> deliver.
 
-* **ours**: ``invocation.enqueue`` (the call ``InvokeHandler.start`` makes when a session
+* **ours**: ``_invocation.enqueue`` (the call ``InvokeHandler.start`` makes when a session
   enters an invoking state) stores one invocation job; a worker process runs it through
   ``InvokeWorker`` (decode, resolve handler and delivery, run a trivial handler answering
   ``Ok``, telemetry) and delivers the answer through a counting delivery that writes one row.
@@ -61,13 +61,19 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from psycopg_pool import AsyncConnectionPool
 from statifier.core.effects import Invoke
-from statifier_oban import invocation, invoke_args
-from statifier_oban.config import Config
-from statifier_oban.delivery import Delivered
+from statifier_oban import (
+    Config,
+    Delivered,
+    InvokeHandler,
+    Ok,
+    RunContext,
+    RunResult,
+    _invocation,
+    _invoke_args,
+)
+from statifier_oban._names import INVOKE_WORKER, META_DELIVERY
+from statifier_oban._resolve import path_of
 from statifier_oban.embedded import EmbeddedPostgres
-from statifier_oban.handler import InvokeHandler, Ok, RunContext, RunResult
-from statifier_oban.names import INVOKE_WORKER, META_DELIVERY
-from statifier_oban.resolve import path_of
 from statifier_oban.schema import install
 
 TARGET = 0.7
@@ -406,15 +412,15 @@ class Bench:
         return None if row is None else row[0]
 
     async def enqueue_ours(self, scope: str, i: int, queue: str = OURS_QUEUE) -> None:
-        """Our path: ``invocation.enqueue``, as ``InvokeHandler.start`` calls it."""
+        """Our path: ``_invocation.enqueue``, as ``InvokeHandler.start`` calls it."""
         config = self.config if queue == OURS_QUEUE else self.hold_config
         assert config is not None
-        await invocation.enqueue(config, BenchHandler, scope, make_invoke(i))
+        await _invocation.enqueue(config, BenchHandler, scope, make_invoke(i))
 
     async def enqueue_raw(self, scope: str, i: int, queue: str = RAW_QUEUE) -> None:
         """The raw path: the same args and meta on a plain oban job."""
         assert self.client is not None
-        args = invoke_args.encode(scope, HANDLER_PATH, make_invoke(i), None)
+        args = _invoke_args.encode(scope, HANDLER_PATH, make_invoke(i), None)
         job = Job(RAW_WORKER, queue=queue, args=args, meta={META_DELIVERY: DELIVERY_PATH})
         await self.client.enqueue(job)
 
@@ -694,7 +700,7 @@ async def overhead(args: argparse.Namespace) -> None:
     from statifier_oban.workers import InvokeWorker
 
     n = 2_000 if args.quick else 20_000
-    args_dict = invoke_args.encode("scope_1", HANDLER_PATH, make_invoke(1), None)
+    args_dict = _invoke_args.encode("scope_1", HANDLER_PATH, make_invoke(1), None)
     job = Job(
         INVOKE_WORKER,
         id=1,

@@ -7,11 +7,11 @@ Run from the repository root::
 Three measurements, each reported as a ratio against a peer measured in the same run
 (see ``bench/README.md`` for the procedure and what every column means):
 
-1. Insert throughput: ``timer.schedule`` / ``timer.schedule_many`` against an equivalent
+1. Insert throughput: ``_timer.schedule`` / ``_timer.schedule_many`` against an equivalent
    raw ``oban.enqueue`` / ``enqueue_many`` (same worker name, args and meta, scheduled
    1 h out), sequentially on pooled connections, inside one caller transaction, and in
    batches. Paths are interleaved slice by slice; the best of ``--repeats`` rounds counts.
-2. Cancel latency: ``timer.cancel`` matching one job, with 1,000 and with 1,000,000
+2. Cancel latency: ``_timer.cancel_timers`` matching one job, with 1,000 and with 1,000,000
    pending timers in the table (two databases, cancels interleaved), plus ``EXPLAIN``.
 3. Firing lateness: 1 and 2 worker processes (``bench/timers_worker.py``) running the
    timers queue with the default configuration (prompt stager), against the same
@@ -55,10 +55,9 @@ from psycopg.conninfo import make_conninfo
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 from statifier.core.effects import Cancel, SendDelayed
-from statifier_oban import store, timer, timer_args
-from statifier_oban.config import Config
+from statifier_oban import Config, _store, _timer, _timer_args
+from statifier_oban._names import META_DELIVERY, TIMER_WORKER
 from statifier_oban.embedded import EmbeddedPostgres
-from statifier_oban.names import META_DELIVERY, TIMER_WORKER
 from statifier_oban.schema import TIMER_PENDING_INDEX, install
 
 QUEUE = "timers"
@@ -303,7 +302,7 @@ class InsertPath:
         """Build the round's inputs (untimed): effects, and their args for raw paths."""
         self.scope = scope
         self.effects = [make_effect(i + 1, HOUR_MS) for i in range(n)]
-        self.args = [timer_args.encode(scope, e, None) for e in self.effects]
+        self.args = [_timer_args.encode(scope, e, None) for e in self.effects]
 
     async def run(self, lo: int, hi: int) -> None:
         """Store timers ``lo`` to ``hi - 1`` (timed)."""
@@ -327,13 +326,13 @@ class InsertPath:
 
 
 class OursSequential(InsertPath):
-    """``await timer.schedule(config, scope, effect)``, one pooled connection per call."""
+    """``await _timer.schedule(config, scope, effect)``, one pooled connection per call."""
 
     async def run(self, lo: int, hi: int) -> None:
         """Schedule one by one."""
         config, scope, effects = self.ctx.config, self.scope, self.effects
         for i in range(lo, hi):
-            await timer.schedule(config, scope, effects[i])
+            await _timer.schedule(config, scope, effects[i])
 
 
 class RawSequential(InsertPath):
@@ -370,13 +369,13 @@ class InTransaction(InsertPath):
 
 
 class OursTransaction(InTransaction):
-    """``timer.schedule(..., conn=conn)`` inside one caller transaction."""
+    """``_timer.schedule(..., conn=conn)`` inside one caller transaction."""
 
     async def run(self, lo: int, hi: int) -> None:
         """Schedule one by one on the caller's connection."""
         config, scope, effects, conn = self.ctx.config, self.scope, self.effects, self.conn
         for i in range(lo, hi):
-            await timer.schedule(config, scope, effects[i], conn=conn)
+            await _timer.schedule(config, scope, effects[i], conn=conn)
 
 
 class RawTransaction(InTransaction):
@@ -401,13 +400,13 @@ class Batched(InsertPath):
 
 
 class OursMany(Batched):
-    """``timer.schedule_many(config, scope, effects[b:b+batch])``."""
+    """``_timer.schedule_many(config, scope, effects[b:b+batch])``."""
 
     async def run(self, lo: int, hi: int) -> None:
         """One call per batch."""
         config, scope, effects = self.ctx.config, self.scope, self.effects
         for b in range(lo, hi, self.batch):
-            await timer.schedule_many(config, scope, effects[b : min(b + self.batch, hi)])
+            await _timer.schedule_many(config, scope, effects[b : min(b + self.batch, hi)])
 
 
 class RawMany(Batched):
@@ -551,7 +550,7 @@ async def bench_inserts(server: Server, args: argparse.Namespace) -> list[tuple[
                 "a",
                 "(a) sequential, one pooled connection (own commit) per call",
                 [
-                    OursSequential("ours: timer.schedule(config, scope, effect)", ctx),
+                    OursSequential("ours: _timer.schedule(config, scope, effect)", ctx),
                     RawSequential("raw:  await oban.enqueue(Job(...))", ctx),
                 ],
                 args.slice,
@@ -560,19 +559,19 @@ async def bench_inserts(server: Server, args: argparse.Namespace) -> list[tuple[
                 "b",
                 "(b) sequential inside ONE caller transaction (conn=)",
                 [
-                    OursTransaction("ours: timer.schedule(..., conn=conn)", ctx),
+                    OursTransaction("ours: _timer.schedule(..., conn=conn)", ctx),
                     RawTransaction("raw:  oban.enqueue(Job(...), conn=conn)", ctx),
                 ],
                 args.slice,
             ),
         ]
-        has_many = hasattr(timer, "schedule_many")
+        has_many = hasattr(_timer, "schedule_many")
         for batch in sorted({args.batch, n}):
             slice_size = n if batch >= n else max(batch, args.slice // batch * batch)
             label = f"{n:,} in one call" if batch >= n else f"batches of {batch}"
             paths: list[InsertPath] = []
             if has_many:
-                paths.append(OursMany(f"ours: timer.schedule_many(... {batch} ...)", ctx, batch))
+                paths.append(OursMany(f"ours: _timer.schedule_many(... {batch} ...)", ctx, batch))
             paths.append(RawMany(f"raw:  oban.enqueue_many({batch} jobs)", ctx, batch))
             paths.append(RawMultiRow(f"ctx:  raw multi-row INSERT ({batch} rows)", ctx, batch))
             cases.append(InsertCase(f"c{batch}", f"(c) batch: {label}", paths, slice_size))
@@ -589,7 +588,7 @@ async def bench_inserts(server: Server, args: argparse.Namespace) -> list[tuple[
             f"{args.slice} inserts), order rotated each round; one untimed warm-up round"
         )
         if not has_many:
-            print("   note: timer.schedule_many does not exist here; batch rows are raw only")
+            print("   note: _timer.schedule_many does not exist here; batch rows are raw only")
         for case in cases:
             await insert_round(case, pool, min(n, 100), 0, timed=False)
             for r in range(args.repeats):
@@ -625,7 +624,7 @@ async def bench_inserts(server: Server, args: argparse.Namespace) -> list[tuple[
             raw = next(p for p in case.paths if p.role == "raw")
             context = [p for p in case.paths if p.role == "context"]
             if ours is None:
-                ratio_rows.append([case.title, "n/a", "", "no timer.schedule_many"])
+                ratio_rows.append([case.title, "n/a", "", "no _timer.schedule_many"])
                 continue
             ratio = best_rate(ours, n) / best_rate(raw, n)
             met = ratio >= INSERT_TARGET
@@ -652,7 +651,7 @@ async def load_timers(url: str, rows: int) -> dict[str, float]:
     One ``INSERT ... SELECT generate_series`` with the secondary indexes dropped, then
     the indexes rebuilt (same definitions) and ``ANALYZE``.
     """
-    sample = timer_args.encode("bench-0", make_effect(1, HOUR_MS), None)
+    sample = _timer_args.encode("bench-0", make_effect(1, HOUR_MS), None)
     started = time.perf_counter()
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         cursor = await conn.execute(
@@ -703,8 +702,8 @@ def row_key(i: int) -> tuple[str, str]:
 async def explain_cancel(url: str, oban: Oban, i: int) -> list[str]:
     """``EXPLAIN (ANALYZE, BUFFERS)`` of our cancel statement for row ``i``, rolled back."""
     scope, send_id = row_key(i)
-    params = {"scope": scope, "send_id": send_id, "reason": "explain"}
-    text = store.sql(store.CANCEL_TIMERS, oban, TIMER_WORKER)
+    params = {"scope": scope, "value": send_id, "reason": "explain"}
+    text = _store.statement(oban, "cancel_jobs", worker=TIMER_WORKER, key="send_id")
     statement = "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + text
     async with await psycopg.AsyncConnection.connect(url) as conn:
         cursor = psycopg.AsyncClientCursor(conn)
@@ -731,7 +730,7 @@ async def bench_cancel(server: Server, args: argparse.Namespace) -> list[tuple[s
     """Section 2; returns the verdicts."""
     sizes = (args.cancel_small, args.cancel_rows)
     print(
-        f"\n2. Cancel latency: timer.cancel matching one pending timer (random scope), "
+        f"\n2. Cancel latency: _timer.cancel_timers matching one pending timer (random scope), "
         f"{args.cancels} cancels per table size, interleaved; own pooled connection per call"
     )
     sides: list[CancelSide] = []
@@ -757,7 +756,7 @@ async def bench_cancel(server: Server, args: argparse.Namespace) -> list[tuple[s
             for side in order:
                 scope, send_id = row_key(picks[side.rows][k])
                 start = time.perf_counter()
-                count = await timer.cancel(side.config, scope, make_cancel(send_id, k + 1))
+                count = await _timer.cancel_timers(side.config, scope, make_cancel(send_id, k + 1))
                 elapsed = (time.perf_counter() - start) * 1000
                 if count != 1:
                     raise VerificationError(f"cancel {scope}/{send_id} matched {count} jobs")
@@ -958,11 +957,11 @@ async def run_workload(
             chunk = workload.delays_ms[start : start + per_scope]
             effects = [make_effect(start + j + 1, d) for j, d in enumerate(chunk)]
             scope = f"{prefix}{start // per_scope}"
-            if hasattr(timer, "schedule_many"):
-                await timer.schedule_many(config, scope, effects, conn=conn)
+            if hasattr(_timer, "schedule_many"):
+                await _timer.schedule_many(config, scope, effects, conn=conn)
             else:
                 for effect in effects:
-                    await timer.schedule(config, scope, effect, conn=conn)
+                    await _timer.schedule(config, scope, effect, conn=conn)
     schedule_s = time.perf_counter() - started
     expected = len(workload.delays_ms)
     deadline = time.monotonic() + max(workload.delays_ms) / 1000 + 30 + expected / 50

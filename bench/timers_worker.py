@@ -75,11 +75,10 @@ async def run(url: str, node: str, stager: str, limit: int, recorders: int) -> N
     import statifier_oban
     import statifier_oban.workers  # registers TimerWorker
     from oban import Oban
+    from statifier_oban import _oban_compat
 
     if stager == "stock":
-        from oban._extensions import _extensions
-
-        _extensions.pop("stager.build", None)
+        statifier_oban.latency.uninstall()
     elif not statifier_oban.latency.installed():
         raise RuntimeError("importing statifier_oban did not install the prompt stager")
 
@@ -93,8 +92,8 @@ async def run(url: str, node: str, stager: str, limit: int, recorders: int) -> N
     oban = Oban(pool=pool, name=f"bench_{node}", node=node, queues={"timers": limit})
     try:
         await oban.start()
-        built = oban._stager
-        print(f"ready {type(built).__name__} {built._interval}", flush=True)
+        built = _oban_compat.stager_of(oban)
+        print(f"ready {type(built).__name__} {_oban_compat.interval_of(built)}", flush=True)
         await _stdin_closed()
     finally:
         await oban.stop()

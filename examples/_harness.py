@@ -29,8 +29,8 @@ from statifier.runtime.session import Session
 from statifier_oban import Config
 from statifier_oban import telemetry as events
 from statifier_oban.embedded import EmbeddedPostgres
-from statifier_oban.names import CHILD_START_WORKER, INVOKE_WORKER, TIMER_WORKER
 from statifier_oban.schema import install
+from statifier_oban.workers import CHILD_START_WORKER, INVOKE_WORKER, TIMER_WORKER
 
 WORKER_NAMES = {
     TIMER_WORKER: "TimerWorker",

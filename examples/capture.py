@@ -40,9 +40,15 @@ from _harness import (
 from statifier import Machine
 from statifier.core.effects import Invoke
 from statifier.runtime.session import Session
-from statifier_oban import Config
-from statifier_oban.handler import Error, InvokeHandler, Ok, RunContext, RunResult
-from statifier_oban.host import DurableTimers
+from statifier_oban import (
+    Config,
+    DurableTimers,
+    Error,
+    InvokeHandler,
+    Ok,
+    RunContext,
+    RunResult,
+)
 
 CHART = Path(__file__).with_name("capture.scxml")
 

@@ -44,8 +44,7 @@ from _harness import (
 from statifier import Machine
 from statifier.core.effects import Invoke
 from statifier.runtime.session import Session
-from statifier_oban import Config
-from statifier_oban.handler import Error, InvokeHandler, Ok, RunContext, RunResult
+from statifier_oban import Config, Error, InvokeHandler, Ok, RunContext, RunResult
 
 CHART = Path(__file__).with_name("overdue_notice.scxml")
 

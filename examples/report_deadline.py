@@ -52,10 +52,16 @@ from oban.worker import register_worker, worker_name
 from statifier import Machine
 from statifier.core.effects import Invoke
 from statifier.runtime.session import Session
-from statifier_oban import Config
-from statifier_oban.delivery import DeliveryAnswer, SessionInvokeDelivery
-from statifier_oban.handler import Deferred, InvokeHandler, RunContext, RunResult
-from statifier_oban.host import DurableTimers
+from statifier_oban import (
+    Config,
+    Deferred,
+    DeliveryAnswer,
+    DurableTimers,
+    InvokeHandler,
+    RunContext,
+    RunResult,
+    SessionInvokeDelivery,
+)
 
 CHART = Path(__file__).with_name("report_deadline.scxml")
 

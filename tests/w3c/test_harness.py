@@ -11,8 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from tools.w3c.corpus import require_corpus
 from tools.w3c.harness import run_case, run_case_guarded
 from tools.w3c.manifest import cases_by_id
+
+require_corpus()
 
 #: Set to let a "hanging" fake run finish (so no stray thread outlives its test).
 RELEASE = threading.Event()

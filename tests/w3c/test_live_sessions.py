@@ -14,11 +14,13 @@ import contextlib
 import statifier
 from statifier.runtime.session import Session
 
-from tools.w3c.corpus import corpus_dir
+from tools.w3c.corpus import corpus_dir, require_corpus
 from tools.w3c.manifest import cases_by_id
 from tools.w3c.passing import PASSING_FILE, read_passing
 from tools.w3c.resolver import make_resolver
 from tools.w3c.transform import transform_file
+
+require_corpus()
 
 INVOKE_SECTION = "6.4"
 DEADLINE_S = 20.0

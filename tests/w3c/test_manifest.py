@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.w3c.corpus import CORPUS_ENV_VAR, corpus_dir
+from tools.w3c.corpus import CORPUS_ENV_VAR, corpus_dir, require_corpus
 from tools.w3c.manifest import (
     SKIP_ECMASCRIPT,
     SKIP_HTTP,
@@ -25,6 +25,8 @@ from tools.w3c.manifest import (
 from tools.w3c.passing import add_passing, read_passing
 from tools.w3c.resolver import corpus_resolver, make_resolver
 from tools.w3c.transform import transform_file
+
+require_corpus()
 
 CORPUS = corpus_dir()
 
@@ -88,6 +90,14 @@ def test_skip_categories() -> None:
     assert skip_reason(cases["436"]) is None  # null datamodel, mandatory
     assert {c.id for c in runnable() if not c.mandatory} == {"193"}
     assert all(skip_reason(c) is None for c in mandatory_automated())
+
+
+def test_skip_categories_of_the_ecmascript_profile() -> None:
+    reasons = Counter(skip_reason(c, profile="ecmascript") for c in automated())
+    assert reasons == {None: 180, SKIP_XPATH: 30, SKIP_HTTP: 12}
+    assert {c.id for c in runnable(profile="ecmascript") if c.specnum == "C.2"} == {
+        c.id for c in automated() if c.specnum == "C.2"
+    }
 
 
 def test_parse_manifest_rejects_bad_conformance() -> None:

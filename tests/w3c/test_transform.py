@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.w3c.corpus import corpus_dir
+from tools.w3c.corpus import corpus_dir, require_corpus
 from tools.w3c.manifest import load_manifest, skip_reason
 from tools.w3c.transform import (
     CONF_ATTRIBUTES,
@@ -19,6 +19,8 @@ from tools.w3c.transform import (
     transform,
     transform_file,
 )
+
+require_corpus()
 
 CORPUS = corpus_dir()
 TEMPLATES = sorted(CORPUS.glob("*.txml"))
@@ -447,3 +449,70 @@ def test_cli_writes_every_document(tmp_path: Path) -> None:
     assert (tmp_path / "out" / "test552.txt").read_text() == (CORPUS / "test552.txt").read_text()
     for path in (tmp_path / "out").glob("*.scxml"):
         ET.fromstring(path.read_bytes())
+
+
+# --------------------------------------------------------------------------------------
+# The ECMAScript profile
+# --------------------------------------------------------------------------------------
+
+
+def ecma_attr(snippet: str) -> dict[str, str]:
+    """Attributes of a transition holding ``snippet`` after the ECMAScript rendering."""
+    text = transform(doc(f"<state id='s'><transition {snippet}/></state>"), "ecmascript")
+    transition = parse(text).find(f"{S}state/{S}transition")
+    assert transition is not None
+    return dict(transition.attrib)
+
+
+@pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.stem)
+def test_every_template_renders_for_ecmascript(path: Path) -> None:
+    output = transform(path.read_text(encoding="utf-8"), "ecmascript")
+    assert CONF_NS not in output
+    root = parse(output)
+    assert root.get("datamodel") in ("ecmascript", "null", "xpath", None)
+
+
+@pytest.mark.parametrize(
+    ("snippet", "attribute", "value"),
+    [
+        ('conf:datamodel=""', "datamodel", "ecmascript"),
+        ('conf:true=""', "cond", "true"),
+        ('conf:idVal="1=1"', "cond", "Var1==1"),
+        ('conf:idVal="4&gt;0"', "cond", "Var4>0"),
+        ('conf:idQuoteVal="1=foo"', "cond", "Var1=='foo'"),
+        ('conf:namelistIdVal="1=1"', "cond", "Var1===1"),
+        ('conf:VarEqVar="1 2"', "cond", "Var1===Var2"),
+        ('conf:VarEqVarStruct="1 2"', "cond", "JSON.stringify(Var1)===JSON.stringify(Var2)"),
+        (
+            'conf:idSystemVarVal="1=_sessionid"',
+            "cond",
+            "JSON.stringify(Var1)===JSON.stringify(_sessionid)",
+        ),
+        ('conf:isBound="4"', "cond", "Var4"),
+        ('conf:unboundVar="1"', "cond", "typeof Var1 === 'undefined' "),
+        ('conf:nonBoolean=""', "cond", "return"),
+        ('conf:illegalExpr=""', "expr", "return"),
+        ('conf:illegalItem=""', "item", "'continue'"),
+        ('conf:invalidNamelist=""', "namelist", '"foo'),
+        ('conf:invalidLocation=""', "location", "foo.bar.baz "),
+        ('conf:eventDataFieldValue="aParam"', "expr", "_event.data.aParam"),
+        ('conf:emptyEventData=""', "cond", "typeof _event.data === 'undefined'"),
+        ('conf:varPrefix="2 1"', "cond", "String(Var1).indexOf(String(Var2))===0"),
+    ],
+)
+def test_ecmascript_attribute_rendering(snippet: str, attribute: str, value: str) -> None:
+    assert ecma_attr(snippet) == {attribute: value}
+
+
+def test_ecmascript_elements() -> None:
+    body = '<state id="s"><onentry><conf:extendArray id="1"/><conf:script/></onentry></state>'
+    root = parse(transform(doc(body), "ecmascript"))
+    assign = root.find(f".//{S}assign")
+    script = root.find(f".//{S}script")
+    assert assign is not None and assign.get("expr") == "[].concat(Var1, [4])"
+    assert script is not None and script.text == "var Var1 = 1"
+
+
+def test_unknown_profile_raises() -> None:
+    with pytest.raises(TransformError, match="unknown profile"):
+        transform(doc(""), "xpath")

@@ -28,7 +28,7 @@ from typing import Any
 from tools.w3c.corpus import corpus_dir
 from tools.w3c.manifest import Case
 from tools.w3c.resolver import make_resolver
-from tools.w3c.transform import transform_file
+from tools.w3c.transform import DATAMODEL, transform_file
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -121,12 +121,12 @@ def _format_log(log: Any) -> str | None:
     return text
 
 
-def run_start(start: str, directory: Path | None = None) -> StartResult:
-    """Transform, compile and run one start document in this process (no timeout)."""
+def run_start(start: str, directory: Path | None = None, profile: str = DATAMODEL) -> StartResult:
+    """Transform for ``profile``, compile and run one start document in this process."""
     base = directory or corpus_dir()
-    resolver = make_resolver(base)
+    resolver = make_resolver(base, profile)
     try:
-        scxml = transform_file(base / start)
+        scxml = transform_file(base / start, profile)
         # Imported here, not at module level: the engine may still be incomplete.
         statifier = importlib.import_module("statifier")
         virtual = importlib.import_module("statifier.virtual")
@@ -150,17 +150,17 @@ def run_start(start: str, directory: Path | None = None) -> StartResult:
     )
 
 
-def run_case(case: Case, directory: Path | None = None) -> CaseResult:
-    """Run every start document of ``case`` in this process (no timeout)."""
+def run_case(case: Case, directory: Path | None = None, profile: str = DATAMODEL) -> CaseResult:
+    """Run every start document of ``case``, rendered for ``profile``, in this process."""
     if not case.starts:
         return CaseResult(case.id, passed=False, error="the case has no start document")
-    starts = tuple(run_start(start, directory) for start in case.starts)
+    starts = tuple(run_start(start, directory, profile) for start in case.starts)
     return CaseResult(case.id, passed=all(s.passed for s in starts), starts=starts)
 
 
-def _child(conn: Connection, case: Case, directory: Path | None) -> None:
+def _child(conn: Connection, case: Case, directory: Path | None, profile: str) -> None:
     try:
-        result = run_case(case, directory)
+        result = run_case(case, directory, profile)
     except BaseException as exc:  # report anything, even SystemExit, to the parent
         result = CaseResult(case.id, passed=False, error=f"{type(exc).__name__}: {exc}")
     conn.send(result)
@@ -178,11 +178,11 @@ def _preload_engine() -> None:
         importlib.import_module("statifier.virtual")
 
 
-def _run_in_process(case: Case, timeout: float, directory: Path | None) -> CaseResult:
+def _run_in_process(case: Case, timeout: float, directory: Path | None, profile: str) -> CaseResult:
     _preload_engine()
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
-    process = context.Process(target=_child, args=(sender, case, directory), daemon=True)
+    process = context.Process(target=_child, args=(sender, case, directory, profile), daemon=True)
     process.start()
     sender.close()
     try:
@@ -207,10 +207,10 @@ def _run_in_process(case: Case, timeout: float, directory: Path | None) -> CaseR
     return result
 
 
-def _run_in_thread(case: Case, timeout: float, directory: Path | None) -> CaseResult:
+def _run_in_thread(case: Case, timeout: float, directory: Path | None, profile: str) -> CaseResult:
     box: list[CaseResult] = []
     worker = threading.Thread(
-        target=lambda: box.append(run_case(case, directory)),
+        target=lambda: box.append(run_case(case, directory, profile)),
         name=f"w3c-{case.id}",
         daemon=True,
     )
@@ -225,8 +225,9 @@ def run_case_guarded(
     directory: Path | None = None,
     *,
     isolate: bool | None = None,
+    profile: str = DATAMODEL,
 ) -> CaseResult:
-    """Run ``case`` with a wall-clock guard of ``timeout`` seconds.
+    """Run ``case``, rendered for ``profile``, with a wall-clock guard of ``timeout`` seconds.
 
     ``isolate`` (default: whenever the ``fork`` start method exists) runs the case in a
     forked child process, killed on timeout; otherwise a daemon thread is used and simply
@@ -234,6 +235,6 @@ def run_case_guarded(
     """
     if isolate is None:
         isolate = "fork" in multiprocessing.get_all_start_methods()
-    runner: Callable[[Case, float, Path | None], CaseResult]
+    runner: Callable[[Case, float, Path | None, str], CaseResult]
     runner = _run_in_process if isolate else _run_in_thread
-    return runner(case, timeout, directory)
+    return runner(case, timeout, directory, profile)

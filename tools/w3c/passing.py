@@ -1,4 +1,5 @@
-"""Read and grow ``tests/w3c/passing.txt``, the conformance ratchet.
+"""Read and grow the conformance ratchets: ``tests/w3c/passing.txt`` (Python profile) and
+``tests/w3c/passing_ecmascript.txt`` (ECMAScript profile).
 
 Format: one test id per line (``144``; ``403`` means all three of its start documents),
 ``#`` starts a comment (a whole line or the rest of a line).  The list only grows: CI
@@ -10,10 +11,20 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["PASSING_FILE", "add_passing", "read_passing"]
+__all__ = ["PASSING_FILE", "PASSING_FILES", "add_passing", "passing_file", "read_passing"]
 
-#: The ratchet file.
-PASSING_FILE = Path(__file__).resolve().parents[2] / "tests" / "w3c" / "passing.txt"
+_TESTS = Path(__file__).resolve().parents[2] / "tests" / "w3c"
+
+#: The ratchet file of the Python profile.
+PASSING_FILE = _TESTS / "passing.txt"
+
+#: The ratchet file of each datamodel profile (see ``tools.w3c.transform.PROFILES``).
+PASSING_FILES = {"python": PASSING_FILE, "ecmascript": _TESTS / "passing_ecmascript.txt"}
+
+
+def passing_file(profile: str) -> Path:
+    """The ratchet file of ``profile``."""
+    return PASSING_FILES[profile]
 
 
 def _entry_id(line: str) -> str:

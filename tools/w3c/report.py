@@ -5,10 +5,13 @@ Usage (from the repository root)::
     uv run python tools/w3c/report.py            # report only
     uv run python tools/w3c/report.py --update   # also add newly passing ids to passing.txt
     uv run python tools/w3c/report.py 144 403    # only these ids
+    uv run python tools/w3c/report.py --profile ecmascript [--update]
 
-Every automated case, mandatory and optional, is run unless it needs a datamodel profile
-we do not implement (ECMAScript, XPath) or the BasicHTTP I/O processor; those are listed
-as skipped with the reason.  Each case runs under a wall-clock guard (default 10 s), so a
+Every automated case, mandatory and optional, is run, rendered for ``--profile``
+(``python``, the default, or ``ecmascript``; each has its own ratchet file), unless it needs
+a datamodel profile other than the one run (ECMAScript-profile tests run only in the
+``ecmascript`` profile; XPath never) or the BasicHTTP I/O processor; those are listed as
+skipped with the reason.  Each case runs under a wall-clock guard (default 10 s), so a
 hang in the engine cannot hang the report.  The exit status is 1 if a case listed in
 ``passing.txt`` failed (a ratchet regression), else 0.
 """
@@ -27,7 +30,8 @@ if __name__ == "__main__" and __package__ in (None, ""):
 
 from tools.w3c.harness import DEFAULT_TIMEOUT, CaseResult, run_case_guarded
 from tools.w3c.manifest import Case, automated, skip_reason
-from tools.w3c.passing import PASSING_FILE, add_passing, read_passing
+from tools.w3c.passing import PASSING_FILES, add_passing, read_passing
+from tools.w3c.transform import PROFILES
 
 __all__ = ["main"]
 
@@ -47,11 +51,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--timeout", type=float, default=DEFAULT_TIMEOUT, help="wall-clock seconds per case"
     )
-    parser.add_argument("--passing", type=Path, default=PASSING_FILE, help="ratchet file")
+    parser.add_argument(
+        "--profile", choices=sorted(PROFILES), default="python", help="datamodel profile"
+    )
+    parser.add_argument(
+        "--passing", type=Path, default=None, help="ratchet file (default: the profile's)"
+    )
     parser.add_argument(
         "-v", "--verbose", action="store_true", help="print full details of failures"
     )
     args = parser.parse_args(argv)
+    if args.passing is None:
+        args.passing = PASSING_FILES[args.profile]
 
     cases = sorted(automated(), key=lambda case: int(case.id))
     if args.ids:
@@ -67,11 +78,11 @@ def main(argv: list[str] | None = None) -> int:
     results: list[tuple[Case, CaseResult]] = []
     started = time.monotonic()
     for case in cases:
-        reason = skip_reason(case)
+        reason = skip_reason(case, profile=args.profile)
         if reason is not None:
             skipped[reason].append(case)
             continue
-        result = run_case_guarded(case, timeout=args.timeout)
+        result = run_case_guarded(case, timeout=args.timeout, profile=args.profile)
         results.append((case, result))
         status = "PASS" if result.passed else "FAIL"
         marker = " [in passing.txt]" if case.id in listed and not result.passed else ""

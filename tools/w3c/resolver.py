@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tools.w3c.corpus import corpus_dir
-from tools.w3c.transform import transform_file
+from tools.w3c.transform import DATAMODEL, transform_file
 
 __all__ = ["corpus_resolver", "make_resolver"]
 
@@ -23,15 +23,18 @@ _SUBDOCUMENT = re.compile(r"file:(?:\./)?(test\d+sub\d+)\.scxml")
 _DATA_FILE = re.compile(r"file:(?:\./)?(test\d+\.txt)")
 
 
-def make_resolver(directory: Path | None = None) -> Callable[[str], str]:
-    """A resolver over the corpus in ``directory`` (default: :func:`corpus_dir` at call time)."""
+def make_resolver(directory: Path | None = None, profile: str = DATAMODEL) -> Callable[[str], str]:
+    """A resolver over the corpus in ``directory`` (default: :func:`corpus_dir` at call time).
+
+    Sub-documents are rendered for ``profile``, like the document that loads them.
+    """
 
     def resolve(uri: str) -> str:
         base = directory or corpus_dir()
         if match := _SUBDOCUMENT.fullmatch(uri):
             path = base / f"{match.group(1)}.txml"
             if path.is_file():
-                return transform_file(path)
+                return transform_file(path, profile)
         elif match := _DATA_FILE.fullmatch(uri):
             path = base / match.group(1)
             if path.is_file():

@@ -77,6 +77,13 @@ Python spellings of the same meaning:
 README's ``expr="V"`` rule says; our engine will reject that document at load time, which
 only matters for that manual test.
 
+The ECMAScript profile (``transform(txml, "ecmascript")``) is the suite's own rendering
+(``confEcma.xsl``, the README's ECMAScript column), verbatim except where our datamodel
+stores values as JSON copies (ADR 10): ``VarEqVarStruct`` and the ``==`` form of
+``idSystemVarVal`` compare ``JSON.stringify`` of both sides (a variable never shares an
+object with another or with a system variable), and ``varPrefix`` is written as
+``String(VarB).indexOf(String(VarA))===0``.
+
 Command line: ``python tools/w3c/transform.py OUT_DIR`` writes ``testNNN.scxml`` for every
 ``testNNN.txml`` in the corpus (sub-documents included) and copies the corpus's ``.txt``
 data files next to them, so that the relative ``file:`` references resolve inside OUT_DIR.
@@ -96,9 +103,13 @@ __all__ = [
     "CONF_ATTRIBUTES",
     "CONF_ELEMENTS",
     "CONF_NS",
+    "PROFILES",
     "SCXML_NS",
+    "AttributeTable",
+    "ElementTable",
     "TransformError",
     "main",
+    "render_with",
     "transform",
     "transform_file",
 ]
@@ -204,6 +215,13 @@ def _delay(value: str) -> str:
 # --------------------------------------------------------------------------------------
 
 _AttrRenderer = Callable[[str], tuple[str, str]]
+_ElementRenderer = Callable[[dict[str, str]], "ET.Element | str"]
+
+AttributeTable = dict[str, _AttrRenderer]
+"""conf attribute name -> renderer (value -> (SCXML attribute, value))."""
+
+ElementTable = dict[str, tuple[frozenset[str], _ElementRenderer]]
+"""conf element name -> (allowed attributes, renderer).  A ``str`` result is text."""
 
 
 def _cond(render: Callable[[str], str]) -> _AttrRenderer:
@@ -294,7 +312,7 @@ INVALID_SEND_TYPE = "27"
 INVALID_VALUE = "27"
 BAD_SCRIPT_SRC = "file:no-such-script.py"
 
-_ATTRIBUTES: dict[str, _AttrRenderer] = {
+_ATTRIBUTES: AttributeTable = {
     # outcome, datamodel
     "targetpass": _const("target", "pass"),
     "targetfail": _const("target", "fail"),
@@ -433,10 +451,8 @@ def _send_to_sender(attrs: dict[str, str]) -> ET.Element:
     )
 
 
-_ElementRenderer = Callable[[dict[str, str]], "ET.Element | str"]
-
 #: conf element name -> (allowed attributes, renderer).  A ``str`` result is text.
-_ELEMENTS: dict[str, tuple[frozenset[str], _ElementRenderer]] = {
+_ELEMENTS: ElementTable = {
     "pass": (frozenset(), lambda _a: _outcome("pass")),
     "fail": (frozenset(), lambda _a: _outcome("fail")),
     "incrementID": (frozenset({"id"}), _increment),
@@ -455,16 +471,157 @@ CONF_ELEMENTS: frozenset[str] = frozenset(_ELEMENTS)
 
 
 # --------------------------------------------------------------------------------------
+# The ECMAScript profile: the suite's original rendering (``confEcma.xsl``)
+# --------------------------------------------------------------------------------------
+
+#: The ECMAScript datamodel's name.
+ECMASCRIPT_DATAMODEL = "ecmascript"
+
+
+def _ecma_op(what: str, strict: bool = False) -> Callable[[str], str]:
+    # "1=1" -> "Var1==1": no spaces, "=" becomes "==" ("===" where ``strict``).
+    def render(value: str) -> str:
+        var, op, operand = _split_op(value, what)
+        if op == "==" and strict:
+            op = "==="
+        return f"{var}{op}{operand}"
+
+    return render
+
+
+def _ecma_quote_op(value: str) -> str:
+    var, op, operand = _split_op(value, "idQuoteVal")
+    return f"{var}{op}{_quote(operand)}"
+
+
+def _ecma_system_op(value: str) -> str:
+    # Compared on the JSON text, not with "==": a variable holds a copy of the system
+    # variable's object (stored values never share identity), see _ecma_struct_equal.
+    var, op, operand = _split_op(value, "idSystemVarVal")
+    system = _system_var(operand, "idSystemVarVal")
+    if op != "==":
+        return f"{var}{op}{system}"
+    return f"JSON.stringify({var})===JSON.stringify({system})"
+
+
+def _ecma_compare(value: str) -> str:
+    var, op, operand = _split_op(value, "compareIDVal")
+    return f"{var}{op}{_var(operand, 'compareIDVal')}"
+
+
+def _ecma_eventvar(value: str) -> str:
+    var, op, operand = _split_op(value, "eventvarVal")
+    return f"_event.data[{_quote(var)}]{op}{operand}"
+
+
+def _ecma_var_pair(what: str, op: str) -> Callable[[str], str]:
+    def render(value: str) -> str:
+        a, b = _split_pair(value, what)
+        return f"{_var(a, what)}{op}{_var(b, what)}"
+
+    return render
+
+
+def _ecma_var_prefix(value: str) -> str:
+    # "A B": variable B's value starts with variable A's value.
+    a, b = _split_pair(value, "varPrefix")
+    return f"String({_var(b, 'varPrefix')}).indexOf(String({_var(a, 'varPrefix')}))===0"
+
+
+def _ecma_struct_equal(value: str) -> str:
+    # Stored values never share identity (each is a copy revived from JSON), so structural
+    # equality is compared on the JSON text instead of with ``==``.
+    a, b = _split_pair(value, "VarEqVarStruct")
+    va, vb = _var(a, "VarEqVarStruct"), _var(b, "VarEqVarStruct")
+    return f"JSON.stringify({va})===JSON.stringify({vb})"
+
+
+def _ecma_raw_search(what: str) -> Callable[[str], str]:
+    def render(value: str) -> str:
+        key, val = _split_pair(value, what)
+        if what == "eventIdParamHasValue":
+            key = _var(key, what)
+        return f"_event.raw.search({_quote(f'{key}={val}')}) !== -1"
+
+    return render
+
+
+_ECMA_EVENT_FIELDS_BOUND = " && ".join(f"{_quote(f)} in _event" for f in EVENT_FIELDS)
+
+_ECMA_ATTRIBUTES: AttributeTable = {
+    **_ATTRIBUTES,
+    "datamodel": _const("datamodel", ECMASCRIPT_DATAMODEL),
+    "invalidLocation": _const("location", "foo.bar.baz "),
+    "invalidNamelist": _const("namelist", '"foo'),
+    "illegalItem": _const("item", "'continue'"),
+    "scriptBadSrc": _const("src", "D:\\foo"),
+    "illegalExpr": _const("expr", "return"),
+    "eventDataFieldValue": _expr(lambda v: f"_event.data.{v.strip()}"),
+    "eventDataParamValue": _expr(lambda v: f"_event.data.{v.strip()}"),
+    "eventDataNamelistValue": _expr(lambda v: f"_event.data.{_var(v, 'eventDataNamelistValue')}"),
+    "scxmlEventIOLocation": _const(
+        "expr", f"_ioprocessors[{_quote(SCXML_EVENT_PROCESSOR)}].location"
+    ),
+    "true": _const("cond", "true"),
+    "false": _const("cond", "false"),
+    "idVal": _cond(_ecma_op("idVal")),
+    "idQuoteVal": _cond(_ecma_quote_op),
+    "idSomeVal": _cond(lambda v: f"{_var(v, 'idSomeVal')} == 123"),
+    "idSystemVarVal": _cond(_ecma_system_op),
+    "namelistIdVal": _cond(_ecma_op("namelistIdVal", strict=True)),
+    "VarEqVar": _cond(_ecma_var_pair("VarEqVar", "===")),
+    "VarEqVarStruct": _cond(_ecma_struct_equal),
+    "compareIDVal": _cond(_ecma_compare),
+    "varPrefix": _cond(_ecma_var_prefix),
+    "isBound": _cond(lambda v: _var(v, "isBound")),
+    "unboundVar": _cond(lambda v: f"typeof {_var(v, 'unboundVar')} === 'undefined' "),
+    "noValue": _cond(lambda v: f"!{_var(v, 'noValue')}"),
+    "systemVarIsBound": _cond(lambda v: _system_var(v, "systemVarIsBound")),
+    "nonBoolean": _const("cond", "return"),
+    "nameVarVal": _cond(lambda v: f"_name  === {_quote(v)}"),
+    "eventvarVal": _cond(_ecma_eventvar),
+    "emptyEventData": _const("cond", "typeof _event.data === 'undefined'"),
+    "eventFieldsAreBound": _const("cond", _ECMA_EVENT_FIELDS_BOUND),
+    "eventFieldHasNoValue": _cond(
+        lambda v: f"typeof _event.{_field(v, 'eventFieldHasNoValue')} === 'undefined' "
+    ),
+    "originTypeEq": _cond(lambda v: f" _event.origintype == {_quote(v)}"),
+    "methodIsPost": _const("cond", "_event.raw.search('POST') !== -1"),
+    "eventIdParamHasValue": _cond(_ecma_raw_search("eventIdParamHasValue")),
+    "eventNamedParamHasValue": _cond(_ecma_raw_search("eventNamedParamHasValue")),
+    "messageBodyEquals": _cond(lambda v: f"_event.raw.search(/{v}/) !== -1"),
+}
+
+
+def _ecma_extend(attrs: dict[str, str]) -> ET.Element:
+    var = _var(attrs["id"], "extendArray")
+    return _assign(var, f"[].concat({var}, [4])")
+
+
+_ECMA_ELEMENTS: ElementTable = {
+    **_ELEMENTS,
+    "extendArray": (frozenset({"id"}), _ecma_extend),
+    "script": (frozenset(), lambda _a: _el("script", {}, text="var Var1 = 1")),
+}
+
+#: The datamodel profiles the corpus can be rendered for, by name.
+PROFILES: dict[str, tuple[AttributeTable, ElementTable]] = {
+    DATAMODEL: (_ATTRIBUTES, _ELEMENTS),
+    ECMASCRIPT_DATAMODEL: (_ECMA_ATTRIBUTES, _ECMA_ELEMENTS),
+}
+
+
+# --------------------------------------------------------------------------------------
 # Tree rewriting
 # --------------------------------------------------------------------------------------
 
 
-def _rewrite_attributes(element: ET.Element) -> None:
+def _rewrite_attributes(element: ET.Element, attributes: AttributeTable) -> None:
     new: dict[str, str] = {}
     for key, value in element.attrib.items():
         if key.startswith(_CONF):
             name = key[len(_CONF) :]
-            renderer = _ATTRIBUTES.get(name)
+            renderer = attributes.get(name)
             if renderer is None:
                 raise TransformError(f"unknown conf attribute conf:{name}")
             out_key, out_value = renderer(value)
@@ -481,9 +638,9 @@ def _rewrite_attributes(element: ET.Element) -> None:
     element.attrib.update(new)
 
 
-def _render_element(element: ET.Element) -> ET.Element | str:
+def _render_element(element: ET.Element, elements: ElementTable) -> ET.Element | str:
     name = _local(element.tag)
-    entry = _ELEMENTS.get(name)
+    entry = elements.get(name)
     if entry is None:
         raise TransformError(f"unknown conf element <conf:{name}>")
     allowed, renderer = entry
@@ -499,13 +656,13 @@ def _render_element(element: ET.Element) -> ET.Element | str:
     return renderer(attrs)
 
 
-def _rewrite(element: ET.Element) -> None:
+def _rewrite(element: ET.Element, attributes: AttributeTable, elements: ElementTable) -> None:
     """Rewrite ``element``'s attributes and, recursively, its children, in place."""
-    _rewrite_attributes(element)
+    _rewrite_attributes(element, attributes)
     children: list[ET.Element] = []
     for child in list(element):
         if isinstance(child.tag, str) and child.tag.startswith(_CONF):
-            replacement = _render_element(child)
+            replacement = _render_element(child, elements)
             if isinstance(replacement, str):
                 text = replacement + (child.tail or "")
                 if children:
@@ -517,7 +674,7 @@ def _rewrite(element: ET.Element) -> None:
             children.append(replacement)
         else:
             if isinstance(child.tag, str):
-                _rewrite(child)
+                _rewrite(child, attributes, elements)
             children.append(child)
     element[:] = children
 
@@ -643,26 +800,37 @@ def _serialize(
     return "".join(out)
 
 
-def transform(txml: str) -> str:
-    """Render one IRP template (the text of a ``.txml`` file) as a Python-datamodel SCXML text.
+def transform(txml: str, profile: str = DATAMODEL) -> str:
+    """Render one IRP template (the text of a ``.txml`` file) as SCXML for ``profile``.
 
-    Raises :class:`TransformError` for any unknown ``conf:`` element or attribute, a
-    malformed value, or an attribute that two renderings would both set; raises
-    :class:`xml.etree.ElementTree.ParseError` if ``txml`` is not well-formed XML.
+    ``profile`` is ``"python"`` (our Python datamodel, the default) or ``"ecmascript"``
+    (the suite's original ECMAScript rendering); see :data:`PROFILES`. Raises
+    :class:`TransformError` for an unknown profile, any unknown ``conf:`` element or
+    attribute, a malformed value, or an attribute that two renderings would both set;
+    raises :class:`xml.etree.ElementTree.ParseError` if ``txml`` is not well-formed XML.
     """
+    try:
+        attributes, elements = PROFILES[profile]
+    except KeyError:
+        raise TransformError(f"unknown profile {profile!r}") from None
+    return render_with(txml, attributes, elements)
+
+
+def render_with(txml: str, attributes: AttributeTable, elements: ElementTable) -> str:
+    """Render a template with the given rendering tables (one datamodel profile's)."""
     builder = _Builder()
     parser = ET.XMLParser(target=builder)
     parser.feed(txml)
     root = parser.close()
     if isinstance(root.tag, str) and root.tag.startswith(_CONF):
         raise TransformError("the root element is a conf element")
-    _rewrite(root)
+    _rewrite(root, attributes, elements)
     return _serialize(root, builder.prolog, builder.epilog)
 
 
-def transform_file(path: Path) -> str:
-    """Transform the ``.txml`` file at ``path``."""
-    return transform(path.read_text(encoding="utf-8"))
+def transform_file(path: Path, profile: str = DATAMODEL) -> str:
+    """Transform the ``.txml`` file at ``path`` for ``profile``."""
+    return transform(path.read_text(encoding="utf-8"), profile)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -58,7 +58,11 @@ def test_check_valid_chart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     chart = write(tmp_path, "valid.scxml", VALID)
     assert main(["check", str(chart)]) == 0
     out = capsys.readouterr().out
-    assert out.strip() == f"{chart}: ok (2 states, 2 transitions)"
+    assert out.splitlines() == [
+        f"{chart}:3:5: info: nothing in the chart raises or sends 'go': it must come from "
+        "outside [external-event]",
+        f"{chart}: ok (2 states, 2 transitions, 1 note)",
+    ]
 
 
 def test_check_the_example_chart(capsys: pytest.CaptureFixture[str]) -> None:
@@ -122,15 +126,15 @@ def test_run_capture_settles(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     steps = re.split(r"^== ", out, flags=re.MULTILINE)[1:]
     assert [s.splitlines()[0] for s in steps] == [
-        "initialize (t=0 ms)",
-        "event capture.requested (t=0 ms)",
-        "event capture.succeeded (t=0 ms)",
+        "initialize (t=0ms)",
+        "event capture.requested (t=0ms)",
+        "event capture.succeeded (t=0ms)",
     ]
     assert "status: running; active: authorized" in steps[0]
     assert "status: running; active: capturing" in steps[1]
     assert "cancel send_id hold" in steps[1]
     assert "status: done" in steps[2]
-    assert out.rstrip().splitlines()[-1].strip().startswith("done (final: settled;")
+    assert "done (final: settled;" in steps[2]
     assert "'captures': 1" in steps[2]
     assert "expired" not in out.split("== event capture.requested")[1]
 
@@ -140,44 +144,72 @@ def test_run_without_events_expires_in_virtual_time(capsys: pytest.CaptureFixtur
     assert main(["run", str(CARD)]) == 0
     assert time.perf_counter() - start < 5.0
     out = capsys.readouterr().out
-    assert f"schedule 'authorization.expired' in {SEVEN_DAYS_MS} ms" in out
-    assert f"== timers (t={SEVEN_DAYS_MS} ms)" in out
-    assert out.rstrip().splitlines()[-1].strip().startswith("done (final: expired;")
+    assert "schedule 'authorization.expired' in 7d (send_id hold, due at t=7d)" in out
+    assert "pending: 'authorization.expired' (send_id hold) due at t=7d (in 7d)" in out
+    assert "== timers (t=7d)" in out
+    assert "done (final: expired;" in out.split("== timers")[1]
+    assert out.rstrip().splitlines()[-1].strip() == "status: done; active: expired"
 
 
 def test_run_with_short_advance_does_not_expire(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", str(CARD), "--advance", "6d"]) == 0
     out = capsys.readouterr().out
-    assert f"== timers (t={6 * 24 * 3_600_000} ms)" in out
+    assert "== timers (t=6d)" in out
     last_step = out.split("== timers")[1]
     assert "status: running; active: authorized" in last_step
-    assert "expired" not in last_step
+    assert "done" not in last_step
+    assert out.rstrip().splitlines()[-1] == (
+        "still pending: 1 timer: 'authorization.expired' (send_id hold) due at t=7d (in 1d)"
+    )
 
 
-def test_run_json_prints_one_object_per_step(capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_json_records(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["run", str(CARD), "--json", "-e", "capture.requested", "-e", "capture.succeeded"]
     assert main(argv) == 0
-    lines = capsys.readouterr().out.splitlines()
-    records = [json.loads(line) for line in lines]
-    assert len(records) == 3
-    assert all(isinstance(r, dict) for r in records)
-    assert all({"configuration", "effects"} <= r.keys() for r in records)
-    assert [r["configuration"] for r in records[:2]] == [["authorized"], ["capturing"]]
-    assert records[-1]["status"] == "done"
-    (done,) = [e for e in records[-1]["effects"] if e["effect"] == "Done"]
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert {r["record"] for r in records} == {"effect", "step", "end"}
+    steps = [r for r in records if r["record"] == "step"]
+    assert [r["step"] for r in steps] == [
+        "initialize",
+        "event capture.requested",
+        "event capture.succeeded",
+    ]
+    assert [r["configuration"] for r in steps[:2]] == [["authorized"], ["capturing"]]
+    assert steps[0]["pending_timers"] == [
+        {
+            "session": "sess_cli",
+            "event": "authorization.expired",
+            "send_id": "hold",
+            "due_ms": SEVEN_DAYS_MS,
+        }
+    ]
+    assert steps[1]["pending_timers"] == []
+    assert steps[-1]["status"] == "done"
+    (done,) = [r for r in records if r.get("effect") == "Done"]
     assert done["configuration"] == ["settled"]
     assert done["donedata"] == {"captures": 1}
-    effects = [e["effect"] for e in records[0]["effects"]]
-    assert "SendDelayed" in effects
+    assert done["counters"][0] == 3
+    end = records[-1]
+    assert end == {
+        "record": "end",
+        "t_ms": 0,
+        "status": "done",
+        "configuration": ["settled"],
+        "pending_timers": [],
+        "reason": "halted",
+    }
+    assert "SendDelayed" in [r.get("effect") for r in records[: records.index(steps[0])]]
 
 
 def test_run_json_timer_expiry(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", str(CARD), "--json"]) == 0
     records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert [r["step"] for r in records] == ["initialize", "timers"]
-    assert records[-1]["virtual_ms"] == SEVEN_DAYS_MS
-    (done,) = [e for e in records[-1]["effects"] if e["effect"] == "Done"]
+    steps = [r for r in records if r["record"] == "step"]
+    assert [r["step"] for r in steps] == ["initialize", "timers"]
+    assert steps[-1]["t_ms"] == SEVEN_DAYS_MS
+    (done,) = [r for r in records if r.get("effect") == "Done"]
     assert done["configuration"] == ["expired"]
+    assert done["t_ms"] == SEVEN_DAYS_MS
 
 
 def test_run_event_with_json_data(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -218,9 +250,14 @@ def test_run_unknown_file_fails_without_traceback(
     assert "missing.scxml" in captured.out + captured.err
 
 
-def test_run_bad_event_json_fails_without_traceback(
+def test_run_bad_event_json_names_the_argument(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main(["run", str(CARD), "--event", "capture.requested={not json"]) != 0
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", str(CARD), "--event", "capture.requested={not json"])
+    assert exit_info.value.code == 2
     captured = capsys.readouterr()
     assert "Traceback" not in captured.out + captured.err
+    assert "argument --event/-e: 'capture.requested={not json': the data after '=' is not JSON" in (
+        captured.err
+    )

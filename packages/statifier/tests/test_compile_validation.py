@@ -395,8 +395,9 @@ def test_unparsable_location() -> None:
 
 
 def test_unsupported_datamodel() -> None:
-    source = chart('<state id="a"/>', attrs=' datamodel="ecmascript"')
+    source = chart('<state id="a"/>', attrs=' datamodel="xpath"')
     diagnostic = assert_reports(source, "unsupported-datamodel", "<scxml")
+    assert "xpath" in diagnostic.message
     assert "ecmascript" in diagnostic.message
 
 

@@ -19,8 +19,8 @@ from oban import telemetry as oban_telemetry
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 from statifier.core.effects import Cancel, SendDelayed
-from statifier_oban.config import Config
-from statifier_oban.names import TIMER_WORKER
+from statifier_oban._config import Config
+from statifier_oban._names import TIMER_WORKER
 
 TIMERS_QUEUE = "timers"
 

@@ -35,7 +35,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 from statifier.runtime.session import Session
 from statifier_oban import telemetry
-from statifier_oban.names import INVOKE_WORKER
+from statifier_oban._names import INVOKE_WORKER
 
 NS = 'xmlns="http://www.w3.org/2005/07/scxml"'
 

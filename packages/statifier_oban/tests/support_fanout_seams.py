@@ -25,9 +25,9 @@ from typing import Any
 
 from oban import current_job
 from statifier.core.effects import Invoke
-from statifier_oban.config import Config
+from statifier_oban._config import Config
+from statifier_oban._handler import FanOut, InvokeHandler, RunContext, RunResult
 from statifier_oban.delivery import Delivered
-from statifier_oban.handler import FanOut, InvokeHandler, RunContext, RunResult
 
 MODULE = "support_fanout_seams"
 """The import path prefix of everything here."""

@@ -34,7 +34,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 from statifier.core.effects import Cancel, SendDelayed
 from statifier_oban import Config
-from statifier_oban.names import TIMER_WORKER
+from statifier_oban._names import TIMER_WORKER
 from support_common import JobRow, execute, forget_instance, job_rows, unique
 from support_deliveries import forget
 

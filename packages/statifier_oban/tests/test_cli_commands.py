@@ -25,8 +25,8 @@ import psycopg
 import pytest
 from oban import Oban
 from statifier.core.effects import Cancel, SendDelayed
-from statifier_oban import Config, cli, timer
-from statifier_oban.names import TIMER_WORKER
+from statifier_oban import Config, _timer, cli
+from statifier_oban._names import TIMER_WORKER
 
 UNREACHABLE = "postgresql://nobody@/x?host=/nonexistent-statifier-socket-dir&password=hunter2"
 
@@ -87,9 +87,9 @@ async def test_pending_prints_a_count_per_scope(
 ) -> None:
     config = Config(oban=oban_client, timers_queue="timers")
     two, cancelled, none = scope("two"), scope("cancelled"), scope("none")
-    await timer.schedule(config, two, send_delayed(1, 60_000))
-    await timer.schedule(config, two, send_delayed(2, 60_000, send_id="reminder"))
-    await timer.schedule(config, cancelled, send_delayed(1, 60_000))
+    await _timer.schedule(config, two, send_delayed(1, 60_000))
+    await _timer.schedule(config, two, send_delayed(2, 60_000, send_id="reminder"))
+    await _timer.schedule(config, cancelled, send_delayed(1, 60_000))
     cancel = Cancel(
         send_id="hold",
         c_index=1,
@@ -100,7 +100,7 @@ async def test_pending_prints_a_count_per_scope(
         microstep=1,
         round=0,
     )
-    assert await timer.cancel(config, cancelled, cancel) == 1
+    assert await _timer.cancel_timers(config, cancelled, cancel) == 1
 
     code = await asyncio.to_thread(
         cli.main, ["pending", "--database-url", database_url, two, cancelled, none, two]
@@ -211,8 +211,8 @@ async def test_worker_fires_a_due_timer_through_a_host_module_and_stops_on_sigte
         oban=oban_client, timers_queue="timers", delivery="cli_worker_host:RecordingDelivery"
     )
     due = scope("due")
-    job = await timer.schedule(config, due, send_delayed(1, 0))
-    later = await timer.schedule(config, scope("later"), send_delayed(1, 3_600_000))
+    job = await _timer.schedule(config, due, send_delayed(1, 0))
+    later = await _timer.schedule(config, scope("later"), send_delayed(1, 3_600_000))
 
     process = subprocess.Popen(
         [

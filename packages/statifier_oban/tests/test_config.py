@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 from oban import Oban
-from statifier_oban.config import (
+from statifier_oban._config import (
     DEFAULT_DELIVERY,
     DEFAULT_INVOKE_DELIVERY,
     MAX_BOUND_MS,
     MAX_INVOKE_BOUND_MS,
     Config,
 )
-from statifier_oban.errors import ConfigError
+from statifier_oban._errors import ConfigError
 
 from .effects_factory import unopened_oban
 

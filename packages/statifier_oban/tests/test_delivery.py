@@ -1,6 +1,6 @@
 """Which delivery a fired timer goes to, what it receives, and what it may answer.
 
-Delivery resolution and answers run on a real ``timers`` queue; ``fired_event`` is pure.
+Delivery resolution and answers run on a real ``timers`` queue.
 Deliveries are named on the job row's ``meta.delivery`` by import path
 (``support_deliveries:ScriptedDelivery``), resolved by the worker in this process.
 """
@@ -14,9 +14,8 @@ from typing import Any
 import pytest
 from oban import Snooze as ObanSnooze
 from statifier.core import effects as fx
-from statifier.core.events import Event
-from statifier_oban import Config, Delivered, Discarded, Snooze, fired_event, timer
-from statifier_oban.config import DEFAULT_DELIVERY
+from statifier_oban import Config, Delivered, Discarded, Snoozed, _timer
+from statifier_oban._config import DEFAULT_DELIVERY
 from statifier_oban.telemetry import TIMER_DISCARDED, TIMER_FIRED
 
 TESTS_DIR = str(Path(__file__).resolve().parent)
@@ -81,7 +80,7 @@ async def test_meta_without_a_delivery_uses_the_default_session_delivery(
     session = await sessions.start(WAITING, session_id=scope)
     with capture_telemetry() as seen:
         # Stored naming ScriptedDelivery, then the key is removed: the default must answer.
-        job = await timer.schedule(scripted(server), scope, send_delayed(delay_ms=60_000))
+        job = await _timer.schedule(scripted(server), scope, send_delayed(delay_ms=60_000))
         await set_meta_delivery(server.pool, job.job_id, REMOVE)
         assert (await job_row(server.pool, job.job_id)).meta == {}
         await set_due_now(server.pool, job.job_id)
@@ -123,7 +122,7 @@ async def test_the_configured_delivery_receives_the_scope_and_the_scheduled_effe
         round=1,
     )
     with capture_telemetry() as seen:
-        job = await timer.schedule(config, scope, effect)
+        job = await _timer.schedule(config, scope, effect)
         row = await wait_for_state(server.pool, job.job_id, *SETTLED)
     assert row.state == "completed", row.error_text
     assert row.meta == {"delivery": path}
@@ -156,7 +155,7 @@ async def test_an_unresolvable_delivery_retries_and_delivers_nothing(
     # delivery would feed it the event.
     session = await sessions.start(WAITING, session_id=scope)
     with capture_telemetry() as seen:
-        job = await timer.schedule(scripted(server), scope, send_delayed(delay_ms=60_000))
+        job = await _timer.schedule(scripted(server), scope, send_delayed(delay_ms=60_000))
         await set_meta_delivery(server.pool, job.job_id, value)
         await set_due_now(server.pool, job.job_id)
         row = await wait_for_state(server.pool, job.job_id, *SETTLED)
@@ -177,10 +176,10 @@ async def test_an_unresolvable_delivery_retries_and_delivers_nothing(
 @pytest.mark.parametrize(
     "answer",
     [
-        Snooze(0),
-        Snooze(-5),
-        Snooze(1.5),  # type: ignore[arg-type]
-        Snooze(True),
+        Snoozed(0),
+        Snoozed(-5),
+        Snoozed(1.5),  # type: ignore[arg-type]
+        Snoozed(True),
         ObanSnooze(60),
         "ok",
         None,
@@ -203,7 +202,7 @@ async def test_an_invalid_answer_retries_and_spends_the_attempt(
     SCRIPTS[scope] = lambda _scope, _effect: answer
     with capture_telemetry() as seen:
         # Read the row before it can run: due far out, then brought forward.
-        job = await timer.schedule(scripted(server), scope, send_delayed(delay_ms=60_000))
+        job = await _timer.schedule(scripted(server), scope, send_delayed(delay_ms=60_000))
         before = await job_row(server.pool, job.job_id)
         await set_due_now(server.pool, job.job_id)
         row = await wait_for_state(server.pool, job.job_id, *SETTLED)
@@ -222,7 +221,7 @@ async def test_a_raising_delivery_retries(server: Server, scope: str) -> None:
 
     SCRIPTS[scope] = unreachable
     with capture_telemetry() as seen:
-        job = await timer.schedule(scripted(server), scope, send_delayed(delay_ms=100))
+        job = await _timer.schedule(scripted(server), scope, send_delayed(delay_ms=100))
         row = await wait_for_state(server.pool, job.job_id, *SETTLED)
     assert row.state == "retryable", row.error_text
     assert row.attempt == 1
@@ -235,59 +234,10 @@ async def test_a_discarded_answer_cancels_the_job_with_the_hosts_reason(
 ) -> None:
     SCRIPTS[scope] = lambda _scope, _effect: Discarded("chart_unknown")
     with capture_telemetry() as seen:
-        job = await timer.schedule(scripted(server), scope, send_delayed(delay_ms=100))
+        job = await _timer.schedule(scripted(server), scope, send_delayed(delay_ms=100))
         row = await wait_for_state(server.pool, job.job_id, *SETTLED)
     assert row.state == "cancelled", row.error_text
     assert "discarded: chart_unknown" in row.error_text
     [discarded] = seen.named(TIMER_DISCARDED, scope)
     assert discarded["reason"] == "chart_unknown"
     assert discarded["delivery"] == SCRIPTED
-
-
-# --- fired_event ----------------------------------------------------------------------------
-
-SCXML_PROCESSOR = "http://www.w3.org/TR/scxml/#SCXMLEventProcessor"
-
-
-def test_fired_event_is_the_external_event_an_in_process_timer_delivers() -> None:
-    context = {"opaque": ["never", "read"]}
-    data = {"amount": 3, "when": "later"}
-    effect = send_delayed(
-        event="authorization.expired", data=data, send_id="hold", caller_context=context
-    )
-    event = fired_event("sess_abc", effect)
-    assert event == Event(
-        name="authorization.expired",
-        type="external",
-        data=data,
-        sendid="hold",
-        origin="#_scxml_sess_abc",
-        origintype=SCXML_PROCESSOR,
-        invokeid=None,
-        caller_context=context,
-    )
-    assert event.data is data
-    assert event.caller_context is context  # carried, never copied or read
-
-
-def test_fired_event_hides_a_generated_send_id() -> None:
-    event = fired_event("s1", send_delayed(send_id="send_7", id_from_author=False))
-    assert event.sendid is None
-    assert fired_event("s1", send_delayed(send_id="hold", id_from_author=True)).sendid == "hold"
-
-
-def test_fired_event_keeps_none_as_none() -> None:
-    event = fired_event("s2", send_delayed(data=None, caller_context=None))
-    assert event.data is None
-    assert event.caller_context is None
-    assert event.invokeid is None
-    assert event.type == "external"
-    assert event.origin == "#_scxml_s2"
-    assert event.origintype == SCXML_PROCESSOR
-
-
-@pytest.mark.parametrize("value", [0, "", False, [], {}])
-def test_fired_event_carries_falsy_values_verbatim(value: Any) -> None:
-    event = fired_event("s3", send_delayed(data=value, caller_context=value))
-    assert event.data == value and type(event.data) is type(value)
-    assert event.caller_context == value and type(event.caller_context) is type(value)

@@ -1,10 +1,10 @@
 """Fan-out on a real queue: one invocation becomes N child start jobs, each starting a child.
 
 Spec 2.11-2.13, acceptance items 28 and 29. Invocations are stored with the real
-``invocation.enqueue`` and run by a server-mode Oban on PostgreSQL; the handler
+``_invocation.enqueue`` and run by a server-mode Oban on PostgreSQL; the handler
 (``FanOutFromParams``) fans out over whatever ``params["items"]`` holds, the child starter
 and the invoke delivery record what they receive (``support_fanout_seams``). Checks that
-need no worker call ``fan_out.start`` directly and leave the rows pending on a queue nobody
+need no worker call ``_fan_out.start`` directly and leave the rows pending on a queue nobody
 runs.
 """
 
@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from statifier_oban import fan_out, invocation
-from statifier_oban.errors import InvalidScope
-from statifier_oban.fan_out import FanOutError, Refused
-from statifier_oban.names import CHILD_START_WORKER, INVOKE_WORKER
+from statifier_oban import _fan_out, _invocation
+from statifier_oban._errors import InvalidScope
+from statifier_oban._fan_out import FanOutError, Refused
+from statifier_oban._names import CHILD_START_WORKER, INVOKE_WORKER
 from statifier_oban.telemetry import (
     EVENT_KEYS,
     INVOKE_CHILD_STARTED,
@@ -70,7 +70,7 @@ def items(n: int) -> list[dict[str, int]]:
 async def run_fan_out(rig: Rig, scope: str, invoke: Any, **config: Any) -> JobRow:
     """Enqueue ``invoke`` for ``FanOutFromParams`` on the running queue; its settled row."""
     settings = rig.use(rig.config(**config))
-    job_id, conflict = await invocation.enqueue(settings, FanOutFromParams, scope, invoke)
+    job_id, conflict = await _invocation.enqueue(settings, FanOutFromParams, scope, invoke)
     assert not conflict
     return await rig.wait_state(job_id, *SETTLED)
 
@@ -138,9 +138,9 @@ async def test_start_jobs_carry_the_child_start_timeout_only_when_one_is_set(rig
     unbounded, bounded = rig.scope(), rig.scope()
     invoke = make_invoke()
     config = rig.config(parked=True)
-    assert await fan_out.start(config, parent_args(unbounded, invoke), invoke, items(2)) == 2
+    assert await _fan_out.start(config, parent_args(unbounded, invoke), invoke, items(2)) == 2
     config = rig.config(parked=True, child_start_timeout=1_500)
-    assert await fan_out.start(config, parent_args(bounded, invoke), invoke, items(2)) == 2
+    assert await _fan_out.start(config, parent_args(bounded, invoke), invoke, items(2)) == 2
 
     assert [row.meta for row in await rig.rows(unbounded)] == [
         {"child_starter": seams.STARTER_PATH}
@@ -179,9 +179,9 @@ async def test_running_the_same_fan_out_start_twice_stores_no_duplicates(rig: Ri
     config = rig.config(parked=True)
     args = parent_args(scope, invoke)
 
-    assert await fan_out.start(config, args, invoke, items(3)) == 3
+    assert await _fan_out.start(config, args, invoke, items(3)) == 3
     first = await rig.rows(scope)
-    assert await fan_out.start(config, args, invoke, items(3)) == 3
+    assert await _fan_out.start(config, args, invoke, items(3)) == 3
     second = await rig.rows(scope)
 
     assert [row.index for row in first] == [0, 1, 2]
@@ -193,11 +193,11 @@ async def test_a_replay_stores_only_the_missing_indices(rig: Rig) -> None:
     invoke = make_invoke()
     config = rig.config(parked=True)
     args = parent_args(scope, invoke)
-    await fan_out.start(config, args, invoke, items(3))
+    await _fan_out.start(config, args, invoke, items(3))
     before = {row.index: row.id for row in await rig.rows(scope)}
     await rig.execute("DELETE FROM oban_jobs WHERE id = %s", [before[1]])
 
-    await fan_out.start(config, args, invoke, items(3))
+    await _fan_out.start(config, args, invoke, items(3))
 
     after = {row.index: row.id for row in await rig.rows(scope)}
     assert sorted(after) == [0, 1, 2]
@@ -209,8 +209,8 @@ async def test_a_later_generation_of_the_invocation_gets_start_jobs_of_its_own(r
     scope = rig.scope()
     config = rig.config(parked=True)
     first, reentered = make_invoke(macrostep=3), make_invoke(macrostep=9)
-    await fan_out.start(config, parent_args(scope, first), first, items(2))
-    await fan_out.start(config, parent_args(scope, reentered), reentered, items(2))
+    await _fan_out.start(config, parent_args(scope, first), first, items(2))
+    await _fan_out.start(config, parent_args(scope, reentered), reentered, items(2))
 
     rows = await rig.rows(scope)
     assert sorted((row.args["macrostep"], row.index) for row in rows) == [
@@ -263,8 +263,10 @@ async def test_the_default_cap_is_1000_items(rig: Rig) -> None:
     config = rig.config(parked=True)
     assert config.max_fan_out == 1_000
 
-    assert await fan_out.start(config, parent_args(accepted, invoke), invoke, items(1_000)) == 1_000
-    verdict = await fan_out.start(config, parent_args(refused, invoke), invoke, items(1_001))
+    assert (
+        await _fan_out.start(config, parent_args(accepted, invoke), invoke, items(1_000)) == 1_000
+    )
+    verdict = await _fan_out.start(config, parent_args(refused, invoke), invoke, items(1_001))
 
     assert verdict == Refused("cap_exceeded", 1_001, 1_000)
     assert len(await rig.rows(accepted)) == 1_000
@@ -308,7 +310,7 @@ async def test_one_item_over_the_cap_fails_the_invocation_and_starts_nothing(rig
 async def test_items_that_are_not_a_list_are_refused(rig: Rig, value: Any) -> None:
     scope = rig.scope()
     invoke = make_invoke()
-    verdict = await fan_out.start(
+    verdict = await _fan_out.start(
         rig.config(parked=True), parent_args(scope, invoke), invoke, value
     )
     assert verdict == Refused("invalid_items")
@@ -353,7 +355,7 @@ async def test_an_empty_list_answers_done_with_an_empty_list_at_once(rig: Rig) -
 async def test_an_empty_list_is_still_refused_for_a_bad_policy(rig: Rig) -> None:
     scope = rig.scope()
     invoke = make_invoke(params={"items": [], "on": "some"})
-    verdict = await fan_out.start(rig.config(parked=True), parent_args(scope, invoke), invoke, [])
+    verdict = await _fan_out.start(rig.config(parked=True), parent_args(scope, invoke), invoke, [])
     assert verdict == Refused("invalid_policy")
 
 
@@ -362,7 +364,7 @@ async def test_an_empty_list_still_needs_a_child_starter(rig: Rig) -> None:
     invoke = make_invoke(params={"items": []})
     config = rig.config(parked=True, child_starter=None)
     with pytest.raises(FanOutError, match="child_starter"):
-        await fan_out.start(config, parent_args(scope, invoke), invoke, [])
+        await _fan_out.start(config, parent_args(scope, invoke), invoke, [])
 
 
 # --- the aggregation policy ---------------------------------------------------------------
@@ -378,8 +380,8 @@ async def test_the_policy_comes_from_the_on_parameter(
 ) -> None:
     scope = rig.scope()
     invoke = make_invoke(params={"items": items(2), **params})
-    assert fan_out.policy_of(invoke) == policy
-    await fan_out.start(rig.config(parked=True), parent_args(scope, invoke), invoke, items(2))
+    assert _fan_out.policy_of(invoke) == policy
+    await _fan_out.start(rig.config(parked=True), parent_args(scope, invoke), invoke, items(2))
     assert [row.args["policy"] for row in await rig.rows(scope)] == [policy, policy]
 
 
@@ -387,7 +389,7 @@ async def test_the_policy_comes_from_the_on_parameter(
 async def test_any_other_on_value_refuses_the_fan_out(rig: Rig, on: Any) -> None:
     scope = rig.scope()
     invoke = make_invoke(params={"items": items(2), "on": on})
-    verdict = await fan_out.start(
+    verdict = await _fan_out.start(
         rig.config(parked=True), parent_args(scope, invoke), invoke, items(2)
     )
     assert verdict == Refused("invalid_policy")
@@ -415,8 +417,8 @@ async def test_a_valid_max_concurrency_is_accepted_and_ignored(rig: Rig, hint: A
     plain, hinted = rig.scope(), rig.scope()
     invoke = make_invoke()
     config = rig.config(parked=True)
-    await fan_out.start(config, parent_args(plain, invoke), invoke, items(3))
-    assert await fan_out.start(config, parent_args(hinted, invoke), invoke, items(3), hint) == 3
+    await _fan_out.start(config, parent_args(plain, invoke), invoke, items(3))
+    assert await _fan_out.start(config, parent_args(hinted, invoke), invoke, items(3), hint) == 3
 
     def shape(rows: list[JobRow]) -> list[tuple[Any, ...]]:
         return [
@@ -431,7 +433,7 @@ async def test_an_invalid_max_concurrency_is_a_fan_out_error(rig: Rig, hint: Any
     scope = rig.scope()
     invoke = make_invoke()
     with pytest.raises(FanOutError, match="max_concurrency"):
-        await fan_out.start(
+        await _fan_out.start(
             rig.config(parked=True), parent_args(scope, invoke), invoke, items(3), hint
         )
     assert await rig.rows(scope) == []
@@ -476,7 +478,7 @@ async def test_a_fan_out_without_an_invoke_queue_is_a_fan_out_error(rig: Rig) ->
     invoke = make_invoke()
     config = rig.config(invoke_queue=None)
     with pytest.raises(FanOutError, match="invoke_queue"):
-        await fan_out.start(config, parent_args(scope, invoke), invoke, items(2))
+        await _fan_out.start(config, parent_args(scope, invoke), invoke, items(2))
 
 
 # --- child starts -------------------------------------------------------------------------
@@ -514,7 +516,7 @@ async def test_a_plain_function_starter_is_called_too(rig: Rig) -> None:
     scope = rig.scope()
     invoke = make_invoke()
     config = rig.config(child_starter=seams.SYNC_STARTER_PATH)
-    await fan_out.start(config, parent_args(scope, invoke), invoke, items(2))
+    await _fan_out.start(config, parent_args(scope, invoke), invoke, items(2))
 
     rows = await rig.wait_rows(scope, "completed", 2)
     assert {row.meta["child_starter"] for row in rows} == {seams.SYNC_STARTER_PATH}
@@ -684,12 +686,12 @@ async def test_cancel_unstarted_cancels_only_the_pending_starts_of_that_invocati
     parked = rig.config(parked=True)
     # Pending neighbours that must survive: another invocation of the same scope, the same
     # invoke id in another scope, and the invocation's own job (not a child start).
-    await fan_out.start(parked, parent_args(scope, other), other, items(2))
-    await fan_out.start(parked, parent_args(elsewhere, invoke), invoke, items(2))
-    invocation_job, _ = await invocation.enqueue(parked, FanOutFromParams, scope, invoke)
+    await _fan_out.start(parked, parent_args(scope, other), other, items(2))
+    await _fan_out.start(parked, parent_args(elsewhere, invoke), invoke, items(2))
+    invocation_job, _ = await _invocation.enqueue(parked, FanOutFromParams, scope, invoke)
 
     running = rig.config()
-    await fan_out.start(running, parent_args(scope, invoke), invoke, items(5))
+    await _fan_out.start(running, parent_args(scope, invoke), invoke, items(5))
     await asyncio.wait_for(entered.wait(), 5)
     rows = {row.index: row for row in await rig.rows(scope) if row.args["invoke_id"] == "map"}
     # Cover every pending state: 3 stays available, 4 waits for a retry.
@@ -707,7 +709,7 @@ async def test_cancel_unstarted_cancels_only_the_pending_starts_of_that_invocati
     ]
 
     with capture_telemetry() as seen:
-        count = await fan_out.cancel_unstarted(running, scope, "map")
+        count = await _fan_out.cancel_unstarted(running, scope, "map")
 
     assert count == 2
     states = [(await rig.row(rows[i].id)).state for i in range(5)]
@@ -732,14 +734,14 @@ async def test_cancel_unstarted_reaches_a_scheduled_start(rig: Rig) -> None:
     scope = rig.scope()
     invoke = make_invoke()
     config = rig.config(parked=True)
-    await fan_out.start(config, parent_args(scope, invoke), invoke, items(2))
+    await _fan_out.start(config, parent_args(scope, invoke), invoke, items(2))
     first = (await rig.rows(scope))[0]
     await rig.execute(
         "UPDATE oban_jobs SET state = 'scheduled', "
         "scheduled_at = timezone('UTC', now()) + interval '1 hour' WHERE id = %s",
         [first.id],
     )
-    assert await fan_out.cancel_unstarted(config, scope, "map") == 2
+    assert await _fan_out.cancel_unstarted(config, scope, "map") == 2
     assert [row.state for row in await rig.rows(scope)] == ["cancelled", "cancelled"]
 
 
@@ -750,11 +752,11 @@ async def test_cancel_unstarted_leaves_a_suspended_start_alone(rig: Rig) -> None
     scope = rig.scope()
     invoke = make_invoke()
     config = rig.config(parked=True)
-    await fan_out.start(config, parent_args(scope, invoke), invoke, items(2))
+    await _fan_out.start(config, parent_args(scope, invoke), invoke, items(2))
     first = (await rig.rows(scope))[0]
     await rig.execute("UPDATE oban_jobs SET state = 'suspended' WHERE id = %s", [first.id])
 
-    assert await fan_out.cancel_unstarted(config, scope, "map") == 1
+    assert await _fan_out.cancel_unstarted(config, scope, "map") == 1
     assert [row.state for row in await rig.rows(scope)] == ["suspended", "cancelled"]
 
 
@@ -762,7 +764,7 @@ async def test_cancel_unstarted_with_nothing_pending_answers_zero_and_says_so(ri
     scope = rig.scope()
     config = rig.config(parked=True)
     with capture_telemetry() as seen:
-        assert await fan_out.cancel_unstarted(config, scope, "map") == 0
+        assert await _fan_out.cancel_unstarted(config, scope, "map") == 0
     [event] = seen.named(INVOKE_UNSTARTED_CANCELLED, scope)
     assert set(event) == EVENT_KEYS[INVOKE_UNSTARTED_CANCELLED]
     assert event["count"] == 0
@@ -771,5 +773,5 @@ async def test_cancel_unstarted_with_nothing_pending_answers_zero_and_says_so(ri
 @pytest.mark.parametrize("scope", ["", None])
 async def test_cancel_unstarted_needs_a_scope(rig: Rig, scope: Any) -> None:
     with capture_telemetry() as seen, pytest.raises(InvalidScope):
-        await fan_out.cancel_unstarted(rig.config(parked=True), scope, "map")
+        await _fan_out.cancel_unstarted(rig.config(parked=True), scope, "map")
     assert seen.named(INVOKE_UNSTARTED_CANCELLED) == []

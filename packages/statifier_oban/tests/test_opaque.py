@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from oban import Oban
 from psycopg_pool import AsyncConnectionPool
-from statifier_oban import timer_args
-from statifier_oban.errors import CodecFailed, OpaqueValueError, UndecodableRow
-from statifier_oban.opaque import OpaqueCodec, decode_field, encode_field
-from statifier_oban.timer import cancel, schedule
+from statifier_oban import OpaqueCodec, _timer_args
+from statifier_oban._errors import CodecFailed, OpaqueValueError, UndecodableRow
+from statifier_oban._opaque import decode_field, encode_field
+from statifier_oban._timer import cancel_timers, schedule
 
 from .effects_factory import all_jobs, cancel_effect, make_config, raw_args, send_delayed
 
@@ -260,10 +260,10 @@ async def test_a_codec_row_decodes_by_its_tag_without_the_writers_config(
     assert coded_args["data"] == tagged(XorCodec, xor(VALUE_TEXT.encode("utf-8")))
     assert coded_args["caller_context"]["codec"] == path(XorCodec)
     assert (await raw_args(pool, plain.job_id))["data"] == {"json": VALUE_TEXT}
-    _, decoded = timer_args.decode(coded_args)
+    _, decoded = _timer_args.decode(coded_args)
     assert decoded == effect
     assert decoded.caller_context == ["ctx", 0.1]
-    _, decoded_plain = timer_args.decode(await raw_args(pool, plain.job_id))
+    _, decoded_plain = _timer_args.decode(await raw_args(pool, plain.job_id))
     assert decoded_plain.data == VALUE
 
 
@@ -277,7 +277,7 @@ async def test_none_fields_never_reach_the_configured_codec(
     args = await raw_args(pool, timer.job_id)
     assert args["data"] is None
     assert args["caller_context"] is None
-    _, decoded = timer_args.decode(args)
+    _, decoded = _timer_args.decode(args)
     assert decoded.data is None
     assert decoded.caller_context is None
 
@@ -292,8 +292,8 @@ async def test_a_nondeterministic_codec_still_dedups_and_cancels(
 
     assert again.conflict is True
     assert again.job_id == first.job_id
-    assert await cancel(config, SCOPE, cancel_effect()) == 1
-    _, decoded = timer_args.decode(await raw_args(pool, first.job_id))
+    assert await cancel_timers(config, SCOPE, cancel_effect()) == 1
+    _, decoded = _timer_args.decode(await raw_args(pool, first.job_id))
     assert decoded.data == VALUE
 
 

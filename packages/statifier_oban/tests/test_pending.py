@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from oban import Oban
 from psycopg_pool import AsyncConnectionPool
-from statifier_oban.config import Config
-from statifier_oban.errors import InvalidScope, StoreUnavailable
-from statifier_oban.timer import PENDING_CHUNK, pending_for, schedule
+from statifier_oban._config import Config
+from statifier_oban._errors import InvalidScope, StoreUnavailable
+from statifier_oban._timer import PENDING_CHUNK, pending_for, schedule
 
 from .effects_factory import (
     OTHER_WORKER,

@@ -15,8 +15,8 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.errors import InvalidColumnReference, UniqueViolation
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
+from statifier_oban._names import TIMER_WORKER
 from statifier_oban.embedded import EmbeddedPostgres
-from statifier_oban.names import TIMER_WORKER
 from statifier_oban.schema import (
     INDEXES,
     OBAN_TABLES,
@@ -152,10 +152,11 @@ def test_install_sql_is_obans_sql_followed_by_ours() -> None:
     text = install_sql("tenant")
     assert text.startswith(oban_install_sql("tenant").rstrip())
     assert timer_indexes_sql("tenant") in text
-    assert f'CREATE UNIQUE INDEX IF NOT EXISTS "{TIMER_DEDUP_INDEX}"' in text
+    assert f"CREATE UNIQUE INDEX IF NOT EXISTS {TIMER_DEDUP_INDEX}\n" in text
     assert f"WHERE worker = '{TIMER_WORKER}';" in text
     assert "state IN ('scheduled', 'available', 'retryable')" in text
-    assert '"tenant".oban_jobs' in text
+    assert "ON tenant.oban_jobs ((args->>'scope'), (args->>'ordinal'))" in text
+    assert "{" not in text.removeprefix(oban_install_sql("tenant").rstrip())
 
 
 @pytest.mark.parametrize(

@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
-from statifier_oban import timer
-from statifier_oban.names import TIMER_WORKER
+from statifier_oban import _timer
+from statifier_oban._names import TIMER_WORKER
 
 TESTS_DIR = str(Path(__file__).resolve().parent)
 if TESTS_DIR not in sys.path:  # see support_harness: makes support_* importable by the worker
@@ -137,7 +137,7 @@ async def test_a_sigkilled_worker_loses_no_timer_and_each_is_delivered_at_least_
                 )
                 for k in range(PER_SCOPE)
             ]
-            jobs = await timer.schedule_many(config, scope, effects, conn=conn)
+            jobs = await _timer.schedule_many(config, scope, effects, conn=conn)
             assert [job.conflict for job in jobs] == [False] * PER_SCOPE
     schedule_s = time.monotonic() - started
 

@@ -1,7 +1,7 @@
-"""A delivery answering ``Snooze(s)``: a parked execution asks again later, spending nothing.
+"""A delivery answering ``Snoozed(s)``: a parked execution asks again later, spending nothing.
 
 The delivery (``ScriptedDelivery``) plays a host whose execution is parked: while parked it
-answers ``Snooze(60)``; once unparked it feeds the live session like the default delivery.
+answers ``Snoozed(60)``; once unparked it feeds the live session like the default delivery.
 Runs on a real queue; "later" is brought forward by moving ``scheduled_at`` to now.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from statifier.core.effects import SendDelayed
-from statifier_oban import Snooze, pending_for, timer
+from statifier_oban import Snoozed, _timer, pending_for
 from statifier_oban.delivery import SessionDelivery
 from statifier_oban.telemetry import TIMER_DISCARDED, TIMER_FIRED, TIMER_SCHEDULED
 
@@ -64,9 +64,9 @@ class Parking:
         SCRIPTS[scope] = self.deliver
 
     def deliver(self, scope: str, effect: SendDelayed) -> Any:
-        """Snooze while parked; afterwards, what the default session delivery answers."""
+        """Snoozed while parked; afterwards, what the default session delivery answers."""
         if self.parked:
-            return Snooze(SNOOZE_S)
+            return Snoozed(SNOOZE_S)
         return SessionDelivery().deliver(scope, effect)
 
 
@@ -94,7 +94,7 @@ async def test_a_snooze_reschedules_without_spending_an_attempt_and_stays_cancel
     config = server.config(delivery=ScriptedDelivery)
     with capture_telemetry() as seen:
         # Read the row before it can run: due far out, then brought forward.
-        job = await timer.schedule(config, scope, send_delayed(delay_ms=60_000))
+        job = await _timer.schedule(config, scope, send_delayed(delay_ms=60_000))
         before = await job_row(server.pool, job.job_id)
         await set_due_now(server.pool, job.job_id)
         row = await snoozed(server, job.job_id, 1)
@@ -109,7 +109,7 @@ async def test_a_snooze_reschedules_without_spending_an_attempt_and_stays_cancel
         assert await pending_for(config, [scope]) == {scope: 1}
 
         # Still reached by a cancel, which then leaves nothing pending.
-        assert await timer.cancel(config, scope, cancel_effect("hold")) == 1
+        assert await _timer.cancel_timers(config, scope, cancel_effect("hold")) == 1
         cancelled = await job_row(server.pool, job.job_id)
         assert cancelled.state == "cancelled"
         assert await pending_for(config, [scope]) == {scope: 0}
@@ -127,7 +127,7 @@ async def test_a_parked_timer_snoozes_twice_then_fires_into_the_session_after_th
     config = server.config(delivery=ScriptedDelivery)
     with capture_telemetry() as seen:
         # Read the row before it can run: due far out, then brought forward.
-        job = await timer.schedule(config, scope, send_delayed(delay_ms=60_000))
+        job = await _timer.schedule(config, scope, send_delayed(delay_ms=60_000))
         before = await job_row(server.pool, job.job_id)
         await set_due_now(server.pool, job.job_id)
         await snoozed(server, job.job_id, 1)
@@ -159,7 +159,7 @@ async def test_a_snoozed_timer_of_an_execution_that_finished_meanwhile_still_dis
     parking = Parking(scope)
     config = server.config(delivery=ScriptedDelivery)
     with capture_telemetry() as seen:
-        job = await timer.schedule(config, scope, send_delayed(delay_ms=100))
+        job = await _timer.schedule(config, scope, send_delayed(delay_ms=100))
         await snoozed(server, job.job_id, 1)
         await session.cancel_and_wait()
         parking.parked = False

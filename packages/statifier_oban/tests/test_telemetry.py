@@ -14,8 +14,8 @@ from oban import Oban
 from oban import telemetry as oban_telemetry
 from psycopg_pool import AsyncConnectionPool
 from statifier_oban import telemetry
-from statifier_oban.config import Config
-from statifier_oban.errors import (
+from statifier_oban._config import Config
+from statifier_oban._errors import (
     InvalidScope,
     MissingOrdinal,
     MissingSendId,
@@ -23,7 +23,7 @@ from statifier_oban.errors import (
     OpaqueValueError,
     StoreUnavailable,
 )
-from statifier_oban.timer import cancel, schedule, schedule_many
+from statifier_oban._timer import cancel_timers, schedule, schedule_many
 
 from .effects_factory import (
     all_jobs,
@@ -261,8 +261,8 @@ async def test_cancelled_carries_exactly_its_keys_and_the_count(config: Config) 
     effect = cancel_effect(send_id="nudge", ordinal=11, caller_context={"trace": "c"})
 
     with recording(telemetry.events()) as recorder:
-        assert await cancel(config, SCOPE, effect) == 2
-        assert await cancel(config, SCOPE, effect) == 0
+        assert await cancel_timers(config, SCOPE, effect) == 2
+        assert await cancel_timers(config, SCOPE, effect) == 0
 
     assert [name for name, _ in recorder.events] == [CANCELLED, CANCELLED]
     swept, empty = recorder.named(CANCELLED)
@@ -282,9 +282,9 @@ async def test_a_cancel_key_error_emits_nothing() -> None:
         config = make_config(host)
         with recording(telemetry.events()) as recorder:
             with pytest.raises(InvalidScope):
-                await cancel(config, "", cancel_effect())
+                await cancel_timers(config, "", cancel_effect())
             with pytest.raises(MissingSendId):
-                await cancel(config, SCOPE, cancel_effect(send_id=""))
+                await cancel_timers(config, SCOPE, cancel_effect(send_id=""))
 
     assert recorder.events == []
 
@@ -304,7 +304,7 @@ async def test_a_raising_handler_does_not_break_schedule_or_cancel(
             timer = await schedule(config, SCOPE, send_delayed())
             with pytest.raises(NonSelfTarget):
                 await schedule(config, SCOPE, send_delayed(ordinal=2, target="#_parent"))
-            count = await cancel(config, SCOPE, cancel_effect())
+            count = await cancel_timers(config, SCOPE, cancel_effect())
     finally:
         oban_telemetry.detach("test-exploding-handler")
 

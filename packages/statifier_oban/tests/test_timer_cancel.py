@@ -10,10 +10,10 @@ import pytest
 from oban import Oban
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
-from statifier_oban.config import Config
-from statifier_oban.errors import InvalidScope, MissingSendId
-from statifier_oban.names import PENDING_STATES
-from statifier_oban.timer import cancel, schedule
+from statifier_oban._config import Config
+from statifier_oban._errors import InvalidScope, MissingSendId
+from statifier_oban._names import PENDING_STATES
+from statifier_oban._timer import cancel_timers, schedule
 
 from .effects_factory import (
     OTHER_WORKER,
@@ -60,7 +60,7 @@ async def test_cancel_cancels_every_pending_job_of_the_send_id_in_the_scope_only
     other_scope = await arm(config, "session-2", 1, "reminder")
     prefix_scope = await arm(config, "session-10", 1, "reminder")
 
-    count = await cancel(config, SCOPE, cancel_effect(send_id="reminder"))
+    count = await cancel_timers(config, SCOPE, cancel_effect(send_id="reminder"))
 
     assert count == 2
     assert await states(pool) == {
@@ -77,8 +77,8 @@ async def test_cancel_matching_nothing_returns_zero(
 ) -> None:
     kept = await arm(config, SCOPE, 1, "reminder")
 
-    assert await cancel(config, SCOPE, cancel_effect(send_id="never-armed")) == 0
-    assert await cancel(config, "nobody", cancel_effect(send_id="reminder")) == 0
+    assert await cancel_timers(config, SCOPE, cancel_effect(send_id="never-armed")) == 0
+    assert await cancel_timers(config, "nobody", cancel_effect(send_id="reminder")) == 0
     assert await states(pool) == {kept: "scheduled"}
 
 
@@ -91,7 +91,7 @@ async def test_cancel_reaches_only_scheduled_available_and_retryable_jobs(
         await set_state(pool, ids[state], state)
     before = {row.id: row for row in await all_jobs(pool)}
 
-    assert await cancel(config, SCOPE, cancel_effect()) == 3
+    assert await cancel_timers(config, SCOPE, cancel_effect()) == 3
 
     rows = {row.id: row for row in await all_jobs(pool)}
     for state in PENDING:
@@ -114,7 +114,7 @@ async def test_cancel_ignores_other_workers_and_the_queue(
         worker=OTHER_WORKER,
     )
 
-    assert await cancel(config, SCOPE, cancel_effect()) == 1
+    assert await cancel_timers(config, SCOPE, cancel_effect()) == 1
     assert await states(pool) == {elsewhere: "cancelled", foreign: "scheduled"}
 
 
@@ -123,7 +123,7 @@ async def test_a_cancelled_row_records_when_and_why_and_stays_the_dedup_guard(
 ) -> None:
     job_id = await arm(config, SCOPE, 1, "reminder")
 
-    await cancel(config, SCOPE, cancel_effect(send_id="reminder", ordinal=9))
+    await cancel_timers(config, SCOPE, cancel_effect(send_id="reminder", ordinal=9))
 
     row = await job(pool, job_id)
     assert row.state == "cancelled"
@@ -148,13 +148,13 @@ async def test_cancel_in_the_callers_transaction_rollback_undoes_and_commit_keep
     job_id = await arm(config, SCOPE, 1, "reminder")
 
     async with await AsyncConnection.connect(database_url) as conn:
-        assert await cancel(config, SCOPE, cancel_effect(), conn=conn) == 1
+        assert await cancel_timers(config, SCOPE, cancel_effect(), conn=conn) == 1
         assert await states(pool) == {job_id: "scheduled"}  # not visible outside yet
         await conn.rollback()
     assert await states(pool) == {job_id: "scheduled"}
 
     async with await AsyncConnection.connect(database_url) as conn:
-        assert await cancel(config, SCOPE, cancel_effect(), conn=conn) == 1
+        assert await cancel_timers(config, SCOPE, cancel_effect(), conn=conn) == 1
         await conn.commit()
     assert await states(pool) == {job_id: "cancelled"}
 
@@ -166,10 +166,10 @@ async def test_cancel_refuses_an_invalid_scope_or_a_missing_send_id(
 
     for scope in ["", None, 5]:
         with pytest.raises(InvalidScope):
-            await cancel(config, scope, cancel_effect())  # type: ignore[arg-type]
+            await cancel_timers(config, scope, cancel_effect())  # type: ignore[arg-type]
     for send_id in ["", None]:
         with pytest.raises(MissingSendId) as caught:
-            await cancel(config, SCOPE, cancel_effect(send_id=send_id))
+            await cancel_timers(config, SCOPE, cancel_effect(send_id=send_id))
         assert caught.value.reason == "missing_send_id"
 
     assert await states(pool) == {job_id: "scheduled"}

@@ -13,16 +13,16 @@ import pytest
 from oban import Oban
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
-from statifier_oban.config import DEFAULT_DELIVERY, Config
-from statifier_oban.errors import (
+from statifier_oban._config import DEFAULT_DELIVERY, Config
+from statifier_oban._errors import (
     InvalidScope,
     MissingOrdinal,
     NonSelfTarget,
     OpaqueValueError,
     ScheduleRejected,
 )
-from statifier_oban.names import TIMER_WORKER
-from statifier_oban.timer import TimerJob, schedule, schedule_many
+from statifier_oban._names import TIMER_WORKER
+from statifier_oban._timer import TimerJob, schedule, schedule_many
 
 from .effects_factory import (
     ARGS_KEYS,

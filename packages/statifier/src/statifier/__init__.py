@@ -8,6 +8,8 @@ to perform. The core never does I/O.
 
 from __future__ import annotations
 
+from importlib import metadata as _metadata
+
 from statifier.chart.compiler import Resolver, chart_identity
 from statifier.chart.compiler import compile_chart as compile
 from statifier.chart.model import Machine
@@ -24,6 +26,12 @@ from statifier.core.state import MachineState
 from statifier.errors import ChartError, Diagnostic, NotRunningError, PositionError, StatifierError
 from statifier.ids import new_session_id
 
+try:
+    __version__ = _metadata.version("statifier")
+    """The installed distribution's version (the one in ``pyproject.toml``)."""
+except _metadata.PackageNotFoundError:  # pragma: no cover - running from a bare source tree
+    __version__ = "0+unknown"
+
 __all__ = [
     "DEFAULT_MAX_MACROSTEP_ROUNDS",
     "SCXML_EVENT_PROCESSOR",
@@ -36,6 +44,7 @@ __all__ = [
     "PositionError",
     "Resolver",
     "StatifierError",
+    "__version__",
     "cancel",
     "chart_identity",
     "compile",

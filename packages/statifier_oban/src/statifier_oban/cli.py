@@ -11,7 +11,8 @@ Subcommands:
     (``statifier-oban install --database-url URL [--prefix P]``).
 ``demo``
     The card-authorization demo: a hold timer outlives a deploy
-    (``statifier-oban demo [--hold 3s] [--database-url URL]``; see ``statifier_oban.demo``).
+    (``statifier-oban demo [--hold 3s] [--database-url URL]``). The demo is a package of
+    its own, ``statifier_demo`` (``statifier-demo``), imported only by this subcommand.
 ``worker``
     Run oban queues for a host until SIGINT/SIGTERM (``statifier-oban worker
     --database-url URL --queue timers=10 [--module myapp.timers ...] [--prefix P]``).
@@ -40,12 +41,12 @@ from oban import telemetry as oban_telemetry
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import AsyncConnectionPool
 
-from . import demo, telemetry
-from .config import Config
-from .errors import StatifierObanError
+from . import telemetry
+from ._config import Config
+from ._errors import StatifierObanError
+from ._timer import pending_for
 from .schema import INDEXES, OBAN_TABLES, SchemaError, check_prefix, describe, verify
 from .schema import install as install_schema
-from .timer import pending_for
 
 PROG = "statifier-oban"
 """The console script name."""
@@ -63,6 +64,9 @@ class Command:
     """Adds the subcommand's options to its subparser."""
     run: Callable[[argparse.Namespace], int]
     """Runs the subcommand with the parsed arguments and returns the exit code."""
+    forwards_arguments: bool = False
+    """Whether the subcommand parses its own arguments: every argument after its name is
+    left unparsed in ``args.forwarded`` (its subparser has no ``--help`` of its own)."""
 
 
 commands: dict[str, Command] = {}
@@ -140,7 +144,7 @@ CONNECT_TIMEOUT_S = 10
 """``connect_timeout`` for ``worker`` and ``pending`` when the conninfo sets none."""
 
 
-class CommandError(Exception):
+class CommandError(StatifierObanError):
     """A subcommand cannot go on; the message is printed as one line, and the status is 1."""
 
 
@@ -200,17 +204,41 @@ async def _checked_pool(
     return pool
 
 
+DEMO_MODULE = "statifier_demo"
+"""The demo's import package (distribution ``statifier-demo``), imported only by ``demo``."""
+
+
+def _no_arguments(parser: argparse.ArgumentParser) -> None:
+    """A subcommand that parses its own arguments adds none here."""
+
+
 def run_demo_command(args: argparse.Namespace) -> int:
-    """Run the card-authorization demo (``statifier_oban.demo``)."""
-    return demo.run_command(args)
+    """Run the card-authorization demo, imported here so that no other command loads it.
+
+    Without the package, one line says what to install, and the status is 1.
+    """
+    try:
+        demo = importlib.import_module(DEMO_MODULE)
+    except ModuleNotFoundError as exc:
+        if exc.name != DEMO_MODULE:
+            raise
+        return _fail(
+            "demo",
+            f"the demo is the package {DEMO_MODULE}, which is not installed: "
+            "pip install statifier-demo (in the repository, uv sync installs it)",
+        )
+    code: int = demo.main(args.forwarded, prog=f"{PROG} demo")
+    return code
 
 
 register(
     Command(
         name="demo",
-        help="a card authorization's hold timer survives a deploy (embedded PostgreSQL)",
-        add_arguments=demo.add_arguments,
+        help="a card authorization's hold timer survives a deploy (embedded PostgreSQL; "
+        "package statifier-demo)",
+        add_arguments=_no_arguments,
         run=run_demo_command,
+        forwards_arguments=True,
     )
 )
 
@@ -385,7 +413,7 @@ def add_pending_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def count_pending(url: str, scopes: list[str], *, prefix: str = "public") -> dict[str, int]:
-    """``timer.pending_for`` through a client-mode ``Oban`` on a pool of its own."""
+    """``pending_for`` through a client-mode ``Oban`` on a pool of its own."""
     pool = await _checked_pool(url, prefix, 1, ("oban_jobs",))
     try:
         oban = Oban(pool=pool, name=f"statifier-oban-pending-{os.getpid()}", prefix=prefix)
@@ -419,16 +447,28 @@ register(
 )
 
 
+def _package_version() -> str:
+    from . import __version__
+
+    return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with one subparser per registered command."""
     parser = argparse.ArgumentParser(
         prog=PROG, description="Durable SCXML timers as oban jobs on PostgreSQL."
     )
+    version = f"%(prog)s {_package_version()}"
+    parser.add_argument("--version", action="version", version=version)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in commands.values():
-        subparser = subparsers.add_parser(command.name, help=command.help)
+        subparser = subparsers.add_parser(
+            command.name, help=command.help, add_help=not command.forwards_arguments
+        )
+        if not command.forwards_arguments:
+            subparser.add_argument("--version", action="version", version=version)
         command.add_arguments(subparser)
-        subparser.set_defaults(_run=command.run)
+        subparser.set_defaults(_command=command)
     return parser
 
 
@@ -437,9 +477,14 @@ def main(argv: list[str] | None = None) -> int:
 
     Usage errors exit with status 2 through argparse, as usual.
     """
-    args = build_parser().parse_args(argv)
-    run: Callable[[argparse.Namespace], int] = args._run
-    return run(args)
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    command: Command = args._command
+    if command.forwards_arguments:
+        args.forwarded = rest
+    elif rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    return command.run(args)
 
 
 if __name__ == "__main__":

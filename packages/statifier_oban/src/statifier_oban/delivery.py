@@ -3,7 +3,7 @@
 A delivery must establish liveness *before* feeding anything back: an execution that
 terminated or halted gets the event discarded (SCXML 6.2), recorded as a cancelled job
 with a reason. An environment failure (store unreachable) must raise, so the job retries
-with backoff; a delivery may answer ``Snooze(seconds)`` to ask again later without
+with backoff; a delivery may answer ``Snoozed(seconds)`` to ask again later without
 spending an attempt. Implementations must be idempotent under redelivery.
 
 The defaults deliver into live ``statifier.runtime.session.Session``s through the process
@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from statifier.core.effects import SendDelayed
-from statifier.core.events import SCXML_EVENT_PROCESSOR, Event
 from statifier.runtime import registry
 from statifier.runtime.session import Session
 
@@ -37,25 +36,25 @@ class Discarded:
 
 
 @dataclass(frozen=True, slots=True)
-class Snooze:
+class Snoozed:
     """Ask again ``seconds`` (a positive integer) from now, without spending an attempt."""
 
     seconds: int
 
 
-DeliveryAnswer = Delivered | Discarded | Snooze
+DeliveryAnswer = Delivered | Discarded | Snoozed
 
 DELIVERED = Delivered()
 
 
 @runtime_checkable
-class Delivery(Protocol):
+class TimerDelivery(Protocol):
     """Feeds a fired timer back into its execution."""
 
     def deliver(
         self, scope: str, effect: SendDelayed
     ) -> DeliveryAnswer | Awaitable[DeliveryAnswer]:
-        """Liveness first, then deliver; answer Delivered, Discarded(reason) or Snooze(s)."""
+        """Liveness first, then deliver; answer Delivered, Discarded(reason) or Snoozed(s)."""
 
 
 @runtime_checkable
@@ -83,23 +82,6 @@ class InvokeDelivery(Protocol):
         """Deliver ``error.communication.invoke.<invoke_id>`` with reason/attempts/detail."""
 
 
-def fired_event(scope: str, effect: SendDelayed) -> Event:
-    """The external event a fired timer feeds back: the one an in-process timer delivers.
-
-    ``sendid`` is set only when the author wrote the id (SCXML C.1: generated ids are not
-    observable); ``data`` and ``caller_context`` are copied verbatim.
-    """
-    return Event(
-        name=effect.event,
-        type="external",
-        data=effect.data,
-        sendid=effect.send_id if effect.id_from_author else None,
-        origin=f"#_scxml_{scope}",
-        origintype=SCXML_EVENT_PROCESSOR,
-        caller_context=effect.caller_context,
-    )
-
-
 LIVE_STATUSES = frozenset({"running", "budget_exhausted"})
 """Statuses that count as live; budget-exhausted executions are still cancellable."""
 
@@ -119,11 +101,15 @@ class SessionDelivery:
     """The default timer delivery: into the live session registered under the scope."""
 
     def deliver(self, scope: str, effect: SendDelayed) -> DeliveryAnswer:
-        """Discard unless the session is live; otherwise queue the fired event on it."""
+        """Discard unless the session is live; otherwise the session fires the send itself.
+
+        The session delivers it as it delivers a send its own timer fired (through the
+        engine's planner), so the event is the same whichever clock kept the delay.
+        """
         session = live_session(scope)
         if isinstance(session, Discarded):
             return session
-        session.send_event(fired_event(scope, effect))
+        session.fire_delayed(effect)
         return DELIVERED
 
 

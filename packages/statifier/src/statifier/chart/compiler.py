@@ -9,9 +9,10 @@ collected; if any is an error, ``ChartError`` carries them all.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,12 +41,14 @@ from statifier.chart.model import (
     transition_domain,
 )
 from statifier.chart.xmltree import XNode, parse, serialize
+from statifier.datamodel.host import HostFunction, HostFunctionError, HostFunctions
 from statifier.errors import ChartError, Diagnostic
+from statifier.suggest import did_you_mean
 
 Resolver = Callable[[str], str]
 """Maps a ``src`` URI to its text; raising any exception means "unreachable"."""
 
-DATAMODELS = ("python", "null")
+DATAMODELS = dm.DATAMODEL_NAMES
 
 _STATE_TAGS = ("state", "parallel", "final", "history")
 
@@ -163,20 +166,32 @@ _EXCLUSIVE: dict[str, tuple[tuple[str, str], ...]] = {
 # ones: the memo outlives every chart, and a long expression compiles to a large closure
 # tree, so the memo's memory is bounded by count times length.
 _MEMO_SOURCE_LENGTH = 256
-_memo_expression = functools.lru_cache(maxsize=2048)(dm.compile_expression)
-_memo_location = functools.lru_cache(maxsize=1024)(dm.compile_location)
 
 
-def _expression(source: str) -> dm.Expression:
+@functools.lru_cache(maxsize=2048)
+def _cached_expression(
+    datamodel: str, source: str, functions: HostFunctions | None
+) -> dm.Expression:
+    return dm.datamodel_for(datamodel).compile_expression(source, functions)
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_location(datamodel: str, source: str, functions: HostFunctions | None) -> dm.Location:
+    return dm.datamodel_for(datamodel).compile_location(source, functions)
+
+
+def _expression(
+    datamodel: dm.Datamodel, source: str, functions: HostFunctions | None
+) -> dm.Expression:
     if len(source) > _MEMO_SOURCE_LENGTH:
-        return dm.compile_expression(source)
-    return _memo_expression(source)
+        return datamodel.compile_expression(source, functions)
+    return _cached_expression(datamodel.name, source, functions)
 
 
-def _location(source: str) -> dm.Location:
+def _location(datamodel: dm.Datamodel, source: str, functions: HostFunctions | None) -> dm.Location:
     if len(source) > _MEMO_SOURCE_LENGTH:
-        return dm.compile_location(source)
-    return _memo_location(source)
+        return datamodel.compile_location(source, functions)
+    return _cached_location(datamodel.name, source, functions)
 
 
 def chart_identity(source: bytes, name: str | None = None, version: str | None = None) -> str:
@@ -195,10 +210,13 @@ def compile_chart(
     name: str | None = None,
     version: str | None = None,
     resolver: Resolver | None = None,
+    functions: Mapping[str, HostFunction] | None = None,
 ) -> Machine:
     """Parse, validate and compile a chart. Raises ``ChartError`` listing every error
     (the first ``MAX_DIAGNOSTICS`` of them).
 
+    ``functions`` are host functions the chart's expressions may call by name (see
+    ``statifier.datamodel.host``); a call to any other non-built-in name is an error.
     Charts larger than ``MAX_CHART_BYTES`` or with more than ``MAX_STATES`` states are
     refused (``too-large``).
     """
@@ -214,8 +232,23 @@ def compile_chart(
                 )
             ]
         )
+    host = host_functions(functions)
     root = parse(raw)
-    return _Compiler(raw, name, version, resolver).run(root)
+    compiler = _Compiler(raw, name, version, resolver)
+    compiler.functions = host
+    return compiler.run(root)
+
+
+def host_functions(functions: Mapping[str, HostFunction] | None) -> HostFunctions | None:
+    """The registry for ``compile_chart``'s ``functions`` (None when empty).
+
+    Raises ``HostFunctionError`` for a bad name, or one that shadows a built-in function.
+    """
+    host = HostFunctions.of(functions)
+    shadowed = sorted(set(host) & set(dm.FUNCTIONS))
+    if shadowed:
+        raise HostFunctionError(f"host functions cannot shadow built-in functions: {shadowed}")
+    return host if host else None
 
 
 @dataclass
@@ -249,6 +282,7 @@ class _DraftTransition:
     internal: bool
     content: tuple[ContentNode, ...]
     line: int
+    column: int = 0
 
 
 class _Compiler:
@@ -259,6 +293,7 @@ class _Compiler:
         self.name = name
         self.version = version
         self.resolver = resolver
+        self.functions: HostFunctions | None = None
         self.diagnostics: list[Diagnostic] = []
         self.states: list[_Draft] = []
         self.by_node: dict[int, int] = {}
@@ -268,6 +303,7 @@ class _Compiler:
         self.data: list[DataNode] = []
         self.scripts: list[dm.Script] = []
         self.resolved: dict[str, str] = {}
+        self.datamodel: dm.Datamodel = dm.PYTHON
 
     # -- diagnostics -------------------------------------------------------------------
 
@@ -299,12 +335,23 @@ class _Compiler:
             self.error(root, "not-scxml", "the root element must be <scxml> in the SCXML namespace")
             raise ChartError(self.diagnostics)
         self.check_element(root)
-        datamodel = root.attr("datamodel") or "python"
-        if datamodel not in DATAMODELS:
+        datamodel = root.attr("datamodel") or dm.DEFAULT_DATAMODEL
+        try:
+            self.datamodel = dm.datamodel_for(datamodel)
+        except KeyError:
             self.error(
                 root,
                 "unsupported-datamodel",
-                f"datamodel {datamodel!r} is not supported (use 'python' or 'null')",
+                f"datamodel {datamodel!r} is not supported (use one of {', '.join(DATAMODELS)})",
+            )
+        except dm.DatamodelUnavailable as exc:
+            self.error(root, "datamodel-unavailable", str(exc))
+            raise ChartError(self.diagnostics) from None
+        if self.functions and not self.datamodel.supports_host_functions:
+            self.error(
+                root,
+                "host-functions-unsupported",
+                f"the {self.datamodel.name} datamodel cannot call host functions yet",
             )
         binding = root.attr("binding") or "early"
         if binding not in ("early", "late"):
@@ -482,7 +529,15 @@ class _Compiler:
         content = self.block(element.children, ("transition", index))
         self.transitions.append(
             _DraftTransition(
-                index, source, events, cond, targets, kind == "internal", content, element.line
+                index,
+                source,
+                events,
+                cond,
+                targets,
+                kind == "internal",
+                content,
+                element.line,
+                element.column,
             )
         )
         if record:
@@ -500,7 +555,10 @@ class _Compiler:
             target = self.ids.get(token)
             if target is None:
                 self.error(
-                    element, "unknown-target", f"transition target {token!r} is not a state id"
+                    element,
+                    "unknown-target",
+                    f"transition target {token!r} is not a state id"
+                    + did_you_mean(token, self.ids),
                 )
             else:
                 targets.append(target)
@@ -549,7 +607,9 @@ class _Compiler:
                     )
             index = len(self.transitions)
             self.transitions.append(
-                _DraftTransition(index, draft.index, (), None, targets, False, (), line)
+                _DraftTransition(
+                    index, draft.index, (), None, targets, False, (), line, element.column
+                )
             )
             draft.initial_transition = index
 
@@ -588,7 +648,7 @@ class _Compiler:
         if not data_id:
             self.error(element, "missing-attribute", "<data> needs an id")
             return
-        if not dm.is_identifier(data_id):
+        if not self.datamodel.is_identifier(data_id):
             self.error(element, "invalid-id", f"data id {data_id!r} is not a valid variable name")
         elif any(d.id == data_id for d in self.data):
             self.error(element, "duplicate-id", f"duplicate data id {data_id!r}")
@@ -616,9 +676,13 @@ class _Compiler:
                 )
             else:
                 self.resolved[src] = text
-                value, has_value = dm.parse_inline_content(text), True
+                value, has_value = self.datamodel.parse_inline_content(text), True
         index = len(self.data)
-        self.data.append(DataNode(index, data_id, state, expr, src, value, has_value, element.line))
+        self.data.append(
+            DataNode(
+                index, data_id, state, expr, src, value, has_value, element.line, element.column
+            )
+        )
         self.states[state].data.append(index)
 
     def build_donedata(self, element: XNode) -> DoneDataNode:
@@ -678,6 +742,7 @@ class _Compiler:
             autoforward=autoforward == "true",
             finalize=finalize,
             line=element.line,
+            column=element.column,
         )
 
     def build_param(self, element: XNode) -> ParamNode | None:
@@ -687,7 +752,7 @@ class _Compiler:
             self.error(element, "missing-attribute", "<param> needs a name")
             return None
         value = self.expression(element, "expr")
-        if value is None:
+        if element.attr("expr") is None:
             location = element.attr("location")
             if location is None:
                 self.error(element, "missing-attribute", "<param> needs expr or location")
@@ -720,9 +785,13 @@ class _Compiler:
                 )
                 return None
             self.resolved[src] = body
+        source = _dedent(body)
         try:
-            return dm.compile_script(_dedent(body))
+            return self.datamodel.compile_script(source, self.functions)
         except dm.ExpressionSyntaxError as exc:
+            if self.datamodel.syntax_errors_at_runtime:
+                self.warn(element, "invalid-script", f"script: {exc.message}")
+                return self.datamodel.failing_script(source, f"script: {exc.message}")
             self.error(element, "invalid-script", f"script: {exc.message}")
             return None
 
@@ -737,7 +806,7 @@ class _Compiler:
                 if element.tag in _EXECUTABLE:
                     self.error(element, "invalid-child", f"<{element.tag}> must be a child of <if>")
                 elif element.tag not in _ATTRS:
-                    self.error(element, "unknown-element", f"unknown SCXML element <{element.tag}>")
+                    self.unknown_element(element)
                 else:
                     self.error(
                         element, "invalid-child", f"<{element.tag}> is not executable content"
@@ -794,6 +863,7 @@ class _Compiler:
             )
         if node is None:
             node = RaiseNode(c_index=c_index, owner=owner, line=line, event="")
+        node = dataclasses.replace(node, column=element.column)
         self.content[c_index] = node
         return node
 
@@ -805,7 +875,7 @@ class _Compiler:
         inline = self.inline_value(element)
         if expr is not None and inline is not _ABSENT:
             self.error(element, "exclusive-attributes", "<assign> has either expr or content")
-        if expr is None and inline is _ABSENT:
+        if element.attr("expr") is None and inline is _ABSENT:
             self.error(element, "missing-attribute", "<assign> needs expr or content")
         if location is None:
             return None
@@ -856,8 +926,11 @@ class _Compiler:
         if item is None:
             self.error(element, "missing-attribute", "<foreach> needs an item")
         for label, name in (("item", item), ("index", index)):
-            if name is not None and not dm.is_identifier(name):
-                self.error(
+            if name is not None and not self.datamodel.is_identifier(name):
+                # A datamodel that reports syntax errors at run time fails the foreach with
+                # error.execution instead (W3C test 457).
+                report = self.warn if self.datamodel.syntax_errors_at_runtime else self.error
+                report(
                     element, "invalid-attribute", f"foreach {label} {name!r} is not a variable name"
                 )
         body = self.block(element.children, owner)
@@ -922,12 +995,14 @@ class _Compiler:
     def check_element(self, element: XNode, *, executable: bool = False) -> None:
         allowed = _ATTRS.get(element.tag)
         if allowed is None:
-            self.error(element, "unknown-element", f"unknown SCXML element <{element.tag}>")
+            self.unknown_element(element)
             return
         for ns, attr in element.attrs:
             if ns is None and attr not in allowed:
                 self.error(
-                    element, "unknown-attribute", f"<{element.tag}> has no attribute {attr!r}"
+                    element,
+                    "unknown-attribute",
+                    f"<{element.tag}> has no attribute {attr!r}" + did_you_mean(attr, allowed),
                 )
         for first, second in _EXCLUSIVE.get(element.tag, ()):
             if element.attr(first) is not None and element.attr(second) is not None:
@@ -944,7 +1019,7 @@ class _Compiler:
                 if element.tag == "scxml" and child.tag == "script":
                     continue
                 if child.tag not in _ATTRS:
-                    self.error(child, "unknown-element", f"unknown SCXML element <{child.tag}>")
+                    self.unknown_element(child)
                 else:
                     self.error(
                         child,
@@ -952,11 +1027,19 @@ class _Compiler:
                         f"<{child.tag}> is not allowed inside <{element.tag}>",
                     )
 
+    def unknown_element(self, element: XNode) -> None:
+        hint = did_you_mean(element.tag, (*_ATTRS, "scxml"))
+        self.error(element, "unknown-element", f"unknown SCXML element <{element.tag}>{hint}")
+
     def compile_expr(self, element: XNode, source: str) -> dm.Expression | None:
         try:
-            return _expression(source)
+            return _expression(self.datamodel, source, self.functions)
         except dm.ExpressionSyntaxError as exc:
-            self.error(element, "invalid-expression", f"{source!r}: {exc.message}")
+            message = f"{source!r}: {exc.message}"
+            if self.datamodel.syntax_errors_at_runtime:
+                self.warn(element, "invalid-expression", message)
+                return self.datamodel.failing_expression(source, exc.message)
+            self.error(element, "invalid-expression", message)
             return None
 
     def expression(self, element: XNode, attr: str) -> dm.Expression | None:
@@ -970,9 +1053,13 @@ class _Compiler:
         if source is None:
             return None
         try:
-            return _location(source)
+            return _location(self.datamodel, source, self.functions)
         except dm.ExpressionSyntaxError as exc:
-            self.error(element, "invalid-location", f"{attr} {source!r}: {exc.message}")
+            message = f"{attr} {source!r}: {exc.message}"
+            if self.datamodel.syntax_errors_at_runtime:
+                self.warn(element, "invalid-location", message)
+                return self.datamodel.failing_location(source, exc.message)
+            self.error(element, "invalid-location", message)
             return None
 
     def namelist(self, element: XNode) -> tuple[tuple[str, dm.Expression], ...]:
@@ -982,10 +1069,15 @@ class _Compiler:
         names: list[tuple[str, dm.Expression]] = []
         for name in text.split():
             try:
-                _location(name)
-                names.append((name, _expression(name)))
+                _location(self.datamodel, name, self.functions)
+                names.append((name, _expression(self.datamodel, name, self.functions)))
             except dm.ExpressionSyntaxError as exc:
-                self.error(element, "invalid-namelist", f"namelist entry {name!r}: {exc.message}")
+                message = f"namelist entry {name!r}: {exc.message}"
+                if self.datamodel.syntax_errors_at_runtime:
+                    self.warn(element, "invalid-namelist", message)
+                    names.append((name, self.datamodel.failing_expression(name, exc.message)))
+                else:
+                    self.error(element, "invalid-namelist", message)
         return tuple(names)
 
     def inline_value(self, element: XNode) -> Any:
@@ -996,7 +1088,7 @@ class _Compiler:
         text = element.text
         if not text.strip():
             return _ABSENT
-        return dm.parse_inline_content(text)
+        return self.datamodel.parse_inline_content(text)
 
     # -- pass 3: freeze ----------------------------------------------------------------
 
@@ -1073,6 +1165,7 @@ class _Compiler:
             internal=t.internal,
             content=t.content,
             line=t.line,
+            column=t.column,
             domain=domain,
             static=static,
         )

@@ -53,3 +53,28 @@ def parse_duration(text: str) -> int:
     if millis > MAX_DELAY_MS:
         raise InvalidDuration(f"duration {text!r} is longer than a century")
     return millis
+
+
+_DISPLAY_UNITS = (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000))
+
+
+def format_duration(millis: int) -> str:
+    """Milliseconds as people write them: ``7d``, ``1d6h``, ``90s`` -> ``1m30s``, ``250ms``.
+
+    Days, hours and minutes are whole; seconds may carry a fraction (``1.5s``). Negative
+    durations keep their sign. The inverse of ``parse_duration`` for single-unit results.
+    """
+    if millis < 0:
+        return "-" + format_duration(-millis)
+    if millis < 1_000:
+        return f"{millis}ms"
+    parts: list[str] = []
+    rest = millis
+    for unit, size in _DISPLAY_UNITS:
+        if rest >= size:
+            parts.append(f"{rest // size}{unit}")
+            rest %= size
+    if rest:
+        seconds, fraction = divmod(rest, 1_000)
+        parts.append(f"{seconds}.{fraction:03d}".rstrip("0").rstrip(".") + "s")
+    return "".join(parts)

@@ -44,6 +44,8 @@ class ContentNode:
     c_index: int
     owner: Owner
     line: int
+    column: int = 0
+    """1-based column of the element in the source (0 when unknown)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -133,6 +135,7 @@ class DataNode:
     value: Any
     has_value: bool
     line: int
+    column: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +164,7 @@ class InvokeNode:
     autoforward: bool
     finalize: tuple[ContentNode, ...]
     line: int
+    column: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +183,7 @@ class TransitionNode:
     internal: bool
     content: tuple[ContentNode, ...]
     line: int
+    column: int = 0
     domain: int | None = None
     static: bool = True
 

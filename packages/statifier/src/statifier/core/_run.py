@@ -18,7 +18,7 @@ from statifier.chart.model import ContentNode, DataNode, Machine, Owner, StateNo
 from statifier.core import effects as fx
 from statifier.core.events import Event
 from statifier.core.state import MachineState
-from statifier.datamodel import EvaluationError, Expression, Location, WriteResult
+from statifier.datamodel import EvaluationError, Expression, Location, WriteResult, datamodel_for
 from statifier.values import ValueRefused, ValueTooLarge, brief, measure
 
 Effects = list[fx.Effect]
@@ -44,6 +44,29 @@ class BlockAbort(Exception):
     """An error inside a block of executable content: the rest of the block is skipped."""
 
 
+class ActiveStates:
+    """What a datamodel gets for ``In()``: call it with a state id, or list the active ids.
+
+    The Python datamodel calls it; the ECMAScript datamodel, whose chart code cannot call
+    back into Python, hands ``active_state_ids()`` to the engine before a call.
+    """
+
+    __slots__ = ("_run",)
+
+    def __init__(self, run: Run) -> None:
+        self._run = run
+
+    def __call__(self, state_id: str) -> bool:
+        run = self._run
+        index = run.machine.state_ids.get(state_id)
+        return index is not None and index in run.config
+
+    def active_state_ids(self) -> tuple[str, ...]:
+        """Ids of every active state, in document order."""
+        run = self._run
+        return run.ids(run.order())
+
+
 class Run:
     """A mutable working copy of a ``MachineState`` for the duration of one public call."""
 
@@ -59,6 +82,7 @@ class Run:
         "effects",
         "entered",
         "history",
+        "in_state",
         "internal_queue",
         "invocations",
         "invoke_counter",
@@ -108,6 +132,7 @@ class Run:
     microstep: int
     round: int
     trace: bool
+    in_state: ActiveStates
     max_rounds: int | None
     invoke_types: frozenset[str] | None
     routes: Container[str] | None
@@ -162,6 +187,7 @@ class Run:
         run.invoke_types = frozenset(invoke_types) if invoke_types is not None else None
         run.routes = routes
         run.effects = []
+        run.in_state = ActiveStates(run)
         run.node = None
         run.line = None
         run.meter(limits if limits is not None else MacrostepLimits())
@@ -197,6 +223,7 @@ class Run:
         run.invoke_types = state.invoke_types
         run.routes = state.routes if isinstance(routes, Keep) else routes
         run.effects = []
+        run.in_state = ActiveStates(run)
         run.node = None
         run.line = None
         run.meter(state.limits)
@@ -284,10 +311,6 @@ class Run:
     def ids(self, indexes: Iterable[int]) -> tuple[str, ...]:
         states = self.states
         return tuple(states[i].id for i in indexes)
-
-    def in_state(self, state_id: str) -> bool:
-        index = self.machine.state_ids.get(state_id)
-        return index is not None and index in self.config
 
     def raise_error(self, name: str, message: str, sendid: str | None = None) -> None:
         """Place a platform error event (``error.execution``...) on the internal queue."""
@@ -519,6 +542,10 @@ class Run:
                 "error.execution",
                 f"cannot bind {brief(name)}: it is a read-only system variable",
             )
+            raise BlockAbort
+        if not datamodel_for(self.machine.datamodel).is_identifier(name):
+            # Only a datamodel that reports bad names at run time lets one compile (test 457).
+            self.raise_error("error.execution", f"cannot bind {name!r}: not a variable name")
             raise BlockAbort
         prior = self.datamodel.get(name)
         try:

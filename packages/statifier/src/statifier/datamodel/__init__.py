@@ -1,12 +1,19 @@
 """Datamodels: how a chart's expressions, locations and scripts are compiled and run.
 
-``statifier.datamodel.python`` is the safe Python-expression datamodel, the default. The
-core and the compiler reach a datamodel only through the names re-exported here.
+The compiler picks the chart's :class:`Datamodel` with :func:`datamodel_for` and asks it to
+compile every expression, location and script; the core evaluates the compiled objects
+(:class:`Expression`, :class:`Location`, :class:`Script`, the protocols of
+:mod:`statifier.datamodel.base`) and never looks at which datamodel made them.
+
+``statifier.datamodel.python`` is the safe Python-expression datamodel, the default; its
+compile functions stay re-exported here under their historical names.
+``statifier.datamodel.ecmascript`` is the sandboxed ECMAScript datamodel (ADR 10).
 """
 
-from statifier.datamodel.python import (
-    FUNCTIONS,
+from statifier.datamodel.base import (
+    Datamodel,
     DatamodelError,
+    DatamodelUnavailable,
     EvaluationError,
     Expression,
     ExpressionSyntaxError,
@@ -17,6 +24,10 @@ from statifier.datamodel.python import (
     Value,
     Variables,
     WriteResult,
+)
+from statifier.datamodel.host import HostFunction, HostFunctionError, HostFunctions
+from statifier.datamodel.python import (
+    FUNCTIONS,
     compile_expression,
     compile_location,
     compile_script,
@@ -24,15 +35,31 @@ from statifier.datamodel.python import (
     is_value,
     parse_inline_content,
 )
+from statifier.datamodel.registry import (
+    DATAMODEL_NAMES,
+    DEFAULT_DATAMODEL,
+    PYTHON,
+    PythonDatamodel,
+    datamodel_for,
+)
 
 __all__ = [
+    "DATAMODEL_NAMES",
+    "DEFAULT_DATAMODEL",
     "FUNCTIONS",
+    "PYTHON",
+    "Datamodel",
     "DatamodelError",
+    "DatamodelUnavailable",
     "EvaluationError",
     "Expression",
     "ExpressionSyntaxError",
+    "HostFunction",
+    "HostFunctionError",
+    "HostFunctions",
     "InState",
     "Location",
+    "PythonDatamodel",
     "Script",
     "ScriptError",
     "Value",
@@ -41,6 +68,7 @@ __all__ = [
     "compile_expression",
     "compile_location",
     "compile_script",
+    "datamodel_for",
     "is_identifier",
     "is_value",
     "parse_inline_content",

@@ -272,6 +272,14 @@ class Session:
             event = Event(name=event)
         self._enqueue(_Entry("event", event))
 
+    def fire_delayed(self, effect: fx.SendDelayed) -> None:
+        """A delayed send this session armed elsewhere (a durable timer) has fired.
+
+        It is delivered in order with queued events, exactly as a send fired by the
+        session's own timer (the planner's ``fire``); a halted session drops it.
+        """
+        self._enqueue(_Entry("timer", timer=effect))
+
     def cancel(self) -> None:
         """Queue a cancellation (in order with events): onexit runs, then ``Done``."""
         self._enqueue(_CANCEL)
@@ -482,6 +490,15 @@ class Session:
             case planner.Report(effect=fx.Log() as log):
                 logger.info(
                     "%s [%s] %s: %s", self.session_id, log.owner, log.label, brief(log.value)
+                )
+            case planner.Report(effect=fx.ErrorRaised() as error):
+                logger.warning(
+                    "session %s: %s in chart %s%s: %s",
+                    self.session_id,
+                    error.name,
+                    self.machine.name or self.machine.identity[:19],
+                    f" line {error.line}" if error.line is not None else "",
+                    error.message or "(no message)",
                 )
             case planner.StartInvocation(effect=effect):
                 await self._start_invocation(effect)

@@ -97,6 +97,8 @@ class VirtualDriver:
         self._deferred: deque[tuple[str, Event]] = deque()
         self.effects: list[fx.Effect] = []
         self.log: list[tuple[str | None, Any]] = []
+        self.errors: list[tuple[str, fx.ErrorRaised]] = []
+        """Every ``error.*`` raised in any session, as ``(session_id, effect)``, in order."""
 
     # -- public surface ------------------------------------------------------------------
 
@@ -228,6 +230,8 @@ class VirtualDriver:
             case planner.Report(effect=fx.Log() as log):
                 if session_id == self.top:
                     self.log.append((log.label, log.value))
+            case planner.Report(effect=fx.ErrorRaised() as error):
+                self.errors.append((session_id, error))
             case planner.StartInvocation(effect=effect):
                 self._start_invocation(session_id, effect)
             case planner.StopInvocation(effect=effect):

@@ -6,6 +6,7 @@ Expressions, locations and scripts written by (untrusted) chart authors are pars
 under size and step limits (see :mod:`statifier.datamodel.python.limits`).
 """
 
+from statifier.datamodel.base import WriteResult
 from statifier.datamodel.python.errors import (
     DatamodelError,
     EvaluationError,
@@ -14,7 +15,7 @@ from statifier.datamodel.python.errors import (
 )
 from statifier.datamodel.python.expressions import Expression, compile_expression, is_identifier
 from statifier.datamodel.python.functions import FUNCTIONS
-from statifier.datamodel.python.locations import Location, WriteResult, compile_location
+from statifier.datamodel.python.locations import Location, compile_location
 from statifier.datamodel.python.scripts import Script, compile_script
 from statifier.datamodel.python.values import (
     InState,

@@ -10,10 +10,12 @@ from statifier.datamodel.python.errors import EvaluationError
 from statifier.datamodel.python.functions import FUNCTIONS, NO_KEYWORDS, FunctionSpec
 from statifier.datamodel.python.literals import NOT_LITERAL, literal_value
 from statifier.datamodel.python.methods import METHOD_NAMES, METHODS, lookup_method
+from statifier.datamodel.python.sizing import charge_deep
 from statifier.datamodel.python.values import Value, type_name
+from statifier.suggest import did_you_mean
 
 if TYPE_CHECKING:
-    from statifier.datamodel.python.compiler import ExpressionCompiler
+    from statifier.datamodel.python.compiler import ExpressionCompiler, HostCalls
 
 
 def compile_call(compiler: ExpressionCompiler, node: ast.Call) -> Evaluator:
@@ -37,7 +39,15 @@ def _function_call(compiler: ExpressionCompiler, node: ast.Call, callee: ast.Nam
     compiler.check_name(name, callee)
     spec = FUNCTIONS.get(name)
     if spec is None:
-        raise compiler.error(f"function {name!r} is not allowed", callee)
+        host = compiler.functions
+        if host is not None and name in host:
+            return _host_call(compiler, node, name, host)
+        known = [*FUNCTIONS, *(host or ())]
+        raise compiler.error(
+            f"function {name!r} is not allowed (neither built in nor registered by the host)"
+            + did_you_mean(name, known),
+            callee,
+        )
     _check_signature(compiler, node, name, spec)
     state = literal_value(node.args[0]) if name == "In" else NOT_LITERAL
     if isinstance(state, str):
@@ -67,6 +77,28 @@ def _function_call(compiler: ExpressionCompiler, node: ast.Call, callee: ast.Nam
     return call_with_keywords
 
 
+def _host_call(
+    compiler: ExpressionCompiler, node: ast.Call, name: str, host: HostCalls
+) -> Evaluator:
+    arguments = tuple(compiler.compile(argument) for argument in node.args)
+    keywords = tuple(
+        (str(keyword.arg), compiler.compile(keyword.value)) for keyword in node.keywords
+    )
+
+    def call_host(context: EvalContext) -> Value:
+        args = [argument(context) for argument in arguments]
+        kwargs = {key: value(context) for key, value in keywords}
+        charge_deep(context, [*args, *kwargs.values()])
+        try:
+            result = host.call(name, args, kwargs)
+        except Exception as exc:
+            raise EvaluationError(str(exc)) from None
+        charge_deep(context, [result])
+        return result
+
+    return call_host
+
+
 def _check_signature(
     compiler: ExpressionCompiler, node: ast.Call, name: str, spec: FunctionSpec
 ) -> None:
@@ -91,7 +123,9 @@ def _method_call(compiler: ExpressionCompiler, node: ast.Call, callee: ast.Attri
     name = callee.attr
     compiler.check_attribute_name(name, callee)
     if name not in METHOD_NAMES:
-        raise compiler.error(f"method {name!r} is not allowed", callee)
+        raise compiler.error(
+            f"method {name!r} is not allowed" + did_you_mean(name, METHOD_NAMES), callee
+        )
     if node.keywords:
         raise compiler.error("keyword arguments are not allowed in method calls", node.keywords[0])
     count = len(node.args)

@@ -12,7 +12,7 @@ import ast
 import operator
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Final
+from typing import Final, Protocol
 
 from statifier.datamodel.python.access import attribute, slice_of, subscript
 from statifier.datamodel.python.calls import compile_call
@@ -61,6 +61,19 @@ _FAST_COMPARISONS: Final[Mapping[type[ast.cmpop], Callable[[Value, Value], bool]
 }
 
 
+class HostCalls(Protocol):
+    """What the compiler needs of a host-function registry (``statifier.datamodel.host``)."""
+
+    def __contains__(self, name: object) -> bool:
+        """Whether ``name`` is registered."""
+
+    def __iter__(self) -> Iterator[str]:
+        """The registered names."""
+
+    def call(self, name: str, args: list[Value], kwargs: Mapping[str, Value]) -> Value:
+        """Call a registered function with checked JSON-like values."""
+
+
 def is_reserved_name(name: str) -> bool:
     """Return whether ``name`` is refused as a variable or attribute name (dunder-prefixed)."""
     return name.startswith("__")
@@ -73,11 +86,15 @@ class ExpressionCompiler:
     their :class:`EvalContext`.
     """
 
-    def __init__(self, parsed: ParsedSource) -> None:
+    def __init__(self, parsed: ParsedSource, functions: HostCalls | None = None) -> None:
         self._parsed = parsed
         # Comprehension variables currently in scope, by name, mapped to their slot.
         self._scope: dict[str, int] = {}
         self.slot_count = 0
+        self.functions = functions
+        """Host functions callable by name besides the built-ins (None: none)."""
+        self.names_read: set[str] = set()
+        """Variables the compiled code reads (comprehension variables and callees excluded)."""
 
     def error(self, message: str, node: Located | None) -> ExpressionSyntaxError:
         """Return a compile error located at ``node``."""
@@ -154,6 +171,8 @@ class ExpressionCompiler:
         name = node.id
         self.check_name(name, node)
         slot = self._scope.get(name)
+        if slot is None:
+            self.names_read.add(name)
         if slot is not None:
 
             def local(context: EvalContext) -> Value:

@@ -6,7 +6,7 @@ import keyword
 from dataclasses import dataclass, field
 
 from statifier.budget import Budget
-from statifier.datamodel.python.compiler import ExpressionCompiler, is_reserved_name
+from statifier.datamodel.python.compiler import ExpressionCompiler, HostCalls, is_reserved_name
 from statifier.datamodel.python.context import (
     CONTEXT_POOL,
     CONTEXT_POOL_LIMIT,
@@ -33,10 +33,14 @@ class Expression:
     source: str
     _evaluator: Evaluator = field(repr=False, compare=False)
     _slot_count: int = field(repr=False, compare=False)
+    names_read: frozenset[str] | None = field(default=frozenset(), compare=False)
+    """The variables the expression reads (not the functions it calls); None if unknown."""
+    functions: HostCalls | None = field(default=None, repr=False, compare=False)
+    """The host functions the expression was compiled against (None: built-ins only)."""
 
-    def __reduce__(self) -> tuple[object, tuple[str]]:
+    def __reduce__(self) -> tuple[object, tuple[str, HostCalls | None]]:
         # Closures cannot be pickled or deep-copied; the source is all that is needed.
-        return compile_expression, (self.source,)
+        return compile_expression, (self.source, self.functions)
 
     def evaluate(
         self, variables: Variables, in_state: InState, budget: Budget | None = None
@@ -85,15 +89,20 @@ class Expression:
         return result
 
 
-def compile_expression(source: str) -> Expression:
-    """Compile ``source`` into an :class:`Expression` or raise :class:`ExpressionSyntaxError`."""
+def compile_expression(source: str, functions: HostCalls | None = None) -> Expression:
+    """Compile ``source`` into an :class:`Expression` or raise :class:`ExpressionSyntaxError`.
+
+    ``functions`` are host functions the expression may call besides the built-ins.
+    """
     parsed = parse_expression_source(source, MAX_SOURCE_LENGTH)
-    compiler = ExpressionCompiler(parsed)
+    compiler = ExpressionCompiler(parsed, functions)
     try:
         evaluator = compiler.compile(parsed.expression())
     except RecursionError:
         raise ExpressionSyntaxError("expression is too deeply nested", source) from None
-    return Expression(source, evaluator, compiler.slot_count)
+    return Expression(
+        source, evaluator, compiler.slot_count, frozenset(compiler.names_read), functions
+    )
 
 
 def is_identifier(name: str) -> bool:

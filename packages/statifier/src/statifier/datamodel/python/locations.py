@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from statifier.budget import Budget
+from statifier.datamodel.base import PathKey, WriteResult
 from statifier.datamodel.python.access import attribute, subscript
-from statifier.datamodel.python.compiler import ExpressionCompiler
+from statifier.datamodel.python.compiler import ExpressionCompiler, HostCalls
 from statifier.datamodel.python.context import EvalContext, Evaluator
 from statifier.datamodel.python.errors import (
     EvaluationError,
@@ -25,27 +26,7 @@ from statifier.datamodel.python.parsing import parse_expression_source
 from statifier.datamodel.python.values import InState, Value, Variables, type_name
 from statifier.values import brief
 
-PathKey = str | int
-"""One step of a written path: a dict key or a (non-negative) list index."""
-
 _MISSING: Final = object()
-
-
-@dataclass(frozen=True, slots=True)
-class WriteResult:
-    """The outcome of one write.
-
-    ``root_value`` is the new value of variable ``root``; ``path`` leads from the root to the
-    written element (empty when the variable itself was assigned); ``prior`` is the value
-    previously at that path, or ``None`` if there was none; ``value`` is the value written
-    at the path.
-    """
-
-    root: str
-    root_value: Value
-    path: tuple[PathKey, ...]
-    prior: Value
-    value: Value = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,10 +147,14 @@ class Location:
     root: str
     _plan: LocationPlan = field(repr=False, compare=False)
     _slot_count: int = field(repr=False, compare=False)
+    names_read: frozenset[str] | None = field(default=frozenset(), compare=False)
+    """Variables read to find the place (subscript keys), not ``root``; None if unknown."""
+    functions: HostCalls | None = field(default=None, repr=False, compare=False)
+    """The host functions the location's keys may call (None: built-ins only)."""
 
-    def __reduce__(self) -> tuple[object, tuple[str]]:
+    def __reduce__(self) -> tuple[object, tuple[str, HostCalls | None]]:
         # Closures cannot be pickled or deep-copied; the source is all that is needed.
-        return compile_location, (self.source,)
+        return compile_location, (self.source, self.functions)
 
     def write(
         self, variables: Variables, value: Value, in_state: InState, budget: Budget | None = None
@@ -212,12 +197,14 @@ class Location:
             raise EvaluationError(f"name {self.root!r} is not defined") from None
 
 
-def compile_location(source: str) -> Location:
+def compile_location(source: str, functions: HostCalls | None = None) -> Location:
     """Compile ``source`` into a :class:`Location` or raise :class:`ExpressionSyntaxError`."""
     parsed = parse_expression_source(source, MAX_SOURCE_LENGTH)
-    compiler = ExpressionCompiler(parsed)
+    compiler = ExpressionCompiler(parsed, functions)
     try:
         plan = plan_location(compiler, parsed.expression())
     except RecursionError:
         raise ExpressionSyntaxError("location is too deeply nested", source) from None
-    return Location(source, plan.root, plan, compiler.slot_count)
+    return Location(
+        source, plan.root, plan, compiler.slot_count, frozenset(compiler.names_read), functions
+    )

@@ -7,7 +7,8 @@ from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 
 from statifier.budget import Budget
-from statifier.datamodel.python.compiler import ExpressionCompiler
+from statifier.datamodel.base import WriteResult
+from statifier.datamodel.python.compiler import ExpressionCompiler, HostCalls
 from statifier.datamodel.python.context import EvalContext, Evaluator
 from statifier.datamodel.python.errors import (
     EvaluationError,
@@ -16,7 +17,7 @@ from statifier.datamodel.python.errors import (
     evaluation_error,
 )
 from statifier.datamodel.python.limits import MAX_SCRIPT_SOURCE_LENGTH
-from statifier.datamodel.python.locations import LocationPlan, WriteResult, plan_location
+from statifier.datamodel.python.locations import LocationPlan, plan_location
 from statifier.datamodel.python.operators import BINARY_OPERATORS, BinaryOp
 from statifier.datamodel.python.parsing import parse_script_source
 from statifier.datamodel.python.values import InState, Value
@@ -114,10 +115,16 @@ class Script:
     source: str
     _statements: tuple[_Statement, ...] = field(repr=False, compare=False)
     _slot_count: int = field(repr=False, compare=False)
+    names_read: frozenset[str] | None = field(default=frozenset(), compare=False)
+    """Variables the script reads (augmented-assignment targets included); None if unknown."""
+    names_assigned: frozenset[str] | None = field(default=frozenset(), compare=False)
+    """Top-level variables the script (re)binds; None if unknown."""
+    functions: HostCalls | None = field(default=None, repr=False, compare=False)
+    """The host functions the script may call (None: built-ins only)."""
 
-    def __reduce__(self) -> tuple[object, tuple[str]]:
+    def __reduce__(self) -> tuple[object, tuple[str, HostCalls | None]]:
         # Closures cannot be pickled or deep-copied; the source is all that is needed.
-        return compile_script, (self.source,)
+        return compile_script, (self.source, self.functions)
 
     def run(
         self,
@@ -156,20 +163,31 @@ class Script:
         return run.writes
 
 
-def compile_script(source: str) -> Script:
+def compile_script(source: str, functions: HostCalls | None = None) -> Script:
     """Compile ``source`` into a :class:`Script` or raise :class:`ExpressionSyntaxError`.
 
     Allowed statements are assignments (to names, dict attributes and subscripts), augmented
-    assignments, expression statements and ``pass``.
+    assignments, expression statements and ``pass``. ``functions`` are host functions the
+    script may call besides the built-ins.
     """
     parsed = parse_script_source(source, MAX_SCRIPT_SOURCE_LENGTH)
-    compiler = ExpressionCompiler(parsed)
+    compiler = ExpressionCompiler(parsed, functions)
     try:
         statements = [_compile_statement(compiler, node) for node in parsed.statements()]
     except RecursionError:
         raise ExpressionSyntaxError("script is too deeply nested", source) from None
     kept = tuple(statement for statement in statements if statement is not None)
-    return Script(source, kept, compiler.slot_count)
+    assigned: set[str] = set()
+    read = set(compiler.names_read)
+    for statement in kept:
+        if isinstance(statement, _Assign):
+            assigned.update(target.root for target in statement.targets)
+        elif isinstance(statement, _AugAssign):
+            assigned.add(statement.target.root)
+            read.add(statement.target.root)
+    return Script(
+        source, kept, compiler.slot_count, frozenset(read), frozenset(assigned), functions
+    )
 
 
 def _compile_statement(compiler: ExpressionCompiler, node: ast.stmt) -> _Statement | None:

@@ -8,17 +8,10 @@ containers may be shared freely between variables.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
-from typing import Any
 
-type Value = Any
-"""A JSON-like value (see the module docstring). ``Any`` because the domain is recursive."""
+from statifier.datamodel.base import InState, Value, Variables
 
-type Variables = Mapping[str, Value]
-"""The variables visible to an expression, keyed by name."""
-
-type InState = Callable[[str], bool]
-"""Callback answering ``In(state_id)``."""
+__all__ = ["InState", "Value", "Variables", "is_value", "parse_inline_content", "type_name"]
 
 _SCALARS = (str, int, float, type(None))
 

@@ -1,0 +1,7 @@
+"""``python -m statifier``: the ``statifier`` command line."""
+
+import sys
+
+from statifier.cli import main
+
+sys.exit(main())

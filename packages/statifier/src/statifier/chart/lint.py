@@ -1,0 +1,365 @@
+"""Static checks on a compiled chart: the mistakes that compile but cannot be what was meant.
+
+``lint(machine)`` reads a ``Machine`` (never the XML) and returns warnings and notes:
+
+- ``undefined-name`` (warning): an expression reads, or a location writes, a variable that
+  no ``<data>``, system variable, ``<foreach>`` variable or script assignment defines. At
+  run time that is an ``error.execution`` and, in a condition, a transition silently not
+  taken.
+- ``unreachable-state`` (warning): no transition, initial or history default can ever
+  enter the state (reported once, for the outermost such state).
+- ``dead-transition`` (warning): a transition that can never be taken, because an earlier
+  unconditional transition of the same state always wins, or because its state always
+  leaves at once through an unconditional eventless transition.
+- ``external-event`` (info): an event the chart waits for that nothing in it raises or
+  sends; it must come from outside (which is fine, and worth a look for typos).
+
+It needs to know which names an expression reads: a datamodel answers through
+``names_read`` (and ``names_assigned`` on scripts); an expression that answers None is
+skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from statifier.chart.model import (
+    AssignNode,
+    CancelNode,
+    ContentNode,
+    ContentSpec,
+    ForeachNode,
+    IfNode,
+    LogNode,
+    Machine,
+    ParamNode,
+    RaiseNode,
+    ScriptNode,
+    SendNode,
+    StateNode,
+    TransitionNode,
+)
+from statifier.core.events import name_matches
+from statifier.errors import Diagnostic
+from statifier.suggest import did_you_mean
+
+SYSTEM_VARIABLES = frozenset({"_event", "_sessionid", "_name", "_ioprocessors"})
+"""Variables every SCXML datamodel defines (spec 5.10)."""
+
+PLATFORM_ERRORS = ("error.execution", "error.communication", "error.platform")
+"""Error events the processor itself raises into any chart."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Use:
+    """One expression (or location) in the chart, where it is and what it reads."""
+
+    what: str
+    source: str
+    reads: frozenset[str] | None
+    writes: str | None
+    line: int
+    column: int
+
+
+def lint(machine: Machine) -> list[Diagnostic]:
+    """Every warning and note for ``machine``, ordered by position in the source."""
+    found = [
+        *_undefined_names(machine),
+        *_unreachable_states(machine),
+        *_dead_transitions(machine),
+        *_external_events(machine),
+    ]
+    return sorted(found, key=lambda d: (d.line, d.column, d.code))
+
+
+# -- undefined names --------------------------------------------------------------------
+
+
+def _undefined_names(machine: Machine) -> Iterator[Diagnostic]:
+    defined = set(SYSTEM_VARIABLES)
+    defined.update(data.id for data in machine.data)
+    for script in machine.scripts:
+        defined.update(getattr(script, "names_assigned", None) or ())
+    for node in machine.content:
+        if isinstance(node, ForeachNode):
+            defined.add(node.item)
+            if node.index is not None:
+                defined.add(node.index)
+        elif isinstance(node, ScriptNode):
+            defined.update(getattr(node.script, "names_assigned", None) or ())
+    reported: set[tuple[int, int, str]] = set()
+    for use in _uses(machine):
+        names = sorted(use.reads or ())
+        if use.writes is not None:
+            names = [use.writes, *names]
+        for name in names:
+            if name in defined or (use.line, use.column, name) in reported:
+                continue
+            reported.add((use.line, use.column, name))
+            if name == use.writes:
+                problem = f"{use.what} {use.source!r} assigns to {name!r}, which nothing declares"
+            else:
+                problem = f"{use.what} {use.source!r} reads {name!r}, which nothing defines"
+            yield Diagnostic(
+                "undefined-name",
+                f"{problem} (no <data>, system variable, <foreach> variable or script "
+                f"assignment){did_you_mean(name, defined)}",
+                use.line,
+                use.column,
+                "warning",
+            )
+
+
+def _uses(machine: Machine) -> Iterator[_Use]:
+    for transition in machine.transitions:
+        if transition.cond is not None:
+            yield _expr("condition", transition.cond, transition.line, transition.column)
+    for data in machine.data:
+        if data.expr is not None:
+            yield _expr(f"data {data.id!r} expr", data.expr, data.line, data.column)
+    for script in machine.scripts:
+        yield _script(script, machine.states[0].line, machine.states[0].column)
+    for node in machine.content:
+        yield from _content_uses(node)
+    for state in machine.states:
+        if state.donedata is not None:
+            yield from _params("donedata", state.donedata.params, state.line, state.column)
+            yield from _content("donedata", state.donedata.content, state.line, state.column)
+        for invoke in state.invokes:
+            line, column = invoke.line, invoke.column
+            for attr, value in (("typeexpr", invoke.typeexpr), ("srcexpr", invoke.srcexpr)):
+                if value is not None:
+                    yield _expr(f"<invoke> {attr}", value, line, column)
+            if invoke.idlocation is not None:
+                yield _location("<invoke> idlocation", invoke.idlocation, line, column)
+            for _, expr in invoke.namelist:
+                yield _expr("<invoke> namelist", expr, line, column)
+            yield from _params("<invoke>", invoke.params, line, column)
+            yield from _content("<invoke>", invoke.content, line, column)
+
+
+def _content_uses(node: ContentNode) -> Iterator[_Use]:
+    line, column = node.line, node.column
+    if isinstance(node, LogNode) and node.expr is not None:
+        yield _expr("<log> expr", node.expr, line, column)
+    elif isinstance(node, AssignNode):
+        yield _location("<assign> location", node.location, line, column)
+        if node.expr is not None:
+            yield _expr("<assign> expr", node.expr, line, column)
+    elif isinstance(node, IfNode):
+        for cond, _ in node.branches:
+            if cond is not None:
+                yield _expr("condition", cond, line, column)
+    elif isinstance(node, ForeachNode):
+        yield _expr("<foreach> array", node.array, line, column)
+    elif isinstance(node, ScriptNode):
+        yield _script(node.script, line, column)
+    elif isinstance(node, SendNode):
+        for attr, value in (
+            ("eventexpr", node.eventexpr),
+            ("targetexpr", node.targetexpr),
+            ("typeexpr", node.typeexpr),
+            ("delayexpr", node.delayexpr),
+        ):
+            if value is not None:
+                yield _expr(f"<send> {attr}", value, line, column)
+        if node.idlocation is not None:
+            yield _location("<send> idlocation", node.idlocation, line, column)
+        for _, expr in node.namelist:
+            yield _expr("<send> namelist", expr, line, column)
+        yield from _params("<send>", node.params, line, column)
+        yield from _content("<send>", node.content, line, column)
+    elif isinstance(node, CancelNode) and node.sendidexpr is not None:
+        yield _expr("<cancel> sendidexpr", node.sendidexpr, line, column)
+
+
+def _params(owner: str, params: Iterable[ParamNode], line: int, column: int) -> Iterator[_Use]:
+    for param in params:
+        yield _expr(f"{owner} param {param.name!r}", param.value, line, column)
+
+
+def _content(owner: str, content: ContentSpec | None, line: int, column: int) -> Iterator[_Use]:
+    if content is not None and content.expr is not None:
+        yield _expr(f"{owner} content expr", content.expr, line, column)
+
+
+def _expr(what: str, expr: Any, line: int, column: int) -> _Use:
+    return _Use(what, expr.source, getattr(expr, "names_read", None), None, line, column)
+
+
+def _location(what: str, location: Any, line: int, column: int) -> _Use:
+    reads = getattr(location, "names_read", None)
+    return _Use(what, location.source, reads, location.root, line, column)
+
+
+def _script(script: Any, line: int, column: int) -> _Use:
+    # A name the script itself assigns before reading it is defined chart-wide already.
+    source = script.source.strip().splitlines()[0] if script.source.strip() else ""
+    return _Use("<script>", source, getattr(script, "names_read", None), None, line, column)
+
+
+# -- unreachable states -----------------------------------------------------------------
+
+
+def reachable_states(machine: Machine) -> frozenset[int]:
+    """Indexes of the states some run could enter (an over-approximation, never under)."""
+    states = machine.states
+    transitions = machine.transitions
+    seen: set[int] = set()
+    pending = [0]
+    while pending:
+        index = pending.pop()
+        if index in seen:
+            continue
+        seen.add(index)
+        state = states[index]
+        pending.extend(state.ancestors)
+        if state.kind == "parallel":
+            pending.extend(state.children)
+        if state.initial_transition is not None:
+            pending.extend(transitions[state.initial_transition].targets)
+        if state.kind == "history":
+            # Whatever the history restores was active before, so reachable by other means.
+            continue
+        for t in state.transitions:
+            pending.extend(transitions[t].targets)
+    return frozenset(seen)
+
+
+def _unreachable_states(machine: Machine) -> Iterator[Diagnostic]:
+    reachable = reachable_states(machine)
+    for state in machine.states:
+        if state.index in reachable or state.parent not in reachable:
+            continue
+        if state.kind == "history":
+            what = f"history state {_name(state)} is never the target of a transition"
+        else:
+            what = (
+                f"state {_name(state)} can never be entered: no transition, initial or "
+                "history default leads to it"
+            )
+        yield Diagnostic("unreachable-state", what, state.line, state.column, "warning")
+
+
+def _name(state: StateNode) -> str:
+    return repr(state.id) if state.named else f"<{state.kind}> (line {state.line})"
+
+
+# -- dead transitions -------------------------------------------------------------------
+
+
+def _dead_transitions(machine: Machine) -> Iterator[Diagnostic]:
+    reachable = reachable_states(machine)
+    transitions = machine.transitions
+    for state in machine.states:
+        if state.index not in reachable or state.kind == "history":
+            continue
+        own = [transitions[t] for t in state.transitions]
+        always_leaves = next((t for t in own if not t.events and t.cond is None), None)
+        for position, transition in enumerate(own):
+            reason = _shadowed_by(transition, own[:position])
+            if reason is None and always_leaves is not None and transition.events:
+                reason = (
+                    f"state {_name(state)} always leaves at once through the unconditional "
+                    f"eventless transition on line {always_leaves.line}"
+                )
+            if reason is not None:
+                yield Diagnostic(
+                    "dead-transition",
+                    f"transition {_describe(transition)} can never be taken: {reason}",
+                    transition.line,
+                    transition.column,
+                    "warning",
+                )
+
+
+def _shadowed_by(transition: TransitionNode, earlier: list[TransitionNode]) -> str | None:
+    for other in earlier:
+        if other.cond is not None:
+            continue
+        if not transition.events and not other.events:
+            return f"the unconditional eventless transition on line {other.line} comes first"
+        if (
+            transition.events
+            and other.events
+            and all(_covers(other.events, descriptor) for descriptor in transition.events)
+        ):
+            spelled = " ".join(other.events)
+            return f"the unconditional transition on line {other.line} ({spelled!r}) comes first"
+    return None
+
+
+def _covers(descriptors: tuple[str, ...], descriptor: str) -> bool:
+    """Whether every event ``descriptor`` matches is matched by one of ``descriptors``."""
+    if descriptor in ("*", ".*"):
+        return any(d in ("*", ".*") for d in descriptors)
+    stem = descriptor[:-2] if descriptor.endswith(".*") else descriptor.rstrip(".")
+    return name_matches(descriptors, stem)
+
+
+def _describe(transition: TransitionNode) -> str:
+    return f"on {' '.join(transition.events)!r}" if transition.events else "(eventless)"
+
+
+# -- events from outside ----------------------------------------------------------------
+
+
+def raised_events(machine: Machine) -> tuple[frozenset[str], bool]:
+    """Event names the chart (or the processor, for it) can put in its own queues.
+
+    The flag says whether some event name is only known at run time (an ``eventexpr``).
+    """
+    names: set[str] = set(PLATFORM_ERRORS)
+    dynamic = False
+    for node in machine.content:
+        if isinstance(node, RaiseNode) and node.event:
+            names.add(node.event)
+        elif isinstance(node, SendNode):
+            if node.event is not None:
+                names.add(node.event)
+            elif node.eventexpr is not None:
+                dynamic = True
+    for state in machine.states:
+        if state.kind in ("state", "parallel") and state.children:
+            names.add(f"done.state.{state.id}")
+        for invoke in state.invokes:
+            if invoke.id:
+                names.add(f"done.invoke.{invoke.id}")
+                names.add(f"error.communication.invoke.{invoke.id}")
+            else:
+                names.add("done.invoke")
+    return frozenset(names), dynamic
+
+
+def _external_events(machine: Machine) -> Iterator[Diagnostic]:
+    reachable = reachable_states(machine)
+    raised, _ = raised_events(machine)
+    waited: dict[str, TransitionNode] = {}
+    for transition in machine.transitions:
+        if transition.source not in reachable:
+            continue
+        for descriptor in transition.events:
+            waited.setdefault(descriptor, transition)
+    for descriptor, transition in waited.items():
+        if descriptor in ("*", ".*") or _is_raised(descriptor, raised):
+            continue
+        others = [*raised, *(d for d in waited if d != descriptor)]
+        yield Diagnostic(
+            "external-event",
+            f"nothing in the chart raises or sends {descriptor!r}: it must come from outside"
+            + did_you_mean(descriptor, others),
+            transition.line,
+            transition.column,
+            "info",
+        )
+
+
+def _is_raised(descriptor: str, raised: frozenset[str]) -> bool:
+    stem = descriptor[:-2] if descriptor.endswith(".*") else descriptor.rstrip(".")
+    # "done.invoke" stands for every invocation whose id is only known at run time.
+    return any(name_matches((descriptor,), name) for name in raised) or (
+        stem.startswith(("done.invoke.", "error.communication.invoke.")) and "done.invoke" in raised
+    )

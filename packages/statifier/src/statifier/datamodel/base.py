@@ -1,0 +1,238 @@
+"""What every datamodel shares: the value types, the errors and the compiled-object protocols.
+
+The compiler and the core reach a datamodel only through these names: the compiler asks a
+:class:`Datamodel` to compile expressions, locations and scripts and to turn inline content
+into a value; the core evaluates the compiled :class:`Expression`, :class:`Location` and
+:class:`Script` objects against the execution's variables (a ``dict`` of JSON-like values,
+system variables included) and turns every :class:`EvaluationError` into ``error.execution``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, MutableMapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from statifier.errors import StatifierError
+
+if TYPE_CHECKING:
+    from statifier.budget import Budget
+    from statifier.datamodel.host import HostFunctions
+
+type Value = Any
+"""A JSON-like value: ``str``, ``int``, ``float``, ``bool``, ``None``, ``list``, ``dict``."""
+
+type Variables = Mapping[str, Value]
+"""The variables visible to an expression, keyed by name."""
+
+type Environment = MutableMapping[str, Value]
+"""The variables a script (or an expression with side effects) reads and rebinds."""
+
+type InState = Callable[[str], bool]
+"""Callback answering ``In(state_id)``."""
+
+type Writable = Callable[[str], bool]
+"""Callback deciding whether a script may (re)bind a top-level name."""
+
+type Admit = Callable[[WriteResult], None]
+"""Callback that checks a write before it is applied; it raises to refuse it."""
+
+PathKey = str | int
+"""One step of a written path: a dict key or a (non-negative) list index."""
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    """The outcome of one write.
+
+    ``root_value`` is the new value of variable ``root``; ``path`` leads from the root to the
+    written element (empty when the variable itself was assigned); ``prior`` is the value
+    previously at that path, or ``None`` if there was none; ``value`` is the value written
+    at the path (``root_value`` when the path is empty; a datamodel that does not say
+    leaves it ``None`` and the whole root is measured).
+    """
+
+    root: str
+    root_value: Value
+    path: tuple[PathKey, ...]
+    prior: Value
+    value: Value = field(default=None, compare=False)
+
+
+class DatamodelError(StatifierError):
+    """Base class of every error raised by a datamodel."""
+
+
+class ExpressionSyntaxError(DatamodelError):
+    """An expression, location or script was rejected at compile time.
+
+    ``line`` is 1-based and ``column`` is 0-based; both point into ``source`` as given by the
+    caller (not into any normalised copy of it).
+    """
+
+    message: str
+    source: str
+    line: int
+    column: int
+
+    def __init__(self, message: str, source: str, line: int = 1, column: int = 0) -> None:
+        super().__init__(f"{message} (line {line}, column {column})")
+        self.message = message
+        self.source = source
+        self.line = line
+        self.column = column
+
+
+class EvaluationError(DatamodelError):
+    """Evaluating an expression, writing a location or running a script failed.
+
+    ``str(error)`` is a human-readable reason.
+    """
+
+
+class ScriptError(EvaluationError):
+    """A script failed part-way through.
+
+    Writes performed by earlier statements stay applied to the environment; they are listed in
+    ``writes`` in execution order (empty for a datamodel whose scripts are all-or-nothing).
+    ``line`` is the 1-based line of the failing statement (0 when unknown).
+    """
+
+    writes: list[WriteResult]
+    line: int
+
+    def __init__(self, message: str, writes: list[WriteResult], line: int) -> None:
+        super().__init__(message)
+        self.writes = writes
+        self.line = line
+
+
+class DatamodelUnavailable(DatamodelError):
+    """The chart names a datamodel whose optional dependency is not installed."""
+
+
+@runtime_checkable
+class Expression(Protocol):
+    """A compiled expression: immutable, evaluated any number of times."""
+
+    @property
+    def source(self) -> str:
+        """The expression as written in the chart."""
+        ...
+
+    def evaluate(
+        self, variables: Variables, in_state: InState, budget: Budget | None = None
+    ) -> Value:
+        """Evaluate against ``variables``; raises :class:`EvaluationError` and nothing else.
+
+        ``budget`` is the macrostep's (ADR 11): spend no more than ``budget.steps`` and
+        call ``budget.spend(units)`` with what the evaluation cost, failed or not.
+
+        A datamodel whose expressions may have side effects (ECMAScript) writes the variables
+        they change back into ``variables`` when it is a mutable mapping.
+        """
+        ...
+
+
+@runtime_checkable
+class Location(Protocol):
+    """A compiled location (the target of ``<assign>``, ``idlocation``...)."""
+
+    @property
+    def source(self) -> str:
+        """The location as written in the chart."""
+        ...
+
+    @property
+    def root(self) -> str:
+        """The name of the variable the location writes into."""
+        ...
+
+    def write(
+        self, variables: Variables, value: Value, in_state: InState, budget: Budget | None = None
+    ) -> WriteResult:
+        """The new value of the root variable with ``value`` stored at this location
+        (charging ``budget`` as ``Expression.evaluate`` does)."""
+        ...
+
+
+@runtime_checkable
+class Script(Protocol):
+    """A compiled ``<script>``."""
+
+    @property
+    def source(self) -> str:
+        """The script as written (or fetched)."""
+        ...
+
+    def run(
+        self,
+        env: Environment,
+        in_state: InState,
+        writable: Writable,
+        budget: Budget | None = None,
+        admit: Admit | None = None,
+    ) -> list[WriteResult]:
+        """Run against ``env``, rebinding its top-level names; return the writes made.
+
+        ``budget`` is charged as ``Expression.evaluate`` does; ``admit`` (when given) sees
+        every write before it is applied and refuses it by raising (the datamodel cap).
+        """
+        ...
+
+
+class Datamodel(Protocol):
+    """What the compiler asks of a datamodel (one object per datamodel name)."""
+
+    @property
+    def name(self) -> str:
+        """The value of ``<scxml datamodel>`` that selects this datamodel."""
+        ...
+
+    @property
+    def syntax_errors_at_runtime(self) -> bool:
+        """Whether unparsable sources compile (with a warning) into objects that raise.
+
+        False: an unparsable expression is a load-time ``ChartError``. True: it is a
+        compile warning, and evaluating it raises ``error.execution`` (ECMAScript engines
+        behave so, and the W3C suite's ECMAScript rendering relies on it).
+        """
+        ...
+
+    @property
+    def supports_host_functions(self) -> bool:
+        """Whether compiled code may call the host functions given to ``compile_*``."""
+        ...
+
+    def compile_expression(self, source: str, functions: HostFunctions | None = None) -> Expression:
+        """Compile an expression (which may call ``functions``) or raise
+        :class:`ExpressionSyntaxError`."""
+        ...
+
+    def compile_location(self, source: str, functions: HostFunctions | None = None) -> Location:
+        """Compile a location or raise :class:`ExpressionSyntaxError`."""
+        ...
+
+    def compile_script(self, source: str, functions: HostFunctions | None = None) -> Script:
+        """Compile a script or raise :class:`ExpressionSyntaxError`."""
+        ...
+
+    def failing_expression(self, source: str, reason: str) -> Expression:
+        """An expression that raises :class:`EvaluationError` with ``reason`` when evaluated."""
+        ...
+
+    def failing_location(self, source: str, reason: str) -> Location:
+        """A location whose writes raise :class:`EvaluationError` with ``reason``."""
+        ...
+
+    def failing_script(self, source: str, reason: str) -> Script:
+        """A script whose runs raise :class:`EvaluationError` with ``reason``."""
+        ...
+
+    def is_identifier(self, name: str) -> bool:
+        """Whether ``name`` can name a variable (``<data id>``, foreach ``item``/``index``)."""
+        ...
+
+    def parse_inline_content(self, text: str) -> Value:
+        """The value of inline ``<data>``/``<content>`` text, or of a fetched ``src``."""
+        ...

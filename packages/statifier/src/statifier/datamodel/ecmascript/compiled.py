@@ -1,0 +1,171 @@
+"""Compiled ECMAScript expressions, locations and scripts.
+
+Each is an immutable value holding its source; the thread's :class:`~._engine.Engine`
+compiles it into a function once per engine and runs it. Sources are checked for syntax
+when the chart is compiled (see :func:`compile_expression`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Final
+
+from statifier.budget import Budget
+from statifier.datamodel.base import (
+    Admit,
+    Environment,
+    EvaluationError,
+    ExpressionSyntaxError,
+    InState,
+    Value,
+    Variables,
+    Writable,
+    WriteResult,
+)
+from statifier.datamodel.ecmascript._engine import engine
+from statifier.datamodel.ecmascript.limits import MAX_SCRIPT_SOURCE_LENGTH, MAX_SOURCE_LENGTH
+
+_RESERVED_TEXT: Final = """
+    break case catch class const continue debugger default delete do else enum export extends
+    false finally for function if import in instanceof new null return super switch this throw
+    true try typeof var void while with yield let static implements interface package private
+    protected public await arguments eval undefined NaN Infinity
+"""
+RESERVED_WORDS: Final = frozenset(_RESERVED_TEXT.split())
+"""Words that cannot name a chart variable."""
+
+_ROOT: Final = re.compile(r"\s*([A-Za-z_$][A-Za-z0-9_$]*)")
+_IN_CALL: Final = re.compile(r"""\bIn\s*\(\s*(?:'([^'\\]*)'|"([^"\\]*)")\s*\)""")
+_MAY_MUTATE: Final = re.compile(r"(?<![=!<>])=(?!=)|<<=|>>=|\+\+|--|[(`]|\bnew\b|\bdelete\b")
+
+
+def may_have_side_effects(source: str) -> bool:
+    """Whether evaluating ``source`` could change a variable.
+
+    Conservative: only sources without assignments, increments, calls (``In('id')`` aside),
+    tagged templates, ``new`` and ``delete`` are side-effect free. That is sound because
+    every value the engine holds is revived from JSON (no getters, no proxies) and every
+    built-in is frozen, so reading properties and comparing values cannot run chart code.
+    """
+    return _MAY_MUTATE.search(_IN_CALL.sub("true", source)) is not None
+
+
+def in_state_ids(source: str) -> tuple[str, ...]:
+    """The state ids ``source`` passes to ``In()`` as string literals, in order, once each."""
+    found = (a or b for a, b in _IN_CALL.findall(source))
+    return tuple(dict.fromkeys(found))
+
+
+def is_identifier(name: str) -> bool:
+    """Whether ``name`` can name a chart variable: an identifier, not a reserved word."""
+    if not name or name in RESERVED_WORDS:
+        return False
+    first, rest = name[0], name[1:]
+    if not (first in "$_" or first.isalpha()):
+        return False
+    return all(c in "$_" or c.isalnum() for c in rest)
+
+
+@dataclass(frozen=True, slots=True)
+class Expression:
+    """A compiled ECMAScript expression."""
+
+    source: str
+    side_effects: bool = field(default=True, compare=False)
+    in_ids: tuple[str, ...] = field(default=(), compare=False)
+
+    def evaluate(
+        self, variables: Variables, in_state: InState, budget: Budget | None = None
+    ) -> Value:
+        """Evaluate; variables the expression changes are written back into ``variables``.
+
+        Raises :class:`~statifier.datamodel.EvaluationError` and nothing else.
+        """
+        _charge(budget)
+        return engine().evaluate(self.source, variables, in_state, self.in_ids, self.side_effects)
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """A compiled ECMAScript location: any left-hand-side expression (``a``, ``a.b[0]``)."""
+
+    source: str
+    root: str
+    in_ids: tuple[str, ...] = field(default=(), compare=False)
+
+    def write(
+        self, variables: Variables, value: Value, in_state: InState, budget: Budget | None = None
+    ) -> WriteResult:
+        """Assign ``value`` there; ``variables`` is updated and the root's write returned."""
+        _charge(budget)
+        return engine().assign(self.source, self.root, variables, value, in_state, self.in_ids)
+
+
+@dataclass(frozen=True, slots=True)
+class Script:
+    """A compiled ECMAScript program, run in the global scope (``var`` and function
+    declarations create chart variables)."""
+
+    source: str
+    in_ids: tuple[str, ...] = field(default=(), compare=False)
+
+    def run(
+        self,
+        env: Environment,
+        in_state: InState,
+        writable: Writable,
+        budget: Budget | None = None,
+        admit: Admit | None = None,
+    ) -> list[WriteResult]:
+        """Run the program; all-or-nothing: a failure changes no variable."""
+        _charge(budget)
+        writes = engine().run_script(self.source, env, in_state, self.in_ids, writable)
+        if admit is not None:
+            for write in writes:
+                admit(write)
+        return writes
+
+
+CALL_COST: Final = 1_000
+"""Steps of the macrostep budget (ADR 11) one call into the engine costs.
+
+The engine bounds each call by CPU time, which is not deterministic, so the macrostep
+budget is charged a fixed amount per call: replays exhaust it at the same call.
+"""
+
+
+def _charge(budget: Budget | None) -> None:
+    if budget is not None:
+        budget.spend(CALL_COST)
+        if budget.steps < 0:
+            raise EvaluationError("the macrostep's steps budget is exhausted")
+
+
+def _check(kind: str, source: str, limit: int) -> None:
+    if len(source) > limit:
+        raise ExpressionSyntaxError(f"{kind} is longer than {limit} characters", source)
+    if "\x00" in source:
+        raise ExpressionSyntaxError(f"{kind} contains a NUL character", source)
+    problem = engine().syntax_error(kind, source)
+    if problem is not None:
+        raise ExpressionSyntaxError(problem, source)
+
+
+def compile_expression(source: str) -> Expression:
+    """Compile an expression or raise :class:`~statifier.datamodel.ExpressionSyntaxError`."""
+    _check("expression", source, MAX_SOURCE_LENGTH)
+    return Expression(source, may_have_side_effects(source), in_state_ids(source))
+
+
+def compile_location(source: str) -> Location:
+    """Compile a location or raise :class:`~statifier.datamodel.ExpressionSyntaxError`."""
+    _check("location", source, MAX_SOURCE_LENGTH)
+    match = _ROOT.match(source)
+    return Location(source, match.group(1) if match else "", in_state_ids(source))
+
+
+def compile_script(source: str) -> Script:
+    """Compile a script or raise :class:`~statifier.datamodel.ExpressionSyntaxError`."""
+    _check("script", source, MAX_SCRIPT_SOURCE_LENGTH)
+    return Script(source, in_state_ids(source))

@@ -1,0 +1,106 @@
+"""The datamodels a chart may name in ``<scxml datamodel>``, and how to get one.
+
+``python`` (also the default when the attribute is absent) and ``null`` are the safe Python
+expression datamodel; ``null`` charts use it for ``In()`` conditions. ``ecmascript`` runs chart
+code in a sandboxed QuickJS engine and needs the ``statifier[ecmascript]`` extra.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+from statifier.datamodel import python as py
+from statifier.datamodel.base import (
+    Datamodel,
+    DatamodelUnavailable,
+    Expression,
+    Location,
+    Script,
+    Value,
+)
+from statifier.datamodel.failing import FailingExpression, FailingLocation, FailingScript
+
+if TYPE_CHECKING:
+    from statifier.datamodel.host import HostFunctions
+
+DATAMODEL_NAMES: Final = ("python", "null", "ecmascript")
+"""Every ``datamodel`` attribute value a chart may use."""
+
+DEFAULT_DATAMODEL: Final = "python"
+"""The datamodel of a chart without a ``datamodel`` attribute."""
+
+
+@dataclass(frozen=True, slots=True)
+class PythonDatamodel:
+    """The safe Python-expression datamodel (:mod:`statifier.datamodel.python`)."""
+
+    name: str = "python"
+    syntax_errors_at_runtime: bool = False
+    supports_host_functions: bool = True
+
+    def compile_expression(self, source: str, functions: HostFunctions | None = None) -> Expression:
+        """Compile with :func:`statifier.datamodel.python.compile_expression`."""
+        return py.compile_expression(source, functions)
+
+    def compile_location(self, source: str, functions: HostFunctions | None = None) -> Location:
+        """Compile with :func:`statifier.datamodel.python.compile_location`."""
+        return py.compile_location(source, functions)
+
+    def compile_script(self, source: str, functions: HostFunctions | None = None) -> Script:
+        """Compile with :func:`statifier.datamodel.python.compile_script`."""
+        return py.compile_script(source, functions)
+
+    def failing_expression(self, source: str, reason: str) -> Expression:
+        """An expression that raises ``reason``."""
+        return FailingExpression(source, reason)
+
+    def failing_location(self, source: str, reason: str) -> Location:
+        """A location that raises ``reason``."""
+        return FailingLocation(source, reason)
+
+    def failing_script(self, source: str, reason: str) -> Script:
+        """A script that raises ``reason``."""
+        return FailingScript(source, reason)
+
+    def is_identifier(self, name: str) -> bool:
+        """A Python identifier, not a keyword, not dunder-prefixed."""
+        return py.is_identifier(name)
+
+    def parse_inline_content(self, text: str) -> Value:
+        """JSON if it parses, else the whitespace-normalised text (None when empty)."""
+        return py.parse_inline_content(text)
+
+
+PYTHON: Final = PythonDatamodel()
+"""The Python datamodel."""
+
+_NULL: Final = PythonDatamodel(name="null")
+
+
+def datamodel_for(name: str) -> Datamodel:
+    """The datamodel a chart selects with ``datamodel=name``.
+
+    Raises :class:`KeyError` for a name not in :data:`DATAMODEL_NAMES`, and
+    :class:`DatamodelUnavailable` for ``ecmascript`` when its extra is not installed.
+    """
+    if name == "python":
+        return PYTHON
+    if name == "null":
+        return _NULL
+    if name == "ecmascript":
+        module = importlib.import_module("statifier.datamodel.ecmascript")
+        datamodel: Datamodel = module.ecmascript_datamodel()
+        return datamodel
+    raise KeyError(name)
+
+
+__all__ = [
+    "DATAMODEL_NAMES",
+    "DEFAULT_DATAMODEL",
+    "PYTHON",
+    "DatamodelUnavailable",
+    "PythonDatamodel",
+    "datamodel_for",
+]

@@ -1,0 +1,173 @@
+"""``statifier run``: trace, unmatched events, --strict, live waits, --version, --functions."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import statifier
+from statifier.cli import main
+
+REPO = Path(__file__).resolve().parents[3]
+CARD = REPO / "examples" / "card_authorization.scxml"
+NS = 'xmlns="http://www.w3.org/2005/07/scxml"'
+
+
+def test_trace_shows_every_microstep(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", str(CARD), "--trace", "-e", "capture.requested"]) == 0
+    step = capsys.readouterr().out.split("== event capture.requested")[1]
+    lines = [line.strip() for line in step.splitlines()]
+    assert lines[1:7] == [
+        "trace: external event 'capture.requested'",
+        "trace: take capture.requested authorized -> capturing (line 17)",
+        "cancel send_id hold",
+        "trace: exit authorized",
+        "set captures = 1",
+        "trace: enter capturing",
+    ]
+
+
+def test_without_trace_no_trace_lines(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", str(CARD), "-e", "capture.requested"]) == 0
+    assert "trace:" not in capsys.readouterr().out
+
+
+def test_unmatched_event_is_a_notice_with_a_suggestion(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["run", str(CARD), "-e", "capture.requestd", "-e", "capture.requested"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "notice: no transition matched external event 'capture.requestd'; "
+        "did you mean 'capture.requested'?"
+    ) in out
+    assert "status: running; active: capturing" in out
+
+
+def test_unmatched_event_under_strict_is_an_error_exit(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["run", str(CARD), "--strict", "-e", "capture.requestd", "-e", "capture.requested"]
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert out.rstrip().splitlines()[-1] == (
+        "error: no transition matched 'capture.requestd' (--strict)"
+    )
+    assert "== event capture.requested" not in out
+
+
+def test_unmatched_event_in_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", str(CARD), "--json", "--strict", "-e", "nope"]) == 1
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    (notice,) = [r for r in records if r["record"] == "notice"]
+    assert notice["kind"] == "unmatched-event"
+    assert notice["event"] == "nope"
+    assert records[-1]["record"] == "end"
+    assert records[-1]["reason"] == "strict"
+
+
+def test_version_on_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (["--version"], ["check", "--version"], ["run", "--version"]):
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv)
+        assert exit_info.value.code == 0
+    outputs = capsys.readouterr().out.splitlines()
+    assert outputs == [
+        f"statifier {statifier.__version__}",
+        f"statifier check {statifier.__version__}",
+        f"statifier run {statifier.__version__}",
+    ]
+
+
+def test_event_without_a_name_names_the_argument(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["run", str(CARD), "-e", "=1"])
+    assert "argument --event/-e: '=1': expected NAME or NAME=JSON" in capsys.readouterr().err
+
+
+def test_wait_default_is_shown_in_help(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "after the last event (default: 1m)" in help_text
+
+
+def test_live_run_says_what_is_still_pending_when_the_wait_ends(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["run", str(CARD), "--live", "--wait", "50ms"]) == 0
+    out = capsys.readouterr().out.rstrip().splitlines()
+    assert out[-1].startswith(
+        "stopped after waiting 50ms (--wait); still pending: 1 timer: "
+        "'authorization.expired' (send_id hold) due at t=7d"
+    )
+    assert "== waiting up to 50ms for timers" in "\n".join(out)
+
+
+def test_live_and_virtual_runs_print_the_same_json_shape(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["run", str(CARD), "--json", "-e", "capture.requested", "-e", "capture.succeeded"]
+    assert main(argv) == 0
+    virtual = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert main([*argv, "--live", "--wait", "2s"]) == 0
+    live = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+
+    def shape(records: list[dict[str, object]]) -> list[tuple[object, ...]]:
+        return [(r["record"], r.get("effect"), r.get("step"), tuple(sorted(r))) for r in records]
+
+    assert shape(live) == shape(virtual)
+    assert live[-1]["configuration"] == virtual[-1]["configuration"] == ["settled"]
+
+
+def test_live_timer_fires_within_the_wait(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chart = tmp_path / "short.scxml"
+    chart.write_text(
+        f"""<scxml {NS} initial="a">
+  <state id="a">
+    <onentry><send event="tick" delay="100ms"/></onentry>
+    <transition event="tick" target="b"/>
+  </state>
+  <final id="b"/>
+</scxml>
+"""
+    )
+    assert main(["run", str(chart), "--live", "--wait", "5s"]) == 0
+    out = capsys.readouterr().out
+    assert "done (final: b;" in out
+    assert "still pending" not in out
+
+
+def test_functions_option_loads_host_functions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "hostrules.py").write_text(
+        "def is_fraud(amount):\n    return amount > 100\n\nFUNCTIONS = {'is_fraud': is_fraud}\n"
+    )
+    chart = tmp_path / "fraud.scxml"
+    chart.write_text(
+        f"""<scxml {NS} initial="a">
+  <state id="a">
+    <transition event="charge" cond="is_fraud(_event.data)" target="blocked"/>
+    <transition event="charge" target="ok"/>
+  </state>
+  <final id="blocked"/>
+  <final id="ok"/>
+</scxml>
+"""
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    assert main(["check", str(chart)]) == 1
+    assert "function 'is_fraud' is not allowed" in capsys.readouterr().out
+    assert main(["check", "--functions", "hostrules:FUNCTIONS", str(chart)]) == 0
+    capsys.readouterr()
+    argv = ["run", "--functions", "hostrules:FUNCTIONS", str(chart), "-e", "charge=500"]
+    assert main(argv) == 0
+    assert "done (final: blocked;" in capsys.readouterr().out
+    assert main(["check", "--functions", "nosuchmodule:X", str(chart)]) == 2
+    assert "cannot import 'nosuchmodule'" in capsys.readouterr().err

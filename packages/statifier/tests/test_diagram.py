@@ -1,0 +1,139 @@
+"""``statifier diagram``: golden Mermaid and DOT for every example chart, highlighting, SVG.
+
+Regenerate the golden files after an intended change with
+``STATIFIER_UPDATE_GOLDEN=1 uv run pytest packages/statifier/tests/test_diagram.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pydot
+import pytest
+import statifier
+from statifier.chart.diagram import to_dot, to_mermaid
+from statifier.cli import main
+from statifier.core.position import dumps
+from statifier.virtual import VirtualDriver
+
+REPO = Path(__file__).resolve().parents[3]
+EXAMPLES = sorted((REPO / "examples").glob("*.scxml"))
+GOLDEN = Path(__file__).resolve().parent / "golden"
+UPDATE = os.environ.get("STATIFIER_UPDATE_GOLDEN") == "1"
+
+
+def _golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if UPDATE:
+        path.write_text(text)
+    assert path.is_file(), f"missing golden file {path}; run with STATIFIER_UPDATE_GOLDEN=1"
+    assert text == path.read_text(), f"{name} differs from its golden file"
+
+
+@pytest.mark.parametrize("chart", EXAMPLES, ids=lambda p: p.stem)
+def test_mermaid_golden(chart: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["diagram", str(chart)]) == 0
+    _golden(f"{chart.stem}.mmd", capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("chart", EXAMPLES, ids=lambda p: p.stem)
+def test_dot_golden(chart: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["diagram", "--format", "dot", str(chart)]) == 0
+    _golden(f"{chart.stem}.dot", capsys.readouterr().out)
+
+
+def test_every_kind_of_state_is_drawn_as_such() -> None:
+    machine = statifier.compile((REPO / "examples" / "subscription.scxml").read_bytes())
+    mermaid = to_mermaid(machine)
+    assert "state s4 {" in mermaid and "\n            --\n" in mermaid  # parallel regions
+    assert 'state "H*" as s3' in mermaid and "class s3 history" in mermaid
+    assert "s12 --> [*]" in mermaid and "class s12,s13 final" in mermaid
+    assert "s7 --> s6 : charge.failed [failed_charges #lt; 2] /" in mermaid
+    dot = to_dot(machine)
+    assert 'subgraph cluster_s4 {\n      label="running";\n      style="dashed";' in dot
+    assert 's3 [label="H*", shape=circle];' in dot
+    assert 's13 [label="lapsed", shape=doublecircle];' in dot
+    assert 's7 -> s6 [label="charge.failed [failed_charges < 2] /"];' in dot
+
+
+def test_event_highlights_the_configuration(capsys: pytest.CaptureFixture[str]) -> None:
+    chart = str(REPO / "examples" / "subscription.scxml")
+    assert main(["diagram", chart, "-e", "trial.ended", "-e", "renewal.due"]) == 0
+    mermaid = capsys.readouterr().out
+    assert mermaid.rstrip().splitlines()[-1] == "    class s2,s4,s5,s7,s8,s9 active"
+    assert main(["diagram", "--format", "dot", chart, "-e", "trial.ended"]) == 0
+    dot = capsys.readouterr().out
+    assert 's6 [label="billing_idle", shape=box, style="rounded,filled", fillcolor="#fde68a"' in dot
+    assert 's7 [label="charging", shape=box, style="rounded"];' in dot
+
+
+def test_position_highlights_its_configuration(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    card = REPO / "examples" / "card_authorization.scxml"
+    driver = VirtualDriver(statifier.compile(card.read_bytes()))
+    driver.start()
+    driver.send("capture.requested")
+    driver.run_until_idle()
+    blob = tmp_path / "position.bin"
+    blob.write_bytes(dumps(driver.state))
+    assert main(["diagram", str(card), "--position", str(blob)]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("class s2 active")
+    blob.write_bytes(b"not a position")
+    assert main(["diagram", str(card), "--position", str(blob)]) == 1
+    assert "--position" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("chart", EXAMPLES, ids=lambda p: p.stem)
+def test_dot_golden_is_valid_dot(chart: Path) -> None:
+    """Every golden DOT file parses as one graph (pydot's DOT grammar, no Graphviz needed)."""
+    graphs = pydot.graph_from_dot_data((GOLDEN / f"{chart.stem}.dot").read_text())
+    assert graphs is not None
+    assert len(graphs) == 1
+    assert graphs[0].get_nodes() or graphs[0].get_subgraphs()
+
+
+STUB_DOT = """#!{python}
+import pathlib, sys
+assert sys.argv[1:] == ["-Tsvg"], sys.argv
+pathlib.Path({record!r}).write_bytes(sys.stdin.buffer.read())
+sys.stdout.write("<?xml version='1.0'?><svg>stub</svg>")
+"""
+
+
+def test_svg_pipes_the_dot_source_through_graphviz(tmp_path: Path) -> None:
+    """The SVG path hands exactly the DOT source to ``dot -Tsvg`` and writes what it prints.
+
+    A recording stand-in for Graphviz's ``dot`` sits first on the PATH, so the contract is
+    checked whether or not Graphviz is installed; the goldens above check the DOT itself.
+    """
+    record = tmp_path / "stdin.dot"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    stub = bin_dir / "dot"
+    stub.write_text(STUB_DOT.format(python=sys.executable, record=str(record)))
+    stub.chmod(0o755)
+    chart = REPO / "examples" / "card_authorization.scxml"
+    out = tmp_path / "card.svg"
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    command = [sys.executable, "-m", "statifier", "diagram", "--format", "svg"]
+    done = subprocess.run(
+        [*command, str(chart), "-o", str(out)], env=env, capture_output=True, check=False
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert out.read_text() == "<?xml version='1.0'?><svg>stub</svg>"
+    assert record.read_text() == to_dot(statifier.compile(chart.read_bytes()))
+
+
+def test_svg_without_graphviz_says_how_to_get_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    chart = str(REPO / "examples" / "card_authorization.scxml")
+    assert main(["diagram", "--format", "svg", chart]) == 1
+    err = capsys.readouterr().err
+    assert "SVG needs Graphviz's 'dot' on the PATH" in err
+    assert "apt-get install graphviz" in err

@@ -1,0 +1,146 @@
+"""Host functions: pure Python functions a host lets chart expressions call.
+
+The first test is in the shape of a W3C IRP test (a ``pass``/``fail`` final, a timeout, a
+catch-all) and runs through the virtual driver, as the conformance ratchet does.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+import pytest
+import statifier
+from statifier.datamodel import HostFunctionError, HostFunctions, compile_expression
+from statifier.errors import ChartError
+from statifier.virtual import run_chart
+
+NS = 'xmlns="http://www.w3.org/2005/07/scxml"'
+
+# Test: a guard calls a host function with datamodel values and _event data; the first
+# transition whose guard holds wins, so only a host answering correctly reaches pass.
+W3C_STYLE = f"""<scxml {NS} initial="s0" version="1.0" datamodel="python">
+  <datamodel>
+    <data id="Var1" expr="120"/>
+  </datamodel>
+  <state id="s0">
+    <onentry>
+      <send event="timeout" delay="1s"/>
+      <raise event="charge"/>
+    </onentry>
+    <transition event="charge" cond="is_fraud(Var1, limit=100) and not is_fraud(5)" target="s1"/>
+    <transition event="*" target="fail"/>
+  </state>
+  <state id="s1">
+    <onentry>
+      <send event="review"><content expr="{{'amount': Var1, 'tags': ['card']}}"/></send>
+    </onentry>
+    <transition event="review"
+                cond="risk(_event.data) == {{'score': 120, 'tags': ['card', 'seen']}}"
+                target="pass"/>
+    <transition event="*" target="fail"/>
+  </state>
+  <final id="pass"><onentry><log label="Outcome" expr="'pass'"/></onentry></final>
+  <final id="fail"><onentry><log label="Outcome" expr="'fail'"/></onentry></final>
+</scxml>
+"""
+
+
+def is_fraud(amount: int, limit: int = 50) -> bool:
+    return amount > limit
+
+
+def risk(data: dict[str, Any]) -> dict[str, Any]:
+    data["tags"].append("seen")  # mutates its own copy only
+    return {"score": data["amount"], "tags": data["tags"]}
+
+
+FUNCTIONS = {"is_fraud": is_fraud, "risk": risk}
+
+
+def test_w3c_style_host_function_in_a_guard_passes() -> None:
+    machine = statifier.compile(W3C_STYLE, functions=FUNCTIONS)
+    run = run_chart(machine)
+    assert run.done
+    assert run.configuration == ("pass",)
+    assert ("Outcome", "pass") in run.log
+
+
+def test_a_chart_calling_an_unregistered_function_fails_with_one_diagnostic() -> None:
+    with pytest.raises(ChartError) as failure:
+        statifier.compile(W3C_STYLE, functions={"is_fraud": is_fraud})
+    (diagnostic,) = failure.value.diagnostics
+    assert diagnostic.code == "invalid-expression"
+    assert "function 'risk' is not allowed" in diagnostic.message
+
+
+def test_only_registered_functions_are_callable() -> None:
+    source = W3C_STYLE.replace("is_fraud(5)", "is_fraud(5) or print('x')")
+    with pytest.raises(ChartError) as failure:
+        statifier.compile(source, functions=FUNCTIONS)
+    (diagnostic,) = failure.value.diagnostics
+    assert "function 'print' is not allowed" in diagnostic.message
+
+
+def _guarded(cond: str) -> str:
+    return f"""<scxml {NS} initial="a">
+  <state id="a">
+    <transition cond="{cond}" target="yes"/>
+    <transition event="error.execution" target="error"/>
+  </state>
+  <final id="yes"/>
+  <final id="error"><onentry><log label="why" expr="_event.data['message']"/></onentry></final>
+</scxml>
+"""
+
+
+def _why(cond: str, functions: dict[str, Any]) -> str:
+    run = run_chart(statifier.compile(_guarded(cond), functions=functions))
+    assert run.configuration == ("error",), run.configuration
+    return str(dict(run.log)["why"])
+
+
+def test_an_exception_becomes_error_execution() -> None:
+    def broken() -> bool:
+        raise LookupError("no such card")
+
+    assert "broken() raised LookupError: no such card" in _why("broken()", {"broken": broken})
+
+
+def test_a_result_that_is_not_json_like_becomes_error_execution() -> None:
+    why = _why("odd()", {"odd": lambda: {1, 2}})
+    assert "odd() returned a set, not a JSON-like value" in why
+
+
+def test_arguments_are_checked_on_the_way_in() -> None:
+    registry = HostFunctions.of({"f": lambda x: x})
+    with pytest.raises(HostFunctionError, match="arguments must be JSON-like values"):
+        registry.call("f", [object()], {})
+    assert registry.call("f", [[1, {"a": None}]], {}) == [1, {"a": None}]
+
+
+def test_registration_is_checked() -> None:
+    with pytest.raises(HostFunctionError, match="must be an identifier"):
+        HostFunctions.of({"_private": is_fraud})
+    with pytest.raises(HostFunctionError, match="not callable"):
+        HostFunctions.of({"value": 3})  # type: ignore[dict-item]
+    with pytest.raises(HostFunctionError, match="cannot shadow built-in functions: \\['len'\\]"):
+        statifier.compile(_guarded("len([])"), functions={"len": len})
+
+
+def test_compiled_expressions_keep_their_functions_through_pickle() -> None:
+    registry = HostFunctions.of(FUNCTIONS)
+    expression = compile_expression("is_fraud(x)", registry)
+    assert expression.names_read == frozenset({"x"})
+    copy = pickle.loads(pickle.dumps(expression))
+    assert copy.evaluate({"x": 500}, lambda _: False) is True
+
+
+def test_an_ecmascript_chart_refuses_host_functions_at_compile() -> None:
+    source = (
+        '<scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0" datamodel="ecmascript">'
+        '<state id="a"/></scxml>'
+    )
+    with pytest.raises(ChartError) as caught:
+        statifier.compile(source, functions={"double": lambda x: 2 * x})
+    assert [d.code for d in caught.value.diagnostics] == ["host-functions-unsupported"]

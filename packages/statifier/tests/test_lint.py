@@ -1,0 +1,225 @@
+"""``statifier.chart.lint`` and ``statifier check``: one test per kind of warning."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import statifier
+from statifier.chart.lint import lint
+from statifier.cli import main
+from statifier.errors import ChartError, Diagnostic
+
+NS = 'xmlns="http://www.w3.org/2005/07/scxml"'
+
+
+def chart(body: str, *, initial: str = "a", datamodel: str = "") -> str:
+    return f'<scxml {NS} initial="{initial}">\n{datamodel}{body}</scxml>\n'
+
+
+def codes(source: str) -> list[tuple[str, int]]:
+    return [(d.code, d.line) for d in lint(statifier.compile(source))]
+
+
+def only(source: str, code: str) -> Diagnostic:
+    (found,) = [d for d in lint(statifier.compile(source)) if d.code == code]
+    return found
+
+
+def test_typo_in_a_condition_is_an_undefined_name_with_a_suggestion() -> None:
+    source = chart(
+        """  <state id="a">
+    <transition event="go" cond="capturez &lt; 3" target="b"/>
+  </state>
+  <final id="b"/>
+""",
+        datamodel='  <datamodel><data id="captures" expr="0"/></datamodel>\n',
+    )
+    found = only(source, "undefined-name")
+    assert found.severity == "warning"
+    assert (found.line, found.column) == (4, 5)
+    assert "condition 'capturez < 3' reads 'capturez'" in found.message
+    assert found.message.endswith("did you mean 'captures'?")
+
+
+def test_names_defined_by_data_system_variables_foreach_and_scripts_are_fine() -> None:
+    source = chart(
+        """  <script>total = 0</script>
+  <state id="a">
+    <onentry>
+      <foreach array="items" item="item" index="i">
+        <assign location="total" expr="total + item + i"/>
+      </foreach>
+      <log expr="[x for x in items if x] + [_sessionid, _name, _event, _ioprocessors]"/>
+    </onentry>
+  </state>
+""",
+        datamodel='  <datamodel><data id="items" expr="[1, 2]"/></datamodel>\n',
+    )
+    assert [c for c in codes(source) if c[0] == "undefined-name"] == []
+
+
+def test_assigning_to_an_undeclared_location_is_reported() -> None:
+    source = chart(
+        """  <state id="a">
+    <onentry><assign location="totl" expr="1"/></onentry>
+  </state>
+""",
+        datamodel='  <datamodel><data id="total" expr="0"/></datamodel>\n',
+    )
+    found = only(source, "undefined-name")
+    assert "assigns to 'totl', which nothing declares" in found.message
+    assert "did you mean 'total'?" in found.message
+
+
+def test_unreachable_state_is_reported_once_for_the_outermost() -> None:
+    source = chart(
+        """  <state id="a"><transition event="go" target="b"/></state>
+  <final id="b"/>
+  <state id="island">
+    <state id="inner"/>
+  </state>
+"""
+    )
+    found = only(source, "unreachable-state")
+    assert found.line == 4
+    assert "'island' can never be entered" in found.message
+
+
+def test_states_entered_by_initial_parallel_and_history_are_reachable() -> None:
+    source = chart(
+        """  <state id="a" initial="a2">
+    <history id="h"><transition target="a1"/></history>
+    <state id="a1"><transition event="x" target="p"/></state>
+    <state id="a2"><transition event="y" target="h"/></state>
+  </state>
+  <parallel id="p">
+    <state id="r1"/>
+    <state id="r2"/>
+  </parallel>
+"""
+    )
+    assert [c for c in codes(source) if c[0] == "unreachable-state"] == []
+
+
+def test_transition_shadowed_by_an_earlier_unconditional_one_is_dead() -> None:
+    source = chart(
+        """  <state id="a">
+    <transition event="capture" target="b"/>
+    <transition event="capture.requested" target="c"/>
+    <transition event="capture.requested" cond="True" target="c"/>
+  </state>
+  <final id="b"/>
+  <final id="c"/>
+"""
+    )
+    dead = [d for d in lint(statifier.compile(source)) if d.code == "dead-transition"]
+    assert [d.line for d in dead] == [4, 5]
+    assert "the unconditional transition on line 3 ('capture') comes first" in dead[0].message
+
+
+def test_event_transitions_of_a_state_that_always_leaves_are_dead() -> None:
+    source = chart(
+        """  <state id="a">
+    <transition event="go" target="b"/>
+    <transition target="b"/>
+  </state>
+  <final id="b"/>
+"""
+    )
+    found = only(source, "dead-transition")
+    assert found.line == 3
+    assert "always leaves at once" in found.message
+
+
+def test_events_nothing_raises_are_informational() -> None:
+    source = chart(
+        """  <state id="a">
+    <onentry><raise event="inside"/><send event="later" delay="1s"/></onentry>
+    <transition event="inside" target="b"/>
+  </state>
+  <state id="b">
+    <transition event="later" target="c"/>
+    <transition event="error.execution" target="c"/>
+  </state>
+  <state id="c" initial="c1">
+    <state id="c1"><transition event="outside" target="c2"/></state>
+    <final id="c2"/>
+    <transition event="done.state.c" target="d"/>
+  </state>
+  <final id="d"/>
+"""
+    )
+    found = only(source, "external-event")
+    assert found.severity == "info"
+    assert "'outside': it must come from outside" in found.message
+
+
+def test_an_unparsable_expr_is_one_diagnostic() -> None:
+    source = chart(
+        """  <state id="a">
+    <onentry>
+      <assign location="x" expr="1 +"/>
+      <send event="e"><param name="p" expr="(("/></send>
+    </onentry>
+  </state>
+""",
+        datamodel='  <datamodel><data id="x" expr="0"/></datamodel>\n',
+    )
+    with pytest.raises(ChartError) as failure:
+        statifier.compile(source)
+    assert [d.code for d in failure.value.diagnostics] == [
+        "invalid-expression",
+        "invalid-expression",
+    ]
+
+
+def test_did_you_mean_for_targets_elements_and_attributes() -> None:
+    source = chart(
+        """  <state id="authorized">
+    <transiton event="a" target="b"/>
+    <transition event="go" target="autorized" evnt="x"/>
+  </state>
+""",
+        initial="authorized",
+    )
+    with pytest.raises(ChartError) as failure:
+        statifier.compile(source)
+    messages = sorted(d.message for d in failure.value.diagnostics)
+    assert messages == [
+        "<transition> has no attribute 'evnt'; did you mean 'event'?",
+        "transition target 'autorized' is not a state id; did you mean 'authorized'?",
+        "unknown SCXML element <transiton>; did you mean 'transition'?",
+    ]
+
+
+def test_check_prints_warnings_and_exits_0_unless_strict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "typo.scxml"
+    path.write_text(
+        chart(
+            """  <state id="a"><transition event="go" cond="capturez" target="b"/></state>
+  <final id="b"/>
+  <state id="island"/>
+""",
+            datamodel='  <datamodel><data id="captures" expr="0"/></datamodel>\n',
+        )
+    )
+    assert main(["check", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"{path}:3:17: info: nothing in the chart raises or sends 'go'")
+    assert out[1].startswith(f"{path}:3:17: warning: condition 'capturez' reads 'capturez'")
+    assert out[2].startswith(f"{path}:5:3: warning: state 'island' can never be entered")
+    assert out[3] == f"{path}: ok (3 states, 2 transitions, 2 warnings, 1 note)"
+    assert main(["check", "--strict", str(path)]) == 1
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        f"{path}: failed (3 states, 2 transitions, 2 warnings, 1 note; --strict)"
+    )
+
+
+def test_the_example_charts_have_no_warnings(capsys: pytest.CaptureFixture[str]) -> None:
+    examples = sorted((Path(__file__).resolve().parents[3] / "examples").glob("*.scxml"))
+    assert examples
+    assert main(["check", "--strict", *map(str, examples)]) == 0
+    assert ": warning:" not in capsys.readouterr().out

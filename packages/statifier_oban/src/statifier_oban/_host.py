@@ -1,0 +1,31 @@
+"""Durable delayed sends for live sessions: plug into ``Session.start(delayed_sends=...)``."""
+
+from __future__ import annotations
+
+from statifier.core.effects import Cancel, SendDelayed
+from statifier.runtime.session import Session
+
+from . import _timer
+from ._config import Config
+
+
+class DurableTimers:
+    """Sends a session addresses to itself become timer jobs; the rest stay in-process.
+
+    The scope is the session id, so the default ``SessionDelivery`` finds the session again
+    in whichever process has it registered (after a resume, the same id).
+    """
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+
+    async def schedule(self, session: Session, effect: SendDelayed) -> bool:
+        """Store the timer as a job unless it targets someone else (then: in-process)."""
+        if effect.target is not None:
+            return False
+        await _timer.schedule(self.config, session.session_id, effect)
+        return True
+
+    async def cancel(self, session: Session, effect: Cancel) -> None:
+        """Cancel the session's pending timer jobs under the send id."""
+        await _timer.cancel_timers(self.config, session.session_id, effect)

@@ -1,0 +1,139 @@
+"""The invocation job's args: an ``Invoke`` effect plus its scope and handler, and back.
+
+Layout (every key present; readable in SQL)::
+
+    scope, invoke_id, handler ("pkg.module:Class"), type, src, params (opaque),
+    content (opaque), caller_context (opaque), autoforward, state_index, invoke_index,
+    macrostep, microstep, round
+
+A fan-out child start job carries the parent's args verbatim plus ``index``,
+``child_count`` and ``policy`` (``"all"`` or ``"first_error"``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from statifier.core.effects import Invoke
+
+from ._errors import FanOutError, UndecodableRow
+from ._opaque import decode_field, encode_field
+
+POLICIES = ("all", "first_error")
+
+
+def encode(scope: str, handler: str, invoke: Invoke, codec: str | None) -> dict[str, Any]:
+    """Args for the invocation job of ``invoke`` (raises ``OpaqueValueError``)."""
+    return {
+        "scope": scope,
+        "invoke_id": invoke.invoke_id,
+        "handler": handler,
+        "type": invoke.type,
+        "src": invoke.src,
+        "params": encode_field("params", invoke.params, codec),
+        "content": encode_field("content", invoke.content, codec),
+        "caller_context": encode_field("caller_context", invoke.caller_context, codec),
+        "autoforward": invoke.autoforward,
+        "state_index": invoke.state_index,
+        "invoke_index": invoke.invoke_index,
+        "macrostep": invoke.macrostep,
+        "microstep": invoke.microstep,
+        "round": invoke.round,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class InvocationRow:
+    """A decoded invocation job: who it answers, which handler runs, and the effect."""
+
+    scope: str
+    invoke_id: str
+    handler: str
+    invoke: Invoke
+
+
+def identity(args: Any) -> tuple[str, str] | None:
+    """Just ``(scope, invoke_id)``, if both are readable: enough to report a corrupt row."""
+    if not isinstance(args, dict):
+        return None
+    scope, invoke_id = args.get("scope"), args.get("invoke_id")
+    if isinstance(scope, str) and scope and isinstance(invoke_id, str) and invoke_id:
+        return scope, invoke_id
+    return None
+
+
+def decode(args: Any) -> InvocationRow:
+    """Decode invocation args; ``UndecodableRow`` or ``CodecFailed`` if they are not valid."""
+    if not isinstance(args, dict):
+        raise UndecodableRow("args are not an object")
+    params = decode_field("params", args.get("params"))
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise UndecodableRow("params must decode to an object")
+    invoke = Invoke(
+        invoke_id=_string(args, "invoke_id"),
+        type=_string(args, "type"),
+        src=_optional_string(args, "src"),
+        params=params,
+        content=decode_field("content", args.get("content")),
+        autoforward=_boolean(args, "autoforward"),
+        state_index=_integer(args, "state_index"),
+        invoke_index=_integer(args, "invoke_index"),
+        caller_context=decode_field("caller_context", args.get("caller_context")),
+        macrostep=_integer(args, "macrostep"),
+        microstep=_integer(args, "microstep"),
+        round=_integer(args, "round"),
+    )
+    return InvocationRow(_string(args, "scope"), invoke.invoke_id, _string(args, "handler"), invoke)
+
+
+def for_child_start(
+    parent_args: dict[str, Any], index: int, count: int, policy: str
+) -> dict[str, Any]:
+    """A child start job's args: the parent's, verbatim, plus the child's position."""
+    if not 0 <= index < count or policy not in POLICIES:
+        raise FanOutError(f"invalid child position {index}/{count} or policy {policy!r}")
+    return {**parent_args, "index": index, "child_count": count, "policy": policy}
+
+
+def child_position(args: Any) -> tuple[int, int, str]:
+    """``(index, count, policy)`` of a child start job; ``UndecodableRow`` if invalid."""
+    if not isinstance(args, dict):
+        raise UndecodableRow("args are not an object")
+    index, count = _integer(args, "index"), _integer(args, "child_count")
+    if index >= count:
+        raise UndecodableRow(f"index {index} is outside 0..{count - 1}")
+    policy = args.get("policy", "all")
+    if policy not in POLICIES:
+        raise UndecodableRow(f"policy must be one of {POLICIES}, found {policy!r}")
+    return index, count, policy
+
+
+def _string(args: dict[str, Any], key: str) -> str:
+    value = args.get(key)
+    if not isinstance(value, str) or not value:
+        raise UndecodableRow(f"{key} must be a non-empty string, found {value!r}")
+    return value
+
+
+def _optional_string(args: dict[str, Any], key: str) -> str | None:
+    value = args.get(key)
+    if value is not None and not isinstance(value, str):
+        raise UndecodableRow(f"{key} must be a string or null, found {value!r}")
+    return value
+
+
+def _integer(args: dict[str, Any], key: str) -> int:
+    value = args.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise UndecodableRow(f"{key} must be a non-negative integer, found {value!r}")
+    return value
+
+
+def _boolean(args: dict[str, Any], key: str) -> bool:
+    value = args.get(key, False)
+    if not isinstance(value, bool):
+        raise UndecodableRow(f"{key} must be a boolean, found {value!r}")
+    return value

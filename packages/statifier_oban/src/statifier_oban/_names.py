@@ -1,0 +1,55 @@
+"""Durable names: worker names stored on job rows, meta keys, our index names.
+
+These strings live in the database for as long as a job row (or an installed schema)
+does; renaming one orphans every stored job, so they are spelled once, here.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+TIMER_WORKER = "statifier_oban.workers.TimerWorker"
+"""``oban_jobs.worker`` of a fired-timer job (module path + class, as oban resolves it)."""
+
+PENDING_STATES = ("scheduled", "available", "retryable")
+"""Job states a cancel reaches and a pending count counts; never ``executing``.
+
+``suspended`` is left out: oban-py's open-source engine never sets it, and its enum
+value is added by oban's installer in the same transaction as our partial indexes,
+where PostgreSQL refuses to use a new enum value."""
+
+META_DELIVERY = "delivery"
+META_TIMEOUT = "timeout"
+
+INVOKE_WORKER = "statifier_oban.workers.InvokeWorker"
+"""``oban_jobs.worker`` of an async invocation job (runs the host's handler)."""
+
+CHILD_START_WORKER = "statifier_oban.workers.ChildStartWorker"
+"""``oban_jobs.worker`` of a fan-out child start job."""
+
+META_UNRESOLVED_HANDLER = "unresolved_handler"
+META_CHILD_STARTER = "child_starter"
+
+TIMER_DEDUP_INDEX: Final = "statifier_oban_timers_dedup"
+"""Unique index: one timer row per ``(scope, ordinal)``, whatever its state."""
+
+TIMER_PENDING_INDEX: Final = "statifier_oban_timers_pending"
+"""Index backing a cancel by ``(scope, send_id)`` among pending timer rows."""
+
+INVOKE_DEDUP_INDEX: Final = "statifier_oban_invoke_dedup"
+"""Unique index: one invocation job per ``(scope, invoke_id, macrostep)``, any state."""
+
+CHILD_START_DEDUP_INDEX: Final = "statifier_oban_child_start_dedup"
+"""Unique index: one child start job per ``(scope, invoke_id, macrostep, index)``."""
+
+INVOKE_PENDING_INDEX: Final = "statifier_oban_invoke_pending"
+"""Index backing a cancel by ``(scope, invoke_id)`` among pending invocation/start jobs."""
+
+INDEXES: Final = (
+    TIMER_DEDUP_INDEX,
+    TIMER_PENDING_INDEX,
+    INVOKE_DEDUP_INDEX,
+    CHILD_START_DEDUP_INDEX,
+    INVOKE_PENDING_INDEX,
+)
+"""Every index of ours, in creation order."""

@@ -1,0 +1,80 @@
+"""Our statements against the host's ``oban_jobs``, on the host's pool or the caller's
+connection.
+
+oban 0.7.0 has no unique jobs and no cancel-by-query, so the insert-if-absent, the scoped
+cancel and the pending count are our own statements (``sql/*.sql``, loaded by
+``statifier_oban._sql``), backed by the indexes that ``statifier_oban.schema`` installs.
+The pool and schema prefix come from the host's Oban instance (through
+``statifier_oban._oban_compat``; the version is pinned).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, LiteralString
+
+import psycopg
+from oban import Oban
+from psycopg import AsyncConnection
+from psycopg.types.json import Jsonb
+
+from . import _oban_compat, _sql
+from ._errors import InvalidPrefix, StoreUnavailable
+
+
+def prefix_of(oban: Oban) -> str:
+    """The schema holding the host's oban tables (checked: a plain identifier)."""
+    prefix = _oban_compat.prefix_of(oban)
+    try:
+        return _sql.check_prefix(prefix)
+    except InvalidPrefix as exc:
+        raise StoreUnavailable(f"oban prefix {prefix!r} is unusable: {exc}") from exc
+
+
+def statement(oban: Oban, name: str, **choices: str) -> LiteralString:
+    """Statement ``sql/<name>.sql`` for the host's schema (``choices``: see ``_sql``)."""
+    return _sql.statement(name, prefix_of(oban), **choices)
+
+
+@asynccontextmanager
+async def connection(oban: Oban, conn: AsyncConnection[Any] | None) -> AsyncIterator[Any]:
+    """The caller's connection as it is (its transaction), or one from the host's pool.
+
+    Database failures surface as ``StoreUnavailable`` with the cause chained.
+    """
+    try:
+        if conn is not None:
+            yield conn
+            return
+        async with _oban_compat.pool_of(oban).connection() as pooled:
+            yield pooled
+    except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+        # psycopg_pool's PoolTimeout and PoolClosed are OperationalErrors too.
+        raise StoreUnavailable(f"the job store is unavailable: {exc}") from exc
+
+
+def jsonb(value: Any) -> Jsonb:
+    """Wrap a value for a jsonb parameter."""
+    return Jsonb(value)
+
+
+def insert_channel(oban: Oban) -> str:
+    """The NOTIFY channel oban listens on for newly available jobs."""
+    return f"{prefix_of(oban)}.oban_insert"
+
+
+async def cancel_pending(
+    db: Any, oban: Oban, *, worker: str, key: str, scope: str, value: str, reason: str
+) -> int:
+    """Cancel ``worker``'s pending jobs whose args hold ``scope`` and ``key = value``.
+
+    One statement for every kind of job (``sql/cancel_jobs.sql``): a timer's ``send_id``,
+    an invocation's or its child starts' ``invoke_id``. ``reason`` goes to the rows'
+    errors. Returns how many rows were cancelled.
+    """
+    cursor = await db.execute(
+        statement(oban, "cancel_jobs", worker=worker, key=key),
+        {"scope": scope, "value": value, "reason": reason},
+    )
+    return len(await cursor.fetchall())

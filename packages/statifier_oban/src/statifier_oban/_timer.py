@@ -1,0 +1,298 @@
+"""Durable timers: schedule a ``SendDelayed``, cancel by send id, count what is pending.
+
+Keys: a timer is deduplicated on ``(scope, ordinal)`` for its row's whole life (a replayed
+drive gets the existing job back with ``conflict=True``) and cancelled on
+``(scope, send_id)`` (every pending match; zero is not an error). ``scope`` is the session
+id for a live host, the durable execution id otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg import AsyncConnection
+from statifier.core.effects import Cancel, SendDelayed
+
+from . import _store, _timer_args, telemetry
+from ._config import Config
+from ._errors import (
+    DuplicateOrdinal,
+    InvalidScope,
+    MissingOrdinal,
+    MissingSendId,
+    NonSelfTarget,
+    ScheduleRejected,
+    StoreUnavailable,
+)
+from ._names import META_DELIVERY, META_TIMEOUT, TIMER_WORKER
+
+
+@dataclass(frozen=True, slots=True)
+class TimerJob:
+    """The job row holding one timer. ``conflict`` is True when it already existed."""
+
+    job_id: int
+    scope: str
+    ordinal: int
+    send_id: str
+    state: str
+    queue: str
+    scheduled_at: datetime
+    inserted_at: datetime
+    conflict: bool
+
+
+def _check_effect(scope: Any, effect: SendDelayed) -> None:
+    """The refusals shared by ``schedule`` and ``schedule_many``."""
+    if effect.target is not None:
+        raise NonSelfTarget(
+            f"only sends to the session itself are durable, not to {effect.target!r}",
+            scope=scope,
+            send_id=effect.send_id,
+        )
+    _check_scope(scope)
+    ordinal = effect.ordinal
+    if isinstance(ordinal, bool) or not isinstance(ordinal, int) or ordinal < 1:
+        raise MissingOrdinal(f"ordinal must be an integer >= 1, not {ordinal!r}", scope=scope)
+    if not isinstance(effect.send_id, str) or not effect.send_id:
+        raise MissingSendId(f"send_id must be a non-empty string, not {effect.send_id!r}")
+
+
+def _check_scope(scope: Any) -> str:
+    if not isinstance(scope, str) or not scope:
+        raise InvalidScope(f"scope must be a non-empty string, not {scope!r}", scope=scope)
+    return scope
+
+
+async def schedule(
+    config: Config,
+    scope: str,
+    effect: SendDelayed,
+    *,
+    conn: AsyncConnection[Any] | None = None,
+) -> TimerJob:
+    """Store one timer job firing ``effect.delay_ms`` from now (the database's clock).
+
+    Refuses (``ScheduleRejected`` subclasses, nothing stored, a ``schedule_rejected``
+    event) a non-None target, an empty or non-string scope, an ordinal below 1, and
+    opaque fields that cannot be stored exactly. With ``conn`` the job is inserted in the
+    caller's own transaction (a rollback removes it). A duplicate ``(scope, ordinal)``,
+    in any state, returns the existing job with ``conflict=True``.
+    """
+    try:
+        _check_effect(scope, effect)
+        args = _timer_args.encode(scope, effect, config.opaque_codec)
+    except ScheduleRejected as exc:
+        _rejected(scope, effect, exc.reason)
+        raise
+    params = {
+        "args": _store.jsonb(args),
+        "meta": _store.jsonb(_meta(config)),
+        "queue": config.timers_queue,
+        "delay_ms": effect.delay_ms,
+        "scope": scope,
+        "ordinal": str(effect.ordinal),
+    }
+    try:
+        async with _store.connection(config.oban, conn) as db:
+            row = await (
+                await db.execute(_store.statement(config.oban, "insert_timer"), params)
+            ).fetchone()
+            if row is None:
+                # The conflicting row may have committed after this statement's snapshot:
+                # a fresh statement sees it.
+                found = await db.execute(_store.statement(config.oban, "find_timer"), params)
+                row = await found.fetchone()
+    except StoreUnavailable:
+        _rejected(scope, effect, "store_unavailable")
+        raise
+    except psycopg.Error as exc:
+        _rejected(scope, effect, "insert_failed")
+        raise StoreUnavailable(f"inserting the timer job failed: {exc}") from exc
+    if row is None:  # pragma: no cover - the follow-up SELECT sees any conflicting row
+        _rejected(scope, effect, "insert_failed")
+        raise StoreUnavailable("the timer job was neither inserted nor found")
+    return _scheduled(scope, effect, row)
+
+
+async def schedule_many(
+    config: Config,
+    scope: str,
+    effects: Iterable[SendDelayed],
+    *,
+    conn: AsyncConnection[Any] | None = None,
+) -> list[TimerJob]:
+    """Schedule every effect of one drive in a single statement; same rules as ``schedule``.
+
+    All effects are validated before anything is stored: one refusal stores none of them.
+    Returns the jobs in the order of ``effects`` (conflicts marked as such).
+    """
+    batch = list(effects)
+    if not batch:
+        return []
+    encoded: list[dict[str, Any]] = []
+    seen: set[int] = set()
+    for effect in batch:
+        try:
+            _check_effect(scope, effect)
+            if effect.ordinal in seen:
+                raise DuplicateOrdinal(
+                    f"ordinal {effect.ordinal} appears twice in one batch", scope=scope
+                )
+            seen.add(effect.ordinal)
+            encoded.append(_timer_args.encode(scope, effect, config.opaque_codec))
+        except ScheduleRejected as exc:
+            _rejected(scope, effect, exc.reason)
+            raise
+    meta = _store.jsonb(_meta(config))
+    params = {
+        "args": [_store.jsonb(a) for a in encoded],
+        "metas": [meta] * len(encoded),
+        "delays": [e.delay_ms for e in batch],
+        "queue": config.timers_queue,
+        "scope": scope,
+    }
+    try:
+        async with _store.connection(config.oban, conn) as db:
+            cursor = await db.execute(_store.statement(config.oban, "insert_timers"), params)
+            rows = {row[6]: row for row in await cursor.fetchall()}
+            missing = [str(e.ordinal) for e in batch if str(e.ordinal) not in rows]
+            if missing:
+                found = await db.execute(
+                    _store.statement(config.oban, "find_timers"),
+                    {**params, "ordinals": missing},
+                )
+                rows.update({row[6]: row for row in await found.fetchall()})
+    except psycopg.Error as exc:
+        for effect in batch:
+            _rejected(scope, effect, "insert_failed")
+        raise StoreUnavailable(f"inserting timer jobs failed: {exc}") from exc
+    except StoreUnavailable:
+        for effect in batch:
+            _rejected(scope, effect, "store_unavailable")
+        raise
+    jobs: list[TimerJob] = []
+    for effect in batch:
+        row = rows.get(str(effect.ordinal))
+        if row is None:
+            _rejected(scope, effect, "insert_failed")
+            raise StoreUnavailable(f"timer ordinal {effect.ordinal} was neither inserted nor found")
+        jobs.append(_scheduled(scope, effect, row))
+    return jobs
+
+
+def _meta(config: Config) -> dict[str, Any]:
+    """A timer job's meta: the delivery to resolve at fire time, and the bound if any."""
+    meta: dict[str, Any] = {META_DELIVERY: config.delivery}
+    if config.timer_timeout is not None:
+        meta[META_TIMEOUT] = config.timer_timeout
+    return meta
+
+
+def _scheduled(scope: str, effect: SendDelayed, row: Any) -> TimerJob:
+    """The ``TimerJob`` of a stored (or found) row, announced by ``timer.scheduled``."""
+    job = TimerJob(
+        job_id=row[0],
+        scope=scope,
+        ordinal=effect.ordinal,
+        send_id=effect.send_id,
+        state=row[1],
+        queue=row[2],
+        scheduled_at=row[3],
+        inserted_at=row[4],
+        conflict=row[5],
+    )
+    telemetry.emit(
+        telemetry.TIMER_SCHEDULED,
+        delay_ms=effect.delay_ms,
+        scope=scope,
+        send_id=effect.send_id,
+        ordinal=effect.ordinal,
+        macrostep=effect.macrostep,
+        microstep=effect.microstep,
+        round=effect.round,
+        scheduled_at=job.scheduled_at,
+        queue=job.queue,
+        conflict=job.conflict,
+        job_id=job.job_id,
+        caller_context=effect.caller_context,
+    )
+    return job
+
+
+def _rejected(scope: Any, effect: SendDelayed, reason: str) -> None:
+    telemetry.emit(
+        telemetry.TIMER_SCHEDULE_REJECTED,
+        scope=scope,
+        send_id=getattr(effect, "send_id", None),
+        ordinal=getattr(effect, "ordinal", None),
+        reason=reason,
+    )
+
+
+async def cancel_timers(
+    config: Config,
+    scope: str,
+    effect: Cancel,
+    *,
+    conn: AsyncConnection[Any] | None = None,
+) -> int:
+    """Cancel every pending timer job under ``(scope, effect.send_id)``; return the count.
+
+    Pending means scheduled, available or retryable: an executing job (typically the one
+    whose delivery made the chart run this very cancel) and finished jobs are never
+    touched. Matching nothing returns 0.
+    """
+    _check_scope(scope)
+    if not isinstance(effect.send_id, str) or not effect.send_id:
+        raise MissingSendId("a cancel needs a send id", scope=scope)
+    try:
+        async with _store.connection(config.oban, conn) as db:
+            count = await _store.cancel_pending(
+                db,
+                config.oban,
+                worker=TIMER_WORKER,
+                key="send_id",
+                scope=scope,
+                value=effect.send_id,
+                reason=f"<cancel sendid={effect.send_id!r}> (ordinal {effect.ordinal})",
+            )
+    except psycopg.Error as exc:
+        raise StoreUnavailable(f"cancelling timer jobs failed: {exc}") from exc
+    telemetry.emit(
+        telemetry.TIMER_CANCELLED,
+        count=count,
+        scope=scope,
+        send_id=effect.send_id,
+        ordinal=effect.ordinal,
+        caller_context=effect.caller_context,
+    )
+    return count
+
+
+PENDING_CHUNK = 500
+
+
+async def pending_for(config: Config, scopes: Iterable[str]) -> dict[str, int]:
+    """How many timers are pending per scope; every requested scope is a key (0 included).
+
+    Raises ``StoreUnavailable`` when it cannot count: "could not count" is never 0.
+    """
+    wanted = list(dict.fromkeys(_check_scope(s) for s in scopes))
+    counts = dict.fromkeys(wanted, 0)
+    try:
+        async with _store.connection(config.oban, None) as db:
+            for start in range(0, len(wanted), PENDING_CHUNK):
+                chunk = wanted[start : start + PENDING_CHUNK]
+                cursor = await db.execute(
+                    _store.statement(config.oban, "count_pending_timers"), {"scopes": chunk}
+                )
+                for scope, count in await cursor.fetchall():
+                    counts[scope] = int(count)
+    except psycopg.Error as exc:
+        raise StoreUnavailable(f"counting pending timers failed: {exc}") from exc
+    return counts

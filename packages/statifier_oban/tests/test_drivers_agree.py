@@ -1,0 +1,73 @@
+"""A session whose delayed sends are durable timer jobs delivers what the other drivers do.
+
+The charts of ``tests/drivers/agreement.py`` run on the virtual driver and on a live
+``Session`` with ``DurableTimers`` on a real oban queue (the delayed send to self becomes
+a job, fires through ``SessionDelivery``); the events the execution dequeues must be
+identical, ``caller_context`` included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+import statifier
+from psycopg_pool import AsyncConnectionPool
+from statifier.core import effects as fx
+from statifier.runtime.session import Message, Session
+from statifier.virtual import VirtualDriver
+from statifier_oban import Config, DurableTimers
+
+from tests.drivers.agreement import CHARTS, CONTEXT, SESSION, delivered
+
+from .conftest import StartOban
+
+
+def run_virtual(source: str) -> list[tuple[Any, ...]]:
+    driver = VirtualDriver(
+        statifier.compile(source), session_id=SESSION, trace=True, caller_context=CONTEXT
+    )
+    driver.start()
+    driver.advance()
+    assert any(isinstance(effect, fx.Done) for effect in driver.effects)
+    return delivered(driver.effects)
+
+
+@pytest.mark.parametrize("name", sorted(CHARTS))
+async def test_durable_timers_deliver_what_the_virtual_driver_delivers(
+    name: str, start_oban: StartOban, pool: AsyncConnectionPool
+) -> None:
+    oban = await start_oban({"timers": 5})
+    seen: list[fx.Effect] = []
+    scheduled: list[fx.SendDelayed] = []
+
+    def collect(_: str, message: Message) -> None:
+        if isinstance(message, fx.Effect):
+            seen.append(message)
+            if isinstance(message, fx.SendDelayed) and message.target is None:
+                scheduled.append(message)
+
+    session = await Session.start(
+        statifier.compile(CHARTS[name]),
+        session_id=SESSION,
+        trace=True,
+        caller_context=CONTEXT,
+        subscribers=[collect],
+        delayed_sends=DurableTimers(Config(oban=oban, timers_queue="timers")),
+    )
+    try:
+        await asyncio.wait_for(session.wait_halted(), timeout=15)
+    finally:
+        await session.stop()
+    # The comparison only means something if each send to self really went through a job.
+    async with pool.connection() as conn:
+        cursor = await conn.execute(
+            "SELECT args->>'event', state FROM oban_jobs WHERE args->>'scope' = %s ORDER BY id",
+            (SESSION,),
+        )
+        jobs = await cursor.fetchall()
+    assert jobs == [(effect.event, "completed") for effect in scheduled]
+    if name == "caller_context":
+        assert [effect.event for effect in scheduled] == ["tick"]
+    assert delivered(seen) == run_virtual(CHARTS[name])

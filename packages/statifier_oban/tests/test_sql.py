@@ -1,0 +1,132 @@
+"""The SQL loader (``statifier_oban._sql``) and the one cancel statement on a real PostgreSQL."""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+from typing import Any
+
+import pytest
+from psycopg import AsyncClientCursor, AsyncConnection
+from statifier_oban import InvalidPrefix, StatementError, _sql
+from statifier_oban._names import (
+    CHILD_START_WORKER,
+    INVOKE_PENDING_INDEX,
+    INVOKE_WORKER,
+    TIMER_PENDING_INDEX,
+    TIMER_WORKER,
+)
+
+PLACEHOLDER = re.compile(r"\{[a-z_]+\}")
+
+
+def statement_names() -> list[str]:
+    """Every statement shipped in ``statifier_oban/sql``."""
+    folder = resources.files("statifier_oban").joinpath("sql")
+    return sorted(p.name.removesuffix(".sql") for p in folder.iterdir() if p.name.endswith(".sql"))
+
+
+def test_the_statements_are_shipped_as_files() -> None:
+    assert {"insert_timer", "cancel_jobs", "timer_indexes", "invoke_indexes"} <= set(
+        statement_names()
+    )
+
+
+@pytest.mark.parametrize("name", statement_names())
+def test_every_statement_renders_with_nothing_left_to_fill(name: str) -> None:
+    choices = {"worker": TIMER_WORKER, "key": "send_id"} if name == "cancel_jobs" else {}
+    text = _sql.statement(name, "tenant_a", **choices)
+    assert PLACEHOLDER.search(text) is None, text
+    assert "{prefix}" not in text and ("tenant_a." in text or name == "verify_schema")
+    # Rendered once, then cached.
+    assert _sql.statement(name, "tenant_a", **choices) is text
+
+
+def test_the_worker_and_key_of_the_cancel_are_literals() -> None:
+    text = _sql.statement("cancel_jobs", "public", worker=INVOKE_WORKER, key="invoke_id")
+    assert f"worker = '{INVOKE_WORKER}'" in text
+    assert "args->>'invoke_id' = %(value)s" in text
+
+
+@pytest.mark.parametrize(
+    "choices",
+    [
+        {"worker": "someone.else.Worker", "key": "send_id"},
+        {"worker": TIMER_WORKER, "key": "scope"},
+        {"worker": TIMER_WORKER, "key": "send_id", "queue": "timers"},
+    ],
+)
+def test_a_choice_outside_the_allowed_values_is_refused(choices: dict[str, str]) -> None:
+    with pytest.raises(StatementError):
+        _sql.statement("cancel_jobs", "public", **choices)
+
+
+def test_a_statement_that_needs_a_choice_is_refused_without_it() -> None:
+    with pytest.raises(StatementError, match="worker"):
+        _sql.statement("cancel_jobs", "public")
+
+
+@pytest.mark.parametrize("name", ["no_such_statement", "../schema", "Insert_Timer"])
+def test_an_unknown_statement_is_refused(name: str) -> None:
+    with pytest.raises(StatementError):
+        _sql.statement(name, "public")
+
+
+def test_an_unusable_prefix_is_refused() -> None:
+    with pytest.raises(InvalidPrefix):
+        _sql.statement("insert_timer", 'x"; DROP TABLE t; --')
+
+
+# --- the one cancel statement uses the pending indexes, also as a generic plan -------------
+
+
+async def load_rows(conn: AsyncConnection[Any], count: int = 6000) -> None:
+    """Timer, invocation and child start rows across 500 scopes, in mixed states."""
+    await conn.execute(
+        """
+        INSERT INTO oban_jobs (worker, queue, args, state)
+        SELECT (ARRAY[%(timer)s, %(invoke)s, %(child)s])[1 + g %% 3], 'q',
+               jsonb_build_object(
+                   'scope', 'scope-' || (g %% 500), 'ordinal', g,
+                   'send_id', 'send-' || (g %% 7), 'invoke_id', 'inv-' || (g %% 5)),
+               (ARRAY['scheduled', 'available', 'retryable', 'executing', 'completed',
+                      'cancelled', 'discarded'])[1 + g %% 7]::oban_job_state
+        FROM generate_series(1, %(count)s) AS g
+        """,
+        {
+            "timer": TIMER_WORKER,
+            "invoke": INVOKE_WORKER,
+            "child": CHILD_START_WORKER,
+            "count": count,
+        },
+    )
+    await conn.execute("ANALYZE oban_jobs")
+
+
+async def generic_plan(conn: AsyncConnection[Any], name: str, worker: str, key: str) -> str:
+    """EXPLAIN of the library's cancel statement, prepared and forced to a generic plan."""
+    text = _sql.statement("cancel_jobs", "public", worker=worker, key=key)
+    prepared = text.replace("%(scope)s", "$1").replace("%(value)s", "$2")
+    prepared = prepared.replace("%(reason)s", "$3::text")
+    await conn.execute("SET plan_cache_mode = force_generic_plan")
+    await conn.execute(f"PREPARE {name} AS {prepared}".encode())
+    cursor = AsyncClientCursor(conn)
+    await cursor.execute(f"EXPLAIN EXECUTE {name}('scope-3', 'x', 'explain')".encode())
+    return "\n".join(row[0] for row in await cursor.fetchall())
+
+
+@pytest.mark.parametrize(
+    ("worker", "key", "index"),
+    [
+        (TIMER_WORKER, "send_id", TIMER_PENDING_INDEX),
+        (INVOKE_WORKER, "invoke_id", INVOKE_PENDING_INDEX),
+        (CHILD_START_WORKER, "invoke_id", INVOKE_PENDING_INDEX),
+    ],
+)
+async def test_the_cancel_of_every_kind_of_job_is_an_index_scan(
+    database_url: str, worker: str, key: str, index: str
+) -> None:
+    async with await AsyncConnection.connect(database_url, autocommit=True) as conn:
+        await load_rows(conn)
+        plan = await generic_plan(conn, "library_cancel", worker, key)
+    assert index in plan, plan
