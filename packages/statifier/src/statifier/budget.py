@@ -64,18 +64,23 @@ class MacrostepLimits:
             value = getattr(self, name)
             if value is not None and (type(value) is not int or not 1 <= value <= MAX_LIMIT):
                 raise ValueError(f"{name} must be an integer in 1..{MAX_LIMIT} or None")
-        # The meter's starting figures, worked out once: every call of the core starts one.
-        object.__setattr__(
-            self,
-            "meter_start",
-            tuple(
-                _NO_LIMIT if v is None else v
-                for v in (self.steps, self.output_bytes, self.effects, self.internal_events)
-            ),
-        )
+        # The meter's figures, worked out once (every call of the core starts a meter), with
+        # a number never reached standing in for None.
+        for name, value in (
+            ("start_steps", self.steps),
+            ("start_output", self.output_bytes),
+            ("max_effects", self.effects),
+            ("max_queue", self.internal_events),
+            ("cap", self.datamodel_bytes),
+        ):
+            object.__setattr__(self, name, _NO_LIMIT if value is None else value)
 
-    meter_start: tuple[int, int, int, int] = field(init=False, repr=False, compare=False)
-    """(steps, output bytes, effects, internal events) with None as a number never reached."""
+    start_steps: int = field(init=False, repr=False, compare=False)
+    start_output: int = field(init=False, repr=False, compare=False)
+    max_effects: int = field(init=False, repr=False, compare=False)
+    max_queue: int = field(init=False, repr=False, compare=False)
+    cap: int = field(init=False, repr=False, compare=False)
+    """(derived) The limits as numbers, a number never reached standing in for None."""
 
     @property
     def bounded(self) -> bool:
@@ -117,7 +122,8 @@ class Budget:
 
     def __init__(self, limits: MacrostepLimits) -> None:
         self.limits = limits
-        self.steps, self.output = limits.meter_start[:2]
+        self.steps = limits.start_steps
+        self.output = limits.start_output
         self.exhausted = None
 
     def spend(self, units: int) -> None:

@@ -29,6 +29,8 @@ _UNLIMITED = MAX_LIMIT * 4
 _SMALL = 2**64
 """Integers below this in magnitude write out in at most 20 digits."""
 
+_new_budget = object.__new__
+
 _BOUND = "_datamodel_bound"
 """Where a frozen state keeps ``(datamodel, bound)`` for the next call."""
 
@@ -91,11 +93,10 @@ class Run:
         "line",
         "machine",
         "macrostep",
-        "max_effects",
-        "max_queue",
         "max_rounds",
         "microstep",
         "node",
+        "origin",
         "round",
         "routes",
         "running",
@@ -140,12 +141,10 @@ class Run:
     limits: MacrostepLimits
     budget: Budget
     """The meter of this call (one macrostep): every evaluation and node spends it."""
-    max_effects: int
-    max_queue: int
     bound: int | None
+    origin: MachineState | None
+    """The state this call resumed (it may carry the datamodel's size bound)."""
     """An upper bound of the written-out size of the chart's variables (None: not known)."""
-    cap: int
-    """``datamodel_bytes``, or a number never reached."""
     node: ContentNode | None
     """The executable-content node being run (it locates the errors it raises)."""
     line: int | None
@@ -226,19 +225,23 @@ class Run:
         run.in_state = ActiveStates(run)
         run.node = None
         run.line = None
-        run.meter(state.limits)
-        carried = state.__dict__.get(_BOUND)
-        if carried is not None and carried[0] is state.datamodel:
-            run.bound = carried[1]
+        # The budget, inlined from ``meter``: this runs once per event.
+        limits = run.limits = state.limits
+        budget = run.budget = _new_budget(Budget)
+        budget.limits = limits
+        budget.steps = limits.start_steps
+        budget.output = limits.start_output
+        budget.exhausted = None
+        run.bound = None
+        run.origin = state
         return run
 
     def meter(self, limits: MacrostepLimits) -> None:
         """Start this call's budget under ``limits``."""
         self.limits = limits
         self.budget = Budget(limits)
-        _, _, self.max_effects, self.max_queue = limits.meter_start
-        self.cap = _UNLIMITED if limits.datamodel_bytes is None else limits.datamodel_bytes
         self.bound = None
+        self.origin = None
 
     def freeze(self) -> MachineState:
         state = MachineState.__new__(MachineState)
@@ -385,9 +388,9 @@ class Run:
             raise BlockAbort
         if budget.steps < 0:
             self.exhaust("steps")
-        if len(self.effects) >= self.max_effects:
+        if len(self.effects) >= self.limits.max_effects:
             self.exhaust("effects")
-        if len(self.internal_queue) >= self.max_queue:
+        if len(self.internal_queue) >= self.limits.max_queue:
             self.exhaust("internal_events")
 
     def exhaust(self, reason: Reason) -> NoReturn:
@@ -496,8 +499,8 @@ class Run:
             return
         bound = self.bound
         if bound is None:
-            bound = self.bound = self.measure_datamodel(None, None)
-        cap = self.cap
+            bound = self.bound = self.carried_bound()
+        cap = self.limits.cap
         room = cap - bound
         if path and isinstance(path[-1], str):
             room -= len(path[-1]) + 4  # the key, if it is new
@@ -519,10 +522,20 @@ class Run:
         self.budget.steps -= work
         self.bound = cap - room + size
 
+    def carried_bound(self) -> int:
+        """The bound the previous call left on the state it returned, if this call works on
+        that datamodel; else the datamodel measured."""
+        origin = self.origin
+        if origin is not None:
+            carried = origin.__dict__.get(_BOUND)
+            if carried is not None and carried[0] is origin.datamodel:
+                return int(carried[1])
+        return self.measure_datamodel(None, None)
+
     def measure_datamodel(self, skip: str | None, limit: int | None) -> int:
         """The written-out size of the chart's variables (all but ``skip``)."""
         total = 0
-        cap = self.cap if limit is None else limit
+        cap = self.limits.cap if limit is None else limit
         budget = self.budget
         for name, value in self.datamodel.items():
             if name[0] == "_" or name == skip:

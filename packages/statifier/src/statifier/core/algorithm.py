@@ -268,8 +268,8 @@ class Interpreter(ContentExecutor):
                 if (
                     meter.steps < 0
                     or meter.exhausted is not None
-                    or len(self.effects) >= self.max_effects
-                    or len(self.internal_queue) > self.max_queue
+                    or len(self.effects) >= self.limits.max_effects
+                    or len(self.internal_queue) > self.limits.max_queue
                 ):
                     self.budget_exhausted(meter.exhausted or self.overspent())
                     return
@@ -311,7 +311,7 @@ class Interpreter(ContentExecutor):
         """Which per-call budget is over (checked at a round boundary)."""
         if self.budget.steps < 0:
             return "steps"
-        if len(self.effects) >= self.max_effects:
+        if len(self.effects) >= self.limits.max_effects:
             return "effects"
         return "internal_events"
 
@@ -502,6 +502,13 @@ class Interpreter(ContentExecutor):
         """
         order = self.order()
         states = self.states
+        if len(transitions) == 1:
+            # The common case: one run of the sorted configuration, already in order.
+            t = transitions[0]
+            domain = self.get_transition_domain(t) if t.targets else None
+            if domain is None:
+                return []
+            return order[bisect_right(order, domain) : bisect_right(order, states[domain].last)]
         found: set[int] = set()
         for t in transitions:
             if not t.targets:

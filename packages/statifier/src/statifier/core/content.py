@@ -58,6 +58,7 @@ class ContentExecutor(Run):
         per-call budget is exhausted.
         """
         budget = self.budget
+        effects, queue, limits = self.effects, self.internal_queue, self.limits
         for node in nodes:
             self.node = node
             self.line = node.line
@@ -65,8 +66,8 @@ class ContentExecutor(Run):
             if (
                 budget.steps < 0
                 or budget.exhausted is not None
-                or len(self.effects) >= self.max_effects
-                or len(self.internal_queue) >= self.max_queue
+                or len(effects) >= limits.max_effects
+                or len(queue) >= limits.max_queue
             ):
                 self.check_budget()
             _EXECUTORS[type(node)](self, node)
