@@ -82,12 +82,6 @@ class MacrostepLimits:
     cap: int = field(init=False, repr=False, compare=False)
     """(derived) The limits as numbers, a number never reached standing in for None."""
 
-    @property
-    def bounded(self) -> bool:
-        """Whether a call under these limits always ends: steps (which every round and
-        node spends) is bounded."""
-        return self.steps is not None
-
 
 FIELDS: Final = ("steps", "effects", "internal_events", "output_bytes", "datamodel_bytes")
 """The names of ``MacrostepLimits``' fields, in declaration order."""

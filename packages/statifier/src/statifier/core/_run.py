@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Container, Iterable
 from typing import Any, NoReturn, Self
 
-from statifier.budget import MAX_LIMIT, Budget, MacrostepLimits, Reason
+from statifier.budget import Budget, MacrostepLimits, Reason
 from statifier.chart.model import ContentNode, DataNode, Machine, Owner, StateNode, TransitionNode
 from statifier.core import effects as fx
 from statifier.core.events import Event
@@ -23,8 +23,6 @@ from statifier.values import ValueRefused, ValueTooLarge, brief, measure
 
 Effects = list[fx.Effect]
 
-_UNLIMITED = MAX_LIMIT * 4
-"""Stands in for an unbounded count limit: never reached."""
 
 _SMALL = 2**64
 """Integers below this in magnitude write out in at most 20 digits."""
