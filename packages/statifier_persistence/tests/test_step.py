@@ -217,6 +217,7 @@ async def test_a_runaway_chart_fails_and_then_discards_events(executions: Execut
     assert failed.execution.status == "failed"
     assert failed.execution.failure is not None
     assert failed.execution.failure["reason"] == "budget_exhausted"
+    assert failed.execution.failure["exhausted"] == "rounds"
     assert failed.execution.failure["budget"] == 50
     answer = await small.step(execution_id, Event(name="capture"))
     assert isinstance(answer, Discarded)

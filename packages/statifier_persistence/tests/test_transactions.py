@@ -16,6 +16,7 @@ from statifier_persistence import (
     CorruptExecution,
     Executions,
     IdentityMismatch,
+    InvalidArgument,
     Limits,
     PositionTooLarge,
     Stepped,
@@ -316,3 +317,18 @@ async def test_a_position_grown_over_the_bound_rolls_the_step_back(
     execution, state = await small.load(execution_id)
     assert len(state.datamodel["blob"]) < 6000
     assert execution.step_count == 1 + len(state.datamodel["blob"]) // 2000
+
+
+async def test_positions_written_with_a_key_load_only_with_that_key(
+    store: AsyncConnectionPool, executor: TableExecutor
+) -> None:
+    keyed = Executions(store, executor=executor, position_key=b"k" * 32)
+    execution_id = unique()
+    await keyed.create(COUNTER, execution_id=execution_id)
+    assert isinstance(await keyed.step(execution_id, Event(name="work")), Stepped)
+    for other in (None, b"x" * 32):
+        stranger = Executions(store, executor=executor, position_key=other)
+        with pytest.raises(CorruptExecution, match="key|digest"):
+            await stranger.step(execution_id, Event(name="work"))
+    with pytest.raises(InvalidArgument):
+        Executions(store, executor=executor, position_key=b"short")

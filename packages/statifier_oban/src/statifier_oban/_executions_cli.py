@@ -46,6 +46,10 @@ from .schema import OBAN_TABLES
 DEFAULT_TIMERS_QUEUE = "timers"
 """The queue new timers of executions go to unless ``--timers-queue`` says otherwise."""
 
+POSITION_KEY_ENV = "STATIFIER_POSITION_KEY"
+"""The environment variable holding the position key (UTF-8, at least 16 bytes), when the
+host stores its positions with one (``Executions(position_key=...)``)."""
+
 SYSTEM_VARIABLES = frozenset({"_event", "_sessionid", "_name", "_ioprocessors"})
 """Datamodel entries ``show`` leaves out (the SCXML system variables)."""
 
@@ -113,7 +117,16 @@ def executions_for(
         executor = ObanExecutor(config, handlers=handler_classes(args.handler))
     except StatifierObanError as exc:
         raise cli.CommandError(str(exc)) from None
-    return Executions(pool, executor=executor, prefix=prefix)
+    key = os.environ.get(POSITION_KEY_ENV)
+    try:
+        return Executions(
+            pool,
+            executor=executor,
+            prefix=prefix,
+            position_key=key.encode("utf-8") if key else None,
+        )
+    except PersistenceError as exc:
+        raise cli.CommandError(f"${POSITION_KEY_ENV}: {exc}") from None
 
 
 # -- worker -----------------------------------------------------------------------------

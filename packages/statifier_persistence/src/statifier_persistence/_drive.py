@@ -3,7 +3,7 @@
 This is the fourth driver on ``statifier.core.planner`` (after the live session, the
 virtual driver and the durable timer deliveries): it dispatches on the planner's
 instructions and never reads a target string or builds an event itself. What it does
-with each (ADR 0009):
+with each (ADR 12):
 
 * ``Deliver`` to the execution itself (an immediate ``<send>`` with no target): queued,
   then driven as the next macrostep *in the same transaction*, in order, at most
@@ -153,6 +153,7 @@ class Drive:
                 self.status = "failed"
                 self.failure = {
                     "reason": "budget_exhausted",
+                    "exhausted": exhausted.reason,
                     "budget": exhausted.budget,
                     "configuration": list(exhausted.configuration),
                     "pending_internal_events": exhausted.pending_internal_events,

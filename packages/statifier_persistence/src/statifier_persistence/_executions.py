@@ -70,6 +70,9 @@ class _KeyRace(Exception):
     """The step's key was applied by a concurrent step first (see ``Executions.step``)."""
 
 
+MIN_POSITION_KEY_BYTES = 16
+"""The shortest position key ``statifier.core.position`` accepts."""
+
 _NO_POSITION = -1
 """A position bound no position meets: reads that need no position do not transfer it."""
 
@@ -81,6 +84,10 @@ class Executions:
     ``executor`` performs durable effects in each step's transaction (``statifier_oban``
     ships one for oban jobs); ``host`` gets the rest (default ``LoggingHost``). ``prefix``
     is the schema of the tables; ``limits`` bounds what charts, callers and storage control.
+    ``position_key`` (the host's secret, at least 16 bytes) makes every stored position's
+    digest an HMAC only a holder of the key can recompute, so a position written into the
+    table by anyone else is refused (``CorruptExecution``); every process stepping the
+    executions needs the same key.
     """
 
     def __init__(
@@ -91,6 +98,7 @@ class Executions:
         host: HostHook | None = None,
         prefix: str = "public",
         limits: Limits | None = None,
+        position_key: bytes | None = None,
     ) -> None:
         if not isinstance(executor, EffectExecutor):
             raise InvalidArgument(f"executor must implement EffectExecutor, not {executor!r}")
@@ -100,6 +108,13 @@ class Executions:
         self._prefix = check_prefix(prefix)
         self._limits = limits if limits is not None else Limits()
         self._charts = Charts(self._prefix, self._limits)
+        if position_key is not None and (
+            not isinstance(position_key, bytes) or len(position_key) < MIN_POSITION_KEY_BYTES
+        ):
+            raise InvalidArgument(
+                f"position_key must be bytes, at least {MIN_POSITION_KEY_BYTES} of them"
+            )
+        self._position_key = position_key
 
     @property
     def pool(self) -> AsyncConnectionPool[Any] | None:
@@ -424,7 +439,11 @@ class Executions:
         machine = await self._charts.machine(db, execution.chart_identity, execution.id)
         try:
             state = position.loads(
-                blob, machine, invoke_types=self._executor.invoke_types, routes=routes
+                blob,
+                machine,
+                invoke_types=self._executor.invoke_types,
+                routes=routes,
+                key=self._position_key,
             )
         except position.IdentityMismatch as exc:
             raise IdentityMismatch(execution.id, exc.expected, exc.found) from exc
@@ -459,7 +478,7 @@ class Executions:
     ) -> Execution:
         execution_id = drive.execution.id
         try:
-            blob = position.dumps(drive.state)
+            blob = position.dumps(drive.state, key=self._position_key)
         except position.PositionError as exc:
             raise UnstorablePosition(execution_id, str(exc)) from exc
         if len(blob) > self._limits.max_position_bytes:
