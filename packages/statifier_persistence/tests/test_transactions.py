@@ -328,7 +328,7 @@ async def test_positions_written_with_a_key_load_only_with_that_key(
     assert isinstance(await keyed.step(execution_id, Event(name="work")), Stepped)
     for other in (None, b"x" * 32):
         stranger = Executions(store, executor=executor, position_key=other)
-        with pytest.raises(CorruptExecution, match="key|digest"):
+        with pytest.raises(CorruptExecution, match=r"key|digest"):
             await stranger.step(execution_id, Event(name="work"))
     with pytest.raises(InvalidArgument):
         Executions(store, executor=executor, position_key=b"short")
