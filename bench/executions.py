@@ -64,7 +64,7 @@ from statifier_oban.executions import ObanExecutor, execution_config, use
 from statifier_oban.schema import install
 from statifier_persistence import Executions, Stepped
 from statifier_persistence import install as install_persistence
-from worker_processes import WorkerProcesses
+from worker_processes import WorkerProcesses, serve_until_stdin_closes
 
 TARGET = 0.5
 """Ours/raw jobs per second must be at least this (a step with its timer <= 2x a raw job)."""
@@ -127,10 +127,6 @@ PATHS = ("ours", "raw", "bare")
 """The paths of section 1: ours against raw (the goal); bare for context."""
 
 
-async def _stdin_closed() -> None:
-    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.buffer.read)
-
-
 async def serve(url: str, node: str, limit: int) -> None:
     """Worker mode: run both queues, deliver timers into executions, until stdin closes."""
     import statifier_oban.workers  # noqa: F401  (registers TimerWorker)
@@ -143,11 +139,8 @@ async def serve(url: str, node: str, limit: int) -> None:
     )
     use(Executions(pool, executor=ObanExecutor(execution_config(oban, timers_queue=OURS_QUEUE))))
     try:
-        await oban.start()
-        print("ready", flush=True)
-        await _stdin_closed()
+        await serve_until_stdin_closes(oban)
     finally:
-        await oban.stop()
         await pool.close()
 
 

@@ -75,7 +75,7 @@ from statifier_oban._names import INVOKE_WORKER, META_DELIVERY
 from statifier_oban._resolve import path_of
 from statifier_oban.embedded import EmbeddedPostgres
 from statifier_oban.schema import install
-from worker_processes import WorkerProcesses
+from worker_processes import WorkerProcesses, serve_until_stdin_closes
 
 TARGET = 0.7
 """Ours/raw invocations per second must be at least this (our overhead at most 30%)."""
@@ -198,11 +198,6 @@ DELIVERY_PATH = path_of(CountingDelivery)
 RAW_WORKER = worker_name(RawInvoke)
 
 
-async def _stdin_closed() -> None:
-    """Return once the parent closes our stdin (or exits)."""
-    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.buffer.read)
-
-
 async def serve(url: str, node: str, limit: int) -> None:
     """Worker mode: run both queues with ``limit`` slots each until stdin closes."""
     global _answers, _node
@@ -216,11 +211,8 @@ async def serve(url: str, node: str, limit: int) -> None:
     queues: dict[str, int | dict[str, Any]] = {OURS_QUEUE: limit, RAW_QUEUE: limit}
     oban = Oban(pool=pool, name=f"bench_{node}", node=node, queues=queues)
     try:
-        await oban.start()
-        print("ready", flush=True)
-        await _stdin_closed()
+        await serve_until_stdin_closes(oban)
     finally:
-        await oban.stop()
         await pool.close()
         await _answers.close()
 

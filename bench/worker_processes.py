@@ -1,8 +1,9 @@
 """Worker processes for the benchmarks that run oban queues in processes of their own.
 
-A benchmark script starts copies of itself with ``--worker --url URL --node wN --limit N``;
-each prints ``ready`` once its queues run and stops when its stdin closes. The parent reads
-their CPU time from ``/proc`` (Linux), which other load on the machine hardly moves.
+A benchmark script starts copies of itself with ``--worker --url URL --node wN --limit N``
+(:class:`WorkerProcesses`); each runs :func:`serve_until_stdin_closes`: it prints ``ready``
+once its queues run and stops when its stdin closes. The parent reads their CPU time from
+``/proc`` (Linux), which other load on the machine hardly moves.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import asyncio
 import os
 import sys
 from pathlib import Path
+
+from oban import Oban
 
 
 class WorkerStartFailed(RuntimeError):
@@ -74,3 +77,13 @@ class WorkerProcesses:
                 proc.kill()
                 await proc.wait()
         self.procs.clear()
+
+
+async def serve_until_stdin_closes(oban: Oban) -> None:
+    """Worker side: start ``oban``, print ``ready``, stop it once the parent closes stdin."""
+    try:
+        await oban.start()
+        print("ready", flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.buffer.read)
+    finally:
+        await oban.stop()
