@@ -1,6 +1,6 @@
 """Download the W3C SCXML 1.0 IRP test suite into a folder the W3C tests can read.
 
-    uv run python tools/w3c/fetch_corpus.py [DEST] [--base-url URL]
+    uv run python -m tools.w3c.fetch_corpus [DEST] [--base-url URL]
 
 It reads the IRP ``manifest.xml`` from the W3C site, then fetches every document the
 manifest names (start documents, sub-documents and data files) and stores each under its
@@ -22,9 +22,6 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import TextIO
-
-if __package__ in (None, ""):  # run as a script: make ``tools.w3c`` importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tools.w3c.corpus import corpus_dir
 from tools.w3c.manifest import parse_manifest

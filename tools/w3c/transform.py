@@ -84,7 +84,7 @@ stores values as JSON copies (ADR 10): ``VarEqVarStruct`` and the ``==`` form of
 object with another or with a system variable), and ``varPrefix`` is written as
 ``String(VarB).indexOf(String(VarA))===0``.
 
-Command line: ``python tools/w3c/transform.py OUT_DIR`` writes ``testNNN.scxml`` for every
+Command line: ``python -m tools.w3c.transform OUT_DIR`` writes ``testNNN.scxml`` for every
 ``testNNN.txml`` in the corpus (sub-documents included) and copies the corpus's ``.txt``
 data files next to them, so that the relative ``file:`` references resolve inside OUT_DIR.
 """
@@ -834,7 +834,10 @@ def transform_file(path: Path, profile: str = DATAMODEL) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """CLI: ``transform.py OUT_DIR [--corpus DIR]``; write ``testNNN.scxml`` for every template."""
+    """CLI: ``python -m tools.w3c.transform OUT_DIR [--corpus DIR]``.
+
+    Writes ``testNNN.scxml`` for every template.
+    """
     import argparse
     import shutil
 
@@ -861,7 +864,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    if __package__ in (None, ""):
-        # Run as a script: make the repository root importable for ``tools.w3c``.
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     sys.exit(main())

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-import queue
 import signal
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -27,6 +25,8 @@ from oban import Oban
 from statifier.core.effects import Cancel, SendDelayed
 from statifier_oban import Config, _timer, cli
 from statifier_oban._names import TIMER_WORKER
+
+from oban_support.processes import Lines
 
 UNREACHABLE = "postgresql://nobody@/x?host=/nonexistent-statifier-socket-dir&password=hunter2"
 
@@ -144,45 +144,6 @@ def test_pending_needs_a_scope(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 # -- worker ------------------------------------------------------------------------------------
-
-
-class Lines:
-    """The stdout of a subprocess, line by line, readable with a deadline."""
-
-    def __init__(self, process: subprocess.Popen[str]) -> None:
-        self.seen: list[str] = []
-        self._queue: queue.Queue[str | None] = queue.Queue()
-        self._thread = threading.Thread(target=self._pump, args=(process,), daemon=True)
-        self._thread.start()
-
-    def _pump(self, process: subprocess.Popen[str]) -> None:
-        assert process.stdout is not None
-        for line in process.stdout:
-            self._queue.put(line.rstrip("\n"))
-        self._queue.put(None)
-
-    def wait_for(self, text: str, timeout: float = 20.0) -> str:
-        """The first (new) line containing ``text``; fails after ``timeout`` or at EOF."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                line = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                raise AssertionError(f"no line with {text!r} in {timeout} s: {self.seen}") from None
-            if line is None:
-                raise AssertionError(f"output ended without {text!r}: {self.seen}")
-            self.seen.append(line)
-            if text in line:
-                return line
-
-    def rest(self, timeout: float = 10.0) -> list[str]:
-        """Every remaining line until EOF."""
-        self._thread.join(timeout)
-        while not self._queue.empty():
-            line = self._queue.get()
-            if line is not None:
-                self.seen.append(line)
-        return self.seen
 
 
 def wait_for_job(url: str, job_id: int, states: set[str], timeout: float = 20.0) -> str:

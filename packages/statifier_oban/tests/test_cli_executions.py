@@ -24,12 +24,8 @@ from statifier_oban import cli
 from statifier_oban.executions import ObanExecutor, execution_config
 from statifier_persistence import Executions
 
-TESTS_DIR = str(Path(__file__).resolve().parent)
-if TESTS_DIR not in sys.path:
-    sys.path.append(TESTS_DIR)
-
-from support_common import wait_until  # noqa: E402
-from test_cli_commands import Lines  # noqa: E402
+from oban_support.common import wait_until
+from oban_support.processes import Lines
 
 CARD = statifier.compile(
     """<scxml xmlns="http://www.w3.org/2005/07/scxml" name="card" initial="authorized">

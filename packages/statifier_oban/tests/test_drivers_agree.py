@@ -19,9 +19,8 @@ from statifier.runtime.session import Message, Session
 from statifier.virtual import VirtualDriver
 from statifier_oban import Config, DurableTimers
 
+from oban_support.common import StartOban
 from tests.drivers.agreement import CHARTS, CONTEXT, SESSION, delivered
-
-from .conftest import StartOban
 
 
 def run_virtual(source: str) -> list[tuple[Any, ...]]:

@@ -23,9 +23,11 @@ EXAMPLES = ROOT / "examples"
 
 
 def example(name: str) -> ModuleType:
-    """The example module ``name``, imported the way it imports itself when run."""
-    if str(EXAMPLES) not in sys.path:
-        sys.path.insert(0, str(EXAMPLES))
+    """The example module ``name``, by the name it has when run as a script.
+
+    ``examples`` is on pytest's ``pythonpath`` (a script's own directory comes first on its
+    ``sys.path``), so the examples import each other here as they do when run.
+    """
     return importlib.import_module(name)
 
 

@@ -3,7 +3,7 @@
 Spec 2.11-2.13, acceptance items 28 and 29. Invocations are stored with the real
 ``_invocation.enqueue`` and run by a server-mode Oban on PostgreSQL; the handler
 (``FanOutFromParams``) fans out over whatever ``params["items"]`` holds, the child starter
-and the invoke delivery record what they receive (``support_fanout_seams``). Checks that
+and the invoke delivery record what they receive (``oban_support.fanout_seams``). Checks that
 need no worker call ``_fan_out.start`` directly and leave the rows pending on a queue nobody
 runs.
 """
@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-import sys
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,12 +30,8 @@ from statifier_oban.telemetry import (
     INVOKE_UNSTARTED_CANCELLED,
 )
 
-TESTS_DIR = str(Path(__file__).resolve().parent)
-if TESTS_DIR not in sys.path:  # see support_fanout_rig: makes support_* importable by workers
-    sys.path.append(TESTS_DIR)
-
-import support_fanout_seams as seams  # noqa: E402
-from support_common import (  # noqa: E402
+import oban_support.fanout_seams as seams
+from oban_support.common import (
     SETTLED,
     Captured,
     JobRow,
@@ -45,8 +39,8 @@ from support_common import (  # noqa: E402
     database_fixture,
     wait_until,
 )
-from support_fanout_rig import Rig, make_invoke, parent_args  # noqa: E402
-from support_fanout_seams import Answer, FanOutFromParams, StartCall  # noqa: E402
+from oban_support.fanout_rig import Rig, make_invoke, parent_args
+from oban_support.fanout_seams import Answer, FanOutFromParams, StartCall
 
 fanout_database = database_fixture("fanout_database")
 
@@ -573,7 +567,7 @@ DROP: Any = object()
     "meta",
     [
         {},
-        {"child_starter": "support_fanout_seams:NoSuchStarter"},
+        {"child_starter": "oban_support.fanout_seams:NoSuchStarter"},
         {"child_starter": "no_such_module_for_fan_out:Starter"},
         {"child_starter": seams.NOT_A_STARTER_PATH},
         {"child_starter": "not a path"},

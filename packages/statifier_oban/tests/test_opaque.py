@@ -20,7 +20,13 @@ from statifier_oban._errors import CodecFailed, OpaqueValueError, UndecodableRow
 from statifier_oban._opaque import decode_field, encode_field
 from statifier_oban._timer import cancel_timers, schedule
 
-from .effects_factory import all_jobs, cancel_effect, make_config, raw_args, send_delayed
+from oban_support.effects_factory import (
+    all_jobs,
+    cancel_effect,
+    make_config,
+    raw_args,
+    send_delayed,
+)
 
 SCOPE = "session-1"
 VALUE: Any = {"z": [0.1, -0.0, 2**70], "a": "é🎉", "n": None, "t": True}

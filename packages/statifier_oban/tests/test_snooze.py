@@ -7,8 +7,6 @@ Runs on a real queue; "later" is brought forward by moving ``scheduled_at`` to n
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 from statifier.core.effects import SendDelayed
@@ -16,11 +14,7 @@ from statifier_oban import Snoozed, _timer, pending_for
 from statifier_oban.delivery import SessionDelivery
 from statifier_oban.telemetry import TIMER_DISCARDED, TIMER_FIRED, TIMER_SCHEDULED
 
-TESTS_DIR = str(Path(__file__).resolve().parent)
-if TESTS_DIR not in sys.path:  # see support_harness: makes support_* importable by the worker
-    sys.path.append(TESTS_DIR)
-
-from support_common import (  # noqa: E402
+from oban_support.common import (
     JobRow,
     Sessions,
     capture_telemetry,
@@ -31,8 +25,8 @@ from support_common import (  # noqa: E402
     wait_for_state,
     wait_until,
 )
-from support_deliveries import CALLS, SCRIPTS, ScriptedDelivery  # noqa: E402
-from support_harness import (  # noqa: E402
+from oban_support.deliveries import CALLS, SCRIPTS, ScriptedDelivery
+from oban_support.harness import (
     Server,
     cancel_effect,
     scope_fixture,

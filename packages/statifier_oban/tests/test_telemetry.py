@@ -25,7 +25,7 @@ from statifier_oban._errors import (
 )
 from statifier_oban._timer import cancel_timers, schedule, schedule_many
 
-from .effects_factory import (
+from oban_support.effects_factory import (
     all_jobs,
     cancel_effect,
     make_config,

@@ -21,7 +21,7 @@ from statifier_oban import _timer_args
 from statifier_oban._errors import UndecodableRow
 from statifier_oban._timer import schedule, schedule_many
 
-from .effects_factory import ARGS_KEYS, make_config, raw_args, send_delayed
+from oban_support.effects_factory import ARGS_KEYS, make_config, raw_args, send_delayed
 
 SCOPE = "session-1"
 

@@ -24,7 +24,7 @@ from statifier_oban._errors import (
 from statifier_oban._names import TIMER_WORKER
 from statifier_oban._timer import TimerJob, schedule, schedule_many
 
-from .effects_factory import (
+from oban_support.effects_factory import (
     ARGS_KEYS,
     TIMERS_QUEUE,
     all_jobs,

@@ -18,7 +18,8 @@ from statifier_persistence import (
     Stepped,
     live_answer,
 )
-from support_persistence import (
+
+from persistence_support.common import (
     InjectedFailure,
     OutboxHost,
     TableExecutor,

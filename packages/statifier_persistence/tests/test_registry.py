@@ -21,7 +21,8 @@ from statifier_persistence import (
     verify,
 )
 from statifier_persistence._charts import MachineCache
-from support_persistence import NS, TableExecutor, chart, unique
+
+from persistence_support.common import NS, TableExecutor, chart, unique
 
 WITH_SRC = f"""<scxml {NS} name="with_src" initial="s">
   <datamodel><data id="limits" src="limits.json"/></datamodel>

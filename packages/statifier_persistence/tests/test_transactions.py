@@ -21,7 +21,8 @@ from statifier_persistence import (
     PositionTooLarge,
     Stepped,
 )
-from support_persistence import (
+
+from persistence_support.common import (
     InjectedFailure,
     TableExecutor,
     chart,

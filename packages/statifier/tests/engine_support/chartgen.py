@@ -1,4 +1,4 @@
-"""Hypothesis strategies for small random SCXML charts (a test helper, not a test module).
+"""Hypothesis strategies for small random SCXML charts.
 
 A chart has at most ``MAX_STATES`` states (history pseudo-states not counted), nested at most
 ``MAX_DEPTH`` levels below the root: compound, parallel, atomic and final states, shallow and
