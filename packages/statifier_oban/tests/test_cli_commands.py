@@ -132,7 +132,8 @@ def test_pending_without_the_schema_says_to_install_it(
     assert cli.main(["pending", "--database-url", url, "some_scope"]) == 1
 
     err = capsys.readouterr().err
-    assert "lacks oban_jobs" in err and "statifier-oban install" in err
+    assert "lacks oban_jobs" in err
+    assert "statifier-oban install" in err
     assert err.count("\n") == 1
 
 
@@ -175,7 +176,7 @@ async def test_worker_fires_a_due_timer_through_a_host_module_and_stops_on_sigte
     job = await _timer.schedule(config, due, send_delayed(1, 0))
     later = await _timer.schedule(config, scope("later"), send_delayed(1, 3_600_000))
 
-    process = subprocess.Popen(
+    process = subprocess.Popen(  # noqa: S603 - this interpreter, fixed arguments, no shell
         [
             sys.executable,
             "-m",
@@ -243,7 +244,8 @@ def test_worker_on_an_unreachable_database_is_status_1(capsys: pytest.CaptureFix
 
     err = capsys.readouterr().err
     assert err.startswith("statifier-oban worker: error: cannot connect to ")
-    assert err.count("\n") == 1 and "hunter2" not in err
+    assert err.count("\n") == 1
+    assert "hunter2" not in err
 
 
 @pytest.mark.parametrize("queue_option", ["timers", "timers=0", "=3", "timers=x"])

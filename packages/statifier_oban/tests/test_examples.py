@@ -110,7 +110,7 @@ def test_an_example_whose_outcome_does_not_hold_exits_1(
 
 @pytest.mark.parametrize("name", ["capture", "report_deadline", "overdue_notice"])
 def test_an_example_runs_as_a_script(name: str, database_url: str) -> None:
-    done = subprocess.run(
+    done = subprocess.run(  # noqa: S603 - this interpreter, fixed arguments, no shell
         [sys.executable, str(EXAMPLES / f"{name}.py"), "--database-url", database_url],
         cwd=ROOT,
         capture_output=True,
@@ -125,7 +125,7 @@ def test_an_example_runs_as_a_script(name: str, database_url: str) -> None:
 
 
 def test_an_example_starts_its_own_embedded_server_without_a_database_url() -> None:
-    done = subprocess.run(
+    done = subprocess.run(  # noqa: S603 - this interpreter, fixed arguments, no shell
         [sys.executable, str(EXAMPLES / "overdue_notice.py")],
         cwd=ROOT,
         capture_output=True,

@@ -233,7 +233,8 @@ async def test_an_invocation_answers_into_the_execution(rig: Rig) -> None:
 
 
 async def test_a_late_answer_of_an_invocation_no_longer_live_is_discarded(rig: Rig) -> None:
-    assert GatedHandler.gate is not None and GatedHandler.started is not None
+    assert GatedHandler.gate is not None
+    assert GatedHandler.started is not None
     execution_id = unique("exe")
     await rig.executions.create(GATED, execution_id=execution_id)
     await wait_until(GatedHandler.started.is_set, timeout=10, what="the handler running")
@@ -251,7 +252,8 @@ async def test_a_late_answer_of_an_invocation_no_longer_live_is_discarded(rig: R
 
 
 async def test_an_answer_into_a_parked_execution_is_snoozed_until_unparked(rig: Rig) -> None:
-    assert GatedHandler.gate is not None and GatedHandler.started is not None
+    assert GatedHandler.gate is not None
+    assert GatedHandler.started is not None
     execution_id = unique("exe")
     await rig.executions.create(GATED, execution_id=execution_id)
     await wait_until(GatedHandler.started.is_set, timeout=10, what="the handler running")

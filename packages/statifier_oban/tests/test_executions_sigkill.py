@@ -162,7 +162,7 @@ async def _check(
         assert (state.datamodel["count"], state.datamodel["armed"]) == (limit, limit), execution_id
         assert execution.step_count == 1 + limit, execution_id
     async with pool.connection() as conn:
-        jobs = dict(
+        jobs: dict[str, int] = dict(
             await (
                 await conn.execute(
                     "SELECT state::text, count(*) FROM oban_jobs WHERE worker = %s GROUP BY 1",
@@ -176,7 +176,7 @@ async def _check(
                 " ON k.key = 'job:' || j.id AND (j.args->>'scope') = k.execution_id"
             )
         ).fetchone()
-        outcomes = dict(
+        outcomes: dict[str, int] = dict(
             await (
                 await conn.execute("SELECT outcome, count(*) FROM exec_raw GROUP BY 1")
             ).fetchall()
@@ -197,8 +197,10 @@ async def _check(
     raw = sum(count for _, count in per_job)
     duplicates = outcomes.get("already_applied", 0)
     assert raw == TOTAL + duplicates
-    assert rescued is not None and rescued[0] >= stranded
-    assert by_pid is not None and by_pid[0] >= 3
+    assert rescued is not None
+    assert rescued[0] >= stranded
+    assert by_pid is not None
+    assert by_pid[0] >= 3
     return {
         "executions": EXECUTIONS,
         "timers": TOTAL,

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from statifier_oban import _fan_out, _invocation
-from statifier_oban._errors import InvalidScope
-from statifier_oban._fan_out import FanOutError, Refused
+from statifier_oban._errors import FanOutError, InvalidScope
+from statifier_oban._fan_out import Refused
 from statifier_oban._names import CHILD_START_WORKER, INVOKE_WORKER
 from statifier_oban.telemetry import (
     EVENT_KEYS,
@@ -195,7 +195,8 @@ async def test_a_replay_stores_only_the_missing_indices(rig: Rig) -> None:
 
     after = {row.index: row.id for row in await rig.rows(scope)}
     assert sorted(after) == [0, 1, 2]
-    assert after[0] == before[0] and after[2] == before[2]
+    assert after[0] == before[0]
+    assert after[2] == before[2]
     assert after[1] != before[1]
 
 
@@ -321,7 +322,8 @@ async def test_a_non_list_fails_the_invocation_without_echoing_the_value(rig: Ri
     assert parent.state == "cancelled"
     [answer] = answers(scope)
     assert (answer.kind, answer.reason, answer.attempts) == ("failed", "fan_out_refused", 1)
-    assert answer.detail is not None and "invalid_items" in answer.detail
+    assert answer.detail is not None
+    assert "invalid_items" in answer.detail
     assert "secret" not in answer.detail
     [failed] = assert_keys(seen, INVOKE_FAILED, scope)
     assert "secret" not in failed["detail"]
@@ -399,7 +401,8 @@ async def test_an_invalid_policy_fails_the_invocation_rather_than_defaulting(rig
     assert parent.state == "cancelled"
     [answer] = answers(scope)
     assert (answer.kind, answer.reason, answer.attempts) == ("failed", "fan_out_refused", 1)
-    assert answer.detail is not None and "invalid_policy" in answer.detail
+    assert answer.detail is not None
+    assert "invalid_policy" in answer.detail
     assert await rig.rows(scope) == []
 
 

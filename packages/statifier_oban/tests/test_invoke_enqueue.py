@@ -188,8 +188,10 @@ async def test_a_later_macrostep_gets_a_new_job_and_other_scopes_are_separate(
         config, handlers.CaptureHandler, unique("other"), invoke_effect(macrostep=1)
     )
 
-    assert reentry[1] is False and reentry[0] != first
-    assert elsewhere[1] is False and elsewhere[0] not in (first, reentry[0])
+    assert reentry[1] is False
+    assert reentry[0] != first
+    assert elsewhere[1] is False
+    assert elsewhere[0] not in (first, reentry[0])
     assert len(await invoke_rows(env.pool, scope)) == 2
 
 
@@ -334,10 +336,12 @@ async def test_params_content_and_caller_context_go_through_the_codec(env: Invok
         ("caller_context", effect.caller_context),
     ]:
         stored = row.args[field]
-        assert set(stored) == {"codec", "b64"} and stored["codec"] == codec
+        assert set(stored) == {"codec", "b64"}
+        assert stored["codec"] == codec
         assert "tok_visa" not in stored["b64"]
         assert json.loads(decoded_text(stored)) == value
-    assert row.args["scope"] == scope and row.args["invoke_id"] == "capture"  # never encoded
+    assert row.args["scope"] == scope
+    assert row.args["invoke_id"] == "capture"
     assert _invoke_args.decode(row.args).invoke == effect
 
 

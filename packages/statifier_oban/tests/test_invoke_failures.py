@@ -164,10 +164,11 @@ async def test_an_error_retries_silently_until_the_last_attempt_then_delivers_on
         assert (row.state, row.attempt) == ("retryable", attempt)
         assert deliveries.calls_for(scope) == []
         await run_now(env.pool, job_id)  # skip oban's backoff
-        await wait_until(
-            lambda attempt=attempt: len(handlers.runs_for(scope)) > attempt,
-            what=f"attempt {attempt + 1}",
-        )
+
+        def ran_again(attempt: int = attempt) -> bool:
+            return len(handlers.runs_for(scope)) > attempt
+
+        await wait_until(ran_again, what=f"attempt {attempt + 1}")
     row = await wait_for_state(env.pool, job_id, "discarded")
 
     assert row.attempt == 3

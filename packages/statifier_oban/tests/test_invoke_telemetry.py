@@ -133,7 +133,8 @@ class Clock:
         """``meta`` has exactly ``name``'s keys, a fresh ``system_time`` and ``expected``."""
         assert set(meta) == EXPECTED_KEYS[name], f"{name} keys"
         stamp = meta["system_time"]
-        assert isinstance(stamp, int) and self.start <= stamp <= time.time_ns()
+        assert isinstance(stamp, int)
+        assert self.start <= stamp <= time.time_ns()
         assert {key: value for key, value in meta.items() if key != "system_time"} == expected
 
 

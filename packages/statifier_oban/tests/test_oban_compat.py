@@ -25,8 +25,9 @@ def test_only_the_compat_module_imports_or_reads_oban_internals() -> None:
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("oban"):
+                module = node.module or ""
                 names = [alias.name for alias in node.names]
-                if node.module.startswith("oban._") or any(n.startswith("_") for n in names):
+                if module.startswith("oban._") or any(n.startswith("_") for n in names):
                     offenders.append(f"{path.name}: from {node.module} import {names}")
             if isinstance(node, ast.Import) and any(
                 a.name.startswith("oban._") for a in node.names

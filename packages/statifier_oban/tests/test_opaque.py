@@ -165,7 +165,8 @@ def test_a_nondeterministic_codec_round_trips_exactly() -> None:
     second = encode_field("data", VALUE, path(NonceCodec))
 
     assert first != second
-    assert first is not None and first["codec"] == path(NonceCodec)
+    assert first is not None
+    assert first["codec"] == path(NonceCodec)
     for stored in (first, second):
         decoded = decode_field("data", stored)
         assert json.dumps(decoded, ensure_ascii=False, separators=(",", ":")) == VALUE_TEXT

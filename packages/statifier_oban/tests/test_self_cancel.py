@@ -77,7 +77,8 @@ class SelfCancelling:
     async def deliver(self, scope: str, effect: fx.SendDelayed) -> Any:
         """Cancel the send id while this very job is executing, then report delivered."""
         job = current_job()
-        assert job is not None and job.id is not None
+        assert job is not None
+        assert job.id is not None
         self.states_during.append((await job_row(self.server.pool, job.id)).state)
         cancel = cancel_effect(effect.send_id)
         self.counts.append(await _timer.cancel_timers(self.config, scope, cancel))

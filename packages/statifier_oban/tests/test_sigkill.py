@@ -110,7 +110,7 @@ async def test_a_sigkilled_worker_loses_no_timer_and_each_is_delivered_at_least_
                 "GROUP BY scope, ordinal"
             )
         ).fetchall()
-        states = dict(
+        states: dict[str, int] = dict(
             await (
                 await conn.execute(
                     "SELECT state::text, count(*) FROM oban_jobs "
@@ -126,7 +126,7 @@ async def test_a_sigkilled_worker_loses_no_timer_and_each_is_delivered_at_least_
                 [TIMER_WORKER, workers.queue],
             )
         ).fetchone()
-        by_pid = dict(
+        by_pid: dict[int, int] = dict(
             await (
                 await conn.execute("SELECT pid, count(*) FROM sigkill_raw GROUP BY pid")
             ).fetchall()
@@ -141,7 +141,8 @@ async def test_a_sigkilled_worker_loses_no_timer_and_each_is_delivered_at_least_
     duplicates = raw_total - TOTAL
     redelivered = sum(1 for _, _, count, _ in per_timer if count > 1)
     assert duplicates >= 0
-    assert rescued is not None and rescued[0] >= stranded  # the stranded jobs were rescued
+    assert rescued is not None
+    assert rescued[0] >= stranded
     assert set(by_pid) <= {process_a.pid, process_b.pid}
     assert by_pid.get(process_b.pid, 0) >= TOTAL - at_kill  # B finished the stream
 

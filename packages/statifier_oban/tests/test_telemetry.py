@@ -35,7 +35,7 @@ from oban_support.effects_factory import (
 )
 
 SCOPE = "session-1"
-SECRET = "do-not-emit-this-secret"
+SECRET = "do-not-emit-this-secret"  # noqa: S105 - bait the test checks never leaks
 SCHEDULED = "statifier_oban.timer.scheduled"
 REJECTED = "statifier_oban.timer.schedule_rejected"
 CANCELLED = "statifier_oban.timer.cancelled"

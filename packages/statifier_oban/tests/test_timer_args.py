@@ -228,7 +228,9 @@ async def test_effects_round_trip_exactly_through_the_job_row(
 
 
 def good_args() -> dict[str, Any]:
-    return through_json(_timer_args.encode(SCOPE, send_delayed(data={"n": 1}), None))
+    encoded = _timer_args.encode(SCOPE, send_delayed(data={"n": 1}), None)
+    args: dict[str, Any] = through_json(encoded)
+    return args
 
 
 def test_good_args_decode() -> None:

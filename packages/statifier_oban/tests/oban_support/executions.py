@@ -57,7 +57,8 @@ class GatedHandler(_Configured, InvokeHandler):
 
     async def run(self, invoke: Invoke) -> Any:
         """See the class docstring."""
-        assert GatedHandler.gate is not None and GatedHandler.started is not None
+        assert GatedHandler.gate is not None
+        assert GatedHandler.started is not None
         GatedHandler.started.set()
         await GatedHandler.gate.wait()
         return Ok("late")

@@ -49,7 +49,7 @@ class WorkerProcesses:
         name = f"proc_{label}_{uuid.uuid4().hex[:8]}"
         node = f"{name}.node"
         with (self.logs / f"{label}.log").open("wb") as log:
-            process = subprocess.Popen(
+            process = subprocess.Popen(  # noqa: S603 - this interpreter, fixed arguments, no shell
                 [sys.executable, "-m", self.module, self.conninfo, name, node, self.queue],
                 env=self.env,
                 stdin=subprocess.DEVNULL,
