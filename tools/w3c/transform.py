@@ -99,6 +99,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from defusedxml import ElementTree as DefusedET
+
 __all__ = [
     "CONF_ATTRIBUTES",
     "CONF_ELEMENTS",
@@ -819,7 +821,7 @@ def transform(txml: str, profile: str = DATAMODEL) -> str:
 def render_with(txml: str, attributes: AttributeTable, elements: ElementTable) -> str:
     """Render a template with the given rendering tables (one datamodel profile's)."""
     builder = _Builder()
-    parser = ET.XMLParser(target=builder)
+    parser = DefusedET.XMLParser(target=builder)  # templates come off the network
     parser.feed(txml)
     root = parser.close()
     if isinstance(root.tag, str) and root.tag.startswith(_CONF):
