@@ -56,7 +56,7 @@ from typing import Any, Final, NoReturn, cast, get_args
 
 from statifier.budget import DEFAULT_LIMITS, MAX_LIMIT, MacrostepLimits
 from statifier.budget import FIELDS as LIMIT_FIELDS
-from statifier.chart.model import Machine, StateNode
+from statifier.chart.model import Machine
 from statifier.core._legal import configuration_problem, history_problem
 from statifier.core.events import MAX_NAME_LENGTH, Event, EventType
 from statifier.core.state import MachineState
@@ -552,7 +552,7 @@ def _decode_event(obj: Any, where: str) -> Event:
     )
 
 
-def _decode_state(
+def _decode_state(  # noqa: C901 - every field of the payload, checked in turn
     obj: Any,
     machine: Machine,
     invoke_types: frozenset[str] | None,
@@ -590,8 +590,42 @@ def _decode_state(
     if running and not set(states_to_invoke) <= set(configuration):
         _corrupt("states_to_invoke lists a state that is not active")
 
-    history = _decode_history(payload["history"], states)
-    invocations = _decode_invocations(payload["invocations"], states, set(configuration))
+    history: dict[int, tuple[int, ...]] = {}
+    history_keys: list[int] = []
+    for i, pair in enumerate(_list(payload["history"], "history")):
+        where = f"history[{i}]"
+        if not isinstance(pair, list) or len(pair) != 2:
+            _corrupt(f"{where} is not a [history_state, [states...]] pair")
+        key = _index(pair[0], count, f"{where}[0]")
+        if states[key].kind != "history":
+            _corrupt(f"{where}[0] = {key} is not a history state")
+        history_keys.append(key)
+        recorded = tuple(_indexes(pair[1], count, f"{where}[1]"))
+        _problem(history_problem(states, key, recorded), where)
+        history[key] = recorded
+    _ascending(history_keys, "history")
+
+    invocations: dict[tuple[int, int], str] = {}
+    invocation_keys: list[tuple[int, int]] = []
+    active = set(configuration)
+    for i, triple in enumerate(_list(payload["invocations"], "invocations")):
+        where = f"invocations[{i}]"
+        if not isinstance(triple, list) or len(triple) != 3:
+            _corrupt(f"{where} is not a [state, invoke_index, invoke_id] triple")
+        s = _index(triple[0], count, f"{where}[0]")
+        n = triple[1]
+        if type(n) is not int or not 0 <= n < len(states[s].invokes):
+            _corrupt(f"{where}[1] = {brief(n)} is not an invoke index of state {states[s].id!r}")
+        if s not in active:
+            _corrupt(f"{where}: state {states[s].id!r} is not active")
+        invocation_keys.append((s, n))
+        invoke_id = _text(triple[2], f"{where}[2]")
+        if not invoke_id:
+            _corrupt(f"{where}[2] is an empty invoke id")
+        invocations[(s, n)] = invoke_id
+    _ascending(invocation_keys, "invocations")
+    if len(set(invocations.values())) != len(invocations):
+        _corrupt("two live invocations share an invoke id")
 
     limits = _decode_limits(payload["limits"], max_limits)
     rounds = payload["max_macrostep_rounds"]
@@ -600,7 +634,11 @@ def _decode_state(
             f"max_macrostep_rounds is {brief(rounds)}, not an integer in 1..{MAX_LIMIT} or null"
         )
 
-    queue = _decode_queue(payload["internal_queue"], limits)
+    events = _list(payload["internal_queue"], "internal_queue")
+    queue_limit = MAX_QUEUE if limits.internal_events is None else limits.internal_events
+    if len(events) > queue_limit + _QUEUE_SLACK:
+        _corrupt(f"the internal queue holds {len(events)} events (the limit is {queue_limit})")
+    queue = tuple(_decode_event(event, f"internal_queue[{i}]") for i, event in enumerate(events))
 
     datamodel = payload["datamodel"]
     if not isinstance(datamodel, dict):
@@ -638,63 +676,6 @@ def _decode_state(
         routes=routes,
         limits=limits,
     )
-
-
-def _decode_history(obj: Any, states: tuple[StateNode, ...]) -> dict[int, tuple[int, ...]]:
-    """The recorded history: ``[history_state, [states...]]`` pairs, ascending by state."""
-    count = len(states)
-    history: dict[int, tuple[int, ...]] = {}
-    history_keys: list[int] = []
-    for i, pair in enumerate(_list(obj, "history")):
-        where = f"history[{i}]"
-        if not isinstance(pair, list) or len(pair) != 2:
-            _corrupt(f"{where} is not a [history_state, [states...]] pair")
-        key = _index(pair[0], count, f"{where}[0]")
-        if states[key].kind != "history":
-            _corrupt(f"{where}[0] = {key} is not a history state")
-        history_keys.append(key)
-        recorded = tuple(_indexes(pair[1], count, f"{where}[1]"))
-        _problem(history_problem(states, key, recorded), where)
-        history[key] = recorded
-    _ascending(history_keys, "history")
-    return history
-
-
-def _decode_invocations(
-    obj: Any, states: tuple[StateNode, ...], active: set[int]
-) -> dict[tuple[int, int], str]:
-    """The live invocations: ``[state, invoke_index, invoke_id]`` triples of active states."""
-    count = len(states)
-    invocations: dict[tuple[int, int], str] = {}
-    invocation_keys: list[tuple[int, int]] = []
-    for i, triple in enumerate(_list(obj, "invocations")):
-        where = f"invocations[{i}]"
-        if not isinstance(triple, list) or len(triple) != 3:
-            _corrupt(f"{where} is not a [state, invoke_index, invoke_id] triple")
-        s = _index(triple[0], count, f"{where}[0]")
-        n = triple[1]
-        if type(n) is not int or not 0 <= n < len(states[s].invokes):
-            _corrupt(f"{where}[1] = {brief(n)} is not an invoke index of state {states[s].id!r}")
-        if s not in active:
-            _corrupt(f"{where}: state {states[s].id!r} is not active")
-        invocation_keys.append((s, n))
-        invoke_id = _text(triple[2], f"{where}[2]")
-        if not invoke_id:
-            _corrupt(f"{where}[2] is an empty invoke id")
-        invocations[(s, n)] = invoke_id
-    _ascending(invocation_keys, "invocations")
-    if len(set(invocations.values())) != len(invocations):
-        _corrupt("two live invocations share an invoke id")
-    return invocations
-
-
-def _decode_queue(obj: Any, limits: MacrostepLimits) -> tuple[Event, ...]:
-    """The internal queue, no longer than the stored budget allows (plus ``_QUEUE_SLACK``)."""
-    events = _list(obj, "internal_queue")
-    queue_limit = MAX_QUEUE if limits.internal_events is None else limits.internal_events
-    if len(events) > queue_limit + _QUEUE_SLACK:
-        _corrupt(f"the internal queue holds {len(events)} events (the limit is {queue_limit})")
-    return tuple(_decode_event(event, f"internal_queue[{i}]") for i, event in enumerate(events))
 
 
 _QUEUE_SLACK: Final = 64

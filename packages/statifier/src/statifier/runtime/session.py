@@ -91,12 +91,12 @@ class DelayedSends(Protocol):
 StepListener = Callable[["Session"], Awaitable[None] | None]
 
 
-class ResumeError(StatifierError):
-    """A position cannot be resumed (finished, not quiescent, or conflicting options)."""
-
-
 class SessionNotStarted(StatifierError):
     """A session was built directly and never started (use ``await Session.start(...)``)."""
+
+
+class ResumeError(StatifierError):
+    """A position cannot be resumed (finished, not quiescent, or conflicting options)."""
 
 
 class _Entry:
