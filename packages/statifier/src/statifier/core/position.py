@@ -41,6 +41,10 @@ states, counters and budgets in range, a bounded queue and datamodel. It never r
 partly loaded state. ``dumps`` always writes version 2 under the canonical identity, so a
 legacy position is upgraded by the first step that stores it again.
 
+``export_position`` and ``import_position`` carry a position across chart revisions:
+the same position keyed by state ids, read against another revision with renamed states
+and changed variables (``statifier.core._export``).
+
 The plain digest detects damage, not forgery: whoever can write the store can recompute
 it. A host whose storage is not trusted passes a ``key`` to both ``dumps`` and ``loads``
 (ADR 0004): a keyed position loads only under the same key.
@@ -60,6 +64,16 @@ from typing import Any, Final, NoReturn, cast, get_args
 from statifier.budget import DEFAULT_LIMITS, MAX_LIMIT, MacrostepLimits
 from statifier.budget import FIELDS as LIMIT_FIELDS
 from statifier.chart.model import Machine
+from statifier.core._export import (
+    EXPORT_FORMAT,
+    ImportRefused,
+    MissingVariables,
+    NotQuiescent,
+    UnknownInvocations,
+    UnknownStates,
+    export_position,
+    import_position,
+)
 from statifier.core._legal import configuration_problem, history_problem
 from statifier.core.events import MAX_NAME_LENGTH, Event, EventType
 from statifier.core.state import MachineState
@@ -67,15 +81,24 @@ from statifier.errors import PositionError
 from statifier.values import ValueRefused, brief, measure
 
 __all__ = [
+    "EXPORT_FORMAT",
     "FORMAT_VERSION",
     "MAGIC",
+    "READABLE_VERSIONS",
     "CorruptPosition",
     "IdentityMismatch",
+    "ImportRefused",
+    "MissingVariables",
     "NotAPosition",
+    "NotQuiescent",
     "PositionError",
+    "UnknownInvocations",
+    "UnknownStates",
     "UnserializablePosition",
     "UnsupportedVersion",
     "dumps",
+    "export_position",
+    "import_position",
     "loads",
 ]
 
@@ -194,7 +217,7 @@ def dumps(state: MachineState, *, key: bytes | None = None) -> bytes:
     try:
         payload = _encode_state(state)
         # Only valid payloads are written: whatever dumps writes, loads reads.
-        _decode_state(payload, state.machine, state.invoke_types, state.routes, None)
+        decode_payload(payload, state.machine, state.invoke_types, state.routes, None)
     except CorruptPosition as exc:
         raise UnserializablePosition(f"state is not a valid position: {exc}") from None
     except MemoryError:
@@ -433,7 +456,7 @@ def loads(
     if version == 1:
         payload = _from_version_1(payload, max_limits)
     try:
-        return _decode_state(payload, machine, _frozen(invoke_types), routes, max_limits)
+        return decode_payload(payload, machine, _frozen(invoke_types), routes, max_limits)
     except RecursionError:
         raise CorruptPosition("invalid payload: a value is nested too deeply") from None
 
@@ -583,7 +606,7 @@ def _decode_event(obj: Any, where: str) -> Event:
     )
 
 
-def _decode_state(
+def decode_payload(
     obj: Any,
     machine: Machine,
     invoke_types: frozenset[str] | None,
@@ -592,7 +615,9 @@ def _decode_state(
 ) -> MachineState:
     """Build the state a payload describes, or raise ``CorruptPosition`` saying what is wrong.
 
+    ``obj`` is a decoded payload of the current format (see the module docstring);
     ``max_limits`` is the ceiling on the stored budgets (None: no ceiling, for ``dumps``).
+    Every position this module (and ``import_position``) makes passes through here.
     """
     payload = _keys(obj, _PAYLOAD_KEYS, "the payload")
     states = machine.states
