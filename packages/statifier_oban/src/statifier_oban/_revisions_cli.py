@@ -32,6 +32,7 @@ from statifier_persistence import (
     Bulk,
     ChartNotRegistered,
     Executions,
+    InvalidTransition,
     PersistenceError,
     RetirementRefused,
     Revision,
@@ -206,7 +207,9 @@ async def _set_status(
             if args.dry_run:
                 execution = await executions.get(execution_id)
                 if execution.status != expected:
-                    return Bulk((), ((execution_id, f"it is {execution.status}"),), None, True)
+                    wanted = "needs_migration" if expected == "active" else "active"
+                    refusal = InvalidTransition(execution_id, execution.status, wanted)
+                    return Bulk((), ((execution_id, str(refusal)),), None, True)
             else:
                 await change(execution_id)
         except PersistenceError as exc:
@@ -255,7 +258,7 @@ async def _bulk(
     else:
         for execution_id in args.execution_ids:
             report(await one(execution_id))
-    print(f"{done} {word.split()[-1]}, {refused} refused", file=sys.stderr)
+    print(f"{done} {word}, {refused} refused", file=sys.stderr)
     return 1 if refused else 0
 
 
