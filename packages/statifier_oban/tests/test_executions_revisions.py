@@ -1,6 +1,7 @@
 """Chart revisions of durable executions on real oban jobs: a migrated execution takes the
 timer its old revision armed, a parked revision resumes after unpark, and pending timers
-pin a revision (the library-hold story of the durable-timers seed).
+pin a revision (the library-hold story of the durable-timers seed); a running invocation
+answers into the migrated execution.
 
 Each test runs a server-mode Oban (queues of its own) in this process, on the module's
 database, delivering into the ``Executions`` the rig installed.
@@ -27,7 +28,7 @@ if TESTS_DIR not in sys.path:
     sys.path.append(TESTS_DIR)
 
 from support_common import NS, database_fixture, job_row, unique, wait_for_state, wait_until  # noqa: E402
-from support_executions import Rig, running_rig  # noqa: E402
+from support_executions import GatedHandler, Rig, running_rig  # noqa: E402
 from support_harness import Servers, servers_fixture, set_due_now, timer_rows  # noqa: E402
 
 database = database_fixture()
@@ -191,3 +192,33 @@ async def test_timer_pins_that_cannot_count_refuse(rig: Rig, servers: Servers) -
         await rig.executions.retire(chart.identity, pin_sources=[timers])  # ...but who knows
     assert (await rig.executions.revision(chart.identity)).retired_at is None
     assert await TimerPins(rig.config).pins(chart.identity, []) == {"timers": 0}
+
+
+GATED = f"""<scxml {NS} name="gated" initial="working">
+  <state id="working">
+    <invoke id="slow" type="test:gated"/>
+    <transition event="done.invoke.slow" target="answered"/>
+  </state>
+  <state id="answered"/>
+</scxml>"""
+
+
+async def test_a_running_invocation_answers_into_the_migrated_execution(rig: Rig) -> None:
+    assert GatedHandler.gate is not None and GatedHandler.started is not None
+    v1 = statifier.compile(GATED, version=unique("v"))
+    v2 = statifier.compile(
+        GATED.replace('"working"', '"processing"').replace('"answered"', '"replied"'),
+        version=unique("v"),
+    )
+    execution_id = unique("exe")
+    await rig.executions.create(v1, execution_id=execution_id)
+    await wait_until(GatedHandler.started.is_set, timeout=10, what="the handler running")
+    migrated = await rig.executions.migrate(execution_id, v2, state_map={"working": "processing"})
+    assert set(migrated.state.live_invocations()) == {"slow"}  # the same invoke id
+    GatedHandler.gate.set()
+
+    async def replied() -> bool:
+        _, state = await rig.executions.load(execution_id)
+        return state.active_leaf_ids() == ("replied",)
+
+    await wait_until(replied, timeout=10, what="the answer stepped into revision 2")
