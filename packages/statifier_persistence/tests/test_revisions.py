@@ -15,6 +15,7 @@ from statifier_persistence import (
     ChartNotRegistered,
     ExecutionNotFound,
     Executions,
+    InvalidArgument,
     MigrationRefused,
     NeedsMigration,
     Stepped,
@@ -331,3 +332,23 @@ async def test_the_registry_finds_a_chart_by_either_identity(
         )
         == 1
     )
+
+
+async def test_bulk_calls_on_the_ids_given(executions: Executions) -> None:
+    v1, v2 = revisions(on_hold="held")
+    known = unique()
+    await executions.create(v1, execution_id=known)
+    ghost = unique()
+    dry = await executions.park_many([known, ghost], dry_run=True)
+    assert dry.done == (known,) and [i for i, _ in dry.refused] == [ghost]
+    assert (await executions.get(known)).status == "active"
+    assert (await executions.park_many([known])).done == (known,)
+    refused = await executions.park_many([known])
+    assert "cannot become needs_migration" in refused.refused[0][1]
+    moved = await executions.migrate_many([known, ghost], v2, state_map={"on_hold": "held"})
+    assert moved.done == (known,) and moved.refused == ((ghost, f"no execution {ghost!r}"),)
+    assert (await executions.unpark_many([known])).done == (known,)
+    with pytest.raises(InvalidArgument, match="at most"):
+        await executions.park_many(["x"] * 10_001)
+    with pytest.raises(InvalidArgument, match="sequence"):
+        await executions.park_many(known)

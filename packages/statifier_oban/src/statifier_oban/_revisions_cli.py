@@ -32,8 +32,6 @@ from statifier_persistence import (
     Bulk,
     ChartNotRegistered,
     Executions,
-    InvalidTransition,
-    PersistenceError,
     RetirementRefused,
     Revision,
 )
@@ -158,77 +156,49 @@ async def _register(executions: Executions, oban: Oban, args: argparse.Namespace
 
 async def _migrate(executions: Executions, oban: Oban, args: argparse.Namespace) -> int:
     target = (await find_revision(executions, args.to)).identity
-    state_map = dict(args.map)
     if args.datamodel is not None and not isinstance(args.datamodel, dict):
         raise cli.CommandError("--datamodel must be a JSON object")
-
-    async def one(execution_id: str) -> Bulk:
-        try:
-            await executions.migrate(
-                execution_id,
-                target,
-                state_map=state_map,
-                datamodel=args.datamodel,
-                dry_run=args.dry_run,
-            )
-        except PersistenceError as exc:
-            return Bulk((), ((execution_id, getattr(exc, "reason", str(exc))),), None, args.dry_run)
-        return Bulk((execution_id,), (), None, args.dry_run)
+    options: dict[str, Any] = {
+        "state_map": dict(args.map),
+        "datamodel": args.datamodel,
+        "dry_run": args.dry_run,
+    }
 
     async def page(identity: str, after: str | None) -> Bulk:
-        return await executions.migrate_all(
-            identity,
-            target,
-            state_map=state_map,
-            datamodel=args.datamodel,
-            dry_run=args.dry_run,
-            limit=PAGE,
-            after=after,
-        )
+        return await executions.migrate_all(identity, target, limit=PAGE, after=after, **options)
 
-    return await _bulk(executions, args, ("moved", "would move"), one, page)
+    async def given(ids: list[str]) -> Bulk:
+        return await executions.migrate_many(ids, target, **options)
+
+    return await _bulk(executions, args, ("moved", "would move"), page, given)
 
 
 async def _park(executions: Executions, oban: Oban, args: argparse.Namespace) -> int:
-    return await _set_status(executions, args, "active", "parked", "would park")
+    async def page(identity: str, after: str | None) -> Bulk:
+        return await executions.park_all(identity, dry_run=args.dry_run, limit=PAGE, after=after)
+
+    async def given(ids: list[str]) -> Bulk:
+        return await executions.park_many(ids, dry_run=args.dry_run)
+
+    return await _bulk(executions, args, ("parked", "would park"), page, given)
 
 
 async def _unpark(executions: Executions, oban: Oban, args: argparse.Namespace) -> int:
-    return await _set_status(executions, args, "needs_migration", "unparked", "would unpark")
-
-
-async def _set_status(
-    executions: Executions, args: argparse.Namespace, expected: str, done: str, would: str
-) -> int:
-    change = executions.park if expected == "active" else executions.unpark
-
-    async def one(execution_id: str) -> Bulk:
-        try:
-            if args.dry_run:
-                execution = await executions.get(execution_id)
-                if execution.status != expected:
-                    wanted = "needs_migration" if expected == "active" else "active"
-                    refusal = InvalidTransition(execution_id, execution.status, wanted)
-                    return Bulk((), ((execution_id, str(refusal)),), None, True)
-            else:
-                await change(execution_id)
-        except PersistenceError as exc:
-            return Bulk((), ((execution_id, str(exc)),), None, args.dry_run)
-        return Bulk((execution_id,), (), None, args.dry_run)
-
     async def page(identity: str, after: str | None) -> Bulk:
-        bulk = executions.park_all if expected == "active" else executions.unpark_all
-        return await bulk(identity, dry_run=args.dry_run, limit=PAGE, after=after)
+        return await executions.unpark_all(identity, dry_run=args.dry_run, limit=PAGE, after=after)
 
-    return await _bulk(executions, args, (done, would), one, page)
+    async def given(ids: list[str]) -> Bulk:
+        return await executions.unpark_many(ids, dry_run=args.dry_run)
+
+    return await _bulk(executions, args, ("unparked", "would unpark"), page, given)
 
 
 async def _bulk(
     executions: Executions,
     args: argparse.Namespace,
     words: tuple[str, str],
-    one: Callable[[str], Awaitable[Bulk]],
     page: Callable[[str, str | None], Awaitable[Bulk]],
+    given: Callable[[list[str]], Awaitable[Bulk]],
 ) -> int:
     """Run a bulk action over ``--revision`` (page by page) or the ids given; print one
     line per execution and a summary; 1 if any was refused."""
@@ -246,7 +216,9 @@ async def _bulk(
         done += len(result.done)
         refused += len(result.refused)
 
-    if args.revision is not None:
+    if args.revision is None:
+        report(await given(args.execution_ids))
+    else:
         identity = (await find_revision(executions, args.revision)).identity
         after: str | None = None
         while True:
@@ -255,9 +227,6 @@ async def _bulk(
             if result.after is None:
                 break
             after = result.after
-    else:
-        for execution_id in args.execution_ids:
-            report(await one(execution_id))
     print(f"{done} {word}, {refused} refused", file=sys.stderr)
     return 1 if refused else 0
 

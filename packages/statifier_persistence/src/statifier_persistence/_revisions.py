@@ -8,7 +8,8 @@ states through ``state_map``, changing variables through ``datamodel``), store i
 refusal changes nothing. The execution id stays, so its pending timers and invocations
 keep their keys (chart identity is never part of a key) and fire into the migrated
 execution. ``migrate_all``, ``park_all`` and ``unpark_all`` work through a revision's
-executions a page at a time, each execution in a transaction of its own, and can be dry
+executions a page at a time (``migrate_many``, ``park_many`` and ``unpark_many``
+through the ids given), each execution in a transaction of its own, and can be dry
 runs. ``retire`` marks a revision retired once no pin source counts anything on it.
 
 ``RevisionMethods`` is a part of ``Executions`` (its base class); it uses the store, the
@@ -17,8 +18,9 @@ registry and the loading of positions ``Executions`` owns.
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
@@ -167,6 +169,10 @@ class RevisionMethods:
             self, chart: Machine, *, conn: AsyncConnection[Any] | None = None
         ) -> str: ...
 
+        async def get(
+            self, execution_id: str, *, conn: AsyncConnection[Any] | None = None
+        ) -> Execution: ...
+
     # -- reading ---------------------------------------------------------------------
 
     async def revision(
@@ -311,6 +317,24 @@ class RevisionMethods:
         target raises before any moves.
         """
         source = await self.revision(from_identity)
+        ids = await self._page(source.identity, _MIGRATABLE, after, limit)
+        done = await self.migrate_many(
+            ids, to, state_map=state_map, datamodel=datamodel, dry_run=dry_run
+        )
+        return _paged(done, ids, limit)
+
+    async def migrate_many(
+        self,
+        execution_ids: Sequence[str],
+        to: Machine | str,
+        *,
+        state_map: Mapping[str, str] | None = None,
+        datamodel: Mapping[str, Any] | None = None,
+        dry_run: bool = False,
+    ) -> Bulk:
+        """``migrate`` each of ``execution_ids`` (at most ``MAX_BULK``) in its own
+        transaction, as ``migrate_all`` does."""
+        ids = _ids(execution_ids)
         _check_target(to)
         if isinstance(to, str):
             target = await self.revision(to)
@@ -319,57 +343,57 @@ class RevisionMethods:
             to = target.identity
         elif not dry_run:
             await self.register(to)
-        ids = await self._page(source.identity, _MIGRATABLE, after, limit)
-        done: list[str] = []
-        refused: list[tuple[str, str]] = []
-        for execution_id in ids:
-            try:
-                await self.migrate(
-                    execution_id, to, state_map=state_map, datamodel=datamodel, dry_run=dry_run
-                )
-            except _PER_EXECUTION as exc:
-                refused.append((execution_id, _reason(exc)))
-            else:
-                done.append(execution_id)
-        return _bulk(done, refused, ids, limit, dry_run)
+
+        async def move(execution_id: str) -> None:
+            await self.migrate(
+                execution_id, to, state_map=state_map, datamodel=datamodel, dry_run=dry_run
+            )
+
+        return await _each(ids, move, dry_run)
 
     async def park_all(
         self, identity: str, *, dry_run: bool = False, limit: int = 1000, after: str | None = None
     ) -> Bulk:
         """``park`` every ``active`` execution of the revision (a page, as ``migrate_all``):
         each takes no event, and its timers snooze, until ``unpark``."""
-        return await self._set_all(identity, "active", dry_run, limit, after)
+        revision = await self.revision(identity)
+        ids = await self._page(revision.identity, ("active",), after, limit)
+        return _paged(await self.park_many(ids, dry_run=dry_run), ids, limit)
 
     async def unpark_all(
         self, identity: str, *, dry_run: bool = False, limit: int = 1000, after: str | None = None
     ) -> Bulk:
         """``unpark`` every parked execution of the revision (a page, as ``migrate_all``)."""
-        return await self._set_all(identity, "needs_migration", dry_run, limit, after)
-
-    async def _set_all(
-        self,
-        identity: str,
-        status: ExecutionStatus,
-        dry_run: bool,
-        limit: int,
-        after: str | None,
-    ) -> Bulk:
         revision = await self.revision(identity)
-        ids = await self._page(revision.identity, (status,), after, limit)
-        change = self.park if status == "active" else self.unpark
-        done: list[str] = []
-        refused: list[tuple[str, str]] = []
-        for execution_id in ids:
-            if dry_run:
-                done.append(execution_id)
-                continue
-            try:
+        ids = await self._page(revision.identity, ("needs_migration",), after, limit)
+        return _paged(await self.unpark_many(ids, dry_run=dry_run), ids, limit)
+
+    async def park_many(self, execution_ids: Sequence[str], *, dry_run: bool = False) -> Bulk:
+        """``park`` each of ``execution_ids`` (at most ``MAX_BULK``), as ``park_all``."""
+        return await self._set_each(_ids(execution_ids), "active", "needs_migration", dry_run)
+
+    async def unpark_many(self, execution_ids: Sequence[str], *, dry_run: bool = False) -> Bulk:
+        """``unpark`` each of ``execution_ids`` (at most ``MAX_BULK``), as ``unpark_all``."""
+        return await self._set_each(_ids(execution_ids), "needs_migration", "active", dry_run)
+
+    async def _set_each(
+        self,
+        ids: list[str],
+        expected: ExecutionStatus,
+        wanted: ExecutionStatus,
+        dry_run: bool,
+    ) -> Bulk:
+        change = self.park if wanted == "needs_migration" else self.unpark
+
+        async def set_one(execution_id: str) -> None:
+            if not dry_run:
                 await change(execution_id)
-            except _PER_EXECUTION as exc:
-                refused.append((execution_id, _reason(exc)))
-            else:
-                done.append(execution_id)
-        return _bulk(done, refused, ids, limit, dry_run)
+                return
+            status = (await self.get(execution_id)).status
+            if status != expected:
+                raise InvalidTransition(execution_id, status, wanted)
+
+        return await _each(ids, set_one, dry_run)
 
     async def _page(
         self,
@@ -498,10 +522,31 @@ def _reason(exc: Exception) -> str:
     return " ".join(str(exc).split())
 
 
-def _bulk(
-    done: list[str], refused: list[tuple[str, str]], ids: list[str], limit: int, dry_run: bool
-) -> Bulk:
-    return Bulk(tuple(done), tuple(refused), ids[-1] if len(ids) == limit else None, dry_run)
+async def _each(ids: list[str], act: Callable[[str], Awaitable[None]], dry_run: bool) -> Bulk:
+    """``act`` on each id in turn; what one refuses is listed, the others go on."""
+    done: list[str] = []
+    refused: list[tuple[str, str]] = []
+    for execution_id in ids:
+        try:
+            await act(execution_id)
+        except _PER_EXECUTION as exc:
+            refused.append((execution_id, _reason(exc)))
+        else:
+            done.append(execution_id)
+    return Bulk(tuple(done), tuple(refused), None, dry_run)
+
+
+def _paged(bulk: Bulk, ids: list[str], limit: int) -> Bulk:
+    """``bulk`` of one page of ``ids``, with the ``after`` of the next page."""
+    return dataclasses.replace(bulk, after=ids[-1] if len(ids) == limit else None)
+
+
+def _ids(execution_ids: Any) -> list[str]:
+    if isinstance(execution_ids, str) or not isinstance(execution_ids, Sequence):
+        raise InvalidArgument("execution_ids must be a sequence of execution ids")
+    if len(execution_ids) > MAX_BULK:
+        raise InvalidArgument(f"at most {MAX_BULK} execution ids per call")
+    return [check_execution_id(execution_id) for execution_id in execution_ids]
 
 
 def _decode_revision(row: tuple[Any, ...]) -> Revision:
