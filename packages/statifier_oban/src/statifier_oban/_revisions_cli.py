@@ -174,23 +174,25 @@ async def _migrate(executions: Executions, oban: Oban, args: argparse.Namespace)
 
 
 async def _park(executions: Executions, oban: Oban, args: argparse.Namespace) -> int:
-    async def page(identity: str, after: str | None) -> Bulk:
-        return await executions.park_all(identity, dry_run=args.dry_run, limit=PAGE, after=after)
-
-    async def given(ids: list[str]) -> Bulk:
-        return await executions.park_many(ids, dry_run=args.dry_run)
-
-    return await _bulk(executions, args, ("parked", "would park"), page, given)
+    return await _set_status(executions, args, park=True)
 
 
 async def _unpark(executions: Executions, oban: Oban, args: argparse.Namespace) -> int:
+    return await _set_status(executions, args, park=False)
+
+
+async def _set_status(executions: Executions, args: argparse.Namespace, *, park: bool) -> int:
+    every = executions.park_all if park else executions.unpark_all
+    each = executions.park_many if park else executions.unpark_many
+    words = ("parked", "would park") if park else ("unparked", "would unpark")
+
     async def page(identity: str, after: str | None) -> Bulk:
-        return await executions.unpark_all(identity, dry_run=args.dry_run, limit=PAGE, after=after)
+        return await every(identity, dry_run=args.dry_run, limit=PAGE, after=after)
 
     async def given(ids: list[str]) -> Bulk:
-        return await executions.unpark_many(ids, dry_run=args.dry_run)
+        return await each(ids, dry_run=args.dry_run)
 
-    return await _bulk(executions, args, ("unparked", "would unpark"), page, given)
+    return await _bulk(executions, args, words, page, given)
 
 
 async def _bulk(

@@ -553,7 +553,9 @@ def _decode_revision(row: tuple[Any, ...]) -> Revision:
     identity, name, version, source_identity, registered_at, retired_at, counts = row
     if not isinstance(identity, str) or not isinstance(registered_at, datetime):
         raise ChartUnusable(repr(identity)[:80], "its registry row is not one this package wrote")
-    executions = json.loads(counts) if isinstance(counts, str) else {}
+    executions = json.loads(counts) if isinstance(counts, str) else None
+    if not isinstance(executions, dict):
+        executions = {}
     return Revision(
         identity=identity,
         name=name,
