@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from json.encoder import encode_basestring_ascii
 from typing import Final
 
 from statifier import datamodel as dm
@@ -118,7 +119,8 @@ def _datamodel(root: XNode) -> dm.Datamodel:
 
 
 def _quote(text: str | None) -> str:
-    return json.dumps(text, ensure_ascii=True)
+    """``text`` as a JSON string literal in ASCII (``null`` for None)."""
+    return "null" if text is None else encode_basestring_ascii(text)
 
 
 def _element(node: XNode, datamodel: dm.Datamodel, depth: int, lines: list[str]) -> None:
