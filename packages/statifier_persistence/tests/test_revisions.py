@@ -352,3 +352,17 @@ async def test_bulk_calls_on_the_ids_given(executions: Executions) -> None:
         await executions.park_many(["x"] * 10_001)
     with pytest.raises(InvalidArgument, match="sequence"):
         await executions.park_many(known)
+
+
+async def test_a_migration_onto_a_row_of_the_old_identity_keeps_that_row(
+    executions: Executions, store: AsyncConnectionPool
+) -> None:
+    machine = revision(HOLD, unique("v"))
+    await legacy_execution(store, machine, unique())
+    other, _ = revisions()
+    execution_id = unique()
+    await executions.create(other, execution_id=execution_id)
+    migrated = await executions.migrate(execution_id, machine.source_identity)
+    assert migrated.execution.chart_identity == machine.source_identity  # the row that exists
+    stepped = await executions.step(execution_id, Event(name="remind"))
+    assert isinstance(stepped, Stepped)

@@ -251,7 +251,7 @@ class RevisionMethods:
         execution, blob, _ = await self._locked(db, execution_id)
         if execution.status not in _MIGRATABLE:
             raise MigrationRefused(execution_id, f"it is {execution.status}")
-        machine = await self._target(db, to, execution_id)
+        machine, identity = await self._target(db, to, execution_id)
         routes = self._host.routes(execution)
         state = await self._position(db, execution, blob, routes)
         try:
@@ -276,7 +276,7 @@ class RevisionMethods:
         params = {
             **self._bounds(),
             "id": execution_id,
-            "identity": machine.identity,
+            "identity": identity,
             "name": machine.name,
             "version": machine.version,
             "position": stored,
@@ -288,15 +288,16 @@ class RevisionMethods:
 
     async def _target(
         self, db: AsyncConnection[Any], to: Machine | str, execution_id: str
-    ) -> Machine:
-        """The machine of revision ``to``, locked against retirement (refused if retired)."""
+    ) -> tuple[Machine, str]:
+        """The machine of revision ``to`` and the identity of its registry row (a row
+        registered under a source identity keeps it), locked against retirement."""
         if isinstance(to, Machine):
             await self._charts.register(db, to)
-            return to
+            return to, to.identity
         revision = await self._revision(db, to, "FOR SHARE")
         if revision.retired_at is not None:
             raise ChartRetired(revision.identity)
-        return await self._charts.machine(db, revision.identity, execution_id)
+        return await self._charts.machine(db, revision.identity, execution_id), revision.identity
 
     # -- a revision's executions, a page at a time ---------------------------------------
 
