@@ -226,10 +226,12 @@ async def test_worker_fires_a_due_timer_through_a_host_module_and_stops_on_sigte
             "timers=5",
             "--module",
             "cli_worker_host",
+            "--path",
+            ".",
             "--log-level",
             "WARNING",
         ],
-        cwd=tmp_path,  # the host module is found through the working directory
+        cwd=tmp_path,  # the host module is found through the working directory (--path .)
         env={**os.environ, "WORKER_TEST_URL": database_url},
         stdout=subprocess.PIPE,
         stdin=subprocess.DEVNULL,

@@ -49,7 +49,9 @@ from ._errors import (
 )
 from ._handler import Deferred, Error, FanOut, InvokeHandler, Ok, RunContext, RunResult
 from ._host import DurableTimers
+from ._opaque import MAX_OPAQUE_BYTES
 from ._plugins import ChildStarter, OpaqueCodec
+from ._resolve import register as register_plugin
 from ._timer import TimerJob, cancel_timers, pending_for, schedule, schedule_many
 from .delivery import (
     Delivered,
@@ -71,6 +73,7 @@ except _metadata.PackageNotFoundError:  # pragma: no cover - running from a bare
     __version__ = "0+unknown"
 
 __all__ = [
+    "MAX_OPAQUE_BYTES",
     "ChildStarter",
     "CodecFailed",
     "Config",
@@ -121,6 +124,7 @@ __all__ = [
     "__version__",
     "cancel_timers",
     "pending_for",
+    "register_plugin",
     "schedule",
     "schedule_many",
     "telemetry",
