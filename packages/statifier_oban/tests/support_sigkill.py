@@ -20,6 +20,7 @@ a SIGKILL in between leaves a delivered timer ``executing``, to be rescued and d
 from __future__ import annotations
 
 import asyncio
+import importlib
 import os
 import sys
 from typing import Any, ClassVar
@@ -27,7 +28,7 @@ from typing import Any, ClassVar
 from oban import Oban, current_job
 from psycopg_pool import AsyncConnectionPool
 from statifier.core.effects import SendDelayed
-from statifier_oban import Delivered
+from statifier_oban import Delivered, register_plugin
 
 QUEUE_LIMIT = 20
 RESCUE_AFTER_S = 2
@@ -109,10 +110,12 @@ async def serve(conninfo: str, name: str, node: str, queue: str) -> None:
 def main(argv: list[str]) -> None:
     """Entry point when run by path."""
     conninfo, name, node, queue = argv
-    # Run by path, this file is ``__main__``; the job rows name ``support_sigkill``. Make
-    # that name this very module, so the worker finds the pool set here.
-    sys.modules.setdefault("support_sigkill", sys.modules[__name__])
-    asyncio.run(serve(conninfo, name, node, queue))
+    # Run by path, this file is ``__main__``; the job rows name ``support_sigkill``. Import
+    # it under that name (this directory is first on the path) and register its delivery,
+    # as a host module would (ADR 13), so the worker finds the pool set there.
+    module = importlib.import_module("support_sigkill")
+    register_plugin(module.RecordingDelivery)
+    asyncio.run(module.serve(conninfo, name, node, queue))
 
 
 if __name__ == "__main__":
