@@ -372,9 +372,8 @@ def set_import_path(paths: list[str]) -> None:
         del sys.path[0]
     while "" in sys.path:
         sys.path.remove("")
-    for path in reversed(wanted):
-        if path not in sys.path:
-            sys.path.insert(0, path)
+    rest = [entry for entry in sys.path if entry not in wanted]
+    sys.path[:] = [*dict.fromkeys(wanted), *rest]
 
 
 def import_host_modules(modules: list[str], paths: list[str] | None = None) -> None:
