@@ -46,6 +46,7 @@ from ._errors import (
     StatifierObanError,
     StoreUnavailable,
     UndecodableRow,
+    ValueRefused,
 )
 from ._handler import Deferred, Error, FanOut, InvokeHandler, Ok, RunContext, RunResult
 from ._host import DurableTimers
@@ -121,6 +122,7 @@ __all__ = [
     "TimerDelivery",
     "TimerJob",
     "UndecodableRow",
+    "ValueRefused",
     "__version__",
     "cancel_timers",
     "pending_for",

@@ -65,6 +65,12 @@ class OpaqueValueError(ScheduleRejected):
     reason = "codec_failed"
 
 
+class ValueRefused(ScheduleRejected):
+    """PostgreSQL refused a value of the effect (a NUL character in an event name, say)."""
+
+    reason = "value_refused"
+
+
 class StoreUnavailable(StatifierObanError):
     """The job store (PostgreSQL) could not answer; nothing is assumed."""
 
