@@ -20,6 +20,7 @@ from statifier_oban.embedded import EmbeddedPostgres
 from statifier_oban.schema import (
     INDEXES,
     OBAN_TABLES,
+    SESSION_LEASES,
     TIMER_DEDUP_INDEX,
     TIMER_PENDING_INDEX,
     SchemaError,
@@ -30,7 +31,7 @@ from statifier_oban.schema import (
     verify,
 )
 
-ALL_PIECES = [*OBAN_TABLES, *INDEXES]
+ALL_PIECES = [*OBAN_TABLES, SESSION_LEASES, *INDEXES]
 ALL_STATES = [
     "available",
     "scheduled",
@@ -116,7 +117,7 @@ async def test_verify_reports_our_indexes_missing_next_to_obans_schema(
     async with await connect(url) as conn:
         await conn.execute(oban_install_sql())  # oban's own schema only
 
-    assert await verify(url) == list(INDEXES)
+    assert await verify(url) == [SESSION_LEASES, *INDEXES]
 
 
 async def test_verify_reports_a_dropped_index(database_url: str) -> None:

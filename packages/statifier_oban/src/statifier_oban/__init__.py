@@ -34,6 +34,8 @@ from ._errors import (
     InvalidScope,
     InvalidTarget,
     InvocationTimeout,
+    LeaseHeld,
+    LeaseLost,
     MissingOrdinal,
     MissingSendId,
     NonSelfTarget,
@@ -49,7 +51,8 @@ from ._errors import (
     ValueRefused,
 )
 from ._handler import Deferred, Error, FanOut, InvokeHandler, Ok, RunContext, RunResult
-from ._host import DurableTimers
+from ._host import DurableTimers, session_lease, start_session
+from ._lease import SessionLease
 from ._opaque import MAX_OPAQUE_BYTES
 from ._plugins import ChildStarter, OpaqueCodec
 from ._resolve import register as register_plugin
@@ -101,6 +104,8 @@ __all__ = [
     "InvocationTimeout",
     "InvokeDelivery",
     "InvokeHandler",
+    "LeaseHeld",
+    "LeaseLost",
     "MissingOrdinal",
     "MissingSendId",
     "NonSelfTarget",
@@ -115,6 +120,7 @@ __all__ = [
     "SchemaError",
     "SessionDelivery",
     "SessionInvokeDelivery",
+    "SessionLease",
     "Snoozed",
     "StatementError",
     "StatifierObanError",
@@ -129,5 +135,7 @@ __all__ = [
     "register_plugin",
     "schedule",
     "schedule_many",
+    "session_lease",
+    "start_session",
     "telemetry",
 ]

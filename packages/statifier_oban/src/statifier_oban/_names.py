@@ -54,3 +54,6 @@ INDEXES: Final = (
     INVOKE_PENDING_INDEX,
 )
 """Every index of ours, in creation order."""
+
+SESSION_LEASES: Final = "statifier_session_leases"
+"""Our table: who owns each live session id, at which epoch (``sql/session_leases.sql``)."""

@@ -13,7 +13,8 @@ indexes of ours on ``<prefix>.oban_jobs``, each partial on our worker names. For
 
 Invocations and fan-out child starts have the same pair (:data:`INVOKE_DEDUP_INDEX`,
 :data:`CHILD_START_DEDUP_INDEX`, :data:`INVOKE_PENDING_INDEX`). The DDL is in
-``sql/timer_indexes.sql`` and ``sql/invoke_indexes.sql``.
+``sql/timer_indexes.sql`` and ``sql/invoke_indexes.sql``. One table of ours sits beside
+oban's: :data:`SESSION_LEASES` (``sql/session_leases.sql``), who owns each live session.
 
 :func:`install_sql` returns the SQL (for migration tools); :func:`install` applies it in
 one transaction and works around oban's non-``public`` prefix bug; :func:`verify` lists
@@ -41,6 +42,7 @@ from ._names import (
     INDEXES,
     INVOKE_DEDUP_INDEX,
     INVOKE_PENDING_INDEX,
+    SESSION_LEASES,
     TIMER_DEDUP_INDEX,
     TIMER_PENDING_INDEX,
 )
@@ -52,6 +54,7 @@ __all__ = [
     "INVOKE_DEDUP_INDEX",
     "INVOKE_PENDING_INDEX",
     "OBAN_TABLES",
+    "SESSION_LEASES",
     "TIMER_DEDUP_INDEX",
     "TIMER_PENDING_INDEX",
     "InvalidPrefix",
@@ -99,7 +102,7 @@ def invoke_indexes_sql(prefix: str = "public") -> str:
 
 
 def install_sql(prefix: str = "public") -> str:
-    """oban's schema SQL (``oban.schema.install_sql``) followed by our indexes.
+    """oban's schema SQL (``oban.schema.install_sql``) followed by our indexes and table.
 
     For migration tools. Every statement is idempotent. For a prefix other than
     ``public``, run it with ``search_path`` set to that schema (created first), as
@@ -117,6 +120,8 @@ def install_sql(prefix: str = "public") -> str:
         + timer_indexes_sql(prefix)
         + "\n"
         + invoke_indexes_sql(prefix)
+        + "\n"
+        + _sql.statement("session_leases", prefix)
     )
 
 
@@ -243,9 +248,9 @@ async def install(target: Target, *, prefix: str = "public") -> None:
 async def verify(target: Target, *, prefix: str = "public") -> list[str]:
     """Names of the missing pieces in schema ``prefix``; empty when all is installed.
 
-    Checks oban's three tables (:data:`OBAN_TABLES`) and our indexes (which must be
-    valid indexes on ``oban_jobs``), reported in that order. It checks names, not
-    definitions.
+    Checks oban's three tables (:data:`OBAN_TABLES`), our table (:data:`SESSION_LEASES`)
+    and our indexes (which must be valid indexes on ``oban_jobs``), reported in that
+    order. It checks names, not definitions.
 
     Raises:
         InvalidPrefix: ``prefix`` is not a plain identifier (a ValueError).
@@ -258,9 +263,13 @@ async def verify(target: Target, *, prefix: str = "public") -> list[str]:
             async with conn.transaction():
                 cursor = await conn.execute(
                     _sql.statement("verify_schema", prefix),
-                    {"prefix": prefix, "tables": list(OBAN_TABLES), "indexes": indexes},
+                    {
+                        "prefix": prefix,
+                        "tables": [*OBAN_TABLES, SESSION_LEASES],
+                        "indexes": indexes,
+                    },
                 )
                 present = {row[0] for row in await cursor.fetchall()}
         except psycopg.Error as exc:
             raise SchemaError(f"checking the schema {prefix!r} failed: {_one_line(exc)}") from exc
-    return [name for name in (*OBAN_TABLES, *indexes) if name not in present]
+    return [name for name in (*OBAN_TABLES, SESSION_LEASES, *indexes) if name not in present]

@@ -281,6 +281,11 @@ class Session:
         """Stop the session: end its task, drop its timers, stop children, unregister."""
         await self._stop("stopped")
 
+    async def supersede(self) -> None:
+        """Another process owns this session now: stop as ``stop`` does, writing nothing
+        more, and tell subscribers ``Halted("superseded")``."""
+        await self._stop("superseded")
+
     async def _stop(self, reason: HaltReason) -> None:
         if self._stopped:
             return
