@@ -82,20 +82,24 @@ def canonical(path: str) -> str:
     return f"{module_name}:{qualname}"
 
 
-def register(obj: object) -> str:
+def register(obj: object, *, path: str | None = None) -> str:
     """Let job rows name ``obj`` (a class, or an object with ``__module__``/``__qualname__``).
 
-    Returns the path rows name it by. Registering twice is harmless; a different object
-    under a path already taken replaces it (a reloaded module).
+    ``path`` names it otherwise (a module run as a script is ``__main__`` to itself but
+    named by its file's module name on rows). Returns the path rows name it by.
+    Registering twice is harmless; a different object under a path already taken
+    replaces it (a reloaded module).
     """
-    module_name = getattr(obj, "__module__", None)
-    qualname = getattr(obj, "__qualname__", None)
-    if not isinstance(module_name, str) or not isinstance(qualname, str):
-        raise ResolutionError(f"{obj!r} has no module and qualified name to be named by")
-    path = canonical(f"{module_name}:{qualname}")
+    if path is None:
+        module_name = getattr(obj, "__module__", None)
+        qualname = getattr(obj, "__qualname__", None)
+        if not isinstance(module_name, str) or not isinstance(qualname, str):
+            raise ResolutionError(f"{obj!r} has no module and qualified name to be named by")
+        path = f"{module_name}:{qualname}"
+    key = canonical(path)
     with _lock:
-        _registered[path] = obj
-    return path
+        _registered[key] = obj
+    return key
 
 
 def allow_path(path: str) -> str:
