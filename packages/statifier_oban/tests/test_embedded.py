@@ -37,8 +37,10 @@ def test_an_existing_data_directory_is_never_adopted(tmp_path: Path) -> None:
     assert (tmp_path / "data" / "PG_VERSION").read_text() == "17\n"
 
 
-def test_a_restart_keeps_the_data_and_the_url(tmp_path: Path) -> None:
-    with EmbeddedPostgres.start(tmp_path / "pg") as server:
+def test_a_restart_keeps_the_data_and_the_url() -> None:
+    # Its own folder under the system temp dir: pytest's tmp_path is private to root, and
+    # a server running as another user (when the tests run as root) must reach its data.
+    with EmbeddedPostgres.start() as server:
         with psycopg.connect(server.url, autocommit=True) as conn:
             conn.execute("CREATE TABLE kept (n int)")
             conn.execute("INSERT INTO kept VALUES (42)")
@@ -49,4 +51,4 @@ def test_a_restart_keeps_the_data_and_the_url(tmp_path: Path) -> None:
         before.close()
         with psycopg.connect(server.url) as conn:
             assert conn.execute("SELECT n FROM kept").fetchall() == [(42,)]
-    assert not (tmp_path / "pg" / "data").exists()
+    assert not server.data_dir.exists()
