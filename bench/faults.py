@@ -324,7 +324,8 @@ async def count_worker_scenario(url: str, outcome: Outcome, stream: Stream) -> N
     if others:
         outcome.notes.append(f"rows not completed: {others}")
     if stream.store_failures:
-        outcome.notes.append(f"schedule attempts the store could not answer: {stream.store_failures}")
+        failures = stream.store_failures
+        outcome.notes.append(f"schedule attempts the store could not answer: {failures}")
 
 
 # -- worker scenarios ------------------------------------------------------------------------

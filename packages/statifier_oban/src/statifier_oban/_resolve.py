@@ -40,6 +40,8 @@ LIBRARY_PATHS: Final = frozenset(
     {
         "statifier_oban.delivery:SessionDelivery",
         "statifier_oban.delivery:SessionInvokeDelivery",
+        "statifier_oban.executions:ExecutionDelivery",
+        "statifier_oban.executions:ExecutionInvokeDelivery",
     }
 )
 """Plug-ins of the library itself: resolvable in every process, imported on demand."""
@@ -133,6 +135,24 @@ def forget(path: str) -> None:
     with _lock:
         _registered.pop(key, None)
         _allowed_paths.discard(key)
+
+
+def locate(path: str) -> Any:
+    """Import the module a *host or operator* names and return the attribute as it is.
+
+    For paths given on a command line (``--handler TYPE=PATH``) or in code, never for a
+    path read from a job row (:func:`lookup` is for those).
+    """
+    key = canonical(path)
+    module_name, qualname = _split(key)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ResolutionError(f"cannot import {module_name!r} for {key!r}: {exc}") from exc
+    target = _walk(module, qualname)
+    if target is _MISSING:
+        raise ResolutionError(f"{module_name!r} has no attribute {qualname!r} (for {key!r})")
+    return target
 
 
 def lookup(path: object) -> object:

@@ -21,6 +21,11 @@ Subcommands:
 ``pending``
     Print ``scope<TAB>count`` of pending timers per scope
     (``statifier-oban pending --database-url URL SCOPE...``).
+``executions``
+    List, show, send an event to and cancel durable executions (``statifier-oban
+    executions list|show|send|cancel ...``). Registered, together with ``worker``'s
+    execution options, only when statifier_persistence is installed
+    (``statifier_oban._executions_cli``).
 """
 
 from __future__ import annotations
@@ -150,7 +155,7 @@ class CommandError(StatifierObanError):
     """A subcommand cannot go on; the message is printed as one line, and the status is 1."""
 
 
-def _fail(command: str, message: object) -> int:
+def fail(command: str, message: object) -> int:
     """Print ``statifier-oban COMMAND: error: MESSAGE`` (one line) to stderr; return 1."""
     text = " ".join(str(message).split()) or type(message).__name__
     print(f"{PROG} {command}: error: {text}", file=sys.stderr)
@@ -173,7 +178,7 @@ def _with_connect_timeout(url: str) -> str:
     return make_conninfo(url, connect_timeout=CONNECT_TIMEOUT_S)
 
 
-async def _checked_pool(
+async def checked_pool(
     url: str, prefix: str, max_size: int, required: tuple[str, ...]
 ) -> AsyncConnectionPool[Any]:
     """An open pool on ``url`` once the ``required`` tables of ``prefix`` are known to exist.
@@ -224,7 +229,7 @@ def run_demo_command(args: argparse.Namespace) -> int:
     except ModuleNotFoundError as exc:
         if exc.name != DEMO_MODULE:
             raise
-        return _fail(
+        return fail(
             "demo",
             f"the demo is the package {DEMO_MODULE}, which is not installed: "
             "pip install statifier-demo (in the repository, uv sync installs it)",
@@ -404,6 +409,11 @@ def _log_event(name: str, meta: dict[str, Any]) -> None:
     logging.getLogger("statifier_oban.worker").info("%s %s", name, details)
 
 
+WorkerHook = Callable[[AsyncConnectionPool[Any], Oban, str], None]
+"""Called with the worker's pool, its (not yet started) ``Oban`` and the schema prefix,
+before the queues run: where optional packages install what their deliveries need."""
+
+
 @dataclass(frozen=True)
 class WorkerOptions:
     """How ``statifier-oban worker`` rescues and stops (the defaults are the flags')."""
@@ -450,16 +460,18 @@ async def run_worker(
     prefix: str = "public",
     node: str | None = None,
     options: WorkerOptions | None = None,
+    on_start: WorkerHook | None = None,
 ) -> int:
     """Run ``queues`` in a server-mode ``Oban`` until SIGINT or SIGTERM; stop gracefully.
 
     Prints one ``running`` line once the queues run and one ``stopped`` line at the end.
     A second signal while stopping gets Python's default behaviour (a forced exit).
+    ``on_start`` runs before the queues start.
     While running, jobs of workers that are gone are rescued; on stop, jobs still running
     after the grace period are put back (``available``), each reported in one line.
     """
     options = options or WorkerOptions()
-    pool = await _checked_pool(url, prefix, sum(queues.values()) + 5, OBAN_TABLES)
+    pool = await checked_pool(url, prefix, sum(queues.values()) + 5, OBAN_TABLES)
     node = node or f"{socket.gethostname()}.{os.getpid()}"
     stop = asyncio.Event()
     received: list[str] = []
@@ -492,6 +504,8 @@ async def run_worker(
     )
     rescuer: asyncio.Task[None] | None = None
     try:
+        if on_start is not None:
+            on_start(pool, oban, prefix)
         try:
             await oban.start()
         except Exception as exc:
@@ -537,7 +551,7 @@ async def _put_back(
     )
 
 
-def worker_command(args: argparse.Namespace) -> int:
+def worker_command(args: argparse.Namespace, on_start: WorkerHook | None = None) -> int:
     """Import the host modules, then run the queues until SIGINT/SIGTERM; 1 on any error."""
     logging.basicConfig(
         level=args.log_level, format="%(asctime)s [%(levelname)s] %(name)s: %(message)s"
@@ -545,7 +559,7 @@ def worker_command(args: argparse.Namespace) -> int:
     queues: dict[str, int] = {}
     for name, limit in args.queue:
         if name in queues:
-            return _fail("worker", f"queue {name!r} is given twice")
+            return fail("worker", f"queue {name!r} is given twice")
         queues[name] = limit
     try:
         import_host_modules(args.module, args.path)
@@ -557,11 +571,16 @@ def worker_command(args: argparse.Namespace) -> int:
         )
         return asyncio.run(
             run_worker(
-                args.database_url, queues, prefix=args.prefix, node=args.node, options=options
+                args.database_url,
+                queues,
+                prefix=args.prefix,
+                node=args.node,
+                options=options,
+                on_start=on_start,
             )
         )
     except CommandError as exc:
-        return _fail("worker", exc)
+        return fail("worker", exc)
 
 
 register(
@@ -595,7 +614,7 @@ def add_pending_arguments(parser: argparse.ArgumentParser) -> None:
 
 async def count_pending(url: str, scopes: list[str], *, prefix: str = "public") -> dict[str, int]:
     """``pending_for`` through a client-mode ``Oban`` on a pool of its own."""
-    pool = await _checked_pool(url, prefix, 1, ("oban_jobs",))
+    pool = await checked_pool(url, prefix, 1, ("oban_jobs",))
     try:
         oban = Oban(pool=pool, name=f"statifier-oban-pending-{os.getpid()}", prefix=prefix)
         config = Config(oban=oban, timers_queue=PENDING_QUEUE)
@@ -612,7 +631,7 @@ def pending_command(args: argparse.Namespace) -> int:
     try:
         counts = asyncio.run(count_pending(args.database_url, args.scopes, prefix=args.prefix))
     except CommandError as exc:
-        return _fail("pending", exc)
+        return fail("pending", exc)
     for scope, count in counts.items():
         print(f"{scope}\t{count}")
     return 0
@@ -634,8 +653,23 @@ def _package_version() -> str:
     return __version__
 
 
+OPTIONAL_COMMANDS = {"statifier_oban._executions_cli": "statifier_persistence"}
+"""Modules registering commands of an optional package, and the package each needs."""
+
+
+def register_optional_commands() -> None:
+    """Import the modules of :data:`OPTIONAL_COMMANDS` whose package is installed."""
+    for module, needs in OPTIONAL_COMMANDS.items():
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != needs:
+                raise
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with one subparser per registered command."""
+    register_optional_commands()
     parser = argparse.ArgumentParser(
         prog=PROG, description="Durable SCXML timers as oban jobs on PostgreSQL."
     )
@@ -669,4 +703,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run as ``python -m statifier_oban.cli``, this file is ``__main__``; optional command
+    # modules register into ``statifier_oban.cli``, so run that module's ``main``.
+    from statifier_oban.cli import main as package_main
+
+    sys.exit(package_main())
