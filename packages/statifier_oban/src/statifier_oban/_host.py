@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -16,6 +17,7 @@ from statifier.chart.model import Machine
 from statifier.core.effects import Cancel, SendDelayed
 from statifier.core.position import loads
 from statifier.core.state import MachineState
+from statifier.ids import new_session_id
 from statifier.runtime.session import DelayedSendRefused, Halted, Message, Session
 
 from . import _store, _timer
@@ -104,8 +106,6 @@ async def start_session(
         resume = loads(resume, machine)
     scope = resume.session_id if resume is not None else session_id
     if scope is None:
-        from statifier.ids import new_session_id
-
         scope = new_session_id()
     lease = await SessionLease.acquire(
         config, scope, owner=owner, ttl_s=lease_ttl_s, takeover=takeover
@@ -126,12 +126,18 @@ async def start_session(
 
     async def on_halt(_session_id: str, message: Message) -> None:
         if isinstance(message, Halted):
+            await let_go(superseded=message.reason == "superseded")
+
+    async def let_go(*, superseded: bool) -> None:
+        if renewing is not asyncio.current_task():  # a lost renewal ends by itself
             renewing.cancel()
-            _LEASES.pop(scope, None)
-            if message.reason != "superseded":
-                await lease.release()
+        _LEASES.pop(scope, None)
+        if not superseded:
+            await lease.release()
 
     session.subscribe(on_halt)
+    if session.status().status != "running":  # it finished within its first macrostep
+        await let_go(superseded=False)
     return session
 
 
