@@ -38,6 +38,9 @@ from psycopg_pool import AsyncConnectionPool
 PROFILE_ENV = "STATIFIER_BENCH_WORKER_PROFILE"
 """Environment variable naming a directory: profile the process, dump ``<node>.prof``."""
 
+DELIVERY_PATH = "timers_worker:RecordFire"
+"""How the benchmark's job rows name :class:`RecordFire`."""
+
 RECORD_SQL = "INSERT INTO bench_fires (scope, ordinal, node) VALUES (%s, %s, %s)"
 """One fire; ``fired_at`` defaults to ``timezone('UTC', clock_timestamp())``."""
 
@@ -73,6 +76,8 @@ async def run(url: str, node: str, stager: str, limit: int, recorders: int) -> N
     # The delivery path names this module "timers_worker"; as a script it is __main__.
     sys.modules.setdefault("timers_worker", sys.modules[__name__])
     import statifier_oban
+
+    statifier_oban.register_plugin(RecordFire, path=DELIVERY_PATH)  # rows may name it
     import statifier_oban.workers  # registers TimerWorker
     from oban import Oban
     from statifier_oban import _oban_compat

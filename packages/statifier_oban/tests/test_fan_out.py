@@ -578,7 +578,7 @@ DROP: Any = object()
     ],
     ids=["missing", "unknown-attribute", "unknown-module", "no-start_child", "not-a-path", "int"],
 )
-async def test_a_start_job_whose_starter_does_not_resolve_retries(
+async def test_a_start_job_whose_starter_does_not_resolve_is_cancelled_at_once(
     rig: Rig, meta: dict[str, Any]
 ) -> None:
     await rig.start()
@@ -587,7 +587,8 @@ async def test_a_start_job_whose_starter_does_not_resolve_retries(
         job_id = await rig.insert_row(args=child_args(scope), meta=meta)
         row = await rig.wait_state(job_id, *SETTLED)
 
-    assert row.state == "retryable", row.error_text
+    assert row.state == "cancelled", row.error_text
+    assert "refused: " in row.error_text
     assert row.attempt == 1
     assert starts(scope) == []
     assert seen.named(INVOKE_CHILD_STARTED, scope) == []
@@ -638,8 +639,10 @@ async def test_a_start_job_with_an_invalid_position_or_policy_is_cancelled_as_un
     assert seen.for_scope(scope) == []
 
 
-async def test_a_start_job_whose_params_codec_does_not_resolve_retries(rig: Rig) -> None:
-    # A codec that is not deployed here yet is a deploy-shaped fault, not a corrupt row.
+async def test_a_start_job_whose_params_codec_is_not_registered_is_cancelled_at_once(
+    rig: Rig,
+) -> None:
+    # A row never chooses what a worker imports: an unregistered codec makes it undecodable.
     await rig.start()
     scope = rig.scope()
     params = {"codec": "no_such_codec_module_for_fan_out:Codec", "b64": "e30="}
@@ -647,7 +650,8 @@ async def test_a_start_job_whose_params_codec_does_not_resolve_retries(rig: Rig)
         args=child_args(scope, params=params), meta={"child_starter": seams.STARTER_PATH}
     )
     row = await rig.wait_state(job_id, *SETTLED)
-    assert row.state == "retryable", row.error_text
+    assert row.state == "cancelled", row.error_text
+    assert "undecodable" in row.error_text
     assert "no_such_codec_module_for_fan_out" in row.error_text
     assert starts(scope) == []
 

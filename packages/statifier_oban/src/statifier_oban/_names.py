@@ -28,6 +28,7 @@ CHILD_START_WORKER = "statifier_oban.workers.ChildStartWorker"
 """``oban_jobs.worker`` of a fan-out child start job."""
 
 META_UNRESOLVED_HANDLER = "unresolved_handler"
+"""Meta key: ``"retry"`` makes an unknown handler retry; anything else (absent too) cancels."""
 META_CHILD_STARTER = "child_starter"
 
 TIMER_DEDUP_INDEX: Final = "statifier_oban_timers_dedup"
@@ -53,3 +54,6 @@ INDEXES: Final = (
     INVOKE_PENDING_INDEX,
 )
 """Every index of ours, in creation order."""
+
+SESSION_LEASES: Final = "statifier_session_leases"
+"""Our table: who owns each live session id, at which epoch (``sql/session_leases.sql``)."""

@@ -27,6 +27,7 @@ from ._errors import (
     NonSelfTarget,
     ScheduleRejected,
     StoreUnavailable,
+    ValueRefused,
 )
 from ._names import META_DELIVERY, META_TIMEOUT, TIMER_WORKER
 
@@ -78,8 +79,9 @@ async def schedule(
     """Store one timer job firing ``effect.delay_ms`` from now (the database's clock).
 
     Refuses (``ScheduleRejected`` subclasses, nothing stored, a ``schedule_rejected``
-    event) a non-None target, an empty or non-string scope, an ordinal below 1, and
-    opaque fields that cannot be stored exactly. With ``conn`` the job is inserted in the
+    event) a non-None target, an empty or non-string scope, an ordinal below 1, opaque
+    fields that cannot be stored exactly, and values PostgreSQL refuses (``ValueRefused``).
+    A store that cannot answer raises ``StoreUnavailable``. With ``conn`` the job is inserted in the
     caller's own transaction (a rollback removes it). A duplicate ``(scope, ordinal)``,
     in any state, returns the existing job with ``conflict=True``.
     """
@@ -110,6 +112,11 @@ async def schedule(
     except StoreUnavailable:
         _rejected(scope, effect, "store_unavailable")
         raise
+    except psycopg.DataError as exc:
+        _rejected(scope, effect, ValueRefused.reason)
+        raise ValueRefused(
+            f"PostgreSQL refused the timer: {exc}", scope=scope, send_id=effect.send_id
+        ) from exc
     except psycopg.Error as exc:
         _rejected(scope, effect, "insert_failed")
         raise StoreUnavailable(f"inserting the timer job failed: {exc}") from exc
@@ -119,7 +126,7 @@ async def schedule(
     return _scheduled(scope, effect, row)
 
 
-async def schedule_many(
+async def schedule_many(  # noqa: C901 - validation, insert and conflict read of one batch
     config: Config,
     scope: str,
     effects: Iterable[SendDelayed],
@@ -167,6 +174,10 @@ async def schedule_many(
                     {**params, "ordinals": missing},
                 )
                 rows.update({row[6]: row for row in await found.fetchall()})
+    except psycopg.DataError as exc:
+        for effect in batch:
+            _rejected(scope, effect, ValueRefused.reason)
+        raise ValueRefused(f"PostgreSQL refused a timer: {exc}", scope=scope) from exc
     except psycopg.Error as exc:
         for effect in batch:
             _rejected(scope, effect, "insert_failed")
@@ -261,6 +272,10 @@ async def cancel_timers(
                 value=effect.send_id,
                 reason=f"<cancel sendid={effect.send_id!r}> (ordinal {effect.ordinal})",
             )
+    except psycopg.DataError as exc:
+        raise ValueRefused(
+            f"PostgreSQL refused the cancel: {exc}", scope=scope, send_id=effect.send_id
+        ) from exc
     except psycopg.Error as exc:
         raise StoreUnavailable(f"cancelling timer jobs failed: {exc}") from exc
     telemetry.emit(

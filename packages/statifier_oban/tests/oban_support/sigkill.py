@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 from oban import Oban, current_job
 from psycopg_pool import AsyncConnectionPool
 from statifier.core.effects import SendDelayed
-from statifier_oban import Delivered
+from statifier_oban import Delivered, register_plugin
 
 QUEUE_LIMIT = 20
 RESCUE_AFTER_S = 2
@@ -111,8 +111,10 @@ def main(argv: list[str]) -> None:
     """Entry point when run as ``python -m``."""
     conninfo, name, node, queue = argv
     # Run with ``-m``, this module is ``__main__``; the job rows name ``oban_support.sigkill``.
-    # Make that name this very module, so the worker finds the pool set here.
+    # Make that name this very module, so the worker finds the pool set here, and register
+    # its delivery as a host module would (ADR 13).
     sys.modules.setdefault("oban_support.sigkill", sys.modules[__name__])
+    register_plugin(RecordingDelivery, path="oban_support.sigkill:RecordingDelivery")
     asyncio.run(serve(conninfo, name, node, queue))
 
 
