@@ -4,7 +4,9 @@ per execution.
 ``Executions`` creates executions (stored with their chart in a registry any node
 compiles from), steps events into them (one transaction each: lock, liveness, drive,
 durable effects through an ``EffectExecutor`` on the same connection, store), cancels,
-parks and lists them. A step given a ``key`` applies at most once. ``install`` creates
+parks and lists them. A step given a ``key`` applies at most once. A fan-out's children
+are executions too (``Executions.start_child``), whose finishing settles the parent's
+invocation once (``Executions.fan_out_answer``, through a ``FanOutExecutor``). ``install`` creates
 the tables. ``statifier_oban.executions`` joins this package to oban jobs: timers,
 invocations, and the deliveries a standalone ``statifier-oban worker`` runs.
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 from importlib import metadata as _metadata
 
 from ._answers import NOT_LIVE, live_answer
+from ._children import ChildOutcome, ChildStart, child_execution_id
 from ._errors import (
     ChartConflict,
     ChartNotRegistered,
@@ -55,6 +58,7 @@ from ._records import (
     Stepped,
     StepResult,
 )
+from ._settlement import MAX_FAN_OUT_CHILDREN, POLICIES, FanOutExecutor, FanOutKey, Policy
 from .schema import install, install_sql, verify
 
 try:
@@ -64,15 +68,19 @@ except _metadata.PackageNotFoundError:  # pragma: no cover - running from a bare
     __version__ = "0+unknown"
 
 __all__ = [
+    "MAX_FAN_OUT_CHILDREN",
     "MAX_ID_LENGTH",
     "MAX_KEY_LENGTH",
     "NOT_LIVE",
+    "POLICIES",
     "STATUSES",
     "TERMINAL",
     "AlreadyApplied",
     "ChartConflict",
     "ChartNotRegistered",
     "ChartUnusable",
+    "ChildOutcome",
+    "ChildStart",
     "CorruptExecution",
     "Decline",
     "Declined",
@@ -85,6 +93,8 @@ __all__ = [
     "ExecutionNotFound",
     "ExecutionStatus",
     "Executions",
+    "FanOutExecutor",
+    "FanOutKey",
     "HostHook",
     "IdentityMismatch",
     "InvalidArgument",
@@ -97,6 +107,7 @@ __all__ = [
     "Page",
     "ParentLink",
     "PersistenceError",
+    "Policy",
     "PositionTooLarge",
     "SchemaError",
     "StatementError",
@@ -105,6 +116,7 @@ __all__ = [
     "StoreError",
     "UnstorablePosition",
     "__version__",
+    "child_execution_id",
     "install",
     "install_sql",
     "live_answer",
