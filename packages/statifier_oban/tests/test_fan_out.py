@@ -117,6 +117,7 @@ async def test_n_items_become_n_start_jobs_and_the_fan_out_job_completes_without
             "index": index,
             "child_count": 4,
             "policy": "first_error",
+            "item": {"json": f'{{"chunk":{index}}}'},  # each start holds its own item
         }
         assert row.meta == {"child_starter": seams.STARTER_PATH}
     # The invocation stays open: nothing reached the execution, through either door.
@@ -496,7 +497,7 @@ async def test_each_start_job_calls_the_starter_with_scope_invoke_index_count_an
 
     calls = starts(scope)
     assert [(c.parent_scope, c.index, c.count, c.opts) for c in calls] == [
-        (scope, i, 3, {"policy": "first_error"}) for i in range(3)
+        (scope, i, 3, {"policy": "first_error", "item": {"chunk": i}}) for i in range(3)
     ]
     for call, row in zip(calls, rows, strict=True):
         assert call.invoke == invoke  # decoded from the row, equal to the planned effect
@@ -521,8 +522,8 @@ async def test_a_plain_function_starter_is_called_too(rig: Rig) -> None:
     rows = await rig.wait_rows(scope, "completed", 2)
     assert {row.meta["child_starter"] for row in rows} == {seams.SYNC_STARTER_PATH}
     assert [(c.index, c.opts) for c in starts(scope)] == [
-        (0, {"policy": "all"}),
-        (1, {"policy": "all"}),
+        (0, {"policy": "all", "item": {"chunk": 0}}),
+        (1, {"policy": "all", "item": {"chunk": 1}}),
     ]
 
 

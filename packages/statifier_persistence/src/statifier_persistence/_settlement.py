@@ -202,7 +202,12 @@ class Settlement:
             }
             return _failed(fan_out, failure, caller_context)
         if policy == "first_error" and failed_index is not None:
-            culprit = results[failed_index]
+            # The first failure can come before every child exists: only its row counts.
+            culprit = next((result for result in results if result.index == failed_index), None)
+            if culprit is None:
+                raise CorruptExecution(
+                    fan_out.parent_id, f"fan-out {fan_out.invoke_id!r} lost its failed child"
+                )
             failure = {
                 "reason": "child_failed",
                 "attempts": 1,
@@ -212,9 +217,12 @@ class Settlement:
                 "data": culprit.donedata,
             }
             return _failed(fan_out, failure, caller_context)
-        if any(result.status is None for result in results):
+        finished = [result.index for result in results if result.status is not None]
+        if finished != list(range(count)):
             raise CorruptExecution(
-                fan_out.parent_id, f"fan-out {fan_out.invoke_id!r} settled before its children"
+                fan_out.parent_id,
+                f"fan-out {fan_out.invoke_id!r} settled, but not all of its {count} children"
+                " finished",
             )
         failures = [result for result in results if result.failed]
         if failures:
@@ -234,8 +242,8 @@ class Settlement:
     async def _results(
         self, conn: AsyncConnection[Any], fan_out: FanOutKey, count: Any
     ) -> list[_Result] | int:
-        """Every child's result in index order, or the donedata's total size when over
-        the position bound. ``CorruptExecution`` when the rows are not one per index."""
+        """Every child's result in index order (children never created are missing), or
+        the donedata's total size when it is over the position bound."""
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise CorruptExecution(fan_out.parent_id, f"fan-out {fan_out.invoke_id!r}: bad count")
         cursor = await conn.execute(
@@ -248,11 +256,11 @@ class Settlement:
             },
         )
         rows = await cursor.fetchall()
-        if [row[0] for row in rows] != list(range(count)):
+        if len(rows) > count:
             raise CorruptExecution(
-                fan_out.parent_id, f"fan-out {fan_out.invoke_id!r} does not have {count} children"
+                fan_out.parent_id, f"fan-out {fan_out.invoke_id!r} has over {count} children"
             )
-        total = rows[0][4]
+        total = rows[0][4] if rows else None
         if total is not None and total > self._limits.max_position_bytes:
             return int(total)
         return [_result(row) for row in rows]
