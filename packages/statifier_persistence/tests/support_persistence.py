@@ -22,7 +22,7 @@ from psycopg_pool import AsyncConnectionPool
 from statifier.core import effects as fx
 from statifier.core.events import Event
 from statifier.core.planner import Deliver
-from statifier_persistence import EffectRefused, Execution, install
+from statifier_persistence import EffectRefused, Execution, FanOutKey, install
 
 NS = 'xmlns="http://www.w3.org/2005/07/scxml"'
 
@@ -165,6 +165,28 @@ class TableExecutor:
             detail=Jsonb({"event": event.name}),
         )
         return True
+
+
+class FanOutTableExecutor(TableExecutor):
+    """A ``TableExecutor`` that runs fan-outs: a settlement is a ``settle`` row, a cascade
+    a ``cascade`` row (``invoke_id`` set, ``detail`` the generation), in the transaction."""
+
+    async def settle_fan_out(self, conn: AsyncConnection[Any], fan_out: FanOutKey) -> None:
+        """A ``settle`` row."""
+        await self._fan_out_row(conn, "settle", fan_out)
+
+    async def cancel_children(self, conn: AsyncConnection[Any], fan_out: FanOutKey) -> None:
+        """A ``cascade`` row."""
+        await self._fan_out_row(conn, "cascade", fan_out)
+
+    async def _fan_out_row(self, conn: AsyncConnection[Any], kind: str, key: FanOutKey) -> None:
+        await self._write(
+            conn,
+            kind,
+            execution_id=key.parent_id,
+            invoke_id=key.invoke_id,
+            detail=Jsonb({"generation": key.generation}),
+        )
 
 
 class OutboxHost:
