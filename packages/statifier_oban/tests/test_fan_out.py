@@ -304,7 +304,30 @@ async def test_one_item_over_the_cap_fails_the_invocation_and_starts_nothing(rig
     assert failed["job_id"] == parent.id
 
 
-# --- items that are not a list ------------------------------------------------------------
+# --- items that are not a list, or not storable -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("item", "reason"),
+    [
+        ({1, 2}, "unstorable_item"),
+        ({"id": float("nan")}, "unstorable_item"),
+        ({"blob": "x" * _fan_out.MAX_ITEM_BYTES}, "item_too_large"),
+    ],
+    ids=["a-set", "nan", "too-large"],
+)
+async def test_an_item_that_cannot_be_stored_refuses_the_fan_out_naming_it(
+    rig: Rig, item: Any, reason: str
+) -> None:
+    scope = rig.scope()
+    invoke = make_invoke()
+    verdict = await _fan_out.start(
+        rig.config(parked=True), parent_args(scope, invoke), invoke, [{"id": 0}, item]
+    )
+    assert isinstance(verdict, Refused)
+    assert (verdict.reason, verdict.index) == (reason, 1)
+    assert verdict.detail().startswith(f"{reason}: item 1: ")
+    assert await rig.rows(scope) == []  # no start for the items before it either
 
 
 @pytest.mark.parametrize("value", ["abc", {"chunk": 1}, 7, None, True])
@@ -610,6 +633,8 @@ async def test_a_start_job_whose_starter_does_not_resolve_retries(
         {"policy": "any"},
         {"policy": None},
         {"invoke_id": DROP},
+        {"item": "not a stored form"},
+        {"item": {"json": "{not json"}},
     ],
     ids=[
         "no-index",
@@ -622,6 +647,8 @@ async def test_a_start_job_whose_starter_does_not_resolve_retries(
         "unknown-policy",
         "null-policy",
         "no-invoke-id",
+        "item-not-stored-form",
+        "item-not-json",
     ],
 )
 async def test_a_start_job_with_an_invalid_position_or_policy_is_cancelled_as_undecodable(

@@ -13,6 +13,7 @@ state ``rejected``, which the parent names as a failure) or ``runaway`` (an even
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -21,10 +22,14 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from psycopg_pool import AsyncConnectionPool
+from statifier.core.effects import Invoke
 from statifier.core.events import Event
+from statifier_oban import Error, FanOut
+from statifier_oban.children import MapHandler
 from statifier_oban.executions import ObanExecutor
 from statifier_oban.workers import CHILD_START_WORKER
 from statifier_persistence import (
+    MAX_FAN_OUT_CHILDREN,
     AlreadyApplied,
     Discarded,
     Executions,
@@ -482,6 +487,35 @@ async def test_a_re_entered_invoking_state_maps_anew(rig: Rig) -> None:
         await rig.executions.step(child_id, Event(name="go"))
     _, state = await wait_leaf(rig, parent_id, "mapped")
     assert state.datamodel["results"] == [{"n": 0}, {"n": 1}]
+
+
+# --- the map handler ---------------------------------------------------------------------
+
+
+async def test_a_map_is_never_wider_than_a_fan_out_may_be(servers: Servers) -> None:
+    async with running_rig(servers, max_fan_out=MAX_FAN_OUT_CHILDREN + 5):
+        assert MapHandler().config().max_fan_out == MAX_FAN_OUT_CHILDREN
+    async with running_rig(servers, max_fan_out=7):
+        assert MapHandler().config().max_fan_out == 7
+
+
+async def test_a_map_without_a_chart_fails_and_one_over_nothing_fans_out() -> None:
+    invoke = Invoke(
+        invoke_id="map",
+        type="statifier:map",
+        src=None,
+        params={"items": [1, 2]},
+        content=None,
+        autoforward=False,
+        state_index=1,
+        invoke_index=0,
+        macrostep=1,
+        microstep=0,
+        round=0,
+    )
+    assert isinstance(await MapHandler().run(invoke), Error)
+    invoke = dataclasses.replace(invoke, params={"items": [1, 2], "chart": "fan_child"})
+    assert await MapHandler().run(invoke) == FanOut([1, 2])
 
 
 async def _all_completed(pool: AsyncConnectionPool, ids: list[int], attempt: int = 1) -> bool:

@@ -25,6 +25,7 @@ child starter of every fan-out. The pieces, in the order a fan-out meets them:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any
 
@@ -32,6 +33,7 @@ from oban import Cancel, Snooze
 from oban.job import Job
 from statifier.core.effects import Invoke
 from statifier_persistence import (
+    MAX_FAN_OUT_CHILDREN,
     ExecutionNotFound,
     FanOutKey,
     NeedsMigration,
@@ -77,8 +79,12 @@ class MapHandler(InvokeHandler):
         return FanOut(items)
 
     def config(self) -> Config:
-        """The config of the installed ``Executions``' executor."""
-        return current_config()
+        """The config of the installed ``Executions``' executor, its ``max_fan_out`` at
+        most ``MAX_FAN_OUT_CHILDREN`` (a wider map is refused at once, not retried)."""
+        config = current_config()
+        if config.max_fan_out <= MAX_FAN_OUT_CHILDREN:
+            return config
+        return dataclasses.replace(config, max_fan_out=MAX_FAN_OUT_CHILDREN)
 
 
 class ExecutionChildStarter:
