@@ -472,11 +472,41 @@ async def test_an_answer_settled_after_the_parent_left_is_declined(rig: Rig) -> 
     assert state.active_leaf_ids() == ("aborted",)
 
 
+async def test_an_answer_settled_before_the_parent_re_entered_the_state_is_discarded(
+    rig: Rig,
+) -> None:
+    parent_id = await start_map(rig, items("wait"))
+    (kid,) = await children(rig, parent_id, 1)
+    queue = rig.config.invoke_queue or ""
+    await rig.server.oban.pause_queue(queue)
+    try:
+        await rig.executions.step(kid.id, Event(name="go"))  # settles: the answer is a job
+        await rig.executions.step(parent_id, Event(name="again"))  # the same invoke id, anew
+    finally:
+        await rig.server.oban.resume_queue(queue)
+    (job,) = await settled_jobs(rig, SETTLEMENT, parent_id, 1)
+    assert job.state == "cancelled"
+    assert "discarded: invocation_superseded" in job.error_text
+
+    async def renewed() -> Any:
+        ids = await child_ids(rig, parent_id)
+        return ids if ids and ids != [kid.id] else None
+
+    (fresh,) = await wait_until(renewed, timeout=10, what="the new generation's child")
+    await rig.executions.step(fresh, Event(name="go"))
+    _, state = await wait_leaf(rig, parent_id, "mapped")
+    assert state.datamodel["results"] == [{"n": 0}]
+
+
 async def test_a_re_entered_invoking_state_maps_anew(rig: Rig) -> None:
     parent_id = await start_map(rig, items("wait", "wait"))
     first = await children(rig, parent_id, 2)
+    old = await fan_out_key(rig, parent_id)
     await rig.executions.step(parent_id, Event(name="again"))  # leaves and re-enters
     await wait_children(rig, [kid.id for kid in first], "cancelled")
+    # A start of the left generation still running now creates nothing.
+    stale = await rig.executions.start_child(old, 0, 2, chart="fan_child")
+    assert (stale.outcome, stale.reason) == ("not_needed", "invocation_superseded")
 
     async def renewed() -> Any:
         ids = await child_ids(rig, parent_id)

@@ -169,7 +169,8 @@ class TableExecutor:
 
 class FanOutTableExecutor(TableExecutor):
     """A ``TableExecutor`` that runs fan-outs: a settlement is a ``settle`` row, a cascade
-    a ``cascade`` row (``invoke_id`` set, ``detail`` the generation), in the transaction."""
+    a ``cascade`` row (``invoke_id`` set, ``detail`` the generation), in the transaction;
+    a generation is superseded once an ``invoke`` row of a later macrostep exists."""
 
     async def settle_fan_out(self, conn: AsyncConnection[Any], fan_out: FanOutKey) -> None:
         """A ``settle`` row."""
@@ -178,6 +179,28 @@ class FanOutTableExecutor(TableExecutor):
     async def cancel_children(self, conn: AsyncConnection[Any], fan_out: FanOutKey) -> None:
         """A ``cascade`` row."""
         await self._fan_out_row(conn, "cascade", fan_out)
+
+    async def start_invocation(
+        self, conn: AsyncConnection[Any], execution_id: str, effect: fx.Invoke
+    ) -> None:
+        """An ``invoke`` row whose detail holds the invocation's macrostep too."""
+        await self._write(
+            conn,
+            "invoke",
+            execution_id=execution_id,
+            invoke_id=effect.invoke_id,
+            detail=Jsonb({"type": effect.type, "macrostep": effect.macrostep}),
+        )
+
+    async def superseded(self, conn: AsyncConnection[Any], fan_out: FanOutKey) -> bool:
+        """Whether an ``invoke`` row of a later macrostep has the fan-out's invoke id."""
+        cursor = await conn.execute(
+            "SELECT count(*) FROM test_effects WHERE kind = 'invoke' AND execution_id = %s"
+            " AND invoke_id = %s AND (detail->>'macrostep')::int > %s",
+            [fan_out.parent_id, fan_out.invoke_id, fan_out.generation],
+        )
+        row = await cursor.fetchone()
+        return row is not None and row[0] > 0
 
     async def _fan_out_row(self, conn: AsyncConnection[Any], kind: str, key: FanOutKey) -> None:
         await self._write(

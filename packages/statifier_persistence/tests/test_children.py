@@ -54,6 +54,7 @@ PARENT = chart(
     <state id="mapping">
       <invoke id="map" type="test:job"/>
       <transition event="leave" target="elsewhere"/>
+      <transition event="again" target="mapping"/>
     </state>
     <state id="elsewhere"/>
     """,
@@ -205,6 +206,19 @@ async def test_no_child_is_started_when_no_one_would_take_its_answer(
     await fan_executions.cancel(left.parent_id)
     cancelled = await start(fan_executions, left, 1, 2, "wait")
     assert cancelled.reason == "parent_cancelled"
+
+
+async def test_a_start_of_a_generation_the_parent_left_creates_nothing(
+    fan_executions: Executions, store: AsyncConnectionPool
+) -> None:
+    key = await mapping(fan_executions)
+    # The parent leaves and re-enters the invoking state before this generation's first
+    # start ran: the invoke id is live again, but as another invocation.
+    await fan_executions.step(key.parent_id, Event(name="again"))
+    stale = await start(fan_executions, key, 0, 2, "wait")
+    assert (stale.outcome, stale.reason) == ("not_needed", "invocation_superseded")
+    opened = "SELECT count(*) FROM statifier_fan_outs WHERE parent_id = %s"
+    assert await scalar(store, opened, [key.parent_id]) == 0
 
 
 async def test_a_parked_parent_makes_the_start_wait(fan_executions: Executions) -> None:

@@ -51,6 +51,7 @@ from .executions import (
     _Steps,
     current,
     current_config,
+    current_executor,
 )
 from .workers import Outcome
 
@@ -150,6 +151,9 @@ class SettlementWorker:
         answer = await current().fan_out_answer(fan_out)
         if answer is None:
             return Cancel("discarded: fan_out_not_settled")
+        if await current_executor().superseded(None, fan_out):
+            # The parent re-entered the invoking state: its live invocation is another one.
+            return Cancel("discarded: invocation_superseded")
         delivered = await _Steps().apply(fan_out.parent_id, live_answer(answer))
         common = {
             "attempt": job.attempt,

@@ -125,13 +125,18 @@ def execution_config(oban: Any, *, timers_queue: str, **options: Any) -> Config:
     return Config(oban=oban, timers_queue=timers_queue, **options)
 
 
-def current_config() -> Config:
-    """The config of the installed ``Executions``' executor (an :class:`ObanExecutor`);
-    ``NoExecutions`` if none is installed or it runs on another executor."""
+def current_executor() -> ObanExecutor:
+    """The installed ``Executions``' executor; ``NoExecutions`` if none is installed or it
+    is not an :class:`ObanExecutor`."""
     executor = current().executor
     if not isinstance(executor, ObanExecutor):
         raise NoExecutions(f"the installed Executions runs on {executor!r}, not an ObanExecutor")
-    return executor.config
+    return executor
+
+
+def current_config() -> Config:
+    """The config of the installed ``Executions``' executor (see :func:`current_executor`)."""
+    return current_executor().config
 
 
 class ObanExecutor:
@@ -214,6 +219,23 @@ class ObanExecutor:
     async def cancel_children(self, conn: AsyncConnection[Any], fan_out: FanOutKey) -> None:
         """A ``statifier_oban.children.CascadeWorker`` job, in the step's transaction."""
         await self._fan_out_job(conn, CASCADE_WORKER, fan_out)
+
+    async def superseded(self, conn: AsyncConnection[Any] | None, fan_out: FanOutKey) -> bool:
+        """Whether an invocation job of a later generation (macrostep) of the fan-out's
+        invoke id exists: the parent left the invoking state and entered it again
+        (``conn``: in that transaction; None: on the host's pool)."""
+        oban = self.config.oban
+        async with _store.connection(oban, conn) as db:
+            cursor = await db.execute(
+                _store.statement(oban, "invocation_superseded"),
+                {
+                    "scope": fan_out.parent_id,
+                    "invoke_id": fan_out.invoke_id,
+                    "macrostep": fan_out.generation,
+                },
+            )
+            row = await cursor.fetchone()
+        return bool(row and row[0])
 
     async def _fan_out_job(
         self, conn: AsyncConnection[Any], worker: str, fan_out: FanOutKey
@@ -375,6 +397,7 @@ __all__ = [
     "PendingJob",
     "current",
     "current_config",
+    "current_executor",
     "execution_config",
     "pending_jobs",
     "use",

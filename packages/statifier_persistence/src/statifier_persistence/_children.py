@@ -5,8 +5,8 @@
 1. lock the parent's row (its steps wait, and so does a stop of the invocation, which is
    what makes "the invocation is live" hold until this commits);
 2. the parent must be active (parked: ``NeedsMigration``, try later) and the invocation
-   live in its position, else no child is needed (``not_needed``: nobody would take its
-   answer);
+   live in its position, in this generation (not started again since), else no child is
+   needed (``not_needed``: nobody would take its answer);
 3. open the fan-out on its first start (its chart resolved by name to the newest
    registered revision, its count, policy and failed states fixed for every child), lock
    it, and check it is still open (a settled or abandoned fan-out needs no more children);
@@ -60,6 +60,7 @@ class ChildStart:
     ``execution_id`` is the child's id (derived: the same for every delivery of the
     start). ``reason`` says why a child was ``not_needed``: ``parent_not_found``,
     ``parent_<status>`` (completed, failed, cancelled), ``invocation_not_live``,
+    ``invocation_superseded`` (the invoking state was left and entered again),
     ``fan_out_settled`` or ``fan_out_abandoned``.
     """
 
@@ -157,6 +158,8 @@ async def start_child(
         state = await executions._position(db, parent, blob, routes)
         if fan_out.invoke_id not in state.invocations.values():
             return ChildStart("not_needed", child_id, "invocation_not_live")
+        if await executions._settlement.require_executor().superseded(db, fan_out):
+            return ChildStart("not_needed", child_id, "invocation_superseded")
         params: dict[str, Any] = {
             "parent_id": fan_out.parent_id,
             "invoke_id": fan_out.invoke_id,

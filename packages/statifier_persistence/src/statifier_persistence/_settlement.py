@@ -82,6 +82,11 @@ class FanOutExecutor(Protocol):
         """Store the durable work that cancels the fan-out's unfinished children
         (``Executions.unfinished_children``, then ``Executions.cancel`` each)."""
 
+    async def superseded(self, conn: AsyncConnection[Any], fan_out: FanOutKey) -> bool:
+        """Whether the parent started the invocation again after this generation (it left
+        the invoking state and re-entered it, under the same invoke id): the live
+        invocation is another one, and this fan-out's children are not needed."""
+
 
 @dataclass(frozen=True, slots=True)
 class _Result:
