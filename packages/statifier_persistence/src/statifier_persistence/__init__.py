@@ -5,10 +5,11 @@ per execution.
 compiles from), steps events into them (one transaction each: lock, liveness, drive,
 durable effects through an ``EffectExecutor`` on the same connection, store), cancels,
 parks and lists them. A step given a ``key`` applies at most once. A fan-out's children
-are executions too (``Executions.start_child``), whose finishing settles the parent's
-invocation once (``Executions.fan_out_answer``, through a ``FanOutExecutor``). ``install`` creates
-the tables. ``statifier_oban.executions`` joins this package to oban jobs: timers,
-invocations, and the deliveries a standalone ``statifier-oban worker`` runs.
+are executions too (``Executions.start_child``); their finishing settles the parent's
+invocation once (``Executions.fan_out_answer``, through a ``FanOutExecutor``).
+``install`` creates the tables. ``statifier_oban.executions`` joins this package to oban
+jobs: timers, invocations, and the deliveries a standalone ``statifier-oban worker``
+runs; ``statifier_oban.children`` runs fan-outs.
 
 Modules with a leading underscore are private; ``statifier_persistence.schema`` is the
 installer.

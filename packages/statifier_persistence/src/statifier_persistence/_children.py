@@ -51,6 +51,7 @@ MAX_FAILED_STATES: Final = 64
 """The most state ids a fan-out may name as failures."""
 
 CHILD_ID_PREFIX: Final = "fan_"
+"""How every child execution id begins."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +144,7 @@ async def start_child(
     check_text(chart, "chart name", MAX_IDENTITY_LENGTH)
     states = _check_failed_states(failed_states)
     context = _context_text(caller_context, executions.limits.max_metadata_bytes)
-    executions._settlement.require_executor()
+    executor = executions._settlement.require_executor()
     child_id = child_execution_id(fan_out, index)
     async with transaction(executions.pool, conn) as db:
         try:
@@ -158,7 +159,7 @@ async def start_child(
         state = await executions._position(db, parent, blob, routes)
         if fan_out.invoke_id not in state.invocations.values():
             return ChildStart("not_needed", child_id, "invocation_not_live")
-        if await executions._settlement.require_executor().superseded(db, fan_out):
+        if await executor.superseded(db, fan_out):
             return ChildStart("not_needed", child_id, "invocation_superseded")
         params: dict[str, Any] = {
             "parent_id": fan_out.parent_id,
