@@ -42,7 +42,15 @@ TESTS_DIR = str(Path(__file__).resolve().parent)
 if TESTS_DIR not in sys.path:  # makes support_* importable here and by the worker
     sys.path.append(TESTS_DIR)
 
-from support_common import chart, database_fixture, job_rows, unique, wait_until  # noqa: E402
+from support_common import (  # noqa: E402
+    chart,
+    database_fixture,
+    insert_row,
+    job_rows,
+    unique,
+    wait_for_state,
+    wait_until,
+)
 from support_executions import Rig, running_rig  # noqa: E402
 from support_harness import Servers, servers_fixture  # noqa: E402
 
@@ -517,6 +525,27 @@ async def test_a_re_entered_invoking_state_maps_anew(rig: Rig) -> None:
         await rig.executions.step(child_id, Event(name="go"))
     _, state = await wait_leaf(rig, parent_id, "mapped")
     assert state.datamodel["results"] == [{"n": 0}, {"n": 1}]
+
+
+@pytest.mark.parametrize("worker", [SETTLEMENT, CASCADE])
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"scope": "p", "invoke_id": "map", "macrostep": "1"},
+        {"scope": "p", "invoke_id": "", "macrostep": 1},
+        {"invoke_id": "map", "macrostep": 1},
+        ["p", "map", 1],
+    ],
+    ids=["text-macrostep", "empty-invoke-id", "no-scope", "not-an-object"],
+)
+async def test_a_fan_out_job_naming_no_fan_out_is_cancelled_as_undecodable(
+    rig: Rig, worker: str, args: Any
+) -> None:
+    queue = rig.config.invoke_queue or ""
+    job_id = await insert_row(rig.server.pool, args, queue=queue, worker=worker)
+    row = await wait_for_state(rig.server.pool, job_id, "cancelled", "completed", "retryable")
+    assert row.state == "cancelled", row.error_text
+    assert "undecodable" in row.error_text
 
 
 # --- the map handler ---------------------------------------------------------------------

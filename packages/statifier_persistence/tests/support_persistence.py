@@ -136,13 +136,14 @@ class TableExecutor:
     async def start_invocation(
         self, conn: AsyncConnection[Any], execution_id: str, effect: fx.Invoke
     ) -> None:
-        """An ``invoke`` row."""
+        """An ``invoke`` row (its detail: type, params and the invoking macrostep)."""
+        detail = {"type": effect.type, "params": effect.params, "macrostep": effect.macrostep}
         await self._write(
             conn,
             "invoke",
             execution_id=execution_id,
             invoke_id=effect.invoke_id,
-            detail=Jsonb({"type": effect.type, "params": effect.params}),
+            detail=Jsonb(detail),
         )
 
     async def stop_invocation(
@@ -179,18 +180,6 @@ class FanOutTableExecutor(TableExecutor):
     async def cancel_children(self, conn: AsyncConnection[Any], fan_out: FanOutKey) -> None:
         """A ``cascade`` row."""
         await self._fan_out_row(conn, "cascade", fan_out)
-
-    async def start_invocation(
-        self, conn: AsyncConnection[Any], execution_id: str, effect: fx.Invoke
-    ) -> None:
-        """An ``invoke`` row whose detail holds the invocation's macrostep too."""
-        await self._write(
-            conn,
-            "invoke",
-            execution_id=execution_id,
-            invoke_id=effect.invoke_id,
-            detail=Jsonb({"type": effect.type, "macrostep": effect.macrostep}),
-        )
 
     async def superseded(self, conn: AsyncConnection[Any], fan_out: FanOutKey) -> bool:
         """Whether an ``invoke`` row of a later macrostep has the fan-out's invoke id."""

@@ -128,15 +128,23 @@ class ExecutionChildStarter:
             )
 
 
-def _fan_out_of(job: Job) -> FanOutKey | None:
-    """The fan-out a settlement or cascade job names, or None if its args are unusable."""
+def _fan_out_of(job: Job, kind: str) -> FanOutKey | Cancel:
+    """The fan-out a settlement or cascade job names; a ``Cancel`` (logged) if its args are
+    unusable."""
     args = job.args if isinstance(job.args, dict) else {}
     scope, invoke_id, generation = args.get("scope"), args.get("invoke_id"), args.get("macrostep")
-    if not (isinstance(scope, str) and scope and isinstance(invoke_id, str) and invoke_id):
-        return None
-    if isinstance(generation, bool) or not isinstance(generation, int) or generation < 0:
-        return None
-    return FanOutKey(scope, invoke_id, generation)
+    if (
+        isinstance(scope, str)
+        and scope
+        and isinstance(invoke_id, str)
+        and invoke_id
+        and isinstance(generation, int)
+        and not isinstance(generation, bool)
+        and generation >= 0
+    ):
+        return FanOutKey(scope, invoke_id, generation)
+    logger.warning("%s job %s is undecodable: %r", kind, job.id, job.args)
+    return Cancel(f"undecodable: a {kind} job names scope, invoke_id and macrostep")
 
 
 class SettlementWorker:
@@ -144,10 +152,9 @@ class SettlementWorker:
 
     async def process(self, job: Job) -> Outcome:
         """Build the answer from the children, step it (keyed by this job), record it."""
-        fan_out = _fan_out_of(job)
-        if fan_out is None:
-            logger.warning("settlement job %s is undecodable: %r", job.id, job.args)
-            return Cancel("undecodable: a settlement names scope, invoke_id and macrostep")
+        fan_out = _fan_out_of(job, "settlement")
+        if isinstance(fan_out, Cancel):
+            return fan_out
         answer = await current().fan_out_answer(fan_out)
         if answer is None:
             return Cancel("discarded: fan_out_not_settled")
@@ -180,10 +187,9 @@ class CascadeWorker:
 
     async def process(self, job: Job) -> Outcome:
         """Cancel what still runs; snooze while a child is parked (it cannot be cancelled)."""
-        fan_out = _fan_out_of(job)
-        if fan_out is None:
-            logger.warning("cascade job %s is undecodable: %r", job.id, job.args)
-            return Cancel("undecodable: a cascade names scope, invoke_id and macrostep")
+        fan_out = _fan_out_of(job, "cascade")
+        if isinstance(fan_out, Cancel):
+            return fan_out
         installed = _require()
         await _cancel_pending_starts(current_config(), fan_out)
         parked: list[str] = []
