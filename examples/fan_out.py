@@ -90,7 +90,7 @@ class Workers:
         """Start worker ``label``; its oban node name."""
         node = f"fan-out-{label}-{os.getpid()}"
         with (self.logs / f"{label}.log").open("wb") as log:
-            self.processes[label] = subprocess.Popen(
+            self.processes[label] = subprocess.Popen(  # noqa: S603 - this interpreter, our CLI
                 [*WORKER, "--database-url", self.url, "--node", node],
                 cwd=HERE,
                 stdin=subprocess.DEVNULL,
@@ -173,7 +173,11 @@ async def run(
     for label in ("a", "b"):
         workers.spawn(label)
     told.check(await running(pool, workers, "a", "b"), "workers a and b run the queues")
-    await wait_for(lambda: leader(pool), timeout=10)
+
+    async def led() -> bool:
+        return await leader(pool) is not None
+
+    await wait_for(led, timeout=10)
     told.begin(f"workers a and b up (plain statifier-oban worker); leader {await leader(pool)}")
 
     batch = await executions.create(

@@ -1,7 +1,7 @@
 """Fan-out settled: a ``statifier:map`` invocation's children are durable executions, and
 their finishing answers the parent's invocation once.
 
-Each test runs the execution rig (``support_executions``: a server-mode Oban running a
+Each test runs the execution rig (``oban_support.executions``: a server-mode Oban running a
 timers and an invoke queue in this process, an ``Executions`` whose ``ObanExecutor`` knows
 ``MapHandler``). The parent chart maps ``items`` over the registered child chart
 ``fan_child``; an item's ``mode`` says how its child ends: ``now`` (in its initial drive),
@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import sys
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -38,11 +36,7 @@ from statifier_persistence import (
     child_execution_id,
 )
 
-TESTS_DIR = str(Path(__file__).resolve().parent)
-if TESTS_DIR not in sys.path:  # makes support_* importable here and by the worker
-    sys.path.append(TESTS_DIR)
-
-from support_common import (  # noqa: E402
+from oban_support.common import (
     chart,
     database_fixture,
     insert_row,
@@ -51,8 +45,8 @@ from support_common import (  # noqa: E402
     wait_for_state,
     wait_until,
 )
-from support_executions import Rig, running_rig  # noqa: E402
-from support_harness import Servers, servers_fixture  # noqa: E402
+from oban_support.executions import Rig, running_rig
+from oban_support.harness import Servers, servers_fixture
 
 database = database_fixture()
 servers = servers_fixture()

@@ -28,7 +28,8 @@ from statifier_persistence import (
     NeedsMigration,
     child_execution_id,
 )
-from support_persistence import FanOutTableExecutor, TableExecutor, chart, scalar, unique
+
+from persistence_support.common import FanOutTableExecutor, TableExecutor, chart, scalar, unique
 
 CHILD = chart(
     """
@@ -109,7 +110,8 @@ def test_child_ids_are_derived_from_the_fan_out_and_the_index() -> None:
         child_execution_id(FanOutKey("parent_2", "map", 3), 0),
         child_execution_id(FanOutKey("parent_1map", "", 3), 0),
     }
-    assert first not in others and len(others) == 4
+    assert first not in others
+    assert len(others) == 4
 
 
 async def test_a_start_creates_the_child_once_and_a_second_start_adopts_it(
@@ -123,6 +125,7 @@ async def test_a_start_creates_the_child_once_and_a_second_start_adopts_it(
     assert (again.outcome, again.execution_id) == ("adopted", created.execution_id)
 
     child, state = await fan_executions.load(created.execution_id)
+    assert child.parent is not None
     assert (child.parent.execution_id, child.parent.invoke_id, child.parent.index) == (
         key.parent_id,
         "map",
@@ -261,7 +264,8 @@ async def test_a_child_that_finishes_in_its_initial_drive_is_counted_by_its_star
     await start(fan_executions, key, 1, 2, "now")
     assert await rows(store, key, "settle") == 1
     answer = await fan_executions.fan_out_answer(key)
-    assert answer is not None and answer.data == [{"item": "now"}, {"item": "now"}]
+    assert answer is not None
+    assert answer.data == [{"item": "now"}, {"item": "now"}]
 
 
 async def test_children_finishing_at_once_settle_once(
@@ -292,7 +296,8 @@ async def test_first_error_settles_on_the_first_failure_and_asks_for_the_cascade
     assert await fan_executions.unfinished_children(key) == [ids[2]]
 
     answer = await fan_executions.fan_out_answer(key)
-    assert answer is not None and answer.name == "error.communication.invoke.map"
+    assert answer is not None
+    assert answer.name == "error.communication.invoke.map"
     assert answer.data == {
         "reason": "child_failed",
         "attempts": 1,
@@ -311,7 +316,8 @@ async def test_a_completion_in_a_failed_state_is_a_failure(fan_executions: Execu
     await start(fan_executions, key, 0, 2, "now", failed_states=["rejected"])
     await start(fan_executions, key, 1, 2, "reject", failed_states=["rejected"])
     answer = await fan_executions.fan_out_answer(key)
-    assert answer is not None and answer.data["reason"] == "children_failed"
+    assert answer is not None
+    assert answer.data["reason"] == "children_failed"
     assert answer.data["failed"] == [1]
     assert answer.data["results"] == [{"item": "now"}, None]
     assert answer.data["detail"] == "1 of 2 children failed: 1 (completed in a failed state)"
@@ -329,7 +335,8 @@ async def test_an_answer_over_the_position_bound_is_a_failure(
     for child_id in ids:
         await executions.step(child_id, Event(name="big"))
     answer = await executions.fan_out_answer(key)
-    assert answer is not None and answer.data["reason"] == "answer_too_large"
+    assert answer is not None
+    assert answer.data["reason"] == "answer_too_large"
     assert "over the 4096 limit" in answer.data["detail"]
 
 

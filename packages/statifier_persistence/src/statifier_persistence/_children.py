@@ -181,7 +181,7 @@ async def start_child(
                 },
             )
             found = await _locked_fan_out(db, executions, params)
-            assert found is not None  # inserted by this transaction
+            assert found is not None  # noqa: S101 - inserted by this very transaction
         stored_count, stored_policy, identity, fan_out_state = found
         if (stored_count, stored_policy) != (count, policy):
             raise InvalidArgument(
