@@ -22,7 +22,7 @@ import pytest_asyncio
 from psycopg_pool import AsyncConnectionPool
 from statifier.core.effects import Invoke
 from statifier.core.events import Event
-from statifier_oban import Error, FanOut
+from statifier_oban import Error, FanOut, cli
 from statifier_oban.children import MapHandler
 from statifier_oban.executions import ObanExecutor
 from statifier_oban.workers import CHILD_START_WORKER
@@ -540,6 +540,28 @@ async def test_a_fan_out_job_naming_no_fan_out_is_cancelled_as_undecodable(
     row = await wait_for_state(rig.server.pool, job_id, "cancelled", "completed", "retryable")
     assert row.state == "cancelled", row.error_text
     assert "undecodable" in row.error_text
+
+
+async def test_show_tells_an_operator_how_far_a_fan_out_is(
+    rig: Rig, database: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    parent_id = await start_map(rig, items("wait", "now", "wait"), on="first_error")
+    await children(rig, parent_id, 3)
+    key = await fan_out_key(rig, parent_id)
+    (fan_out,) = await rig.executions.fan_outs(parent_id)
+    assert (fan_out.key, fan_out.count, fan_out.finished) == (key, 3, 1)
+    assert (fan_out.policy, fan_out.state) == ("first_error", "open")
+    assert fan_out.chart_identity == CHILD.identity
+
+    done = await asyncio.to_thread(
+        cli.main, ["executions", "show", "--database-url", database, parent_id]
+    )
+    assert done == 0
+    shown = capsys.readouterr().out
+    assert (
+        f"fan-out        map (generation {key.generation}): 1 of 3 children finished, open, "
+        "on first_error"
+    ) in shown
 
 
 # --- the map handler ---------------------------------------------------------------------

@@ -59,7 +59,15 @@ from ._records import (
     Stepped,
     StepResult,
 )
-from ._settlement import MAX_FAN_OUT_CHILDREN, POLICIES, FanOutExecutor, FanOutKey, Policy
+from ._settlement import (
+    MAX_FAN_OUT_CHILDREN,
+    POLICIES,
+    FanOut,
+    FanOutExecutor,
+    FanOutKey,
+    FanOutState,
+    Policy,
+)
 from .schema import install, install_sql, verify
 
 try:
@@ -94,8 +102,10 @@ __all__ = [
     "ExecutionNotFound",
     "ExecutionStatus",
     "Executions",
+    "FanOut",
     "FanOutExecutor",
     "FanOutKey",
+    "FanOutState",
     "HostHook",
     "IdentityMismatch",
     "InvalidArgument",

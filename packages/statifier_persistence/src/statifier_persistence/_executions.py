@@ -59,7 +59,7 @@ from ._rows import (
     decode_position,
     encode_json_object,
 )
-from ._settlement import FanOutKey, Policy, Settlement
+from ._settlement import FanOut, FanOutKey, Policy, Settlement
 from ._sql import check_prefix, statement
 
 logger = logging.getLogger("statifier_persistence")
@@ -389,6 +389,15 @@ class Executions:
         """
         async with transaction(self._pool, conn) as db:
             return await self._settlement.answer(db, check_fan_out(fan_out))
+
+    async def fan_outs(
+        self, parent_id: str, *, conn: AsyncConnection[Any] | None = None
+    ) -> list[FanOut]:
+        """The execution's fan-outs (as a parent), oldest generation first: how many of
+        their children finished, and whether each is open, settled or abandoned."""
+        parent_id = check_execution_id(parent_id)
+        async with transaction(self._pool, conn) as db:
+            return await self._settlement.fan_outs(db, parent_id)
 
     async def unfinished_children(
         self, fan_out: FanOutKey, *, conn: AsyncConnection[Any] | None = None

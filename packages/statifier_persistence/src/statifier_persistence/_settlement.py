@@ -88,6 +88,27 @@ class FanOutExecutor(Protocol):
         invocation is another one, and this fan-out's children are not needed."""
 
 
+FanOutState = Literal["open", "settled", "abandoned"]
+"""Where a fan-out stands: its answer is not decided yet, decided, or never to be."""
+
+
+@dataclass(frozen=True, slots=True)
+class FanOut:
+    """A fan-out as it stands (``Executions.fan_outs``): ``finished`` of ``count`` children
+    finished; ``chart_identity`` is the children's chart revision."""
+
+    key: FanOutKey
+    count: int
+    finished: int
+    policy: Policy
+    state: FanOutState
+    chart_identity: str
+
+
+MAX_LISTED_FAN_OUTS: Final = 100
+"""The most fan-outs ``Executions.fan_outs`` lists for one parent."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Result:
     """One child's row of a fan-out's results."""
@@ -175,6 +196,28 @@ class Settlement:
         )
         for (generation,) in await cursor.fetchall():
             await self.executor.cancel_children(conn, FanOutKey(parent_id, invoke_id, generation))
+
+    async def fan_outs(self, conn: AsyncConnection[Any], parent_id: str) -> list[FanOut]:
+        """The parent's fan-outs, oldest generation first (at most ``MAX_LISTED_FAN_OUTS``)."""
+        cursor = await conn.execute(
+            statement("list_fan_outs", self._prefix),
+            {"parent_id": parent_id, "limit": MAX_LISTED_FAN_OUTS},
+        )
+        found = []
+        for (
+            invoke_id,
+            generation,
+            count,
+            finished,
+            policy,
+            state,
+            identity,
+        ) in await cursor.fetchall():
+            if policy not in POLICIES or state not in ("open", "settled", "abandoned"):
+                raise CorruptExecution(parent_id, f"fan-out {invoke_id!r} has an invalid row")
+            key = FanOutKey(parent_id, invoke_id, generation)
+            found.append(FanOut(key, count, finished, policy, state, identity))
+        return found
 
     async def unfinished_children(
         self, conn: AsyncConnection[Any], fan_out: FanOutKey
