@@ -26,13 +26,13 @@ from statifier_persistence import (
     InvalidArgument,
     Limits,
     NeedsMigration,
+    RetirementRefused,
     child_execution_id,
 )
 
 from persistence_support.common import FanOutTableExecutor, TableExecutor, chart, scalar, unique
 
-CHILD = chart(
-    """
+CHILD_BODY = """
     <datamodel><data id="item" expr="None"/></datamodel>
     <state id="start">
       <transition cond="item == 'now'" target="done"/>
@@ -46,9 +46,9 @@ CHILD = chart(
     <final id="done"><donedata><param name="item" expr="item"/></donedata></final>
     <final id="big"><donedata><param name="blob" expr="'x' * 600"/></donedata></final>
     <final id="rejected"/>
-    """,
-    name="fan_child",
-)
+    """
+
+CHILD = chart(CHILD_BODY, name="fan_child")
 
 PARENT = chart(
     """
@@ -354,3 +354,27 @@ async def test_leaving_the_invoking_state_abandons_the_fan_out(
     assert await fan_executions.fan_out_answer(key) is None
     state = "SELECT state FROM statifier_fan_outs WHERE parent_id = %s"
     assert await scalar(store, state, [key.parent_id]) == "abandoned"
+
+
+async def test_an_open_fan_out_pins_its_children_revision_and_new_fan_outs_skip_retired_ones(
+    fan_executions: Executions,
+) -> None:
+    name = unique("pinned_child")
+    first = chart(CHILD_BODY, name=name)
+    await fan_executions.register(first)
+    key = await mapping(fan_executions)
+    await start(fan_executions, key, 0, 2, "now", chart=name)  # finished: pins nothing
+    with pytest.raises(RetirementRefused) as caught:  # child 1 is still to come
+        await fan_executions.retire(first.identity)
+    assert caught.value.pins.counts["fan_outs"] == {"open": 1}
+    assert caught.value.pins.counts["executions"] == {"active": 0, "needs_migration": 0}
+
+    await start(fan_executions, key, 1, 2, "now", chart=name)  # settles the fan-out
+    await fan_executions.retire(first.identity)
+    later = await mapping(fan_executions)
+    with pytest.raises(ChartNotRegistered):  # the only revision of that name is retired
+        await start(fan_executions, later, 0, 1, "now", chart=name)
+    second = chart(CHILD_BODY.replace("'x' * 600", "'y' * 600"), name=name)
+    await fan_executions.register(second)
+    created = await start(fan_executions, later, 0, 1, "now", chart=name)
+    assert (await fan_executions.get(created.execution_id)).chart_identity == second.identity

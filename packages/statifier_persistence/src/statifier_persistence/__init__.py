@@ -4,12 +4,14 @@ per execution.
 ``Executions`` creates executions (stored with their chart in a registry any node
 compiles from), steps events into them (one transaction each: lock, liveness, drive,
 durable effects through an ``EffectExecutor`` on the same connection, store), cancels,
-parks and lists them. A step given a ``key`` applies at most once. A fan-out's children
-are executions too (``Executions.start_child``); their finishing settles the parent's
-invocation once (``Executions.fan_out_answer``, through a ``FanOutExecutor``).
-``install`` creates the tables. ``statifier_oban.executions`` joins this package to oban
-jobs: timers, invocations, and the deliveries a standalone ``statifier-oban worker``
-runs; ``statifier_oban.children`` runs fan-outs.
+parks and lists them, and moves them between chart revisions (``migrate``; a revision
+is retired once no ``PinSource`` counts anything on it). A step given a ``key`` applies
+at most once. A fan-out's children are executions too (``Executions.start_child``);
+their finishing settles the parent's invocation once (``Executions.fan_out_answer``,
+through a ``FanOutExecutor``). ``install`` creates the tables.
+``statifier_oban.executions`` joins this package to oban jobs: timers, invocations, the
+deliveries a standalone ``statifier-oban worker`` runs, and the pin source of pending
+timers; ``statifier_oban.children`` runs fan-outs.
 
 Modules with a leading underscore are private; ``statifier_persistence.schema`` is the
 installer.
@@ -24,6 +26,7 @@ from ._children import ChildOutcome, ChildStart, child_execution_id
 from ._errors import (
     ChartConflict,
     ChartNotRegistered,
+    ChartRetired,
     ChartUnusable,
     CorruptExecution,
     EffectRefused,
@@ -33,10 +36,12 @@ from ._errors import (
     InvalidArgument,
     InvalidPrefix,
     InvalidTransition,
+    MigrationRefused,
     NeedsMigration,
     NotConnected,
     PersistenceError,
     PositionTooLarge,
+    RetirementRefused,
     SchemaError,
     StatementError,
     StoreError,
@@ -45,6 +50,7 @@ from ._errors import (
 from ._executions import EventBuilder, Executions
 from ._executor import EffectExecutor, HostHook, LoggingHost
 from ._limits import MAX_ID_LENGTH, MAX_KEY_LENGTH, Limits
+from ._pins import ExecutionPins, PinReport, PinSource
 from ._records import (
     STATUSES,
     TERMINAL,
@@ -59,6 +65,7 @@ from ._records import (
     Stepped,
     StepResult,
 )
+from ._revisions import Bulk, Migrated, Revision, RevisionMethods
 from ._settlement import (
     MAX_FAN_OUT_CHILDREN,
     POLICIES,
@@ -85,8 +92,10 @@ __all__ = [
     "STATUSES",
     "TERMINAL",
     "AlreadyApplied",
+    "Bulk",
     "ChartConflict",
     "ChartNotRegistered",
+    "ChartRetired",
     "ChartUnusable",
     "ChildOutcome",
     "ChildStart",
@@ -100,6 +109,7 @@ __all__ = [
     "Execution",
     "ExecutionExists",
     "ExecutionNotFound",
+    "ExecutionPins",
     "ExecutionStatus",
     "Executions",
     "FanOut",
@@ -113,13 +123,20 @@ __all__ = [
     "InvalidTransition",
     "Limits",
     "LoggingHost",
+    "Migrated",
+    "MigrationRefused",
     "NeedsMigration",
     "NotConnected",
     "Page",
     "ParentLink",
     "PersistenceError",
+    "PinReport",
+    "PinSource",
     "Policy",
     "PositionTooLarge",
+    "RetirementRefused",
+    "Revision",
+    "RevisionMethods",
     "SchemaError",
     "StatementError",
     "StepResult",

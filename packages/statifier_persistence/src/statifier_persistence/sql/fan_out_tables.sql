@@ -52,3 +52,8 @@ CREATE TABLE IF NOT EXISTS {schema}.statifier_fan_out_children (
         AND finished_status IN ('completed', 'failed', 'cancelled')
     )
 );
+
+-- the open fan-outs of a chart revision (they pin it against retirement)
+CREATE INDEX IF NOT EXISTS statifier_fan_outs_open_by_chart
+    ON {schema}.statifier_fan_outs (chart_identity)
+    WHERE state = 'open';
