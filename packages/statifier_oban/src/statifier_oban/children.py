@@ -92,7 +92,8 @@ class ExecutionChildStarter:
     """Creates a fan-out's child ``index`` as an execution (``Executions.start_child``).
 
     The fan-out is ``(parent scope, invoke_id, the invocation's macrostep)``; the
-    children's chart is the newest registered revision named by ``params["chart"]``,
+    children's chart is the newest registered revision named by ``params["chart"]`` that
+    is not retired,
     ``params["failed_states"]`` names the final states that count as a failure. Override
     :meth:`datamodel` to seed children otherwise. Raising makes the start job retry.
     """
