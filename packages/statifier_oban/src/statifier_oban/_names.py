@@ -27,6 +27,14 @@ INVOKE_WORKER = "statifier_oban.workers.InvokeWorker"
 CHILD_START_WORKER = "statifier_oban.workers.ChildStartWorker"
 """``oban_jobs.worker`` of a fan-out child start job."""
 
+SETTLEMENT_WORKER = "statifier_oban.children.SettlementWorker"
+"""``oban_jobs.worker`` of a fan-out's settlement: steps the settled answer into the parent
+(durable executions only)."""
+
+CASCADE_WORKER = "statifier_oban.children.CascadeWorker"
+"""``oban_jobs.worker`` of a fan-out's cascade: cancels the children still running after
+the fan-out failed or was abandoned (durable executions only)."""
+
 META_UNRESOLVED_HANDLER = "unresolved_handler"
 """Meta key: ``"retry"`` makes an unknown handler retry; anything else (absent too) cancels."""
 META_CHILD_STARTER = "child_starter"

@@ -48,8 +48,10 @@ class OpaqueCodec(Protocol):
 class ChildStarter(Protocol):
     """Creates child ``index`` of ``count`` for an invocation; idempotent per index.
 
-    ``opts`` carries ``policy`` (``"all"`` or ``"first_error"``); ignore keys you do not
-    know. Raising (or returning an exception) makes the start job retry.
+    ``opts`` carries ``policy`` (``"all"`` or ``"first_error"``) and ``item`` (the
+    fan-out's item for this index; absent on start jobs stored before items travelled);
+    ignore keys you do not know. Raising (or returning an exception) makes the start job
+    retry.
     """
 
     def start_child(

@@ -42,6 +42,8 @@ LIBRARY_PATHS: Final = frozenset(
         "statifier_oban.delivery:SessionInvokeDelivery",
         "statifier_oban.executions:ExecutionDelivery",
         "statifier_oban.executions:ExecutionInvokeDelivery",
+        "statifier_oban.children:ExecutionChildStarter",
+        "statifier_oban.children:MapHandler",
     }
 )
 """Plug-ins of the library itself: resolvable in every process, imported on demand."""

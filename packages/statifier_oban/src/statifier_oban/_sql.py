@@ -15,8 +15,9 @@ in braces, filled here from a fixed table, never from a job row or a caller's da
 ``{timer_dedup_index}`` and the other index names
     our index names (:data:`statifier_oban._names.INDEXES`);
 ``{worker}``, ``{key}``
-    chosen per use (the one cancel statement serves every worker): one of our worker
-    names, and the args key a cancel matches (``send_id`` or ``invoke_id``), as literals.
+    chosen per use (the one cancel statement serves every worker, the one fan-out job
+    insert both fan-out workers): one of our worker names, and the args key a cancel
+    matches (``send_id`` or ``invoke_id``), as literals.
 
 Worker names and keys are literals in the text, never parameters: a partial index's
 predicate (``worker = '...'``) and its expression (``args->>'send_id'``) must be provable
@@ -38,18 +39,22 @@ from typing import Final, LiteralString
 
 from ._errors import InvalidPrefix, StatementError
 from ._names import (
+    CASCADE_WORKER,
     CHILD_START_DEDUP_INDEX,
     CHILD_START_WORKER,
     INVOKE_DEDUP_INDEX,
     INVOKE_PENDING_INDEX,
     INVOKE_WORKER,
     PENDING_STATES,
+    SETTLEMENT_WORKER,
     TIMER_DEDUP_INDEX,
     TIMER_PENDING_INDEX,
     TIMER_WORKER,
 )
 
-WORKERS: Final = frozenset({TIMER_WORKER, INVOKE_WORKER, CHILD_START_WORKER})
+WORKERS: Final = frozenset(
+    {TIMER_WORKER, INVOKE_WORKER, CHILD_START_WORKER, SETTLEMENT_WORKER, CASCADE_WORKER}
+)
 """The worker names a statement may be rendered for."""
 
 CANCEL_KEYS: Final = frozenset({"send_id", "invoke_id"})

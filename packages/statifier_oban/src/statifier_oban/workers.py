@@ -375,7 +375,8 @@ class InvokeWorker:
 
 
 class ChildStartWorker:
-    """Starts child ``index`` of a fan-out through the host's ``ChildStarter``."""
+    """Starts child ``index`` of a fan-out through the host's ``ChildStarter``, whose
+    ``opts`` carry the ``policy`` and the child's ``item`` (when the row has one)."""
 
     def timeout(self, job: Job) -> float | None:
         """The ``child_start_timeout`` fixed at enqueue, if any."""
@@ -386,6 +387,7 @@ class ChildStartWorker:
         try:
             row = _invoke_args.decode(job.args)
             index, count, policy = _invoke_args.child_position(job.args)
+            has_item, item = _invoke_args.child_item(job.args)
         except UndecodableRow as exc:
             logger.warning("child start job %s is undecodable: %s", job.id, exc)
             return Cancel(f"undecodable: {exc}")
@@ -397,8 +399,11 @@ class ChildStartWorker:
             starter = _plugin(_plugins.child_starter, path, "", "child_starter")
         except ResolutionError as exc:
             return refused(job, exc)
+        opts: dict[str, Any] = {"policy": policy}
+        if has_item:
+            opts["item"] = item
         outcome = await _plugins.settle(
-            starter.start_child(row.scope, row.invoke, index, count, {"policy": policy})
+            starter.start_child(row.scope, row.invoke, index, count, opts)
         )
         if isinstance(outcome, Exception):
             raise outcome
