@@ -96,6 +96,7 @@ async def schedule(
         "delay_ms": effect.delay_ms,
         "scope": scope,
         "ordinal": str(effect.ordinal),
+        "due_channel": _store.due_channel(config.oban),
     }
     try:
         async with _store.connection(config.oban, conn) as db:
@@ -155,6 +156,7 @@ async def schedule_many(
         "delays": [e.delay_ms for e in batch],
         "queue": config.timers_queue,
         "scope": scope,
+        "due_channel": _store.due_channel(config.oban),
     }
     try:
         async with _store.connection(config.oban, conn) as db:
