@@ -1134,7 +1134,7 @@ def fire_workloads(args: argparse.Namespace) -> list[Workload]:
 async def bench_firing(server: Server, args: argparse.Namespace) -> list[tuple[str, bool]]:
     """Section 3; returns the verdicts."""
     modes: list[str] = args.modes
-    workloads = fire_workloads(args)
+    workloads = [w for w in fire_workloads(args) if w.name in args.workloads]
     recorder = (
         "recorded in memory on the database clock, written every 50 ms"
         if args.recorder == "memory"
@@ -1188,8 +1188,6 @@ async def bench_firing(server: Server, args: argparse.Namespace) -> list[tuple[s
                     for mode in modes[shift:] + modes[:shift]:
                         result = await run_workload(sides[mode], groups[mode], w, f"{procs}{mode}")
                         results.setdefault((procs, mode, w.name), []).append(result)
-                        async with sides[mode].pool.connection() as conn:
-                            await conn.execute("DELETE FROM oban_jobs WHERE state = 'completed'")
             finally:
                 for group in groups.values():
                     await group.stop()
@@ -1249,8 +1247,10 @@ async def bench_firing(server: Server, args: argparse.Namespace) -> list[tuple[s
         table,
         left=3,
     )
-    print("\n   burst rounds, fired timers/s (all processes, first fire to last):")
-    for procs in args.processes:
+    bursts = any(w.name == "burst" for w in workloads)
+    if bursts:
+        print("\n   burst rounds, fired timers/s (all processes, first fire to last):")
+    for procs in args.processes if bursts else []:
         for mode in modes:
             rates = " ".join(f"{r.rate():,.0f}" for r in results[(procs, mode, "burst")])
             print(f"     {procs} proc{'s' if procs > 1 else ' '} {mode:5}  {rates}")
@@ -1279,7 +1279,7 @@ async def bench_firing(server: Server, args: argparse.Namespace) -> list[tuple[s
         return shown(procs, mode, "burst").rate()
 
     one, two = 1, 2
-    if one in args.processes and "ours" in modes and "today" in modes:
+    if bursts and one in args.processes and "ours" in modes and "today" in modes:
         ratio = burst_rate(one, "ours") / burst_rate(one, "today")
         goal(
             "fired timers/s, 1 worker, ours/today",
@@ -1287,7 +1287,7 @@ async def bench_firing(server: Server, args: argparse.Namespace) -> list[tuple[s
             f">= {RATE_TARGET:.1f}",
             ratio >= RATE_TARGET,
         )
-    if one in args.processes and two in args.processes:
+    if bursts and one in args.processes and two in args.processes:
         for mode in modes:
             ratio = burst_rate(two, mode) / burst_rate(one, mode)
             goal(
@@ -1296,7 +1296,7 @@ async def bench_firing(server: Server, args: argparse.Namespace) -> list[tuple[s
                 f">= {SCALE_TARGET:.1f}",
                 ratio >= SCALE_TARGET if mode == "ours" else None,
             )
-    if "stock" in modes and "ours" in modes:
+    if bursts and "stock" in modes and "ours" in modes:
         for procs in args.processes:
             goal(
                 f"fired timers/s, {procs} proc, ours/stock",
@@ -1380,11 +1380,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--cancels", type=int, help="timed cancels per table size [200]")
     parser.add_argument("--fire-timers", type=int, help="timers of the stream [2000]")
     parser.add_argument("--burst-timers", type=int, help="timers of one burst [5000]")
-    parser.add_argument("--bursts", type=int, help="burst rounds per mode and process count [3]")
+    parser.add_argument("--bursts", type=int, help="burst rounds per mode and process count [5]")
     parser.add_argument(
         "--modes",
         default=",".join(MODES),
         help=f"worker configurations to run (of {', '.join(MODES)}) [all]",
+    )
+    parser.add_argument(
+        "--workloads",
+        default="stream,paced,sparse,burst",
+        help="firing workloads to run [stream,paced,sparse,burst]",
     )
     parser.add_argument(
         "--recorder",
@@ -1420,7 +1425,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "cancels": 200,
         "fire_timers": 2000,
         "burst_timers": 5000,
-        "bursts": 3,
+        "bursts": 5,
         "fire_window": 2.0,
         "paced_seconds": 5.0,
         "sparse": 50,
@@ -1447,6 +1452,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.only = {"insert"}
     args.processes = [int(p) for p in args.processes.split(",") if p.strip()]
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    args.workloads = {w.strip() for w in args.workloads.split(",") if w.strip()}
     unknown = [m for m in args.modes if m not in MODES]
     if unknown or not args.modes:
         parser.error(f"--modes takes some of {', '.join(MODES)}, not {args.modes!r}")
