@@ -8,6 +8,7 @@ server's pooled connections: one ``ReadyForQuery`` message per round trip.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import sys
 import time
@@ -32,7 +33,7 @@ from statifier_oban import (
     _timer,
     latency,
 )
-from statifier_oban._names import TIMER_WORKER
+from statifier_oban._names import ANNOUNCE_HORIZON_MS, DUE_CHANNEL, TIMER_WORKER
 
 TESTS_DIR = str(Path(__file__).resolve().parent)
 if TESTS_DIR not in sys.path:  # see support_harness: makes support_* importable
@@ -320,3 +321,35 @@ async def test_a_timer_scheduled_in_a_long_transaction_fires_once_committed(
     # a stager round (at most 1 s apart) finds it.
     bound = 0.3 if announced else 1.3
     assert (row.attempted_at - committed).total_seconds() < bound
+
+
+async def test_a_schedule_announces_its_earliest_timer_due_within_the_horizon_once(
+    servers: Servers, database: str, scope: str
+) -> None:
+    client = await servers.build()
+    config = client.config(delivery=ScriptedDelivery)
+    channel = f"public.oban_{DUE_CHANNEL}"
+    async with await AsyncConnection.connect(database, autocommit=True) as listener:
+        await listener.execute(f'LISTEN "{channel}"')
+        soon = await _timer.schedule_many(
+            config,
+            scope,
+            [
+                send_delayed(ordinal=1, send_id="a", delay_ms=5000),
+                send_delayed(ordinal=2, send_id="b", delay_ms=300),
+                send_delayed(ordinal=3, send_id="c", delay_ms=600),
+            ],
+        )
+        await _timer.schedule_many(  # nothing due within the horizon: no announcement
+            config, scope, [send_delayed(ordinal=4, send_id="d", delay_ms=ANNOUNCE_HORIZON_MS)]
+        )
+        await _timer.schedule_many(config, scope, [soon_effect := send_delayed(ordinal=2)])
+        single = await _timer.schedule(
+            config, scope, send_delayed(ordinal=5, send_id="e", delay_ms=200)
+        )
+        payloads = [json.loads(note.payload) async for note in listener.notifies(timeout=0.5)]
+    assert soon_effect.ordinal == 2  # a replay (a conflict) inserts nothing: no announcement
+    earliest = soon[1].scheduled_at.replace(tzinfo=UTC).timestamp()
+    assert [p["queue"] for p in payloads] == [client.queue, client.queue]
+    assert abs(payloads[0]["at"] - earliest) < 1e-5
+    assert abs(payloads[1]["at"] - single.scheduled_at.replace(tzinfo=UTC).timestamp()) < 1e-5

@@ -23,15 +23,28 @@ from ._oban_compat import AckColumns
 async def write(batch: AckColumns) -> list[int]:
     """Apply ``batch``; return the ids of the rows it changed."""
     statement = _sql.statement("ack_jobs", batch.prefix)
-    params = {
-        "ids": batch.ids,
-        "attempted_at": batch.attempted_at,
-        "states": batch.states,
-        "attempt_changes": batch.attempt_changes,
-        "schedule_in": batch.schedule_in,
-        "errors": [None if e is None else Jsonb(e) for e in batch.errors],
-        "metas": [None if m is None else Jsonb(m) for m in batch.metas],
-    }
+    acks = [
+        {
+            "id": job_id,
+            # ISO 8601 with microseconds: read back as exactly the stored timestamp.
+            "attempted_at": None if attempted is None else attempted.isoformat(),
+            "state": state,
+            "attempt_change": change,
+            "schedule_in": schedule_in,
+            "error": error,
+            "meta": meta,
+        }
+        for job_id, attempted, state, change, schedule_in, error, meta in zip(
+            batch.ids,
+            batch.attempted_at,
+            batch.states,
+            batch.attempt_changes,
+            batch.schedule_in,
+            batch.errors,
+            batch.metas,
+            strict=True,
+        )
+    ]
     async with _store.autocommit(batch.pool) as conn:
-        cursor = await conn.execute(statement, params)
+        cursor = await conn.execute(statement, {"acks": Jsonb(acks)})
         return [row[0] for row in await cursor.fetchall()]

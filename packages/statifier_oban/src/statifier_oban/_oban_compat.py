@@ -42,6 +42,10 @@ which exercises every one of them on the installed oban.
     ``attempt_change``, ``schedule_in``, ``error``, ``meta``). oban 0.7.0 writes them with
     one ``UPDATE`` each inside a transaction; :func:`set_ack_writer` hands them to our
     writer as columns (:class:`AckColumns`) instead.
+``oban.telemetry.core._handlers`` (read; issue 12)
+    The handlers attached per event name. :func:`telemetry_handled` tells whether an event
+    has any, so that a hot path (``schedule_many``: one ``timer.scheduled`` per timer)
+    builds no event nobody receives; ``oban.telemetry`` has no public way to ask.
 ``oban._producer.Producer`` (``_limit``, ``_running_jobs``, ``_paused``, ``_queue``,
 ``_node``, ``_uuid``, ``_query``) and the key ``"producer.get_jobs"``
     How a producer fetches: ``Producer._get_jobs`` calls the ``producer.get_jobs``
@@ -72,6 +76,7 @@ from oban._query import Query
 from oban._query import _ack_jobs as oban_ack_jobs
 from oban._stager import Stager, build_stager
 from oban.job import Job
+from oban.telemetry import core as telemetry_core
 from psycopg_pool import AsyncConnectionPool
 
 logger = logging.getLogger("statifier_oban.stager")
@@ -99,6 +104,11 @@ def prefix_of(oban: Oban) -> str:
     """The schema prefix ``oban`` was built with (unchecked: callers validate it)."""
     prefix: str = oban._prefix
     return prefix
+
+
+def telemetry_handled(name: str) -> bool:
+    """Whether any handler is attached to oban telemetry event ``name``."""
+    return bool(telemetry_core._handlers.get(name))
 
 
 def stager_builder() -> Callable[..., Any]:

@@ -4,14 +4,14 @@
 -- same attempted_at; a row rescued and fetched again in between is left alone. Same
 -- columns and values as oban's own ack: the state's timestamp, the next scheduled_at of a
 -- snooze or a retry, a snooze's attempt given back, an error appended, meta merged.
--- Returns the ids of the rows changed.
+-- The batch is one jsonb array of acks (one parameter, whatever the batch size). Returns
+-- the ids of the rows changed.
 WITH acks AS (
     SELECT *
-    FROM unnest(
-        %(ids)s::bigint[], %(attempted_at)s::timestamp[], %(states)s::text[],
-        %(attempt_changes)s::int[], %(schedule_in)s::int[], %(errors)s::jsonb[],
-        %(metas)s::jsonb[]
-    ) AS a(id, attempted_at, state, attempt_change, schedule_in, error, meta)
+    FROM jsonb_to_recordset(%(acks)s::jsonb) AS a(
+        id bigint, attempted_at timestamp, state text, attempt_change int, schedule_in int,
+        error jsonb, meta jsonb
+    )
 )
 UPDATE {prefix}.oban_jobs AS jobs
 SET state = acks.state::{prefix}.oban_job_state,
