@@ -8,6 +8,7 @@ server's pooled connections: one ``ReadyForQuery`` message per round trip.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import re
 import sys
@@ -298,7 +299,7 @@ async def test_a_sparse_timer_costs_three_round_trips(
     # ...and none of them inside a transaction of its own (oban's housekeeping, such as
     # the leader's lease, still brackets its statements).
     for trips in per_connection:
-        for before, after in zip(trips, trips[1:], strict=False):
+        for before, after in itertools.pairwise(trips):
             assert not (before == "BEGIN" and after in OURS), per_connection
 
 
