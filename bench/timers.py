@@ -1390,7 +1390,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--cancels", type=int, help="timed cancels per table size [200]")
     parser.add_argument("--fire-timers", type=int, help="timers of the stream [2000]")
     parser.add_argument("--burst-timers", type=int, help="timers of one burst [5000]")
-    parser.add_argument("--bursts", type=int, help="burst rounds per mode and process count [5]")
+    parser.add_argument("--bursts", type=int, help="burst rounds per mode and process count [7]")
     parser.add_argument(
         "--modes",
         default=",".join(MODES),
@@ -1435,7 +1435,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "cancels": 200,
         "fire_timers": 2000,
         "burst_timers": 5000,
-        "bursts": 5,
+        "bursts": 7,
         "fire_window": 2.0,
         "paced_seconds": 5.0,
         "sparse": 50,
