@@ -1,7 +1,7 @@
 """The wheels work outside the checkout: built, installed into a fresh virtualenv, run.
 
-The demo half (``statifier-demo`` from its own wheel, with the card chart as package
-data) joins once the demo package lands.
+Every workspace package is built; the fresh virtualenv gets the wheels (and their
+dependencies from the index), then runs ``statifier check`` and the demo from them.
 """
 
 from __future__ import annotations
@@ -10,14 +10,18 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import tomllib
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 CARD = REPO / "examples" / "card_authorization.scxml"
+PACKAGES = sorted(path.parent.name for path in (REPO / "packages").glob("*/pyproject.toml"))
+"""Every workspace member (``statifier``, ``statifier_oban``, ``statifier_demo``...)."""
 
 
 def _run(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
@@ -29,14 +33,28 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh virtualenv with the statifier and statifier-oban wheels installed."""
+def installed() -> Iterator[Path]:
+    """A fresh virtualenv with every workspace package's wheel installed.
+
+    It lives in a folder of its own that other users may traverse: run as root, the
+    embedded PostgreSQL of the demo runs ``pg_ctl`` from this virtualenv as a dedicated
+    system user, which pytest's private (0700) temporary folders would lock out.
+    """
     uv = shutil.which("uv")
     assert uv is not None, "uv is needed to build and install the wheels"
-    work = tmp_path_factory.mktemp("wheel")
+    work = Path(tempfile.mkdtemp(prefix="statifier-wheel-"))
+    work.chmod(0o755)
+    try:
+        yield _install(uv, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _install(uv: str, work: Path) -> Path:
     wheels = work / "wheels"
-    for package in ("statifier", "statifier-oban"):
-        _run([uv, "build", "--package", package, "--wheel", "-o", str(wheels), "-q"], REPO)
+    for package in PACKAGES:
+        name = package.replace("_", "-")
+        _run([uv, "build", "--package", name, "--wheel", "-o", str(wheels), "-q"], REPO)
     venv = work / "venv"
     _run([uv, "venv", "-q", "--python", sys.executable, str(venv)], work)
     python = venv / "bin" / "python"
@@ -53,7 +71,7 @@ def _clean_env() -> dict[str, str]:
 
 def test_wheels_carry_licence_readme_and_typing(installed: Path) -> None:
     wheels = sorted((installed.parent / "wheels").glob("*.whl"))
-    assert [w.name.split("-")[0] for w in wheels] == ["statifier", "statifier_oban"]
+    assert [w.name.split("-")[0] for w in wheels] == PACKAGES
     for wheel in wheels:
         names = zipfile.ZipFile(wheel).namelist()
         assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
@@ -103,3 +121,9 @@ def test_versions_come_from_the_installed_metadata(installed: Path, tmp_path: Pa
     assert _run([str(bin_dir / "python"), "-c", script], tmp_path, _clean_env()) == (
         f"{engine} {oban}\n"
     )
+
+
+def test_the_demo_runs_from_the_wheels(installed: Path, tmp_path: Path) -> None:
+    """``statifier-oban demo`` finds the demo package and its chart without the checkout."""
+    out = _run([str(installed / "bin" / "statifier-oban"), "demo"], tmp_path, _clean_env())
+    assert "demo passed" in out, out

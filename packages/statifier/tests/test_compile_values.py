@@ -82,7 +82,7 @@ def test_inline_data_content(content: str, expected: object) -> None:
 
 
 def test_data_with_expr_has_no_static_value() -> None:
-    source = f'<scxml {NS}><datamodel><data id="x" expr="1 + 1"/></datamodel></scxml>'
+    source = f'<scxml {NS}><datamodel><data id="x" expr="1 + 1"/></datamodel><state/></scxml>'
     (data,) = statifier.compile(source).data
     assert data.has_value is False
     assert data.expr is not None

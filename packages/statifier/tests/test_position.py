@@ -283,7 +283,7 @@ def test_blob_is_tagged_versioned_and_readable_json(machine: Machine) -> None:
     assert blob.startswith(MAGIC) and MAGIC == b"statifier-position\n"
     header, payload = _split(blob)
     assert header[0] == b"statifier-position"
-    assert header[1] == str(FORMAT_VERSION).encode() == b"1"
+    assert header[1] == str(FORMAT_VERSION).encode() == b"2"
     assert json.loads(header[2]) == machine.identity
     assert header[3] == b"sha256:" + hashlib.sha256(payload).hexdigest().encode()
     decoded = json.loads(payload.decode("utf-8"))
@@ -320,7 +320,7 @@ def test_loading_into_another_chart_raises_identity_mismatch(machine: Machine) -
 
 @pytest.mark.parametrize(
     ("line", "version"),
-    [(b"2", 2), (b"0", 0), (b"99999", 99999), (b"one", "one"), (b"01", "01"), (b"1 ", "1 ")],
+    [(b"1", 1), (b"3", 3), (b"0", 0), (b"99999", 99999), (b"one", "one"), (b"02", "02")],
 )
 def test_other_versions_raise_unsupported_version(
     machine: Machine, line: bytes, version: int | str
@@ -337,7 +337,7 @@ def test_checks_run_in_order_before_the_payload_is_read(machine: Machine) -> Non
     header, _ = _split(blob)
     other = statifier.compile(OTHER_CHART)
     garbage = b"\xff not json at all"
-    future = b"\n".join([header[0], b"2", *header[2:], garbage])
+    future = b"\n".join([header[0], b"3", *header[2:], garbage])
     with pytest.raises(UnsupportedVersion):
         loads(future, other)
     mangled = b"\n".join([*header, garbage])

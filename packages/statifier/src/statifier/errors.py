@@ -49,3 +49,18 @@ class NotRunningError(StatifierError):
 
 class PositionError(StatifierError):
     """Base class of the errors ``statifier.core.position`` raises."""
+
+
+class ExecutionResourceError(StatifierError):
+    """One call of the core ran out of memory or stack; it had no effect.
+
+    The state handed to the call is unchanged. ``resource`` is ``"memory"`` or
+    ``"stack depth"``. Charts are bounded by their macrostep budget (ADR 0011), so this
+    means the budget is set too high for the process, or the host handed in a value that
+    is too large.
+    """
+
+    def __init__(self, session_id: str, resource: str) -> None:
+        self.session_id = session_id
+        self.resource = resource
+        super().__init__(f"execution {session_id} ran out of {resource}; the call had no effect")

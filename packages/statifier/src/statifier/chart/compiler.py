@@ -51,6 +51,15 @@ Resolver = Callable[[str], str]
 DATAMODELS = dm.DATAMODEL_NAMES
 
 _STATE_TAGS = ("state", "parallel", "final", "history")
+
+MAX_CHART_BYTES = 8 * 1024 * 1024
+"""Larger chart sources are refused before they are parsed."""
+
+MAX_STATES = 20_000
+"""Charts with more states are refused (every state costs compile time and memory)."""
+
+MAX_DIAGNOSTICS = 200
+"""Compilation stops after this many problems: the rest would only repeat them."""
 _EXECUTABLE = (
     "raise",
     "if",
@@ -152,16 +161,21 @@ _EXCLUSIVE: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
-# Compiled expressions are immutable values, so identical sources (common in generated
-# charts: every "x + 1") share one compilation, across charts too.
-@functools.lru_cache(maxsize=8192)
+# Compiled expressions are immutable values, so identical short sources (common in
+# generated charts: every "x + 1") share one compilation, across charts too. Only short
+# ones: the memo outlives every chart, and a long expression compiles to a large closure
+# tree, so the memo's memory is bounded by count times length.
+_MEMO_SOURCE_LENGTH = 256
+
+
+@functools.lru_cache(maxsize=2048)
 def _cached_expression(
     datamodel: str, source: str, functions: HostFunctions | None
 ) -> dm.Expression:
     return dm.datamodel_for(datamodel).compile_expression(source, functions)
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=1024)
 def _cached_location(datamodel: str, source: str, functions: HostFunctions | None) -> dm.Location:
     return dm.datamodel_for(datamodel).compile_location(source, functions)
 
@@ -169,10 +183,14 @@ def _cached_location(datamodel: str, source: str, functions: HostFunctions | Non
 def _expression(
     datamodel: dm.Datamodel, source: str, functions: HostFunctions | None
 ) -> dm.Expression:
+    if len(source) > _MEMO_SOURCE_LENGTH:
+        return datamodel.compile_expression(source, functions)
     return _cached_expression(datamodel.name, source, functions)
 
 
 def _location(datamodel: dm.Datamodel, source: str, functions: HostFunctions | None) -> dm.Location:
+    if len(source) > _MEMO_SOURCE_LENGTH:
+        return datamodel.compile_location(source, functions)
     return _cached_location(datamodel.name, source, functions)
 
 
@@ -194,12 +212,26 @@ def compile_chart(
     resolver: Resolver | None = None,
     functions: Mapping[str, HostFunction] | None = None,
 ) -> Machine:
-    """Parse, validate and compile a chart. Raises ``ChartError`` listing every error.
+    """Parse, validate and compile a chart. Raises ``ChartError`` listing every error
+    (the first ``MAX_DIAGNOSTICS`` of them).
 
     ``functions`` are host functions the chart's expressions may call by name (see
     ``statifier.datamodel.host``); a call to any other non-built-in name is an error.
+    Charts larger than ``MAX_CHART_BYTES`` or with more than ``MAX_STATES`` states are
+    refused (``too-large``).
     """
     raw = source.encode("utf-8") if isinstance(source, str) else bytes(source)
+    if len(raw) > MAX_CHART_BYTES:
+        raise ChartError(
+            [
+                Diagnostic(
+                    "too-large",
+                    f"the chart has {len(raw)} bytes; the limit is {MAX_CHART_BYTES}",
+                    1,
+                    1,
+                )
+            ]
+        )
     host = host_functions(functions)
     root = parse(raw)
     compiler = _Compiler(raw, name, version, resolver)
@@ -276,10 +308,25 @@ class _Compiler:
     # -- diagnostics -------------------------------------------------------------------
 
     def error(self, node: XNode, code: str, message: str) -> None:
-        self.diagnostics.append(Diagnostic(code, message, node.line, node.column))
+        self.report(Diagnostic(code, message, node.line, node.column))
 
     def warn(self, node: XNode, code: str, message: str) -> None:
-        self.diagnostics.append(Diagnostic(code, message, node.line, node.column, "warning"))
+        self.report(Diagnostic(code, message, node.line, node.column, "warning"))
+
+    def report(self, diagnostic: Diagnostic) -> None:
+        """Collect a diagnostic; past ``MAX_DIAGNOSTICS`` compilation stops at once."""
+        self.diagnostics.append(diagnostic)
+        if len(self.diagnostics) >= MAX_DIAGNOSTICS:
+            errors = [d for d in self.diagnostics if d.severity == "error"]
+            errors.append(
+                Diagnostic(
+                    "too-many-errors",
+                    f"compilation stopped after {MAX_DIAGNOSTICS} problems",
+                    diagnostic.line,
+                    diagnostic.column,
+                )
+            )
+            raise ChartError(errors)
 
     # -- entry -------------------------------------------------------------------------
 
@@ -319,6 +366,9 @@ class _Compiler:
         self.states.append(_Draft(0, chart_name or "scxml", False, "scxml", -1, root, 0))
         self.by_node[id(root)] = 0
         self.number_states(root, 0)
+        if len(self.states) == 1:
+            self.error(root, "no-states", "a chart needs a <state>, <parallel> or <final>")
+            raise ChartError([d for d in self.diagnostics if d.severity == "error"])
         for draft in reversed(self.states):
             draft.last = max([draft.index, *(self.states[c].last for c in draft.children)])
             draft.last = max([draft.last, *draft.history])
@@ -337,6 +387,9 @@ class _Compiler:
             if not child.is_scxml() or child.tag not in _STATE_TAGS:
                 continue
             index = len(self.states)
+            if index > MAX_STATES:
+                self.error(child, "too-large", f"the chart has more than {MAX_STATES} states")
+                raise ChartError([d for d in self.diagnostics if d.severity == "error"])
             state_id = child.attr("id")
             named = bool(state_id)
             if not state_id:

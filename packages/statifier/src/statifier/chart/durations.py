@@ -6,6 +6,7 @@ import re
 from decimal import Decimal, InvalidOperation
 
 from statifier.errors import StatifierError
+from statifier.values import brief
 
 _UNIT_MS = {
     "ms": Decimal(1),
@@ -16,6 +17,10 @@ _UNIT_MS = {
     "w": Decimal(604_800_000),
 }
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h|d|w)\s*$")
+
+MAX_DURATION_LENGTH = 64
+"""Longer delay strings are refused before they are read: no real delay needs more digits,
+and reading a million of them takes seconds."""
 
 MAX_DELAY_MS = 100 * 365 * 86_400_000
 """The longest delay accepted (a century); longer ones are almost certainly mistakes."""
@@ -30,6 +35,10 @@ def parse_duration(text: str) -> int:
 
     Fractions of a millisecond round half up. Raises ``InvalidDuration``.
     """
+    if len(text) > MAX_DURATION_LENGTH:
+        raise InvalidDuration(
+            f"invalid duration {brief(text)}: longer than {MAX_DURATION_LENGTH} characters"
+        )
     match = _DURATION.match(text)
     if match is None:
         raise InvalidDuration(

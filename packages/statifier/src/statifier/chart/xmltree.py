@@ -24,6 +24,9 @@ SCXML_NS = "http://www.w3.org/2005/07/scxml"
 MAX_DEPTH = 256
 """Deeper element nesting is refused: every later pass walks the tree recursively."""
 
+MAX_ELEMENTS = 200_000
+"""More elements are refused: compiling costs memory and time per element."""
+
 
 @dataclass(slots=True)
 class XNode:
@@ -59,6 +62,8 @@ class _Builder(xml.sax.handler.ContentHandler):
         self.root: XNode | None = None
         self._stack: list[XNode] = []
         self._locator: xml.sax.xmlreader.Locator | None = None
+        self._elements = 0
+        self._pieces: list[str] = []
 
     def setDocumentLocator(self, locator: xml.sax.xmlreader.Locator) -> None:
         self._locator = locator
@@ -71,6 +76,20 @@ class _Builder(xml.sax.handler.ContentHandler):
     ) -> None:
         line = self._locator.getLineNumber() if self._locator else 0
         column = self._locator.getColumnNumber() if self._locator else 0
+        if self._stack:
+            self._flush()
+        self._elements += 1
+        if self._elements > MAX_ELEMENTS:
+            raise ChartError(
+                [
+                    Diagnostic(
+                        "too-large",
+                        f"the chart has more than {MAX_ELEMENTS} elements",
+                        line or 0,
+                        (column or 0) + 1,
+                    )
+                ]
+            )
         if len(self._stack) >= MAX_DEPTH:
             raise ChartError(
                 [
@@ -98,17 +117,31 @@ class _Builder(xml.sax.handler.ContentHandler):
         self._stack.append(node)
 
     def endElementNS(self, name: tuple[str | None, str], qname: str | None) -> None:
+        self._flush()
         self._stack.pop()
 
     def characters(self, content: str) -> None:
+        # A long run of text arrives in many pieces (expat splits at every newline);
+        # appending each to a string would copy the run every time (quadratic), so the
+        # pieces are collected and joined once, when the run ends.
         if self._stack:
+            self._pieces.append(content)
+
+    def _flush(self) -> None:
+        if self._pieces:
             texts = self._stack[-1].texts
-            texts[-1] += content
+            texts[-1] = "".join((texts[-1], *self._pieces))
+            self._pieces.clear()
 
 
 def parse(source: bytes) -> XNode:
-    """Parse chart source into an ``XNode`` tree, or raise ``ChartError``."""
-    parser = DefusedExpatParser(namespaceHandling=1, forbid_dtd=True)
+    """Parse chart source into an ``XNode`` tree, or raise ``ChartError``.
+
+    The source is handed to expat in one piece (one buffer as large as the source): fed
+    in chunks, expat re-scans a token that spans chunks from its start for every new
+    chunk, which makes one long token (an attribute value of 50 MB) quadratic.
+    """
+    parser = DefusedExpatParser(namespaceHandling=1, forbid_dtd=True, bufsize=len(source) + 1)
     builder = _Builder()
     parser.setContentHandler(builder)
     parser.setFeature(xml.sax.handler.feature_namespaces, True)
@@ -121,6 +154,10 @@ def parse(source: bytes) -> XNode:
     except (defusedxml.EntitiesForbidden, defusedxml.ExternalReferenceForbidden) as exc:
         raise ChartError(
             [Diagnostic("forbidden-entity", f"entities are not allowed: {exc}")]
+        ) from None
+    except (LookupError, UnicodeError) as exc:
+        raise ChartError(
+            [Diagnostic("unknown-encoding", f"the chart's encoding cannot be read: {exc}", 1, 1)]
         ) from None
     except xml.sax.SAXParseException as exc:
         raise ChartError(

@@ -11,15 +11,26 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Container, Iterable
-from typing import Any, Self
+from typing import Any, NoReturn, Self
 
+from statifier.budget import Budget, MacrostepLimits, Reason
 from statifier.chart.model import ContentNode, DataNode, Machine, Owner, StateNode, TransitionNode
 from statifier.core import effects as fx
 from statifier.core.events import Event
 from statifier.core.state import MachineState
-from statifier.datamodel import EvaluationError, Expression, Location, datamodel_for
+from statifier.datamodel import EvaluationError, Expression, Location, WriteResult, datamodel_for
+from statifier.values import ValueRefused, ValueTooLarge, brief, measure
 
 Effects = list[fx.Effect]
+
+
+_SMALL = 2**64
+"""Integers below this in magnitude write out in at most 20 digits."""
+
+_new_budget = object.__new__
+
+_BOUND = "_datamodel_bound"
+"""Where a frozen state keeps ``(datamodel, bound)`` for the next call."""
 
 
 class Keep:
@@ -62,7 +73,10 @@ class Run:
     __slots__ = (
         "_frozen",
         "_order",
+        "bound",
+        "budget",
         "caller_context",
+        "cap",
         "config",
         "datamodel",
         "effects",
@@ -73,12 +87,14 @@ class Run:
         "invocations",
         "invoke_counter",
         "invoke_types",
+        "limits",
         "line",
         "machine",
         "macrostep",
         "max_rounds",
         "microstep",
         "node",
+        "origin",
         "round",
         "routes",
         "running",
@@ -120,6 +136,13 @@ class Run:
     invoke_types: frozenset[str] | None
     routes: Container[str] | None
     effects: Effects
+    limits: MacrostepLimits
+    budget: Budget
+    """The meter of this call (one macrostep): every evaluation and node spends it."""
+    bound: int | None
+    origin: MachineState | None
+    """The state this call resumed (it may carry the datamodel's size bound)."""
+    """An upper bound of the written-out size of the chart's variables (None: not known)."""
     node: ContentNode | None
     """The executable-content node being run (it locates the errors it raises)."""
     line: int | None
@@ -135,6 +158,7 @@ class Run:
         invoke_types: Iterable[str] | None,
         routes: Container[str] | None,
         caller_context: Any = None,
+        limits: MacrostepLimits | None = None,
     ) -> Self:
         run = cls.__new__(cls)
         run.machine = machine
@@ -163,6 +187,7 @@ class Run:
         run.in_state = ActiveStates(run)
         run.node = None
         run.line = None
+        run.meter(limits if limits is not None else MacrostepLimits())
         return run
 
     @classmethod
@@ -198,7 +223,23 @@ class Run:
         run.in_state = ActiveStates(run)
         run.node = None
         run.line = None
+        # The budget, inlined from ``meter``: this runs once per event.
+        limits = run.limits = state.limits
+        budget = run.budget = _new_budget(Budget)
+        budget.limits = limits
+        budget.steps = limits.start_steps
+        budget.output = limits.start_output
+        budget.exhausted = None
+        run.bound = None
+        run.origin = state
         return run
+
+    def meter(self, limits: MacrostepLimits) -> None:
+        """Start this call's budget under ``limits``."""
+        self.limits = limits
+        self.budget = Budget(limits)
+        self.bound = None
+        self.origin = None
 
     def freeze(self) -> MachineState:
         state = MachineState.__new__(MachineState)
@@ -227,7 +268,12 @@ class Run:
             max_macrostep_rounds=self.max_rounds,
             invoke_types=self.invoke_types,
             routes=self.routes,
+            limits=self.limits,
         )
+        if self.bound is not None:
+            # Derived data, not a field: carried to the next call on this very datamodel
+            # (a state rebuilt with another datamodel measures it afresh).
+            state.__dict__[_BOUND] = (self.datamodel, self.bound)
         return state
 
     # -- small helpers -------------------------------------------------------------------
@@ -298,11 +344,9 @@ class Run:
     def evaluate(self, expr: Expression) -> Any:
         """Evaluate or raise ``BlockAbort`` after queueing ``error.execution``."""
         try:
-            return expr.evaluate(self.datamodel, self.in_state)
-        except EvaluationError as exc:
-            self.raise_error("error.execution", f"{expr.source!r}: {exc}")
+            return expr.evaluate(self.datamodel, self.in_state, self.budget)
         except Exception as exc:  # nothing may escape the core as a Python exception
-            self.raise_error("error.execution", f"{expr.source!r}: internal error {exc!r}")
+            self.raise_error("error.execution", self.failure(brief(expr.source), exc))
         raise BlockAbort
 
     def condition(self, expr: Expression | None) -> bool:
@@ -310,10 +354,73 @@ class Run:
         if expr is None:
             return True
         try:
-            return bool(expr.evaluate(self.datamodel, self.in_state))
+            return bool(expr.evaluate(self.datamodel, self.in_state, self.budget))
         except Exception as exc:
-            self.raise_error("error.execution", f"condition {expr.source!r}: {exc}")
+            self.raise_error(
+                "error.execution", self.failure(f"condition {brief(expr.source)}", exc)
+            )
             return False
+
+    def failure(self, what: str, exc: BaseException) -> str:
+        """The message of an ``error.execution`` for a failed evaluation of ``what``."""
+        reason = self.budget.exhausted
+        if reason is not None:
+            return f"{what}: {self.exhausted_message(reason)}"
+        if isinstance(exc, EvaluationError | ValueRefused):
+            return f"{what}: {exc}"
+        return f"{what}: internal error {type(exc).__name__}"
+
+    def exhausted_message(self, reason: Reason) -> str:
+        return f"the macrostep's {reason} budget ({self.budget.limit_of(reason)}) is exhausted"
+
+    # -- the macrostep budget ------------------------------------------------------------
+
+    def check_budget(self) -> None:
+        """Raise ``BlockAbort`` if a per-call budget ran out (the first time with an error).
+
+        Called before every executable-content node and ``<foreach>`` iteration; the
+        macrostep then ends at the next round boundary with ``BudgetExhausted``.
+        """
+        budget = self.budget
+        if budget.exhausted is not None:
+            raise BlockAbort
+        if budget.steps < 0:
+            self.exhaust("steps")
+        if len(self.effects) >= self.limits.max_effects:
+            self.exhaust("effects")
+        if len(self.internal_queue) >= self.limits.max_queue:
+            self.exhaust("internal_events")
+
+    def exhaust(self, reason: Reason) -> NoReturn:
+        """A per-call budget ran out: say so once with ``error.execution``, abort the block."""
+        budget = self.budget
+        if budget.exhausted is None:
+            budget.exhausted = reason
+            self.raise_error("error.execution", self.exhausted_message(reason))
+        raise BlockAbort
+
+    def ship(self, value: Any) -> Any:
+        """Admit a value the call hands out (event data, a logged value, invoke params).
+
+        It must be storable (``statifier.values.measure``) and its written-out size is
+        taken from the output budget; otherwise the block aborts.
+        """
+        if value is None or (type(value) is str and len(value) < 256):
+            # The common case (no data, a short string) costs no walk.
+            self.budget.output -= 0 if value is None else len(value) + 2
+            return value
+        budget = self.budget
+        try:
+            size, work = measure(value, max(budget.output, 0))
+        except ValueTooLarge:
+            budget.output = -1
+            self.exhaust("output_bytes")
+        except ValueRefused as exc:
+            self.raise_error("error.execution", f"cannot hand out the value: {exc}")
+            raise BlockAbort from None
+        budget.output -= size
+        budget.spend(work)
+        return value
 
     def write(
         self,
@@ -329,33 +436,122 @@ class Run:
         if root.startswith("_") or root not in self.datamodel:
             what = "a read-only system variable" if root.startswith("_") else "not declared"
             self.raise_error(
-                "error.execution", f"cannot assign to {location.source!r}: {root!r} is {what}"
+                "error.execution",
+                f"cannot assign to {brief(location.source)}: {brief(root)} is {what}",
             )
             raise BlockAbort
         try:
-            result = location.write(self.datamodel, value, self.in_state)
+            result = location.write(self.datamodel, value, self.in_state, self.budget)
+            self.admit(root, result.path, value, result.root_value)
         except Exception as exc:
-            self.raise_error("error.execution", f"cannot assign to {location.source!r}: {exc}")
+            self.raise_error(
+                "error.execution", self.failure(f"cannot assign to {brief(location.source)}", exc)
+            )
             raise BlockAbort from None
         self.datamodel[root] = result.root_value
-        change = fx.DatamodelChange(
-            location=location.source,
-            path=tuple(result.path),
-            new_value=value,
-            prior_value=result.prior,
+        change = self.change(location.source, result.path, value, result.prior, c_index, owner)
+        if emit:
+            self.effects.append(change)
+        return change
+
+    def change(
+        self,
+        location: str,
+        path: tuple[str | int, ...],
+        value: Any,
+        prior: Any,
+        c_index: int | None,
+        owner: Owner | None,
+    ) -> fx.DatamodelChange:
+        """The ``DatamodelChange`` of one write; values are recorded only in trace mode (an
+        effect list that held every prior value would keep every version of the datamodel
+        alive for the whole call)."""
+        traced = self.trace
+        return fx.DatamodelChange(
+            location=location,
+            path=path,
+            new_value=value if traced else fx.NOT_RECORDED,
+            prior_value=prior if traced else fx.NOT_RECORDED,
             c_index=c_index,
             owner=owner,
             **self.counters(),
         )
-        if emit:
-            self.effects.append(change)
-        return change
+
+    def admit_write(self, write: WriteResult) -> None:
+        """``admit`` for a datamodel's write result (the callback scripts are given)."""
+        self.admit(write.root, write.path, write.value, write.root_value)
+
+    def admit(self, root: str, path: tuple[Any, ...], value: Any, root_value: Any) -> None:
+        """Check a write of ``value`` at ``root``/``path`` (making the variable
+        ``root_value``) against the datamodel cap before it is applied.
+
+        The value must be storable (finite, JSON-like, not too deep) and the datamodel's
+        written-out size, shared references expanded, must stay within ``datamodel_bytes``.
+        Raises ``ValueRefused`` (the caller turns it into ``error.execution``).
+
+        The size is kept as an upper bound (every write adds what it wrote, nothing is
+        taken off), carried from call to call; only when the bound passes the cap is the
+        datamodel measured exactly, and the bound reset to that.
+        """
+        if root[0] == "_":
+            return
+        bound = self.bound
+        if bound is None:
+            bound = self.bound = self.carried_bound()
+        cap = self.limits.cap
+        room = cap - bound
+        if path and isinstance(path[-1], str):
+            room -= len(path[-1]) + 4  # the key, if it is new
+        kind = type(value)
+        if room >= 22 and (
+            (kind is int and -_SMALL < value < _SMALL) or kind is bool or value is None
+        ):
+            # A small scalar: an upper bound of its size without walking anything.
+            self.bound = cap - room + 22
+            return
+        try:
+            size, work = measure(value, max(room, 0), len(path))
+        except ValueTooLarge:
+            others = self.measure_datamodel(root, cap)
+            size, work = measure(root_value, max(cap - others, 0))
+            self.budget.steps -= work
+            self.bound = others + size
+            return
+        self.budget.steps -= work
+        self.bound = cap - room + size
+
+    def carried_bound(self) -> int:
+        """The bound the previous call left on the state it returned, if this call works on
+        that datamodel; else the datamodel measured."""
+        origin = self.origin
+        if origin is not None:
+            carried = origin.__dict__.get(_BOUND)
+            if carried is not None and carried[0] is origin.datamodel:
+                return int(carried[1])
+        return self.measure_datamodel(None, None)
+
+    def measure_datamodel(self, skip: str | None, limit: int | None) -> int:
+        """The written-out size of the chart's variables (all but ``skip``)."""
+        total = 0
+        cap = self.limits.cap if limit is None else limit
+        budget = self.budget
+        for name, value in self.datamodel.items():
+            if name[0] == "_" or name == skip:
+                continue
+            try:
+                size, work = measure(value, cap)
+            except ValueRefused:
+                size, work = cap, cap // 64  # a host stored it; it fills the cap
+            budget.steps -= work
+            total += size
+        return total
 
     def bind(self, name: str, value: Any, c_index: int | None, owner: Owner | None) -> None:
         """Bind a top-level variable (``<data>``, foreach item/index), creating it if needed."""
         if name.startswith("_"):
             self.raise_error(
-                "error.execution", f"cannot bind {name!r}: it is a read-only system variable"
+                "error.execution",
+                f"cannot bind {brief(name)}: it is a read-only system variable",
             )
             raise BlockAbort
         if not datamodel_for(self.machine.datamodel).is_identifier(name):
@@ -363,18 +559,13 @@ class Run:
             self.raise_error("error.execution", f"cannot bind {name!r}: not a variable name")
             raise BlockAbort
         prior = self.datamodel.get(name)
+        try:
+            self.admit(name, (), value, value)
+        except ValueRefused as exc:
+            self.raise_error("error.execution", f"cannot bind {brief(name)}: {exc}")
+            raise BlockAbort from None
         self.datamodel[name] = value
-        self.effects.append(
-            fx.DatamodelChange(
-                location=name,
-                path=(name,),
-                new_value=value,
-                prior_value=prior,
-                c_index=c_index,
-                owner=owner,
-                **self.counters(),
-            )
-        )
+        self.effects.append(self.change(name, (name,), value, prior, c_index, owner))
 
     def initialize_data(self, data: DataNode) -> None:
         """Bind a ``<data>`` element's initial value (spec 5.3; errors are located at it)."""
@@ -383,46 +574,44 @@ class Run:
             value = data.value
         elif data.expr is not None:
             try:
-                value = data.expr.evaluate(self.datamodel, self.in_state)
+                value = data.expr.evaluate(self.datamodel, self.in_state, self.budget)
             except Exception as exc:
-                self.raise_error("error.execution", f"data {data.id!r}: {exc}")
+                self.raise_error("error.execution", self.failure(f"data {brief(data.id)}", exc))
                 return
         elif data.src is not None:
             self.raise_error(
-                "error.execution", f"data {data.id!r}: src {data.src!r} was not resolved"
+                "error.execution", f"data {brief(data.id)}: src {brief(data.src)} was not resolved"
             )
             return
         else:
             return
-        self.bind(data.id, value, None, None)
+        try:
+            self.bind(data.id, value, None, None)
+        except BlockAbort:
+            return
 
     def run_script(self, script: Any, c_index: int | None, owner: Owner | None) -> None:
         """Run a ``<script>`` and record each of its writes as a ``DatamodelChange``."""
         try:
-            writes = script.run(self.datamodel, self.in_state, _writable)
+            writes = script.run(
+                self.datamodel, self.in_state, _writable, self.budget, self.admit_write
+            )
         except EvaluationError as exc:
             for write in getattr(exc, "writes", ()):
                 self.record_write(write, c_index, owner)
-            self.raise_error("error.execution", f"script: {exc}")
+            self.raise_error("error.execution", self.failure("script", exc))
             raise BlockAbort from None
         except Exception as exc:
-            self.raise_error("error.execution", f"script: internal error {exc!r}")
+            self.raise_error("error.execution", self.failure("script", exc))
             raise BlockAbort from None
         for write in writes:
             self.record_write(write, c_index, owner)
 
     def record_write(self, write: Any, c_index: int | None, owner: Owner | None) -> None:
         """The ``DatamodelChange`` for one write a script made."""
+        path = tuple(write.path)
         self.effects.append(
-            fx.DatamodelChange(
-                location=write.root,
-                path=tuple(write.path),
-                new_value=write.root_value,
-                prior_value=write.prior,
-                c_index=c_index,
-                owner=owner,
-                **self.counters(),
-            )
+            self.change(write.root, path, write.root_value, write.prior, c_index, owner)
         )
 
 

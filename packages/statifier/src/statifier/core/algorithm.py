@@ -13,9 +13,11 @@ No I/O, no clock, no randomness: the same inputs give the same effects.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Container, Iterable
 from typing import Any
 
+from statifier.budget import DEFAULT_LIMITS, NODE_COST, MacrostepLimits, Reason
 from statifier.chart.model import (
     ContentNode,
     InvokeNode,
@@ -30,13 +32,20 @@ from statifier.core._run import KEEP, BlockAbort, Effects, Keep
 from statifier.core.content import ContentExecutor
 from statifier.core.events import SCXML_EVENT_PROCESSOR, Event, name_matches
 from statifier.core.state import MachineState
-from statifier.errors import NotRunningError
+from statifier.errors import ExecutionResourceError, NotRunningError
 from statifier.ids import new_session_id
+from statifier.values import brief
 
 DEFAULT_MAX_MACROSTEP_ROUNDS = 10_000
 
 _SELECT_CACHE_LIMIT = 4096
 """Memoized candidate chains kept per machine before the memo is reset."""
+
+_MEMO_LIMIT = 2048
+"""Memoized event matches and entry sets kept per machine before the memo is reset."""
+
+_MEMO_NAME_LENGTH = 256
+"""Longer event names are matched every time, never memoized."""
 
 SYSTEM_VARIABLES = frozenset({"_event", "_sessionid", "_name", "_ioprocessors"})
 
@@ -51,15 +60,18 @@ def initialize(
     invoke_types: Iterable[str] | None = None,
     routes: Container[str] | None = None,
     caller_context: Any = None,
+    limits: MacrostepLimits = DEFAULT_LIMITS,
 ) -> tuple[MachineState, Effects]:
     """Start an execution: datamodel, global scripts, initial entry, first macrostep.
 
     ``session_id`` becomes ``_sessionid``; pass one for a fully deterministic run (a fresh
     ``sess_...`` id is minted otherwise). ``datamodel`` seeds extra variables. ``invoke_types``
     lists the registered non-SCXML invoke types (None: built-ins only).
-    ``max_macrostep_rounds`` of None means no budget (literal spec behaviour).
-    ``caller_context`` is the opaque host term of the first macrostep: the core copies it
-    onto that macrostep's effects (and a delayed send carries it into the event it fires).
+    ``max_macrostep_rounds`` of None means no round budget; ``limits`` are the other
+    budgets of every macrostep (``statifier.budget``, ADR 0011); both are kept in the
+    state, so they hold for the whole execution. ``caller_context`` is the opaque host
+    term of the first macrostep: the core copies it onto that macrostep's effects (and a
+    delayed send carries it into the event it fires).
 
     ``routes`` is the driver's reachability snapshot: the send targets it can deliver to
     besides the session itself and its live invocations (``#_parent``, ``#_scxml_<id>``
@@ -72,9 +84,12 @@ def initialize(
         raise ValueError("max_macrostep_rounds must be a positive integer or None")
     sid = session_id if session_id is not None else new_session_id()
     run = Interpreter.fresh(
-        machine, sid, max_macrostep_rounds, trace, invoke_types, routes, caller_context
+        machine, sid, max_macrostep_rounds, trace, invoke_types, routes, caller_context, limits
     )
-    run.interpret(dict(datamodel or {}))
+    try:
+        run.interpret(dict(datamodel or {}))
+    except (MemoryError, RecursionError) as exc:
+        raise _resource_error(sid, exc) from None
     return run.freeze(), run.effects
 
 
@@ -95,7 +110,10 @@ def handle_event(
     if isinstance(event, str):
         event = Event(name=event)
     run = Interpreter.resume(state, routes)
-    run.process_external(event)
+    try:
+        run.process_external(event)
+    except (MemoryError, RecursionError) as exc:
+        raise _resource_error(state.session_id, exc) from None
     return run.freeze(), run.effects
 
 
@@ -114,11 +132,14 @@ def deliver_internal(
     if not state.running:
         raise NotRunningError(f"execution {state.session_id} is not running")
     run = Interpreter.resume(state, routes)
-    if event.name.startswith("error."):
-        run.queue_error(event)
-    else:
-        run.internal_queue.append(event)
-    run.main_event_loop()
+    try:
+        if event.name.startswith("error."):
+            run.queue_error(event)
+        else:
+            run.internal_queue.append(event)
+        run.main_event_loop()
+    except (MemoryError, RecursionError) as exc:
+        raise _resource_error(state.session_id, exc) from None
     return run.freeze(), run.effects
 
 
@@ -130,9 +151,23 @@ def cancel(state: MachineState) -> tuple[MachineState, Effects]:
     if state.status == "done":
         return state, []
     run = Interpreter.resume(state, KEEP)
-    run.running = False
-    run.exit_interpreter()
+    try:
+        run.running = False
+        run.exit_interpreter()
+    except (MemoryError, RecursionError) as exc:
+        raise _resource_error(state.session_id, exc) from None
     return run.freeze(), run.effects
+
+
+def _resource_error(session_id: str, exc: BaseException) -> ExecutionResourceError:
+    """Memory or stack exhaustion inside one call, as the engine's typed error.
+
+    The working copy is then half-way through a microstep, so nothing of it is returned:
+    the state the caller passed in is unchanged (the call had no effect).
+    """
+    return ExecutionResourceError(
+        session_id, "memory" if isinstance(exc, MemoryError) else "stack depth"
+    )
 
 
 class Interpreter(ContentExecutor):
@@ -224,19 +259,22 @@ class Interpreter(ContentExecutor):
         """Appendix D ``mainEventLoop``, first half: eventless transitions and internal
         events to quiescence (or the round budget), then the invoke pass."""
         budget = self.max_rounds
+        meter = self.budget
         rounds = 0
         while self.running:
             macrostep_done = False
             while self.running and not macrostep_done:
+                meter.steps -= NODE_COST
+                if (
+                    meter.steps < 0
+                    or meter.exhausted is not None
+                    or len(self.effects) >= self.limits.max_effects
+                    or len(self.internal_queue) > self.limits.max_queue
+                ):
+                    self.budget_exhausted(meter.exhausted or self.overspent())
+                    return
                 if budget is not None and rounds >= budget:
-                    self.effects.append(
-                        fx.BudgetExhausted(
-                            configuration=self.ids(self.order()),
-                            budget=budget,
-                            pending_internal_events=len(self.internal_queue),
-                            **self.counters(),
-                        )
-                    )
+                    self.budget_exhausted("rounds")
                     return
                 rounds += 1
                 self.round += 1
@@ -269,6 +307,27 @@ class Interpreter(ContentExecutor):
             return
         self.exit_interpreter()
 
+    def overspent(self) -> Reason:
+        """Which per-call budget is over (checked at a round boundary)."""
+        if self.budget.steps < 0:
+            return "steps"
+        if len(self.effects) >= self.limits.max_effects:
+            return "effects"
+        return "internal_events"
+
+    def budget_exhausted(self, reason: Reason) -> None:
+        """End the macrostep: announce which budget ran out (the state stays running)."""
+        limit = self.max_rounds if reason == "rounds" else self.budget.limit_of(reason)
+        self.effects.append(
+            fx.BudgetExhausted(
+                configuration=self.ids(self.order()),
+                budget=limit or 0,
+                pending_internal_events=len(self.internal_queue),
+                reason=reason,
+                **self.counters(),
+            )
+        )
+
     def exit_interpreter(self) -> None:
         """Appendix D ``exitInterpreter``: every onexit, invocations cancelled, ``Done``."""
         states = self.states
@@ -300,7 +359,8 @@ class Interpreter(ContentExecutor):
             found = frozenset(
                 t.index for t in self.transitions if t.events and name_matches(t.events, name)
             )
-            cache[key] = found
+            if len(name) <= _MEMO_NAME_LENGTH:
+                _memoize(cache, key, found)
         return found
 
     def select_eventless_transitions(self) -> list[TransitionNode]:
@@ -373,32 +433,53 @@ class Interpreter(ContentExecutor):
         return self.condition(transition.cond)
 
     def remove_conflicting_transitions(self, enabled: list[TransitionNode]) -> list[TransitionNode]:
-        """Appendix D ``removeConflictingTransitions``."""
-        filtered: list[TransitionNode] = []
-        exit_sets: dict[int, set[int]] = {}
+        """Appendix D ``removeConflictingTransitions``, in near-linear time.
 
-        def exit_set(t: TransitionNode) -> set[int]:
-            found = exit_sets.get(t.index)
-            if found is None:
-                found = set(self.compute_exit_set([t]))
-                exit_sets[t.index] = found
-            return found
-
+        A transition's exit set is the active part of its domain's subtree, and subtrees
+        are nested or disjoint, so two non-empty exit sets intersect exactly when one
+        domain is an ancestor-or-self of the other. The kept transitions have pairwise
+        disjoint exit sets, hence distinct domains: the ones ``t1`` conflicts with are
+        found by looking up its domain's ancestors and the kept domains inside its
+        subtree, not by intersecting sets pairwise (cubic with a wide ``<parallel>``).
+        """
+        states = self.states
+        is_descendant = self.machine.is_descendant
+        filtered: dict[int, TransitionNode] = {}  # insertion-ordered, O(1) removal
+        by_domain: dict[int, TransitionNode] = {}
+        domains: list[int] = []  # the keys of by_domain, ascending
         for t1 in enabled:
-            t1_preempted = False
-            to_remove: list[TransitionNode] = []
-            for t2 in filtered:
-                if exit_set(t1) & exit_set(t2):
-                    if self.machine.is_descendant(t1.source, t2.source):
-                        to_remove.append(t2)
-                    else:
-                        t1_preempted = True
-                        break
-            if not t1_preempted:
-                for t3 in to_remove:
-                    filtered.remove(t3)
-                filtered.append(t1)
-        return filtered
+            d1 = self.exit_domain(t1)
+            if d1 is None:  # an empty exit set conflicts with nothing
+                filtered[t1.index] = t1
+                continue
+            conflicts = [by_domain[anc] for anc in (d1, *states[d1].ancestors) if anc in by_domain]
+            inside = domains[bisect_right(domains, d1) : bisect_right(domains, states[d1].last)]
+            conflicts.extend(by_domain[d] for d in inside)
+            if any(not is_descendant(t1.source, t2.source) for t2 in conflicts):
+                continue  # t1 is preempted
+            for t2 in conflicts:
+                del filtered[t2.index]
+                d2 = self.exit_domain(t2)
+                assert d2 is not None
+                del by_domain[d2]
+                domains.pop(bisect_left(domains, d2))
+            filtered[t1.index] = t1
+            by_domain[d1] = t1
+            insort(domains, d1)
+        return list(filtered.values())
+
+    def exit_domain(self, t: TransitionNode) -> int | None:
+        """The domain whose active descendants ``t`` exits, or None if it exits nothing."""
+        if not t.targets:
+            return None
+        domain = self.get_transition_domain(t)
+        if domain is None:
+            return None
+        order = self.order()
+        start = bisect_right(order, domain)
+        if start == len(order) or order[start] > self.states[domain].last:
+            return None
+        return domain
 
     # -- microstep -----------------------------------------------------------------------
 
@@ -414,19 +495,31 @@ class Interpreter(ContentExecutor):
             self.execute_block(t.content)
 
     def compute_exit_set(self, transitions: list[TransitionNode]) -> list[int]:
-        """Appendix D ``computeExitSet``."""
-        states_to_exit: list[int] = []
+        """Appendix D ``computeExitSet``, in document order.
+
+        The active descendants of a domain are a contiguous run of the sorted
+        configuration, found by bisection.
+        """
+        order = self.order()
+        states = self.states
+        if len(transitions) == 1:
+            # The common case: one run of the sorted configuration, already in order.
+            t = transitions[0]
+            domain = self.get_transition_domain(t) if t.targets else None
+            if domain is None:
+                return []
+            return order[bisect_right(order, domain) : bisect_right(order, states[domain].last)]
+        found: set[int] = set()
         for t in transitions:
             if not t.targets:
                 continue
             domain = self.get_transition_domain(t)
             if domain is None:
                 continue
-            last = self.states[domain].last
-            for s in self.order():
-                if domain < s <= last and s not in states_to_exit:
-                    states_to_exit.append(s)
-        return states_to_exit
+            found.update(
+                order[bisect_right(order, domain) : bisect_right(order, states[domain].last)]
+            )
+        return sorted(found)
 
     def exit_states(self, enabled: list[TransitionNode]) -> None:
         """Appendix D ``exitStates`` (history recorded, onexit run, invocations cancelled)."""
@@ -533,7 +626,7 @@ class Interpreter(ContentExecutor):
                 self.add_ancestor_states_to_enter(s, ancestor, entry)
         result = (sorted(entry.states), entry.default_entry, entry.default_history)
         if cacheable and not entry.touched_history:
-            self.machine._cache[key] = result
+            _memoize(self.machine._cache, key, result)
         return result
 
     def add_descendant_states_to_enter(self, s: int, entry: _EntrySet) -> None:
@@ -662,21 +755,27 @@ class Interpreter(ContentExecutor):
                 invoke_type = "http://www.w3.org/TR/scxml/"
             if not isinstance(invoke_type, str):
                 self.raise_error(
-                    "error.execution", f"invoke type must be a string, not {invoke_type!r}"
+                    "error.execution", f"invoke type must be a string, not {brief(invoke_type)}"
                 )
                 return
             src = self.evaluate(inv.srcexpr) if inv.srcexpr is not None else inv.src
             if src is not None and not isinstance(src, str):
-                self.raise_error("error.execution", f"invoke src must be a string, not {src!r}")
+                self.raise_error(
+                    "error.execution", f"invoke src must be a string, not {brief(src)}"
+                )
                 return
-            params = self.event_data_fields(inv.namelist, inv.params)
-            content = self.content_value(inv.content) if inv.content is not None else None
+            params = self.ship(self.event_data_fields(inv.namelist, inv.params))
+            content = None
+            if inv.content is not None:
+                content = self.ship(self.content_value(inv.content))
         except BlockAbort:
             return
         if invoke_type not in planner.SCXML_INVOKE_TYPES and (
             self.invoke_types is None or invoke_type not in self.invoke_types
         ):
-            self.raise_error("error.execution", f"invoke type {invoke_type!r} is not registered")
+            self.raise_error(
+                "error.execution", f"invoke type {brief(invoke_type)} is not registered"
+            )
             return
         self.set_invocation((inv.state, inv.index), invoke_id)
         self.effects.append(
@@ -693,6 +792,17 @@ class Interpreter(ContentExecutor):
                 **self.counters(),
             )
         )
+
+
+def _memoize(cache: dict[Any, Any], key: Any, value: Any) -> None:
+    """Remember ``value`` in a machine's memo, which is reset when it grows past its limit
+    (events and transition sets come from outside: the memo must not grow with them)."""
+    if len(cache) >= _MEMO_LIMIT:
+        select = cache.get("select")
+        cache.clear()
+        if select is not None:
+            cache["select"] = select
+    cache[key] = value
 
 
 class _EntrySet:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from statifier.budget import NODE_COST
 from statifier.chart.durations import InvalidDuration, parse_duration
 from statifier.chart.model import (
     AssignNode,
@@ -30,8 +31,9 @@ from statifier.chart.model import (
 from statifier.core import effects as fx
 from statifier.core import planner
 from statifier.core._run import BlockAbort, Run
-from statifier.core.events import Event
+from statifier.core.events import MAX_NAME_LENGTH, Event
 from statifier.datamodel import Expression
+from statifier.values import brief
 
 
 class ContentExecutor(Run):
@@ -50,17 +52,31 @@ class ContentExecutor(Run):
         self.node = None
 
     def execute_nodes(self, nodes: tuple[ContentNode, ...]) -> None:
-        """Run nodes in order; ``BlockAbort`` propagates to the enclosing block."""
+        """Run nodes in order; ``BlockAbort`` propagates to the enclosing block.
+
+        Every node spends ``NODE_COST`` steps of the macrostep budget, and none runs once a
+        per-call budget is exhausted.
+        """
+        budget = self.budget
+        effects, queue, limits = self.effects, self.internal_queue, self.limits
         for node in nodes:
             self.node = node
             self.line = node.line
+            budget.steps -= NODE_COST
+            if (
+                budget.steps < 0
+                or budget.exhausted is not None
+                or len(effects) >= limits.max_effects
+                or len(queue) >= limits.max_queue
+            ):
+                self.check_budget()
             _EXECUTORS[type(node)](self, node)
 
     def exec_raise(self, node: RaiseNode) -> None:
         self.internal_queue.append(Event(name=node.event, type="internal"))
 
     def exec_log(self, node: LogNode) -> None:
-        value = self.evaluate(node.expr) if node.expr is not None else None
+        value = self.ship(self.evaluate(node.expr)) if node.expr is not None else None
         self.effects.append(
             fx.Log(
                 label=node.label,
@@ -85,10 +101,13 @@ class ContentExecutor(Run):
         array = self.evaluate(node.array)
         if not isinstance(array, list):
             self.raise_error(
-                "error.execution", f"foreach array {node.array.source!r} is not a list"
+                "error.execution", f"foreach array {brief(node.array.source)} is not a list"
             )
             raise BlockAbort
+        budget = self.budget
         for position, item in enumerate(list(array)):
+            budget.steps -= NODE_COST
+            self.check_budget()
             self.bind(node.item, item, node.c_index, node.owner)
             if node.index is not None:
                 self.bind(node.index, position, node.c_index, node.owner)
@@ -102,7 +121,7 @@ class ContentExecutor(Run):
             sendid = self.evaluate(node.sendidexpr)
             if not isinstance(sendid, str):
                 self.raise_error(
-                    "error.execution", f"cancel sendid must be a string, not {sendid!r}"
+                    "error.execution", f"cancel sendid must be a string, not {brief(sendid)}"
                 )
                 raise BlockAbort
         else:
@@ -138,7 +157,7 @@ class ContentExecutor(Run):
             delay_ms = node.delay_ms
             if node.delayexpr is not None:
                 delay_ms = self.delay_value(self.evaluate(node.delayexpr))
-            data = (
+            data = self.ship(
                 self.content_value(node.content)
                 if node.content is not None
                 else self.event_data_fields(node.namelist, node.params) or None
@@ -154,12 +173,14 @@ class ContentExecutor(Run):
         parsed = planner.parse_target(target, self.session_id)
         if isinstance(parsed, planner.UnsupportedTarget):
             self.raise_error(
-                "error.execution", f"send target {target!r} is not a valid SCXML target", send_id
+                "error.execution",
+                f"send target {brief(target)} is not a valid SCXML target",
+                send_id,
             )
             raise BlockAbort
         if not self.reachable(target, parsed):
             self.raise_error(
-                "error.communication", f"send target {target!r} is unreachable", sendid=send_id
+                "error.communication", f"send target {brief(target)} is unreachable", send_id
             )
             raise BlockAbort
         if change is not None:
@@ -228,7 +249,7 @@ class ContentExecutor(Run):
                 self.raise_error("error.execution", str(exc))
                 raise BlockAbort from None
         self.raise_error(
-            "error.execution", f"a delay must be a duration string like '5s', not {value!r}"
+            "error.execution", f"a delay must be a duration string like '5s', not {brief(value)}"
         )
         raise BlockAbort
 
@@ -255,8 +276,8 @@ class ContentExecutor(Run):
         self.line = state.line
         try:
             if done.content is not None:
-                return self.content_value(done.content)
-            return self.event_data_fields((), done.params)
+                return self.ship(self.content_value(done.content))
+            return self.ship(self.event_data_fields((), done.params))
         except BlockAbort:
             return None
 
@@ -264,11 +285,13 @@ class ContentExecutor(Run):
 def _send_problem(name: Any, target: Any, send_type: Any) -> str | None:
     """Why a send's evaluated name, target or type is unusable, or None."""
     if not isinstance(name, str) or not name:
-        return f"send event name must be a non-empty string, not {name!r}"
+        return f"send event name must be a non-empty string, not {brief(name)}"
+    if len(name) > MAX_NAME_LENGTH:
+        return f"send event name is longer than {MAX_NAME_LENGTH} characters"
     if send_type is not None and send_type not in planner.SCXML_SEND_TYPES:
-        return f"send type {send_type!r} is not supported"
+        return f"send type {brief(send_type)} is not supported"
     if target is not None and not isinstance(target, str):
-        return f"send target must be a string, not {target!r}"
+        return f"send target must be a string, not {brief(target)}"
     return None
 
 

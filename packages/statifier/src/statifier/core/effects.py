@@ -12,11 +12,34 @@ session, the virtual test driver, a durable host) perform them; the core never d
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
+from statifier.budget import Reason
 from statifier.core.events import Event
 
 Owner = tuple[str, int] | tuple[str, int, int]
+
+
+class NotRecorded:
+    """The type of ``NOT_RECORDED``: a value an effect does not carry outside trace mode."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<not recorded>"
+
+    def __copy__(self) -> NotRecorded:
+        return self
+
+    def __deepcopy__(self, memo: object) -> NotRecorded:
+        return self
+
+    def __reduce__(self) -> str:
+        return "NOT_RECORDED"
+
+
+NOT_RECORDED: Final = NotRecorded()
+"""Stands in for ``DatamodelChange`` values outside trace mode (compare with ``is``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -158,14 +181,17 @@ class Done(Effect):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BudgetExhausted(Effect):
-    """The round budget ran out before the macrostep reached quiescence.
+    """A macrostep budget ran out before the macrostep reached quiescence (ADR 0011).
 
-    The execution stays running and unchanged from the last completed round.
+    ``reason`` names the budget: ``rounds`` (``max_macrostep_rounds``), ``steps``,
+    ``effects``, ``internal_events`` or ``output_bytes`` (``statifier.budget``); ``budget``
+    is its limit. The execution stays running, as it stood at the end of the last round.
     """
 
     configuration: tuple[str, ...]
     budget: int
     pending_internal_events: int
+    reason: Reason = "rounds"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -177,7 +203,12 @@ class DatamodelInit(Effect):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DatamodelChange(Effect):
-    """One successful write to the datamodel (``<data>``, ``<assign>``, ``idlocation``...)."""
+    """One successful write to the datamodel (``<data>``, ``<assign>``, ``idlocation``...).
+
+    ``location`` and ``path`` say what was written. ``new_value`` and ``prior_value`` are
+    the values only when the execution runs in trace mode; otherwise both are
+    ``NOT_RECORDED`` (read the datamodel of the returned state instead).
+    """
 
     location: str
     path: tuple[str | int, ...]

@@ -8,6 +8,9 @@ from typing import Any, Literal
 EventType = Literal["internal", "external", "platform"]
 
 SCXML_EVENT_PROCESSOR = "http://www.w3.org/TR/scxml/#SCXMLEventProcessor"
+
+MAX_NAME_LENGTH = 4096
+"""The longest event name (or id) a chart may make: a ``<send>`` refuses longer ones."""
 """The type URI of the SCXML Event I/O Processor (origintype of every event we build)."""
 
 

@@ -4,12 +4,14 @@
 turns it back into the equal ``MachineState``. Nothing is pickled or marshalled: loading a
 blob from untrusted storage can only produce a state or raise a ``PositionError``.
 
-Framing (format version 1). Four header lines, each ended by ``\\n``, then the payload::
+Framing (format version 2). Four header lines, each ended by ``\\n``, then the payload::
 
     statifier-position                  magic tag
-    1                                   format version, canonical decimal ASCII
+    2                                   format version, canonical decimal ASCII
     "sha256:...;name=..."               chart identity, as a JSON string literal (ASCII)
-    sha256:<64 lowercase hex digits>    SHA-256 of the payload bytes
+    sha256:<64 lowercase hex digits>    SHA-256 of the payload bytes, or, keyed:
+    hmac-sha256:<64 hex digits>         HMAC-SHA256 under the host's key of the three
+                                        lines above (newlines included) and the payload
     {"caller_context":null,...}         payload: compact JSON, sorted keys, ASCII only
 
 The payload runs to the end of the blob (there is no trailing newline) and is valid UTF-8
@@ -26,12 +28,19 @@ The payload is one JSON object holding every ``MachineState`` field except ``mac
 * ``invocations``: ``[[state_index, invoke_index, invoke_id], ...]`` ascending by key;
 * ``internal_queue``: a list of objects with every ``Event`` field;
 * ``datamodel``, ``caller_context``: JSON values as they are;
+* ``limits``: the macrostep budgets (``statifier.budget``), an object of integers or nulls;
 * the scalars (``session_id``, counters, ``running``, ``status``...) as they are.
 
 ``loads`` checks, in order and before it decodes the payload: the magic tag
 (``NotAPosition``), the version (``UnsupportedVersion``), the identity
-(``IdentityMismatch``); then the digest, the JSON and the payload's structure
-(``CorruptPosition``). It never returns a partly loaded state.
+(``IdentityMismatch``); then the digest, the JSON, the payload's structure and its
+meaning (``CorruptPosition``): a legal configuration, history records the algorithm could
+have made, invocations of active states, counters and budgets in range, a bounded queue
+and datamodel. It never returns a partly loaded state.
+
+The plain digest detects damage, not forgery: whoever can write the store can recompute
+it. A host whose storage is not trusted passes a ``key`` to both ``dumps`` and ``loads``
+(ADR 0004): a keyed position loads only under the same key.
 """
 
 from __future__ import annotations
@@ -45,10 +54,14 @@ from collections.abc import Container, Iterable
 from itertools import pairwise
 from typing import Any, Final, NoReturn, cast, get_args
 
+from statifier.budget import DEFAULT_LIMITS, MAX_LIMIT, MacrostepLimits
+from statifier.budget import FIELDS as LIMIT_FIELDS
 from statifier.chart.model import Machine
-from statifier.core.events import Event, EventType
+from statifier.core._legal import configuration_problem, history_problem
+from statifier.core.events import MAX_NAME_LENGTH, Event, EventType
 from statifier.core.state import MachineState
 from statifier.errors import PositionError
+from statifier.values import ValueRefused, brief, measure
 
 __all__ = [
     "FORMAT_VERSION",
@@ -63,14 +76,25 @@ __all__ = [
     "loads",
 ]
 
-FORMAT_VERSION: Final = 1
+FORMAT_VERSION: Final = 2
 """The format version ``dumps`` writes and the only one ``loads`` reads."""
 
 MAGIC: Final = b"statifier-position\n"
 """The magic tag every position starts with (its first header line, newline included)."""
 
 _DIGEST_PREFIX: Final = b"sha256:"
-_DIGEST_LINE: Final = re.compile(rb"sha256:[0-9a-f]{64}")
+_KEYED_PREFIX: Final = b"hmac-sha256:"
+_DIGEST_LINE: Final = re.compile(rb"(hmac-)?sha256:[0-9a-f]{64}")
+_MIN_KEY_BYTES: Final = 16
+
+MAX_COUNTER: Final = MAX_LIMIT
+"""The largest counter a position may carry."""
+
+MAX_ID_LENGTH: Final = MAX_NAME_LENGTH
+"""The longest session id, invoke id or queued event name a position may carry."""
+
+MAX_QUEUE: Final = 100_000
+"""The longest internal queue a position may carry when its budget does not bound it."""
 _VERSION_LINE: Final = re.compile(rb"0|[1-9][0-9]{0,17}")
 
 _EVENT_TYPES: Final[frozenset[str]] = frozenset(get_args(EventType))
@@ -100,6 +124,7 @@ _PAYLOAD_KEYS: Final = frozenset(
         "round",
         "trace",
         "max_macrostep_rounds",
+        "limits",
     }
 )
 """Every ``MachineState`` field but ``machine``, ``routes`` and ``invoke_types``."""
@@ -148,20 +173,25 @@ class UnserializablePosition(PositionError):
 # -- dumps -------------------------------------------------------------------------------
 
 
-def dumps(state: MachineState) -> bytes:
+def dumps(state: MachineState, *, key: bytes | None = None) -> bytes:
     """Serialize ``state`` into a position blob (see the module docstring for the framing).
 
-    Equal states give equal bytes. Raises ``UnserializablePosition`` (and writes nothing)
-    when the datamodel, ``caller_context`` or a queued event holds a value that is not
-    JSON-like (``str``, ``int``, ``float``, ``bool``, ``None``, ``list``, ``dict`` with
-    ``str`` keys), a NaN or infinite float, or a cycle.
+    Equal states give equal bytes. With ``key`` (at least 16 bytes, the host's secret) the
+    digest is an HMAC-SHA256 that only a holder of the key can recompute. Raises
+    ``UnserializablePosition`` (and writes nothing) when the datamodel, ``caller_context``
+    or a queued event holds a value that is not JSON-like (``str``, ``int``, ``float``,
+    ``bool``, ``None``, ``list``, ``dict`` with ``str`` keys), a NaN or infinite float, or
+    a cycle, or when the state is not one ``loads`` would accept.
     """
-    payload = _encode_state(state)
+    _check_key(key)
     try:
-        # Only structurally valid payloads are written: whatever dumps writes, loads reads.
-        _decode_state(payload, state.machine, state.invoke_types, state.routes)
+        payload = _encode_state(state)
+        # Only valid payloads are written: whatever dumps writes, loads reads.
+        _decode_state(payload, state.machine, state.invoke_types, state.routes, None)
     except CorruptPosition as exc:
         raise UnserializablePosition(f"state is not a valid position: {exc}") from None
+    except MemoryError:
+        raise UnserializablePosition("state is too large to write") from None
     try:
         text = json.dumps(
             payload,
@@ -170,23 +200,39 @@ def dumps(state: MachineState) -> bytes:
             ensure_ascii=True,
             allow_nan=False,
         )
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise UnserializablePosition(f"state is not JSON-serializable: {exc}") from None
+    except (TypeError, ValueError, RecursionError, MemoryError) as exc:
+        reason = "it is too large" if isinstance(exc, MemoryError) else brief(str(exc))
+        raise UnserializablePosition(f"state is not JSON-serializable: {reason}") from None
     body = text.encode("ascii")
-    digest = hashlib.sha256(body).hexdigest().encode("ascii")
-    return b"".join(
+    head = b"".join(
         (
             MAGIC,
             str(FORMAT_VERSION).encode("ascii"),
             b"\n",
             _identity_line(state.machine.identity),
             b"\n",
-            _DIGEST_PREFIX,
-            digest,
-            b"\n",
-            body,
         )
     )
+    return b"".join((head, _digest(head, body, key), b"\n", body))
+
+
+def _check_key(key: bytes | None) -> None:
+    if key is None:
+        return
+    if not isinstance(key, bytes):
+        raise TypeError(f"a position key is bytes, not {type(key).__name__}")
+    if len(key) < _MIN_KEY_BYTES:
+        raise ValueError(f"a position key has at least {_MIN_KEY_BYTES} bytes")
+
+
+def _digest(head: bytes, body: bytes, key: bytes | None) -> bytes:
+    """The digest line (without its newline): plain SHA-256 of the body, or the keyed HMAC
+    of the header lines and the body."""
+    if key is None:
+        return _DIGEST_PREFIX + hashlib.sha256(body).hexdigest().encode("ascii")
+    mac = hmac.new(key, head, hashlib.sha256)
+    mac.update(body)
+    return _KEYED_PREFIX + mac.hexdigest().encode("ascii")
 
 
 def _identity_line(identity: str) -> bytes:
@@ -244,6 +290,7 @@ def _encode_state(state: MachineState) -> dict[str, Any]:
         "round": state.round,
         "trace": state.trace,
         "max_macrostep_rounds": state.max_macrostep_rounds,
+        "limits": {name: getattr(state.limits, name) for name in LIMIT_FIELDS},
     }
 
 
@@ -313,6 +360,8 @@ def loads(
     *,
     invoke_types: Iterable[str] | None = None,
     routes: Container[str] | None = None,
+    key: bytes | None = None,
+    max_limits: MacrostepLimits = DEFAULT_LIMITS,
 ) -> MachineState:
     """Load a position written by ``dumps`` for ``machine``.
 
@@ -321,11 +370,18 @@ def loads(
     into a ``frozenset``; ``routes`` is kept as given. ``bytearray`` and
     ``memoryview`` blobs are accepted as well as ``bytes``.
 
+    ``key`` is the host's secret when positions were written with one: a keyed loads
+    accepts only positions keyed with it, a plain loads refuses keyed positions.
+    ``max_limits`` is the most this host lets a position spend per macrostep: a stored
+    budget above it (or unbounded where it is bounded) is refused, so a forged position
+    cannot make the next event run without end.
+
     Raises, checking in this order: ``NotAPosition`` (not bytes, or no magic tag),
     ``UnsupportedVersion``, ``IdentityMismatch``, then ``CorruptPosition`` (truncated,
     digest mismatch, invalid UTF-8 or JSON, or a payload that does not describe a valid
     position of ``machine``).
     """
+    _check_key(key)
     if isinstance(blob, bytearray | memoryview):
         blob = bytes(blob)
     if not isinstance(blob, bytes):
@@ -348,8 +404,13 @@ def loads(
     digest_line, body = _header_line(rest, "digest")
     if _DIGEST_LINE.fullmatch(digest_line) is None:
         raise CorruptPosition("the digest line is malformed")
-    actual = _DIGEST_PREFIX + hashlib.sha256(body).hexdigest().encode("ascii")
-    if not hmac.compare_digest(digest_line, actual):
+    keyed = digest_line.startswith(_KEYED_PREFIX)
+    if keyed and key is None:
+        raise CorruptPosition("the position is keyed: loading it needs the host's key")
+    if key is not None and not keyed:
+        raise CorruptPosition("the position is not keyed, but a key was given")
+    head = blob[: len(blob) - len(body) - len(digest_line) - 1]
+    if not hmac.compare_digest(digest_line, _digest(head, body, key)):
         raise CorruptPosition("the payload does not match its digest (altered or truncated)")
 
     try:
@@ -360,12 +421,10 @@ def loads(
         payload = json.loads(text, object_pairs_hook=_unique_object, parse_constant=_no_constant)
     except (ValueError, RecursionError) as exc:
         raise CorruptPosition(f"the payload is not valid JSON: {exc}") from None
-    return _decode_state(
-        payload,
-        machine,
-        _frozen(invoke_types),
-        routes,
-    )
+    try:
+        return _decode_state(payload, machine, _frozen(invoke_types), routes, max_limits)
+    except RecursionError:
+        raise CorruptPosition("invalid payload: a value is nested too deeply") from None
 
 
 def _header_line(data: bytes, what: str) -> tuple[bytes, bytes]:
@@ -429,6 +488,8 @@ def _counter(obj: dict[str, Any], key: str) -> int:
         _corrupt(f"{key} is a {_kind(value)}, not an integer")
     if value < 0:
         _corrupt(f"{key} is negative ({value})")
+    if value > MAX_COUNTER:
+        _corrupt(f"{key} is larger than {MAX_COUNTER}")
     return value
 
 
@@ -442,6 +503,8 @@ def _flag(obj: dict[str, Any], key: str) -> bool:
 def _text(value: Any, where: str) -> str:
     if not isinstance(value, str):
         _corrupt(f"{where} is a {_kind(value)}, not a string")
+    if len(value) > MAX_ID_LENGTH:
+        _corrupt(f"{where} is longer than {MAX_ID_LENGTH} characters")
     return value
 
 
@@ -494,17 +557,38 @@ def _decode_state(
     machine: Machine,
     invoke_types: frozenset[str] | None,
     routes: Container[str] | None,
+    max_limits: MacrostepLimits | None,
 ) -> MachineState:
-    """Build the state a payload describes, or raise ``CorruptPosition`` saying what is wrong."""
+    """Build the state a payload describes, or raise ``CorruptPosition`` saying what is wrong.
+
+    ``max_limits`` is the ceiling on the stored budgets (None: no ceiling, for ``dumps``).
+    """
     payload = _keys(obj, _PAYLOAD_KEYS, "the payload")
     states = machine.states
     count = len(states)
 
+    status = payload["status"]
+    if not isinstance(status, str) or status not in _STATUSES:
+        _corrupt(f"status is {brief(status)}, not 'running' or 'done'")
+    running = _flag(payload, "running")
+    if running != (status == "running"):
+        _corrupt(f"running is {running} but status is {status!r}")
+
     configuration = _indexes(payload["configuration"], count, "configuration")
     _ascending(configuration, "configuration")
+    if running:
+        _problem(configuration_problem(states, configuration), "configuration")
+    elif configuration:
+        _corrupt("a finished execution has active states")
     entered = _indexes(payload["entered"], count, "entered")
     _ascending(entered, "entered")
+    if not set(configuration) <= set(entered):
+        _corrupt("an active state is missing from entered")
     states_to_invoke = _indexes(payload["states_to_invoke"], count, "states_to_invoke")
+    if len(set(states_to_invoke)) != len(states_to_invoke):
+        _corrupt("states_to_invoke lists a state twice")
+    if running and not set(states_to_invoke) <= set(configuration):
+        _corrupt("states_to_invoke lists a state that is not active")
 
     history: dict[int, tuple[int, ...]] = {}
     history_keys: list[int] = []
@@ -516,11 +600,14 @@ def _decode_state(
         if states[key].kind != "history":
             _corrupt(f"{where}[0] = {key} is not a history state")
         history_keys.append(key)
-        history[key] = tuple(_indexes(pair[1], count, f"{where}[1]"))
+        recorded = tuple(_indexes(pair[1], count, f"{where}[1]"))
+        _problem(history_problem(states, key, recorded), where)
+        history[key] = recorded
     _ascending(history_keys, "history")
 
     invocations: dict[tuple[int, int], str] = {}
     invocation_keys: list[tuple[int, int]] = []
+    active = set(configuration)
     for i, triple in enumerate(_list(payload["invocations"], "invocations")):
         where = f"invocations[{i}]"
         if not isinstance(triple, list) or len(triple) != 3:
@@ -528,33 +615,45 @@ def _decode_state(
         s = _index(triple[0], count, f"{where}[0]")
         n = triple[1]
         if type(n) is not int or not 0 <= n < len(states[s].invokes):
-            _corrupt(f"{where}[1] = {n!r} is not an invoke index of state {states[s].id!r}")
+            _corrupt(f"{where}[1] = {brief(n)} is not an invoke index of state {states[s].id!r}")
+        if s not in active:
+            _corrupt(f"{where}: state {states[s].id!r} is not active")
         invocation_keys.append((s, n))
-        invocations[(s, n)] = _text(triple[2], f"{where}[2]")
+        invoke_id = _text(triple[2], f"{where}[2]")
+        if not invoke_id:
+            _corrupt(f"{where}[2] is an empty invoke id")
+        invocations[(s, n)] = invoke_id
     _ascending(invocation_keys, "invocations")
+    if len(set(invocations.values())) != len(invocations):
+        _corrupt("two live invocations share an invoke id")
 
-    queue = tuple(
-        _decode_event(event, f"internal_queue[{i}]")
-        for i, event in enumerate(_list(payload["internal_queue"], "internal_queue"))
-    )
+    limits = _decode_limits(payload["limits"], max_limits)
+    rounds = payload["max_macrostep_rounds"]
+    if rounds is not None and (type(rounds) is not int or not 1 <= rounds <= MAX_LIMIT):
+        _corrupt(
+            f"max_macrostep_rounds is {brief(rounds)}, not an integer in 1..{MAX_LIMIT} or null"
+        )
+
+    events = _list(payload["internal_queue"], "internal_queue")
+    queue_limit = MAX_QUEUE if limits.internal_events is None else limits.internal_events
+    if len(events) > queue_limit + _QUEUE_SLACK:
+        _corrupt(f"the internal queue holds {len(events)} events (the limit is {queue_limit})")
+    queue = tuple(_decode_event(event, f"internal_queue[{i}]") for i, event in enumerate(events))
 
     datamodel = payload["datamodel"]
     if not isinstance(datamodel, dict):
         _corrupt(f"datamodel is a {_kind(datamodel)}, not an object")
     if not all(isinstance(name, str) for name in datamodel):
         _corrupt("datamodel has a non-string variable name")
+    _check_datamodel(datamodel, limits)
 
-    status = payload["status"]
-    if not isinstance(status, str) or status not in _STATUSES:
-        _corrupt(f"status is {status!r}, not 'running' or 'done'")
-
-    budget = payload["max_macrostep_rounds"]
-    if budget is not None and (type(budget) is not int or budget < 1):
-        _corrupt(f"max_macrostep_rounds is {budget!r}, not a positive integer or null")
+    session_id = _text(payload["session_id"], "session_id")
+    if not session_id:
+        _corrupt("session_id is empty")
 
     return MachineState(
         machine=machine,
-        session_id=_text(payload["session_id"], "session_id"),
+        session_id=session_id,
         configuration=frozenset(configuration),
         internal_queue=queue,
         history=history,
@@ -566,13 +665,55 @@ def _decode_state(
         timer_counter=_counter(payload, "timer_counter"),
         caller_context=payload["caller_context"],
         datamodel=datamodel,
-        running=_flag(payload, "running"),
+        running=running,
         status="done" if status == "done" else "running",
         macrostep=_counter(payload, "macrostep"),
         microstep=_counter(payload, "microstep"),
         round=_counter(payload, "round"),
         trace=_flag(payload, "trace"),
-        max_macrostep_rounds=budget,
+        max_macrostep_rounds=rounds,
         invoke_types=invoke_types,
         routes=routes,
+        limits=limits,
     )
+
+
+_QUEUE_SLACK: Final = 64
+"""Events past the queue limit a position may hold: a call that exhausts its budget still
+queues the error events of the blocks it aborts."""
+
+
+def _problem(problem: str | None, where: str) -> None:
+    if problem is not None:
+        _corrupt(f"{where}: {problem}")
+
+
+def _decode_limits(obj: Any, ceiling: MacrostepLimits | None) -> MacrostepLimits:
+    fields = _keys(obj, frozenset(LIMIT_FIELDS), "limits")
+    values: dict[str, int | None] = {}
+    for name in LIMIT_FIELDS:
+        value = fields[name]
+        if value is not None and (type(value) is not int or not 1 <= value <= MAX_LIMIT):
+            _corrupt(f"limits.{name} is {brief(value)}, not an integer in 1..{MAX_LIMIT} or null")
+        most = None if ceiling is None else getattr(ceiling, name)
+        if most is not None and (value is None or value > most):
+            _corrupt(
+                f"limits.{name} is {'unbounded' if value is None else value}; "
+                f"this host allows at most {most} (loads(max_limits=...))"
+            )
+        values[name] = value
+    return MacrostepLimits(**values)
+
+
+def _check_datamodel(datamodel: dict[str, Any], limits: MacrostepLimits) -> None:
+    """Every value storable; the chart's variables within the datamodel cap."""
+    cap = MAX_LIMIT if limits.datamodel_bytes is None else limits.datamodel_bytes
+    total = 0
+    for name, value in datamodel.items():
+        system = name.startswith("_")
+        try:
+            size, _ = measure(value, MAX_LIMIT if system else max(cap - total, 0))
+        except ValueRefused as exc:
+            _corrupt(f"datamodel[{brief(name)}]: {exc}")
+        if not system:
+            total += size

@@ -10,6 +10,7 @@ from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from statifier.budget import DEFAULT_LIMITS, MacrostepLimits
 from statifier.chart.model import Machine
 from statifier.core.events import Event
 
@@ -49,6 +50,9 @@ class MachineState:
     max_macrostep_rounds: int | None
     invoke_types: frozenset[str] | None
     routes: Container[str] | None = None
+    limits: MacrostepLimits = DEFAULT_LIMITS
+    """The budgets of every macrostep (``statifier.budget``); rounds are
+    ``max_macrostep_rounds``."""
 
     def configuration_ids(self) -> tuple[str, ...]:
         """Ids of every active state, in document order."""

@@ -10,12 +10,13 @@ system variables included) and turns every :class:`EvaluationError` into ``error
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from statifier.errors import StatifierError
 
 if TYPE_CHECKING:
+    from statifier.budget import Budget
     from statifier.datamodel.host import HostFunctions
 
 type Value = Any
@@ -33,6 +34,9 @@ type InState = Callable[[str], bool]
 type Writable = Callable[[str], bool]
 """Callback deciding whether a script may (re)bind a top-level name."""
 
+type Admit = Callable[[WriteResult], None]
+"""Callback that checks a write before it is applied; it raises to refuse it."""
+
 PathKey = str | int
 """One step of a written path: a dict key or a (non-negative) list index."""
 
@@ -43,13 +47,16 @@ class WriteResult:
 
     ``root_value`` is the new value of variable ``root``; ``path`` leads from the root to the
     written element (empty when the variable itself was assigned); ``prior`` is the value
-    previously at that path, or ``None`` if there was none.
+    previously at that path, or ``None`` if there was none; ``value`` is the value written
+    at the path (``root_value`` when the path is empty; a datamodel that does not say
+    leaves it ``None`` and the whole root is measured).
     """
 
     root: str
     root_value: Value
     path: tuple[PathKey, ...]
     prior: Value
+    value: Value = field(default=None, compare=False)
 
 
 class DatamodelError(StatifierError):
@@ -113,8 +120,13 @@ class Expression(Protocol):
         """The expression as written in the chart."""
         ...
 
-    def evaluate(self, variables: Variables, in_state: InState) -> Value:
+    def evaluate(
+        self, variables: Variables, in_state: InState, budget: Budget | None = None
+    ) -> Value:
         """Evaluate against ``variables``; raises :class:`EvaluationError` and nothing else.
+
+        ``budget`` is the macrostep's (ADR 11): spend no more than ``budget.steps`` and
+        call ``budget.spend(units)`` with what the evaluation cost, failed or not.
 
         A datamodel whose expressions may have side effects (ECMAScript) writes the variables
         they change back into ``variables`` when it is a mutable mapping.
@@ -136,8 +148,11 @@ class Location(Protocol):
         """The name of the variable the location writes into."""
         ...
 
-    def write(self, variables: Variables, value: Value, in_state: InState) -> WriteResult:
-        """The new value of the root variable with ``value`` stored at this location."""
+    def write(
+        self, variables: Variables, value: Value, in_state: InState, budget: Budget | None = None
+    ) -> WriteResult:
+        """The new value of the root variable with ``value`` stored at this location
+        (charging ``budget`` as ``Expression.evaluate`` does)."""
         ...
 
 
@@ -150,8 +165,19 @@ class Script(Protocol):
         """The script as written (or fetched)."""
         ...
 
-    def run(self, env: Environment, in_state: InState, writable: Writable) -> list[WriteResult]:
-        """Run against ``env``, rebinding its top-level names; return the writes made."""
+    def run(
+        self,
+        env: Environment,
+        in_state: InState,
+        writable: Writable,
+        budget: Budget | None = None,
+        admit: Admit | None = None,
+    ) -> list[WriteResult]:
+        """Run against ``env``, rebinding its top-level names; return the writes made.
+
+        ``budget`` is charged as ``Expression.evaluate`` does; ``admit`` (when given) sees
+        every write before it is applied and refuses it by raising (the datamodel cap).
+        """
         ...
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from statifier.budget import Budget
 from statifier.datamodel.base import (
+    Admit,
     Environment,
     EvaluationError,
     InState,
@@ -24,7 +26,9 @@ class FailingExpression:
     source: str
     reason: str
 
-    def evaluate(self, variables: Variables, in_state: InState) -> Value:
+    def evaluate(
+        self, variables: Variables, in_state: InState, budget: Budget | None = None
+    ) -> Value:
         """Always raise: the source did not compile."""
         raise EvaluationError(self.reason)
 
@@ -37,7 +41,9 @@ class FailingLocation:
     reason: str
     root: str = ""
 
-    def write(self, variables: Variables, value: Value, in_state: InState) -> WriteResult:
+    def write(
+        self, variables: Variables, value: Value, in_state: InState, budget: Budget | None = None
+    ) -> WriteResult:
         """Always raise: the source did not compile."""
         raise EvaluationError(self.reason)
 
@@ -49,6 +55,13 @@ class FailingScript:
     source: str
     reason: str
 
-    def run(self, env: Environment, in_state: InState, writable: Writable) -> list[WriteResult]:
+    def run(
+        self,
+        env: Environment,
+        in_state: InState,
+        writable: Writable,
+        budget: Budget | None = None,
+        admit: Admit | None = None,
+    ) -> list[WriteResult]:
         """Always raise: the source did not compile."""
         raise ScriptError(self.reason, [], 0)

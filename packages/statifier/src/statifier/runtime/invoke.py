@@ -49,6 +49,49 @@ class InvocationStartError(StatifierError):
     """An invocation could not start (bad source, chart error...)."""
 
 
+class InvocationLimitExceeded(InvocationStartError):
+    """Starting this child would make its tree of sessions too deep or too large."""
+
+
+@dataclass(frozen=True, slots=True)
+class TreeLimits:
+    """How far ``<invoke type="scxml">`` may grow one tree of sessions.
+
+    A chart that invokes copies of itself would otherwise grow until the process runs out
+    of memory. ``depth`` bounds the nesting below the top session, ``sessions`` the
+    sessions alive in the tree at once (the top one included). A child past either limit
+    does not start: its parent receives ``error.execution`` like any failed invocation.
+    """
+
+    depth: int = 16
+    sessions: int = 1_000
+
+    def __post_init__(self) -> None:
+        if self.depth < 1 or self.sessions < 1:
+            raise ValueError("tree limits are positive")
+
+
+class SessionTree:
+    """The live-session count one tree of sessions shares (mutable; one per top session)."""
+
+    __slots__ = ("limits", "live")
+
+    def __init__(self, limits: TreeLimits) -> None:
+        self.limits = limits
+        self.live = 0
+
+    def check(self, depth: int) -> None:
+        """Raise ``InvocationLimitExceeded`` if a session at ``depth`` may not join."""
+        if depth > self.limits.depth:
+            raise InvocationLimitExceeded(
+                f"invocations nest at most {self.limits.depth} levels deep"
+            )
+        if self.live >= self.limits.sessions:
+            raise InvocationLimitExceeded(
+                f"a tree of invocations holds at most {self.limits.sessions} live sessions"
+            )
+
+
 class ScxmlInvokeHandler:
     """The built-in ``scxml`` type: a child ``Session`` from ``<content>`` or ``src``.
 
@@ -64,6 +107,7 @@ class ScxmlInvokeHandler:
         from statifier.runtime.session import Session
 
         parent = ctx.session
+        parent.tree.check(parent.depth + 1)
         source: Any = invoke.content
         if source is None and invoke.src is not None:
             if parent.resolver is None:
@@ -80,6 +124,7 @@ class ScxmlInvokeHandler:
             resolver=parent.resolver,
             parent=(parent, invoke.invoke_id),
             max_macrostep_rounds=parent.max_macrostep_rounds,
+            limits=parent.limits,
         )
         self.children[invoke.invoke_id] = child
 

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from statifier.budget import DEFAULT_LIMITS, MacrostepLimits
 from statifier.chart.model import Machine
 from statifier.core import effects as fx
 from statifier.core import planner
@@ -36,8 +37,11 @@ from statifier.runtime.invoke import (
     HandlerContext,
     ScxmlInvokeHandler,
     SessionInvokeHandler,
+    SessionTree,
     SourceResolver,
+    TreeLimits,
 )
+from statifier.values import brief
 
 logger = logging.getLogger("statifier.runtime.session")
 
@@ -121,11 +125,20 @@ class Session:
         resolver: SourceResolver | None,
         parent: tuple[Session, str] | None,
         max_macrostep_rounds: int | None,
+        limits: MacrostepLimits = DEFAULT_LIMITS,
+        tree_limits: TreeLimits | None = None,
     ) -> None:
         self.machine = machine
         self.session_id = session_id
         self.resolver = resolver
         self.max_macrostep_rounds = max_macrostep_rounds
+        self.limits = limits
+        if parent is None:
+            self.tree = SessionTree(tree_limits or TreeLimits())
+            self.depth = 0
+        else:
+            self.tree = parent[0].tree
+            self.depth = parent[0].depth + 1
         self._parent = parent
         self._scxml = ScxmlInvokeHandler()
         self._handlers = dict(handlers)
@@ -168,6 +181,8 @@ class Session:
         delayed_sends: DelayedSends | None = None,
         on_step: StepListener | None = None,
         caller_context: Any = None,
+        limits: MacrostepLimits = DEFAULT_LIMITS,
+        tree_limits: TreeLimits | None = None,
     ) -> Session:
         """Start (or resume) a session, perform its first effects, and return it.
 
@@ -178,6 +193,10 @@ class Session:
         session continues with the same ``_sessionid`` and an empty timer table.
         ``caller_context`` is the opaque host term of the first macrostep (see
         ``statifier.initialize``); later macrosteps take the one their event carries.
+        ``limits`` are the macrostep budgets (ADR 0011; a resumed position takes them,
+        and may not exceed them). ``tree_limits`` bound how deep and how large the tree
+        of ``scxml`` invocations under this session may grow (children share their
+        parent's tree).
         """
         handlers = {
             name: handler() if isinstance(handler, type) else handler
@@ -186,16 +205,23 @@ class Session:
         invoke_types = frozenset(handlers) - planner.SCXML_INVOKE_TYPES
         state: MachineState | None = None
         if resume is not None:
-            state = _resumable(machine, resume, session_id, datamodel, trace)
+            state = _resumable(machine, resume, session_id, datamodel, trace, limits)
             state = dataclasses.replace(
-                state, invoke_types=invoke_types, max_macrostep_rounds=max_macrostep_rounds
+                state,
+                invoke_types=invoke_types,
+                max_macrostep_rounds=max_macrostep_rounds,
+                limits=limits,
             )
             session_id = state.session_id
         sid = session_id if session_id is not None else new_session_id()
-        session = cls(machine, sid, handlers, resolver, parent, max_macrostep_rounds)
+        session = cls(
+            machine, sid, handlers, resolver, parent, max_macrostep_rounds, limits, tree_limits
+        )
+        session.tree.check(session.depth)
         session._delayed = delayed_sends
         session._on_step = on_step
         registry.register(session)
+        session.tree.live += 1
         session._subscribers.extend(subscribers)
         if state is None:
             state, effects = initialize(
@@ -207,6 +233,7 @@ class Session:
                 invoke_types=invoke_types,
                 routes=registry.Routes(parent is not None),
                 caller_context=caller_context,
+                limits=limits,
             )
             session._state = state
             await session._perform(effects)
@@ -228,6 +255,7 @@ class Session:
         self._drop_timers()
         await self._scxml.stop_all()
         registry.unregister(self.session_id)
+        self.tree.live -= 1
         if not self._halted_event.is_set():
             self._halted_event.set()
             await self._notify(Halted("stopped"))
@@ -460,7 +488,9 @@ class Session:
             case planner.CancelTimers(effect=effect):
                 await self._cancel_timers(effect)
             case planner.Report(effect=fx.Log() as log):
-                logger.info("%s [%s] %s: %r", self.session_id, log.owner, log.label, log.value)
+                logger.info(
+                    "%s [%s] %s: %s", self.session_id, log.owner, log.label, brief(log.value)
+                )
             case planner.Report(effect=fx.ErrorRaised() as error):
                 logger.warning(
                     "session %s: %s in chart %s%s: %s",
@@ -657,11 +687,12 @@ def _resumable(
     session_id: str | None,
     datamodel: dict[str, Any] | None,
     trace: bool,
+    limits: MacrostepLimits,
 ) -> MachineState:
     if not isinstance(resume, MachineState):
         from statifier.core.position import loads
 
-        state = loads(resume, machine)
+        state = loads(resume, machine, max_limits=limits)
     else:
         state = resume
         if state.machine.identity != machine.identity:

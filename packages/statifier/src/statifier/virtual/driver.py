@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from statifier.budget import DEFAULT_LIMITS, MacrostepLimits
 from statifier.chart.compiler import Resolver, compile_chart
 from statifier.chart.model import Machine
 from statifier.core import effects as fx
@@ -22,6 +23,7 @@ from statifier.core.algorithm import cancel, deliver_internal, handle_event, ini
 from statifier.core.events import Event
 from statifier.core.state import MachineState
 from statifier.errors import ChartError
+from statifier.runtime.invoke import SessionTree, TreeLimits
 
 
 @dataclass
@@ -61,7 +63,8 @@ class VirtualDriver:
     """Drives one top-level execution (and its invoked children) in virtual time.
 
     ``observer`` (if given) is called with ``(session_id, effect)`` for every effect, in
-    order. ``resolver`` maps an ``<invoke src>`` to chart text.
+    order. ``resolver`` maps an ``<invoke src>`` to chart text. ``limits`` are the
+    macrostep budgets of every session; ``tree_limits`` bound the tree of invocations.
     """
 
     def __init__(
@@ -74,12 +77,16 @@ class VirtualDriver:
         max_macrostep_rounds: int | None = 10_000,
         trace: bool = False,
         caller_context: Any = None,
+        limits: MacrostepLimits = DEFAULT_LIMITS,
+        tree_limits: TreeLimits | None = None,
     ) -> None:
         self.machine = machine
         self.top = session_id
         self.resolver = resolver
         self.observer = observer
         self.max_rounds = max_macrostep_rounds
+        self.limits = limits
+        self.tree_limits = tree_limits or TreeLimits()
         self.trace = trace
         self.caller_context = caller_context
         self.now_ms = 0
@@ -158,6 +165,7 @@ class VirtualDriver:
             trace=self.trace,
             routes=self._routes(session),
             caller_context=caller_context,
+            limits=self.limits,
         )
         session.state = state
         self._perform(session_id, effects)
@@ -282,6 +290,7 @@ class VirtualDriver:
             return
         source = effect.content
         try:
+            self._check_tree(session_id)
             if source is None and effect.src is not None:
                 if self.resolver is None:
                     raise LookupError(f"no resolver for {effect.src!r}")
@@ -301,6 +310,17 @@ class VirtualDriver:
         declared = {d.id for d in child_machine.data}
         seed = {k: v for k, v in effect.params.items() if k in declared}
         self._start_session(child_machine, child_id, (session_id, effect.invoke_id), seed)
+
+    def _check_tree(self, parent_id: str) -> None:
+        """Refuse a child past the tree limits (``InvocationLimitExceeded``)."""
+        depth = 1
+        parent = self.sessions[parent_id].parent
+        while parent is not None:
+            depth += 1
+            parent = self.sessions[parent[0]].parent
+        tree = SessionTree(self.tree_limits)
+        tree.live = sum(1 for s in self.sessions.values() if not s.halted)
+        tree.check(depth)
 
     def _stop_invocation(self, session_id: str, invoke_id: str) -> None:
         child = self._child(session_id, invoke_id)

@@ -11,8 +11,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Final
 
+from statifier.budget import Budget
 from statifier.datamodel.base import (
+    Admit,
     Environment,
+    EvaluationError,
     ExpressionSyntaxError,
     InState,
     Value,
@@ -72,11 +75,14 @@ class Expression:
     side_effects: bool = field(default=True, compare=False)
     in_ids: tuple[str, ...] = field(default=(), compare=False)
 
-    def evaluate(self, variables: Variables, in_state: InState) -> Value:
+    def evaluate(
+        self, variables: Variables, in_state: InState, budget: Budget | None = None
+    ) -> Value:
         """Evaluate; variables the expression changes are written back into ``variables``.
 
         Raises :class:`~statifier.datamodel.EvaluationError` and nothing else.
         """
+        _charge(budget)
         return engine().evaluate(self.source, variables, in_state, self.in_ids, self.side_effects)
 
 
@@ -88,8 +94,11 @@ class Location:
     root: str
     in_ids: tuple[str, ...] = field(default=(), compare=False)
 
-    def write(self, variables: Variables, value: Value, in_state: InState) -> WriteResult:
+    def write(
+        self, variables: Variables, value: Value, in_state: InState, budget: Budget | None = None
+    ) -> WriteResult:
         """Assign ``value`` there; ``variables`` is updated and the root's write returned."""
+        _charge(budget)
         return engine().assign(self.source, self.root, variables, value, in_state, self.in_ids)
 
 
@@ -101,9 +110,36 @@ class Script:
     source: str
     in_ids: tuple[str, ...] = field(default=(), compare=False)
 
-    def run(self, env: Environment, in_state: InState, writable: Writable) -> list[WriteResult]:
+    def run(
+        self,
+        env: Environment,
+        in_state: InState,
+        writable: Writable,
+        budget: Budget | None = None,
+        admit: Admit | None = None,
+    ) -> list[WriteResult]:
         """Run the program; all-or-nothing: a failure changes no variable."""
-        return engine().run_script(self.source, env, in_state, self.in_ids, writable)
+        _charge(budget)
+        writes = engine().run_script(self.source, env, in_state, self.in_ids, writable)
+        if admit is not None:
+            for write in writes:
+                admit(write)
+        return writes
+
+
+CALL_COST: Final = 1_000
+"""Steps of the macrostep budget (ADR 11) one call into the engine costs.
+
+The engine bounds each call by CPU time, which is not deterministic, so the macrostep
+budget is charged a fixed amount per call: replays exhaust it at the same call.
+"""
+
+
+def _charge(budget: Budget | None) -> None:
+    if budget is not None:
+        budget.spend(CALL_COST)
+        if budget.steps < 0:
+            raise EvaluationError("the macrostep's steps budget is exhausted")
 
 
 def _check(kind: str, source: str, limit: int) -> None:

@@ -8,6 +8,7 @@ from statifier.datamodel.python.context import EvalContext
 from statifier.datamodel.python.errors import EvaluationError
 from statifier.datamodel.python.methods import METHODS
 from statifier.datamodel.python.values import Value, type_name
+from statifier.values import brief
 
 
 def subscript(container: Value, key: Value) -> Value:
@@ -18,7 +19,7 @@ def subscript(container: Value, key: Value) -> Value:
         try:
             return container[key]
         except KeyError:
-            raise EvaluationError(f"key {key!r} not found") from None
+            raise EvaluationError(f"key {brief(key)} not found") from None
     if isinstance(container, list | str | tuple):
         if not isinstance(key, int):
             raise EvaluationError(

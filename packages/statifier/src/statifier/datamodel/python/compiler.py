@@ -31,6 +31,7 @@ from statifier.datamodel.python.parsing import Located, ParsedSource
 from statifier.datamodel.python.rendering import render
 from statifier.datamodel.python.sizing import check_length
 from statifier.datamodel.python.values import Value, type_name
+from statifier.values import brief
 
 _DISALLOWED: Final[Mapping[type[ast.AST], str]] = {
     ast.Lambda: "lambda expressions",
@@ -314,7 +315,7 @@ class ExpressionCompiler:
                     try:
                         return value[key]
                     except KeyError:
-                        raise EvaluationError(f"key {key!r} not found") from None
+                        raise EvaluationError(f"key {brief(key)} not found") from None
                 return subscript(value, key)
 
             return constant_key

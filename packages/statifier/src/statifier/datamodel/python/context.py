@@ -63,3 +63,12 @@ CONTEXT_POOL_LIMIT: Final = 64
 
 NO_VARIABLES: Final[Variables] = MappingProxyType({})
 """Empty variables, stored in pooled contexts so they keep no caller data alive."""
+
+
+def _in_no_state(state_id: str) -> bool:
+    return False
+
+
+NO_STATES: Final[InState] = _in_no_state
+"""An ``In`` callback that knows no state, stored in pooled contexts so that they keep no
+caller (and through a bound method, no interpreter run) alive."""

@@ -12,6 +12,7 @@ from statifier.datamodel.base import (
     ExpressionSyntaxError,
     ScriptError,
 )
+from statifier.values import brief
 
 __all__ = [
     "DatamodelError",
@@ -30,8 +31,14 @@ def evaluation_error(exc: Exception) -> EvaluationError:
         return EvaluationError("out of memory while evaluating")
     if isinstance(exc, KeyError):
         key = exc.args[0] if exc.args else None
-        return EvaluationError(f"key {key!r} not found")
+        return EvaluationError(f"key {brief(key)} not found")
     if isinstance(exc, OverflowError):
         return EvaluationError(f"numeric overflow: {exc}")
     reason = str(exc)
+    if len(reason) > _REASON_LENGTH:
+        reason = reason[:_REASON_LENGTH] + "..."
     return EvaluationError(reason if reason else type(exc).__name__)
+
+
+_REASON_LENGTH = 300
+"""Longest reason kept from a Python exception's message (messages stay short)."""

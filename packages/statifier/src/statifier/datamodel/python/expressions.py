@@ -5,11 +5,13 @@ from __future__ import annotations
 import keyword
 from dataclasses import dataclass, field
 
+from statifier.budget import Budget
 from statifier.datamodel.python.compiler import ExpressionCompiler, HostCalls, is_reserved_name
 from statifier.datamodel.python.context import (
     CONTEXT_POOL,
     CONTEXT_POOL_LIMIT,
     NO_SLOTS,
+    NO_STATES,
     NO_VARIABLES,
     EvalContext,
     Evaluator,
@@ -40,13 +42,20 @@ class Expression:
         # Closures cannot be pickled or deep-copied; the source is all that is needed.
         return compile_expression, (self.source, self.functions)
 
-    def evaluate(self, variables: Variables, in_state: InState) -> Value:
+    def evaluate(
+        self, variables: Variables, in_state: InState, budget: Budget | None = None
+    ) -> Value:
         """Evaluate against ``variables``; ``in_state`` answers ``In(state_id)``.
 
-        Raises :class:`EvaluationError` and nothing else.
+        With a ``budget`` (the macrostep's), the evaluation may spend no more than what
+        remains of it and is charged what it spent, failed or not. Raises
+        :class:`EvaluationError` and nothing else.
         """
         # The context pool is inlined here because this is the interpreter's hottest call.
         slot_count = self._slot_count
+        allowance = STEP_BUDGET
+        if budget is not None and budget.steps < allowance:
+            allowance = budget.steps
         try:
             context = CONTEXT_POOL.pop()
         except IndexError:
@@ -54,17 +63,25 @@ class Expression:
         else:
             context.variables = variables
             context.in_state = in_state
-            context.steps = STEP_BUDGET
             if slot_count:
                 context.slots = [None] * slot_count
+        context.steps = allowance
         try:
             result = self._evaluator(context)
         except EvaluationError:
+            if budget is not None:
+                budget.spend(allowance - context.steps)
             raise
         except Exception as exc:
+            if budget is not None:
+                budget.spend(allowance - context.steps)
             raise evaluation_error(exc) from None
-        # Contexts of failed evaluations are simply dropped; only the success path recycles.
+        if budget is not None:
+            budget.spend(allowance - context.steps)
+        # Contexts of failed evaluations are simply dropped; only the success path recycles,
+        # and a recycled context keeps nothing of the caller (no variables, no In callback).
         context.variables = NO_VARIABLES
+        context.in_state = NO_STATES
         if slot_count:
             context.slots = NO_SLOTS
         if len(CONTEXT_POOL) < CONTEXT_POOL_LIMIT:

@@ -11,6 +11,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Final
 
+from statifier.budget import Budget
 from statifier.datamodel.base import PathKey, WriteResult
 from statifier.datamodel.python.access import attribute, subscript
 from statifier.datamodel.python.compiler import ExpressionCompiler, HostCalls
@@ -23,6 +24,7 @@ from statifier.datamodel.python.errors import (
 from statifier.datamodel.python.limits import MAX_SOURCE_LENGTH
 from statifier.datamodel.python.parsing import parse_expression_source
 from statifier.datamodel.python.values import InState, Value, Variables, type_name
+from statifier.values import brief
 
 _MISSING: Final = object()
 
@@ -63,7 +65,7 @@ class LocationPlan:
         Missing dict keys along the way are created as empty dicts.
         """
         if not keys:
-            return WriteResult(self.root, value, (), root_value)
+            return WriteResult(self.root, value, (), root_value, value)
         containers: list[Value] = []
         path: list[PathKey] = []
         current = root_value
@@ -78,7 +80,7 @@ class LocationPlan:
                     current = {} if len(path) < len(keys) else None
             elif isinstance(current, list):
                 if step.is_attribute:
-                    raise EvaluationError(f"cannot set attribute {key!r} on a list")
+                    raise EvaluationError(f"cannot set attribute {brief(key)} on a list")
                 index = _list_index(current, key)
                 path.append(index)
                 current = current[index]
@@ -96,7 +98,7 @@ class LocationPlan:
                 items = list(container)
                 items[int(key)] = new_value
                 new_value = items
-        return WriteResult(self.root, new_value, tuple(path), prior)
+        return WriteResult(self.root, new_value, tuple(path), prior, value)
 
 
 def _list_index(items: list[Value], key: Value) -> int:
@@ -154,19 +156,28 @@ class Location:
         # Closures cannot be pickled or deep-copied; the source is all that is needed.
         return compile_location, (self.source, self.functions)
 
-    def write(self, variables: Variables, value: Value, in_state: InState) -> WriteResult:
+    def write(
+        self, variables: Variables, value: Value, in_state: InState, budget: Budget | None = None
+    ) -> WriteResult:
         """Compute the new value of the root variable with ``value`` stored at this location.
 
         Neither ``variables`` nor any value in it is modified; store ``root_value`` yourself.
+        With a ``budget``, the keys and the copies spend it (see ``Expression.evaluate``).
         Raises :class:`EvaluationError` and nothing else.
         """
         context = EvalContext(variables, in_state, self._slot_count)
+        if budget is not None and budget.steps < context.steps:
+            context.steps = budget.steps
+        allowance = context.steps
         try:
             return self._plan.write(context, self._root_value(variables), value)
         except EvaluationError:
             raise
         except Exception as exc:
             raise evaluation_error(exc) from None
+        finally:
+            if budget is not None:
+                budget.spend(allowance - context.steps)
 
     def read(self, variables: Variables, in_state: InState) -> Value:
         """Return the value currently at this location. Raises :class:`EvaluationError` only."""

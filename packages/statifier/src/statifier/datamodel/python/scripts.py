@@ -6,6 +6,7 @@ import ast
 from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 
+from statifier.budget import Budget
 from statifier.datamodel.base import WriteResult
 from statifier.datamodel.python.compiler import ExpressionCompiler, HostCalls
 from statifier.datamodel.python.context import EvalContext, Evaluator
@@ -27,16 +28,22 @@ Environment = MutableMapping[str, Value]
 Writable = Callable[[str], bool]
 """Callback deciding whether a script may (re)bind a top-level name."""
 
+Admit = Callable[[WriteResult], None]
+"""Callback that checks a write before it is applied; it raises to refuse it."""
+
 
 class _Run:
     """State of one script run, shared by its statements."""
 
-    __slots__ = ("context", "env", "writable", "writes")
+    __slots__ = ("admit", "context", "env", "writable", "writes")
 
-    def __init__(self, context: EvalContext, env: Environment, writable: Writable) -> None:
+    def __init__(
+        self, context: EvalContext, env: Environment, writable: Writable, admit: Admit | None
+    ) -> None:
         self.context = context
         self.env = env
         self.writable = writable
+        self.admit = admit
         self.writes: list[WriteResult] = []
 
     def root_value(self, plan: LocationPlan) -> Value:
@@ -52,6 +59,8 @@ class _Run:
 
     def commit(self, result: WriteResult) -> None:
         """Apply a write to the environment so that later statements see it."""
+        if self.admit is not None:
+            self.admit(result)
         self.env[result.root] = result.root_value
         self.writes.append(result)
 
@@ -117,23 +126,40 @@ class Script:
         # Closures cannot be pickled or deep-copied; the source is all that is needed.
         return compile_script, (self.source, self.functions)
 
-    def run(self, env: Environment, in_state: InState, writable: Writable) -> list[WriteResult]:
+    def run(
+        self,
+        env: Environment,
+        in_state: InState,
+        writable: Writable,
+        budget: Budget | None = None,
+        admit: Admit | None = None,
+    ) -> list[WriteResult]:
         """Execute the statements in order against ``env`` and return the writes made.
 
         Each write rebinds a top-level key of ``env`` (values themselves are never modified); a
-        new top-level name may be created when ``writable(name)`` allows it. On failure a
-        :class:`ScriptError` is raised; the writes made so far stay applied and are listed in
-        its ``writes``.
+        new top-level name may be created when ``writable(name)`` allows it, and ``admit``
+        (when given) sees every write first and may refuse it by raising. With a ``budget``
+        the whole run spends no more than what remains of it and is charged what it spent.
+        On failure a :class:`ScriptError` is raised; the writes made so far stay applied and
+        are listed in its ``writes``.
         """
-        run = _Run(EvalContext(env, in_state, self._slot_count), env, writable)
-        for statement in self._statements:
-            try:
-                statement.execute(run)
-            except EvaluationError as exc:
-                raise ScriptError(str(exc), run.writes, statement.line) from None
-            except Exception as exc:
-                reason = str(evaluation_error(exc))
-                raise ScriptError(reason, run.writes, statement.line) from None
+        context = EvalContext(env, in_state, self._slot_count)
+        if budget is not None and budget.steps < context.steps:
+            context.steps = budget.steps
+        allowance = context.steps
+        run = _Run(context, env, writable, admit)
+        try:
+            for statement in self._statements:
+                try:
+                    statement.execute(run)
+                except EvaluationError as exc:
+                    raise ScriptError(str(exc), run.writes, statement.line) from None
+                except Exception as exc:
+                    reason = str(evaluation_error(exc))
+                    raise ScriptError(reason, run.writes, statement.line) from None
+        finally:
+            if budget is not None:
+                budget.spend(allowance - context.steps)
         return run.writes
 
 

@@ -1,0 +1,194 @@
+"""JSON-like values as the engine stores and ships them: measured and rendered in bounds.
+
+Datamodel values are immutable, so they share sub-containers freely: ``[[[0]*1000]*1000]*100``
+occupies a few kilobytes in memory and 10^8 elements once written out. Everything that
+writes a value out (a position, a job row, a log line, an error message) pays for the
+written-out form, so the engine measures that form, counting every shared reference as what
+it expands to, and gives up as soon as a limit is passed (``measure``). Messages never hold
+more than a short, truncated rendering of a value (``brief``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Final
+
+MAX_DEPTH: Final = 256
+"""Deepest nesting of containers a stored value may have (writing deeper ones out recurses)."""
+
+BRIEF_LENGTH: Final = 120
+"""Characters of a value ``brief`` shows before it truncates."""
+
+_FLOAT_TEXT: Final = 24
+"""The longest ``repr`` of a finite float."""
+
+
+class ValueRefused(ValueError):
+    """A value cannot be stored: too large written out, too deep, or not JSON-like."""
+
+
+class ValueTooLarge(ValueRefused):
+    """A value is larger written out than the limit it was measured against."""
+
+
+def measure(value: Any, limit: int, depth: int = 0) -> tuple[int, int]:
+    """``(size, work)``: the JSON text length of ``value`` and the elements visited.
+
+    ``size`` counts shared references as what they expand to and non-ASCII characters as the
+    ``\\uXXXX`` escapes a position writes. Raises ``ValueRefused`` as soon as the size passes
+    ``limit`` (``ValueTooLarge``), for a container nested deeper than ``MAX_DEPTH`` (counting
+    from ``depth``, where the value is stored), for a NaN or infinite float,
+    a non-string dict key, or any value that is not ``str``, ``int``, ``float``, ``bool``,
+    ``None``, ``list`` or ``dict``. The walk stops at ``limit``, so its cost is bounded by it.
+    """
+    kind = type(value)
+    if kind is int:
+        # The common cases, a number or a short string, without setting up the walk.
+        total = (value.bit_length() * 77 >> 8) + 2
+    elif kind is str and len(value) < 256 and value.isascii():
+        total = len(value) + 2
+    else:
+        return _walk(value, limit, depth)
+    if total > limit:
+        raise ValueTooLarge(f"the value is larger than {limit} bytes written out")
+    return total, 1
+
+
+def _walk(value: Any, limit: int, depth: int) -> tuple[int, int]:
+    total = 0
+    work = 0
+    stack: list[tuple[Any, int]] = [(value, depth)]
+    pop = stack.pop
+    push = stack.append
+    while stack:
+        item, depth = pop()
+        work += 1
+        kind = type(item)
+        if kind is str:
+            total += _text_size(item)
+        elif kind is int:
+            # 77/256 slightly exceeds log10(2): never an underestimate of the digits.
+            total += (item.bit_length() * 77 >> 8) + 2
+        elif kind is float:
+            if not math.isfinite(item):
+                raise ValueRefused(f"{item!r} cannot be stored (it is not a finite number)")
+            total += _FLOAT_TEXT
+        elif item is None or kind is bool:
+            total += 5
+        elif kind is list or kind is dict:
+            if depth >= MAX_DEPTH:
+                raise ValueRefused(f"the value is nested more than {MAX_DEPTH} levels deep")
+            if kind is list:
+                total += 2 + len(item)
+                if total <= limit:
+                    flat = _flat_size(item)
+                    if flat is None:
+                        stack.extend([(child, depth + 1) for child in item])
+                    else:
+                        total += flat
+                        work += len(item) // 16
+            else:
+                total += 2 + 4 * len(item)
+                if total <= limit:
+                    for key, child in item.items():
+                        if type(key) is not str:
+                            raise ValueRefused(
+                                f"dict key {brief(key)} is a {type(key).__name__}, not a string"
+                            )
+                        total += _text_size(key)
+                        push((child, depth + 1))
+        else:
+            raise ValueRefused(f"a {kind.__name__} cannot be stored (values are JSON-like)")
+        if total > limit:
+            raise ValueTooLarge(f"the value is larger than {limit} bytes written out")
+    return total, work
+
+
+def _text_size(text: str) -> int:
+    # A position escapes every non-ASCII character as \\uXXXX (a surrogate pair is two).
+    if text.isascii():
+        return len(text) + 2
+    return (6 if max(text) <= "\uffff" else 12) * len(text) + 2
+
+
+def _flat_size(items: list[Any]) -> int | None:
+    """The written size of a list of scalars of one kind (at C speed), else None."""
+    if not items:
+        return 0
+    kinds = set(map(type, items))
+    if len(kinds) != 1:
+        return None
+    kind = kinds.pop()
+    if kind is int:
+        return sum(map(int.bit_length, items)) * 77 // 256 + 2 * len(items)
+    if kind is str:
+        if all(map(str.isascii, items)):
+            return sum(map(len, items)) + 2 * len(items)
+        return None
+    if kind is bool or items[0] is None:
+        return 5 * len(items)
+    if kind is float:
+        if not all(map(math.isfinite, items)):
+            return None
+        return _FLOAT_TEXT * len(items)
+    return None
+
+
+def brief(value: Any, limit: int = BRIEF_LENGTH) -> str:
+    """A ``repr``-like rendering of ``value`` cut at about ``limit`` characters.
+
+    Its cost depends on ``limit``, never on the size of ``value``: messages hold this, not
+    ``repr(value)``.
+    """
+    parts: list[str] = []
+    room = _render(value, limit, parts, 0)
+    text = "".join(parts)
+    return text if room >= 0 else text + "..."
+
+
+def _render(value: Any, room: int, parts: list[str], depth: int) -> int:
+    """Append pieces of ``value``'s repr to ``parts``; return the room left (< 0: cut)."""
+    if room < 0:
+        return room
+    if isinstance(value, str):
+        if len(value) > room:
+            parts.append(repr(value[:room]))
+            return -1
+        text = repr(value)
+    elif isinstance(value, bool | float) or value is None:
+        text = repr(value)
+    elif isinstance(value, int):
+        if value.bit_length() > 4 * room:
+            parts.append(f"<int of {value.bit_length()} bits>")
+            return -1
+        text = repr(value)
+    elif isinstance(value, list | tuple | dict) and depth < 32:
+        opening, closing = ("{", "}") if isinstance(value, dict) else ("[", "]")
+        parts.append(opening)
+        room -= 1
+        items = value.items() if isinstance(value, dict) else value
+        for position, item in enumerate(items):
+            if position:
+                parts.append(", ")
+                room -= 2
+            if room < 0:
+                return room
+            if isinstance(value, dict):
+                room = _render(item[0], room, parts, depth + 1)
+                if room < 0:
+                    return room
+                parts.append(": ")
+                room = _render(item[1], room - 2, parts, depth + 1)
+            else:
+                room = _render(item, room, parts, depth + 1)
+            if room < 0:
+                return room
+        parts.append(closing)
+        return room - 1
+    else:
+        text = f"<{type(value).__name__}>"
+    if len(text) > room:
+        parts.append(text[: max(room, 0)])
+        return -1
+    parts.append(text)
+    return room - len(text)

@@ -1,0 +1,227 @@
+"""Issue 13, "A macrostep is bounded as a whole": one budget per call of the core.
+
+Each test is a small chart that used to exhaust memory or CPU (or put an unbounded value
+into a message) and now ends with ``error.execution`` or ``BudgetExhausted`` quickly.
+"""
+
+from __future__ import annotations
+
+import pytest
+import statifier
+from statifier.budget import MacrostepLimits
+from statifier.core import effects as fx
+from statifier.core.algorithm import Interpreter
+from statifier.core.position import dumps
+from statifier.errors import ExecutionResourceError
+
+NS = 'xmlns="http://www.w3.org/2005/07/scxml" version="1.0"'
+
+
+def _chart(body: str, data: str = "") -> statifier.Machine:
+    return statifier.compile(f'<scxml {NS} initial="s"><datamodel>{data}</datamodel>{body}</scxml>')
+
+
+def _errors(effects: list[fx.Effect]) -> list[str]:
+    return [e.message for e in effects if isinstance(e, fx.ErrorRaised)]
+
+
+def _exhausted(effects: list[fx.Effect]) -> fx.BudgetExhausted:
+    (found,) = [e for e in effects if isinstance(e, fx.BudgetExhausted)]
+    return found
+
+
+def test_a_long_string_repeated_into_the_datamodel_is_refused_and_the_state_saves() -> None:
+    machine = _chart(
+        '<state id="s"/>',
+        '<data id="s" expr="\'x\' * 100000"/><data id="l" expr="[s] * 999999"/>',
+    )
+    state, effects = statifier.initialize(machine, session_id="s")
+    assert state.datamodel["l"] is None
+    assert any("'l'" in m and "larger than" in m for m in _errors(effects))
+    assert len(dumps(state)) < 200_000
+
+
+def test_shared_references_count_as_what_they_expand_to() -> None:
+    machine = _chart(
+        '<state id="s"><onentry><assign location="v" expr="[[[0] * 1000] * 1000] * 100"/>'
+        "</onentry></state>",
+        '<data id="v" expr="0"/>',
+    )
+    state, effects = statifier.initialize(machine, session_id="s")
+    assert state.datamodel["v"] == 0
+    assert any("larger than" in m for m in _errors(effects))
+    dumps(state)  # used to take 77 s and 600 MB
+
+
+def test_the_datamodel_cap_counts_the_whole_datamodel() -> None:
+    limits = MacrostepLimits(datamodel_bytes=2_000)
+    machine = _chart(
+        '<state id="s"><onentry>'
+        '<assign location="a" expr="[0] * 400"/>'  # ~1,200 bytes: fits
+        '<assign location="b" expr="[0] * 400"/>'  # together ~2,400: refused
+        '</onentry><onentry><assign location="a" expr="1"/>'
+        '<assign location="b" expr="[0] * 400"/>'  # fits again
+        "</onentry></state>",
+        '<data id="a"/><data id="b"/>',
+    )
+    state, effects = statifier.initialize(machine, session_id="s", limits=limits)
+    assert len(_errors(effects)) == 1
+    assert state.datamodel["a"] == 1 and state.datamodel["b"] == [0] * 400
+
+
+def test_an_unbounded_value_never_reaches_a_message() -> None:
+    machine = _chart(
+        '<state id="s"><onentry><send eventexpr="[[[0] * 1000] * 1000] * 100"/>'
+        "<cancel sendidexpr=\"['y' * 100000] * 1000\"/></onentry></state>"
+    )
+    _, effects = statifier.initialize(machine, session_id="s")
+    messages = _errors(effects)
+    assert messages and all(len(m) < 500 for m in messages)
+
+
+def test_datamodel_changes_carry_no_values_outside_trace_mode() -> None:
+    machine = _chart(
+        '<state id="s"><onentry><foreach array="list(range(2000))" item="i">'
+        '<assign location="acc" expr="acc + [i]"/></foreach></onentry></state>',
+        '<data id="acc" expr="[]"/>',
+    )
+    state, effects = statifier.initialize(machine, session_id="s")
+    changes = [e for e in effects if isinstance(e, fx.DatamodelChange)]
+    assert len(changes) == 4001  # the data, then item and assignment per iteration
+    assert all(c.new_value is fx.NOT_RECORDED and c.prior_value is fx.NOT_RECORDED for c in changes)
+    assert changes[-1].location == "acc" and changes[-1].path == ()
+    assert state.datamodel["acc"] == list(range(2000))
+    _, traced = statifier.initialize(machine, session_id="s", trace=True)
+    last = [e for e in traced if isinstance(e, fx.DatamodelChange)][-1]
+    assert last.new_value == list(range(2000)) and last.prior_value == list(range(1999))
+
+
+def test_nested_foreach_loops_end_with_the_steps_budget() -> None:
+    machine = _chart(
+        '<state id="s"><onentry><foreach array="list(range(1000))" item="a">'
+        '<foreach array="list(range(1000))" item="b"><foreach array="list(range(1000))" item="c">'
+        '<log label="x"/></foreach></foreach></foreach></onentry>'
+        '<transition event="go" target="t"/></state><state id="t"/>'
+    )
+    state, effects = statifier.initialize(
+        machine, session_id="s", limits=MacrostepLimits(steps=200_000)
+    )
+    assert _exhausted(effects).reason == "steps"
+    assert any("steps budget" in m for m in _errors(effects))
+    assert state.running
+    # The next macrostep has a fresh budget.
+    state, effects = statifier.handle_event(state, "go")
+    assert state.is_active("t")
+
+
+def test_an_eventless_loop_that_spends_its_evaluation_budget_each_round_ends() -> None:
+    machine = _chart(
+        '<state id="s"><transition cond="len([i for i in range(120000)]) &gt; 0" target="s">'
+        '<assign location="n" expr="n + 1"/></transition></state>',
+        '<data id="n" expr="0"/>',
+    )
+    state, effects = statifier.initialize(machine, session_id="s")
+    exhausted = _exhausted(effects)
+    assert exhausted.reason == "steps" and exhausted.budget == 10_000_000
+    assert 5 <= state.datamodel["n"] <= 20  # used to be 10,000 rounds of a full budget
+
+
+def test_effects_and_internal_events_are_budgeted() -> None:
+    logs = _chart(
+        '<state id="s"><onentry><foreach array="list(range(5000))" item="i">'
+        '<log label="x"/></foreach></onentry></state>'
+    )
+    _, effects = statifier.initialize(logs, session_id="s", limits=MacrostepLimits(effects=500))
+    assert _exhausted(effects).reason == "effects"
+    assert len(effects) < 520
+    raises = _chart(
+        '<state id="s"><onentry><foreach array="list(range(5000))" item="i">'
+        '<raise event="e"/></foreach></onentry></state>'
+    )
+    state, effects = statifier.initialize(
+        raises, session_id="s", limits=MacrostepLimits(internal_events=100)
+    )
+    assert _exhausted(effects).reason == "internal_events"
+    assert len(state.internal_queue) <= 102
+
+
+def test_output_bytes_are_budgeted_across_the_macrostep() -> None:
+    machine = _chart(
+        '<state id="s"><onentry><foreach array="list(range(100))" item="i">'
+        '<send event="out" target="#_parent"><content expr="[\'x\' * 1000] * 100"/></send>'
+        "</foreach></onentry></state>"
+    )
+    _, effects = statifier.initialize(
+        machine, session_id="s", limits=MacrostepLimits(output_bytes=1_000_000)
+    )
+    sends = [e for e in effects if isinstance(e, fx.Send)]
+    assert 5 <= len(sends) < 12
+    assert _exhausted(effects).reason == "output_bytes"
+
+
+def test_scripts_and_locations_spend_the_macrostep_budget() -> None:
+    machine = _chart(
+        '<state id="s"><onentry><foreach array="list(range(100))" item="i">'
+        "<script>n = len([k for k in range(50000)])</script></foreach></onentry></state>",
+        '<data id="n" expr="0"/>',
+    )
+    _, effects = statifier.initialize(
+        machine, session_id="s", limits=MacrostepLimits(steps=1_000_000)
+    )
+    assert _exhausted(effects).reason == "steps"
+
+
+def test_a_huge_delayexpr_is_refused_quickly() -> None:
+    machine = _chart(
+        '<state id="s"><onentry><send event="e" delayexpr="d"/></onentry></state>',
+        f'<data id="d">{"9" * 999_990}ms</data>',
+    )
+    _, effects = statifier.initialize(machine, session_id="s")
+    (message,) = _errors(effects)
+    assert "longer than" in message and len(message) < 500
+
+
+@pytest.mark.parametrize("expr", ["1e308 * 10", "-1e308 * 10", "1e308 * 10 - 1e308 * 10"])
+def test_nan_and_infinities_are_refused_where_they_enter_the_datamodel(expr: str) -> None:
+    machine = _chart(
+        f'<state id="s"><onentry><assign location="x" expr="{expr}"/></onentry></state>',
+        '<data id="x" expr="0"/>',
+    )
+    state, effects = statifier.initialize(machine, session_id="s")
+    assert state.datamodel["x"] == 0
+    assert any("finite" in m for m in _errors(effects))
+    dumps(state)
+
+
+def test_memory_and_stack_exhaustion_never_leave_the_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    machine = _chart('<state id="s"><transition event="go" target="s"/></state>')
+    state, _ = statifier.initialize(machine, session_id="s")
+    for error in (MemoryError, RecursionError):
+
+        def fail(self: Interpreter, *args: object, error: type[Exception] = error) -> None:
+            raise error()
+
+        with monkeypatch.context() as patch:
+            patch.setattr(Interpreter, "do_microstep", fail)
+            with pytest.raises(ExecutionResourceError):
+                statifier.handle_event(state, "go")
+    assert statifier.handle_event(state, "go")[0].running  # the state passed in is intact
+
+
+def test_limits_are_kept_in_the_state_for_the_whole_execution() -> None:
+    limits = MacrostepLimits(steps=200_000)
+    machine = _chart(
+        '<state id="s"><transition event="go" target="s">'
+        '<foreach array="list(range(100000))" item="i"/></transition></state>'
+    )
+    state, _ = statifier.initialize(machine, session_id="s", limits=limits)
+    assert state.limits == limits
+    state, effects = statifier.handle_event(state, "go")
+    assert _exhausted(effects).reason == "steps"
+
+
+def test_limits_are_validated() -> None:
+    with pytest.raises(ValueError):
+        MacrostepLimits(steps=0)
+    with pytest.raises(ValueError):
+        MacrostepLimits(effects=True)  # type: ignore[arg-type]
