@@ -20,7 +20,7 @@ next tick (ADR 6). ``install()`` registers, through oban's ``stager.build`` hook
 
 ``install()`` also makes every producer write its acks in one statement
 (``statifier_oban._acks``) and fetch in one statement, without looking again for jobs
-nobody announced (``statifier_oban._fetch``); ADR 11 has the reasons and the figures. It
+nobody announced (``statifier_oban._fetch``); ADR 13 has the reasons and the figures. It
 runs when ``statifier_oban`` is imported, so import the package before constructing the
 ``Oban`` instance that runs the timers queue.
 
