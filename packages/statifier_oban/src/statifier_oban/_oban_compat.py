@@ -190,6 +190,14 @@ class StagerBridge(Stager):
         interval: float = self._interval
         return interval
 
+    def cap_interval(self, seconds: float) -> None:
+        """Never rest longer than ``seconds`` (whatever interval the host configured)."""
+        self._interval = min(self._interval, seconds)
+
+    def runs(self, queue: object) -> bool:
+        """Whether this node runs ``queue`` (it has a producer for it)."""
+        return isinstance(queue, str) and queue in self._producers
+
     def channels(self) -> Mapping[str, Callable[[dict[str, Any]], None]]:
         """Extra notifier channels (short names, as oban's notifier takes them) and the
         callback of each; a subclass overrides this. Called once, when the Stager starts."""

@@ -163,9 +163,9 @@ async def schedule_many(
         async with _store.connection(config.oban, conn) as db:
             cursor = await db.execute(_store.statement(config.oban, "insert_timers"), params)
             inserted = {row[3]: row for row in await cursor.fetchall()}
-            missing = [str(e.ordinal) for e in batch if e.ordinal not in inserted]
             existing: dict[int, Any] = {}
-            if missing:
+            if len(inserted) < len(batch):  # conflicts: read the rows that were there
+                missing = [str(e.ordinal) for e in batch if e.ordinal not in inserted]
                 found = await db.execute(
                     _store.statement(config.oban, "find_timers"),
                     {**params, "ordinals": missing},
