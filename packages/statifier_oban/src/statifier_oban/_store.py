@@ -71,8 +71,13 @@ async def autocommit(pool: AsyncConnectionPool[Any]) -> AsyncIterator[AsyncConne
         try:
             yield conn
         finally:
-            if not conn.closed:
-                await conn.set_autocommit(False)
+            try:
+                if not conn.closed:
+                    await conn.set_autocommit(False)
+            except psycopg.Error:
+                # A broken connection goes back closed: the pool replaces it, and no
+                # caller ever gets an autocommit connection it did not ask for.
+                await conn.close()
 
 
 def jsonb(value: Any) -> Jsonb:
