@@ -10,13 +10,19 @@ Three measurements, each reported as a ratio against a peer measured in the same
 1. Insert throughput: ``_timer.schedule`` / ``_timer.schedule_many`` against an equivalent
    raw ``oban.enqueue`` / ``enqueue_many`` (same worker name, args and meta, scheduled
    1 h out), sequentially on pooled connections, inside one caller transaction, and in
-   batches. Paths are interleaved slice by slice; the best of ``--repeats`` rounds counts.
+   batches, and ``schedule_many`` against one hand-written ``INSERT ... ON CONFLICT``
+   (goal: at least 0.8 of its rate for 2,000 timers in one call). Paths are interleaved
+   slice by slice; the best of ``--repeats`` rounds counts.
 2. Cancel latency: ``_timer.cancel_timers`` matching one job, with 1,000 and with 1,000,000
    pending timers in the table (two databases, cancels interleaved), plus ``EXPLAIN``.
-3. Firing lateness: 1 and 2 worker processes (``bench/timers_worker.py``) running the
-   timers queue with the default configuration (prompt stager), against the same
-   workloads (stream, paced, sparse, burst) with oban's stock stager; both worker groups
-   run at once on databases of their own, and the workloads alternate between them.
+3. Firing: 1 and 2 worker processes (``bench/timers_worker.py``) per configuration: ours
+   (the default: prompt stager, batched acks, one-statement fetch), today (main before
+   issue 12, frozen in ``bench/timers_today.py``) and stock (oban alone), all running at
+   once on databases of their own; the workloads (stream, paced, sparse, and rounds of a
+   burst) run on every group in turn. Lateness, fired timers/s from the first fire to the
+   last, and CPU per fired timer (worker processes and their server backends). Goals:
+   ours/today >= 2 and 2 workers/1 >= 1.7 in fired timers/s (medians of per-round ratios),
+   p99 lateness < 250 ms.
 
 The embedded PostgreSQL server (``statifier_oban.embedded``) is used unless
 ``--database-url`` names a server; every measurement runs in fresh databases created

@@ -135,8 +135,9 @@ def _build(config: dict[str, Any], **kwargs: Any) -> PromptStager:
 
 
 def install() -> None:
-    """Make every ``Oban`` built from now on use ``PromptStager``, batched acks and the
-    lean fetch (idempotent)."""
+    """Make every ``Oban`` built from now on use ``PromptStager``, and every producer in the
+    process (running ones included, from their next wake-up) ack in batches and fetch in
+    one statement (idempotent)."""
     if stager_builder() is not _build:
         set_stager_builder(_build)
     if ack_writer() is not _acks.write:
@@ -146,8 +147,8 @@ def install() -> None:
 
 
 def uninstall() -> None:
-    """Make every ``Oban`` built from now on use oban's own Stager, acks and fetch
-    (idempotent)."""
+    """Make every ``Oban`` built from now on use oban's own Stager, and every producer in
+    the process oban's own acks and fetch (idempotent)."""
     if stager_builder() is _build:
         set_stager_builder(None)
     if ack_writer() is _acks.write:
