@@ -99,7 +99,7 @@ SELECT a, %(meta)s, %(queue)s, '{TIMER_WORKER}', 'scheduled',
 FROM jsonb_array_elements(%(args)s::jsonb) AS a
 ON CONFLICT ((args->>'scope'), (args->>'ordinal')) WHERE worker = '{TIMER_WORKER}' DO NOTHING
 RETURNING id
-"""
+"""  # noqa: S608 - the worker name is our constant, no input
 """The peer of a batch: one multi-row ``INSERT ... ON CONFLICT DO NOTHING`` with the same
 dedup as ours (the worker name is a literal, as in our statements, so that PostgreSQL
 infers the partial unique index as the arbiter)."""
@@ -549,6 +549,43 @@ def best_rate(path: InsertPath, n: int) -> float:
     return n / min(path.runs)
 
 
+def insert_verdicts(cases: list[InsertCase], n: int) -> list[tuple[str, bool]]:
+    """Print ours/raw per case and ours/one INSERT per batch case; return the verdicts."""
+    verdicts: list[tuple[str, bool]] = []
+    ratio_rows: list[list[str]] = []
+    for case in cases:
+        ours = next((p for p in case.paths if p.role == "ours"), None)
+        raw = next(p for p in case.paths if p.role == "raw")
+        peer = next((p for p in case.paths if p.role == "context"), None)
+        if ours is None:
+            ratio_rows.append([case.title, "n/a", "", "", ""])
+            continue
+        ratio = best_rate(ours, n) / best_rate(raw, n)
+        met = ratio >= INSERT_TARGET
+        verdicts.append((f"insert {case.title}: ours/raw {ratio:.2f} >= {INSERT_TARGET}", met))
+        batch_cells = ["", ""]
+        if peer is not None:
+            batch = best_rate(ours, n) / best_rate(peer, n)
+            batch_cells = [f"{batch:.2f}", "-"]
+            if case.slice_size >= n:  # the whole batch in one call: the target
+                batch_met = batch >= BATCH_TARGET
+                batch_cells[1] = verdict(batch_met)
+                verdicts.append(
+                    (
+                        f"insert {case.title}: ours/one INSERT ... ON CONFLICT "
+                        f"{batch:.2f} >= {BATCH_TARGET}",
+                        batch_met,
+                    )
+                )
+        ratio_rows.append([case.title, f"{ratio:.2f}", verdict(met), *batch_cells])
+    print(
+        f"\n   ours/raw inserts per second (target >= {INSERT_TARGET:.2f}); ours/one "
+        f"INSERT ... ON CONFLICT (target >= {BATCH_TARGET:.2f} for {n:,} in one call):"
+    )
+    print_table(["case", "ours/raw", "verdict", "ours/one INSERT", "verdict"], ratio_rows)
+    return verdicts
+
+
 async def bench_inserts(server: Server, args: argparse.Namespace) -> list[tuple[str, bool]]:
     """Section 1; returns the verdicts ``(name, met)``."""
     n = args.inserts
@@ -631,39 +668,7 @@ async def bench_inserts(server: Server, args: argparse.Namespace) -> list[tuple[
             left=2,
         )
 
-        verdicts: list[tuple[str, bool]] = []
-        ratio_rows: list[list[str]] = []
-        for case in cases:
-            ours = next((p for p in case.paths if p.role == "ours"), None)
-            raw = next(p for p in case.paths if p.role == "raw")
-            peer = next((p for p in case.paths if p.role == "context"), None)
-            if ours is None:
-                ratio_rows.append([case.title, "n/a", "", "", ""])
-                continue
-            ratio = best_rate(ours, n) / best_rate(raw, n)
-            met = ratio >= INSERT_TARGET
-            verdicts.append((f"insert {case.title}: ours/raw {ratio:.2f} >= {INSERT_TARGET}", met))
-            batch_cells = ["", ""]
-            if peer is not None:
-                batch = best_rate(ours, n) / best_rate(peer, n)
-                batch_cells = [f"{batch:.2f}", "-"]
-                if case.slice_size >= n:  # the whole batch in one call: the target
-                    batch_met = batch >= BATCH_TARGET
-                    batch_cells[1] = verdict(batch_met)
-                    verdicts.append(
-                        (
-                            f"insert {case.title}: ours/one INSERT ... ON CONFLICT "
-                            f"{batch:.2f} >= {BATCH_TARGET}",
-                            batch_met,
-                        )
-                    )
-            ratio_rows.append([case.title, f"{ratio:.2f}", verdict(met), *batch_cells])
-        print(
-            f"\n   ours/raw inserts per second (target >= {INSERT_TARGET:.2f}); ours/one "
-            f"INSERT ... ON CONFLICT (target >= {BATCH_TARGET:.2f} for {n:,} in one call):"
-        )
-        print_table(["case", "ours/raw", "verdict", "ours/one INSERT", "verdict"], ratio_rows)
-        return verdicts
+        return insert_verdicts(cases, n)
     finally:
         forget_oban(oban)
         await pool.close()
@@ -774,7 +779,7 @@ async def bench_cancel(server: Server, args: argparse.Namespace) -> list[tuple[s
                 f"SELECT generate_series {load_s['insert']:.1f} s (secondary indexes dropped), "
                 f"indexes rebuilt {load_s['indexes']:.1f} s, ANALYZE {load_s['analyze']:.1f} s"
             )
-        rng = random.Random(20261129)
+        rng = random.Random(20261129)  # noqa: S311 - a seeded sample of rows, not a secret
         warmup = 20
         picks = {
             side.rows: rng.sample(range(side.rows), args.cancels + warmup + 1) for side in sides
@@ -978,7 +983,7 @@ class WorkerGroup:
                 )
             self.procs.append(proc)
         for proc, log in zip(self.procs, self.logs, strict=True):
-            assert proc.stdout is not None
+            assert proc.stdout is not None  # noqa: S101 - started with stdout=PIPE
             try:
                 line = await asyncio.wait_for(proc.stdout.readline(), timeout=60)
             except TimeoutError:
@@ -1137,6 +1142,10 @@ def fire_workloads(args: argparse.Namespace) -> list[Workload]:
     ]
 
 
+type FireResults = dict[tuple[int, str, str], list[FireResult]]
+"""Every run of section 3 by (process count, mode, workload), in round order."""
+
+
 async def bench_firing(server: Server, args: argparse.Namespace) -> list[tuple[str, bool]]:
     """Section 3; returns the verdicts."""
     modes: list[str] = args.modes
@@ -1163,11 +1172,21 @@ async def bench_firing(server: Server, args: argparse.Namespace) -> list[tuple[s
     )
     for w in workloads:
         print(f"   {w.name}: {w.description}")
+    results = await run_firing(server, args, modes, workloads)
+    print_firing(results, args, modes, workloads)
+    check_firing(results, args)
+    return firing_goals(results, args, modes, workloads)
+
+
+async def run_firing(
+    server: Server, args: argparse.Namespace, modes: list[str], workloads: list[Workload]
+) -> FireResults:
+    """Start every worker group, run every workload (bursts ``--bursts`` times) on each."""
     configs = [(procs, mode) for procs in args.processes for mode in modes]
     sides: dict[tuple[int, str], FireSide] = {}
     groups: dict[tuple[int, str], WorkerGroup] = {}
     log_dir = Path(tempfile.mkdtemp(prefix="statifier-bench-workers-"))
-    results: dict[tuple[int, str, str], list[FireResult]] = {}
+    results: FireResults = {}
     try:
         for procs, mode in configs:
             url = await server.create_database(f"fire_{mode}{procs}")
@@ -1198,17 +1217,27 @@ async def bench_firing(server: Server, args: argparse.Namespace) -> list[tuple[s
             await side.pool.close()
             server.drop_database(side.url)
 
+    return results
+
+
+def median_of(results: FireResults, procs: int, mode: str, name: str) -> FireResult:
+    """The run of a workload shown in the table: the one with the median rate."""
+    return median_by_rate(results[(procs, mode, name)])
+
+
+def print_firing(
+    results: FireResults, args: argparse.Namespace, modes: list[str], workloads: list[Workload]
+) -> None:
+    """The table of runs, and every burst round's rate."""
+
     def pair(values: list[float]) -> str:
         return f"{percentile(values, 50):,.0f} / {percentile(values, 99):,.0f}"
-
-    def shown(procs: int, mode: str, name: str) -> FireResult:
-        return median_by_rate(results[(procs, mode, name)])
 
     table: list[list[str]] = []
     for procs in args.processes:
         for mode in modes:
             for w in workloads:
-                r = shown(procs, mode, w.name)
+                r = median_of(results, procs, mode, w.name)
                 lat = r.lateness
                 table.append(
                     [
@@ -1254,6 +1283,10 @@ async def bench_firing(server: Server, args: argparse.Namespace) -> list[tuple[s
         for mode in modes:
             rates = " ".join(f"{r.rate():,.0f}" for r in results[(procs, mode, "burst")])
             print(f"     {procs} proc{'s' if procs > 1 else ' '} {mode:5}  {rates}")
+
+
+def check_firing(results: FireResults, args: argparse.Namespace) -> None:
+    """A note for runs scheduled too slowly; a failed run if fires and timers differ."""
     for (procs, mode, name), rounds in results.items():
         for r in rounds:
             if r.schedule_s * 1000 > args.fire_lead_ms:
@@ -1267,74 +1300,102 @@ async def bench_firing(server: Server, args: argparse.Namespace) -> list[tuple[s
                     f"{r.expected} timers"
                 )
 
-    verdicts: list[tuple[str, bool]] = []
-    goal_rows: list[list[str]] = []
 
-    def goal(name: str, figure: float, target: str, met: bool | None) -> None:
-        goal_rows.append([name, f"{figure:.2f}", "", target, "-" if met is None else verdict(met)])
+@dataclass
+class Goals:
+    """The goals' table rows and the verdicts (only for goals with a target)."""
+
+    rows: list[list[str]] = field(default_factory=list)
+    verdicts: list[tuple[str, bool]] = field(default_factory=list)
+
+    def add(self, name: str, value: float, rounds: str, target: str, met: bool | None) -> None:
+        """One figure; ``met`` None for context (no verdict)."""
+        self.rows.append(
+            [name, f"{value:.2f}", rounds, target, "-" if met is None else verdict(met)]
+        )
         if met is not None:
-            verdicts.append((f"{name} ({figure:.2f}, target {target})", met))
+            self.verdicts.append((f"{name} ({value:.2f}, target {target})", met))
 
-    def paired(a: tuple[int, str], b: tuple[int, str]) -> tuple[float, list[float]]:
-        """Median over the burst rounds of a/b, each round's two runs back to back."""
-        ratios = [
-            x.rate() / y.rate()
-            for x, y in zip(results[(*a, "burst")], results[(*b, "burst")], strict=True)
-            if y.rate() > 0
+
+def paired_ratios(
+    results: FireResults, a: tuple[int, str], b: tuple[int, str]
+) -> tuple[float, list[float]]:
+    """Median over the burst rounds of a/b (each round's two runs back to back), and all."""
+    ratios = [
+        x.rate() / y.rate()
+        for x, y in zip(results[(*a, "burst")], results[(*b, "burst")], strict=True)
+        if y.rate() > 0
+    ]
+    return percentile(ratios, 50), ratios
+
+
+def rate_goals(
+    goals: Goals, results: FireResults, args: argparse.Namespace, modes: list[str]
+) -> None:
+    """ours/today on one worker, 2 workers over 1 (a verdict for ours), ours/stock."""
+    pairs: list[tuple[str, tuple[int, str], tuple[int, str], float | None]] = []
+    if 1 in args.processes and "ours" in modes and "today" in modes:
+        pairs.append(
+            ("fired timers/s, 1 worker, ours/today", (1, "ours"), (1, "today"), RATE_TARGET)
+        )
+    if 1 in args.processes and 2 in args.processes:
+        pairs += [
+            (f"fired timers/s, 2 workers/1, {mode}", (2, mode), (1, mode),
+             SCALE_TARGET if mode == "ours" else None)
+            for mode in modes
+        ]  # fmt: skip
+    if "stock" in modes and "ours" in modes:
+        pairs += [
+            (f"fired timers/s, {procs} proc, ours/stock", (procs, "ours"), (procs, "stock"), None)
+            for procs in args.processes
         ]
-        return percentile(ratios, 50), ratios
-
-    def pair_goal(name: str, a: tuple[int, str], b: tuple[int, str], target: float | None) -> None:
-        value, ratios = paired(a, b)
-        goal_rows.append(
-            [
-                name,
-                f"{value:.2f}",
-                " ".join(f"{r:.2f}" for r in ratios),
-                "context" if target is None else f">= {target:.1f}",
-                "-" if target is None else verdict(value >= target),
-            ]
+    for name, a, b, target in pairs:
+        value, ratios = paired_ratios(results, a, b)
+        goals.add(
+            name,
+            value,
+            " ".join(f"{r:.2f}" for r in ratios),
+            "context" if target is None else f">= {target:.1f}",
+            None if target is None else value >= target,
         )
-        if target is not None:
-            verdicts.append((f"{name} ({value:.2f}, target >= {target:.1f})", value >= target))
 
-    one, two = 1, 2
-    if bursts and one in args.processes and "ours" in modes and "today" in modes:
-        pair_goal(
-            "fired timers/s, 1 worker, ours/today", (one, "ours"), (one, "today"), RATE_TARGET
-        )
-    if bursts and one in args.processes and two in args.processes:
-        for mode in modes:
-            pair_goal(
-                f"fired timers/s, 2 workers/1, {mode}",
-                (two, mode),
-                (one, mode),
-                SCALE_TARGET if mode == "ours" else None,
-            )
-    if bursts and "stock" in modes and "ours" in modes:
-        for procs in args.processes:
-            pair_goal(
-                f"fired timers/s, {procs} proc, ours/stock", (procs, "ours"), (procs, "stock"), None
-            )
+
+def lateness_goals(
+    goals: Goals,
+    results: FireResults,
+    args: argparse.Namespace,
+    modes: list[str],
+    workloads: list[Workload],
+) -> None:
+    """p99 lateness of the targeted workloads (a verdict for ours)."""
     for procs in args.processes:
-        for w in workloads:
-            if not w.targeted:
-                continue
+        for w in (w for w in workloads if w.targeted):
             for mode in modes:
-                p99 = percentile(shown(procs, mode, w.name).lateness, 99)
-                goal(
+                p99 = percentile(median_of(results, procs, mode, w.name).lateness, 99)
+                goals.add(
                     f"p99 lateness ms, {procs} proc, {w.name}, {mode}",
                     p99,
+                    "",
                     f"< {LATENESS_TARGET_MS:.0f}",
                     p99 < LATENESS_TARGET_MS if mode == "ours" else None,
                 )
+
+
+def firing_goals(
+    results: FireResults, args: argparse.Namespace, modes: list[str], workloads: list[Workload]
+) -> list[tuple[str, bool]]:
+    """Print the goals' figures; return the verdicts."""
+    goals = Goals()
+    if any(w.name == "burst" for w in workloads):
+        rate_goals(goals, results, args, modes)
+    lateness_goals(goals, results, args, modes, workloads)
     print(
         "\n   goals (verdicts for ours; the other modes' figures are context). A rate ratio is "
         "the median over the burst rounds of the ratio within each round (its runs are back "
         "to back), every round's ratio listed:"
     )
-    print_table(["figure", "value", "rounds", "target", "verdict"], goal_rows)
-    return verdicts
+    print_table(["figure", "value", "rounds", "target", "verdict"], goals.rows)
+    return goals.verdicts
 
 
 # --------------------------------------------------------------------------- main

@@ -105,10 +105,12 @@ async def measure_offset(pool: AsyncConnectionPool) -> float:
             cursor = await conn.execute("SELECT extract(epoch FROM clock_timestamp())::float8")
             row = await cursor.fetchone()
             received = time.perf_counter()
-            assert row is not None
+            if row is None:
+                raise RuntimeError("SELECT clock_timestamp() returned no row")
             if best is None or received - sent < best[0]:
                 best = (received - sent, float(row[0]) - (sent + received) / 2)
-    assert best is not None
+    if best is None:
+        raise RuntimeError("no clock offset measured")
     return best[1]
 
 
@@ -148,7 +150,6 @@ async def run(url: str, node: str, mode: str, limit: int, recorder: str, recorde
     global _recorder, _node, _in_memory, _offset
     # The delivery path names this module "timers_worker"; as a script it is __main__.
     sys.modules.setdefault("timers_worker", sys.modules[__name__])
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import statifier_oban
     import statifier_oban.workers  # registers TimerWorker
     from oban import Oban
@@ -159,7 +160,7 @@ async def run(url: str, node: str, mode: str, limit: int, recorder: str, recorde
     if mode in ("today", "stock"):
         statifier_oban.latency.uninstall()
     if mode == "today":
-        import timers_today
+        import timers_today  # beside this script, first on the path of a script run by path
 
         timers_today.install()
 

@@ -11,7 +11,6 @@ import asyncio
 import itertools
 import json
 import re
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,13 +35,9 @@ from statifier_oban import (
 )
 from statifier_oban._names import ANNOUNCE_HORIZON_MS, DUE_CHANNEL, TIMER_WORKER
 
-TESTS_DIR = str(Path(__file__).resolve().parent)
-if TESTS_DIR not in sys.path:  # see support_harness: makes support_* importable
-    sys.path.append(TESTS_DIR)
-
-from support_common import database_fixture, execute, job_row, wait_until  # noqa: E402
-from support_deliveries import SCRIPTS, ScriptedDelivery  # noqa: E402
-from support_harness import Servers, scope_fixture, send_delayed, servers_fixture  # noqa: E402
+from oban_support.common import database_fixture, execute, job_row, wait_until
+from oban_support.deliveries import SCRIPTS, ScriptedDelivery
+from oban_support.harness import Servers, scope_fixture, send_delayed, servers_fixture
 
 database = database_fixture()
 servers = servers_fixture()
@@ -69,7 +64,8 @@ async def lateness_s(pool: AsyncConnectionPool, job_id: int) -> float:
     """``attempted_at - scheduled_at`` of a job once it completed (database clock)."""
     row = await wait_for_completed(pool, job_id)
     assert row.attempted_at is not None
-    return (row.attempted_at - row.scheduled_at).total_seconds()
+    seconds: float = (row.attempted_at - row.scheduled_at).total_seconds()
+    return seconds
 
 
 async def wait_for_completed(pool: AsyncConnectionPool, job_id: int, timeout: float = 8.0) -> Any:
@@ -131,15 +127,21 @@ async def test_outcomes_finishing_together_are_acked_in_one_batch_with_oban_s_me
     done, cancelled, snoozed, retried, discarded = [
         await job_row(server.pool, ids[n]) for n in sorted(answers)
     ]
-    assert done.state == "completed" and done.completed_at is not None
-    assert cancelled.state == "cancelled" and cancelled.cancelled_at is not None
+    assert done.state == "completed"
+    assert done.completed_at is not None
+    assert cancelled.state == "cancelled"
+    assert cancelled.cancelled_at is not None
     assert "discarded: gone" in cancelled.error_text
-    assert snoozed.state == "scheduled" and snoozed.attempt == 0
+    assert snoozed.state == "scheduled"
+    assert snoozed.attempt == 0
     assert snoozed.meta.get("snoozed") == 1
     assert 55 < snoozed.seconds_until_scheduled() <= 60
-    assert retried.state == "retryable" and retried.attempt == 1
-    assert "flaky" in retried.error_text and retried.seconds_until_scheduled() > 10
-    assert discarded.state == "discarded" and "last attempt" in discarded.error_text
+    assert retried.state == "retryable"
+    assert retried.attempt == 1
+    assert "flaky" in retried.error_text
+    assert retried.seconds_until_scheduled() > 10
+    assert discarded.state == "discarded"
+    assert "last attempt" in discarded.error_text
 
 
 async def test_an_ack_applies_only_to_the_attempt_that_was_fetched(
@@ -170,7 +172,8 @@ async def test_an_ack_applies_only_to_the_attempt_that_was_fetched(
     )
     assert acked == [current]
     rows = {job_id: await job_row(pool, job_id) for job_id in (current, rescued, available)}
-    assert rows[current].state == "completed" and rows[current].meta == {"recorded": True}
+    assert rows[current].state == "completed"
+    assert rows[current].meta == {"recorded": True}
     assert rows[rescued].state == "executing"
     assert rows[available].state == "available"
 

@@ -122,21 +122,8 @@ async def schedule(
     return _scheduled(scope, effect, row)
 
 
-async def schedule_many(
-    config: Config,
-    scope: str,
-    effects: Iterable[SendDelayed],
-    *,
-    conn: AsyncConnection[Any] | None = None,
-) -> list[TimerJob]:
-    """Schedule every effect of one drive in a single statement; same rules as ``schedule``.
-
-    All effects are validated before anything is stored: one refusal stores none of them.
-    Returns the jobs in the order of ``effects`` (conflicts marked as such).
-    """
-    batch = list(effects)
-    if not batch:
-        return []
+def _encode_batch(config: Config, scope: str, batch: list[SendDelayed]) -> list[dict[str, Any]]:
+    """The args of every effect of a batch, or the first refusal (announced and raised)."""
     encoded: list[dict[str, Any]] = []
     seen: set[int] = set()
     scope_ok = isinstance(scope, str) and bool(scope)
@@ -152,6 +139,25 @@ async def schedule_many(
         except ScheduleRejected as exc:
             _rejected(scope, effect, exc.reason)
             raise
+    return encoded
+
+
+async def schedule_many(
+    config: Config,
+    scope: str,
+    effects: Iterable[SendDelayed],
+    *,
+    conn: AsyncConnection[Any] | None = None,
+) -> list[TimerJob]:
+    """Schedule every effect of one drive in a single statement; same rules as ``schedule``.
+
+    All effects are validated before anything is stored: one refusal stores none of them.
+    Returns the jobs in the order of ``effects`` (conflicts marked as such).
+    """
+    batch = list(effects)
+    if not batch:
+        return []
+    encoded = _encode_batch(config, scope, batch)
     params = {
         "args": _store.jsonb(encoded),
         "meta": _store.jsonb(_meta(config)),

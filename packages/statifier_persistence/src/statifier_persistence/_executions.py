@@ -317,7 +317,7 @@ class Executions:
                 {**self._bounds(), "id": execution_id, "status": wanted},
             )
             row = await cursor.fetchone()
-        assert row is not None  # the row is locked by this transaction
+        assert row is not None  # noqa: S101 - the row is locked by this transaction
         return decode_execution(row, self._limits)
 
     # -- reading ---------------------------------------------------------------------
@@ -338,7 +338,7 @@ class Executions:
         execution_id = check_execution_id(execution_id)
         async with transaction(self._pool, conn) as db:
             execution, blob, _ = await self._read(db, execution_id, lock="", with_position=True)
-            assert blob is not None
+            assert blob is not None  # noqa: S101 - with_position: bytes, or _read raised
             state = await self._position(db, execution, blob, self._host.routes(execution))
         return execution, state
 
@@ -507,7 +507,7 @@ class Executions:
         }
         cursor = await db.execute(statement("store_execution", self._prefix), params)
         row = await cursor.fetchone()
-        assert row is not None  # the row is locked (or inserted) by this transaction
+        assert row is not None  # noqa: S101 - locked (or inserted) by this transaction
         if key is not None and row[-1] == 0:
             raise _KeyRace
         return decode_execution(row, self._limits)

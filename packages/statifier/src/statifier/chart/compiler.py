@@ -412,7 +412,9 @@ class _Compiler:
 
     # -- pass 2: everything in document order ------------------------------------------
 
-    def build_state(self, element: XNode, index: int) -> None:
+    def build_state(self, element: XNode, index: int) -> None:  # noqa: C901 - see below
+        # One branch per kind of child a state may hold, taken in document order: the
+        # order the content and the diagnostics must come in.
         draft = self.states[index]
         if index != 0:
             self.check_element(element)
@@ -821,7 +823,9 @@ class _Compiler:
         self.content.append(None)  # type: ignore[arg-type]
         return len(self.content) - 1
 
-    def executable(self, element: XNode, owner: Owner) -> ContentNode | None:
+    def executable(  # noqa: C901 - one branch per kind of executable element (a closed set)
+        self, element: XNode, owner: Owner
+    ) -> ContentNode | None:
         self.check_element(element, executable=element.tag in ("if", "foreach"))
         c_index = self.reserve()
         line = element.line

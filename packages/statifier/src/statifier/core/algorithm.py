@@ -205,7 +205,7 @@ class Interpreter(ContentExecutor):
         for script in machine.scripts:
             self.run_script(script, None, None)
         root = self.states[0]
-        assert root.initial_transition is not None
+        assert root.initial_transition is not None  # noqa: S101 - the compiler gives the root one
         self.microstep += 1
         self.enter_states([self.transitions[root.initial_transition]])
         self.main_event_loop()
@@ -460,7 +460,7 @@ class Interpreter(ContentExecutor):
             for t2 in conflicts:
                 del filtered[t2.index]
                 d2 = self.exit_domain(t2)
-                assert d2 is not None
+                assert d2 is not None  # noqa: S101 - t2 conflicts, so it exits states: a domain
                 del by_domain[d2]
                 domains.pop(bisect_left(domains, d2))
             filtered[t1.index] = t1
@@ -559,7 +559,7 @@ class Interpreter(ContentExecutor):
                     fx.CancelInvoke(invoke_id=invoke_id, state_index=state.index, **self.counters())
                 )
 
-    def enter_states(self, enabled: list[TransitionNode]) -> None:
+    def enter_states(self, enabled: list[TransitionNode]) -> None:  # noqa: C901 - Appendix D
         """Appendix D ``enterStates``."""
         states = self.states
         machine = self.machine
@@ -629,7 +629,9 @@ class Interpreter(ContentExecutor):
             _memoize(self.machine._cache, key, result)
         return result
 
-    def add_descendant_states_to_enter(self, s: int, entry: _EntrySet) -> None:
+    def add_descendant_states_to_enter(  # noqa: C901 - Appendix D, ported literally
+        self, s: int, entry: _EntrySet
+    ) -> None:
         """Appendix D ``addDescendantStatesToEnter``."""
         states = self.states
         state = states[s]
@@ -642,7 +644,7 @@ class Interpreter(ContentExecutor):
                 for r in recorded:
                     self.add_ancestor_states_to_enter(r, state.parent, entry)
             else:
-                assert state.initial_transition is not None
+                assert state.initial_transition is not None  # noqa: S101 - compiled history: a default
                 default = self.transitions[state.initial_transition]
                 entry.default_history[state.parent] = default.content
                 for r in default.targets:
@@ -653,7 +655,7 @@ class Interpreter(ContentExecutor):
         entry.states.add(s)
         if state.compound:
             entry.default_entry.add(s)
-            assert state.initial_transition is not None
+            assert state.initial_transition is not None  # noqa: S101 - compiled compound
             initial = self.transitions[state.initial_transition]
             for r in initial.targets:
                 self.add_descendant_states_to_enter(r, entry)
@@ -711,7 +713,7 @@ class Interpreter(ContentExecutor):
                     extra: Iterable[int] = recorded
                 else:
                     default = self.states[s].initial_transition
-                    assert default is not None
+                    assert default is not None  # noqa: S101 - compiled history: a default
                     extra = self.get_effective_target_states(self.transitions[default])
                 for r in extra:
                     if r not in targets:

@@ -1,13 +1,14 @@
 """A timer worker process that dies between a delivery and the ack of its outcome.
 
-Run by path, with the workspace's interpreter (the test uses ``sys.executable``)::
+Run as a module, with the workspace's interpreter and the tests' import path
+(``oban_support.processes.WorkerProcesses`` passes ``PYTHONPATH``)::
 
-    python support_crash_before_ack.py <conninfo> <oban name> <node> <queue>
+    python -m oban_support.crash_before_ack <conninfo> <oban name> <node> <queue>
 
 It starts a server-mode Oban running ``<queue>`` without leadership (so its lifeline never
 runs and its lease never blocks the test's own Oban), and serves until it dies. Timer jobs
 scheduled with ``delivery=CrashAfterDelivery`` (stored as
-``support_crash_before_ack:CrashAfterDelivery``) are delivered by inserting one row into
+``oban_support.crash_before_ack:CrashAfterDelivery``) are delivered by inserting one row into
 ``crash_deliveries`` (committed), then answering ``Delivered()``; in this process (the
 environment has :data:`CRASH_ENV`) the delivery first arranges a SIGKILL on the event loop's
 next turn. That turn comes after oban's executor has put the job's outcome into its producer's
@@ -77,10 +78,11 @@ async def serve(conninfo: str, name: str, node: str, queue: str) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """Entry point when run by path."""
+    """Entry point when run with ``-m``."""
     conninfo, name, node, queue = argv
-    # Run by path, this file is ``__main__``; the job rows name ``support_crash_before_ack``.
-    sys.modules.setdefault("support_crash_before_ack", sys.modules[__name__])
+    # Run with ``-m``, this module is ``__main__``; the job rows name
+    # ``oban_support.crash_before_ack``.
+    sys.modules.setdefault("oban_support.crash_before_ack", sys.modules[__name__])
     asyncio.run(serve(conninfo, name, node, queue))
 
 
