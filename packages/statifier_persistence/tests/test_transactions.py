@@ -257,7 +257,8 @@ async def test_a_tampered_registry_source_is_an_identity_mismatch(
     await executions.create(tampered, execution_id=execution_id)
     async with store.connection() as conn:
         await conn.execute(
-            "UPDATE statifier_charts SET source = source || ' '::bytea WHERE identity = %s",
+            "UPDATE statifier_charts SET source = convert_to(replace(convert_from(source, 'UTF8'),"
+            " 'target=\"t\"', 'target=\"s\"'), 'UTF8') WHERE identity = %s",
             [tampered.identity],
         )
     fresh = Executions(store, executor=executor)  # an empty cache: compiles from the registry

@@ -5,7 +5,7 @@ when its producer next wakes, with one ``UPDATE`` per job inside a transaction: 
 trips plus one per job. :func:`write` writes the same batch with one statement
 (``sql/ack_jobs.sql``): one round trip, whatever the batch size. The batch, its guard
 (only a row still ``executing`` as the attempt that was fetched) and the values written are
-oban's; only the number of statements changes (ADR 13).
+oban's; only the number of statements changes (ADR 17).
 
 A failed write raises: oban keeps the batch and writes it at the producer's next wake-up,
 and a process that dies first leaves the jobs ``executing`` for oban's lifeline to rescue

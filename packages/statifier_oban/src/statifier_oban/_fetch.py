@@ -4,7 +4,7 @@ oban 0.7.0 fetches inside a transaction (three round trips). The statement is th
 take-and-mark as oban's; it also tells whether the queue ran dry (fewer available jobs than
 the demand), which lets ``_oban_compat`` skip the producer's next fetch until new jobs are
 announced: after a sparse timer completes, its producer acks and does not look again for
-jobs nobody has staged (ADR 13).
+jobs nobody has staged (ADR 17).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ next tick (ADR 6). ``install()`` registers, through oban's ``stager.build`` hook
 
 ``install()`` also makes every producer write its acks in one statement
 (``statifier_oban._acks``) and fetch in one statement, without looking again for jobs
-nobody announced (``statifier_oban._fetch``); ADR 13 has the reasons and the figures. It
+nobody announced (``statifier_oban._fetch``); ADR 17 has the reasons and the figures. It
 runs when ``statifier_oban`` is imported, so import the package before constructing the
 ``Oban`` instance that runs the timers queue.
 
@@ -60,7 +60,7 @@ DEFAULT_INTERVAL_S = ANNOUNCE_HORIZON_S
 MIN_GAP_S = 0.05
 """The shortest rest between two steps: a stream of timers is staged in batches, at most
 20 times a second per node; a sparse timer is staged at its time. Shorter gaps lower a
-stream's lateness and cost a staging round, a fetch and an ack per gap (ADR 13)."""
+stream's lateness and cost a staging round, a fetch and an ack per gap (ADR 17)."""
 
 
 class PromptStager(StagerBridge):

@@ -50,6 +50,7 @@ from ._records import (
     Stepped,
     StepResult,
 )
+from ._revisions import RevisionMethods
 from ._rows import (
     check_execution_id,
     check_key,
@@ -77,7 +78,7 @@ _NO_POSITION = -1
 """A position bound no position meets: reads that need no position do not transfer it."""
 
 
-class Executions:
+class Executions(RevisionMethods):
     """Durable executions in PostgreSQL (tables from ``statifier_persistence.install``).
 
     ``pool`` gives connections to calls without ``conn=`` (None: every call passes one).
@@ -87,7 +88,8 @@ class Executions:
     ``position_key`` (the host's secret, at least 16 bytes) makes every stored position's
     digest an HMAC only a holder of the key can recompute, so a position written into the
     table by anyone else is refused (``CorruptExecution``); every process stepping the
-    executions needs the same key.
+    executions needs the same key. Chart revisions (``revisions``, ``migrate``,
+    ``park_all``, ``retire``...) are ``RevisionMethods``'.
     """
 
     def __init__(

@@ -9,8 +9,11 @@ a stored row:
 ``{columns}``
     the columns of an ``Execution`` (the fragment ``execution_columns.sql``), in the order
     ``statifier_persistence._rows`` decodes them;
+``{revision_columns}``
+    the columns of a ``Revision`` (the fragment ``revision_columns.sql``);
 ``{lock}``
-    chosen per use: empty, or ``FOR UPDATE`` (a step locks the row it drives).
+    chosen per use: empty, ``FOR UPDATE`` (a step locks the row it drives) or
+    ``FOR SHARE`` (a chart revision taking executions, against its retirement).
 """
 
 from __future__ import annotations
@@ -28,11 +31,11 @@ _IDENTIFIER: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _NAME: Final = re.compile(r"[a-z][a-z0-9_]*")
 _PLACEHOLDER: Final = re.compile(r"\{([a-z_]+)\}")
 
-_CHOICES: Final = {"lock": frozenset({"", "FOR UPDATE"})}
+_CHOICES: Final = {"lock": frozenset({"", "FOR UPDATE", "FOR SHARE"})}
 """Placeholders chosen per use, and the values each may take."""
 
-_FRAGMENTS: Final = {"columns": "execution_columns"}
-"""Placeholders filled with another file's text."""
+_FRAGMENTS: Final = {"columns": "execution_columns", "revision_columns": "revision_columns"}
+"""Placeholders filled with another file's text (its own placeholders filled in turn)."""
 
 RENDERED_CACHE_SIZE: Final = 128
 """Rendered statements kept: a dozen statements per schema, a few schemas per process."""
@@ -77,7 +80,7 @@ def _render(name: str, prefix: str, choices: tuple[tuple[str, str], ...]) -> Lit
     def fill(match: re.Match[str]) -> str:
         placeholder = match.group(1)
         if placeholder in _FRAGMENTS:
-            return _source(_FRAGMENTS[placeholder]).strip()
+            return _PLACEHOLDER.sub(fill, _source(_FRAGMENTS[placeholder]).strip())
         if placeholder not in values:
             raise StatementError(
                 f"statement {name!r} has an unfilled placeholder {{{placeholder}}}"
