@@ -65,3 +65,13 @@ INDEXES: Final = (
 
 SESSION_LEASES: Final = "statifier_session_leases"
 """Our table: who owns each live session id, at which epoch (``sql/session_leases.sql``)."""
+
+DUE_CHANNEL: Final = "statifier_timer_due"
+"""oban notifier channel (``<prefix>.oban_statifier_timer_due`` in PostgreSQL) on which a
+schedule announces a timer due within :data:`ANNOUNCE_HORIZON_MS`, with its due time, to
+the prompt stagers of every node. Schedulers and stagers of different releases must agree
+on it, as on the horizon."""
+
+ANNOUNCE_HORIZON_MS: Final = 1000
+"""Timers due sooner than this after their insert are announced on :data:`DUE_CHANNEL`;
+no prompt stager rests longer, so it finds every later timer by itself before it is due."""

@@ -14,6 +14,8 @@ in braces, filled here from a fixed table, never from a job row or a caller's da
     the job states a cancel reaches and a pending count counts, as a list of literals;
 ``{timer_dedup_index}`` and the other index names
     our index names (:data:`statifier_oban._names.INDEXES`);
+``{announce_horizon_ms}``
+    :data:`statifier_oban._names.ANNOUNCE_HORIZON_MS`, as an integer literal;
 ``{worker}``, ``{key}``
     chosen per use (the one cancel statement serves every worker, the one fan-out job
     insert both fan-out workers): one of our worker names, and the args key a cancel
@@ -39,6 +41,7 @@ from typing import Final, LiteralString
 
 from ._errors import InvalidPrefix, StatementError
 from ._names import (
+    ANNOUNCE_HORIZON_MS,
     CASCADE_WORKER,
     CHILD_START_DEDUP_INDEX,
     CHILD_START_WORKER,
@@ -117,6 +120,7 @@ _FIXED: Final = {
     "invoke_dedup_index": INVOKE_DEDUP_INDEX,
     "child_start_dedup_index": CHILD_START_DEDUP_INDEX,
     "invoke_pending_index": INVOKE_PENDING_INDEX,
+    "announce_horizon_ms": str(int(ANNOUNCE_HORIZON_MS)),
 }
 """Placeholders with one value for every statement."""
 
