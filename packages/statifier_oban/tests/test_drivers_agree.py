@@ -1,9 +1,10 @@
-"""A session whose delayed sends are durable timer jobs delivers what the other drivers do.
+"""The durable drivers deliver what the other drivers do.
 
-The charts of ``tests/drivers/agreement.py`` run on the virtual driver and on a live
-``Session`` with ``DurableTimers`` on a real oban queue (the delayed send to self becomes
-a job, fires through ``SessionDelivery``); the events the execution dequeues must be
-identical, ``caller_context`` included.
+The charts of ``tests/drivers/agreement.py`` run on the virtual driver, on a live
+``Session`` with ``DurableTimers`` on a real oban queue (the delayed send to self becomes a
+job, fires through ``SessionDelivery``), and as a durable execution (``Executions`` on
+PostgreSQL, its timer a job that ``ExecutionDelivery`` steps in); the events the
+execution dequeues must be identical, ``caller_context`` included.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from psycopg_pool import AsyncConnectionPool
 from statifier.core import effects as fx
 from statifier.runtime.session import Message, Session
 from statifier.virtual import VirtualDriver
-from statifier_oban import Config, DurableTimers
+from statifier_oban import Config, DurableTimers, executions
+from statifier_oban.executions import ObanExecutor, execution_config
+from statifier_persistence import Executions, Stepped
 
 from oban_support.common import StartOban, wait_until
-from tests.drivers.agreement import CHARTS, CONTEXT, SESSION, delivered
+from tests.drivers.agreement import CALLER_CONTEXT_CHART, CHARTS, CONTEXT, SESSION, delivered
 
 
 def run_virtual(source: str) -> list[tuple[Any, ...]]:
@@ -81,3 +84,42 @@ async def test_durable_timers_deliver_what_the_virtual_driver_delivers(
     if name == "caller_context":
         assert [effect.event for effect in scheduled] == ["tick"]
     assert delivered(seen) == run_virtual(CHARTS[name])
+
+
+async def test_a_durable_execution_delivers_what_the_virtual_driver_delivers(
+    start_oban: StartOban, pool: AsyncConnectionPool
+) -> None:
+    """The caller-context chart as an execution: both delayed sends (to itself, and to
+    ``#_internal``) are jobs, routed when they fire. (The ``<invoke type="scxml">`` chart
+    has no durable form in an execution: in-process child sessions are the live drivers'.)"""
+    oban = await start_oban({"timers": 5})
+    steps: list[Stepped] = []
+    store = Executions(
+        pool,
+        executor=ObanExecutor(execution_config(oban, timers_queue="timers")),
+        observer=steps.append,
+    )
+    executions.use(store)
+    try:
+        await store.create(
+            statifier.compile(CALLER_CONTEXT_CHART),
+            execution_id=SESSION,
+            caller_context=CONTEXT,
+            trace=True,
+        )
+
+        async def finished() -> bool:
+            return (await store.get(SESSION)).status == "completed"
+
+        await wait_until(finished, timeout=15, what="the execution completing")
+    finally:
+        executions.use(None)
+    async with pool.connection() as conn:
+        cursor = await conn.execute(
+            "SELECT args->>'event', args->>'target' FROM oban_jobs"
+            " WHERE args->>'scope' = %s ORDER BY id",
+            (SESSION,),
+        )
+        assert await cursor.fetchall() == [("tick", None), ("inner", "#_internal")]
+    seen = [effect for step in steps for effect in step.effects]
+    assert delivered(seen) == run_virtual(CALLER_CONTEXT_CHART)

@@ -128,6 +128,23 @@ def test_every_owner_shape_round_trips(owner: tuple[Any, ...]) -> None:
     assert type(decoded.owner) is tuple
 
 
+@pytest.mark.parametrize("target", ["#_internal", "#_parent", "#_scxml_other", "#_inv_1"])
+def test_a_targeted_timer_of_a_durable_execution_round_trips(target: str) -> None:
+    """Executions schedule every target (routed when the timer fires), so rows carry it."""
+    args = through_json(_timer_args.encode(SCOPE, send_delayed(target=target), None))
+    assert args["target"] == target
+    _, decoded = _timer_args.decode(args)
+    assert decoded.target == target
+
+
+def test_a_corrupt_row_is_quoted_briefly() -> None:
+    args = good_args()
+    args["event"] = ["x" * 100_000]
+    with pytest.raises(UndecodableRow) as caught:
+        _timer_args.decode(args)
+    assert len(str(caught.value)) < 1_000
+
+
 def test_a_null_owner_round_trips() -> None:
     """Spec 3.1: owner on the wire is one of the four shapes *or null*; encode writes null
     for an effect without an owner, so decode must read it back as None."""
@@ -279,9 +296,9 @@ CORRUPTIONS: list[tuple[str, Any]] = [
     ("round", 0.0),
     ("type", 5),
     ("type", ["a"]),
-    ("target", "#_parent"),
-    ("target", "#_scxml_other"),
     ("target", 5),
+    ("target", "#_" + "x" * 5000),
+    ("event", "e" * 5000),
     ("id_from_author", "yes"),
     ("id_from_author", 1),
     ("owner", []),

@@ -236,8 +236,8 @@ def _corrupt(kind: str, scope: str) -> Any:
         args["ordinal"] = 0
     elif kind == "unknown owner":
         args["owner"] = ["sideways", 1]
-    elif kind == "non-self target":
-        args["target"] = "#_parent"
+    elif kind == "oversized target":
+        args["target"] = "#_" + "x" * 5000
     elif kind == "data not json":
         args["data"] = {"json": "{not json"}
     elif kind == "data unknown form":
@@ -260,7 +260,7 @@ async def insert_timer_row(server: Server, args: Any, meta: dict[str, Any]) -> i
         "empty scope",
         "ordinal zero",
         "unknown owner",
-        "non-self target",
+        "oversized target",
         "data not json",
         "data unknown form",
     ],

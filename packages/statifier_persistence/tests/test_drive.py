@@ -12,6 +12,7 @@ from statifier.core import planner
 from statifier.core.events import Event
 from statifier_persistence import (
     NOT_LIVE,
+    AlreadyApplied,
     Declined,
     Executions,
     Limits,
@@ -162,16 +163,56 @@ async def test_a_host_reaches_other_sessions_inside_the_step_transaction(
     assert await scalar(store, count, [execution_id]) == 2
 
 
-async def test_a_delayed_send_to_another_session_has_no_durable_form(
+async def test_a_delayed_send_to_the_parent_is_a_timer_routed_when_it_fires(
     store: AsyncConnectionPool, executor: TableExecutor
 ) -> None:
+    """Every target has a durable form: the timer is stored, then delivered as an
+    immediate send would be (here through the host's outbox), once per key."""
     executions = Executions(store, executor=executor, host=OutboxHost(routes=("#_parent",)))
     execution_id = unique()
     await executions.create(SENDER, execution_id=execution_id)
     stepped = await executions.step(execution_id, Event(name="later-parent"))
     assert isinstance(stepped, Stepped)
-    assert stepped.state.datamodel["errors"] == ["error.communication"]
-    assert await effect_rows(store, execution_id) == []
+    assert stepped.state.datamodel["errors"] == []
+    [row] = await effect_rows(store, execution_id)
+    assert row[0] == "schedule"
+    [(_, ordinal)] = [key for key in executor.timers if key[0] == execution_id]
+    delayed = executor.timers[(execution_id, ordinal)]
+    assert delayed.target == "#_parent"
+    outbox = "SELECT target, event FROM test_outbox WHERE execution_id = %s"
+    fired = await executions.fire(execution_id, delayed, key="job:1")
+    assert isinstance(fired, Stepped)
+    again = await executions.fire(execution_id, delayed, key="job:1")
+    assert isinstance(again, AlreadyApplied)
+    async with store.connection() as conn:
+        rows = await (await conn.execute(outbox, [execution_id])).fetchall()
+    assert rows == [("ParentTarget", "hello")]
+
+
+async def test_a_fired_send_to_internal_joins_the_internal_queue(
+    store: AsyncConnectionPool, executor: TableExecutor
+) -> None:
+    chart_ = chart(
+        """
+        <datamodel><data id="seen" expr="[]"/></datamodel>
+        <state id="s">
+          <onentry><send event="inner" target="#_internal" delay="1s"/></onentry>
+          <transition event="inner" target="t">
+            <assign location="seen" expr="seen + [_event.type]"/>
+          </transition>
+        </state>
+        <state id="t"/>
+        """
+    )
+    executions = Executions(store, executor=executor)
+    execution_id = unique()
+    created = await executions.create(chart_, execution_id=execution_id)
+    [delayed] = [e for e in created.effects if isinstance(e, fx.SendDelayed)]
+    fired = await executions.fire(execution_id, delayed)
+    assert isinstance(fired, Stepped)
+    assert fired.state.active_leaf_ids() == ("t",)
+    assert fired.state.datamodel["seen"] == ["internal"]
+    assert fired.state.macrostep == created.state.macrostep  # no new macrostep
 
 
 async def test_a_refused_timer_is_an_error_in_the_chart_not_a_failed_step(

@@ -1,7 +1,7 @@
 """The demo's timer delivery, run inside the ``statifier-oban worker`` processes.
 
 ``DemoDelivery`` is ``statifier_oban.executions.ExecutionDelivery`` (the fired timer is
-stepped into its execution with the job's id as the step key) plus two things a demo
+fired into its execution with the job's id as the step key) plus two things a demo
 needs:
 
 * every delivery is recorded in ``demo_deliveries`` *in the step's own transaction*, so a
@@ -23,13 +23,12 @@ import os
 from typing import Final, LiteralString
 
 from oban import current_job
-from statifier.core.events import Event
+from statifier.core.effects import SendDelayed
 from statifier_oban.executions import ExecutionDelivery
 from statifier_persistence import (
     AlreadyApplied,
     Declined,
     Discarded,
-    EventBuilder,
     Executions,
     Stepped,
     StepResult,
@@ -76,21 +75,21 @@ def outcome_of(result: StepResult) -> str:
 class DemoDelivery(ExecutionDelivery):
     """``ExecutionDelivery``, recording each delivery; stalling mid-flight on its queue."""
 
-    async def step(
+    async def fire(
         self,
         executions: Executions,
         execution_id: str,
-        event: Event | EventBuilder,
+        delayed: SendDelayed,
         key: str | None,
     ) -> StepResult:
-        """The step and its ``demo_deliveries`` row in one transaction; then the log line."""
+        """The fired step and its ``demo_deliveries`` row in one transaction; then the log."""
         pool = executions.pool
         if pool is None:
             raise RuntimeError("the worker's Executions has no pool")
         job = current_job()
         job_id = job.id if job is not None else None
         async with pool.connection() as conn, conn.transaction():
-            result = await executions.step(execution_id, event, key=key, conn=conn)
+            result = await executions.fire(execution_id, delayed, key=key, conn=conn)
             outcome = outcome_of(result)
             await conn.execute(RECORD_DELIVERY, [job_id, execution_id, outcome, os.getpid()])
         attempt = job.attempt if job is not None else "?"

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from statifier.core.effects import Invoke
+from statifier.values import brief
 
+from . import _row_fields as fields
 from ._errors import FanOutError, UndecodableRow
 from ._opaque import decode_field, encode_field
 
@@ -74,20 +76,22 @@ def decode(args: Any) -> InvocationRow:
     if not isinstance(params, dict):
         raise UndecodableRow("params must decode to an object")
     invoke = Invoke(
-        invoke_id=_string(args, "invoke_id"),
-        type=_string(args, "type"),
-        src=_optional_string(args, "src"),
+        invoke_id=fields.string(args, "invoke_id"),
+        type=fields.string(args, "type"),
+        src=fields.optional_string(args, "src"),
         params=params,
         content=decode_field("content", args.get("content")),
-        autoforward=_boolean(args, "autoforward"),
-        state_index=_integer(args, "state_index"),
-        invoke_index=_integer(args, "invoke_index"),
+        autoforward=fields.boolean(args, "autoforward"),
+        state_index=fields.integer(args, "state_index"),
+        invoke_index=fields.integer(args, "invoke_index"),
         caller_context=decode_field("caller_context", args.get("caller_context")),
-        macrostep=_integer(args, "macrostep"),
-        microstep=_integer(args, "microstep"),
-        round=_integer(args, "round"),
+        macrostep=fields.integer(args, "macrostep"),
+        microstep=fields.integer(args, "microstep"),
+        round=fields.integer(args, "round"),
     )
-    return InvocationRow(_string(args, "scope"), invoke.invoke_id, _string(args, "handler"), invoke)
+    return InvocationRow(
+        fields.string(args, "scope"), invoke.invoke_id, fields.string(args, "handler"), invoke
+    )
 
 
 def for_child_start(
@@ -108,12 +112,12 @@ def child_position(args: Any) -> tuple[int, int, str]:
     """``(index, count, policy)`` of a child start job; ``UndecodableRow`` if invalid."""
     if not isinstance(args, dict):
         raise UndecodableRow("args are not an object")
-    index, count = _integer(args, "index"), _integer(args, "child_count")
+    index, count = fields.integer(args, "index"), fields.integer(args, "child_count")
     if index >= count:
         raise UndecodableRow(f"index {index} is outside 0..{count - 1}")
     policy = args.get("policy", "all")
     if policy not in POLICIES:
-        raise UndecodableRow(f"policy must be one of {POLICIES}, found {policy!r}")
+        raise UndecodableRow(f"policy must be one of {POLICIES}, found {brief(policy)}")
     return index, count, policy
 
 
@@ -125,31 +129,3 @@ def child_item(args: Any) -> tuple[bool, Any]:
     if not isinstance(args, dict) or "item" not in args:
         return False, None
     return True, decode_field("item", args["item"])
-
-
-def _string(args: dict[str, Any], key: str) -> str:
-    value = args.get(key)
-    if not isinstance(value, str) or not value:
-        raise UndecodableRow(f"{key} must be a non-empty string, found {value!r}")
-    return value
-
-
-def _optional_string(args: dict[str, Any], key: str) -> str | None:
-    value = args.get(key)
-    if value is not None and not isinstance(value, str):
-        raise UndecodableRow(f"{key} must be a string or null, found {value!r}")
-    return value
-
-
-def _integer(args: dict[str, Any], key: str) -> int:
-    value = args.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise UndecodableRow(f"{key} must be a non-negative integer, found {value!r}")
-    return value
-
-
-def _boolean(args: dict[str, Any], key: str) -> bool:
-    value = args.get(key, False)
-    if not isinstance(value, bool):
-        raise UndecodableRow(f"{key} must be a boolean, found {value!r}")
-    return value

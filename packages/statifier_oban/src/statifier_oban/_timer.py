@@ -47,10 +47,13 @@ class TimerJob:
     conflict: bool
 
 
-def _check_effect(scope: Any, effect: SendDelayed, *, scope_checked: bool = False) -> None:
+def _check_effect(
+    scope: Any, effect: SendDelayed, *, scope_checked: bool = False, any_target: bool = False
+) -> None:
     """The refusals shared by ``schedule`` and ``schedule_many`` (``scope_checked``: the
-    caller has checked ``scope`` already, once for a whole batch)."""
-    if effect.target is not None:
+    caller has checked ``scope`` already, once for a whole batch; ``any_target``: the
+    caller routes every target when the timer fires, see ``schedule``)."""
+    if effect.target is not None and not any_target:
         raise NonSelfTarget(
             f"only sends to the session itself are durable, not to {effect.target!r}",
             scope=scope,
@@ -77,18 +80,22 @@ async def schedule(
     effect: SendDelayed,
     *,
     conn: AsyncConnection[Any] | None = None,
+    any_target: bool = False,
 ) -> TimerJob:
     """Store one timer job firing ``effect.delay_ms`` from now (the database's clock).
 
     Refuses (``ScheduleRejected`` subclasses, nothing stored, a ``schedule_rejected``
-    event) a non-None target, an empty or non-string scope, an ordinal below 1, opaque
+    event) a non-None target unless ``any_target`` (a durable execution routes every
+    target itself when the timer fires: ``#_internal``, ``#_parent``...; a live session's
+    other routes name its process's bookkeeping and stay in-process), an empty or
+    non-string scope, an ordinal below 1, opaque
     fields that cannot be stored exactly, and values PostgreSQL refuses (``ValueRefused``).
     A store that cannot answer raises ``StoreUnavailable``. With ``conn`` the job is inserted in the
     caller's own transaction (a rollback removes it). A duplicate ``(scope, ordinal)``,
     in any state, returns the existing job with ``conflict=True``.
     """
     try:
-        _check_effect(scope, effect)
+        _check_effect(scope, effect, any_target=any_target)
         args = _timer_args.encode(scope, effect, config.opaque_codec)
     except ScheduleRejected as exc:
         _rejected(scope, effect, exc.reason)

@@ -2,7 +2,8 @@
 
 Layout (all keys always present; an operator can read every field in SQL)::
 
-    scope, ordinal, send_id, event, target (null), type, delay_ms, c_index,
+    scope, ordinal, send_id, event, target (null: the session or execution itself), type,
+    delay_ms, c_index,
     owner (["onentry", s, n] | ["onexit", s, n] | ["transition", t] | ["finalize", s, i] | null),
     macrostep, microstep, round, id_from_author, data (opaque), caller_context (opaque)
 """
@@ -12,7 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from statifier.core.effects import Owner, SendDelayed
+from statifier.values import brief
 
+from . import _row_fields as fields
 from ._errors import UndecodableRow
 from ._opaque import decode_field, encode_field
 
@@ -44,54 +47,24 @@ def decode(args: Any) -> tuple[str, SendDelayed]:
     """``(scope, effect)`` from stored args; ``UndecodableRow`` or ``CodecFailed`` if not."""
     if not isinstance(args, dict):
         raise UndecodableRow("args are not an object")
-    scope = _string(args, "scope")
+    scope = fields.string(args, "scope")
     effect = SendDelayed(
-        event=_string(args, "event"),
-        target=_optional_string(args, "target"),
-        type=_optional_string(args, "type"),
+        event=fields.string(args, "event"),
+        target=fields.optional_string(args, "target"),
+        type=fields.optional_string(args, "type"),
         data=decode_field("data", args.get("data")),
-        send_id=_string(args, "send_id"),
-        delay_ms=_integer(args, "delay_ms", 0),
-        c_index=_integer(args, "c_index", 0),
+        send_id=fields.string(args, "send_id"),
+        delay_ms=fields.integer(args, "delay_ms", 0),
+        c_index=fields.integer(args, "c_index", 0),
         owner=_owner(args.get("owner")),
-        ordinal=_integer(args, "ordinal", 1),
-        id_from_author=_boolean(args, "id_from_author"),
+        ordinal=fields.integer(args, "ordinal", 1),
+        id_from_author=fields.boolean(args, "id_from_author"),
         caller_context=decode_field("caller_context", args.get("caller_context")),
-        macrostep=_integer(args, "macrostep", 0),
-        microstep=_integer(args, "microstep", 0),
-        round=_integer(args, "round", 0),
+        macrostep=fields.integer(args, "macrostep", 0),
+        microstep=fields.integer(args, "microstep", 0),
+        round=fields.integer(args, "round", 0),
     )
-    if effect.target is not None:
-        raise UndecodableRow(f"target must be null for a timer job, found {effect.target!r}")
     return scope, effect
-
-
-def _string(args: dict[str, Any], key: str) -> str:
-    value = args.get(key)
-    if not isinstance(value, str) or not value:
-        raise UndecodableRow(f"{key} must be a non-empty string, found {value!r}")
-    return value
-
-
-def _optional_string(args: dict[str, Any], key: str) -> str | None:
-    value = args.get(key)
-    if value is not None and not isinstance(value, str):
-        raise UndecodableRow(f"{key} must be a string or null, found {value!r}")
-    return value
-
-
-def _integer(args: dict[str, Any], key: str, minimum: int) -> int:
-    value = args.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise UndecodableRow(f"{key} must be an integer >= {minimum}, found {value!r}")
-    return value
-
-
-def _boolean(args: dict[str, Any], key: str) -> bool:
-    value = args.get(key, False)
-    if not isinstance(value, bool):
-        raise UndecodableRow(f"{key} must be a boolean, found {value!r}")
-    return value
 
 
 def _owner(value: Any) -> Owner | None:
@@ -106,4 +79,4 @@ def _owner(value: Any) -> Owner | None:
             if size == 2:
                 return (value[0], rest[0])
             return (value[0], rest[0], rest[1])
-    raise UndecodableRow(f"owner has an unknown shape: {value!r}")
+    raise UndecodableRow(f"owner has an unknown shape: {brief(value)}")

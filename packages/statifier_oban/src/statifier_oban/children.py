@@ -162,7 +162,7 @@ class SettlementWorker:
         if await current_executor().superseded(None, fan_out):
             # The parent re-entered the invoking state: its live invocation is another one.
             return Cancel("discarded: invocation_superseded")
-        delivered = await _Steps().apply(fan_out.parent_id, live_answer(answer))
+        delivered = await _Steps().apply_event(fan_out.parent_id, live_answer(answer))
         common = {
             "attempt": job.attempt,
             "scope": fan_out.parent_id,

@@ -34,7 +34,7 @@ one of its executions is pending.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import Any, Final
 
@@ -181,13 +181,13 @@ class ObanExecutor:
     async def schedule(
         self, conn: AsyncConnection[Any], execution_id: str, effect: SendDelayed
     ) -> None:
-        """A timer job on the step's connection (idempotent on ``(scope, ordinal)``)."""
-        # The planner addressed this send to the execution itself; its own #_scxml_ id
-        # fires the same event as no target, which is the only target a timer row holds.
-        if effect.target is not None:
-            effect = dataclasses.replace(effect, target=None)
+        """A timer job on the step's connection (idempotent on ``(scope, ordinal)``).
+
+        Whatever its target: when it fires, ``Executions.fire`` routes it as the planner
+        says, in the step that applies it.
+        """
         try:
-            await _timer.schedule(self.config, execution_id, effect, conn=conn)
+            await _timer.schedule(self.config, execution_id, effect, conn=conn, any_target=True)
         except ScheduleRejected as exc:
             raise EffectRefused(exc.reason, str(exc)) from exc
 
@@ -269,6 +269,10 @@ class ObanExecutor:
         return False
 
 
+_Run = Callable[[Executions, str | None], Awaitable[StepResult]]
+"""A step of an execution delivery, given the installed ``Executions`` and the job's key."""
+
+
 class _Steps:
     """What both execution deliveries share: step with the job's key, map the answer."""
 
@@ -283,13 +287,26 @@ class _Steps:
         (``executions.step(..., conn=conn)`` inside your own transaction)."""
         return await executions.step(execution_id, event, key=key)
 
-    async def apply(self, execution_id: str, event: Event | EventBuilder) -> DeliveryAnswer:
-        """Step with the running job's id as the key; the delivery answer."""
+    async def fire(
+        self, executions: Executions, execution_id: str, delayed: SendDelayed, key: str | None
+    ) -> StepResult:
+        """Fire a timer into the execution; override as ``step``
+        (``executions.fire(..., conn=conn)``)."""
+        return await executions.fire(execution_id, delayed, key=key)
+
+    async def apply_event(self, execution_id: str, event: Event | EventBuilder) -> DeliveryAnswer:
+        """Step ``event`` (see ``step``) with the running job's id as the key."""
+        return await self.apply(
+            execution_id, lambda executions, key: self.step(executions, execution_id, event, key)
+        )
+
+    async def apply(self, execution_id: str, run: _Run) -> DeliveryAnswer:
+        """``run`` the step with the running job's id as the key; the delivery answer."""
         installed = _require()
         job = current_job()
         key = f"job:{job.id}" if job is not None and job.id is not None else None
         try:
-            result = await self.step(installed.executions, execution_id, event, key)
+            result = await run(installed.executions, key)
         except ExecutionNotFound:
             return Discarded("terminated")
         except NeedsMigration:
@@ -307,11 +324,10 @@ class ExecutionDelivery(_Steps):
     """The timer delivery of durable executions (the scope is the execution id)."""
 
     async def deliver(self, scope: str, effect: SendDelayed) -> DeliveryAnswer:
-        """Fire the timer into the execution: ``planner.fire``'s event, stepped once."""
-        instruction = planner.fire(scope, effect)
-        if not isinstance(instruction.target, planner.SelfTarget):
-            return Discarded("not_addressed_to_the_execution")
-        return await self.apply(scope, instruction.event)
+        """Fire the timer into the execution (``Executions.fire``), applied once."""
+        return await self.apply(
+            scope, lambda executions, key: self.fire(executions, scope, effect, key)
+        )
 
 
 class ExecutionInvokeDelivery(_Steps):
@@ -322,7 +338,7 @@ class ExecutionInvokeDelivery(_Steps):
     ) -> DeliveryAnswer:
         """``done.invoke.<invoke_id>`` with ``data``, if the invocation is still live."""
         answer = planner.invocation_done(invoke_id, data, caller_context=caller_context)
-        return await self.apply(scope, live_answer(answer))
+        return await self.apply_event(scope, live_answer(answer))
 
     async def deliver_failure(
         self,
@@ -336,7 +352,7 @@ class ExecutionInvokeDelivery(_Steps):
         """``error.communication.invoke.<invoke_id>`` with ``{reason, attempts, detail}``."""
         failure = {"reason": reason, "attempts": attempts, "detail": detail}
         answer = planner.invocation_failed(invoke_id, failure, caller_context=caller_context)
-        return await self.apply(scope, live_answer(answer))
+        return await self.apply_event(scope, live_answer(answer))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

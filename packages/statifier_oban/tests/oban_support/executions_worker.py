@@ -23,10 +23,10 @@ from typing import Any
 
 from oban import Oban, current_job
 from psycopg_pool import AsyncConnectionPool
-from statifier.core.events import Event
+from statifier.core.effects import SendDelayed
 from statifier_oban import executions as execution_jobs
 from statifier_oban.executions import ExecutionDelivery, ObanExecutor, execution_config
-from statifier_persistence import AlreadyApplied, EventBuilder, Executions, StepResult
+from statifier_persistence import AlreadyApplied, Executions, StepResult
 
 DELIVERY_PATH = "oban_support.executions_worker:RecordingDelivery"
 """The delivery named on the timer jobs of this test."""
@@ -49,19 +49,19 @@ CREATE TABLE IF NOT EXISTS exec_raw (
 class RecordingDelivery(ExecutionDelivery):
     """``ExecutionDelivery`` recording each committed delivery in ``exec_raw``."""
 
-    async def step(
+    async def fire(
         self,
         executions: Executions,
         execution_id: str,
-        event: Event | EventBuilder,
+        delayed: SendDelayed,
         key: str | None,
     ) -> StepResult:
-        """The step and its ``exec_raw`` row, in one transaction."""
+        """The fired step and its ``exec_raw`` row, in one transaction."""
         pool = executions.pool
         assert pool is not None
         job = current_job()
         async with pool.connection() as conn, conn.transaction():
-            result = await executions.step(execution_id, event, key=key, conn=conn)
+            result = await executions.fire(execution_id, delayed, key=key, conn=conn)
             outcome = "already_applied" if isinstance(result, AlreadyApplied) else "applied"
             await conn.execute(
                 "INSERT INTO exec_raw (job_id, execution_id, outcome, pid) VALUES (%s, %s, %s, %s)",

@@ -47,7 +47,7 @@ from ._errors import (
     StoreError,
     UnstorablePosition,
 )
-from ._executions import EventBuilder, Executions
+from ._executions import EventBuilder, Executions, StepObserver
 from ._executor import EffectExecutor, HostHook, LoggingHost
 from ._limits import MAX_ID_LENGTH, MAX_KEY_LENGTH, Limits
 from ._pins import ExecutionPins, PinReport, PinSource
@@ -139,6 +139,7 @@ __all__ = [
     "RevisionMethods",
     "SchemaError",
     "StatementError",
+    "StepObserver",
     "StepResult",
     "Stepped",
     "StoreError",

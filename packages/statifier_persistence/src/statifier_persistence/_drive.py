@@ -11,8 +11,8 @@ with each (ADR 12):
   ``self_send_limit``). To ``#_internal``: ``deliver_internal``. To a live invocation:
   the executor's ``forward``. To anyone else: the host hook's ``deliver``. Whatever
   cannot be delivered raises ``planner.undeliverable`` in the chart.
-* ``Schedule``: a delayed send to the execution itself becomes a timer through the
-  executor; to any other target it has no durable form (``error.communication``).
+* ``Schedule``: a delayed send, whatever its target, becomes a timer through the
+  executor; when it fires (``fired``) it is delivered as an immediate send would be.
 * ``CancelTimers``, ``StartInvocation``, ``StopInvocation``: the executor; a stopped
   invocation's open fan-outs are abandoned too (``_settlement``).
 * ``Forward`` (autoforward): the executor's ``forward``; a refusal is logged.
@@ -79,6 +79,12 @@ class Drive:
         """Drive an external event, then everything it sends the execution itself."""
         self.state, effects = handle_event(self.state, event, routes=self.routes)
         await self._perform(effects)
+        await self._settle()
+
+    async def fired(self, delayed: fx.SendDelayed) -> None:
+        """A delayed send of this execution fired: deliver it as the planner says, then
+        everything that sends the execution itself (as ``event`` does)."""
+        await self._deliver(planner.fire(self.scope, delayed))
         await self._settle()
 
     async def initial(self, effects: list[fx.Effect]) -> None:
@@ -187,14 +193,7 @@ class Drive:
         self._internal.append(planner.undeliverable(instruction.send_id, message))
 
     async def _schedule(self, effect: fx.SendDelayed) -> None:
-        target = planner.parse_target(effect.target, self.scope)
-        if not isinstance(target, planner.SelfTarget):
-            message = (
-                f"a delayed send to {planner.address(target)!r} has no durable form "
-                "in a durable execution (only sends to the execution itself do)"
-            )
-            self._internal.append(planner.undeliverable(effect.send_id, message))
-            return
+        # Every target has a durable form: the timer is routed when it fires (``fired``).
         try:
             await self.executor.schedule(self.conn, self.scope, effect)
         except EffectRefused as refused:

@@ -10,13 +10,14 @@ commit. A failure anywhere rolls all of it back: the previous position, and no j
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 from statifier import Machine, initialize, new_session_id
 from statifier.core import position
+from statifier.core.effects import SendDelayed
 from statifier.core.events import Event
 from statifier.core.state import MachineState
 
@@ -63,6 +64,15 @@ from ._rows import (
 from ._settlement import FanOut, FanOutKey, Policy, Settlement
 from ._sql import check_prefix, statement
 
+_DriveAction = Callable[[Drive], Awaitable[Decline | None]]
+"""What a keyed step does with the locked execution's drive (None: store it)."""
+
+StepObserver = Callable[[Stepped], None]
+"""Called with every drive this ``Executions`` committed (create, step, cancel), whichever
+caller or worker made it: the row, the new position and every effect in order. For audit
+trails, tracing and tests; it runs after the transaction (with ``conn=``: after the
+savepoint), and what it raises is logged, never undoes the step."""
+
 logger = logging.getLogger("statifier_persistence")
 
 EventBuilder = Callable[[MachineState], Event | Decline]
@@ -90,7 +100,8 @@ class Executions(RevisionMethods):
     ``position_key`` (the host's secret, at least 16 bytes) makes every stored position's
     digest an HMAC only a holder of the key can recompute, so a position written into the
     table by anyone else is refused (``CorruptExecution``); every process stepping the
-    executions needs the same key. Chart revisions (``revisions``, ``migrate``,
+    executions needs the same key. ``observer`` (a ``StepObserver``) sees every drive
+    this instance commits, with its effects. Chart revisions (``revisions``, ``migrate``,
     ``park_all``, ``retire``...) are ``RevisionMethods``'.
     """
 
@@ -103,6 +114,7 @@ class Executions(RevisionMethods):
         prefix: str = "public",
         limits: Limits | None = None,
         position_key: bytes | None = None,
+        observer: StepObserver | None = None,
     ) -> None:
         if not isinstance(executor, EffectExecutor):
             raise InvalidArgument(f"executor must implement EffectExecutor, not {executor!r}")
@@ -119,6 +131,7 @@ class Executions(RevisionMethods):
                 f"position_key must be bytes, at least {MIN_POSITION_KEY_BYTES} of them"
             )
         self._position_key = position_key
+        self._observer = observer
         self._settlement = Settlement(self._prefix, self._limits, executor)
 
     @property
@@ -164,6 +177,7 @@ class Executions(RevisionMethods):
         datamodel: Mapping[str, Any] | None = None,
         parent: ParentLink | None = None,
         caller_context: Any = None,
+        trace: bool = False,
         conn: AsyncConnection[Any] | None = None,
     ) -> Stepped:
         """Register ``chart``, run its initial drive as execution ``execution_id`` (a fresh
@@ -171,8 +185,9 @@ class Executions(RevisionMethods):
 
         ``metadata`` is the host's JSON object (queryable by ``list``); ``datamodel`` seeds
         variables; ``parent`` links a child execution to its invocation; ``caller_context``
-        is the first macrostep's opaque host term. Raises ``ExecutionExists`` for a taken
-        id (nothing written).
+        is the first macrostep's opaque host term. ``trace`` makes every step of the
+        execution also produce the core's trace effects (microsteps, dequeued events), for
+        an ``observer`` to see. Raises ``ExecutionExists`` for a taken id (nothing written).
         """
         _check_machine(chart)
         execution_id = (
@@ -209,6 +224,7 @@ class Executions(RevisionMethods):
                 invoke_types=self._executor.invoke_types,
                 routes=routes,
                 caller_context=caller_context,
+                trace=trace,
             )
             drive = self._drive(db, execution, state, routes)
             await drive.initial(effects)
@@ -234,23 +250,65 @@ class Executions(RevisionMethods):
         ``ExecutionNotFound``, a parked one ``NeedsMigration``, a chart or position that
         is not the row's ``IdentityMismatch``; an executor's failure is raised as it is.
         """
+        if not isinstance(event, Event) and not callable(event):
+            raise InvalidArgument(f"event must be an Event or a builder, not {event!r}")
+
+        async def drive_event(drive: Drive) -> Decline | None:
+            built = event if isinstance(event, Event) else event(drive.state)
+            if isinstance(built, Decline):
+                return built
+            if not isinstance(built, Event):
+                raise InvalidArgument(f"the event builder returned {built!r}, not an Event")
+            await drive.event(built)
+            return None
+
+        return await self._keyed(execution_id, key, conn, drive_event)
+
+    async def fire(
+        self,
+        execution_id: str,
+        delayed: SendDelayed,
+        *,
+        key: str | None = None,
+        conn: AsyncConnection[Any] | None = None,
+    ) -> StepResult:
+        """A delayed send the execution armed has fired: deliver it, in one transaction.
+
+        It goes where ``statifier.core.planner.fire`` says, as an immediate send would: to
+        the execution itself (a macrostep), its internal queue (``#_internal``), a live
+        invocation, or the host hook (``#_parent``, ``#_scxml_<id>``). Keys, liveness and
+        refusals as for ``step``.
+        """
+        if not isinstance(delayed, SendDelayed):
+            raise InvalidArgument(f"delayed must be a SendDelayed, not {delayed!r}")
+
+        async def drive_fired(drive: Drive) -> None:
+            await drive.fired(delayed)
+
+        return await self._keyed(execution_id, key, conn, drive_fired)
+
+    async def _keyed(
+        self,
+        execution_id: str,
+        key: str | None,
+        conn: AsyncConnection[Any] | None,
+        action: _DriveAction,
+    ) -> StepResult:
         execution_id = check_execution_id(execution_id)
         if key is not None:
             key = check_key(key)
-        if not isinstance(event, Event) and not callable(event):
-            raise InvalidArgument(f"event must be an Event or a builder, not {event!r}")
         try:
-            return await self._step(execution_id, event, key, conn)
+            return await self._step(execution_id, action, key, conn)
         except _KeyRace:
             # A concurrent step applied this key while this one waited for the row lock
             # (the key check read the snapshot from before the wait). This transaction
             # rolled back; checked again, the key is seen.
-            return await self._step(execution_id, event, key, conn)
+            return await self._step(execution_id, action, key, conn)
 
     async def _step(
         self,
         execution_id: str,
-        event: Event | EventBuilder,
+        action: _DriveAction,
         key: str | None,
         conn: AsyncConnection[Any] | None,
     ) -> StepResult:
@@ -264,13 +322,10 @@ class Executions(RevisionMethods):
                 raise NeedsMigration(execution)
             routes = self._host.routes(execution)
             state = await self._position(db, execution, blob, routes)
-            built = event if isinstance(event, Event) else event(state)
-            if isinstance(built, Decline):
-                return Declined(execution, built.reason)
-            if not isinstance(built, Event):
-                raise InvalidArgument(f"the event builder returned {built!r}, not an Event")
             drive = self._drive(db, execution, state, routes)
-            await drive.event(built)
+            declined = await action(drive)
+            if declined is not None:
+                return Declined(execution, declined.reason)
             stored = await self._store(db, drive, key)
             await self._settlement.after_store(db, execution.status, stored)
         return self._stepped(stored, drive)
@@ -608,7 +663,13 @@ class Executions(RevisionMethods):
                 self._host.report(stored, effect)
             except Exception:
                 logger.exception("%s: the host's report hook raised", stored.id)
-        return Stepped(stored, drive.state, tuple(drive.effects))
+        stepped = Stepped(stored, drive.state, tuple(drive.effects))
+        if self._observer is not None:
+            try:
+                self._observer(stepped)
+            except Exception:
+                logger.exception("%s: the step observer raised", stored.id)
+        return stepped
 
 
 def _check_parent(parent: Any) -> None:
