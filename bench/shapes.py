@@ -93,7 +93,7 @@ _PING_PONG_YAML = """statechart:
 def _ping_pong_class() -> type:
     from statemachine import State, StateMachine
 
-    class PingPong(StateMachine):  # type: ignore[type-arg]
+    class PingPong(StateMachine):
         """Flat ``off``/``on`` (if anything less work than the compound chart)."""
 
         off = State(initial=True)
