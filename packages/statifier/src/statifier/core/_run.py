@@ -17,7 +17,7 @@ from statifier.budget import Budget, MacrostepLimits, Reason
 from statifier.chart.model import ContentNode, DataNode, Machine, Owner, StateNode, TransitionNode
 from statifier.core import effects as fx
 from statifier.core.events import Event
-from statifier.core.state import MachineState
+from statifier.core.state import MachineState, StateBuilder, finish
 from statifier.datamodel import EvaluationError, Expression, Location, WriteResult, datamodel_for
 from statifier.values import ValueRefused, ValueTooLarge, brief, measure
 
@@ -27,10 +27,7 @@ Effects = list[fx.Effect]
 _SMALL = 2**64
 """Integers below this in magnitude write out in at most 20 digits."""
 
-_new_budget = object.__new__
-
-_BOUND = "_datamodel_bound"
-"""Where a frozen state keeps ``(datamodel, bound)`` for the next call."""
+_new = object.__new__
 
 
 class Keep:
@@ -81,6 +78,7 @@ class Run:
         "datamodel",
         "effects",
         "entered",
+        "entered_now",
         "history",
         "in_state",
         "internal_queue",
@@ -95,6 +93,7 @@ class Run:
         "microstep",
         "node",
         "origin",
+        "replayable",
         "round",
         "routes",
         "running",
@@ -147,6 +146,12 @@ class Run:
     """The executable-content node being run (it locates the errors it raises)."""
     line: int | None
     """The source line of the element being run, for ``ErrorRaised``."""
+    replayable: bool
+    """Whether this macrostep so far depends only on the configuration and the event name
+    (``statifier.core._replay``): cleared by any condition, content, history, final state,
+    internal event or invocation."""
+    entered_now: set[int]
+    """The states this macrostep entered (kept while it is replayable)."""
 
     @classmethod
     def fresh(
@@ -187,6 +192,7 @@ class Run:
         run.in_state = ActiveStates(run)
         run.node = None
         run.line = None
+        run.replayable = False
         run.meter(limits if limits is not None else MacrostepLimits())
         return run
 
@@ -223,9 +229,10 @@ class Run:
         run.in_state = ActiveStates(run)
         run.node = None
         run.line = None
+        run.replayable = False
         # The budget, inlined from ``meter``: this runs once per event.
         limits = run.limits = state.limits
-        budget = run.budget = _new_budget(Budget)
+        budget = run.budget = _new(Budget)
         budget.limits = limits
         budget.steps = limits.start_steps
         budget.output = limits.start_output
@@ -242,39 +249,36 @@ class Run:
         self.origin = None
 
     def freeze(self) -> MachineState:
-        state = MachineState.__new__(MachineState)
-        # MachineState is frozen; filling its __dict__ directly is the fast path that the
-        # generated __init__ (one object.__setattr__ per field) is not.
-        state.__dict__.update(
-            machine=self.machine,
-            session_id=self.session_id,
-            configuration=self.frozen_config(),
-            internal_queue=tuple(self.internal_queue),
-            history=self.history,
-            entered=self.entered,
-            states_to_invoke=tuple(sorted(self.states_to_invoke)) if self.states_to_invoke else (),
-            invocations=self.invocations,
-            invoke_counter=self.invoke_counter,
-            send_counter=self.send_counter,
-            timer_counter=self.timer_counter,
-            caller_context=self.caller_context,
-            datamodel=self.datamodel,
-            running=self.running,
-            status="done" if self.status == "done" else "running",
-            macrostep=self.macrostep,
-            microstep=self.microstep,
-            round=self.round,
-            trace=self.trace,
-            max_macrostep_rounds=self.max_rounds,
-            invoke_types=self.invoke_types,
-            routes=self.routes,
-            limits=self.limits,
+        state: Any = _new(StateBuilder)
+        state.machine = self.machine
+        state.session_id = self.session_id
+        state.configuration = self.frozen_config()
+        state.internal_queue = tuple(self.internal_queue) if self.internal_queue else ()
+        state.history = self.history
+        state.entered = self.entered
+        state.states_to_invoke = (
+            tuple(sorted(self.states_to_invoke)) if self.states_to_invoke else ()
         )
-        if self.bound is not None:
-            # Derived data, not a field: carried to the next call on this very datamodel
-            # (a state rebuilt with another datamodel measures it afresh).
-            state.__dict__[_BOUND] = (self.datamodel, self.bound)
-        return state
+        state.invocations = self.invocations
+        state.invoke_counter = self.invoke_counter
+        state.send_counter = self.send_counter
+        state.timer_counter = self.timer_counter
+        state.caller_context = self.caller_context
+        state.datamodel = self.datamodel
+        state.running = self.running
+        state.status = "done" if self.status == "done" else "running"
+        state.macrostep = self.macrostep
+        state.microstep = self.microstep
+        state.round = self.round
+        state.trace = self.trace
+        state.max_macrostep_rounds = self.max_rounds
+        state.invoke_types = self.invoke_types
+        state.routes = self.routes
+        state.limits = self.limits
+        # Derived data, not a field: carried to the next call on this very datamodel.
+        bound = self.bound
+        state._datamodel_bound = None if bound is None else (self.datamodel, bound)
+        return finish(state)
 
     # -- small helpers -------------------------------------------------------------------
 
@@ -343,6 +347,7 @@ class Run:
 
     def evaluate(self, expr: Expression) -> Any:
         """Evaluate or raise ``BlockAbort`` after queueing ``error.execution``."""
+        self.replayable = False
         try:
             return expr.evaluate(self.datamodel, self.in_state, self.budget)
         except Exception as exc:  # nothing may escape the core as a Python exception
@@ -353,6 +358,7 @@ class Run:
         """Spec 5.9.1: a condition that cannot be evaluated is false and raises an error."""
         if expr is None:
             return True
+        self.replayable = False
         try:
             return bool(expr.evaluate(self.datamodel, self.in_state, self.budget))
         except Exception as exc:
@@ -525,7 +531,7 @@ class Run:
         that datamodel; else the datamodel measured."""
         origin = self.origin
         if origin is not None:
-            carried = origin.__dict__.get(_BOUND)
+            carried = origin._datamodel_bound
             if carried is not None and carried[0] is origin.datamodel:
                 return int(carried[1])
         return self.measure_datamodel(None, None)

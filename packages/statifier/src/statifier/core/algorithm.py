@@ -26,8 +26,8 @@ from statifier.chart.model import (
     TransitionNode,
     transition_domain,
 )
+from statifier.core import _replay, planner
 from statifier.core import effects as fx
-from statifier.core import planner
 from statifier.core._run import KEEP, BlockAbort, Effects, Keep
 from statifier.core.content import ContentExecutor
 from statifier.core.events import SCXML_EVENT_PROCESSOR, Event, name_matches
@@ -109,12 +109,18 @@ def handle_event(
         raise NotRunningError(f"execution {state.session_id} is not running")
     if isinstance(event, str):
         event = Event(name=event)
+    replayed = _replay.replay(state, event, routes)
+    if replayed is not None:
+        return replayed, []
     run = Interpreter.resume(state, routes)
     try:
         run.process_external(event)
     except (MemoryError, RecursionError) as exc:
         raise _resource_error(state.session_id, exc) from None
-    return run.freeze(), run.effects
+    after = run.freeze()
+    if run.replayable and not run.effects and run.running and not run.internal_queue:
+        _replay.record(state, event.name, after, frozenset(run.entered_now))
+    return after, run.effects
 
 
 def deliver_internal(
@@ -219,6 +225,11 @@ class Interpreter(ContentExecutor):
         self.microstep = 0
         self.round = 0
         self.caller_context = event.caller_context
+        self.replayable = not (
+            self.trace or self.invocations or self.internal_queue or self.machine.has_invokes
+        )
+        if self.replayable:
+            self.entered_now = set()
         if self.trace:
             self.effects.append(fx.EventDequeued(event=event, source="external", **self.counters()))
         self.datamodel["_event"] = event.as_system_variable()
@@ -283,6 +294,7 @@ class Interpreter(ContentExecutor):
                     if not self.internal_queue:
                         macrostep_done = True
                     else:
+                        self.replayable = False
                         internal_event = self.internal_queue.popleft()
                         if self.trace:
                             self.effects.append(
@@ -533,6 +545,7 @@ class Interpreter(ContentExecutor):
         to_exit.sort(reverse=True)
         for s in to_exit:
             for h in states[s].history:
+                self.replayable = False
                 if states[h].history_deep:
                     last = states[s].last
                     recorded = tuple(x for x in self.order() if states[x].atomic and s < x <= last)
@@ -565,6 +578,8 @@ class Interpreter(ContentExecutor):
         machine = self.machine
         to_enter, default_entry, default_history = self.compute_entry_set(enabled)
         has_invokes = machine.has_invokes
+        if self.replayable:
+            self.entered_now.update(to_enter)
         for s in to_enter:
             state = states[s]
             self.config.add(s)
@@ -573,7 +588,8 @@ class Interpreter(ContentExecutor):
                 self.states_to_invoke.add(s)
             if s not in self.entered:
                 self.entered = self.entered | {s}
-                if machine.late_binding and s != 0:
+                if machine.late_binding and s != 0 and state.data:
+                    self.replayable = False
                     for d in state.data:
                         self.initialize_data(machine.data[d])
             for block in state.onentry:
@@ -584,6 +600,7 @@ class Interpreter(ContentExecutor):
             if history_content:
                 self.execute_block(history_content)
             if state.kind == "final":
+                self.replayable = False
                 if state.parent == 0:
                     self.running = False
                 else:
@@ -625,7 +642,9 @@ class Interpreter(ContentExecutor):
             for s in self.get_effective_target_states(t):
                 self.add_ancestor_states_to_enter(s, ancestor, entry)
         result = (sorted(entry.states), entry.default_entry, entry.default_history)
-        if cacheable and not entry.touched_history:
+        if entry.touched_history:
+            self.replayable = False
+        elif cacheable:
             _memoize(self.machine._cache, key, result)
         return result
 
@@ -798,10 +817,9 @@ def _memoize(cache: dict[Any, Any], key: Any, value: Any) -> None:
     """Remember ``value`` in a machine's memo, which is reset when it grows past its limit
     (events and transition sets come from outside: the memo must not grow with them)."""
     if len(cache) >= _MEMO_LIMIT:
-        select = cache.get("select")
+        kept = {name: cache[name] for name in ("select", _replay.STEPS) if name in cache}
         cache.clear()
-        if select is not None:
-            cache["select"] = select
+        cache.update(kept)
     cache[key] = value
 
 

@@ -45,6 +45,7 @@ class ContentExecutor(Run):
         """Run a block; an error ends the block, never the caller (spec 4.9)."""
         if not nodes:
             return
+        self.replayable = False
         try:  # noqa: SIM105 - cheaper than contextlib.suppress on this hot path
             self.execute_nodes(nodes)
         except BlockAbort:
