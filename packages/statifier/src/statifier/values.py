@@ -43,10 +43,21 @@ def measure(value: Any, limit: int, depth: int = 0) -> tuple[int, int]:
     """
     kind = type(value)
     if kind is int:
-        # The common cases, a number or a short string, without setting up the walk.
+        # The common cases, a number, a short string or a flat list, without the walk.
         total = (value.bit_length() * 77 >> 8) + 2
     elif kind is str and len(value) < 256 and value.isascii():
         total = len(value) + 2
+    elif (
+        kind is list
+        and depth < MAX_DEPTH
+        and len(value) + 2 <= limit
+        and (flat := _flat_size(value)) is not None
+    ):
+        # What _walk counts for a list of scalars of one kind, without its stack.
+        total = 2 + len(value) + flat
+        if total > limit:
+            raise ValueTooLarge(f"the value is larger than {limit} bytes written out")
+        return total, 1 + len(value) // 16
     else:
         return _walk(value, limit, depth)
     if total > limit:

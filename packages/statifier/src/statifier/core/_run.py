@@ -16,6 +16,7 @@ from typing import Any, NoReturn, Self
 from statifier.budget import Budget, MacrostepLimits, Reason
 from statifier.chart.model import ContentNode, DataNode, Machine, Owner, StateNode, TransitionNode
 from statifier.core import effects as fx
+from statifier.core._build import datamodel_change
 from statifier.core.events import Event
 from statifier.core.state import MachineState, StateBuilder, finish
 from statifier.datamodel import EvaluationError, Expression, Location, WriteResult, datamodel_for
@@ -313,6 +314,10 @@ class Run:
     def counters(self) -> dict[str, int]:
         return {"macrostep": self.macrostep, "microstep": self.microstep, "round": self.round}
 
+    def counter_values(self) -> tuple[int, int, int]:
+        """``macrostep``, ``microstep`` and ``round``, in that order."""
+        return self.macrostep, self.microstep, self.round
+
     def ids(self, indexes: Iterable[int]) -> tuple[str, ...]:
         states = self.states
         return tuple(states[i].id for i in indexes)
@@ -439,7 +444,8 @@ class Run:
     ) -> fx.DatamodelChange:
         """Assign through a location; unknown or system roots are errors (block aborts)."""
         root = location.root
-        if root.startswith("_") or root not in self.datamodel:
+        datamodel = self.datamodel
+        if root[:1] == "_" or root not in datamodel:
             what = "a read-only system variable" if root.startswith("_") else "not declared"
             self.raise_error(
                 "error.execution",
@@ -447,15 +453,22 @@ class Run:
             )
             raise BlockAbort
         try:
-            result = location.write(self.datamodel, value, self.in_state, self.budget)
-            self.admit(root, result.path, value, result.root_value)
+            if location.plain:
+                # The variable itself: no datamodel call (see ``Location.plain``).
+                path: tuple[str | int, ...] = ()
+                prior = datamodel[root]
+                root_value = value
+            else:
+                result = location.write(datamodel, value, self.in_state, self.budget)
+                path, prior, root_value = result.path, result.prior, result.root_value
+            self.admit(root, path, value, root_value)
         except Exception as exc:
             self.raise_error(
                 "error.execution", self.failure(f"cannot assign to {brief(location.source)}", exc)
             )
             raise BlockAbort from None
-        self.datamodel[root] = result.root_value
-        change = self.change(location.source, result.path, value, result.prior, c_index, owner)
+        datamodel[root] = root_value
+        change = self.change(location.source, path, value, prior, c_index, owner)
         if emit:
             self.effects.append(change)
         return change
@@ -472,15 +485,20 @@ class Run:
         """The ``DatamodelChange`` of one write; values are recorded only in trace mode (an
         effect list that held every prior value would keep every version of the datamodel
         alive for the whole call)."""
-        traced = self.trace
-        return fx.DatamodelChange(
-            location=location,
-            path=path,
-            new_value=value if traced else fx.NOT_RECORDED,
-            prior_value=prior if traced else fx.NOT_RECORDED,
-            c_index=c_index,
-            owner=owner,
-            **self.counters(),
+        if self.trace:
+            return datamodel_change(
+                location, path, value, prior, c_index, owner, *self.counter_values()
+            )
+        return datamodel_change(
+            location,
+            path,
+            fx.NOT_RECORDED,
+            fx.NOT_RECORDED,
+            c_index,
+            owner,
+            self.macrostep,
+            self.microstep,
+            self.round,
         )
 
     def admit_write(self, write: WriteResult) -> None:

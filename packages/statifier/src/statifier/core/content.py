@@ -30,6 +30,7 @@ from statifier.chart.model import (
 )
 from statifier.core import effects as fx
 from statifier.core import planner
+from statifier.core._build import log
 from statifier.core._run import BlockAbort, Run
 from statifier.core.events import MAX_NAME_LENGTH, Event
 from statifier.datamodel import Expression
@@ -79,12 +80,14 @@ class ContentExecutor(Run):
     def exec_log(self, node: LogNode) -> None:
         value = self.ship(self.evaluate(node.expr)) if node.expr is not None else None
         self.effects.append(
-            fx.Log(
-                label=node.label,
-                value=value,
-                c_index=node.c_index,
-                owner=node.owner,
-                **self.counters(),
+            log(
+                node.label,
+                value,
+                node.c_index,
+                node.owner,
+                self.macrostep,
+                self.microstep,
+                self.round,
             )
         )
 

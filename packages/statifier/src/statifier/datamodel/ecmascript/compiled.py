@@ -94,6 +94,11 @@ class Location:
     root: str
     in_ids: tuple[str, ...] = field(default=(), compare=False)
 
+    @property
+    def plain(self) -> bool:
+        """Never: a value assigned in JavaScript comes back revived from JSON."""
+        return False
+
     def write(
         self, variables: Variables, value: Value, in_state: InState, budget: Budget | None = None
     ) -> WriteResult:
