@@ -76,16 +76,16 @@ def _walk(value: Any, limit: int, depth: int) -> tuple[int, int]:
         work += 1
         kind = type(item)
         if kind is str:
-            total += _text_size(item)
+            total += len(item) + 2 if item.isascii() else _text_size(item)
         elif kind is int:
             # 77/256 slightly exceeds log10(2): never an underestimate of the digits.
             total += (item.bit_length() * 77 >> 8) + 2
+        elif item is None or kind is bool:
+            total += 5
         elif kind is float:
             if not math.isfinite(item):
                 raise ValueRefused(f"{item!r} cannot be stored (it is not a finite number)")
             total += _FLOAT_TEXT
-        elif item is None or kind is bool:
-            total += 5
         elif kind is list or kind is dict:
             if depth >= MAX_DEPTH:
                 raise ValueRefused(f"the value is nested more than {MAX_DEPTH} levels deep")
@@ -106,7 +106,7 @@ def _walk(value: Any, limit: int, depth: int) -> tuple[int, int]:
                             raise ValueRefused(
                                 f"dict key {brief(key)} is a {type(key).__name__}, not a string"
                             )
-                        total += _text_size(key)
+                        total += len(key) + 2 if key.isascii() else _text_size(key)
                         push((child, depth + 1))
         else:
             raise ValueRefused(f"a {kind.__name__} cannot be stored (values are JSON-like)")
