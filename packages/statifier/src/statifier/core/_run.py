@@ -253,10 +253,17 @@ class Run:
         state: Any = _new(StateBuilder)
         state.machine = self.machine
         state.session_id = self.session_id
-        state.configuration = self.frozen_config()
+        origin = self.origin
+        configuration = self.frozen_config()
+        entered = self.entered
+        if origin is None or configuration is not origin.configuration:
+            configuration = shared(self.machine, configuration)
+        if origin is None or entered is not origin.entered:
+            entered = shared(self.machine, entered)
+        state.configuration = configuration
         state.internal_queue = tuple(self.internal_queue) if self.internal_queue else ()
         state.history = self.history
-        state.entered = self.entered
+        state.entered = entered
         state.states_to_invoke = (
             tuple(sorted(self.states_to_invoke)) if self.states_to_invoke else ()
         )
@@ -637,6 +644,24 @@ class Run:
         self.effects.append(
             self.change(write.root, path, write.root_value, write.prior, c_index, owner)
         )
+
+
+_SHARED = "sets"
+"""The key, in a machine's ``_cache``, of the state sets its executions share."""
+
+_SHARED_LIMIT = 4096
+
+
+def shared(machine: Machine, states: frozenset[int]) -> frozenset[int]:
+    """The one set of ``machine``'s executions equal to ``states`` (states hold their
+    configuration and the states they entered; many executions hold equal ones)."""
+    memo: dict[frozenset[int], frozenset[int]] = machine._cache.setdefault(_SHARED, {})
+    found = memo.get(states)
+    if found is None:
+        if len(memo) >= _SHARED_LIMIT:
+            memo.clear()
+        found = memo[states] = states
+    return found
 
 
 def _writable(name: str) -> bool:
