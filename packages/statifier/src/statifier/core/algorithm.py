@@ -232,7 +232,8 @@ class Interpreter(ContentExecutor):
         if self.trace:
             self.effects.append(fx.EventDequeued(event=event, source="external", **self.counters()))
         self.datamodel["_event"] = event.as_system_variable()
-        self.finalize_and_autoforward(event)
+        if self.invocations:
+            self.finalize_and_autoforward(event)
         enabled = self.select_transitions(event)
         if enabled:
             self.microstep += 1
@@ -270,6 +271,7 @@ class Interpreter(ContentExecutor):
         events to quiescence (or the round budget), then the invoke pass."""
         budget = self.max_rounds
         meter = self.budget
+        eventless = self.machine.has_eventless
         rounds = 0
         while self.running:
             macrostep_done = False
@@ -288,7 +290,7 @@ class Interpreter(ContentExecutor):
                     return
                 rounds += 1
                 self.round += 1
-                enabled = self.select_eventless_transitions()
+                enabled = self.select_eventless_transitions() if eventless else []
                 if not enabled:
                     if not self.internal_queue:
                         macrostep_done = True
@@ -308,7 +310,8 @@ class Interpreter(ContentExecutor):
                     self.do_microstep(enabled)
             if not self.running:
                 break
-            self.invoke_pass()
+            if self.states_to_invoke:
+                self.invoke_pass()
             if self.internal_queue:
                 continue
             if self.trace:
@@ -546,7 +549,9 @@ class Interpreter(ContentExecutor):
         if len(transitions) == 1:
             # The common case: one run of the sorted configuration, already in order.
             t = transitions[0]
-            domain = self.get_transition_domain(t) if t.targets else None
+            if not t.targets:
+                return []
+            domain = t.domain if t.static else self.get_transition_domain(t)
             if domain is None:
                 return []
             return order[bisect_right(order, domain) : bisect_right(order, states[domain].last)]
