@@ -75,6 +75,7 @@ from statifier_oban._names import INVOKE_WORKER, META_DELIVERY
 from statifier_oban._resolve import path_of
 from statifier_oban.embedded import EmbeddedPostgres
 from statifier_oban.schema import install
+from worker_processes import WorkerProcesses, serve_until_stdin_closes
 
 TARGET = 0.7
 """Ours/raw invocations per second must be at least this (our overhead at most 30%)."""
@@ -197,11 +198,6 @@ DELIVERY_PATH = path_of(CountingDelivery)
 RAW_WORKER = worker_name(RawInvoke)
 
 
-async def _stdin_closed() -> None:
-    """Return once the parent closes our stdin (or exits)."""
-    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.buffer.read)
-
-
 async def serve(url: str, node: str, limit: int) -> None:
     """Worker mode: run both queues with ``limit`` slots each until stdin closes."""
     global _answers, _node
@@ -215,11 +211,8 @@ async def serve(url: str, node: str, limit: int) -> None:
     queues: dict[str, int | dict[str, Any]] = {OURS_QUEUE: limit, RAW_QUEUE: limit}
     oban = Oban(pool=pool, name=f"bench_{node}", node=node, queues=queues)
     try:
-        await oban.start()
-        print("ready", flush=True)
-        await _stdin_closed()
+        await serve_until_stdin_closes(oban)
     finally:
-        await oban.stop()
         await pool.close()
         await _answers.close()
 
@@ -264,61 +257,6 @@ class Server:
                     sql.Identifier(self.database)
                 )
             )
-
-
-class Workers:
-    """``count`` worker processes (this file with ``--worker``), started and stopped here."""
-
-    def __init__(self, url: str, count: int, limit: int) -> None:
-        self.url = url
-        self.count = count
-        self.limit = limit
-        self.procs: list[asyncio.subprocess.Process] = []
-
-    async def start(self) -> None:
-        """Start every process and wait for its ``ready`` line."""
-        for i in range(self.count):
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable,
-                str(Path(__file__).resolve()),
-                "--worker",
-                "--url",
-                self.url,
-                "--node",
-                f"w{i + 1}",
-                "--limit",
-                str(self.limit),
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-            )
-            self.procs.append(proc)
-        for proc in self.procs:
-            assert proc.stdout is not None
-            line = await asyncio.wait_for(proc.stdout.readline(), 60)
-            if line.strip() != b"ready":
-                raise VerificationError(f"worker process did not start (said {line!r})")
-
-    def cpu_seconds(self) -> float:
-        """User plus system CPU time of every worker process so far (Linux ``/proc``)."""
-        ticks = os.sysconf("SC_CLK_TCK")
-        total = 0
-        for proc in self.procs:
-            fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
-        return total / ticks
-
-    async def stop(self) -> None:
-        """Close every worker's stdin and wait for it to exit."""
-        for proc in self.procs:
-            if proc.stdin is not None:
-                proc.stdin.close()
-        for proc in self.procs:
-            try:
-                await asyncio.wait_for(proc.wait(), 30)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
-        self.procs.clear()
 
 
 @dataclass
@@ -441,7 +379,7 @@ class Bench:
         await asyncio.gather(*(enqueuer(k) for k in range(enqueuers)))
         return time.perf_counter() - t0, time.process_time() - c0
 
-    async def round(self, path: str, workers: Workers, jobs: int, mode: str) -> Round:
+    async def round(self, path: str, workers: WorkerProcesses, jobs: int, mode: str) -> Round:
         """One round; the figures. Verified: every invocation answered once, jobs completed.
 
         ``pipeline``: enqueue while the workers run (timed from the first enqueue to the
@@ -592,7 +530,9 @@ async def measure(server: Server, args: argparse.Namespace) -> bool:
     results: dict[tuple[str, str, int], list[Round]] = {}
     try:
         for processes in args.processes:
-            workers = Workers(server.db_url, processes, args.limit)
+            workers = WorkerProcesses(
+                str(Path(__file__).resolve()), server.db_url, processes, args.limit
+            )
             await workers.start()
             try:
                 for mode in MODES:  # warm-up: imports, pools, plans

@@ -10,8 +10,10 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import tomllib
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,11 +33,24 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh virtualenv with every workspace package's wheel installed."""
+def installed() -> Iterator[Path]:
+    """A fresh virtualenv with every workspace package's wheel installed.
+
+    It lives in a folder of its own that other users may traverse: run as root, the
+    embedded PostgreSQL of the demo runs ``pg_ctl`` from this virtualenv as a dedicated
+    system user, which pytest's private (0700) temporary folders would lock out.
+    """
     uv = shutil.which("uv")
     assert uv is not None, "uv is needed to build and install the wheels"
-    work = tmp_path_factory.mktemp("wheel")
+    work = Path(tempfile.mkdtemp(prefix="statifier-wheel-"))
+    work.chmod(0o755)
+    try:
+        yield _install(uv, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _install(uv: str, work: Path) -> Path:
     wheels = work / "wheels"
     for package in PACKAGES:
         name = package.replace("_", "-")

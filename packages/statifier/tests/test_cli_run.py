@@ -31,7 +31,23 @@ def test_trace_shows_every_microstep(capsys: pytest.CaptureFixture[str]) -> None
 
 def test_without_trace_no_trace_lines(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", str(CARD), "-e", "capture.requested"]) == 0
-    assert "trace:" not in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "trace:" not in out
+    writes = [line.strip() for line in out.splitlines() if "set " in line]
+    assert writes == ["set captures = 0", "set captures = 1"]
+
+
+def test_an_exhausted_budget_names_the_budget(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chart = tmp_path / "loop.scxml"
+    chart.write_text(
+        f'<scxml {NS} version="1.0" initial="a">'
+        '<state id="a"><transition target="b"/></state>'
+        '<state id="b"><transition target="a"/></state></scxml>'
+    )
+    assert main(["run", str(chart)]) == 0
+    assert "rounds budget of 10000 exhausted" in capsys.readouterr().out
 
 
 def test_unmatched_event_is_a_notice_with_a_suggestion(

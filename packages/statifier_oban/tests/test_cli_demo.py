@@ -1,14 +1,13 @@
 """``statifier-oban demo``: the command runs the ``statifier_demo`` package end to end.
 
 The end-to-end runs use a fresh database of the test server (``--database-url``) and a
-1 s hold; each takes a few seconds, most of it starting the two phase interpreters. The
+1 s hold unit; each takes 10 to 20 s, most of it starting five worker processes. The
 demo's own checks are tested in ``packages/statifier_demo/tests``. Also: the command
 without the package, and the other commands never loading demo code.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -29,11 +28,12 @@ def rows(url: str, query: Any, params: Any = None) -> list[tuple[Any, ...]]:
         return conn.execute(query, params).fetchall()
 
 
-def card_ids(out: str) -> tuple[str, str]:
-    """The two session ids the demo announced (they carry a run id with --database-url)."""
-    found = re.findall(r"card [AB] \((sess_card_[ab]_[0-9a-f]{8})\)", out)
-    assert len(found) >= 2, out
-    return found[0], found[1]
+def card_ids(out: str) -> list[str]:
+    """The four card ids the demo announced (they carry a run id with --database-url)."""
+    found = re.findall(r"card [ABCD] \((card_[abcd]_[0-9a-f]{8})\)", out)
+    assert len(found) >= 4, out
+    by_letter = {card[5]: card for card in found}
+    return [by_letter[letter] for letter in "abcd"]
 
 
 def test_the_demo_runs_end_to_end(database_url: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -41,60 +41,65 @@ def test_the_demo_runs_end_to_end(database_url: str, capsys: pytest.CaptureFixtu
 
     out, err = capsys.readouterr()
     assert code == 0, out + err
-    card_a, card_b = card_ids(out)
-    # The timeline tells the story: armed, cancelled, deploy, resumed, fired.
-    assert re.search(rf"p1:\d+\s+armed\s+{card_a}  <send id=\"hold\"> -> job \d+", out), out
-    assert re.search(rf"p1:\d+\s+armed\s+{card_b}  <send id=\"hold\"> -> job \d+", out), out
-    assert re.search(rf"p1:\d+\s+cancelled\s+{card_a}  .*: 1 pending job\(s\) cancelled", out)
-    assert re.search(rf"p1:\d+\s+row\s+{card_a}  job \d+ is cancelled", out), out
-    assert re.search(r"p1:\d+\s+deploy\s+deploy: oban stopped", out), out
-    assert re.search(rf"p2:\d+\s+resumed\s+{card_b}  resumed from the stored position", out)
-    assert re.search(rf"p2:\d+\s+fired\s+{card_b}  job \d+ \(attempt 1\) fired", out), out
-    assert re.search(rf"p2:\d+\s+halted\s+{card_b}  session halted: done in expired", out)
-    assert not re.search(r"\s+discarded\s+sess_", out), out
-    assert "FAIL" not in out and "demo passed: all 10 checks hold" in out
+    card_a, card_b, card_c, card_d = card_ids(out)
+    # The timeline tells the story: a capture, a kill mid-flight, a deploy.
+    assert re.search(rf"demo\s+step\s+{card_a}: capture.requested", out), out
+    assert re.search(rf"w2\s+delivered\s+{card_d}: job \d+ \(attempt 1\) applied", out), out
+    assert re.search(rf"w2\s+stalls\s+{card_d}", out), out
+    assert re.search(r"w2\s+killed\s+SIGKILL", out), out
+    assert re.search(rf"w3\s+delivered\s+{card_d}: job \d+ \(attempt 2\) already applied", out)
+    assert re.search(rf"demo\s+due\s+{card_b}'s hold is due, and no worker is running", out)
+    assert re.search(rf"w[45]\s+delivered\s+{card_b}: .* applied, {card_b} ended in expired", out)
+    assert re.search(rf"w[45]\s+delivered\s+{card_c}: .* applied, {card_c} ended in expired", out)
+    assert "FAIL" not in out and "demo passed: all 12 checks hold" in out
     assert err == ""
-
-    # Three processes: this one and two phase processes, one after the other.
-    pids = [int(p) for p in re.findall(r"process \d started \(pid (\d+)\)", out)]
-    assert len(set(pids)) == 2 and os.getpid() not in pids
-    assert re.search(rf"p1:{pids[0]}\s", out) and re.search(rf"p2:{pids[1]}\s", out)
 
     # The database agrees, read independently of the demo's own checks.
     jobs = rows(
         database_url,
-        "SELECT args->>'scope', state::text, attempt, attempted_by[1] FROM oban_jobs "
+        "SELECT args->>'scope', state::text, coalesce((meta->>'rescued')::int, 0) FROM oban_jobs "
         "WHERE worker = %s ORDER BY id",
         [TIMER_WORKER],
     )
     assert jobs == [
-        (card_a, "cancelled", 0, None),
-        (card_b, "completed", 1, f"demo-phase2.{pids[1]}"),
+        (card_a, "cancelled", 0),
+        (card_d, "completed", 1),
+        (card_b, "completed", 0),
+        (card_c, "completed", 0),
     ]
-    stored = dict(
+    ended = dict(
         rows(
             database_url,
-            "SELECT session_id, status || ':' || array_to_string(configuration, ',') "
-            "FROM demo_positions",
+            "SELECT id, status || ':' || (outcome->'configuration'->>0) || ':' || step_count "
+            "FROM statifier_executions",
         )
     )
-    assert stored == {card_a: "done:settled", card_b: "done:expired"}
+    assert ended == {
+        card_a: "completed:settled:3",
+        card_b: "completed:expired:2",
+        card_c: "completed:expired:2",
+        card_d: "completed:expired:2",
+    }
+    deliveries = rows(database_url, "SELECT execution_id, outcome FROM demo_deliveries ORDER BY id")
+    assert deliveries[:2] == [(card_d, "applied"), (card_d, "already applied")]
+    assert sorted(deliveries[2:]) == sorted([(card_b, "applied"), (card_c, "applied")])
+    keys = rows(database_url, "SELECT count(*), count(DISTINCT key) FROM statifier_step_keys")
+    assert keys == [(3, 3)]
 
 
-def test_the_checks_fail_when_phase_2_has_no_position_to_resume(
+def test_the_checks_fail_when_card_a_is_never_captured(
     database_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    args = ["demo", "--database-url", database_url, "--hold", HOLD, "--fault", "unknown-session"]
+    args = ["demo", "--database-url", database_url, "--hold", HOLD, "--fault", "no-capture"]
     code = cli.main(args)
 
     out, err = capsys.readouterr()
     assert code == 1, out + err
-    assert re.search(r"p2:\d+\s+error\s+sess_card_b_\w+_unknown has no stored position", out)
-    assert re.search(r"FAIL\s+process 2 resumed card B under the same session id", out), out
-    assert re.search(r"FAIL\s+card B \(sess_card_b_\w+\) ended expired", out), out
-    assert re.search(r"FAIL\s+process 2 \(pid \d+\) exited with status 0\s+\(found: status 1", out)
-    assert re.search(r"ok\s+card A \(sess_card_a_\w+\) ended settled", out), out
-    assert "demo FAILED: 5 of 10 checks failed" in out
+    assert re.search(r"FAIL\s+card A \(card_a_\w+\) ended settled", out), out
+    assert re.search(r"FAIL\s+card A's hold job was cancelled by the capture", out), out
+    assert re.search(r"FAIL\s+three holds applied in all", out), out
+    assert re.search(r"ok\s+card D's hold job was delivered twice", out), out
+    assert "demo FAILED: 3 of 12 checks failed" in out
     assert err.startswith("statifier-oban demo: error: ") and err.count("\n") == 1
 
 

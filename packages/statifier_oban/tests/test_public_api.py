@@ -10,7 +10,16 @@ from types import ModuleType
 import statifier_oban
 from statifier_oban import StatifierObanError
 
-PUBLIC_MODULES = {"cli", "delivery", "embedded", "latency", "schema", "telemetry", "workers"}
+PUBLIC_MODULES = {
+    "cli",
+    "delivery",
+    "embedded",
+    "executions",
+    "latency",
+    "schema",
+    "telemetry",
+    "workers",
+}
 """Modules without a leading underscore, each public for a reason its docstring gives."""
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +30,11 @@ from statifier_oban.schema import (
     timer_indexes_sql,
     verify,
 )
+from statifier_persistence.schema import TABLES as PERSISTENCE_TABLES
+from statifier_persistence.schema import install_sql as install_persistence_sql
 
-ALL_PIECES = [*OBAN_TABLES, *INDEXES]
+ALL_PIECES = [*OBAN_TABLES, *PERSISTENCE_TABLES, *INDEXES]
+"""What ``verify`` checks, in its order (statifier_persistence is installed here)."""
 ALL_STATES = [
     "available",
     "scheduled",
@@ -116,7 +120,7 @@ async def test_verify_reports_our_indexes_missing_next_to_obans_schema(
     async with await connect(url) as conn:
         await conn.execute(oban_install_sql())  # oban's own schema only
 
-    assert await verify(url) == list(INDEXES)
+    assert await verify(url) == [*PERSISTENCE_TABLES, *INDEXES]
 
 
 async def test_verify_reports_a_dropped_index(database_url: str) -> None:
@@ -156,7 +160,9 @@ def test_install_sql_is_obans_sql_followed_by_ours() -> None:
     assert f"WHERE worker = '{TIMER_WORKER}';" in text
     assert "state IN ('scheduled', 'available', 'retryable')" in text
     assert "ON tenant.oban_jobs ((args->>'scope'), (args->>'ordinal'))" in text
-    assert "{" not in text.removeprefix(oban_install_sql("tenant").rstrip())
+    ours = text.removeprefix(oban_install_sql("tenant").rstrip())
+    assert re.search(r"\{[a-z_]+\}", ours) is None  # no placeholder left unfilled
+    assert install_persistence_sql("tenant") in ours  # the execution tables come along
 
 
 @pytest.mark.parametrize(

@@ -12,15 +12,12 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 from statifier_oban import _timer
@@ -32,6 +29,7 @@ if TESTS_DIR not in sys.path:  # see support_harness: makes support_* importable
 
 from support_common import database_fixture, wait_until  # noqa: E402
 from support_harness import Servers, send_delayed, servers_fixture  # noqa: E402
+from support_processes import WorkerProcesses, running, scalar, worker_processes_fixture  # noqa: E402
 from support_sigkill import CREATE_TABLES, RecordingDelivery  # noqa: E402
 
 WORKER_SCRIPT = str(Path(TESTS_DIR) / "support_sigkill.py")
@@ -44,72 +42,11 @@ DEADLINE_S = 60.0
 
 database = database_fixture()
 servers = servers_fixture()
-
-
-class Workers:
-    """Worker processes of one test; every one still alive is killed at teardown."""
-
-    def __init__(self, conninfo: str, queue: str, logs: Path) -> None:
-        self.conninfo = conninfo
-        self.queue = queue
-        self.logs = logs
-        self.processes: list[subprocess.Popen[bytes]] = []
-
-    def spawn(self, label: str) -> tuple[subprocess.Popen[bytes], str]:
-        """Start a worker process (its own Oban name and node); return it and its node."""
-        name = f"sigkill_{label}_{uuid.uuid4().hex[:8]}"
-        node = f"{name}.node"
-        log = (self.logs / f"{label}.log").open("wb")
-        process = subprocess.Popen(
-            [sys.executable, WORKER_SCRIPT, self.conninfo, name, node, self.queue],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        log.close()
-        self.processes.append(process)
-        return process, node
-
-    def kill_all(self) -> None:
-        """SIGKILL and reap every process still running."""
-        for process in self.processes:
-            if process.poll() is None:
-                process.kill()
-            process.wait(timeout=10)
-
-
-@pytest.fixture
-def workers(database: str, tmp_path: Path) -> Iterator[Workers]:
-    """Spawns worker processes; kills them all at teardown, whatever happened."""
-    spawned = Workers(database, f"timers_{uuid.uuid4().hex[:8]}", tmp_path)
-    try:
-        yield spawned
-    finally:
-        spawned.kill_all()
-
-
-async def scalar(pool: AsyncConnectionPool, query: Any, params: Any = None) -> Any:
-    """The first column of the first row."""
-    async with pool.connection() as conn:
-        row = await (await conn.execute(query, params)).fetchone()
-    assert row is not None
-    return row[0]
-
-
-async def running(pool: AsyncConnectionPool, node: str, process: subprocess.Popen[bytes]) -> None:
-    """Wait until the worker process on ``node`` has registered its queue's producer."""
-
-    async def ready() -> bool:
-        assert process.poll() is None, f"worker exited with {process.returncode}"
-        return bool(
-            await scalar(pool, "SELECT count(*) FROM oban_producers WHERE node = %s", [node])
-        )
-
-    await wait_until(ready, timeout=20, interval=0.05, what=f"worker {node} running")
+workers = worker_processes_fixture(WORKER_SCRIPT, "timers")
 
 
 async def test_a_sigkilled_worker_loses_no_timer_and_each_is_delivered_at_least_once(
-    servers: Servers, workers: Workers, database: str, record_property: Any
+    servers: Servers, workers: WorkerProcesses, database: str, record_property: Any
 ) -> None:
     pool = await servers.pool(max_size=4)
     async with pool.connection() as conn:

@@ -1,4 +1,4 @@
-"""``python -m statifier_demo``: the demo, or one of its phase processes (``--phase``)."""
+"""``python -m statifier_demo``: the demo (the same as ``statifier-oban demo``)."""
 
 from __future__ import annotations
 

@@ -11,5 +11,5 @@ class ChartNotFound(StatifierDemoError, FileNotFoundError):
     """The card-authorization chart is not where the demo looks for it."""
 
 
-class PhaseFailed(StatifierDemoError):
-    """The phase could not do what it is for; the message says what and is shown as is."""
+class StepFailed(StatifierDemoError):
+    """A step the host made was not applied (the message says what it answered)."""

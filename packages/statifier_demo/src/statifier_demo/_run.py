@@ -1,24 +1,26 @@
-"""``statifier-oban demo``: a card authorization's hold timer survives a deploy.
+"""``statifier-oban demo``: card authorizations as durable executions, served by workers that
+get killed and deployed, each hold applied exactly once.
 
-Runs the card-authorization chart shipped in this package (its 7-day hold scaled down by
-``--hold``, 3 s by default) in live sessions whose delayed sends are oban jobs, and whose positions
-are stored after every step. Three processes take part:
+The card-authorization chart shipped in this package runs as durable executions
+(``statifier_persistence``) in an embedded PostgreSQL (or ``--database-url``), its 7-day
+hold scaled down to ``--hold`` (3 s by default). This process is the host: it creates the
+cards and captures one; the timers are served by plain ``statifier-oban worker`` processes
+with no code of ours (``DemoDelivery``, named on the hold jobs, only records and logs each
+delivery). The story:
 
-* this one: starts an embedded PostgreSQL in a data directory of its own (or uses
-  ``--database-url``), runs the two phases below one after the other, prints their
-  timeline as it comes, then reads the job rows and stored positions back and checks
-  the outcome (exit status 1 if anything went otherwise);
-* process 1 (``python -m statifier_demo --phase first``): installs the schema,
-  authorizes cards A and B (each arms its hold: one timer job each), captures A before
-  its hold is due (which cancels A's job), then "deploys": stops oban and both sessions
-  and exits while B's hold is still pending;
-* process 2 (``--phase resume``): a fresh interpreter loads B's stored position, resumes
-  the session under the same id, runs the timers queue, and B's timer fires into it:
-  B reaches ``expired``.
+1. workers ``w1`` (it leads: it runs oban's rescue) and ``w2`` run the queues;
+2. card A is authorized and captured at once: its hold job is cancelled; card D is
+   authorized with a short hold on a queue only ``w2`` runs;
+3. D's hold fires on ``w2``, whose step commits, and ``w2`` is killed (SIGKILL) before oban
+   acknowledges the job; a replacement ``w3`` starts; oban's lifeline hands the stranded
+   job out again, and the second delivery finds its step key applied: D expired once;
+4. cards B and C are authorized, then both workers are deployed: ``w1`` and ``w3`` stop,
+   B's hold falls due while no worker runs at all, and two new workers (``w4``, ``w5``)
+   fire B's and C's holds;
+5. the timeline, the job rows, the deliveries and the executions are read back and every
+   claim is checked (exit status 1 if anything went otherwise).
 
-The phase processes get the database conninfo through the environment
-(:data:`URL_ENV`), never on the command line, so a password does not show in ``ps``.
-``--fault`` injects a failure to show that the checks catch it.
+``--fault no-capture`` leaves card A uncaptured, to show the checks catch it.
 """
 
 from __future__ import annotations
@@ -26,46 +28,43 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import queue
-import subprocess
 import sys
-import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 import psycopg
 import statifier
-from statifier.core.position import PositionError, loads
+from oban import Oban
+from psycopg_pool import AsyncConnectionPool
+from statifier.core.events import Event
 from statifier_oban.embedded import EmbeddedPostgres
-from statifier_oban.schema import describe
-from statifier_oban.workers import TIMER_WORKER
+from statifier_oban.executions import ObanExecutor, execution_config, pending_jobs
+from statifier_oban.schema import describe, install
+from statifier_persistence import Execution, Executions, Stepped
 
-from ._chart import declared_hold, default_chart_path, hold_ms, load_machine
-from ._errors import ChartNotFound
-from ._phases import FAULTS, PhaseOptions, run_phase
-from ._store import (
-    SELECT_POSITIONS,
-    SELECT_TIMER_JOBS,
-    StoredPosition,
-    TimerRow,
-)
-from ._timeline import Emitter, Entry, Timeline, table
-
-URL_ENV = "STATIFIER_OBAN_DEMO_DATABASE_URL"
-"""Environment variable through which the phase processes get the database conninfo."""
+from ._chart import declared_hold, default_chart_path, hold_ms, load_machine, seed
+from ._delivery import CREATE_DELIVERIES, MIDFLIGHT_QUEUE, DemoDelivery
+from ._errors import ChartNotFound, StepFailed
+from ._store import Stored, TimerRow, read_stored
+from ._timeline import Timeline, epoch, table
+from ._workers import Worker, Workers
 
 DEFAULT_HOLD = "3s"
-"""The hold the demo gives each card unless ``--hold`` says otherwise (the chart: 7d)."""
+"""The hold unit unless ``--hold`` says otherwise (the chart: 7d)."""
 
-BASE_BUDGET_S = 30.0
-"""The longest a run with the default hold may take; a longer hold adds its excess."""
+FAULTS = ("none", "no-capture")
+"""Failures ``--fault`` can inject."""
 
-PHASE_TIMEOUT_S = 45.0
-"""How long a phase process may run beyond the hold before it is killed."""
+BASE_BUDGET_S = 75.0
+"""The longest a run with the default hold may take; a longer hold adds its excess, x4."""
+
+TIMERS = "timers=5"
+MIDFLIGHT = f"{MIDFLIGHT_QUEUE}=1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,36 +72,40 @@ class DemoOptions:
     """What ``statifier-oban demo`` was asked to do."""
 
     hold: str = DEFAULT_HOLD
-    """Each card's hold delay (a duration such as ``3s`` or ``500ms``)."""
+    """The hold unit (a duration such as ``3s``): card A holds one, D half, B one plus
+    1.5 s, C two plus 1.5 s."""
     database_url: str | None = None
     """A real server to use instead of the embedded one (None: embedded)."""
     chart: Path | None = None
     """The card-authorization chart (None: the one shipped in this package)."""
     fault: str = "none"
-    """A failure to inject (see ``_phases.FAULTS``)."""
+    """A failure to inject (see :data:`FAULTS`)."""
 
 
-@dataclass(slots=True)
-class Child:
-    """A phase process the demo ran: how it ended."""
+@dataclass(frozen=True, slots=True)
+class Cards:
+    """The four cards' execution ids."""
 
-    label: str
-    pid: int
-    code: int | None = None
-    timed_out: bool = False
-    entries: list[Entry] = field(default_factory=list)
+    a: str
+    b: str
+    c: str
+    d: str
+
+    def all(self) -> list[str]:
+        """Every id, A to D."""
+        return [self.a, self.b, self.c, self.d]
 
 
 @dataclass(slots=True)
 class Outcome:
-    """What the database says after both phases."""
+    """What the run left behind, read back from PostgreSQL and the processes."""
 
-    positions: dict[str, StoredPosition]
-    jobs: list[TimerRow]
-
-    def jobs_of(self, scope: str) -> list[TimerRow]:
-        """The timer job rows of ``scope``."""
-        return [job for job in self.jobs if job.scope == scope]
+    stored: Stored
+    executions: dict[str, Execution]
+    workers: dict[str, Worker]
+    deploy_stopped: datetime | None = None
+    deploy_up: datetime | None = None
+    pids: dict[int, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,15 +135,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_HOLD,
         type=_hold_argument,
         metavar="DURATION",
-        help=f"each card's hold delay, e.g. 3s or 1500ms (default: {DEFAULT_HOLD}; "
-        "the chart says 7d)",
+        help=f"the hold unit, e.g. 3s or 1500ms (default: {DEFAULT_HOLD}; the chart says 7d)",
     )
     parser.add_argument(
         "--database-url",
         metavar="URL",
         default=None,
         help="use this PostgreSQL instead of an embedded one (the schema is installed; "
-        "session ids get a run id so reruns do not collide)",
+        "card ids get a run id so reruns do not collide)",
     )
     parser.add_argument(
         "--chart",
@@ -153,9 +155,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--fault",
         choices=FAULTS,
         default="none",
-        help="inject a failure to see the checks catch it: skip-resume (process 2 runs "
-        "the queue without resuming card B) or unknown-session (process 2 is asked to "
-        "resume a session with no stored position)",
+        help="inject a failure to see the checks catch it: no-capture (card A is never "
+        "captured, so its hold expires it)",
     )
 
 
@@ -167,7 +168,22 @@ def run_command(args: argparse.Namespace) -> int:
     return run_demo(options)
 
 
-# -- the first process ------------------------------------------------------------------------
+def main(argv: Sequence[str] | None = None, *, prog: str = "python -m statifier_demo") -> int:
+    """Run the demo (``statifier-oban demo`` calls this); return its exit status.
+
+    ``argv`` defaults to ``sys.argv[1:]``; ``prog`` names the command in usage and help.
+    Usage errors exit with status 2 through argparse, as usual.
+    """
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Card authorizations as durable executions: a worker killed mid-flight "
+        "and a deploy of every worker, each hold applied exactly once.",
+    )
+    add_arguments(parser)
+    return run_command(parser.parse_args(argv))
+
+
+# -- the run ----------------------------------------------------------------------------------
 
 
 def run_demo(options: DemoOptions, out: TextIO | None = None) -> int:
@@ -181,52 +197,396 @@ def run_demo(options: DemoOptions, out: TextIO | None = None) -> int:
     except (ChartNotFound, OSError, ValueError, statifier.ChartError) as exc:
         print(f"statifier-oban demo: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1
-    run_id = uuid.uuid4().hex[:8] if options.database_url else ""
-    suffix = f"_{run_id}" if run_id else ""
-    card_a, card_b = f"sess_card_a{suffix}", f"sess_card_b{suffix}"
-    for line in _story(chart, options.hold, declared, card_a, card_b):
+    run_id = f"_{uuid.uuid4().hex[:8]}" if options.database_url else ""
+    cards = Cards(*(f"card_{letter}{run_id}" for letter in "abcd"))
+    for line in _intro(chart, options.hold, declared, cards):
         timeline.print(line)
     embedded: EmbeddedPostgres | None = None
-    children: list[Child] = []
     outcome: Outcome | None = None
+    workers: Workers | None = None
     try:
         if options.database_url is None:
             timeline.note("database", "starting an embedded PostgreSQL (own data directory)")
             embedded = EmbeddedPostgres.start()
             url = embedded.url
-            timeline.note("database", f"embedded PostgreSQL ready: {embedded.data_dir}")
         else:
             url = options.database_url
-            timeline.note("database", f"using {describe(url)} (run id {run_id})")
-        base = PhaseOptions(
-            url=url, t0=t0, hold=options.hold, card_a=card_a, card_b=card_b, chart=chart
-        )
-        first = _run_child(timeline, "p1", "first", base, PHASE_TIMEOUT_S)
-        children.append(first)
-        if first.code == 0:
-            resumed = card_b + "_unknown" if options.fault == "unknown-session" else card_b
-            second = PhaseOptions(
-                url=url,
-                t0=t0,
-                hold=options.hold,
-                card_a=card_a,
-                card_b=resumed,
-                chart=chart,
-                fault=options.fault,
-            )
-            budget = PHASE_TIMEOUT_S + hold_ms(options.hold) / 1000
-            children.append(_run_child(timeline, "p2", "resume", second, budget))
-        outcome = _read_outcome(url, [card_a, card_b])
+        asyncio.run(_install(url))
+        timeline.note("database", f"{describe(url)}: oban's schema and the execution tables")
+        workers = Workers(url, timeline, run_id)
+        outcome = asyncio.run(_story(url, machine, cards, options, timeline, workers))
     except Exception as exc:
         timeline.note("error", f"{type(exc).__name__}: {' '.join(str(exc).split())}")
     finally:
+        if workers is not None:
+            workers.close()
         if embedded is not None:
             embedded.stop()
             timeline.note("database", "embedded PostgreSQL stopped, its data directory removed")
     elapsed = time.time() - t0
     if outcome is not None:
-        _summary(timeline, outcome, machine)
-    checks = verify(children, outcome, machine, card_a, card_b, options.hold, elapsed)
+        _summary(timeline, outcome, cards)
+    checks = verify(outcome, cards, options.hold, elapsed)
+    return _report(timeline, checks, elapsed)
+
+
+def _intro(chart: Path, hold: str, declared: str, cards: Cards) -> list[str]:
+    return [
+        f"statifier-oban demo: {chart.name} as durable executions, a {hold} hold unit "
+        f"(the chart says {declared})",
+        f"  card A ({cards.a}) is captured at once: its hold job is cancelled",
+        f"  card D ({cards.d})'s hold fires on worker w2, which is killed mid-flight;",
+        "    the job is delivered again by another worker and applied once",
+        f"  cards B ({cards.b}) and C ({cards.c}) hold across a deploy of every worker;",
+        "    B's hold falls due while no worker runs at all",
+        "",
+    ]
+
+
+async def _install(url: str) -> None:
+    await install(url)  # oban's schema, our indexes and (with persistence) the executions
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        await conn.execute(CREATE_DELIVERIES)
+
+
+async def _story(
+    url: str,
+    machine: statifier.Machine,
+    cards: Cards,
+    options: DemoOptions,
+    timeline: Timeline,
+    workers: Workers,
+) -> Outcome:
+    unit = hold_ms(options.hold) / 1000
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(url, open=False, min_size=1, max_size=4)
+    await pool.open(wait=True)
+    client = Oban(pool=pool, name=f"statifier-demo-host-{os.getpid()}")  # enqueues, runs none
+    try:
+        host = Host(pool, client, machine, timeline)
+        w1 = workers.start("w1", TIMERS)
+        await asyncio.to_thread(workers.wait_up, w1)
+        await _until(lambda: host.leader_is(w1.node), 30, "w1 leading")
+        timeline.note("leader", "w1 leads: it runs oban's lifeline, which rescues stranded jobs")
+        w2 = workers.start("w2", TIMERS, MIDFLIGHT)
+        await asyncio.to_thread(workers.wait_up, w2)
+
+        await host.authorize(cards.a, unit)
+        if options.fault != "no-capture":
+            await host.step(cards.a, "capture.requested", "hold job cancelled by the exit")
+            await host.step(cards.a, "capture.succeeded", "settled")
+        await host.authorize(cards.d, unit / 2, queue=MIDFLIGHT_QUEUE)
+
+        await _until(lambda: _stalled(timeline, cards.d), unit / 2 + 30, "D's hold mid-flight")
+        await asyncio.to_thread(workers.kill, w2)
+        timeline.note("mid-flight", f"{cards.d}'s step committed; its job is still executing")
+        w3 = workers.start("w3", TIMERS, MIDFLIGHT)
+        await asyncio.to_thread(workers.wait_up, w3)
+        await _until(lambda: host.job_finished(cards.d), 60, "D's job rescued and completed")
+
+        await host.authorize(cards.b, unit + 1.5)
+        await host.authorize(cards.c, 2 * unit + 1.5)
+        timeline.note("deploy", "deploying every worker: w1 and w3 stop gracefully")
+        await asyncio.to_thread(workers.stop, w1, w3)
+        stopped = await host.now()
+        timeline.note("deploy", "no worker runs; the hold jobs wait in PostgreSQL")
+        due = await host.due_at(cards.b)
+        await _until(lambda: host.past(due), unit + 30, "B's hold falling due")
+        timeline.note("due", f"{cards.b}'s hold is due, and no worker is running")
+        w4, w5 = workers.start("w4", TIMERS), workers.start("w5", TIMERS)
+        await asyncio.to_thread(workers.wait_up, w4, w5)
+        up = await host.now()
+        for card in (cards.b, cards.c):
+            await _until(host.finishing(card), 2 * unit + 60, f"{card} done")
+        await asyncio.to_thread(workers.stop, w4, w5)
+
+        return Outcome(
+            stored=await read_stored(pool, cards.all()),
+            executions={card: await host.executions.get(card) for card in cards.all()},
+            workers=dict(workers.all),
+            deploy_stopped=stopped,
+            deploy_up=up,
+            pids={worker.pid: label for label, worker in workers.all.items()},
+        )
+    finally:
+        await pool.close()
+
+
+class Host:
+    """The demo's host: creates and steps the cards, and reads what it needs to wait on."""
+
+    def __init__(
+        self,
+        pool: AsyncConnectionPool[Any],
+        client: Oban,
+        machine: statifier.Machine,
+        timeline: Timeline,
+    ) -> None:
+        self.pool = pool
+        self.client = client
+        self.machine = machine
+        self.timeline = timeline
+        self.executions = self._executions("timers")
+        self._midflight = self._executions(MIDFLIGHT_QUEUE)
+
+    def _executions(self, queue: str) -> Executions:
+        config = execution_config(self.client, timers_queue=queue, delivery=DemoDelivery)
+        return Executions(self.pool, executor=ObanExecutor(config))
+
+    async def authorize(self, card: str, hold_s: float, *, queue: str = "timers") -> None:
+        """Create the card's execution with a hold of ``hold_s``; note its hold job."""
+        executions = self._midflight if queue == MIDFLIGHT_QUEUE else self.executions
+        hold = f"{round(hold_s * 1000)}ms"
+        await executions.create(self.machine, execution_id=card, datamodel=seed(hold))
+        jobs = await pending_jobs(self.client, card)
+        shown = ", ".join(f"job {job.job_id} on {queue}" for job in jobs) or "no job"
+        self.timeline.note("armed", f"{card}: authorized, hold {hold_s:g} s ({shown})")
+
+    async def step(self, card: str, event: str, what: str) -> None:
+        """Step ``event`` into the card (the host's own step); note it."""
+        result = await self.executions.step(card, Event(name=event))
+        if not isinstance(result, Stepped):
+            raise StepFailed(f"{event} into {card} answered {result!r}")
+        self.timeline.note("step", f"{card}: {event} -> {what}")
+
+    async def _one(self, query: Any, params: Sequence[Any] = ()) -> Any:
+        async with self.pool.connection() as conn:
+            row = await (await conn.execute(query, params)).fetchone()
+        return None if row is None else row[0]
+
+    async def leader_is(self, node: str) -> bool:
+        """Whether ``node`` holds oban's leadership."""
+        return bool(await self._one("SELECT count(*) FROM oban_leaders WHERE node = %s", [node]))
+
+    async def job_finished(self, card: str) -> bool:
+        """Whether the card's hold job is completed."""
+        jobs = (await read_stored(self.pool, [card])).jobs
+        return bool(jobs) and all(job.state == "completed" for job in jobs)
+
+    async def finished(self, card: str) -> bool:
+        """Whether the card's execution is completed."""
+        return (await self.executions.get(card)).status == "completed"
+
+    def finishing(self, card: str) -> Callable[[], Awaitable[bool]]:
+        """A predicate for :func:`_until`: the card's execution is completed."""
+        return lambda: self.finished(card)
+
+    async def now(self) -> datetime:
+        """The database clock (UTC, naive, as oban's timestamps)."""
+        value: datetime = await self._one("SELECT timezone('UTC', now())")
+        return value
+
+    async def due_at(self, card: str) -> datetime:
+        """When the card's hold job is due."""
+        value: datetime = await self._one(
+            "SELECT min(scheduled_at) FROM oban_jobs WHERE args->>'scope' = %s", [card]
+        )
+        return value
+
+    async def past(self, moment: datetime) -> bool:
+        """Whether the database clock has passed ``moment``."""
+        return await self.now() > moment
+
+
+def _stalled(timeline: Timeline, card: str) -> bool:
+    return any(e.data.get("execution") == card for e in timeline.of("stalls"))
+
+
+async def _until(
+    predicate: Callable[[], Awaitable[bool] | bool], timeout: float, what: str
+) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if not isinstance(value, bool):
+            value = await value
+        if value:
+            return
+        await asyncio.sleep(0.05)
+    raise TimeoutError(f"{what}: not within {timeout:.0f} s")
+
+
+# -- what it left behind ----------------------------------------------------------------------
+
+
+def _summary(timeline: Timeline, outcome: Outcome, cards: Cards) -> None:
+    stored = outcome.stored
+    label = {card: letter for card, letter in zip(cards.all(), "ABCD", strict=True)}
+    timeline.print()
+    timeline.print("hold jobs (oban_jobs) and their deliveries (times from the demo's start)")
+    table(
+        ["card", "job", "queue", "state", "due", "attempts", "rescued", "delivered", "applied"],
+        [
+            [
+                label.get(job.scope, job.scope),
+                job.id,
+                job.queue,
+                job.state,
+                timeline.rel(job.scheduled_at),
+                job.attempt,
+                job.rescued,
+                _deliveries(stored, job, outcome.pids),
+                len(stored.keys_of(job.id)),
+            ]
+            for job in stored.jobs
+        ],
+        timeline.print,
+    )
+    timeline.print()
+    timeline.print("executions (statifier_executions)")
+    table(
+        ["card", "id", "status", "ended in", "steps", "updated"],
+        [
+            [
+                label[card],
+                card,
+                execution.status,
+                _ended(execution),
+                execution.step_count,
+                timeline.rel(execution.updated_at.timestamp()),
+            ]
+            for card, execution in outcome.executions.items()
+        ],
+        timeline.print,
+    )
+
+
+def _deliveries(stored: Stored, job: TimerRow, pids: dict[int, str]) -> str:
+    done = stored.deliveries_of(job.id)
+    return ", ".join(f"{pids.get(d.pid, d.pid)}: {d.outcome}" for d in done) or "-"
+
+
+def _ended(execution: Execution | None) -> str:
+    if execution is None or execution.outcome is None:
+        return "-"
+    return " ".join(execution.outcome.get("configuration", ())) or "-"
+
+
+# -- checks -----------------------------------------------------------------------------------
+
+
+def verify(outcome: Outcome | None, cards: Cards, hold: str, elapsed: float) -> list[Check]:
+    """Every claim the demo makes, checked against the processes and the database."""
+    if outcome is None:
+        return [Check(False, "the story ran to its end", "it stopped early (see the timeline)")]
+    stored = outcome.stored
+    checks: list[Check] = []
+
+    def card(letter: str, scope: str, final: str, steps: int) -> None:
+        execution = outcome.executions.get(scope)
+        found = (
+            f"{execution.status}, in {_ended(execution)}, {execution.step_count} steps"
+            if (execution is not None)
+            else "no execution"
+        )
+        checks.append(
+            Check(
+                execution is not None
+                and execution.status == "completed"
+                and _ended(execution) == final
+                and execution.step_count == steps,
+                f"card {letter} ({scope}) ended {final}, in {steps} steps",
+                found,
+            )
+        )
+
+    jobs_a = stored.jobs_of(cards.a)
+    card("A", cards.a, "settled", 3)
+    checks.append(
+        Check(
+            [job.state for job in jobs_a] == ["cancelled"]
+            and not stored.deliveries_of(jobs_a[0].id),
+            "card A's hold job was cancelled by the capture and never delivered",
+            _jobs(stored, jobs_a, outcome.pids),
+        )
+    )
+
+    jobs_d = stored.jobs_of(cards.d)
+    card("D", cards.d, "expired", 2)
+    delivered_d = [
+        (outcome.pids.get(d.pid), d.outcome) for j in jobs_d for d in stored.deliveries_of(j.id)
+    ]
+    checks.append(
+        Check(
+            len(jobs_d) == 1
+            and jobs_d[0].state == "completed"
+            and jobs_d[0].rescued >= 1
+            and delivered_d == [("w2", "applied"), ("w3", "already applied")]
+            and len(stored.keys_of(jobs_d[0].id)) == 1,
+            "card D's hold job was delivered twice (w2, killed mid-flight; w3, after the "
+            "rescue) and applied once",
+            _jobs(stored, jobs_d, outcome.pids),
+        )
+    )
+
+    for letter, scope in (("B", cards.b), ("C", cards.c)):
+        card(letter, scope, "expired", 2)
+        jobs = stored.jobs_of(scope)
+        delivered = [
+            (outcome.pids.get(d.pid), d.outcome) for j in jobs for d in stored.deliveries_of(j.id)
+        ]
+        checks.append(
+            Check(
+                len(jobs) == 1
+                and jobs[0].state == "completed"
+                and len(delivered) == 1
+                and delivered[0][0] in ("w4", "w5")
+                and delivered[0][1] == "applied"
+                and len(stored.keys_of(jobs[0].id)) == 1,
+                f"card {letter}'s hold survived the deploy: applied once, by a new worker",
+                _jobs(stored, jobs, outcome.pids),
+            )
+        )
+    jobs_b = stored.jobs_of(cards.b)
+    stopped, up = epoch(outcome.deploy_stopped), epoch(outcome.deploy_up)
+    due_b = epoch(jobs_b[0].scheduled_at) if jobs_b else None
+    checks.append(
+        Check(
+            stopped is not None and up is not None and due_b is not None and stopped < due_b < up,
+            "card B's hold fell due while no worker was running",
+            f"due {due_b}, workers stopped {stopped}, up again {up}",
+        )
+    )
+
+    applied = sum(1 for d in stored.deliveries if d.outcome == "applied")
+    checks.append(
+        Check(
+            applied == len(stored.keys) == 3 and len(set(stored.keys)) == len(stored.keys),
+            "three holds applied in all, each by one step key: no hold applied twice",
+            f"{applied} applied deliveries, {len(stored.keys)} keys",
+        )
+    )
+
+    exits = {label: worker.code for label, worker in outcome.workers.items()}
+    wanted = {"w1": 0, "w2": -9, "w3": 0, "w4": 0, "w5": 0}
+    checks.append(
+        Check(
+            exits == wanted,
+            "w2 was killed (SIGKILL); w1, w3, w4 and w5 stopped gracefully (status 0)",
+            ", ".join(f"{label} {code}" for label, code in exits.items()),
+        )
+    )
+    budget = BASE_BUDGET_S + 4 * max(0.0, hold_ms(hold) / 1000 - hold_ms(DEFAULT_HOLD) / 1000)
+    checks.append(
+        Check(
+            elapsed < budget,
+            f"the whole run took {elapsed:.1f} s (under {budget:.0f} s)",
+            f"{elapsed:.1f} s",
+        )
+    )
+    return checks
+
+
+def _jobs(stored: Stored, jobs: Sequence[TimerRow], pids: dict[int, str]) -> str:
+    if not jobs:
+        return "no job"
+    return "; ".join(
+        f"job {job.id} {job.state}, rescued {job.rescued}, delivered "
+        f"[{_deliveries(stored, job, pids)}], {len(stored.keys_of(job.id))} key(s)"
+        for job in jobs
+    )
+
+
+def _report(timeline: Timeline, checks: list[Check], elapsed: float) -> int:
     timeline.print()
     timeline.print("checks")
     for check in checks:
@@ -243,336 +603,3 @@ def run_demo(options: DemoOptions, out: TextIO | None = None) -> int:
         return 1
     timeline.print(f"demo passed: all {len(checks)} checks hold; run time {elapsed:.1f} s")
     return 0
-
-
-def _story(chart: Path, hold: str, declared: str, card_a: str, card_b: str) -> list[str]:
-    """What the demo is about to show, as the first lines of its output."""
-    return [
-        f"statifier-oban demo: {chart.name} with a {hold} hold (the chart says {declared})",
-        f"  card A ({card_a}) is captured before its hold is due: its timer job is cancelled",
-        f"  card B ({card_b}) is not: process 1 deploys (exits) with B's timer pending,",
-        "  process 2 resumes B from its stored position, and B's timer fires into it",
-        "",
-    ]
-
-
-def _phase_argv(phase: str, options: PhaseOptions) -> list[str]:
-    argv = [
-        sys.executable,
-        "-m",
-        "statifier_demo",
-        "--phase",
-        phase,
-        "--t0",
-        repr(options.t0),
-        "--hold",
-        options.hold,
-        "--card-a",
-        options.card_a,
-        "--card-b",
-        options.card_b,
-        "--fault",
-        options.fault,
-    ]
-    if options.chart is not None:
-        argv += ["--chart", str(options.chart)]
-    return argv
-
-
-def _run_child(
-    timeline: Timeline, label: str, phase: str, options: PhaseOptions, timeout: float
-) -> Child:
-    """Run one phase process, showing its timeline entries as they come."""
-    env = {**os.environ, URL_ENV: options.url, "PYTHONUNBUFFERED": "1"}
-    process = subprocess.Popen(
-        _phase_argv(phase, options),
-        stdout=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        env=env,
-    )
-    child = Child(label=label, pid=process.pid)
-    number = label[1:]
-    timeline.note(
-        "spawn",
-        f"process {number} started (pid {process.pid}): python -m statifier_demo --phase {phase}",
-        pid=process.pid,
-    )
-    lines: queue.Queue[str | None] = queue.Queue()
-
-    def pump() -> None:
-        assert process.stdout is not None
-        for line in process.stdout:
-            lines.put(line.rstrip("\n"))
-        lines.put(None)
-
-    reader = threading.Thread(target=pump, name=f"demo-{label}", daemon=True)
-    reader.start()
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
-        except queue.Empty:
-            child.timed_out = True
-            timeline.note("error", f"process {number} did not finish within {timeout:.0f} s")
-            process.kill()
-            break
-        if line is None:
-            break
-        entry = Entry.from_json(line)
-        if entry is None:
-            timeline.raw(label, line)
-        else:
-            child.entries.append(entry)
-            timeline.show(entry)
-    child.code = process.wait()
-    reader.join(timeout=5)
-    timeline.note("exited", f"process {number} (pid {process.pid}) exited with status {child.code}")
-    return child
-
-
-def _read_outcome(url: str, scopes: Sequence[str]) -> Outcome:
-    with psycopg.connect(url, autocommit=True) as conn:
-        exists = conn.execute("SELECT to_regclass('demo_positions') IS NOT NULL").fetchone()
-        positions: dict[str, StoredPosition] = {}
-        if exists and exists[0]:
-            rows = conn.execute(SELECT_POSITIONS, (list(scopes),)).fetchall()
-            positions = {row[0]: StoredPosition.from_row(row) for row in rows}
-        jobs = [
-            TimerRow.from_row(row)
-            for row in conn.execute(SELECT_TIMER_JOBS, (TIMER_WORKER, list(scopes))).fetchall()
-        ]
-    return Outcome(positions=positions, jobs=jobs)
-
-
-def _summary(timeline: Timeline, outcome: Outcome, machine: statifier.Machine) -> None:
-    rel = timeline.rel
-    timeline.print()
-    timeline.print("timer jobs (oban_jobs; times from the demo's start)")
-    table(
-        [
-            "id",
-            "scope",
-            "send",
-            "state",
-            "scheduled_at",
-            "attempted_at",
-            "finished_at",
-            "attempt",
-            "attempted by",
-        ],
-        [
-            [
-                job.id,
-                job.scope,
-                job.send_id,
-                job.state,
-                rel(job.scheduled_at),
-                rel(job.attempted_at),
-                rel(job.finished_at),
-                f"{job.attempt}/{job.max_attempts}",
-                job.node or "-",
-            ]
-            for job in outcome.jobs
-        ],
-        timeline.print,
-    )
-    timeline.print()
-    timeline.print("stored positions (demo_positions)")
-    table(
-        ["session_id", "status", "configuration", "macrostep", "bytes", "updated_at"],
-        [
-            [
-                stored.session_id,
-                stored.status,
-                ", ".join(stored.configuration) or "-",
-                stored.macrostep,
-                len(stored.position),
-                rel(stored.updated_at),
-            ]
-            for stored in outcome.positions.values()
-        ],
-        timeline.print,
-    )
-
-
-# -- checks -----------------------------------------------------------------------------------
-
-
-def verify(
-    children: Sequence[Child],
-    outcome: Outcome | None,
-    machine: statifier.Machine,
-    card_a: str,
-    card_b: str,
-    hold: str,
-    elapsed: float,
-) -> list[Check]:
-    """Every claim the demo makes, checked against the processes and the database."""
-    checks: list[Check] = []
-    by_label = {child.label: child for child in children}
-    first, second = by_label.get("p1"), by_label.get("p2")
-    checks.append(_exited(first, "process 1"))
-    if outcome is None:
-        checks.append(Check(False, "the job rows and positions could be read", "no outcome"))
-        return checks
-
-    stored_a = outcome.positions.get(card_a)
-    checks.append(_final(stored_a, card_a, "card A", "settled"))
-    jobs_a = outcome.jobs_of(card_a)
-    checks.append(
-        Check(
-            len(jobs_a) == 1 and jobs_a[0].state == "cancelled",
-            "card A's hold job was cancelled by the capture",
-            _jobs(jobs_a),
-        )
-    )
-
-    deploys = [e for e in (first.entries if first else []) if e.kind == "deploy"]
-    deploy = deploys[-1].data if deploys else {}
-    due_in = deploy.get("due_in")
-    checks.append(
-        Check(
-            deploy.get("state") == "scheduled" and isinstance(due_in, float) and due_in > 0,
-            "the deploy came before card B's hold was due "
-            f"(its job still scheduled, due in {_seconds(due_in)} by the database clock)",
-            f"state {deploy.get('state')}, due in {_seconds(due_in)}",
-        )
-    )
-
-    entries_2 = second.entries if second else []
-    resumed = [e.data.get("session_id") for e in entries_2 if e.kind == "resumed"]
-    stored_b = outcome.positions.get(card_b)
-    position_id = _position_session_id(stored_b, machine)
-    checks.append(
-        Check(
-            resumed == [card_b] and position_id == card_b,
-            f"process 2 resumed card B under the same session id ({card_b})",
-            f"resumed {resumed or 'nothing'}, stored position's id {position_id}",
-        )
-    )
-
-    jobs_b = outcome.jobs_of(card_b)
-    nodes = {e.data.get("node") for e in entries_2 if e.kind == "oban"}
-    job_b = jobs_b[0] if len(jobs_b) == 1 else None
-    checks.append(
-        Check(
-            job_b is not None
-            and job_b.state == "completed"
-            and job_b.attempt == 1
-            and job_b.node in nodes,
-            "card B's hold job completed exactly once, on attempt 1, in process 2's oban",
-            _jobs(jobs_b),
-        )
-    )
-
-    everything = [e for child in children for e in child.entries]
-    fired = [e for e in everything if e.kind == "fired"]
-    discarded = [e for e in everything if e.kind == "discarded"]
-    where = ", ".join(f"{e.data.get('scope')} in {e.proc}" for e in fired)
-    checks.append(
-        Check(
-            [(e.proc, e.data.get("scope")) for e in fired] == [("p2", card_b)] and not discarded,
-            "one timer fired in all: card B's, into the resumed session; nothing discarded",
-            f"{len(fired)} fired ({where or 'none'}), {len(discarded)} discarded",
-        )
-    )
-    checks.append(_final(stored_b, card_b, "card B", "expired"))
-    checks.append(_exited(second, "process 2"))
-
-    budget = BASE_BUDGET_S + max(0.0, hold_ms(hold) / 1000 - hold_ms(DEFAULT_HOLD) / 1000)
-    checks.append(
-        Check(
-            elapsed < budget,
-            f"the whole run took {elapsed:.1f} s (under {budget:.0f} s)",
-            f"{elapsed:.1f} s",
-        )
-    )
-    return checks
-
-
-def _exited(child: Child | None, name: str) -> Check:
-    if child is None:
-        return Check(False, f"{name} ran and exited with status 0", "it never ran")
-    found = "killed after a timeout" if child.timed_out else f"status {child.code}"
-    return Check(
-        child.code == 0 and not child.timed_out,
-        f"{name} (pid {child.pid}) exited with status 0",
-        found,
-    )
-
-
-def _final(stored: StoredPosition | None, scope: str, card: str, state: str) -> Check:
-    found = (
-        f"{stored.status} in {', '.join(stored.configuration) or 'no state'}"
-        if stored is not None
-        else "no stored position"
-    )
-    return Check(
-        stored is not None and stored.status == "done" and stored.configuration == (state,),
-        f"{card} ({scope}) ended {state}, as its stored position says",
-        found,
-    )
-
-
-def _position_session_id(stored: StoredPosition | None, machine: statifier.Machine) -> str | None:
-    if stored is None:
-        return None
-    try:
-        return loads(stored.position, machine).session_id
-    except PositionError as exc:
-        return f"<unreadable: {exc}>"
-
-
-def _jobs(jobs: Sequence[TimerRow]) -> str:
-    if not jobs:
-        return "no job"
-    return "; ".join(f"job {j.id} {j.state}, attempt {j.attempt}, by {j.node or '-'}" for j in jobs)
-
-
-def _seconds(value: Any) -> str:
-    return f"{value:.3f} s" if isinstance(value, float) else "?"
-
-
-# -- python -m statifier_demo -----------------------------------------------------------------
-
-
-def _parser(prog: str) -> argparse.ArgumentParser:
-    """The demo's options, plus the hidden ones of a phase process (``--phase`` and the
-    values the first process hands down; the conninfo comes from :data:`URL_ENV`)."""
-    parser = argparse.ArgumentParser(
-        prog=prog,
-        description="The card-authorization demo: a hold timer survives a deploy.",
-    )
-    add_arguments(parser)
-    parser.add_argument("--phase", choices=("first", "resume"), help=argparse.SUPPRESS)
-    parser.add_argument("--t0", type=float, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--card-a", default="sess_card_a", help=argparse.SUPPRESS)
-    parser.add_argument("--card-b", default="sess_card_b", help=argparse.SUPPRESS)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None, *, prog: str = "python -m statifier_demo") -> int:
-    """Run the demo (``statifier-oban demo`` calls this), or with ``--phase`` one phase process.
-
-    ``argv`` defaults to ``sys.argv[1:]``; ``prog`` names the command in usage and help.
-    Usage errors exit with status 2 through argparse, as usual.
-    """
-    args = _parser(prog).parse_args(argv)
-    if args.phase is None:
-        return run_command(args)
-    url = args.database_url or os.environ.get(URL_ENV)
-    if not url:
-        print(f"demo phase: error: pass --database-url or set ${URL_ENV}", file=sys.stderr)
-        return 2
-    options = PhaseOptions(
-        url=url,
-        t0=args.t0 if args.t0 is not None else time.time(),
-        hold=args.hold,
-        card_a=args.card_a,
-        card_b=args.card_b,
-        chart=args.chart,
-        fault=args.fault,
-    )
-    out = Emitter("p1" if args.phase == "first" else "p2", options.t0)
-    return asyncio.run(run_phase(args.phase, options, out))

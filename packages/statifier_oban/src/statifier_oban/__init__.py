@@ -5,8 +5,11 @@ Everything a host uses is importable from here. The public modules beside it are
 rows), ``statifier_oban.workers`` (the oban workers, whose import paths are the rows'
 ``worker``), ``statifier_oban.schema`` (the schema installer), ``statifier_oban.telemetry``
 (event names), ``statifier_oban.latency`` (prompt staging), ``statifier_oban.embedded``
-(a throwaway PostgreSQL, extra ``statifier-oban[embedded]``) and ``statifier_oban.cli``
-(the ``statifier-oban`` command). Modules with a leading underscore are private.
+(a throwaway PostgreSQL, extra ``statifier-oban[embedded]``), ``statifier_oban.executions``
+(durable executions on oban jobs: the executor and the deliveries, extra
+``statifier-oban[persistence]``; its job rows name its deliveries) and
+``statifier_oban.cli`` (the ``statifier-oban`` command). Modules with a leading
+underscore are private.
 
 Importing the package installs prompt staging for Oban instances built afterwards (see
 ``statifier_oban.latency``).
@@ -36,6 +39,7 @@ from ._errors import (
     InvocationTimeout,
     MissingOrdinal,
     MissingSendId,
+    NoExecutions,
     NonSelfTarget,
     OpaqueValueError,
     ResolutionError,
@@ -99,6 +103,7 @@ __all__ = [
     "InvokeHandler",
     "MissingOrdinal",
     "MissingSendId",
+    "NoExecutions",
     "NonSelfTarget",
     "Ok",
     "OpaqueCodec",

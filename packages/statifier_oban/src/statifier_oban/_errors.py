@@ -81,6 +81,11 @@ class InvalidDelivery(StatifierObanError):
     """The delivery named on a job does not resolve, or answered something invalid."""
 
 
+class NoExecutions(StatifierObanError, LookupError):
+    """An execution delivery ran in a process with no ``Executions`` installed
+    (``statifier_oban.executions.use``); the job retries."""
+
+
 class ResolutionError(StatifierObanError, LookupError):
     """An import path named on a job row or in a ``Config`` does not resolve (or resolves to
     something that is not the plug-in it should be)."""

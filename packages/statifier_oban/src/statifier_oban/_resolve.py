@@ -28,6 +28,12 @@ def is_path(value: object) -> bool:
 
 def resolve(path: str) -> Any:
     """Import the module and return the attribute; a class is instantiated with no args."""
+    target = locate(path)
+    return target() if isinstance(target, type) else target
+
+
+def locate(path: str) -> Any:
+    """Import the module and return the attribute as it is (a class stays a class)."""
     if not is_path(path):
         raise ResolutionError(f"{path!r} is not an import path")
     if ":" in path:
@@ -45,4 +51,4 @@ def resolve(path: str) -> Any:
             raise ResolutionError(
                 f"{module_name!r} has no attribute {attribute!r} (for {path!r})"
             ) from None
-    return target() if isinstance(target, type) else target
+    return target

@@ -19,6 +19,11 @@ Subcommands:
 ``pending``
     Print ``scope<TAB>count`` of pending timers per scope
     (``statifier-oban pending --database-url URL SCOPE...``).
+``executions``
+    List, show, send an event to and cancel durable executions (``statifier-oban
+    executions list|show|send|cancel ...``). Registered, together with ``worker``'s
+    execution options, only when statifier_persistence is installed
+    (``statifier_oban._executions_cli``).
 """
 
 from __future__ import annotations
@@ -148,7 +153,7 @@ class CommandError(StatifierObanError):
     """A subcommand cannot go on; the message is printed as one line, and the status is 1."""
 
 
-def _fail(command: str, message: object) -> int:
+def fail(command: str, message: object) -> int:
     """Print ``statifier-oban COMMAND: error: MESSAGE`` (one line) to stderr; return 1."""
     text = " ".join(str(message).split()) or type(message).__name__
     print(f"{PROG} {command}: error: {text}", file=sys.stderr)
@@ -171,7 +176,7 @@ def _with_connect_timeout(url: str) -> str:
     return make_conninfo(url, connect_timeout=CONNECT_TIMEOUT_S)
 
 
-async def _checked_pool(
+async def checked_pool(
     url: str, prefix: str, max_size: int, required: tuple[str, ...]
 ) -> AsyncConnectionPool[Any]:
     """An open pool on ``url`` once the ``required`` tables of ``prefix`` are known to exist.
@@ -222,7 +227,7 @@ def run_demo_command(args: argparse.Namespace) -> int:
     except ModuleNotFoundError as exc:
         if exc.name != DEMO_MODULE:
             raise
-        return _fail(
+        return fail(
             "demo",
             f"the demo is the package {DEMO_MODULE}, which is not installed: "
             "pip install statifier-demo (in the repository, uv sync installs it)",
@@ -258,6 +263,17 @@ def _queue_argument(value: str) -> tuple[str, int]:
     return name, count
 
 
+def _seconds_argument(value: str) -> float:
+    """argparse ``type=`` for a positive number of seconds."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, not {value!r}")
+    return seconds
+
+
 def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``worker``: the database, ``--queue`` (repeated), ``--module`` (repeated)."""
     _add_database_url(parser)
@@ -279,6 +295,14 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--node", default=None, help="oban node name, unique per process (default: host.pid)"
+    )
+    parser.add_argument(
+        "--rescue-after",
+        type=_seconds_argument,
+        default=None,
+        metavar="SECONDS",
+        help="rescue jobs left executing by a dead worker after SECONDS (oban's lifeline; "
+        "default: oban's 300); keep it above the longest job bound",
     )
     parser.add_argument(
         "--log-level",
@@ -316,15 +340,31 @@ def _log_event(name: str, meta: dict[str, Any]) -> None:
     logging.getLogger("statifier_oban.worker").info("%s %s", name, details)
 
 
+WorkerHook = Callable[[AsyncConnectionPool[Any], Oban, str], None]
+"""Called with the worker's pool, its (not yet started) ``Oban`` and the schema prefix,
+before the queues run: where optional packages install what their deliveries need."""
+
+LIFELINE_INTERVAL_S = 60.0
+"""oban's lifeline interval: how often a rescue runs at most."""
+
+
 async def run_worker(
-    url: str, queues: dict[str, int], *, prefix: str = "public", node: str | None = None
+    url: str,
+    queues: dict[str, int],
+    *,
+    prefix: str = "public",
+    node: str | None = None,
+    rescue_after: float | None = None,
+    on_start: WorkerHook | None = None,
 ) -> int:
     """Run ``queues`` in a server-mode ``Oban`` until SIGINT or SIGTERM; stop gracefully.
 
-    Prints one ``running`` line once the queues run and one ``stopped`` line at the end.
-    A second signal while stopping gets Python's default behaviour (a forced exit).
+    ``rescue_after`` (seconds) overrides oban's lifeline bound for jobs a dead worker left
+    ``executing`` (the lifeline then runs at least every quarter of it). Prints one
+    ``running`` line once the queues run and one ``stopped`` line at the end. A second
+    signal while stopping gets Python's default behaviour (a forced exit).
     """
-    pool = await _checked_pool(url, prefix, sum(queues.values()) + 4, OBAN_TABLES)
+    pool = await checked_pool(url, prefix, sum(queues.values()) + 4, OBAN_TABLES)
     node = node or f"{socket.gethostname()}.{os.getpid()}"
     stop = asyncio.Event()
     received: list[str] = []
@@ -340,8 +380,16 @@ async def run_worker(
         loop.add_signal_handler(signum, on_signal, signum)
     handler_id = f"{WORKER_NAME}-{os.getpid()}"
     oban_telemetry.attach(handler_id, telemetry.events(), _log_event)
-    oban = Oban(pool=pool, name=WORKER_NAME, node=node, prefix=prefix, queues=dict(queues))
+    options: dict[str, Any] = {}
+    if rescue_after is not None:
+        interval = min(LIFELINE_INTERVAL_S, rescue_after / 4)
+        options["lifeline"] = {"interval": interval, "rescue_after": rescue_after}
+    oban = Oban(
+        pool=pool, name=WORKER_NAME, node=node, prefix=prefix, queues=dict(queues), **options
+    )
     try:
+        if on_start is not None:
+            on_start(pool, oban, prefix)
         try:
             await oban.start()
         except Exception as exc:
@@ -364,7 +412,7 @@ async def run_worker(
     return 0
 
 
-def worker_command(args: argparse.Namespace) -> int:
+def worker_command(args: argparse.Namespace, on_start: WorkerHook | None = None) -> int:
     """Import the host modules, then run the queues until SIGINT/SIGTERM; 1 on any error."""
     logging.basicConfig(
         level=args.log_level, format="%(asctime)s [%(levelname)s] %(name)s: %(message)s"
@@ -372,15 +420,22 @@ def worker_command(args: argparse.Namespace) -> int:
     queues: dict[str, int] = {}
     for name, limit in args.queue:
         if name in queues:
-            return _fail("worker", f"queue {name!r} is given twice")
+            return fail("worker", f"queue {name!r} is given twice")
         queues[name] = limit
     try:
         import_host_modules(args.module)
         return asyncio.run(
-            run_worker(args.database_url, queues, prefix=args.prefix, node=args.node)
+            run_worker(
+                args.database_url,
+                queues,
+                prefix=args.prefix,
+                node=args.node,
+                rescue_after=args.rescue_after,
+                on_start=on_start,
+            )
         )
     except CommandError as exc:
-        return _fail("worker", exc)
+        return fail("worker", exc)
 
 
 register(
@@ -414,7 +469,7 @@ def add_pending_arguments(parser: argparse.ArgumentParser) -> None:
 
 async def count_pending(url: str, scopes: list[str], *, prefix: str = "public") -> dict[str, int]:
     """``pending_for`` through a client-mode ``Oban`` on a pool of its own."""
-    pool = await _checked_pool(url, prefix, 1, ("oban_jobs",))
+    pool = await checked_pool(url, prefix, 1, ("oban_jobs",))
     try:
         oban = Oban(pool=pool, name=f"statifier-oban-pending-{os.getpid()}", prefix=prefix)
         config = Config(oban=oban, timers_queue=PENDING_QUEUE)
@@ -431,7 +486,7 @@ def pending_command(args: argparse.Namespace) -> int:
     try:
         counts = asyncio.run(count_pending(args.database_url, args.scopes, prefix=args.prefix))
     except CommandError as exc:
-        return _fail("pending", exc)
+        return fail("pending", exc)
     for scope, count in counts.items():
         print(f"{scope}\t{count}")
     return 0
@@ -453,8 +508,23 @@ def _package_version() -> str:
     return __version__
 
 
+OPTIONAL_COMMANDS = {"statifier_oban._executions_cli": "statifier_persistence"}
+"""Modules registering commands of an optional package, and the package each needs."""
+
+
+def register_optional_commands() -> None:
+    """Import the modules of :data:`OPTIONAL_COMMANDS` whose package is installed."""
+    for module, needs in OPTIONAL_COMMANDS.items():
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != needs:
+                raise
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with one subparser per registered command."""
+    register_optional_commands()
     parser = argparse.ArgumentParser(
         prog=PROG, description="Durable SCXML timers as oban jobs on PostgreSQL."
     )
@@ -488,4 +558,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run as ``python -m statifier_oban.cli``, this file is ``__main__``; optional command
+    # modules register into ``statifier_oban.cli``, so run that module's ``main``.
+    from statifier_oban.cli import main as package_main
+
+    sys.exit(package_main())

@@ -17,7 +17,8 @@ Invocations and fan-out child starts have the same pair (:data:`INVOKE_DEDUP_IND
 
 :func:`install_sql` returns the SQL (for migration tools); :func:`install` applies it in
 one transaction and works around oban's non-``public`` prefix bug; :func:`verify` lists
-what is missing.
+what is missing. With statifier_persistence installed (``statifier-oban[persistence]``),
+the durable-execution tables (``statifier_persistence.schema``) are part of all three.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import hashlib
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from types import ModuleType
 from typing import Any, Final, LiteralString
 
 import psycopg
@@ -111,13 +113,30 @@ def install_sql(prefix: str = "public") -> str:
         InvalidPrefix: ``prefix`` is not a plain identifier (see :func:`check_prefix`).
     """
     check_prefix(prefix)
-    return (
+    text = (
         oban_install_sql(prefix).rstrip()
         + "\n\n"
         + timer_indexes_sql(prefix)
         + "\n"
         + invoke_indexes_sql(prefix)
     )
+    persistence = _persistence_schema()
+    if persistence is not None:
+        text += "\n" + persistence.install_sql(prefix)
+    return text
+
+
+def _persistence_schema() -> ModuleType | None:
+    """``statifier_persistence.schema`` when that package is installed, else None.
+
+    Durable executions are optional (``statifier-oban[persistence]``): with them, one
+    install creates the job schema and the execution tables together.
+    """
+    try:
+        from statifier_persistence import schema
+    except ImportError:
+        return None
+    return schema
 
 
 def describe(conninfo: str) -> str:
@@ -190,7 +209,8 @@ async def _scalar(conn: AsyncConnection[Any], query: LiteralString, params: list
 
 
 async def install(target: Target, *, prefix: str = "public") -> None:
-    """Install oban's schema and our indexes into schema ``prefix``, in one transaction.
+    """Install oban's schema and our indexes (and, with statifier_persistence installed,
+    the execution tables) into schema ``prefix``, in one transaction.
 
     Idempotent (safe to run again, also concurrently: installs into one schema take an
     advisory lock). ``target`` is a conninfo string (connected and closed here), an
@@ -243,9 +263,9 @@ async def install(target: Target, *, prefix: str = "public") -> None:
 async def verify(target: Target, *, prefix: str = "public") -> list[str]:
     """Names of the missing pieces in schema ``prefix``; empty when all is installed.
 
-    Checks oban's three tables (:data:`OBAN_TABLES`) and our indexes (which must be
-    valid indexes on ``oban_jobs``), reported in that order. It checks names, not
-    definitions.
+    Checks oban's three tables (:data:`OBAN_TABLES`), the execution tables when
+    statifier_persistence is installed, and our indexes (which must be valid indexes on
+    ``oban_jobs``), reported in that order. It checks names, not definitions.
 
     Raises:
         InvalidPrefix: ``prefix`` is not a plain identifier (a ValueError).
@@ -253,14 +273,16 @@ async def verify(target: Target, *, prefix: str = "public") -> list[str]:
     """
     check_prefix(prefix)
     indexes = list(INDEXES)
+    persistence = _persistence_schema()
+    tables = [*OBAN_TABLES, *(persistence.TABLES if persistence is not None else ())]
     async with _connection(target) as conn:
         try:
             async with conn.transaction():
                 cursor = await conn.execute(
                     _sql.statement("verify_schema", prefix),
-                    {"prefix": prefix, "tables": list(OBAN_TABLES), "indexes": indexes},
+                    {"prefix": prefix, "tables": tables, "indexes": indexes},
                 )
                 present = {row[0] for row in await cursor.fetchall()}
         except psycopg.Error as exc:
             raise SchemaError(f"checking the schema {prefix!r} failed: {_one_line(exc)}") from exc
-    return [name for name in (*OBAN_TABLES, *indexes) if name not in present]
+    return [name for name in (*tables, *indexes) if name not in present]

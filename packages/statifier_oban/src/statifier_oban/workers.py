@@ -5,7 +5,9 @@ named on the job. Outcomes: delivered (the job completes), discarded (the job is
 cancelled with the reason on the row: the execution is gone), snoozed (rescheduled, no
 attempt spent), undecodable (cancelled as such, never silently dropped), or an error
 (an unresolvable delivery or codec, an invalid answer, a raising delivery: retried with
-oban's backoff).
+oban's backoff). ``InvokeWorker`` delivers an invocation's answer the same way; an answer
+its delivery snoozes (the execution is parked) reschedules the job, the terminal
+failure included, so the answer is not lost with the attempts.
 
 Public because it is durable: a process that runs the queues imports it (importing
 registers the workers with oban), and ``TIMER_WORKER``, ``INVOKE_WORKER`` and
@@ -117,14 +119,22 @@ class TimerWorker:
         if isinstance(answer, Discarded):
             telemetry.emit(telemetry.TIMER_DISCARDED, reason=answer.reason, **common)
             return Cancel(f"discarded: {answer.reason}")
-        if (
-            isinstance(answer, Snoozed)
-            and isinstance(answer.seconds, int)
-            and not isinstance(answer.seconds, bool)
-            and answer.seconds > 0
-        ):
-            return Snooze(answer.seconds)
+        later = _snooze(answer)
+        if later is not None:
+            return later
         raise InvalidDelivery(f"delivery answered {answer!r}, not Delivered/Discarded/Snoozed(n>0)")
+
+
+def _snooze(answer: object) -> Snooze | None:
+    """oban's ``Snooze`` for a valid ``Snoozed(seconds)`` answer (a positive int), else None."""
+    if (
+        isinstance(answer, Snoozed)
+        and isinstance(answer.seconds, int)
+        and not isinstance(answer.seconds, bool)
+        and answer.seconds > 0
+    ):
+        return Snooze(answer.seconds)
+    return None
 
 
 def _resolve_handler(path: str) -> InvokeHandler | None:
@@ -174,7 +184,9 @@ class InvokeWorker:
         except Exception as exc:
             if terminal:
                 detail = str(exc) or type(exc).__name__
-                await self._deliver_failure(delivery, job, row, "run_crashed", detail)
+                later = await self._deliver_failure(delivery, job, row, "run_crashed", detail)
+                if later is not None:
+                    return later
             raise
         if isinstance(result, Exception):
             result = Error(result)
@@ -187,11 +199,16 @@ class InvokeWorker:
             return await self._fan_out(handler, delivery, job, meta, row, result)
         if isinstance(result, Error):
             if terminal:
-                await self._deliver_failure(delivery, job, row, "run_failed", repr(result.reason))
+                reason = repr(result.reason)
+                later = await self._deliver_failure(delivery, job, row, "run_failed", reason)
+                if later is not None:
+                    return later
             raise RunFailed(repr(result.reason))
         crash = InvalidRunAnswer(f"run answered {result!r}, not Ok/Error/FanOut/Deferred")
         if terminal:
-            await self._deliver_failure(delivery, job, row, "run_crashed", str(crash))
+            later = await self._deliver_failure(delivery, job, row, "run_crashed", str(crash))
+            if later is not None:
+                return later
         raise crash
 
     @staticmethod
@@ -254,7 +271,12 @@ class InvokeWorker:
                 telemetry.INVOKE_DISCARDED, reason=answer.reason, **self._common(job, meta, row)
             )
             return Cancel(f"discarded: {answer.reason}")
-        raise InvalidDelivery(f"invoke delivery answered {answer!r}, not Delivered/Discarded")
+        later = _snooze(answer)
+        if later is not None:
+            return later
+        raise InvalidDelivery(
+            f"invoke delivery answered {answer!r}, not Delivered/Discarded/Snoozed(n>0)"
+        )
 
     async def _fan_out(
         self,
@@ -289,13 +311,18 @@ class InvokeWorker:
 
     async def _deliver_failure(
         self, delivery: InvokeDelivery, job: Job, row: InvocationRow, reason: str, detail: str
-    ) -> None:
-        await _plugins.settle(
+    ) -> Snooze | None:
+        """Deliver the terminal failure; a ``Snooze`` when the delivery asked to be asked
+        again later (a parked execution), so the answer is not lost with the attempts."""
+        answer: object = await _plugins.settle(
             delivery.deliver_failure(
                 row.scope, row.invoke_id, reason, job.attempt, detail, row.invoke.caller_context
             )
         )
-        self._failed(job, row.scope, row.invoke_id, reason, detail, row.handler)
+        later = _snooze(answer)
+        if later is None:
+            self._failed(job, row.scope, row.invoke_id, reason, detail, row.handler)
+        return later
 
     @staticmethod
     def _failed(

@@ -33,6 +33,7 @@ from statifier.chart.durations import format_duration
 from statifier.chart.model import Machine
 from statifier.core import effects as fx
 from statifier.suggest import did_you_mean
+from statifier.values import brief
 
 _COUNTERS = ("macrostep", "microstep", "round")
 
@@ -141,11 +142,14 @@ class Reporter:
         if isinstance(effect, fx.Cancel):
             return f"cancel send_id {effect.send_id}"
         if isinstance(effect, fx.Log):
-            return f"log {effect.label or ''}: {effect.value!r}"
+            return f"log {effect.label or ''}: {brief(effect.value)}"
         if isinstance(effect, fx.Done):
-            return f"done (final: {', '.join(effect.configuration)}; donedata {effect.donedata!r})"
+            final = ", ".join(effect.configuration)
+            return f"done (final: {final}; donedata {brief(effect.donedata)})"
         if isinstance(effect, fx.DatamodelChange):
-            return f"set {effect.location} = {effect.new_value!r}"
+            if effect.new_value is fx.NOT_RECORDED:  # values ride on effects in trace mode only
+                return f"set {effect.location}"
+            return f"set {effect.location} = {brief(effect.new_value)}"
         if isinstance(effect, fx.Invoke):
             return f"invoke {effect.invoke_id} ({effect.type})"
         if isinstance(effect, fx.CancelInvoke):
@@ -156,7 +160,7 @@ class Reporter:
             sendid = f" (send_id {effect.sendid})" if effect.sendid else ""
             return f"{effect.name} at {at}{sendid}: {effect.message or '(no message)'}"
         if isinstance(effect, fx.BudgetExhausted):
-            return f"round budget of {effect.budget} exhausted"
+            return f"{effect.reason} budget of {effect.budget} exhausted"
         if isinstance(effect, fx.EventDequeued):
             return f"trace: {effect.source} event {effect.event.name!r}"
         if isinstance(effect, fx.TransitionsSelected):

@@ -1,4 +1,5 @@
--- Which of oban's tables and our (valid) indexes on oban_jobs exist in a schema.
+-- Which of oban's tables (and the execution tables, when asked) and our (valid) indexes on
+-- oban_jobs exist in a schema.
 SELECT c.relname
 FROM pg_catalog.pg_class AS c
 JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace

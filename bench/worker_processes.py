@@ -1,0 +1,89 @@
+"""Worker processes for the benchmarks that run oban queues in processes of their own.
+
+A benchmark script starts copies of itself with ``--worker --url URL --node wN --limit N``
+(:class:`WorkerProcesses`); each runs :func:`serve_until_stdin_closes`: it prints ``ready``
+once its queues run and stops when its stdin closes. The parent reads their CPU time from
+``/proc`` (Linux), which other load on the machine hardly moves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from oban import Oban
+
+
+class WorkerStartFailed(RuntimeError):
+    """A worker process did not report ``ready``."""
+
+
+class WorkerProcesses:
+    """``count`` worker processes of ``script`` (each ``script --worker ...``)."""
+
+    def __init__(self, script: str, url: str, count: int, limit: int) -> None:
+        self.script = script
+        self.url = url
+        self.count = count
+        self.limit = limit
+        self.procs: list[asyncio.subprocess.Process] = []
+
+    async def start(self) -> None:
+        """Start every process and wait for its ``ready`` line."""
+        for i in range(self.count):
+            argv = [
+                "--worker",
+                "--url",
+                self.url,
+                "--node",
+                f"w{i + 1}",
+                "--limit",
+                str(self.limit),
+            ]
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                self.script,
+                *argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+            )
+            self.procs.append(proc)
+        for proc in self.procs:
+            assert proc.stdout is not None
+            line = await asyncio.wait_for(proc.stdout.readline(), 60)
+            if line.strip() != b"ready":
+                raise WorkerStartFailed(f"a worker process did not start (said {line!r})")
+
+    def cpu_seconds(self) -> float:
+        """User plus system CPU time of every worker process so far (Linux ``/proc``)."""
+        ticks = os.sysconf("SC_CLK_TCK")
+        total = 0
+        for proc in self.procs:
+            fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+        return total / ticks
+
+    async def stop(self) -> None:
+        """Close every worker's stdin and wait for it to exit."""
+        for proc in self.procs:
+            if proc.stdin is not None:
+                proc.stdin.close()
+        for proc in self.procs:
+            try:
+                await asyncio.wait_for(proc.wait(), 30)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+        self.procs.clear()
+
+
+async def serve_until_stdin_closes(oban: Oban) -> None:
+    """Worker side: start ``oban``, print ``ready``, stop it once the parent closes stdin."""
+    try:
+        await oban.start()
+        print("ready", flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.buffer.read)
+    finally:
+        await oban.stop()

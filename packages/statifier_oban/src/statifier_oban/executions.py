@@ -1,0 +1,332 @@
+"""Durable executions on oban jobs: the adapters between statifier_persistence and oban.
+
+Needs ``statifier_persistence`` (importing this module without it raises ImportError;
+nothing else in statifier_oban imports it).
+
+``ObanExecutor`` is statifier_persistence's ``EffectExecutor``: inside each step's
+transaction, a delayed send to the execution becomes a timer job (``schedule`` with
+``conn=``), a ``<cancel>`` cancels its jobs, an ``<invoke>`` of a registered handler type
+becomes an invocation job, leaving its state cancels that job.
+
+``ExecutionDelivery`` (timers) and ``ExecutionInvokeDelivery`` (invocation answers) feed
+fired jobs back through ``Executions.step``, with the job's id as the step key, so a job
+oban delivers twice (a worker killed after the step committed) changes the chart once.
+They find the process's ``Executions`` through :func:`use` (``statifier-oban worker``
+calls it); answers:
+
+* stepped, or already applied: ``Delivered`` (the job completes);
+* the execution is terminal: ``Discarded(status)`` (the job is cancelled with it);
+* no such execution: ``Discarded("terminated")``;
+* parked (``needs_migration``): ``Snoozed`` (a parked execution keeps its timers);
+* an invocation answer for an invocation that is no longer live: ``Discarded`` with
+  ``invocation_not_live`` (SCXML 6.4: never delivered).
+
+Anything else a step raises (an identity mismatch, the database) is raised, so the job
+retries with backoff.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, Final
+
+import psycopg
+from oban import Oban, current_job
+from psycopg import AsyncConnection
+from statifier.core import planner
+from statifier.core.effects import Cancel, CancelInvoke, Invoke, SendDelayed
+from statifier.core.events import Event
+from statifier_persistence import (
+    AlreadyApplied,
+    Declined,
+    EffectRefused,
+    EventBuilder,
+    ExecutionNotFound,
+    Executions,
+    NeedsMigration,
+    Stepped,
+    StepResult,
+    live_answer,
+)
+from statifier_persistence import Discarded as DiscardedStep
+
+from . import _invocation, _store, _timer
+from ._config import DEFAULT_DELIVERY, DEFAULT_INVOKE_DELIVERY, Config
+from ._errors import ConfigError, NoExecutions, ScheduleRejected, StoreUnavailable
+from ._handler import InvokeHandler
+from ._names import INVOKE_WORKER
+from .delivery import DELIVERED, DeliveryAnswer, Discarded, Snoozed
+
+PARKED_SNOOZE_S: Final = 60
+"""How long a timer of a parked execution waits before it asks again, by default."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Installed:
+    executions: Executions
+    parked_snooze_s: int
+
+
+_installed: _Installed | None = None
+
+
+def use(executions: Executions | None, *, parked_snooze_s: int = PARKED_SNOOZE_S) -> None:
+    """Make ``executions`` the one this process's execution deliveries step into (None:
+    none; deliveries then raise ``NoExecutions`` and their jobs retry).
+
+    ``parked_snooze_s`` (a positive integer) is how long a job for a parked execution
+    snoozes before it is tried again.
+    """
+    global _installed
+    if executions is None:
+        _installed = None
+        return
+    if not isinstance(executions, Executions):
+        raise ConfigError("executions", f"expected an Executions, not {executions!r}", executions)
+    if isinstance(parked_snooze_s, bool) or not isinstance(parked_snooze_s, int):
+        raise ConfigError("parked_snooze_s", "parked_snooze_s must be an integer of seconds")
+    if parked_snooze_s < 1:
+        raise ConfigError("parked_snooze_s", "parked_snooze_s must be at least 1 second")
+    _installed = _Installed(executions, parked_snooze_s)
+
+
+def _require() -> _Installed:
+    if _installed is None:
+        raise NoExecutions(
+            "no Executions in this process: call statifier_oban.executions.use(...) first"
+        )
+    return _installed
+
+
+def current() -> Executions:
+    """The ``Executions`` installed by :func:`use` (``NoExecutions`` if none is)."""
+    return _require().executions
+
+
+def execution_config(oban: Any, *, timers_queue: str, **options: Any) -> Config:
+    """A ``Config`` whose jobs are delivered into executions (see the module docstring).
+
+    The same options as ``Config``; ``delivery`` and ``invoke_delivery`` default to
+    :class:`ExecutionDelivery` and :class:`ExecutionInvokeDelivery`.
+    """
+    options.setdefault("delivery", ExecutionDelivery)
+    options.setdefault("invoke_delivery", ExecutionInvokeDelivery)
+    return Config(oban=oban, timers_queue=timers_queue, **options)
+
+
+class ObanExecutor:
+    """Performs an execution's durable effects as oban jobs, in the step's transaction.
+
+    ``config`` names the queues and the deliveries written on every job (build it with
+    :func:`execution_config`); ``handlers`` maps ``<invoke type>`` values to
+    ``InvokeHandler`` classes. An invoke type without a handler, or an effect whose
+    opaque fields cannot be stored, is refused (the chart hears the error); a database
+    failure fails the step.
+    """
+
+    def __init__(
+        self, config: Config, *, handlers: Mapping[str, type[InvokeHandler]] | None = None
+    ) -> None:
+        if not isinstance(config, Config):
+            raise ConfigError("config", f"expected a statifier_oban Config, not {config!r}")
+        if config.delivery == DEFAULT_DELIVERY or config.invoke_delivery == DEFAULT_INVOKE_DELIVERY:
+            raise ConfigError(
+                "delivery",
+                "the config delivers into live sessions; build it with execution_config()",
+            )
+        table = dict(handlers or {})
+        for invoke_type, handler in table.items():
+            if not (isinstance(handler, type) and issubclass(handler, InvokeHandler)):
+                raise ConfigError("handlers", f"{invoke_type!r}: {handler!r} is no InvokeHandler")
+        if table and config.invoke_queue is None:
+            raise ConfigError("invoke_queue", "invoke handlers need the config's invoke_queue")
+        self.config = config
+        self._handlers = table
+
+    @property
+    def invoke_types(self) -> frozenset[str]:
+        """The invoke types with a handler."""
+        return frozenset(self._handlers)
+
+    async def schedule(
+        self, conn: AsyncConnection[Any], execution_id: str, effect: SendDelayed
+    ) -> None:
+        """A timer job on the step's connection (idempotent on ``(scope, ordinal)``)."""
+        # The planner addressed this send to the execution itself; its own #_scxml_ id
+        # fires the same event as no target, which is the only target a timer row holds.
+        if effect.target is not None:
+            effect = dataclasses.replace(effect, target=None)
+        try:
+            await _timer.schedule(self.config, execution_id, effect, conn=conn)
+        except ScheduleRejected as exc:
+            raise EffectRefused(exc.reason, str(exc)) from exc
+
+    async def cancel_timers(
+        self, conn: AsyncConnection[Any], execution_id: str, effect: Cancel
+    ) -> None:
+        """Cancel the execution's pending timer jobs under the send id."""
+        await _timer.cancel_timers(self.config, execution_id, effect, conn=conn)
+
+    async def start_invocation(
+        self, conn: AsyncConnection[Any], execution_id: str, effect: Invoke
+    ) -> None:
+        """An invocation job for the handler registered under the invoke type."""
+        handler = self._handlers.get(effect.type)
+        if handler is None:
+            raise EffectRefused(f"no handler for invoke type {effect.type!r}")
+        try:
+            await _invocation.enqueue(self.config, handler, execution_id, effect, conn=conn)
+        except ScheduleRejected as exc:
+            raise EffectRefused(exc.reason, str(exc)) from exc
+
+    async def stop_invocation(
+        self, conn: AsyncConnection[Any], execution_id: str, effect: CancelInvoke
+    ) -> None:
+        """Cancel the invocation's pending jobs (a running one finishes; its answer is
+        then declined, the invocation being no longer live)."""
+        await _invocation.cancel(self.config, execution_id, effect.invoke_id, conn=conn)
+
+    async def forward(
+        self, conn: AsyncConnection[Any], execution_id: str, invoke_id: str, event: Event
+    ) -> bool:
+        """Job-shaped invocations take no events."""
+        return False
+
+
+class _Steps:
+    """What both execution deliveries share: step with the job's key, map the answer."""
+
+    async def step(
+        self,
+        executions: Executions,
+        execution_id: str,
+        event: Event | EventBuilder,
+        key: str | None,
+    ) -> StepResult:
+        """Step ``event`` into the execution; override to step on a connection of yours
+        (``executions.step(..., conn=conn)`` inside your own transaction)."""
+        return await executions.step(execution_id, event, key=key)
+
+    async def apply(self, execution_id: str, event: Event | EventBuilder) -> DeliveryAnswer:
+        """Step with the running job's id as the key; the delivery answer."""
+        installed = _require()
+        job = current_job()
+        key = f"job:{job.id}" if job is not None and job.id is not None else None
+        try:
+            result = await self.step(installed.executions, execution_id, event, key)
+        except ExecutionNotFound:
+            return Discarded("terminated")
+        except NeedsMigration:
+            return Snoozed(installed.parked_snooze_s)
+        match result:
+            case Stepped() | AlreadyApplied():
+                return DELIVERED
+            case DiscardedStep(status=status):
+                return Discarded(status)
+            case Declined(reason=reason):
+                return Discarded(reason)
+
+
+class ExecutionDelivery(_Steps):
+    """The timer delivery of durable executions (the scope is the execution id)."""
+
+    async def deliver(self, scope: str, effect: SendDelayed) -> DeliveryAnswer:
+        """Fire the timer into the execution: ``planner.fire``'s event, stepped once."""
+        instruction = planner.fire(scope, effect)
+        if not isinstance(instruction.target, planner.SelfTarget):
+            return Discarded("not_addressed_to_the_execution")
+        return await self.apply(scope, instruction.event)
+
+
+class ExecutionInvokeDelivery(_Steps):
+    """The invocation delivery of durable executions: answers of live invocations only."""
+
+    async def deliver(
+        self, scope: str, invoke_id: str, data: Any, caller_context: Any = None
+    ) -> DeliveryAnswer:
+        """``done.invoke.<invoke_id>`` with ``data``, if the invocation is still live."""
+        answer = planner.invocation_done(invoke_id, data, caller_context=caller_context)
+        return await self.apply(scope, live_answer(answer))
+
+    async def deliver_failure(
+        self,
+        scope: str,
+        invoke_id: str,
+        reason: str,
+        attempts: int,
+        detail: str,
+        caller_context: Any = None,
+    ) -> DeliveryAnswer:
+        """``error.communication.invoke.<invoke_id>`` with ``{reason, attempts, detail}``."""
+        failure = {"reason": reason, "attempts": attempts, "detail": detail}
+        answer = planner.invocation_failed(invoke_id, failure, caller_context=caller_context)
+        return await self.apply(scope, live_answer(answer))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PendingJob:
+    """A pending timer job, or an unfinished invocation job, of one execution.
+
+    ``kind`` is ``timer`` (``send_id``, ``event``, ``ordinal`` set) or ``invocation``
+    (``invoke_id`` set); ``scheduled_at`` is when it is due (UTC, as oban stores it).
+    """
+
+    job_id: int
+    kind: str
+    state: str
+    send_id: str | None
+    event: str | None
+    ordinal: int | None
+    invoke_id: str | None
+    scheduled_at: datetime
+
+
+PENDING_JOBS_LIMIT: Final = 1000
+"""The most jobs :func:`pending_jobs` returns."""
+
+
+async def pending_jobs(oban: Oban, execution_id: str, *, limit: int = 100) -> list[PendingJob]:
+    """The execution's pending timers and unfinished invocations, earliest due first."""
+    if (
+        isinstance(limit, bool)
+        or not isinstance(limit, int)
+        or not 1 <= limit <= PENDING_JOBS_LIMIT
+    ):
+        raise ConfigError("limit", f"limit must be in 1..{PENDING_JOBS_LIMIT}, not {limit!r}")
+    try:
+        async with _store.connection(oban, None) as db:
+            cursor = await db.execute(
+                _store.statement(oban, "scope_jobs"), {"scope": execution_id, "limit": limit}
+            )
+            rows = await cursor.fetchall()
+    except psycopg.Error as exc:
+        raise StoreUnavailable(f"reading the jobs of {execution_id!r} failed: {exc}") from exc
+    return [
+        PendingJob(
+            job_id=row[0],
+            kind="invocation" if row[1] == INVOKE_WORKER else "timer",
+            state=row[2],
+            send_id=row[3],
+            event=row[4],
+            ordinal=int(row[5]) if row[5] is not None and row[5].isdigit() else None,
+            invoke_id=row[6],
+            scheduled_at=row[7],
+        )
+        for row in rows
+    ]
+
+
+__all__ = [
+    "PARKED_SNOOZE_S",
+    "ExecutionDelivery",
+    "ExecutionInvokeDelivery",
+    "NoExecutions",
+    "ObanExecutor",
+    "PendingJob",
+    "current",
+    "execution_config",
+    "pending_jobs",
+    "use",
+]

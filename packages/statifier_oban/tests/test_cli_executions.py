@@ -1,0 +1,172 @@
+"""``statifier-oban executions ...`` and the standalone ``statifier-oban worker`` delivering
+into durable executions, against a real PostgreSQL.
+
+The operator commands run in-process (``cli.main`` in a thread: it runs its own event
+loop). The worker runs as a subprocess with no host module at all: the chart is in the
+registry, which is all a standalone worker needs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+import statifier
+from oban import Oban
+from psycopg_pool import AsyncConnectionPool
+from statifier_oban import cli
+from statifier_oban.executions import ObanExecutor, execution_config
+from statifier_persistence import Executions
+
+TESTS_DIR = str(Path(__file__).resolve().parent)
+if TESTS_DIR not in sys.path:
+    sys.path.append(TESTS_DIR)
+
+from support_common import wait_until  # noqa: E402
+from test_cli_commands import Lines  # noqa: E402
+
+CARD = statifier.compile(
+    """<scxml xmlns="http://www.w3.org/2005/07/scxml" name="card" initial="authorized">
+  <datamodel><data id="captures" expr="0"/></datamodel>
+  <state id="authorized">
+    <onentry><send id="hold" event="authorization.expired" delayexpr="hold"/></onentry>
+    <onexit><cancel sendid="hold"/></onexit>
+    <transition event="capture.requested" target="capturing"/>
+    <transition event="authorization.expired" target="expired"/>
+  </state>
+  <state id="capturing">
+    <onentry><assign location="captures" expr="captures + 1"/></onentry>
+    <transition event="capture.succeeded" target="settled"/>
+  </state>
+  <final id="settled"/>
+  <final id="expired"/>
+</scxml>"""
+)
+
+
+def unique(kind: str) -> str:
+    """An execution id no other test uses."""
+    return f"{kind}_{uuid.uuid4().hex[:10]}"
+
+
+async def executions_on(pool: AsyncConnectionPool, oban_client: Oban) -> Executions:
+    """``Executions`` whose timers go to the ``timers`` queue."""
+    config = execution_config(oban_client, timers_queue="timers")
+    return Executions(pool, executor=ObanExecutor(config))
+
+
+async def run_cli(*argv: str) -> int:
+    """``statifier-oban ARGV`` in a thread (it runs its own event loop)."""
+    return await asyncio.to_thread(cli.main, list(argv))
+
+
+async def test_operators_list_show_send_and_cancel(
+    pool: AsyncConnectionPool,
+    oban_client: Oban,
+    database_url: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    executions = await executions_on(pool, oban_client)
+    first, second = unique("card_a"), unique("card_b")
+    await executions.create(
+        CARD, execution_id=first, datamodel={"hold": "1h"}, metadata={"customer": "c1"}
+    )
+    await executions.create(CARD, execution_id=second, datamodel={"hold": "1h"})
+    url = ["--database-url", database_url]
+
+    assert await run_cli("executions", "list", *url) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "id\tstatus\tchart\tsteps\tupdated"
+    assert sorted(line.split("\t")[:4] for line in out[1:]) == sorted(
+        [[first, "active", "card", "1"], [second, "active", "card", "1"]]
+    )
+    assert await run_cli("executions", "list", *url, "--metadata", '{"customer": "c1"}') == 0
+    assert [line.split("\t")[0] for line in capsys.readouterr().out.splitlines()[1:]] == [first]
+    assert await run_cli("executions", "list", *url, "--limit", "1") == 0
+    captured = capsys.readouterr()
+    assert len(captured.out.splitlines()) == 2
+    assert captured.err.startswith("more: --after ")
+
+    assert await run_cli("executions", "show", *url, first) == 0
+    shown = dict(
+        line.split(None, 1) for line in capsys.readouterr().out.splitlines() if " " in line
+    )
+    assert shown["status"] == "active"
+    assert shown["configuration"] == "authorized"
+    assert shown["datamodel"] == '{"captures": 0, "hold": "1h"}'
+    assert shown["metadata"] == '{"customer": "c1"}'
+    assert shown["timer"].startswith("hold -> authorization.expired due ")
+    assert "scheduled" in shown["timer"]
+
+    send = ("executions", "send", *url, first, "capture.requested", "--key", "req-1")
+    assert await run_cli(*send) == 0
+    assert capsys.readouterr().out == f"stepped: {first} is active in capturing\n"
+    assert await run_cli(*send) == 0
+    assert (
+        capsys.readouterr().out == f"already applied: key 'req-1' was applied to {first} before\n"
+    )
+    assert await run_cli("executions", "show", *url, first) == 0
+    out = capsys.readouterr().out
+    assert "configuration  capturing" in out and "timer" not in out
+    assert '"captures": 1' in out
+
+    assert await run_cli("executions", "cancel", *url, second) == 0
+    assert capsys.readouterr().out.startswith(f"cancelled: {second} is cancelled")
+    assert await run_cli("executions", "cancel", *url, second) == 1
+    assert capsys.readouterr().err == f"discarded: {second} is cancelled\n"
+
+    assert await run_cli("executions", "show", *url, "no_such_card") == 1
+    err = capsys.readouterr().err
+    assert err == "statifier-oban executions show: error: no execution 'no_such_card'\n"
+
+
+def test_executions_commands_refuse_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["executions", "list", "--database-url", "x", "--status", "running"])
+    assert exit_.value.code == 2
+    with pytest.raises(SystemExit):
+        cli.main(["executions", "send", "--database-url", "x", "id", "e", "--data", "{nope"])
+    assert "not JSON" in capsys.readouterr().err
+
+
+async def test_a_standalone_worker_fires_timers_into_executions(
+    pool: AsyncConnectionPool, oban_client: Oban, database_url: str, tmp_path: Path
+) -> None:
+    executions = await executions_on(pool, oban_client)
+    expiring, captured = unique("expiring"), unique("captured")
+    await executions.create(CARD, execution_id=expiring, datamodel={"hold": "300ms"})
+    await executions.create(CARD, execution_id=captured, datamodel={"hold": "300ms"})
+    await executions.step(captured, statifier.Event(name="capture.requested"))
+    environment = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "statifier_oban.cli", "worker", "--database-url", database_url,
+         "--queue", "timers=5", "--rescue-after", "30"],
+        cwd=tmp_path, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True,
+    )  # fmt: skip
+    lines = Lines(process)
+    try:
+        lines.wait_for("delivering into durable executions")
+        lines.wait_for("running queues timers=5")
+
+        async def expired() -> bool:
+            return (await executions.get(expiring)).status == "completed"
+
+        await wait_until(expired, timeout=20, what="the hold expiring")
+        _, state = await executions.load(expiring)
+        assert state.datamodel["captures"] == 0  # completed without a capture: expired
+        _, state = await executions.load(captured)
+        assert state.active_leaf_ids() == ("capturing",)  # its hold was cancelled
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 0
+        assert any("stopped" in line for line in lines.rest())
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)

@@ -1,0 +1,305 @@
+"""Durable executions on real oban jobs: timers and invocation answers step executions.
+
+Each test runs a server-mode Oban (a timers and an invoke queue of its own) in this
+process, on the module's database; the deliveries named on the job rows are
+``ExecutionDelivery``/``ExecutionInvokeDelivery``, stepping the ``Executions`` the rig
+installed with ``use``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from psycopg import AsyncConnection
+from statifier.core.effects import SendDelayed
+from statifier.core.events import Event
+from statifier_oban import Config, ConfigError, schedule
+from statifier_oban.executions import ExecutionDelivery, ObanExecutor
+from statifier_oban.workers import INVOKE_WORKER, TIMER_WORKER
+from statifier_persistence import Executions, Stepped
+
+TESTS_DIR = str(Path(__file__).resolve().parent)
+if TESTS_DIR not in sys.path:  # makes support_* importable here and by the worker
+    sys.path.append(TESTS_DIR)
+
+from support_common import (  # noqa: E402
+    chart,
+    database_fixture,
+    job_row,
+    job_rows,
+    unique,
+    wait_for_state,
+    wait_until,
+)
+from support_executions import GatedHandler, Rig, running_rig  # noqa: E402
+from support_harness import Servers, send_delayed, servers_fixture, set_due_now  # noqa: E402
+
+database = database_fixture()
+servers = servers_fixture()
+
+TICKER = chart(
+    """
+    <datamodel><data id="ticks" expr="0"/><data id="limit" expr="3"/></datamodel>
+    <state id="ticking">
+      <onentry><send id="tick" event="tick" delay="100ms"/></onentry>
+      <onexit><cancel sendid="tick"/></onexit>
+      <transition event="tick" cond="ticks + 1 &lt; limit" target="ticking">
+        <assign location="ticks" expr="ticks + 1"/>
+      </transition>
+      <transition event="tick" target="done">
+        <assign location="ticks" expr="ticks + 1"/>
+      </transition>
+      <transition event="stop" target="stopped"/>
+    </state>
+    <state id="stopped"/>
+    <final id="done"/>
+    """,
+    name="ticker",
+)
+
+NO_CANCEL = chart(
+    """
+    <state id="armed">
+      <onentry><send id="late" event="late" delay="1h"/></onentry>
+      <transition event="finish" target="end"/>
+      <transition event="late" target="end"/>
+    </state>
+    <final id="end"/>
+    """
+)
+
+INVOKING = chart(
+    """
+    <datamodel><data id="answer" expr="None"/></datamodel>
+    <state id="working">
+      <invoke id="job" type="test:echo"><param name="n" expr="7"/></invoke>
+      <transition event="done.invoke.job" target="done">
+        <assign location="answer" expr="_event.data"/>
+      </transition>
+    </state>
+    <final id="done"/>
+    """
+)
+
+GATED = chart(
+    """
+    <state id="working">
+      <invoke id="slow" type="test:gated"/>
+      <transition event="done.invoke.slow" target="answered"/>
+      <transition event="abort" target="aborted"/>
+    </state>
+    <state id="answered"/>
+    <state id="aborted"/>
+    """
+)
+
+
+@pytest_asyncio.fixture
+async def rig(servers: Servers) -> AsyncIterator[Rig]:
+    """A running rig for this test."""
+    async with running_rig(servers) as world:
+        yield world
+
+
+async def timer_jobs(rig: Rig, execution_id: str) -> list[Any]:
+    """The execution's timer job rows, oldest first."""
+    return await job_rows(
+        rig.server.pool,
+        "worker = %s AND args->>'scope' = %s ORDER BY id",
+        [TIMER_WORKER, execution_id],
+    )
+
+
+async def test_timers_fire_into_the_execution_and_arm_the_next_one(rig: Rig) -> None:
+    execution_id = unique("exe")
+    await rig.executions.create(TICKER, execution_id=execution_id)
+
+    async def finished() -> bool:
+        return (await rig.executions.get(execution_id)).status == "completed"
+
+    await wait_until(finished, timeout=10, what="three ticks")
+    execution, state = await rig.executions.load(execution_id)
+    assert state.datamodel["ticks"] == 3
+    assert execution.step_count == 4
+    jobs = await timer_jobs(rig, execution_id)
+    assert [job.state for job in jobs] == ["completed"] * 3
+    keys = await _keys(rig, execution_id)
+    assert keys == {f"job:{job.id}" for job in jobs}
+
+
+async def test_a_redelivered_timer_job_changes_the_chart_once(rig: Rig) -> None:
+    execution_id = unique("exe")
+    await rig.executions.create(TICKER, execution_id=execution_id, datamodel={"limit": 100})
+    first = await wait_for_state(
+        rig.server.pool, await _first_timer(rig, execution_id), "completed"
+    )
+    await rig.executions.step(execution_id, Event(name="stop"))
+    before, state_before = await rig.executions.load(execution_id)
+    assert state_before.active_leaf_ids() == ("stopped",)  # no timer is pending any more
+    # oban runs the completed job again, as after a worker killed before its ack.
+    await rig.server.oban.retry_job(first.id)
+    again = await wait_for_state(rig.server.pool, first.id, "completed", timeout=10)
+    assert again.attempt == 2
+    after, state = await rig.executions.load(execution_id)
+    assert after.step_count == before.step_count  # a second step would count, even unmatched
+    assert state.datamodel["ticks"] == state_before.datamodel["ticks"]
+
+
+async def test_a_timer_into_a_finished_execution_is_discarded(rig: Rig) -> None:
+    execution_id = unique("exe")
+    await rig.executions.create(NO_CANCEL, execution_id=execution_id)
+    (job,) = await timer_jobs(rig, execution_id)
+    await rig.executions.step(execution_id, Event(name="finish"))
+    await set_due_now(rig.server.pool, job.id)
+    row = await wait_for_state(rig.server.pool, job.id, "cancelled")
+    assert "discarded: completed" in row.error_text
+
+
+async def test_a_timer_into_a_cancelled_execution_is_discarded(rig: Rig) -> None:
+    execution_id = unique("exe")
+    await rig.executions.create(NO_CANCEL, execution_id=execution_id)
+    (job,) = await timer_jobs(rig, execution_id)
+    await rig.executions.cancel(execution_id)
+    await set_due_now(rig.server.pool, job.id)
+    row = await wait_for_state(rig.server.pool, job.id, "cancelled")
+    assert "discarded: cancelled" in row.error_text
+
+
+async def test_a_timer_of_an_unknown_execution_is_discarded_as_terminated(rig: Rig) -> None:
+    job = await schedule(rig.config, unique("ghost"), send_delayed(delay_ms=10))
+    row = await wait_for_state(rig.server.pool, job.job_id, "cancelled")
+    assert "discarded: terminated" in row.error_text
+
+
+async def test_a_parked_execution_snoozes_its_timer_until_unparked(rig: Rig) -> None:
+    execution_id = unique("exe")
+    await rig.executions.create(TICKER, execution_id=execution_id, datamodel={"limit": 1})
+    job_id = await _first_timer(rig, execution_id)
+    await rig.executions.park(execution_id)
+
+    async def snoozed() -> Any:
+        row = await job_row(rig.server.pool, job_id)
+        return row if row.meta.get("snoozed") == 1 and row.state == "scheduled" else None
+
+    row = await wait_until(snoozed, timeout=10, what="the timer snoozed")
+    assert 55 <= row.seconds_until_scheduled() <= 61
+    _, state = await rig.executions.load(execution_id)
+    assert state.datamodel["ticks"] == 0
+
+    await rig.executions.unpark(execution_id)
+    await set_due_now(rig.server.pool, job_id)
+    await wait_for_state(rig.server.pool, job_id, "completed", timeout=10)
+    execution, state = await rig.executions.load(execution_id)
+    assert (execution.status, state.datamodel["ticks"]) == ("completed", 1)
+
+
+async def test_a_crash_inside_a_step_leaves_the_old_position_and_no_job(rig: Rig) -> None:
+    class Crashing(ObanExecutor):
+        async def schedule(
+            self, conn: AsyncConnection[Any], execution_id: str, effect: SendDelayed
+        ) -> None:
+            await super().schedule(conn, execution_id, effect)
+            raise RuntimeError("the node died after inserting the timer job")
+
+    crashing = Executions(rig.server.pool, executor=Crashing(rig.config))
+    execution_id = unique("exe")
+    await rig.executions.create(TICKER, execution_id=execution_id, datamodel={"limit": 100})
+    job_id = await _first_timer(rig, execution_id)
+    await wait_for_state(rig.server.pool, job_id, "completed")
+    before, state_before = await rig.executions.load(execution_id)
+    jobs_before = await timer_jobs(rig, execution_id)
+    with pytest.raises(RuntimeError, match="node died"):
+        await crashing.step(execution_id, Event(name="tick"))
+    after, state_after = await rig.executions.load(execution_id)
+    assert after.step_count == before.step_count
+    assert state_after.datamodel == state_before.datamodel
+    assert [j.id for j in await timer_jobs(rig, execution_id)] == [j.id for j in jobs_before]
+
+
+async def test_an_invocation_answers_into_the_execution(rig: Rig) -> None:
+    execution_id = unique("exe")
+    await rig.executions.create(INVOKING, execution_id=execution_id)
+
+    async def answered() -> bool:
+        return (await rig.executions.get(execution_id)).status == "completed"
+
+    await wait_until(answered, timeout=10, what="the invocation's answer")
+    _, state = await rig.executions.load(execution_id)
+    assert state.datamodel["answer"] == {"echo": {"n": 7}}
+    (job,) = await job_rows(
+        rig.server.pool, "worker = %s AND args->>'scope' = %s", [INVOKE_WORKER, execution_id]
+    )
+    assert job.state == "completed"
+    assert await _keys(rig, execution_id) == {f"job:{job.id}"}
+
+
+async def test_a_late_answer_of_an_invocation_no_longer_live_is_discarded(rig: Rig) -> None:
+    assert GatedHandler.gate is not None and GatedHandler.started is not None
+    execution_id = unique("exe")
+    await rig.executions.create(GATED, execution_id=execution_id)
+    await wait_until(GatedHandler.started.is_set, timeout=10, what="the handler running")
+    stepped = await rig.executions.step(execution_id, Event(name="abort"))
+    assert isinstance(stepped, Stepped)
+    GatedHandler.gate.set()
+    (job,) = await job_rows(
+        rig.server.pool, "worker = %s AND args->>'scope' = %s", [INVOKE_WORKER, execution_id]
+    )
+    row = await wait_for_state(rig.server.pool, job.id, "cancelled", "completed", timeout=10)
+    assert row.state == "cancelled"
+    assert "discarded: invocation_not_live" in row.error_text
+    _, state = await rig.executions.load(execution_id)
+    assert state.active_leaf_ids() == ("aborted",)
+
+
+async def test_an_answer_into_a_parked_execution_is_snoozed_until_unparked(rig: Rig) -> None:
+    assert GatedHandler.gate is not None and GatedHandler.started is not None
+    execution_id = unique("exe")
+    await rig.executions.create(GATED, execution_id=execution_id)
+    await wait_until(GatedHandler.started.is_set, timeout=10, what="the handler running")
+    await rig.executions.park(execution_id)
+    GatedHandler.gate.set()
+    (job,) = await job_rows(
+        rig.server.pool, "worker = %s AND args->>'scope' = %s", [INVOKE_WORKER, execution_id]
+    )
+
+    async def snoozed() -> Any:
+        row = await job_row(rig.server.pool, job.id)
+        return row if row.meta.get("snoozed") == 1 and row.state == "scheduled" else None
+
+    await wait_until(snoozed, timeout=10, what="the answer snoozed")
+    _, state = await rig.executions.load(execution_id)
+    assert state.active_leaf_ids() == ("working",)
+    await rig.executions.unpark(execution_id)
+    await set_due_now(rig.server.pool, job.id)
+    await wait_for_state(rig.server.pool, job.id, "completed", timeout=10)
+    _, state = await rig.executions.load(execution_id)
+    assert state.active_leaf_ids() == ("answered",)
+
+
+async def test_the_executor_refuses_a_config_that_delivers_into_live_sessions(rig: Rig) -> None:
+    with pytest.raises(ConfigError):
+        ObanExecutor(Config(oban=rig.server.oban, timers_queue="t"))
+
+
+def test_the_delivery_is_stored_by_its_path(rig: Rig) -> None:
+    assert rig.config.delivery == "statifier_oban.executions:ExecutionDelivery"
+    assert isinstance(ExecutionDelivery(), ExecutionDelivery)
+
+
+async def _first_timer(rig: Rig, execution_id: str) -> int:
+    jobs = await timer_jobs(rig, execution_id)
+    assert jobs, "no timer job"
+    return int(jobs[0].id)
+
+
+async def _keys(rig: Rig, execution_id: str) -> set[str]:
+    async with rig.server.pool.connection() as conn:
+        cursor = await conn.execute(
+            "SELECT key FROM statifier_step_keys WHERE execution_id = %s", [execution_id]
+        )
+        return {row[0] for row in await cursor.fetchall()}

@@ -1,0 +1,146 @@
+"""The chart registry: every chart an execution runs, stored by identity so that any node
+can compile it, and compiled machines cached in this process (bounded, by identity).
+
+A chart is registered with its source, name and version (which together make its
+identity) and the documents its ``src`` attributes resolved to when it was compiled, so a
+node without the host's resolver compiles the very same machine. A stored source is
+untrusted: it is size-checked, compiled, and the compiled identity must be the one asked
+for, or the machine is refused.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from typing import Any
+
+from psycopg import AsyncConnection
+from statifier import ChartError, Machine, chart_identity
+from statifier import compile as compile_chart
+
+from ._errors import ChartConflict, ChartNotRegistered, ChartUnusable, IdentityMismatch
+from ._limits import MAX_IDENTITY_LENGTH, Limits
+from ._rows import encode_json_object
+from ._sql import statement
+
+
+class MachineCache:
+    """Compiled machines by chart identity; the least recently used goes beyond ``size``."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._machines: OrderedDict[str, Machine] = OrderedDict()
+
+    def get(self, identity: str) -> Machine | None:
+        """The cached machine of ``identity`` (now the most recently used), or None."""
+        machine = self._machines.get(identity)
+        if machine is not None:
+            self._machines.move_to_end(identity)
+        return machine
+
+    def put(self, machine: Machine) -> None:
+        """Remember ``machine`` under its identity, evicting beyond the bound."""
+        self._machines[machine.identity] = machine
+        self._machines.move_to_end(machine.identity)
+        while len(self._machines) > self._size:
+            self._machines.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._machines)
+
+
+class Charts:
+    """Registers charts and compiles registered ones, through one ``MachineCache``."""
+
+    def __init__(self, prefix: str, limits: Limits) -> None:
+        self._prefix = prefix
+        self._limits = limits
+        self.cache = MachineCache(limits.max_cached_charts)
+
+    async def register(self, conn: AsyncConnection[Any], machine: Machine) -> None:
+        """Store ``machine``'s chart unless its identity is registered already.
+
+        Raises ``ChartConflict`` when that identity is registered with other resolved
+        ``src`` documents, ``ChartUnusable`` when the source is over the bound.
+        """
+        if len(machine.identity) > MAX_IDENTITY_LENGTH:
+            raise ChartUnusable(machine.identity[:80], "the identity is too long")
+        resolved = encode_json_object(
+            machine.resolved_sources, "resolved src documents", self._limits.max_chart_source_bytes
+        )
+        size = len(machine.source) + len(resolved.encode("utf-8"))
+        if size > self._limits.max_chart_source_bytes:
+            raise ChartUnusable(
+                machine.identity,
+                f"{size} bytes of source, over the {self._limits.max_chart_source_bytes} limit",
+            )
+        params = {
+            "identity": machine.identity,
+            "name": machine.name,
+            "version": machine.version,
+            "source": machine.source,
+            "resolved": resolved,
+        }
+        cursor = await conn.execute(statement("register_chart", self._prefix), params)
+        if await cursor.fetchone() is None:
+            _, _, stored = await self._fetch(conn, machine.identity)
+            if stored != machine.resolved_sources:
+                raise ChartConflict(machine.identity)
+        self.cache.put(machine)
+
+    async def machine(
+        self, conn: AsyncConnection[Any], identity: str, execution_id: str
+    ) -> Machine:
+        """The compiled machine of ``identity``: from the cache, else from the registry."""
+        machine = self.cache.get(identity)
+        if machine is None:
+            machine = await self._load(conn, identity)
+            if machine.identity != identity:
+                raise IdentityMismatch(execution_id, identity, machine.identity)
+            self.cache.put(machine)
+        return machine
+
+    async def _fetch(
+        self, conn: AsyncConnection[Any], identity: str
+    ) -> tuple[Any, bytes, dict[str, str]]:
+        """``(row, source, resolved src documents)`` of a registered chart, checked."""
+        params = {"identity": identity, "max_source": self._limits.max_chart_source_bytes}
+        cursor = await conn.execute(statement("select_chart", self._prefix), params)
+        row = await cursor.fetchone()
+        if row is None:
+            raise ChartNotRegistered(identity)
+        _, _, size, source, resolved_text = row
+        if source is None or resolved_text is None:
+            raise ChartUnusable(
+                identity,
+                f"{size} bytes of source, over the {self._limits.max_chart_source_bytes} limit",
+            )
+        try:
+            resolved = json.loads(resolved_text)
+        except ValueError as exc:
+            raise ChartUnusable(
+                identity, f"its resolved src documents are not JSON: {exc}"
+            ) from None
+        if not isinstance(resolved, dict) or not all(
+            isinstance(value, str) for value in resolved.values()
+        ):
+            raise ChartUnusable(identity, "its resolved src documents are not a map of text")
+        return row, bytes(source), resolved
+
+    async def _load(self, conn: AsyncConnection[Any], identity: str) -> Machine:
+        row, source, resolved = await self._fetch(conn, identity)
+        name, version = row[0], row[1]
+        # A machine's name is the compile-time name or else the chart's own name attribute,
+        # and only a compile-time name is part of the identity: compile as it was compiled.
+        if chart_identity(source, None, version) == identity:
+            name = None
+
+        def resolver(src: str) -> str:
+            if src not in resolved:
+                raise LookupError(f"{src!r} was not resolved when the chart was registered")
+            return resolved[src]
+
+        try:
+            return compile_chart(source, name=name, version=version, resolver=resolver)
+        except ChartError as exc:
+            raise ChartUnusable(identity, f"it no longer compiles: {exc}") from exc

@@ -1,0 +1,204 @@
+"""The execution driver: performs one transaction's effects through the planner.
+
+This is the fourth driver on ``statifier.core.planner`` (after the live session, the
+virtual driver and the durable timer deliveries): it dispatches on the planner's
+instructions and never reads a target string or builds an event itself. What it does
+with each (ADR 12):
+
+* ``Deliver`` to the execution itself (an immediate ``<send>`` with no target): queued,
+  then driven as the next macrostep *in the same transaction*, in order, at most
+  ``Limits.max_self_sends`` per transaction (beyond it the execution fails, reason
+  ``self_send_limit``). To ``#_internal``: ``deliver_internal``. To a live invocation:
+  the executor's ``forward``. To anyone else: the host hook's ``deliver``. Whatever
+  cannot be delivered raises ``planner.undeliverable`` in the chart.
+* ``Schedule``: a delayed send to the execution itself becomes a timer through the
+  executor; to any other target it has no durable form (``error.communication``).
+* ``CancelTimers``, ``StartInvocation``, ``StopInvocation``: the executor.
+* ``Forward`` (autoforward): the executor's ``forward``; a refusal is logged.
+* ``Report``: collected, and handed to the host after the transaction commits.
+* ``Halt``: ``Done`` makes the execution ``completed`` (``cancelled`` when cancelling) and
+  records its outcome (the configuration at exit, the donedata); ``BudgetExhausted``
+  makes it ``failed``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Container
+from dataclasses import dataclass, field
+from typing import Any
+
+from psycopg import AsyncConnection
+from statifier import cancel, deliver_internal, handle_event
+from statifier.core import effects as fx
+from statifier.core import planner
+from statifier.core.events import Event
+from statifier.core.state import MachineState
+
+from ._errors import EffectRefused
+from ._executor import EffectExecutor, HostHook
+from ._limits import Limits
+from ._records import Execution, ExecutionStatus
+
+logger = logging.getLogger("statifier_persistence")
+
+
+@dataclass
+class Drive:
+    """One transaction's drive of one execution; see the module docstring."""
+
+    execution: Execution
+    state: MachineState
+    conn: AsyncConnection[Any]
+    executor: EffectExecutor
+    host: HostHook
+    limits: Limits
+    routes: Container[str]
+    status: ExecutionStatus = "active"
+    failure: dict[str, Any] | None = None
+    outcome: dict[str, Any] | None = None
+    cancelling: bool = False
+    effects: list[fx.Effect] = field(default_factory=list)
+    reports: list[fx.Log | fx.ErrorRaised] = field(default_factory=list)
+    _own: deque[Event] = field(default_factory=deque)
+    _internal: deque[Event] = field(default_factory=deque)
+
+    @property
+    def scope(self) -> str:
+        """The execution id: the session id of the chart and the scope of its jobs."""
+        return self.execution.id
+
+    def _live(self) -> bool:
+        return self.status == "active" and self.state.running
+
+    async def event(self, event: Event) -> None:
+        """Drive an external event, then everything it sends the execution itself."""
+        self.state, effects = handle_event(self.state, event, routes=self.routes)
+        await self._perform(effects)
+        await self._settle()
+
+    async def initial(self, effects: list[fx.Effect]) -> None:
+        """Perform the initial drive's effects, then everything they send the execution."""
+        await self._perform(effects)
+        await self._settle()
+
+    async def cancel(self) -> None:
+        """Run the chart's cancel: every onexit, every invocation stopped, then ``Done``."""
+        self.cancelling = True
+        self.state, effects = cancel(self.state)
+        await self._perform(effects)
+        await self._settle()
+
+    async def _settle(self) -> None:
+        """Drain internal deliveries, then sends to self (each a macrostep), in order."""
+        drained = 0
+        while True:
+            while self._internal and self._live():
+                event = self._internal.popleft()
+                self.state, more = deliver_internal(self.state, event, routes=self.routes)
+                await self._perform(more)
+            if not self._own or not self._live():
+                break
+            if drained == self.limits.max_self_sends:
+                self.status = "failed"
+                self.failure = {
+                    "reason": "self_send_limit",
+                    "limit": self.limits.max_self_sends,
+                    "undelivered": len(self._own),
+                }
+                break
+            drained += 1
+            self.state, more = handle_event(self.state, self._own.popleft(), routes=self.routes)
+            await self._perform(more)
+        self._own.clear()
+        self._internal.clear()
+
+    async def _perform(self, effects: list[fx.Effect]) -> None:
+        for effect in effects:
+            self.effects.append(effect)
+            instruction = planner.plan_effect(self.scope, effect)
+            if instruction is not None:
+                await self._execute(instruction)
+
+    async def _execute(self, instruction: planner.Instruction) -> None:
+        match instruction:
+            case planner.Deliver():
+                await self._deliver(instruction)
+            case planner.Schedule(effect=effect):
+                await self._schedule(effect)
+            case planner.CancelTimers(effect=effect):
+                await self.executor.cancel_timers(self.conn, self.scope, effect)
+            case planner.StartInvocation(effect=effect):
+                await self._start(effect)
+            case planner.StopInvocation(effect=effect):
+                await self.executor.stop_invocation(self.conn, self.scope, effect)
+            case planner.Forward(invoke_id=invoke_id, event=event):
+                if not await self.executor.forward(self.conn, self.scope, invoke_id, event):
+                    logger.warning(
+                        "%s: autoforward of %r to invocation %r: it takes no events",
+                        self.scope,
+                        event.name,
+                        invoke_id,
+                    )
+            case planner.Report(effect=effect):
+                self.reports.append(effect)
+            case planner.Halt(effect=fx.Done() as done):
+                self.status = "cancelled" if self.cancelling else "completed"
+                self.outcome = {
+                    "configuration": list(done.configuration),
+                    "donedata": done.donedata,
+                }
+            case planner.Halt(effect=fx.BudgetExhausted() as exhausted):
+                self.status = "failed"
+                self.failure = {
+                    "reason": "budget_exhausted",
+                    "exhausted": exhausted.reason,
+                    "budget": exhausted.budget,
+                    "configuration": list(exhausted.configuration),
+                    "pending_internal_events": exhausted.pending_internal_events,
+                }
+
+    async def _deliver(self, instruction: planner.Deliver) -> None:
+        target = instruction.target
+        match target:
+            case planner.SelfTarget():
+                if self._live():
+                    self._own.append(instruction.event)
+                return
+            case planner.InternalTarget():
+                self._internal.append(instruction.event)
+                return
+            case planner.InvocationTarget(invoke_id=invoke_id):
+                live = invoke_id in self.state.invocations.values()
+                if live and await self.executor.forward(
+                    self.conn, self.scope, invoke_id, instruction.event
+                ):
+                    return
+            case planner.ParentTarget() | planner.SessionTarget():
+                if await self.host.deliver(self.conn, self.execution, instruction):
+                    return
+        message = f"send target {planner.address(target)!r} is unreachable"
+        self._internal.append(planner.undeliverable(instruction.send_id, message))
+
+    async def _schedule(self, effect: fx.SendDelayed) -> None:
+        target = planner.parse_target(effect.target, self.scope)
+        if not isinstance(target, planner.SelfTarget):
+            message = (
+                f"a delayed send to {planner.address(target)!r} has no durable form "
+                "in a durable execution (only sends to the execution itself do)"
+            )
+            self._internal.append(planner.undeliverable(effect.send_id, message))
+            return
+        try:
+            await self.executor.schedule(self.conn, self.scope, effect)
+        except EffectRefused as refused:
+            message = f"the delayed send could not be stored: {refused.reason}"
+            self._internal.append(planner.undeliverable(effect.send_id, message))
+
+    async def _start(self, effect: fx.Invoke) -> None:
+        try:
+            await self.executor.start_invocation(self.conn, self.scope, effect)
+        except EffectRefused as refused:
+            failed = planner.invocation_start_failed(effect.invoke_id, refused.reason)
+            self._internal.append(failed)

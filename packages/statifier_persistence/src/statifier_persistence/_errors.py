@@ -1,0 +1,163 @@
+"""Typed errors of statifier_persistence, all under ``PersistenceError``.
+
+A step that does not apply for an ordinary reason is an answer, not an error: a terminal
+execution answers ``Discarded``, a key seen before answers ``AlreadyApplied`` (see
+``statifier_persistence._records``). Errors are for what the caller must act on.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._records import Execution
+
+
+class PersistenceError(Exception):
+    """Base class of every error statifier_persistence raises."""
+
+
+class InvalidArgument(PersistenceError, ValueError):
+    """An argument is of the wrong type or outside its bounds; nothing was read or written."""
+
+
+class InvalidPrefix(InvalidArgument):
+    """The schema prefix is not a plain lowercase identifier."""
+
+
+class StatementError(PersistenceError, LookupError):
+    """A packaged SQL statement is missing or has an unknown placeholder (a bug, not input)."""
+
+
+class NotConnected(PersistenceError):
+    """The call has neither a ``conn=`` nor a pool to take a connection from."""
+
+
+class StoreError(PersistenceError):
+    """PostgreSQL failed or could not be reached; the transaction rolled back.
+
+    The psycopg (or psycopg_pool) error is chained as ``__cause__``.
+    """
+
+
+class SchemaError(PersistenceError):
+    """The persistence tables could not be installed or checked (cause chained)."""
+
+
+class ExecutionNotFound(PersistenceError, LookupError):
+    """No execution has this id (it never existed, or was deleted)."""
+
+    def __init__(self, execution_id: str) -> None:
+        self.execution_id = execution_id
+        super().__init__(f"no execution {execution_id!r}")
+
+
+class ExecutionExists(PersistenceError):
+    """``create`` was given an id that an execution already has; nothing was written."""
+
+    def __init__(self, execution_id: str) -> None:
+        self.execution_id = execution_id
+        super().__init__(f"execution {execution_id!r} already exists")
+
+
+class NeedsMigration(PersistenceError):
+    """The execution is parked (``needs_migration``): not terminal, but it takes no event.
+
+    ``execution`` is the parked row. A timer firing into it should be retried later (the
+    oban delivery snoozes it); ``Executions.unpark`` makes it active again.
+    """
+
+    def __init__(self, execution: Execution) -> None:
+        self.execution = execution
+        super().__init__(f"execution {execution.id!r} is parked until it is migrated")
+
+
+class InvalidTransition(PersistenceError):
+    """A status change that the execution's current status does not allow."""
+
+    def __init__(self, execution_id: str, status: str, wanted: str) -> None:
+        self.execution_id = execution_id
+        self.status = status
+        self.wanted = wanted
+        super().__init__(f"execution {execution_id!r} is {status}: it cannot become {wanted}")
+
+
+class IdentityMismatch(PersistenceError):
+    """A chart or a position is not the one the execution row names.
+
+    ``expected`` is the identity on the execution row, ``found`` the identity of what was
+    loaded (the stored position's, or the registered source's once compiled). Nothing is
+    driven: the execution is left as it is for an operator (or a migration) to resolve.
+    """
+
+    def __init__(self, execution_id: str, expected: str, found: str) -> None:
+        self.execution_id = execution_id
+        self.expected = expected
+        self.found = found
+        super().__init__(f"execution {execution_id!r} runs chart {expected!r}, but found {found!r}")
+
+
+class ChartNotRegistered(PersistenceError, LookupError):
+    """No chart with this identity is in the registry."""
+
+    def __init__(self, identity: str) -> None:
+        self.identity = identity
+        super().__init__(f"no chart {identity!r} is registered")
+
+
+class ChartConflict(PersistenceError):
+    """A chart of this identity is registered with other resolved ``src`` documents."""
+
+    def __init__(self, identity: str) -> None:
+        self.identity = identity
+        super().__init__(f"chart {identity!r} is registered with different resolved src documents")
+
+
+class ChartUnusable(PersistenceError):
+    """A registered chart's source cannot be used (too large, or it no longer compiles)."""
+
+    def __init__(self, identity: str, message: str) -> None:
+        self.identity = identity
+        super().__init__(f"registered chart {identity!r}: {message}")
+
+
+class CorruptExecution(PersistenceError):
+    """A stored execution row or position is invalid or larger than the configured bounds.
+
+    Storage is as untrusted as user input: nothing read from it is driven unchecked.
+    """
+
+    def __init__(self, execution_id: str, message: str) -> None:
+        self.execution_id = execution_id
+        super().__init__(f"execution {execution_id!r}: {message}")
+
+
+class UnstorablePosition(PersistenceError):
+    """The position a step produced cannot be stored; the step rolled back."""
+
+    def __init__(self, execution_id: str, message: str) -> None:
+        self.execution_id = execution_id
+        super().__init__(f"execution {execution_id!r}: {message}")
+
+
+class PositionTooLarge(UnstorablePosition):
+    """The new position is larger than ``Limits.max_position_bytes``; the step rolled back."""
+
+    def __init__(self, execution_id: str, size: int, limit: int) -> None:
+        self.size = size
+        self.limit = limit
+        super().__init__(execution_id, f"the position is {size} bytes, over the {limit} limit")
+
+
+class EffectRefused(PersistenceError):
+    """Raised by an executor: this effect has no durable form here (a chart-level refusal).
+
+    The step does not fail: a refused delayed send becomes ``error.communication`` in the
+    chart (SCXML 6.2), a refused invocation ``error.communication.invoke.<id>``. Any other
+    exception from an executor is a failed durable write: it rolls the step back.
+    """
+
+    def __init__(self, reason: str, detail: Any = None) -> None:
+        self.reason = reason
+        self.detail = detail
+        super().__init__(reason)

@@ -1,0 +1,537 @@
+"""``Executions``: create, step, cancel, read and list durable executions.
+
+Every call that changes an execution is one PostgreSQL transaction (a savepoint inside
+the caller's, with ``conn=``): lock the row, check liveness, load the position against
+the registered chart, drive, perform the durable effects through the executor on the
+same connection, store the position, status and step count (and the step's key),
+commit. A failure anywhere rolls all of it back: the previous position, and no job.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from psycopg import AsyncConnection
+from psycopg_pool import AsyncConnectionPool
+from statifier import Machine, initialize, new_session_id
+from statifier.core import position
+from statifier.core.events import Event
+from statifier.core.state import MachineState
+
+from ._charts import Charts
+from ._db import transaction
+from ._drive import Drive
+from ._errors import (
+    CorruptExecution,
+    ExecutionExists,
+    ExecutionNotFound,
+    IdentityMismatch,
+    InvalidArgument,
+    InvalidTransition,
+    NeedsMigration,
+    PositionTooLarge,
+    UnstorablePosition,
+)
+from ._executor import EffectExecutor, HostHook, LoggingHost
+from ._limits import MAX_ID_LENGTH, MAX_IDENTITY_LENGTH, Limits
+from ._records import (
+    STATUSES,
+    TERMINAL,
+    AlreadyApplied,
+    Decline,
+    Declined,
+    Discarded,
+    Execution,
+    ExecutionStatus,
+    Page,
+    ParentLink,
+    Stepped,
+    StepResult,
+)
+from ._rows import (
+    check_execution_id,
+    check_key,
+    check_text,
+    decode_execution,
+    decode_position,
+    encode_json_object,
+)
+from ._sql import check_prefix, statement
+
+logger = logging.getLogger("statifier_persistence")
+
+EventBuilder = Callable[[MachineState], Event | Decline]
+"""Builds the event from the locked position, or declines (e.g. a late invocation answer)."""
+
+
+class _KeyRace(Exception):
+    """The step's key was applied by a concurrent step first (see ``Executions.step``)."""
+
+
+MIN_POSITION_KEY_BYTES = 16
+"""The shortest position key ``statifier.core.position`` accepts."""
+
+_NO_POSITION = -1
+"""A position bound no position meets: reads that need no position do not transfer it."""
+
+
+class Executions:
+    """Durable executions in PostgreSQL (tables from ``statifier_persistence.install``).
+
+    ``pool`` gives connections to calls without ``conn=`` (None: every call passes one).
+    ``executor`` performs durable effects in each step's transaction (``statifier_oban``
+    ships one for oban jobs); ``host`` gets the rest (default ``LoggingHost``). ``prefix``
+    is the schema of the tables; ``limits`` bounds what charts, callers and storage control.
+    ``position_key`` (the host's secret, at least 16 bytes) makes every stored position's
+    digest an HMAC only a holder of the key can recompute, so a position written into the
+    table by anyone else is refused (``CorruptExecution``); every process stepping the
+    executions needs the same key.
+    """
+
+    def __init__(
+        self,
+        pool: AsyncConnectionPool[Any] | None = None,
+        *,
+        executor: EffectExecutor,
+        host: HostHook | None = None,
+        prefix: str = "public",
+        limits: Limits | None = None,
+        position_key: bytes | None = None,
+    ) -> None:
+        if not isinstance(executor, EffectExecutor):
+            raise InvalidArgument(f"executor must implement EffectExecutor, not {executor!r}")
+        self._pool = pool
+        self._executor = executor
+        self._host: HostHook = host if host is not None else LoggingHost()
+        self._prefix = check_prefix(prefix)
+        self._limits = limits if limits is not None else Limits()
+        self._charts = Charts(self._prefix, self._limits)
+        if position_key is not None and (
+            not isinstance(position_key, bytes) or len(position_key) < MIN_POSITION_KEY_BYTES
+        ):
+            raise InvalidArgument(
+                f"position_key must be bytes, at least {MIN_POSITION_KEY_BYTES} of them"
+            )
+        self._position_key = position_key
+
+    @property
+    def pool(self) -> AsyncConnectionPool[Any] | None:
+        """The pool calls without ``conn=`` take their connection from."""
+        return self._pool
+
+    @property
+    def prefix(self) -> str:
+        """The schema holding the tables."""
+        return self._prefix
+
+    @property
+    def limits(self) -> Limits:
+        """The bounds in force."""
+        return self._limits
+
+    # -- charts ----------------------------------------------------------------------
+
+    async def register(self, chart: Machine, *, conn: AsyncConnection[Any] | None = None) -> str:
+        """Store ``chart`` in the registry (idempotent) and return its identity.
+
+        ``create`` registers its chart itself; this is for registering ahead of time.
+        """
+        _check_machine(chart)
+        async with transaction(self._pool, conn) as db:
+            await self._charts.register(db, chart)
+        return chart.identity
+
+    # -- create, step, cancel --------------------------------------------------------
+
+    async def create(
+        self,
+        chart: Machine,
+        *,
+        execution_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        datamodel: Mapping[str, Any] | None = None,
+        parent: ParentLink | None = None,
+        caller_context: Any = None,
+        conn: AsyncConnection[Any] | None = None,
+    ) -> Stepped:
+        """Register ``chart``, run its initial drive as execution ``execution_id`` (a fresh
+        ``sess_...`` id by default; it is the chart's ``_sessionid``) and store it.
+
+        ``metadata`` is the host's JSON object (queryable by ``list``); ``datamodel`` seeds
+        variables; ``parent`` links a child execution to its invocation; ``caller_context``
+        is the first macrostep's opaque host term. Raises ``ExecutionExists`` for a taken
+        id (nothing written).
+        """
+        _check_machine(chart)
+        execution_id = (
+            new_session_id() if execution_id is None else check_execution_id(execution_id)
+        )
+        meta = encode_json_object(metadata or {}, "metadata", self._limits.max_metadata_bytes)
+        seed = dict(datamodel) if datamodel is not None else None
+        if parent is not None:
+            _check_parent(parent)
+        params = {
+            **self._bounds(),
+            "id": execution_id,
+            "identity": chart.identity,
+            "name": chart.name,
+            "version": chart.version,
+            "metadata": meta,
+            "parent_id": parent.execution_id if parent else None,
+            "parent_invoke_id": parent.invoke_id if parent else None,
+            "child_index": parent.index if parent else None,
+        }
+        async with transaction(self._pool, conn) as db:
+            await self._charts.register(db, chart)
+            cursor = await db.execute(statement("insert_execution", self._prefix), params)
+            row = await cursor.fetchone()
+            if row is None:
+                raise ExecutionExists(execution_id)
+            execution = decode_execution(row, self._limits)
+            routes = self._host.routes(execution)
+            state, effects = initialize(
+                chart,
+                session_id=execution_id,
+                max_macrostep_rounds=self._limits.max_macrostep_rounds,
+                datamodel=seed,
+                invoke_types=self._executor.invoke_types,
+                routes=routes,
+                caller_context=caller_context,
+            )
+            drive = self._drive(db, execution, state, routes)
+            await drive.initial(effects)
+            stored = await self._store(db, drive)
+        return self._stepped(stored, drive)
+
+    async def step(
+        self,
+        execution_id: str,
+        event: Event | EventBuilder,
+        *,
+        key: str | None = None,
+        conn: AsyncConnection[Any] | None = None,
+    ) -> StepResult:
+        """Drive ``event`` into the execution in one transaction; see the module docstring.
+
+        ``event`` is an ``Event``, or a builder called with the locked position that
+        returns the event or a ``Decline``. With ``key`` (a fired job's id, a caller's
+        idempotency key; at most 200 characters), a key applied before answers
+        ``AlreadyApplied`` and nothing is driven; otherwise the key is recorded with the
+        step. A terminal execution answers ``Discarded``; an unknown id raises
+        ``ExecutionNotFound``, a parked one ``NeedsMigration``, a chart or position that
+        is not the row's ``IdentityMismatch``; an executor's failure is raised as it is.
+        """
+        execution_id = check_execution_id(execution_id)
+        if key is not None:
+            key = check_key(key)
+        if not isinstance(event, Event) and not callable(event):
+            raise InvalidArgument(f"event must be an Event or a builder, not {event!r}")
+        try:
+            return await self._step(execution_id, event, key, conn)
+        except _KeyRace:
+            # A concurrent step applied this key while this one waited for the row lock
+            # (the key check read the snapshot from before the wait). This transaction
+            # rolled back; checked again, the key is seen.
+            return await self._step(execution_id, event, key, conn)
+
+    async def _step(
+        self,
+        execution_id: str,
+        event: Event | EventBuilder,
+        key: str | None,
+        conn: AsyncConnection[Any] | None,
+    ) -> StepResult:
+        async with transaction(self._pool, conn) as db:
+            execution, blob, applied = await self._locked(db, execution_id, key)
+            if key is not None and applied:
+                return AlreadyApplied(execution, key)
+            if execution.status in TERMINAL:
+                return Discarded(execution, execution.status)
+            if execution.status == "needs_migration":
+                raise NeedsMigration(execution)
+            routes = self._host.routes(execution)
+            state = await self._position(db, execution, blob, routes)
+            built = event if isinstance(event, Event) else event(state)
+            if isinstance(built, Decline):
+                return Declined(execution, built.reason)
+            if not isinstance(built, Event):
+                raise InvalidArgument(f"the event builder returned {built!r}, not an Event")
+            drive = self._drive(db, execution, state, routes)
+            await drive.event(built)
+            stored = await self._store(db, drive, key)
+        return self._stepped(stored, drive)
+
+    async def cancel(
+        self, execution_id: str, *, conn: AsyncConnection[Any] | None = None
+    ) -> Stepped | Discarded:
+        """Run the chart's cancel (every onexit; its invocations stopped) and store it as
+        ``cancelled``. A ``completed`` or ``cancelled`` execution answers ``Discarded``; a
+        ``failed`` one is cancelled (its position is still running); a parked one raises
+        ``NeedsMigration``.
+        """
+        execution_id = check_execution_id(execution_id)
+        async with transaction(self._pool, conn) as db:
+            execution, blob, _ = await self._locked(db, execution_id)
+            if execution.status in ("completed", "cancelled"):
+                return Discarded(execution, execution.status)
+            if execution.status == "needs_migration":
+                raise NeedsMigration(execution)
+            routes = self._host.routes(execution)
+            state = await self._position(db, execution, blob, routes)
+            drive = self._drive(db, execution, state, routes)
+            await drive.cancel()
+            stored = await self._store(db, drive)
+        return self._stepped(stored, drive)
+
+    # -- parking ---------------------------------------------------------------------
+
+    async def park(
+        self, execution_id: str, *, conn: AsyncConnection[Any] | None = None
+    ) -> Execution:
+        """Make an ``active`` execution ``needs_migration``: it takes no event (its timers
+        wait, snoozed) until ``unpark``. Raises ``InvalidTransition`` from other statuses."""
+        return await self._set_status(execution_id, "active", "needs_migration", conn)
+
+    async def unpark(
+        self, execution_id: str, *, conn: AsyncConnection[Any] | None = None
+    ) -> Execution:
+        """Make a parked (``needs_migration``) execution ``active`` again."""
+        return await self._set_status(execution_id, "needs_migration", "active", conn)
+
+    async def _set_status(
+        self,
+        execution_id: str,
+        expected: ExecutionStatus,
+        wanted: ExecutionStatus,
+        conn: AsyncConnection[Any] | None,
+    ) -> Execution:
+        execution_id = check_execution_id(execution_id)
+        async with transaction(self._pool, conn) as db:
+            execution, _, _ = await self._locked(db, execution_id, with_position=False)
+            if execution.status != expected:
+                raise InvalidTransition(execution_id, execution.status, wanted)
+            cursor = await db.execute(
+                statement("set_status", self._prefix),
+                {**self._bounds(), "id": execution_id, "status": wanted},
+            )
+            row = await cursor.fetchone()
+        assert row is not None  # the row is locked by this transaction
+        return decode_execution(row, self._limits)
+
+    # -- reading ---------------------------------------------------------------------
+
+    async def get(
+        self, execution_id: str, *, conn: AsyncConnection[Any] | None = None
+    ) -> Execution:
+        """The execution's row (``ExecutionNotFound`` if there is none)."""
+        execution_id = check_execution_id(execution_id)
+        async with transaction(self._pool, conn) as db:
+            execution, _, _ = await self._read(db, execution_id, lock="", with_position=False)
+        return execution
+
+    async def load(
+        self, execution_id: str, *, conn: AsyncConnection[Any] | None = None
+    ) -> tuple[Execution, MachineState]:
+        """The execution's row and its position, loaded against its registered chart."""
+        execution_id = check_execution_id(execution_id)
+        async with transaction(self._pool, conn) as db:
+            execution, blob, _ = await self._read(db, execution_id, lock="", with_position=True)
+            assert blob is not None
+            state = await self._position(db, execution, blob, self._host.routes(execution))
+        return execution, state
+
+    async def list(
+        self,
+        *,
+        status: ExecutionStatus | None = None,
+        chart: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        limit: int = 100,
+        after: str | None = None,
+        conn: AsyncConnection[Any] | None = None,
+    ) -> Page:
+        """Executions by id, filtered by status, chart name and metadata containment.
+
+        ``limit`` is 1 to ``Limits.max_page_size``; pass the page's ``after`` to get the
+        next page.
+        """
+        if status is not None and status not in STATUSES:
+            raise InvalidArgument(f"status must be one of {', '.join(STATUSES)}, not {status!r}")
+        if chart is not None and (not isinstance(chart, str) or len(chart) > MAX_IDENTITY_LENGTH):
+            raise InvalidArgument(f"chart must be a chart name, not {chart!r}")
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise InvalidArgument(f"limit must be an integer, not {limit!r}")
+        if not 1 <= limit <= self._limits.max_page_size:
+            raise InvalidArgument(f"limit must be in 1..{self._limits.max_page_size}, not {limit}")
+        params = {
+            **self._bounds(),
+            "status": status,
+            "chart": chart,
+            "metadata": (
+                encode_json_object(metadata, "metadata filter", self._limits.max_metadata_bytes)
+                if metadata is not None
+                else None
+            ),
+            "after": check_execution_id(after) if after is not None else None,
+            "limit": limit,
+        }
+        async with transaction(self._pool, conn) as db:
+            cursor = await db.execute(statement("list_executions", self._prefix), params)
+            rows = await cursor.fetchall()
+        executions = tuple(decode_execution(row, self._limits) for row in rows)
+        more = len(executions) == limit
+        return Page(executions, executions[-1].id if more else None)
+
+    # -- the parts -------------------------------------------------------------------
+
+    def _bounds(self) -> dict[str, int]:
+        return {
+            "max_metadata": self._limits.max_metadata_bytes,
+            "max_position": self._limits.max_position_bytes,
+            "max_outcome": self._limits.max_position_bytes,
+        }
+
+    async def _read(
+        self,
+        db: AsyncConnection[Any],
+        execution_id: str,
+        *,
+        lock: str,
+        with_position: bool,
+        key: str | None = None,
+    ) -> tuple[Execution, bytes | None, bool]:
+        """The row, its position (if asked for) and whether ``key`` was applied to it."""
+        params: dict[str, Any] = {**self._bounds(), "id": execution_id, "key": key}
+        if not with_position:
+            params["max_position"] = _NO_POSITION
+        cursor = await db.execute(statement("select_execution", self._prefix, lock=lock), params)
+        row = await cursor.fetchone()
+        if row is None:
+            raise ExecutionNotFound(execution_id)
+        execution = decode_execution(row, self._limits)
+        if execution.id != execution_id:
+            raise CorruptExecution(execution_id, f"the row answers to {execution.id!r}")
+        blob = decode_position(row, execution_id, self._limits) if with_position else None
+        return execution, blob, bool(row[-1])
+
+    async def _locked(
+        self,
+        db: AsyncConnection[Any],
+        execution_id: str,
+        key: str | None = None,
+        *,
+        with_position: bool = True,
+    ) -> tuple[Execution, bytes, bool]:
+        execution, blob, applied = await self._read(
+            db, execution_id, lock="FOR UPDATE", with_position=with_position, key=key
+        )
+        return execution, blob if blob is not None else b"", applied
+
+    async def _position(
+        self,
+        db: AsyncConnection[Any],
+        execution: Execution,
+        blob: bytes,
+        routes: Any,
+    ) -> MachineState:
+        machine = await self._charts.machine(db, execution.chart_identity, execution.id)
+        try:
+            state = position.loads(
+                blob,
+                machine,
+                invoke_types=self._executor.invoke_types,
+                routes=routes,
+                key=self._position_key,
+            )
+        except position.IdentityMismatch as exc:
+            raise IdentityMismatch(execution.id, exc.expected, exc.found) from exc
+        except position.PositionError as exc:
+            raise CorruptExecution(execution.id, f"the stored position is unusable: {exc}") from exc
+        if state.session_id != execution.id:
+            raise CorruptExecution(
+                execution.id, f"the stored position belongs to {state.session_id!r}"
+            )
+        if execution.status in ("active", "failed") and not state.running:
+            raise CorruptExecution(execution.id, f"{execution.status}, but its position is done")
+        return state
+
+    def _drive(
+        self, db: AsyncConnection[Any], execution: Execution, state: MachineState, routes: Any
+    ) -> Drive:
+        return Drive(
+            execution=execution,
+            state=state,
+            conn=db,
+            executor=self._executor,
+            host=self._host,
+            limits=self._limits,
+            routes=routes,
+            status=execution.status,
+            failure=dict(execution.failure) if execution.failure is not None else None,
+            outcome=dict(execution.outcome) if execution.outcome is not None else None,
+        )
+
+    async def _store(
+        self, db: AsyncConnection[Any], drive: Drive, key: str | None = None
+    ) -> Execution:
+        execution_id = drive.execution.id
+        try:
+            blob = position.dumps(drive.state, key=self._position_key)
+        except position.PositionError as exc:
+            raise UnstorablePosition(execution_id, str(exc)) from exc
+        if len(blob) > self._limits.max_position_bytes:
+            raise PositionTooLarge(execution_id, len(blob), self._limits.max_position_bytes)
+        failure = (
+            encode_json_object(drive.failure, "failure", self._limits.max_metadata_bytes)
+            if drive.failure is not None
+            else None
+        )
+        try:
+            outcome = (
+                encode_json_object(drive.outcome, "outcome", self._limits.max_position_bytes)
+                if drive.outcome is not None
+                else None
+            )
+        except InvalidArgument as exc:  # the chart's donedata: its problem, not the caller's
+            raise UnstorablePosition(execution_id, str(exc)) from exc
+        params = {
+            **self._bounds(),
+            "id": execution_id,
+            "position": blob,
+            "status": drive.status,
+            "failure": failure,
+            "outcome": outcome,
+            "key": key,
+        }
+        cursor = await db.execute(statement("store_execution", self._prefix), params)
+        row = await cursor.fetchone()
+        assert row is not None  # the row is locked (or inserted) by this transaction
+        if key is not None and row[-1] == 0:
+            raise _KeyRace
+        return decode_execution(row, self._limits)
+
+    def _stepped(self, stored: Execution, drive: Drive) -> Stepped:
+        """The answer of a committed drive; its reports go to the host now."""
+        for effect in drive.reports:
+            try:
+                self._host.report(stored, effect)
+            except Exception:
+                logger.exception("%s: the host's report hook raised", stored.id)
+        return Stepped(stored, drive.state, tuple(drive.effects))
+
+
+def _check_parent(parent: Any) -> None:
+    if not isinstance(parent, ParentLink):
+        raise InvalidArgument(f"parent must be a ParentLink, not {parent!r}")
+    check_execution_id(parent.execution_id)
+    check_text(parent.invoke_id, "parent invoke id", MAX_ID_LENGTH)
+    index = parent.index
+    if index is not None and (isinstance(index, bool) or not isinstance(index, int) or index < 0):
+        raise InvalidArgument(f"a child index is an integer >= 0, not {index!r}")
+
+
+def _check_machine(chart: Any) -> None:
+    if not isinstance(chart, Machine):
+        raise InvalidArgument(f"chart must be a compiled statifier.Machine, not {chart!r}")

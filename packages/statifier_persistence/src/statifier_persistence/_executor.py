@@ -1,0 +1,123 @@
+"""The two seams a step performs effects through.
+
+``EffectExecutor`` performs every effect that has a durable form, inside the step's own
+transaction (``conn``): a delayed send to the execution itself becomes a timer, a
+``<cancel>`` cancels timers, an ``<invoke>`` starts an invocation, leaving its state stops
+it. ``statifier_oban`` ships the executor that makes these oban jobs. An executor raises
+``EffectRefused`` for an effect it has no durable form for (the chart hears
+``error.communication``); any other exception is a failed durable write, and the step
+rolls back and raises it.
+
+``HostHook`` gets what has no durable form here: sends addressed to other sessions
+(``#_parent``, ``#_scxml_<id>``), and ``<log>``s and chart errors to report.
+``LoggingHost`` is the default: it reaches no other session, and logs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Container, Iterable
+from typing import Any, Protocol, runtime_checkable
+
+from psycopg import AsyncConnection
+from statifier.core.effects import Cancel, CancelInvoke, ErrorRaised, Invoke, Log, SendDelayed
+from statifier.core.events import Event
+from statifier.core.planner import Deliver
+
+from ._records import Execution
+
+logger = logging.getLogger("statifier_persistence")
+
+
+@runtime_checkable
+class EffectExecutor(Protocol):
+    """Performs durable effects in the step's transaction; the scope is the execution id."""
+
+    @property
+    def invoke_types(self) -> Iterable[str] | None:
+        """The ``<invoke type>`` values this executor starts (None: built-ins only)."""
+
+    async def schedule(
+        self, conn: AsyncConnection[Any], execution_id: str, effect: SendDelayed
+    ) -> None:
+        """Store a timer for a delayed send to the execution itself.
+
+        When it fires, the event to step is ``statifier.core.planner.fire(execution_id,
+        effect)``'s. ``effect.target`` addresses the execution (None, or its own
+        ``#_scxml_`` address). Must be idempotent on ``(execution_id, effect.ordinal)``.
+        """
+
+    async def cancel_timers(
+        self, conn: AsyncConnection[Any], execution_id: str, effect: Cancel
+    ) -> None:
+        """Cancel every pending timer of the execution under ``effect.send_id``."""
+
+    async def start_invocation(
+        self, conn: AsyncConnection[Any], execution_id: str, effect: Invoke
+    ) -> None:
+        """Start an invocation; its answer comes back as a step.
+
+        The answer is ``planner.invocation_done``/``invocation_failed`` for
+        ``effect.invoke_id``, stepped only while the invocation is live (SCXML 6.4).
+        """
+
+    async def stop_invocation(
+        self, conn: AsyncConnection[Any], execution_id: str, effect: CancelInvoke
+    ) -> None:
+        """Stop a live invocation: its pending work is cancelled, its answer discarded."""
+
+    async def forward(
+        self, conn: AsyncConnection[Any], execution_id: str, invoke_id: str, event: Event
+    ) -> bool:
+        """Hand ``event`` to live invocation ``invoke_id`` (a ``<send>`` to ``#_<id>``, or
+        autoforward); False when the invocation takes no events."""
+
+
+@runtime_checkable
+class HostHook(Protocol):
+    """What a step does with effects that have no durable form in this package."""
+
+    def routes(self, execution: Execution) -> Container[str]:
+        """Send targets the host reaches besides the execution and its invocations.
+
+        A ``<send>`` to any other target raises ``error.communication`` in the chart at
+        once (SCXML 6.2), before ``deliver`` is ever asked.
+        """
+
+    async def deliver(
+        self, conn: AsyncConnection[Any], execution: Execution, instruction: Deliver
+    ) -> bool:
+        """Deliver an immediate send to a target in ``routes`` (in the step's transaction).
+
+        False: unreachable after all; the chart gets ``error.communication``.
+        """
+
+    def report(self, execution: Execution, effect: Log | ErrorRaised) -> None:
+        """Make a ``<log>`` or a chart error visible; called after the step committed."""
+
+
+class LoggingHost:
+    """The default host: it reaches no other session, and logs ``<log>``s and errors.
+
+    Logs go to the ``statifier_persistence`` logger: ``<log>`` at INFO, chart errors at
+    WARNING (a chart that handles its own errors still shows them to an operator).
+    """
+
+    def routes(self, execution: Execution) -> Container[str]:
+        """No target besides the execution itself and its invocations."""
+        return frozenset()
+
+    async def deliver(
+        self, conn: AsyncConnection[Any], execution: Execution, instruction: Deliver
+    ) -> bool:
+        """Never called with the empty routes above; refuses if it is."""
+        return False
+
+    def report(self, execution: Execution, effect: Log | ErrorRaised) -> None:
+        """Log the effect, naming the execution."""
+        if isinstance(effect, Log):
+            logger.info("%s [log] %s: %r", execution.id, effect.label, effect.value)
+        else:
+            logger.warning(
+                "%s [%s] %s (line %s)", execution.id, effect.name, effect.message, effect.line
+            )

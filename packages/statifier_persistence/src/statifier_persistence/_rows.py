@@ -1,0 +1,190 @@
+"""Rows in and out: what we write is checked before it is stored, what we read is checked
+before it is used (storage is as untrusted as a caller).
+
+The column order is ``sql/execution_columns.sql``'s; a locked read adds the position's
+size and the position (None when it is over the bound, so it never crossed the wire).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, Final, NoReturn, cast
+
+from ._errors import CorruptExecution, InvalidArgument
+from ._limits import MAX_ID_LENGTH, MAX_KEY_LENGTH, Limits
+from ._records import STATUSES, Execution, ExecutionStatus, ParentLink
+
+COLUMN_COUNT: Final = 17
+"""Columns of ``execution_columns.sql``."""
+
+
+# -- checking what callers give us -------------------------------------------------------
+
+
+def check_text(value: Any, what: str, limit: int) -> str:
+    """A non-empty string of at most ``limit`` characters, printable, without whitespace."""
+    if not isinstance(value, str) or not value:
+        raise InvalidArgument(f"{what} must be a non-empty string, not {value!r}")
+    if len(value) > limit:
+        raise InvalidArgument(f"{what} is {len(value)} characters, over the {limit} limit")
+    if not value.isprintable() or any(ch.isspace() for ch in value):
+        raise InvalidArgument(f"{what} {value!r} has whitespace or unprintable characters")
+    return value
+
+
+def check_execution_id(value: Any) -> str:
+    """An execution id: 1 to ``MAX_ID_LENGTH`` printable characters, no whitespace."""
+    return check_text(value, "execution id", MAX_ID_LENGTH)
+
+
+def check_key(value: Any) -> str:
+    """A step key: 1 to ``MAX_KEY_LENGTH`` printable characters, no whitespace."""
+    return check_text(value, "step key", MAX_KEY_LENGTH)
+
+
+def encode_json_object(value: Any, what: str, limit: int) -> str:
+    """``value`` (a mapping with string keys) as compact JSON text of at most ``limit`` bytes.
+
+    Refuses what PostgreSQL's jsonb or JSON itself cannot hold exactly: non-string keys,
+    NaN and infinities, NUL characters, values that are not JSON.
+    """
+    if not isinstance(value, Mapping):
+        raise InvalidArgument(f"{what} must be a mapping, not {type(value).__name__}")
+    _check_keys(value, what, 0)
+    try:
+        text = json.dumps(dict(value), separators=(",", ":"), allow_nan=False, sort_keys=True)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise InvalidArgument(f"{what} is not a JSON object: {exc}") from None
+    if "\\u0000" in text:
+        raise InvalidArgument(f"{what} holds a NUL character, which jsonb cannot store")
+    size = len(text.encode("utf-8"))
+    if size > limit:
+        raise InvalidArgument(f"{what} is {size} bytes of JSON, over the {limit} limit")
+    return text
+
+
+MAX_JSON_DEPTH: Final = 64
+"""Deepest nesting of lists and objects accepted in metadata."""
+
+
+def _check_keys(value: Any, what: str, depth: int) -> None:
+    """Every object key is a string (``json`` would quietly turn ``1`` into ``"1"``)."""
+    if depth > MAX_JSON_DEPTH:
+        raise InvalidArgument(f"{what} is nested deeper than {MAX_JSON_DEPTH} levels")
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidArgument(f"{what} has a key that is not a string: {key!r}")
+            _check_keys(item, what, depth + 1)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _check_keys(item, what, depth + 1)
+
+
+# -- decoding what storage gives us ------------------------------------------------------
+
+
+def decode_execution(row: tuple[Any, ...], limits: Limits) -> Execution:
+    """An ``Execution`` from the first ``COLUMN_COUNT`` columns; ``CorruptExecution`` if bad."""
+    execution_id = row[0]
+    if not isinstance(execution_id, str):
+        raise CorruptExecution(repr(execution_id), "the id is not text")
+    (
+        _,
+        identity,
+        name,
+        version,
+        status,
+        metadata_text,
+        metadata_size,
+        parent_id,
+        parent_invoke_id,
+        child_index,
+        failure_text,
+        failure_size,
+        outcome_text,
+        outcome_size,
+        step_count,
+        created_at,
+        updated_at,
+    ) = row[:COLUMN_COUNT]
+
+    def corrupt(message: str) -> CorruptExecution:
+        return CorruptExecution(execution_id, message)
+
+    if not isinstance(identity, str) or not identity:
+        raise corrupt("the chart identity is missing")
+    if not all(isinstance(v, str | None) for v in (name, version, parent_id, parent_invoke_id)):
+        raise corrupt("a text column holds something else")
+    if status not in STATUSES:
+        raise corrupt(f"unknown status {status!r}")
+    metadata = _json_object(
+        metadata_text, metadata_size, "metadata", limits.max_metadata_bytes, corrupt
+    )
+    if metadata is None:
+        raise corrupt("the metadata is missing")
+    failure = _json_object(
+        failure_text, failure_size, "failure", limits.max_metadata_bytes, corrupt
+    )
+    outcome = _json_object(
+        outcome_text, outcome_size, "outcome", limits.max_position_bytes, corrupt
+    )
+    parent: ParentLink | None = None
+    if parent_id is not None:
+        if parent_invoke_id is None or not isinstance(child_index, int | None):
+            raise corrupt("the parent link is incomplete")
+        parent = ParentLink(parent_id, parent_invoke_id, child_index)
+    if isinstance(step_count, bool) or not isinstance(step_count, int) or step_count < 0:
+        raise corrupt(f"step_count {step_count!r} is not a count")
+    if not isinstance(created_at, datetime) or not isinstance(updated_at, datetime):
+        raise corrupt("a timestamp is missing")
+    return Execution(
+        id=execution_id,
+        chart_identity=identity,
+        chart_name=name,
+        chart_version=version,
+        status=cast(ExecutionStatus, status),
+        metadata=metadata,
+        parent=parent,
+        failure=failure,
+        outcome=outcome,
+        step_count=step_count,
+        created_at=created_at,
+        updated_at=updated_at,
+    )
+
+
+def decode_position(row: tuple[Any, ...], execution_id: str, limits: Limits) -> bytes:
+    """The position bytes after the execution columns, within ``max_position_bytes``."""
+    size, blob = row[COLUMN_COUNT], row[COLUMN_COUNT + 1]
+    if blob is None:
+        raise CorruptExecution(
+            execution_id,
+            f"the stored position is {size} bytes, over the {limits.max_position_bytes} limit",
+        )
+    return bytes(blob)
+
+
+def _json_object(
+    text: Any, size: Any, what: str, limit: int, corrupt: Any
+) -> dict[str, Any] | None:
+    if text is None:
+        if size is not None:
+            raise corrupt(f"the {what} is {size} bytes, over the {limit} limit")
+        return None
+    if not isinstance(text, str):
+        raise corrupt(f"the {what} is not text")
+    try:
+        value = json.loads(text, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:
+        raise corrupt(f"the {what} is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise corrupt(f"the {what} is not a JSON object")
+    return value
+
+
+def _no_constant(name: str) -> NoReturn:
+    # jsonb never produces NaN or Infinity; text that does was not written by PostgreSQL.
+    raise ValueError(f"{name} is not JSON")

@@ -1,0 +1,94 @@
+"""The one loader of our SQL: named ``.sql`` files in ``statifier_persistence/sql/``.
+
+A file holds SQL with psycopg parameters (``%(name)s``, bound at execution) and a few
+placeholders in braces, filled here from a fixed table, never from a caller's data or
+a stored row:
+
+``{schema}``
+    the configured schema, checked by :func:`check_prefix` and written quoted;
+``{columns}``
+    the columns of an ``Execution`` (the fragment ``execution_columns.sql``), in the order
+    ``statifier_persistence._rows`` decodes them;
+``{lock}``
+    chosen per use: empty, or ``FOR UPDATE`` (a step locks the row it drives).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache, lru_cache
+from importlib import resources
+from typing import Final, LiteralString
+
+from psycopg import sql
+
+from ._errors import InvalidPrefix, StatementError
+
+_IDENTIFIER: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_NAME: Final = re.compile(r"[a-z][a-z0-9_]*")
+_PLACEHOLDER: Final = re.compile(r"\{([a-z_]+)\}")
+
+_CHOICES: Final = {"lock": frozenset({"", "FOR UPDATE"})}
+"""Placeholders chosen per use, and the values each may take."""
+
+_FRAGMENTS: Final = {"columns": "execution_columns"}
+"""Placeholders filled with another file's text."""
+
+RENDERED_CACHE_SIZE: Final = 128
+"""Rendered statements kept: a dozen statements per schema, a few schemas per process."""
+
+
+def check_prefix(prefix: str) -> str:
+    """Return ``prefix`` if it is a plain lowercase schema name, else ``InvalidPrefix``.
+
+    Plain means lowercase ASCII letters, digits and underscores, not starting with a
+    digit, at most 63 characters: the same rule oban's prefix follows, so one prefix
+    serves both (ours is written quoted, so a key word is harmless here).
+    """
+    if not isinstance(prefix, str) or _IDENTIFIER.fullmatch(prefix) is None:
+        raise InvalidPrefix(
+            f"schema prefix {prefix!r} is not a plain identifier (lowercase letters, digits "
+            "and underscores, not starting with a digit, at most 63 characters)"
+        )
+    return prefix
+
+
+def statement(name: str, prefix: str, **choices: str) -> LiteralString:
+    """The text of ``sql/<name>.sql`` for schema ``prefix``, placeholders filled in."""
+    check_prefix(prefix)
+    for option, value in choices.items():
+        allowed = _CHOICES.get(option)
+        if allowed is None or value not in allowed:
+            raise StatementError(f"{option}={value!r} is not a choice of statement {name!r}")
+    return _render(name, prefix, tuple(sorted(choices.items())))
+
+
+@lru_cache(maxsize=RENDERED_CACHE_SIZE)
+def _render(name: str, prefix: str, choices: tuple[tuple[str, str], ...]) -> LiteralString:
+    values = {"schema": sql.Identifier(prefix).as_string(None), **dict(choices)}
+
+    def fill(match: re.Match[str]) -> str:
+        placeholder = match.group(1)
+        if placeholder in _FRAGMENTS:
+            return _source(_FRAGMENTS[placeholder]).strip()
+        if placeholder not in values:
+            raise StatementError(
+                f"statement {name!r} has an unfilled placeholder {{{placeholder}}}"
+            )
+        return values[placeholder]
+
+    # Our own packaged file with only a checked, quoted schema name and fixed text filled
+    # in: as trusted as a literal in the code, which is what LiteralString stands for.
+    return _PLACEHOLDER.sub(fill, _source(name))
+
+
+@cache
+def _source(name: str) -> str:
+    """A file's text as shipped (each of the dozen files is read once)."""
+    if _NAME.fullmatch(name) is None:
+        raise StatementError(f"{name!r} is not a statement name")
+    try:
+        text = resources.files("statifier_persistence").joinpath("sql", f"{name}.sql")
+        return text.read_text("utf-8")
+    except FileNotFoundError:
+        raise StatementError(f"no statement {name!r} (sql/{name}.sql is not installed)") from None

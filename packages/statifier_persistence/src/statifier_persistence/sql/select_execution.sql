@@ -1,0 +1,13 @@
+-- One execution with its position ({lock}: FOR UPDATE when stepping), and whether the
+-- step key %(key)s was applied to it (null key: false). A position or metadata over the
+-- configured bounds is not transferred, only its size.
+SELECT {columns},
+    octet_length(position),
+    CASE WHEN octet_length(position) <= %(max_position)s THEN position END,
+    EXISTS (
+        SELECT 1 FROM {schema}.statifier_step_keys AS k
+        WHERE k.execution_id = e.id AND k.key = %(key)s::text
+    )
+FROM {schema}.statifier_executions AS e
+WHERE id = %(id)s
+{lock}

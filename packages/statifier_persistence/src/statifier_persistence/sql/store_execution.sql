@@ -1,0 +1,23 @@
+-- What a step (or create, or cancel) stores, in one statement: the new position, status
+-- and step count, and the step's key when it has one (the primary key makes it unique).
+-- The last column counts the key rows inserted: 0 for a keyed step means a concurrent
+-- step applied the same key first (the caller rolls back and answers "already applied").
+WITH updated AS (
+    UPDATE {schema}.statifier_executions
+    SET position = %(position)s,
+        status = %(status)s,
+        failure = %(failure)s::jsonb,
+        outcome = %(outcome)s::jsonb,
+        step_count = step_count + 1,
+        updated_at = now()
+    WHERE id = %(id)s
+    RETURNING *
+),
+keyed AS (
+    INSERT INTO {schema}.statifier_step_keys (execution_id, key, step_count)
+    SELECT id, %(key)s::text, step_count FROM updated
+    WHERE %(key)s::text IS NOT NULL
+    ON CONFLICT ON CONSTRAINT statifier_step_keys_unique DO NOTHING
+    RETURNING 1
+)
+SELECT {columns}, (SELECT count(*) FROM keyed) FROM updated

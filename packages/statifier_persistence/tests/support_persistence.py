@@ -1,0 +1,215 @@
+"""Helpers of the statifier_persistence tests (a support module: pytest does not collect it).
+
+``TableExecutor`` is a real durable executor without oban: every effect it performs is a
+row in ``test_effects``, written on the step's own connection, so a rolled-back step
+leaves no row (which is what the tests check). It can refuse an effect kind
+(``EffectRefused``) or fail after writing (a failed durable write).
+
+Import path: pytest runs with ``--import-mode=importlib``; test modules append this
+directory to ``sys.path`` before importing this module.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+import statifier
+from psycopg import AsyncConnection
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
+from statifier.core import effects as fx
+from statifier.core.events import Event
+from statifier.core.planner import Deliver
+from statifier_persistence import EffectRefused, Execution, install
+
+NS = 'xmlns="http://www.w3.org/2005/07/scxml"'
+
+TEST_TABLES = """
+CREATE TABLE test_effects (
+    id bigserial PRIMARY KEY,
+    execution_id text NOT NULL,
+    kind text NOT NULL,
+    send_id text,
+    ordinal integer,
+    invoke_id text,
+    detail jsonb,
+    cancelled boolean NOT NULL DEFAULT false
+);
+CREATE TABLE test_outbox (
+    id bigserial PRIMARY KEY,
+    execution_id text NOT NULL,
+    target text NOT NULL,
+    event text NOT NULL
+);
+"""
+
+
+async def install_with_test_tables(url: str) -> None:
+    """The persistence tables plus the tables of the test executor and host."""
+    await install(url)
+    async with await AsyncConnection.connect(url, autocommit=True) as conn:
+        await conn.execute(TEST_TABLES)
+
+
+def chart(body: str, **attrs: str) -> statifier.Machine:
+    """Compile an SCXML chart (Python datamodel) from its ``<scxml>`` body."""
+    extra = " ".join(f'{key}="{value}"' for key, value in attrs.items())
+    return statifier.compile(f"<scxml {NS} {extra}>{body}</scxml>")
+
+
+def unique(kind: str = "exec") -> str:
+    """An execution id (or other name) no other test uses."""
+    return f"{kind}_{uuid.uuid4().hex[:12]}"
+
+
+class InjectedFailure(RuntimeError):
+    """The test executor failing after its write, as a database write might."""
+
+
+class TableExecutor:
+    """Performs durable effects as ``test_effects`` rows on the step's connection.
+
+    ``refuse`` holds effect kinds it refuses (``EffectRefused``, before writing); ``fail``
+    kinds it fails on after writing (the step must roll the row back). Kinds:
+    ``schedule``, ``cancel``, ``invoke``, ``stop``, ``forward``. ``timers`` keeps every
+    scheduled effect by ``(execution_id, ordinal)`` so a test can fire it.
+    """
+
+    def __init__(self, invoke_types: Iterable[str] = ("test:job",)) -> None:
+        self._invoke_types = frozenset(invoke_types)
+        self.refuse: set[str] = set()
+        self.fail: set[str] = set()
+        self.forwards = False
+        self.timers: dict[tuple[str, int], fx.SendDelayed] = {}
+
+    @property
+    def invoke_types(self) -> frozenset[str]:
+        """The invoke types this executor starts."""
+        return self._invoke_types
+
+    async def _write(self, conn: AsyncConnection[Any], kind: str, **row: Any) -> None:
+        if kind in self.refuse:
+            raise EffectRefused(f"{kind} refused by the test executor")
+        params = {"send_id": None, "ordinal": None, "invoke_id": None, "detail": None, **row}
+        await conn.execute(
+            "INSERT INTO test_effects (execution_id, kind, send_id, ordinal, invoke_id, detail)"
+            " VALUES (%(execution_id)s, %(kind)s, %(send_id)s, %(ordinal)s, %(invoke_id)s,"
+            " %(detail)s)",
+            {**params, "kind": kind},
+        )
+        if kind in self.fail:
+            raise InjectedFailure(f"{kind} failed after writing")
+
+    async def schedule(
+        self, conn: AsyncConnection[Any], execution_id: str, effect: fx.SendDelayed
+    ) -> None:
+        """A ``schedule`` row; the effect is kept for ``fire``."""
+        await self._write(
+            conn,
+            "schedule",
+            execution_id=execution_id,
+            send_id=effect.send_id,
+            ordinal=effect.ordinal,
+            detail=Jsonb({"event": effect.event, "delay_ms": effect.delay_ms}),
+        )
+        self.timers[(execution_id, effect.ordinal)] = effect
+
+    async def cancel_timers(
+        self, conn: AsyncConnection[Any], execution_id: str, effect: fx.Cancel
+    ) -> None:
+        """Mark the pending ``schedule`` rows of the send id cancelled; a ``cancel`` row."""
+        await conn.execute(
+            "UPDATE test_effects SET cancelled = true WHERE kind = 'schedule'"
+            " AND execution_id = %s AND send_id = %s",
+            [execution_id, effect.send_id],
+        )
+        await self._write(
+            conn,
+            "cancel",
+            execution_id=execution_id,
+            send_id=effect.send_id,
+            ordinal=effect.ordinal,
+        )
+
+    async def start_invocation(
+        self, conn: AsyncConnection[Any], execution_id: str, effect: fx.Invoke
+    ) -> None:
+        """An ``invoke`` row."""
+        await self._write(
+            conn,
+            "invoke",
+            execution_id=execution_id,
+            invoke_id=effect.invoke_id,
+            detail=Jsonb({"type": effect.type, "params": effect.params}),
+        )
+
+    async def stop_invocation(
+        self, conn: AsyncConnection[Any], execution_id: str, effect: fx.CancelInvoke
+    ) -> None:
+        """A ``stop`` row."""
+        await self._write(conn, "stop", execution_id=execution_id, invoke_id=effect.invoke_id)
+
+    async def forward(
+        self, conn: AsyncConnection[Any], execution_id: str, invoke_id: str, event: Event
+    ) -> bool:
+        """A ``forward`` row when ``forwards`` is set; otherwise refuses (False)."""
+        if not self.forwards:
+            return False
+        await self._write(
+            conn,
+            "forward",
+            execution_id=execution_id,
+            invoke_id=invoke_id,
+            detail=Jsonb({"event": event.name}),
+        )
+        return True
+
+
+class OutboxHost:
+    """A host that reaches ``#_parent`` and ``#_scxml_*`` sessions through ``test_outbox``
+    rows (written in the step's transaction), and records reports in ``reported``."""
+
+    def __init__(self, routes: Iterable[str] = ("#_parent",)) -> None:
+        self._routes = frozenset(routes)
+        self.reported: list[tuple[str, fx.Log | fx.ErrorRaised]] = []
+
+    def routes(self, execution: Execution) -> frozenset[str]:
+        """The configured targets."""
+        return self._routes
+
+    async def deliver(
+        self, conn: AsyncConnection[Any], execution: Execution, instruction: Deliver
+    ) -> bool:
+        """One ``test_outbox`` row per delivered send."""
+        await conn.execute(
+            "INSERT INTO test_outbox (execution_id, target, event) VALUES (%s, %s, %s)",
+            [execution.id, type(instruction.target).__name__, instruction.event.name],
+        )
+        return True
+
+    def report(self, execution: Execution, effect: fx.Log | fx.ErrorRaised) -> None:
+        """Remember the report."""
+        self.reported.append((execution.id, effect))
+
+
+async def effect_rows(
+    pool: AsyncConnectionPool, execution_id: str
+) -> list[tuple[str, str | None, int | None, str | None, bool]]:
+    """``(kind, send_id, ordinal, invoke_id, cancelled)`` of the execution's effect rows."""
+    async with pool.connection() as conn:
+        cursor = await conn.execute(
+            "SELECT kind, send_id, ordinal, invoke_id, cancelled FROM test_effects"
+            " WHERE execution_id = %s ORDER BY id",
+            [execution_id],
+        )
+        return list(await cursor.fetchall())
+
+
+async def scalar(pool: AsyncConnectionPool, query: Any, params: Any = None) -> Any:
+    """The first column of the first row of ``query``."""
+    async with pool.connection() as conn:
+        row = await (await conn.execute(query, params)).fetchone()
+    assert row is not None
+    return row[0]
