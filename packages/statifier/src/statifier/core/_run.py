@@ -321,10 +321,6 @@ class Run:
     def counters(self) -> dict[str, int]:
         return {"macrostep": self.macrostep, "microstep": self.microstep, "round": self.round}
 
-    def counter_values(self) -> tuple[int, int, int]:
-        """``macrostep``, ``microstep`` and ``round``, in that order."""
-        return self.macrostep, self.microstep, self.round
-
     def ids(self, indexes: Iterable[int]) -> tuple[str, ...]:
         states = self.states
         return tuple(states[i].id for i in indexes)
@@ -492,15 +488,12 @@ class Run:
         """The ``DatamodelChange`` of one write; values are recorded only in trace mode (an
         effect list that held every prior value would keep every version of the datamodel
         alive for the whole call)."""
-        if self.trace:
-            return datamodel_change(
-                location, path, value, prior, c_index, owner, *self.counter_values()
-            )
+        traced = self.trace
         return datamodel_change(
             location,
             path,
-            fx.NOT_RECORDED,
-            fx.NOT_RECORDED,
+            value if traced else fx.NOT_RECORDED,
+            prior if traced else fx.NOT_RECORDED,
             c_index,
             owner,
             self.macrostep,

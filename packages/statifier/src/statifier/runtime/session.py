@@ -137,7 +137,8 @@ class _Invocations:
 
 
 _NO_INVOCATIONS: Final = _Invocations()
-"""Stands in (read only) for the bookkeeping of a session that has invoked nothing."""
+"""Stands in for the bookkeeping of a session that has invoked nothing: only read, never
+changed (``Session._bookkeeping`` makes a session its own before any change)."""
 
 
 class _Timer:
@@ -484,7 +485,7 @@ class Session:
 
     def _answer(self, invoke_id: str, event: Event) -> None:
         """Queue an invocation's answer (done or failed) behind the events before it."""
-        self._invocations.finished.add(invoke_id)
+        self._bookkeeping().finished.add(invoke_id)
         self._enqueue(_Entry("invoked", event, invoke_id))
 
     def _from_child(self, invoke_id: str, event: Event) -> None:
