@@ -604,6 +604,14 @@ def test_nan_and_infinity_in_the_datamodel_raise(machine: Machine, bad: float) -
         dumps(nested)
 
 
+@pytest.mark.parametrize("bad", [(1, 2), {1: "x"}], ids=["tuple", "int key"])
+def test_values_json_would_change_raise_with_their_place(machine: Machine, bad: Any) -> None:
+    state = _drive(machine)
+    nested = dataclasses.replace(state, datamodel={**state.datamodel, "v": {"l": [1, bad]}})
+    with pytest.raises(UnserializablePosition, match=r"datamodel\['v'\]\['l'\]\[1\]"):
+        dumps(nested)
+
+
 def test_nan_from_the_chart_itself_raises(machine: Machine) -> None:
     state, _ = initialize(machine, session_id="s", datamodel={"seed": float("nan")})
     with pytest.raises(UnserializablePosition):

@@ -192,6 +192,8 @@ def dumps(state: MachineState, *, key: bytes | None = None) -> bytes:
         _decode_parts(payload, state.machine, None)
         text = _payload_text(payload, datamodel_text)
     except CorruptPosition as exc:
+        # A value JSON would carry unfaithfully (a tuple, a non-string key): say where.
+        _check_json(state.datamodel, "datamodel")
         raise UnserializablePosition(f"state is not a valid position: {exc}") from None
     except MemoryError:
         raise UnserializablePosition("state is too large to write") from None
@@ -232,10 +234,18 @@ def _payload_text(payload: dict[str, Any], datamodel_text: str) -> str:
             text = "true" if value else "false"
         elif kind is list and all(type(item) is int for item in value):
             text = "[" + ",".join(map(int.__repr__, value)) + "]"
+        elif name == "limits":
+            text = _limits_text(*value.values())
         else:
             text = _ENCODER.encode(value)
         members.append(f'"{name}":{text}')
     return "{" + ",".join(members) + "}"
+
+
+@functools.lru_cache(maxsize=64)
+def _limits_text(*values: int | None) -> str:
+    """The encoded ``limits`` member (the same few budgets in every position)."""
+    return _ENCODER.encode(dict(zip(LIMIT_FIELDS, values, strict=True)))
 
 
 @functools.lru_cache(maxsize=64)
