@@ -71,6 +71,14 @@ class Contender(ABC):
 
     name: str
     how: str
+    _shape: Shape | None = None
+
+    @property
+    def shape(self) -> Shape:
+        """The shape ``prepare`` was given."""
+        if self._shape is None:
+            raise RuntimeError(f"{self.name}: prepare() a shape first")
+        return self._shape
 
     @abstractmethod
     def prepare(self, shape: Shape) -> None:
@@ -101,7 +109,6 @@ class StatifierCore(Contender):
     def __init__(self, name: str = "statifier", datamodel: str = "python") -> None:
         self.name = name
         self._datamodel = datamodel
-        self._shape: Shape | None = None
         self._machine: Any = None
         self._state: Any = None
         self._first = 0
@@ -127,8 +134,7 @@ class StatifierCore(Contender):
     def send(self, first: int, n: int) -> float:
         from statifier import Event, handle_event
 
-        assert self._shape is not None
-        event = self._shape.event
+        event = self.shape.event
         state = self._state
         started = time.perf_counter()
         for i in range(first, first + n):
@@ -139,9 +145,8 @@ class StatifierCore(Contender):
         return elapsed
 
     def observe(self) -> Observation:
-        assert self._shape is not None
-        if self._shape.leaves:
-            return tuple(sorted(set(self._state.active_leaf_ids()) & self._shape.leaves))
+        if self.shape.leaves:
+            return tuple(sorted(set(self._state.active_leaf_ids()) & self.shape.leaves))
         return (self._state.datamodel["count"], self._state.datamodel["total"])
 
     def processed(self) -> int:
@@ -185,7 +190,6 @@ class PsmScxml(Contender):
     def __init__(self) -> None:
         self._cls: Any = None
         self._sm: Any = None
-        self._shape: Shape | None = None
 
     def prepare(self, shape: Shape) -> None:
         try:
@@ -202,8 +206,7 @@ class PsmScxml(Contender):
         self._sm = self._cls()
 
     def send(self, first: int, n: int) -> float:
-        assert self._shape is not None
-        event = self._shape.event
+        event = self.shape.event
         send = self._sm.send
         started = time.perf_counter()
         for i in range(first, first + n):
@@ -215,10 +218,9 @@ class PsmScxml(Contender):
         return time.perf_counter() - started
 
     def observe(self) -> Observation:
-        assert self._shape is not None
-        if not self._shape.leaves:
+        if not self.shape.leaves:
             raise Skipped("the loaded chart's datamodel is not observable here")
-        return tuple(sorted(set(self._sm.configuration_values) & self._shape.leaves))
+        return tuple(sorted(set(self._sm.configuration_values) & self.shape.leaves))
 
 
 class PsmClass(Contender):
@@ -231,7 +233,6 @@ class PsmClass(Contender):
     def __init__(self) -> None:
         self._cls: Any = None
         self._sm: Any = None
-        self._shape: Shape | None = None
 
     def prepare(self, shape: Shape) -> None:
         try:
@@ -244,8 +245,7 @@ class PsmClass(Contender):
         self._sm = self._cls()
 
     def send(self, first: int, n: int) -> float:
-        assert self._shape is not None
-        event = self._shape.event
+        event = self.shape.event
         sm = self._sm
         methods: dict[str, Any] = {}
         started = time.perf_counter()
@@ -261,9 +261,8 @@ class PsmClass(Contender):
         return time.perf_counter() - started
 
     def observe(self) -> Observation:
-        assert self._shape is not None
-        if self._shape.leaves:
-            return tuple(sorted(set(self._sm.configuration_values) & self._shape.leaves))
+        if self.shape.leaves:
+            return tuple(sorted(set(self._sm.configuration_values) & self.shape.leaves))
         return (self._sm.count, self._sm.total)
 
 
@@ -278,13 +277,12 @@ class Sismic(Contender):
         self._chart: Any = None
         self._interp: Any = None
         self._classes: Any = None
-        self._shape: Shape | None = None
 
     def prepare(self, shape: Shape) -> None:
         try:
-            from sismic.interpreter import Interpreter  # type: ignore[import-untyped]
-            from sismic.io import import_from_yaml  # type: ignore[import-untyped]
-            from sismic.model import Event  # type: ignore[import-untyped]
+            from sismic.interpreter import Interpreter
+            from sismic.io import import_from_yaml
+            from sismic.model import Event
         except ImportError as exc:
             raise Skipped(f"sismic is not installed ({exc})") from exc
         self._chart = import_from_yaml(shape.sismic_yaml)
@@ -297,11 +295,10 @@ class Sismic(Contender):
         self._interp.execute_once()  # sismic enters the initial states on its first step
 
     def send(self, first: int, n: int) -> float:
-        assert self._shape is not None
         _, event_cls = self._classes
-        event = self._shape.event
+        event = self.shape.event
         queue = self._interp.queue
-        step = self._interp.execute if self._shape.sismic_settles else self._interp.execute_once
+        step = self._interp.execute if self.shape.sismic_settles else self._interp.execute_once
         started = time.perf_counter()
         for i in range(first, first + n):
             name, data = event(i)
@@ -310,9 +307,8 @@ class Sismic(Contender):
         return time.perf_counter() - started
 
     def observe(self) -> Observation:
-        assert self._shape is not None
-        if self._shape.leaves:
-            return tuple(sorted(set(self._interp.configuration) & self._shape.leaves))
+        if self.shape.leaves:
+            return tuple(sorted(set(self._interp.configuration) & self.shape.leaves))
         return (self._interp.context["count"], self._interp.context["total"])
 
 
@@ -338,7 +334,7 @@ class BaselineChild:
     line on its stdin."""
 
     def __init__(self, directory: Path) -> None:
-        self._process = subprocess.Popen(
+        self._process = subprocess.Popen(  # noqa: S603 - this very file, with this Python
             [sys.executable, str(Path(__file__).resolve()), "--serve-baseline", str(directory)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -349,10 +345,12 @@ class BaselineChild:
 
     def call(self, op: str, **args: Any) -> dict[str, Any]:
         """Send one call and wait for its answer (raise on the child's error)."""
-        assert self._process.stdin is not None and self._process.stdout is not None
-        self._process.stdin.write(json.dumps({"op": op, **args}) + "\n")
-        self._process.stdin.flush()
-        line = self._process.stdout.readline()
+        stdin, stdout = self._process.stdin, self._process.stdout
+        if stdin is None or stdout is None:
+            raise RuntimeError("the baseline process has no pipes")
+        stdin.write(json.dumps({"op": op, **args}) + "\n")
+        stdin.flush()
+        line = stdout.readline()
         if not line:
             raise RuntimeError("the baseline process ended")
         answer: dict[str, Any] = json.loads(line)
@@ -363,8 +361,8 @@ class BaselineChild:
     def close(self) -> None:
         """End the child process."""
         if self._process.poll() is None:
-            assert self._process.stdin is not None
-            self._process.stdin.close()
+            if self._process.stdin is not None:
+                self._process.stdin.close()
             self._process.wait(timeout=30)
 
 
@@ -374,41 +372,38 @@ def serve_baseline(directory: str) -> int:
     import statifier
 
     contender = StatifierCore()
-    out = sys.stdout
+
+    def prepare(shape: str) -> dict[str, Any]:
+        try:
+            contender.prepare(SHAPES_BY_KEY[shape])
+        except Skipped as exc:
+            return {"skip": str(exc)}
+        return {}
+
+    def start() -> dict[str, Any]:
+        contender.start()
+        return {}
+
+    calls: dict[str, Callable[..., dict[str, Any]]] = {
+        "hello": lambda: {"statifier": statifier.__file__},
+        "prepare": prepare,
+        "start": start,
+        "send": lambda first, n: {"seconds": contender.send(first, n)},
+        "observe": lambda: {"observation": list(contender.observe())},
+        "processed": lambda: {"processed": contender.processed()},
+        "positions": lambda calls, rounds: dict(position_costs(calls, rounds)),
+        "memory": lambda count: dict(session_memory(count)),
+        "compile": lambda repeats: {"seconds": compile_seconds(repeats)},
+    }
     for line in sys.stdin:
         request = json.loads(line)
-        op = request.pop("op")
-        answer: dict[str, Any]
+        call = calls.get(request.pop("op"))
         try:
-            if op == "hello":
-                answer = {"statifier": statifier.__file__}
-            elif op == "prepare":
-                try:
-                    contender.prepare(SHAPES_BY_KEY[request["shape"]])
-                    answer = {}
-                except Skipped as exc:
-                    answer = {"skip": str(exc)}
-            elif op == "start":
-                contender.start()
-                answer = {}
-            elif op == "send":
-                answer = {"seconds": contender.send(request["first"], request["n"])}
-            elif op == "observe":
-                answer = {"observation": list(contender.observe())}
-            elif op == "processed":
-                answer = {"processed": contender.processed()}
-            elif op == "positions":
-                answer = position_costs(request["calls"], request["rounds"])
-            elif op == "memory":
-                answer = session_memory(request["count"])
-            elif op == "compile":
-                answer = {"seconds": compile_seconds(request["repeats"])}
-            else:
-                answer = {"error": f"unknown call {op!r}"}
+            answer = {"error": "unknown call"} if call is None else call(**request)
         except Exception as exc:
             answer = {"error": f"{type(exc).__name__}: {exc}"}
-        out.write(json.dumps(answer) + "\n")
-        out.flush()
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
     return 0
 
 
@@ -459,6 +454,50 @@ def rotated(items: Sequence[Any], by: int) -> list[Any]:
     return [*items[k:], *items[:k]]
 
 
+def check_and_warm(contender: Contender, shape: Shape, warmup: int) -> None:
+    """Prepare ``contender``, check it event by event (an engine that drops one fails),
+    then warm it up."""
+    contender.prepare(shape)
+    contender.start()
+    verify(contender, shape, 0, "initial state")
+    for sent in range(1, 5):
+        contender.send(sent - 1, 1)
+        verify(contender, shape, sent, "first events")
+    contender.start()
+    contender.send(0, warmup)
+    verify(contender, shape, warmup, "warm-up")
+
+
+def timed_round(
+    shape: Shape, pairs: Sequence[tuple[Contender, Row]], args: argparse.Namespace, when: str
+) -> None:
+    """One round: fresh instances, then ``args.events`` events in slices handed out in the
+    order of ``pairs``; each engine's round time is the sum of its slices."""
+    live = [(c, r) for c, r in pairs if r.ok]
+    for contender, row in live:
+        try:
+            contender.start()
+        except Exception as exc:
+            row.fail(exc)
+    spent = {id(row): 0.0 for _, row in live}
+    gc.collect()
+    sent = 0
+    while sent < args.events:
+        k = min(args.slice, args.events - sent)
+        for contender, row in live:
+            if not row.ok:
+                continue
+            try:
+                spent[id(row)] += contender.send(sent, k)
+                verify(contender, shape, sent + k, when)
+            except Exception as exc:
+                row.fail(exc)
+        sent += k
+    for _, row in live:
+        if row.ok:
+            row.seconds.append(spent[id(row)])
+
+
 def measure_shape(
     shape: Shape, contenders: Sequence[Contender], args: argparse.Namespace
 ) -> list[Row]:
@@ -467,42 +506,12 @@ def measure_shape(
     rows = [Row(c.name, c.how) for c in contenders]
     for contender, row in zip(contenders, rows, strict=True):
         try:
-            contender.prepare(shape)
-            contender.start()
-            verify(contender, shape, 0, "initial state")
-            for sent in range(1, 5):  # event by event first: an engine that drops one fails
-                contender.send(sent - 1, 1)
-                verify(contender, shape, sent, "first events")
-            contender.start()
-            contender.send(0, args.warmup)
-            verify(contender, shape, args.warmup, "warm-up")
+            check_and_warm(contender, shape, args.warmup)
         except Exception as exc:
             row.fail(exc)
     for round_ in range(args.rounds):
         pairs = rotated(list(zip(contenders, rows, strict=True)), round_)
-        live = [(c, r) for c, r in pairs if r.ok]
-        for contender, row in live:
-            try:
-                contender.start()
-            except Exception as exc:
-                row.fail(exc)
-        spent = {id(row): 0.0 for _, row in live}
-        gc.collect()
-        sent = 0
-        while sent < args.events:
-            k = min(args.slice, args.events - sent)
-            for contender, row in live:
-                if not row.ok:
-                    continue
-                try:
-                    spent[id(row)] += contender.send(sent, k)
-                    verify(contender, shape, sent + k, f"round {round_ + 1}")
-                except Exception as exc:
-                    row.fail(exc)
-            sent += k
-        for _, row in live:
-            if row.ok:
-                row.seconds.append(spent[id(row)])
+        timed_round(shape, pairs, args, f"round {round_ + 1}")
     return rows
 
 

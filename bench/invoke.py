@@ -352,12 +352,12 @@ class Bench:
     async def enqueue_ours(self, scope: str, i: int, queue: str = OURS_QUEUE) -> None:
         """Our path: ``_invocation.enqueue``, as ``InvokeHandler.start`` calls it."""
         config = self.config if queue == OURS_QUEUE else self.hold_config
-        assert config is not None
+        assert config is not None  # noqa: S101 - open() ran first (measure)
         await _invocation.enqueue(config, BenchHandler, scope, make_invoke(i))
 
     async def enqueue_raw(self, scope: str, i: int, queue: str = RAW_QUEUE) -> None:
         """The raw path: the same args and meta on a plain oban job."""
-        assert self.client is not None
+        assert self.client is not None  # noqa: S101 - open() ran first (measure)
         args = _invoke_args.encode(scope, HANDLER_PATH, make_invoke(i), None)
         job = Job(RAW_WORKER, queue=queue, args=args, meta={META_DELIVERY: DELIVERY_PATH})
         await self.client.enqueue(job)
@@ -410,7 +410,7 @@ class Bench:
                 await conn.execute(
                     "SELECT pg_notify('public.oban_insert', %s)", [json.dumps({"queue": queue})]
                 )
-            assert started_at is not None
+            assert started_at is not None  # noqa: S101 - a SELECT without FROM: one row
             started_at = started_at[0]
         deadline = time.monotonic() + max(60.0, jobs / 20)
         while True:
@@ -523,8 +523,10 @@ MODES = ("pipeline", "drain")
 """``pipeline`` (enqueue -> run -> deliver, overlapped: the target) and ``drain``."""
 
 
-async def measure(server: Server, args: argparse.Namespace) -> bool:
-    """Run every round; print the tables; whether the target held everywhere."""
+async def run_rounds(
+    server: Server, args: argparse.Namespace
+) -> dict[tuple[str, str, int], list[Round]]:
+    """Every round (after a warm-up), by (mode, path, processes), each printed as it ends."""
     bench = Bench(server.db_url, args)
     await bench.open()
     results: dict[tuple[str, str, int], list[Round]] = {}
@@ -558,7 +560,12 @@ async def measure(server: Server, args: argparse.Namespace) -> bool:
                 await workers.stop()
     finally:
         await bench.close()
+    return results
 
+
+async def measure(server: Server, args: argparse.Namespace) -> bool:
+    """Run every round; print the tables; whether the target held everywhere."""
+    results = await run_rounds(server, args)
     print()
     rows: list[list[str]] = []
     for mode in MODES:

@@ -93,7 +93,7 @@ _PING_PONG_YAML = """statechart:
 def _ping_pong_class() -> type:
     from statemachine import State, StateMachine
 
-    class PingPong(StateMachine):
+    class PingPong(StateMachine):  # type: ignore[misc]  # a peer typed as Any
         """Flat ``off``/``on`` (if anything less work than the compound chart)."""
 
         off = State(initial=True)
@@ -373,7 +373,7 @@ _DATAMODEL_YAML = """statechart:
 def _datamodel_class() -> type:
     from statemachine import State, StateChart
 
-    class DatamodelHeavy(StateChart):  # type: ignore[type-arg]
+    class DatamodelHeavy(StateChart):  # type: ignore[misc]  # a peer typed as Any
         """Guards on the event's data, four updates per event (one into a nested dict)."""
 
         open = State(initial=True)

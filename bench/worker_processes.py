@@ -51,7 +51,7 @@ class WorkerProcesses:
             )
             self.procs.append(proc)
         for proc in self.procs:
-            assert proc.stdout is not None
+            assert proc.stdout is not None  # noqa: S101 - started with stdout=PIPE
             line = await asyncio.wait_for(proc.stdout.readline(), 60)
             if line.strip() != b"ready":
                 raise WorkerStartFailed(f"a worker process did not start (said {line!r})")

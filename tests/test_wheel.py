@@ -25,7 +25,7 @@ PACKAGES = sorted(path.parent.name for path in (REPO / "packages").glob("*/pypro
 
 
 def _run(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
-    done = subprocess.run(
+    done = subprocess.run(  # noqa: S603 - argv from this module's fixed lists, no shell
         argv, cwd=cwd, capture_output=True, text=True, timeout=600, check=False, env=env
     )
     assert done.returncode == 0, f"{argv}: {done.stdout}\n{done.stderr}"

@@ -6,6 +6,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from defusedxml import ElementTree as DefusedET
 
 from tools.w3c.corpus import corpus_dir, require_corpus
 from tools.w3c.manifest import load_manifest, skip_reason
@@ -41,7 +42,7 @@ def doc(body: str) -> str:
 
 def parse(text: str) -> ET.Element:
     """Parse XML text, keeping comments and processing instructions."""
-    parser = ET.XMLParser(target=ET.TreeBuilder(insert_comments=True, insert_pis=True))
+    parser = DefusedET.XMLParser(target=ET.TreeBuilder(insert_comments=True, insert_pis=True))
     parser.feed(text)
     return parser.close()
 
@@ -81,9 +82,11 @@ def _assert_same_markup(before: ET.Element, after: ET.Element, where: str) -> No
         if len(kept) == len(before):
             assert (new.tail or "") == (old.tail or ""), where
         if not isinstance(old.tag, str):
-            assert new.tag is old.tag and new.text == old.text, where
+            assert new.tag is old.tag, where
+            assert new.text == old.text, where
         elif old.tag.startswith(C):
-            assert isinstance(new.tag, str) and new.tag.startswith(S), where
+            assert isinstance(new.tag, str), where
+            assert new.tag.startswith(S), where
         else:
             _assert_same_markup(old, new, f"{where}/{old.tag.split('}')[-1]}")
 
@@ -118,8 +121,10 @@ def test_every_conf_name_in_the_corpus_is_known() -> None:
                 if element.tag.startswith(C):
                     elements.add(element.tag[len(C) :])
                 attributes.update(k[len(C) :] for k in element.attrib if k.startswith(C))
-    assert len(elements) == 11 and elements <= CONF_ELEMENTS
-    assert len(attributes) == 78 and attributes <= CONF_ATTRIBUTES
+    assert len(elements) == 11
+    assert elements <= CONF_ELEMENTS
+    assert len(attributes) == 78
+    assert attributes <= CONF_ATTRIBUTES
 
 
 def _python_documents() -> list[Path]:
@@ -448,7 +453,7 @@ def test_cli_writes_every_document(tmp_path: Path) -> None:
     assert written == sorted(f"{p.stem}.scxml" for p in TEMPLATES)
     assert (tmp_path / "out" / "test552.txt").read_text() == (CORPUS / "test552.txt").read_text()
     for path in (tmp_path / "out").glob("*.scxml"):
-        ET.fromstring(path.read_bytes())
+        DefusedET.fromstring(path.read_bytes())
 
 
 # --------------------------------------------------------------------------------------
@@ -509,8 +514,10 @@ def test_ecmascript_elements() -> None:
     root = parse(transform(doc(body), "ecmascript"))
     assign = root.find(f".//{S}assign")
     script = root.find(f".//{S}script")
-    assert assign is not None and assign.get("expr") == "[].concat(Var1, [4])"
-    assert script is not None and script.text == "var Var1 = 1"
+    assert assign is not None
+    assert assign.get("expr") == "[].concat(Var1, [4])"
+    assert script is not None
+    assert script.text == "var Var1 = 1"
 
 
 def test_unknown_profile_raises() -> None:

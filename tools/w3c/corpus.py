@@ -30,7 +30,7 @@ def missing_corpus() -> str | None:
         return None
     return (
         f"the W3C SCXML corpus is not at {directory}: download it with "
-        "`uv run python tools/w3c/fetch_corpus.py [DEST]`, or set "
+        "`uv run python -m tools.w3c.fetch_corpus [DEST]`, or set "
         f"{CORPUS_ENV_VAR} to a folder that holds it"
     )
 

@@ -2,10 +2,10 @@
 
 Usage (from the repository root)::
 
-    uv run python tools/w3c/report.py            # report only
-    uv run python tools/w3c/report.py --update   # also add newly passing ids to passing.txt
-    uv run python tools/w3c/report.py 144 403    # only these ids
-    uv run python tools/w3c/report.py --profile ecmascript [--update]
+    uv run python -m tools.w3c.report            # report only
+    uv run python -m tools.w3c.report --update   # also add newly passing ids to passing.txt
+    uv run python -m tools.w3c.report 144 403    # only these ids
+    uv run python -m tools.w3c.report --profile ecmascript [--update]
 
 Every automated case, mandatory and optional, is run, rendered for ``--profile``
 (``python``, the default, or ``ecmascript``; each has its own ratchet file), unless it needs
@@ -23,10 +23,6 @@ import sys
 import time
 from collections import defaultdict
 from pathlib import Path
-
-if __name__ == "__main__" and __package__ in (None, ""):
-    # Run as a script: make the repository root importable for ``tools.w3c``.
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tools.w3c.harness import DEFAULT_TIMEOUT, CaseResult, run_case_guarded
 from tools.w3c.manifest import Case, automated, skip_reason

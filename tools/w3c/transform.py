@@ -84,7 +84,7 @@ stores values as JSON copies (ADR 10): ``VarEqVarStruct`` and the ``==`` form of
 object with another or with a system variable), and ``varPrefix`` is written as
 ``String(VarB).indexOf(String(VarA))===0``.
 
-Command line: ``python tools/w3c/transform.py OUT_DIR`` writes ``testNNN.scxml`` for every
+Command line: ``python -m tools.w3c.transform OUT_DIR`` writes ``testNNN.scxml`` for every
 ``testNNN.txml`` in the corpus (sub-documents included) and copies the corpus's ``.txt``
 data files next to them, so that the relative ``file:`` references resolve inside OUT_DIR.
 """
@@ -98,6 +98,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
+
+from defusedxml import ElementTree as DefusedET
 
 __all__ = [
     "CONF_ATTRIBUTES",
@@ -819,7 +821,7 @@ def transform(txml: str, profile: str = DATAMODEL) -> str:
 def render_with(txml: str, attributes: AttributeTable, elements: ElementTable) -> str:
     """Render a template with the given rendering tables (one datamodel profile's)."""
     builder = _Builder()
-    parser = ET.XMLParser(target=builder)
+    parser = DefusedET.XMLParser(target=builder)  # templates come off the network
     parser.feed(txml)
     root = parser.close()
     if isinstance(root.tag, str) and root.tag.startswith(_CONF):
@@ -834,7 +836,10 @@ def transform_file(path: Path, profile: str = DATAMODEL) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """CLI: ``transform.py OUT_DIR [--corpus DIR]``; write ``testNNN.scxml`` for every template."""
+    """CLI: ``python -m tools.w3c.transform OUT_DIR [--corpus DIR]``.
+
+    Writes ``testNNN.scxml`` for every template.
+    """
     import argparse
     import shutil
 
@@ -861,7 +866,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    if __package__ in (None, ""):
-        # Run as a script: make the repository root importable for ``tools.w3c``.
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     sys.exit(main())

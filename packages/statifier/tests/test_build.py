@@ -17,7 +17,7 @@ def _same(built: Any, expected: Any) -> None:
     assert built == expected
     for field in dataclasses.fields(expected):
         assert getattr(built, field.name) is getattr(expected, field.name)
-    assert pickle.loads(pickle.dumps(built)) == expected
+    assert pickle.loads(pickle.dumps(built)) == expected  # noqa: S301 - our own bytes
     with pytest.raises(dataclasses.FrozenInstanceError):
         built.round = 99
 

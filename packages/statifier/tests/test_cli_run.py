@@ -177,6 +177,8 @@ def test_functions_option_loads_host_functions(
 """
     )
     monkeypatch.chdir(tmp_path)
+    # ``--functions`` imports from the working directory: the CLI puts it on ``sys.path``
+    # (its documented behaviour). A copy, restored after the test, keeps that change here.
     monkeypatch.setattr(sys, "path", list(sys.path))
     assert main(["check", str(chart)]) == 1
     assert "function 'is_fraud' is not allowed" in capsys.readouterr().out

@@ -1,8 +1,6 @@
-"""Values the compiler computes: send delays, inline data, and the chart identity."""
+"""Values the compiler computes: send delays and inline data (identity: test_chart_identity)."""
 
 from __future__ import annotations
-
-import hashlib
 
 import pytest
 import statifier
@@ -86,60 +84,3 @@ def test_data_with_expr_has_no_static_value() -> None:
     (data,) = statifier.compile(source).data
     assert data.has_value is False
     assert data.expr is not None
-
-
-# -- identity -----------------------------------------------------------------------------
-
-SOURCE = (
-    f'<scxml {NS} initial="a">\n'
-    '  <datamodel><data id="x" expr="1"/></datamodel>\n'
-    '  <state id="a"/>\n'
-    "</scxml>\n"
-).encode()
-
-
-def test_identity_is_the_sha256_of_the_source_bytes() -> None:
-    machine = statifier.compile(SOURCE)
-    assert machine.identity == "sha256:" + hashlib.sha256(SOURCE).hexdigest()
-    assert machine.source == SOURCE
-
-
-def test_identity_of_a_str_source_hashes_its_utf8_encoding() -> None:
-    text = f'<scxml {NS}>\n  <state id="caf\u00e9"/>\n</scxml>\n'
-    machine = statifier.compile(text)
-    assert machine.identity == "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def test_identity_is_stable_for_the_same_bytes() -> None:
-    assert statifier.compile(SOURCE).identity == statifier.compile(bytes(SOURCE)).identity
-
-
-def test_identity_changes_with_one_changed_byte() -> None:
-    reference = statifier.compile(SOURCE).identity
-    for position in (SOURCE.index(b'expr="1"') + 6, len(SOURCE) - 1):
-        changed = bytearray(SOURCE)
-        changed[position] = ord("2") if SOURCE[position] == ord("1") else ord(" ")
-        assert sum(a != b for a, b in zip(changed, SOURCE, strict=True)) == 1
-        assert statifier.compile(bytes(changed)).identity != reference
-
-
-def test_identity_includes_name_and_version_when_given() -> None:
-    digest = "sha256:" + hashlib.sha256(SOURCE).hexdigest()
-    assert statifier.compile(SOURCE, name="orders").identity == f"{digest};name=orders"
-    assert statifier.compile(SOURCE, version="7").identity == f"{digest};version=7"
-    both = statifier.compile(SOURCE, name="orders", version="7")
-    assert both.identity == f"{digest};name=orders;version=7"
-    assert (both.name, both.version) == ("orders", "7")
-
-
-def test_identity_matches_the_public_chart_identity_function() -> None:
-    machine = statifier.compile(SOURCE, name="n", version="v")
-    assert machine.identity == statifier.chart_identity(SOURCE, "n", "v")
-
-
-def test_chart_name_attribute_names_the_machine_but_not_the_identity() -> None:
-    source = f'<scxml {NS} name="from_chart"><state id="a"/></scxml>'.encode()
-    machine = statifier.compile(source)
-    assert machine.name == "from_chart"
-    assert machine.identity == "sha256:" + hashlib.sha256(source).hexdigest()
-    assert statifier.compile(source, name="given").name == "given"

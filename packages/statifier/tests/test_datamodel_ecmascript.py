@@ -27,7 +27,7 @@ def outcome(body: str, **kwargs: Any) -> tuple[str, ...]:
     return run_chart(chart(body), **kwargs).configuration
 
 
-PASS_FAIL = '<final id="pass"/><final id="fail"/>'
+PASS_FAIL = '<final id="pass"/><final id="fail"/>'  # noqa: S105 - two final states
 
 
 def system(**extra: Any) -> dict[str, Any]:
@@ -46,7 +46,7 @@ def system(**extra: Any) -> dict[str, Any]:
 
 
 def test_event_fields_are_bound_and_blank_ones_undefined() -> None:
-    event = {"name": "go", "type": "external", "sendid": None, "origin": None}
+    event: dict[str, Any] = {"name": "go", "type": "external", "sendid": None, "origin": None}
     event |= {"origintype": None, "invokeid": None, "data": {"k": [1, None]}}
     variables = system(_event=event)
     fields = ["name", "type", "sendid", "origin", "origintype", "invokeid", "data"]
@@ -296,7 +296,8 @@ def test_position_round_trip_and_continue_elsewhere() -> None:
     state, _ = statifier.initialize(machine, session_id="sess_js")
     assert state.datamodel["f"] == {"$function": "function (x) { return x * 3 }"}
     assert state.datamodel["o"] == {"a": [1, None]}
-    assert state.datamodel["n"] is None and state.datamodel["nan"] is None
+    assert state.datamodel["n"] is None
+    assert state.datamodel["nan"] is None
     restored = loads(dumps(state), machine)
     assert restored == state
     _, effects = statifier.handle_event(restored, "go")

@@ -403,7 +403,7 @@ def test_compiled_objects_pickle_by_source() -> None:
     import pickle
 
     expression = compile_expression("x + 1")
-    restored = pickle.loads(pickle.dumps(expression))
+    restored = pickle.loads(pickle.dumps(expression))  # noqa: S301 - pickled right here
     assert restored == expression
     assert restored.evaluate({"x": 1}, _never_in) == 2
 

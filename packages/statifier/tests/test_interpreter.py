@@ -18,7 +18,7 @@ def chart(body: str, **attrs: str) -> statifier.Machine:
     return statifier.compile(f"<scxml {NS} {extra}>{body}</scxml>")
 
 
-def of_type(effects: list[fx.Effect], kind: type[fx.Effect]) -> list[fx.Effect]:
+def of_type[E: fx.Effect](effects: list[fx.Effect], kind: type[E]) -> list[E]:
     return [e for e in effects if isinstance(e, kind)]
 
 
@@ -47,10 +47,12 @@ def test_ordinals_are_unique_and_foreach_iterations_share_the_author_id() -> Non
     assert [e.ordinal for e in delayed] == [1, 2, 3, 4]
     assert [e.id_from_author for e in delayed] == [True, True, True, False]
     assert {e.c_index for e in delayed[:3]} == {delayed[0].c_index}
-    assert delayed[0].delay_ms == 1000 and delayed[3].delay_ms == 2000
+    assert delayed[0].delay_ms == 1000
+    assert delayed[3].delay_ms == 2000
     state, effects = statifier.handle_event(state, Event(name="go"))
     (cancel,) = of_type(effects, fx.Cancel)
-    assert cancel.send_id == "tick" and cancel.ordinal == 5
+    assert cancel.send_id == "tick"
+    assert cancel.ordinal == 5
     assert cancel.owner == ("onexit", 1, 0)
     assert (cancel.macrostep, cancel.microstep) == (2, 1)
 
@@ -85,7 +87,8 @@ def test_round_budget_stops_an_eventless_loop_and_leaves_it_running() -> None:
     state, effects = statifier.initialize(machine, session_id="s", max_macrostep_rounds=50)
     (exhausted,) = of_type(effects, fx.BudgetExhausted)
     assert exhausted.budget == 50
-    assert state.running and state.status == "running"
+    assert state.running
+    assert state.status == "running"
     assert not of_type(effects, fx.Done)
     assert state.datamodel["n"] == 25
     # Each external event gets a fresh budget.
@@ -210,7 +213,8 @@ def test_cancel_runs_onexit_cancels_invocations_and_ends_with_done() -> None:
     assert "<scxml" in invoke.content
     state, effects = statifier.cancel(state)
     assert [type(e) for e in effects] == [fx.Log, fx.CancelInvoke, fx.Done]
-    assert state.status == "done" and not state.running
+    assert state.status == "done"
+    assert not state.running
     with pytest.raises(statifier.NotRunningError):
         statifier.handle_event(state, "anything")
     assert statifier.cancel(state) == (state, [])
@@ -259,7 +263,8 @@ def test_unregistered_invoke_type_raises_error_execution() -> None:
     assert not of_type(effects, fx.Invoke)
     state, effects = statifier.initialize(machine, session_id="s", invoke_types={"myapp:capture"})
     (invoke,) = of_type(effects, fx.Invoke)
-    assert invoke.type == "myapp:capture" and state.active_leaf_ids() == ("a",)
+    assert invoke.type == "myapp:capture"
+    assert state.active_leaf_ids() == ("a",)
 
 
 def test_late_binding_assigns_values_on_first_entry() -> None:
@@ -271,7 +276,8 @@ def test_late_binding_assigns_values_on_first_entry() -> None:
         binding="late",
     )
     state, _ = statifier.initialize(machine, session_id="s")
-    assert "v" in state.datamodel and state.datamodel["v"] is None
+    assert "v" in state.datamodel
+    assert state.datamodel["v"] is None
     state, _ = statifier.handle_event(state, "go")
     assert state.datamodel["v"] == 42
 

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 from statifier.core import effects as fx
 from statifier.core import planner
 from statifier.core.events import SCXML_EVENT_PROCESSOR, Event
 
-COUNTERS = {"macrostep": 2, "microstep": 1, "round": 1}
+
+class Counters(TypedDict):
+    """The step counters every effect carries (typed, so ``**COUNTERS`` checks)."""
+
+    macrostep: int
+    microstep: int
+    round: int
+
+
+COUNTERS: Counters = {"macrostep": 2, "microstep": 1, "round": 1}
 
 
 def send(**fields: Any) -> fx.Send:

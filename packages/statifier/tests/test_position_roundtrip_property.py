@@ -7,11 +7,7 @@ back with ``loads`` and continues. Everything after the split must be identical.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import statifier
@@ -21,21 +17,8 @@ from statifier import Event, MachineState, external, handle_event, initialize
 from statifier.core import effects
 from statifier.core.position import dumps, loads
 
+from engine_support import chartgen
 
-def _load_chartgen() -> ModuleType:
-    """Import the sibling ``chartgen.py`` (pytest runs with ``--import-mode=importlib``)."""
-    name = "statifier_tests_chartgen"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("chartgen.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-chartgen = _load_chartgen()
 INVOKE_TYPES = frozenset({chartgen.INVOKE_TYPE})
 
 

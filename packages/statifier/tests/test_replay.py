@@ -7,10 +7,6 @@ the configuration are rebuilt from it). States, effects and position bytes must 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -21,6 +17,8 @@ from statifier import Event, MachineState, external, handle_event, initialize
 from statifier.budget import MacrostepLimits
 from statifier.core import _replay, effects
 from statifier.core.position import dumps
+
+from engine_support import chartgen
 
 NS = 'xmlns="http://www.w3.org/2005/07/scxml" version="1.0"'
 
@@ -33,21 +31,6 @@ CHAIN = f"""<scxml {NS} initial="left">
 </scxml>"""
 
 Step = tuple[MachineState, list[effects.Effect]]
-
-
-def _load_chartgen() -> ModuleType:
-    name = "statifier_tests_chartgen"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("chartgen.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-chartgen = _load_chartgen()
 
 
 def _drive(state: MachineState, events: list[Event], *, full: bool) -> list[Step]:
@@ -176,7 +159,8 @@ def test_a_replay_carries_routes_context_and_event() -> None:
     replayed, out = handle_event(state, event, routes=routes)
     machine._cache.pop(_replay.STEPS)
     assert handle_event(state, event, routes=routes) == (replayed, out)
-    assert replayed.routes == routes and replayed.caller_context == {"who": "host"}
+    assert replayed.routes == routes
+    assert replayed.caller_context == {"who": "host"}
     assert replayed.datamodel["_event"]["data"] == {"k": 1}
     kept, _ = handle_event(state, event)
     assert kept.routes == frozenset({"#_parent"})

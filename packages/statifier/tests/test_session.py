@@ -55,7 +55,8 @@ class Recorder:
 
 async def test_start_registers_with_a_generated_id_and_stop_unregisters() -> None:
     session = await Session.start(TOGGLE)
-    assert session.session_id.startswith("sess_") and len(session.session_id) == 31
+    assert session.session_id.startswith("sess_")
+    assert len(session.session_id) == 31
     assert registry.lookup(session.session_id) is session
     await session.stop()
     assert registry.lookup(session.session_id) is None
@@ -69,7 +70,8 @@ async def test_events_are_processed_in_order_and_status_reports_them() -> None:
     status = session.status()
     assert status.status == "running"
     assert status.configuration == ("on",)
-    assert status.queued_events == 0 and status.pending_timers == 0
+    assert status.queued_events == 0
+    assert status.pending_timers == 0
     await session.stop()
 
 
@@ -111,7 +113,8 @@ async def test_async_subscribers_and_the_async_iterator_end_with_halted() -> Non
     session.send_event("flip")
     session.send_event("finish")
     await asyncio.wait_for(consumer, 2)
-    assert isinstance(collected[-1], Halted) and collected[-1].reason == "done"
+    assert isinstance(collected[-1], Halted)
+    assert collected[-1].reason == "done"
     assert seen[-1] == "Halted"
     await session.stop()
 

@@ -7,6 +7,7 @@ Runs without a database. The end-to-end runs through ``statifier-oban demo`` are
 from __future__ import annotations
 
 import io
+import subprocess
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
@@ -239,14 +240,16 @@ class RecordingPopen:
 def test_workers_are_plain_cli_workers_given_the_database_through_the_environment(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(_workers.subprocess, "Popen", RecordingPopen)
+    monkeypatch.setattr(subprocess, "Popen", RecordingPopen)  # what _workers calls
     timeline = Timeline(0.0, io.StringIO())
     workers = _workers.Workers("postgresql://demo:secret@db/x", timeline, "_run1")
     worker = workers.start("w2", "timers=5", "midflight=1")
     workers.wait_up(worker, timeout=5)
     argv, env = RecordingPopen.calls[-1]
     assert argv[1:5] == ["-m", "statifier_oban.cli", "worker", "--node"]
-    assert "--queue" in argv and "midflight=1" in argv and "--rescue-after" in argv
+    assert "--queue" in argv
+    assert "midflight=1" in argv
+    assert "--rescue-after" in argv
     assert not any("secret" in part for part in argv)
     assert env["DATABASE_URL"] == "postgresql://demo:secret@db/x"
     deadline = time.monotonic() + 5

@@ -12,16 +12,16 @@ The shared database fixtures (``pg_server``, ``schema_templates``, ``make_databa
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import AsyncIterator, Awaitable
-from typing import Any, Protocol
+from collections.abc import AsyncIterator
+from typing import Any
 
-import oban.oban as oban_module
 import pytest
 import pytest_asyncio
 from oban import Oban
 from psycopg_pool import AsyncConnectionPool
 from statifier_oban.schema import install
+
+from oban_support.common import StartOban, forget_instance, unique
 
 STAGER_INTERVAL_S = 0.1
 """Stager poll interval of instances from ``start_oban`` (oban's default is 1 s)."""
@@ -33,41 +33,14 @@ def template_database(schema_templates: Any) -> str:
     return str(schema_templates.get("statifier_oban", install))
 
 
-def unique_name(kind: str) -> str:
-    """A name unique to this run (for Oban instances)."""
-    return f"{kind}_{uuid.uuid4().hex[:16]}"
-
-
-def _forget(instance: Oban) -> None:
-    """Drop ``instance`` from oban's global name registry (best effort, private API)."""
-    registry = getattr(oban_module, "_instances", None)
-    name = getattr(instance, "_name", None)
-    if isinstance(registry, dict) and registry.get(name) is instance:
-        del registry[name]
-
-
 @pytest_asyncio.fixture
 async def oban_client(pool: AsyncConnectionPool) -> AsyncIterator[Oban]:
     """A client-mode ``Oban`` (no queues, never started) on ``pool``, uniquely named."""
-    client = Oban(pool=pool, name=unique_name("client"))
+    client = Oban(pool=pool, name=unique("client"))
     try:
         yield client
     finally:
-        _forget(client)
-
-
-class StartOban(Protocol):
-    """Signature of the ``start_oban`` fixture."""
-
-    def __call__(
-        self,
-        queues: dict[str, Any],
-        *,
-        pool: AsyncConnectionPool | None = None,
-        **options: Any,
-    ) -> Awaitable[Oban]:
-        """Start a server-mode ``Oban`` running ``queues``; see the fixture."""
-        ...
+        forget_instance(client)
 
 
 @pytest_asyncio.fixture
@@ -84,7 +57,7 @@ async def start_oban(pool: AsyncConnectionPool) -> AsyncIterator[StartOban]:
     async def start(
         queues: dict[str, Any], *, pool: AsyncConnectionPool | None = None, **options: Any
     ) -> Oban:
-        name = unique_name("server")
+        name = unique("server")
         config: dict[str, Any] = {
             "name": name,
             "node": f"{name}.node",
@@ -98,7 +71,7 @@ async def start_oban(pool: AsyncConnectionPool) -> AsyncIterator[StartOban]:
             await instance.start()
         except BaseException:
             await instance.stop()
-            _forget(instance)
+            forget_instance(instance)
             raise
         started.append(instance)
         return instance
@@ -112,6 +85,6 @@ async def start_oban(pool: AsyncConnectionPool) -> AsyncIterator[StartOban]:
         except Exception as exc:  # stop the others anyway
             errors.append(exc)
         finally:
-            _forget(instance)
+            forget_instance(instance)
     if errors:
         raise errors[0]

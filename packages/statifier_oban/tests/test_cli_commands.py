@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-import queue
 import signal
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -27,6 +25,8 @@ from oban import Oban
 from statifier.core.effects import Cancel, SendDelayed
 from statifier_oban import Config, _timer, cli
 from statifier_oban._names import TIMER_WORKER
+
+from oban_support.processes import Lines
 
 UNREACHABLE = "postgresql://nobody@/x?host=/nonexistent-statifier-socket-dir&password=hunter2"
 
@@ -132,7 +132,8 @@ def test_pending_without_the_schema_says_to_install_it(
     assert cli.main(["pending", "--database-url", url, "some_scope"]) == 1
 
     err = capsys.readouterr().err
-    assert "lacks oban_jobs" in err and "statifier-oban install" in err
+    assert "lacks oban_jobs" in err
+    assert "statifier-oban install" in err
     assert err.count("\n") == 1
 
 
@@ -144,45 +145,6 @@ def test_pending_needs_a_scope(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 # -- worker ------------------------------------------------------------------------------------
-
-
-class Lines:
-    """The stdout of a subprocess, line by line, readable with a deadline."""
-
-    def __init__(self, process: subprocess.Popen[str]) -> None:
-        self.seen: list[str] = []
-        self._queue: queue.Queue[str | None] = queue.Queue()
-        self._thread = threading.Thread(target=self._pump, args=(process,), daemon=True)
-        self._thread.start()
-
-    def _pump(self, process: subprocess.Popen[str]) -> None:
-        assert process.stdout is not None
-        for line in process.stdout:
-            self._queue.put(line.rstrip("\n"))
-        self._queue.put(None)
-
-    def wait_for(self, text: str, timeout: float = 20.0) -> str:
-        """The first (new) line containing ``text``; fails after ``timeout`` or at EOF."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                line = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                raise AssertionError(f"no line with {text!r} in {timeout} s: {self.seen}") from None
-            if line is None:
-                raise AssertionError(f"output ended without {text!r}: {self.seen}")
-            self.seen.append(line)
-            if text in line:
-                return line
-
-    def rest(self, timeout: float = 10.0) -> list[str]:
-        """Every remaining line until EOF."""
-        self._thread.join(timeout)
-        while not self._queue.empty():
-            line = self._queue.get()
-            if line is not None:
-                self.seen.append(line)
-        return self.seen
 
 
 def wait_for_job(url: str, job_id: int, states: set[str], timeout: float = 20.0) -> str:
@@ -214,7 +176,7 @@ async def test_worker_fires_a_due_timer_through_a_host_module_and_stops_on_sigte
     job = await _timer.schedule(config, due, send_delayed(1, 0))
     later = await _timer.schedule(config, scope("later"), send_delayed(1, 3_600_000))
 
-    process = subprocess.Popen(
+    process = subprocess.Popen(  # noqa: S603 - this interpreter, fixed arguments, no shell
         [
             sys.executable,
             "-m",
@@ -282,7 +244,8 @@ def test_worker_on_an_unreachable_database_is_status_1(capsys: pytest.CaptureFix
 
     err = capsys.readouterr().err
     assert err.startswith("statifier-oban worker: error: cannot connect to ")
-    assert err.count("\n") == 1 and "hunter2" not in err
+    assert err.count("\n") == 1
+    assert "hunter2" not in err
 
 
 @pytest.mark.parametrize("queue_option", ["timers", "timers=0", "=3", "timers=x"])

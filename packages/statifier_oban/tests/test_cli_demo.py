@@ -51,7 +51,8 @@ def test_the_demo_runs_end_to_end(database_url: str, capsys: pytest.CaptureFixtu
     assert re.search(rf"demo\s+due\s+{card_b}'s hold is due, and no worker is running", out)
     assert re.search(rf"w[45]\s+delivered\s+{card_b}: .* applied, {card_b} ended in expired", out)
     assert re.search(rf"w[45]\s+delivered\s+{card_c}: .* applied, {card_c} ended in expired", out)
-    assert "FAIL" not in out and "demo passed: all 12 checks hold" in out
+    assert "FAIL" not in out
+    assert "demo passed: all 12 checks hold" in out
     assert err == ""
 
     # The database agrees, read independently of the demo's own checks.
@@ -100,7 +101,8 @@ def test_the_checks_fail_when_card_a_is_never_captured(
     assert re.search(r"FAIL\s+three holds applied in all", out), out
     assert re.search(r"ok\s+card D's hold job was delivered twice", out), out
     assert "demo FAILED: 3 of 12 checks failed" in out
-    assert err.startswith("statifier-oban demo: error: ") and err.count("\n") == 1
+    assert err.startswith("statifier-oban demo: error: ")
+    assert err.count("\n") == 1
 
 
 def test_a_missing_chart_is_one_line_and_status_1(
@@ -110,7 +112,8 @@ def test_a_missing_chart_is_one_line_and_status_1(
 
     out, err = capsys.readouterr()
     assert out == ""
-    assert err.startswith("statifier-oban demo: error: ") and err.count("\n") == 1
+    assert err.startswith("statifier-oban demo: error: ")
+    assert err.count("\n") == 1
 
 
 def test_a_bad_hold_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -125,7 +128,8 @@ def test_demo_help_is_the_demos_own(capsys: pytest.CaptureFixture[str]) -> None:
         cli.main(["demo", "--help"])
     assert exit_.value.code == 0
     out = capsys.readouterr().out
-    assert out.startswith("usage: statifier-oban demo ") and "--hold DURATION" in out
+    assert out.startswith("usage: statifier-oban demo ")
+    assert "--hold DURATION" in out
 
 
 def test_other_commands_still_refuse_unknown_arguments(capsys: pytest.CaptureFixture[str]) -> None:
@@ -144,8 +148,10 @@ def test_without_the_demo_package_the_command_names_what_to_install(
 
     out, err = capsys.readouterr()
     assert out == ""
-    assert err.startswith("statifier-oban demo: error: ") and err.count("\n") == 1
-    assert "statifier-demo" in err and "statifier_demo" in err
+    assert err.startswith("statifier-oban demo: error: ")
+    assert err.count("\n") == 1
+    assert "statifier-demo" in err
+    assert "statifier_demo" in err
 
 
 PROBE = """
@@ -167,7 +173,7 @@ sys.exit(code)
 
 
 def test_install_and_worker_never_import_demo_code(database_url: str, tmp_path: Path) -> None:
-    result = subprocess.run(
+    result = subprocess.run(  # noqa: S603 - this interpreter, fixed arguments, no shell
         [sys.executable, "-c", PROBE, "install", "--database-url", database_url],
         cwd=tmp_path,
         capture_output=True,

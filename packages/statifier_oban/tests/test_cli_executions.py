@@ -24,12 +24,8 @@ from statifier_oban import cli
 from statifier_oban.executions import ObanExecutor, execution_config
 from statifier_persistence import Executions
 
-TESTS_DIR = str(Path(__file__).resolve().parent)
-if TESTS_DIR not in sys.path:
-    sys.path.append(TESTS_DIR)
-
-from support_common import wait_until  # noqa: E402
-from test_cli_commands import Lines  # noqa: E402
+from oban_support.common import wait_until
+from oban_support.processes import Lines
 
 CARD = statifier.compile(
     """<scxml xmlns="http://www.w3.org/2005/07/scxml" name="card" initial="authorized">
@@ -81,9 +77,9 @@ async def test_operators_list_show_send_and_cancel(
     url = ["--database-url", database_url]
 
     assert await run_cli("executions", "list", *url) == 0
-    out = capsys.readouterr().out.splitlines()
-    assert out[0] == "id\tstatus\tchart\tsteps\tupdated"
-    assert sorted(line.split("\t")[:4] for line in out[1:]) == sorted(
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[0] == "id\tstatus\tchart\tsteps\tupdated"
+    assert sorted(line.split("\t")[:4] for line in listed[1:]) == sorted(
         [[first, "active", "card", "1"], [second, "active", "card", "1"]]
     )
     assert await run_cli("executions", "list", *url, "--metadata", '{"customer": "c1"}') == 0
@@ -113,7 +109,8 @@ async def test_operators_list_show_send_and_cancel(
     )
     assert await run_cli("executions", "show", *url, first) == 0
     out = capsys.readouterr().out
-    assert "configuration  capturing" in out and "timer" not in out
+    assert "configuration  capturing" in out
+    assert "timer" not in out
     assert '"captures": 1' in out
 
     assert await run_cli("executions", "cancel", *url, second) == 0
@@ -144,7 +141,7 @@ async def test_a_standalone_worker_fires_timers_into_executions(
     await executions.create(CARD, execution_id=captured, datamodel={"hold": "300ms"})
     await executions.step(captured, statifier.Event(name="capture.requested"))
     environment = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    process = subprocess.Popen(
+    process = subprocess.Popen(  # noqa: S603 - this interpreter, fixed arguments, no shell
         [sys.executable, "-m", "statifier_oban.cli", "worker", "--database-url", database_url,
          "--queue", "timers=5", "--rescue-after", "30"],
         cwd=tmp_path, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

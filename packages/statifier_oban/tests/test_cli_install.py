@@ -33,7 +33,9 @@ def test_install_creates_everything_and_says_so(
 
     assert present(url, "public") == sorted(PIECES)
     out, err = capsys.readouterr()
-    assert TIMER_DEDUP_INDEX in out and TIMER_PENDING_INDEX in out and "'public'" in out
+    assert TIMER_DEDUP_INDEX in out
+    assert TIMER_PENDING_INDEX in out
+    assert "'public'" in out
     assert "dbname=test_" in out
     assert err == ""
 

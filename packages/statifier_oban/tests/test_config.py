@@ -21,7 +21,7 @@ from statifier_oban._config import (
 )
 from statifier_oban._errors import ConfigError
 
-from .effects_factory import unopened_oban
+from oban_support.effects_factory import unopened_oban
 
 TIMEOUTS = {
     "invoke_timeout": 4_294_962_295,

@@ -2,13 +2,11 @@
 
 Delivery resolution and answers run on a real ``timers`` queue.
 Deliveries are named on the job row's ``meta.delivery`` by import path
-(``support_deliveries:ScriptedDelivery``), resolved by the worker in this process.
+(``oban_support.deliveries:ScriptedDelivery``), resolved by the worker in this process.
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,11 +16,7 @@ from statifier_oban import Config, Delivered, Discarded, Snoozed, _timer
 from statifier_oban._config import DEFAULT_DELIVERY
 from statifier_oban.telemetry import TIMER_DISCARDED, TIMER_FIRED
 
-TESTS_DIR = str(Path(__file__).resolve().parent)
-if TESTS_DIR not in sys.path:  # see support_harness: makes support_* importable by the worker
-    sys.path.append(TESTS_DIR)
-
-from support_common import (  # noqa: E402
+from oban_support.common import (
     SETTLED,
     Sessions,
     capture_telemetry,
@@ -33,14 +27,14 @@ from support_common import (  # noqa: E402
     wait_for_state,
     wait_until,
 )
-from support_deliveries import (  # noqa: E402
+from oban_support.deliveries import (
     CALLS,
     JOB_IDS,
     SCRIPTS,
     ScriptedDelivery,
     SyncRecordingDelivery,
 )
-from support_harness import (  # noqa: E402
+from oban_support.harness import (
     REMOVE,
     Server,
     scope_fixture,
@@ -50,7 +44,7 @@ from support_harness import (  # noqa: E402
     set_meta_delivery,
 )
 
-SCRIPTED = "support_deliveries:ScriptedDelivery"
+SCRIPTED = "oban_support.deliveries:ScriptedDelivery"
 
 WAITING = chart(
     """
@@ -97,8 +91,11 @@ async def test_meta_without_a_delivery_uses_the_default_session_delivery(
     [
         (ScriptedDelivery, SCRIPTED),
         (SCRIPTED, SCRIPTED),
-        ("support_deliveries.SyncRecordingDelivery", "support_deliveries.SyncRecordingDelivery"),
-        (SyncRecordingDelivery, "support_deliveries:SyncRecordingDelivery"),
+        (
+            "oban_support.deliveries.SyncRecordingDelivery",
+            "oban_support.deliveries.SyncRecordingDelivery",
+        ),
+        (SyncRecordingDelivery, "oban_support.deliveries:SyncRecordingDelivery"),
     ],
     ids=["async-class", "async-path", "sync-dotted-path", "sync-class"],
 )
@@ -139,12 +136,12 @@ async def test_the_configured_delivery_receives_the_scope_and_the_scheduled_effe
 @pytest.mark.parametrize(
     "value",
     [
-        "support_deliveries:NoSuchDelivery",
+        "oban_support.deliveries:NoSuchDelivery",
         "no_such_module_for_statifier_tests:Delivery",
-        "support_deliveries:NotADelivery",
+        "oban_support.deliveries:NotADelivery",
         "not a path",
         42,
-        ["support_deliveries:ScriptedDelivery"],
+        ["oban_support.deliveries:ScriptedDelivery"],
     ],
     ids=["unknown-attribute", "unknown-module", "no-deliver", "not-a-path", "integer", "list"],
 )

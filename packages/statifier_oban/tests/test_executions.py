@@ -8,9 +8,7 @@ installed with ``use``.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,11 +21,7 @@ from statifier_oban.executions import ExecutionDelivery, ObanExecutor
 from statifier_oban.workers import INVOKE_WORKER, TIMER_WORKER
 from statifier_persistence import Executions, Stepped
 
-TESTS_DIR = str(Path(__file__).resolve().parent)
-if TESTS_DIR not in sys.path:  # makes support_* importable here and by the worker
-    sys.path.append(TESTS_DIR)
-
-from support_common import (  # noqa: E402
+from oban_support.common import (
     chart,
     database_fixture,
     job_row,
@@ -36,8 +30,8 @@ from support_common import (  # noqa: E402
     wait_for_state,
     wait_until,
 )
-from support_executions import GatedHandler, Rig, running_rig  # noqa: E402
-from support_harness import Servers, send_delayed, servers_fixture, set_due_now  # noqa: E402
+from oban_support.executions import GatedHandler, Rig, running_rig
+from oban_support.harness import Servers, send_delayed, servers_fixture, set_due_now
 
 database = database_fixture()
 servers = servers_fixture()
@@ -239,7 +233,8 @@ async def test_an_invocation_answers_into_the_execution(rig: Rig) -> None:
 
 
 async def test_a_late_answer_of_an_invocation_no_longer_live_is_discarded(rig: Rig) -> None:
-    assert GatedHandler.gate is not None and GatedHandler.started is not None
+    assert GatedHandler.gate is not None
+    assert GatedHandler.started is not None
     execution_id = unique("exe")
     await rig.executions.create(GATED, execution_id=execution_id)
     await wait_until(GatedHandler.started.is_set, timeout=10, what="the handler running")
@@ -257,7 +252,8 @@ async def test_a_late_answer_of_an_invocation_no_longer_live_is_discarded(rig: R
 
 
 async def test_an_answer_into_a_parked_execution_is_snoozed_until_unparked(rig: Rig) -> None:
-    assert GatedHandler.gate is not None and GatedHandler.started is not None
+    assert GatedHandler.gate is not None
+    assert GatedHandler.started is not None
     execution_id = unique("exe")
     await rig.executions.create(GATED, execution_id=execution_id)
     await wait_until(GatedHandler.started.is_set, timeout=10, what="the handler running")

@@ -3,7 +3,7 @@ is applied exactly once.
 
 Each execution runs a counter chart: every fired timer increments ``count`` and arms the
 next timer (``armed`` counts them) until ``limit`` (3 to 7) is reached. Worker processes A,
-B and C (``support_executions_worker.py``: what ``statifier-oban worker`` runs for
+B and C (``oban_support.executions_worker``: what ``statifier-oban worker`` runs for
 executions, each its own oban name, lifeline rescuing after 2 s) step them. Once about a
 third of the timers are applied, A gets SIGKILL (whatever it was stepping, and whatever it
 had stepped but not acknowledged, stays ``executing``) and D starts. Every execution must
@@ -17,10 +17,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import sys
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 from oban import Oban
@@ -29,15 +27,11 @@ from statifier_oban.executions import ObanExecutor, execution_config
 from statifier_oban.workers import TIMER_WORKER
 from statifier_persistence import Executions
 
-TESTS_DIR = str(Path(__file__).resolve().parent)
-if TESTS_DIR not in sys.path:  # see support_harness: makes support_* importable by the worker
-    sys.path.append(TESTS_DIR)
+from oban_support.common import chart, database_fixture, forget_instance, wait_until
+from oban_support.executions_worker import CREATE_TABLES, DELIVERY_PATH
+from oban_support.processes import WorkerProcesses, running, scalar, worker_processes_fixture
 
-from support_common import chart, database_fixture, forget_instance, wait_until  # noqa: E402
-from support_executions_worker import CREATE_TABLES, DELIVERY_PATH  # noqa: E402
-from support_processes import WorkerProcesses, running, scalar, worker_processes_fixture  # noqa: E402
-
-WORKER_SCRIPT = str(Path(TESTS_DIR) / "support_executions_worker.py")
+WORKER_MODULE = "oban_support.executions_worker"
 EXECUTIONS = 300
 KILL_AT = 0.35  # the share of timers applied when A is killed
 DEADLINE_S = 45.0
@@ -73,7 +67,7 @@ def limit_of(n: int) -> int:
 TOTAL = sum(limit_of(n) for n in range(EXECUTIONS))
 
 database = database_fixture()
-workers = worker_processes_fixture(WORKER_SCRIPT, "timers")
+workers = worker_processes_fixture(WORKER_MODULE, "timers")
 
 
 async def test_killing_a_worker_loses_no_timer_and_applies_none_twice(
@@ -168,7 +162,7 @@ async def _check(
         assert (state.datamodel["count"], state.datamodel["armed"]) == (limit, limit), execution_id
         assert execution.step_count == 1 + limit, execution_id
     async with pool.connection() as conn:
-        jobs = dict(
+        jobs: dict[str, int] = dict(
             await (
                 await conn.execute(
                     "SELECT state::text, count(*) FROM oban_jobs WHERE worker = %s GROUP BY 1",
@@ -182,7 +176,7 @@ async def _check(
                 " ON k.key = 'job:' || j.id AND (j.args->>'scope') = k.execution_id"
             )
         ).fetchone()
-        outcomes = dict(
+        outcomes: dict[str, int] = dict(
             await (
                 await conn.execute("SELECT outcome, count(*) FROM exec_raw GROUP BY 1")
             ).fetchall()
@@ -203,8 +197,10 @@ async def _check(
     raw = sum(count for _, count in per_job)
     duplicates = outcomes.get("already_applied", 0)
     assert raw == TOTAL + duplicates
-    assert rescued is not None and rescued[0] >= stranded
-    assert by_pid is not None and by_pid[0] >= 3
+    assert rescued is not None
+    assert rescued[0] >= stranded
+    assert by_pid is not None
+    assert by_pid[0] >= 3
     return {
         "executions": EXECUTIONS,
         "timers": TOTAL,

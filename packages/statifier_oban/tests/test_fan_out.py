@@ -3,7 +3,7 @@
 Spec 2.11-2.13, acceptance items 28 and 29. Invocations are stored with the real
 ``_invocation.enqueue`` and run by a server-mode Oban on PostgreSQL; the handler
 (``FanOutFromParams``) fans out over whatever ``params["items"]`` holds, the child starter
-and the invoke delivery record what they receive (``support_fanout_seams``). Checks that
+and the invoke delivery record what they receive (``oban_support.fanout_seams``). Checks that
 need no worker call ``_fan_out.start`` directly and leave the rows pending on a queue nobody
 runs.
 """
@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import re
-import sys
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
 from statifier_oban import _fan_out, _invocation
-from statifier_oban._errors import InvalidScope
-from statifier_oban._fan_out import FanOutError, Refused
+from statifier_oban._errors import FanOutError, InvalidScope
+from statifier_oban._fan_out import Refused
 from statifier_oban._names import CHILD_START_WORKER, INVOKE_WORKER
 from statifier_oban.telemetry import (
     EVENT_KEYS,
@@ -32,12 +30,8 @@ from statifier_oban.telemetry import (
     INVOKE_UNSTARTED_CANCELLED,
 )
 
-TESTS_DIR = str(Path(__file__).resolve().parent)
-if TESTS_DIR not in sys.path:  # see support_fanout_rig: makes support_* importable by workers
-    sys.path.append(TESTS_DIR)
-
-import support_fanout_seams as seams  # noqa: E402
-from support_common import (  # noqa: E402
+import oban_support.fanout_seams as seams
+from oban_support.common import (
     SETTLED,
     Captured,
     JobRow,
@@ -45,8 +39,8 @@ from support_common import (  # noqa: E402
     database_fixture,
     wait_until,
 )
-from support_fanout_rig import Rig, make_invoke, parent_args  # noqa: E402
-from support_fanout_seams import Answer, FanOutFromParams, StartCall  # noqa: E402
+from oban_support.fanout_rig import Rig, make_invoke, parent_args
+from oban_support.fanout_seams import Answer, FanOutFromParams, StartCall
 
 fanout_database = database_fixture("fanout_database")
 
@@ -201,7 +195,8 @@ async def test_a_replay_stores_only_the_missing_indices(rig: Rig) -> None:
 
     after = {row.index: row.id for row in await rig.rows(scope)}
     assert sorted(after) == [0, 1, 2]
-    assert after[0] == before[0] and after[2] == before[2]
+    assert after[0] == before[0]
+    assert after[2] == before[2]
     assert after[1] != before[1]
 
 
@@ -327,7 +322,8 @@ async def test_a_non_list_fails_the_invocation_without_echoing_the_value(rig: Ri
     assert parent.state == "cancelled"
     [answer] = answers(scope)
     assert (answer.kind, answer.reason, answer.attempts) == ("failed", "fan_out_refused", 1)
-    assert answer.detail is not None and "invalid_items" in answer.detail
+    assert answer.detail is not None
+    assert "invalid_items" in answer.detail
     assert "secret" not in answer.detail
     [failed] = assert_keys(seen, INVOKE_FAILED, scope)
     assert "secret" not in failed["detail"]
@@ -405,7 +401,8 @@ async def test_an_invalid_policy_fails_the_invocation_rather_than_defaulting(rig
     assert parent.state == "cancelled"
     [answer] = answers(scope)
     assert (answer.kind, answer.reason, answer.attempts) == ("failed", "fan_out_refused", 1)
-    assert answer.detail is not None and "invalid_policy" in answer.detail
+    assert answer.detail is not None
+    assert "invalid_policy" in answer.detail
     assert await rig.rows(scope) == []
 
 
@@ -573,7 +570,7 @@ DROP: Any = object()
     "meta",
     [
         {},
-        {"child_starter": "support_fanout_seams:NoSuchStarter"},
+        {"child_starter": "oban_support.fanout_seams:NoSuchStarter"},
         {"child_starter": "no_such_module_for_fan_out:Starter"},
         {"child_starter": seams.NOT_A_STARTER_PATH},
         {"child_starter": "not a path"},

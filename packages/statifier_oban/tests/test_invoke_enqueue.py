@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import base64
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,12 +22,8 @@ from statifier_oban._names import INVOKE_WORKER
 from statifier_oban._opaque import encode_field
 from statifier_oban.telemetry import INVOKE_ENQUEUE_REJECTED, INVOKE_ENQUEUED
 
-TESTS_DIR = str(Path(__file__).resolve().parent)
-if TESTS_DIR not in sys.path:  # see support_invoke_harness: makes support_* importable
-    sys.path.append(TESTS_DIR)
-
-import support_invoke_handlers as handlers  # noqa: E402
-from support_common import (  # noqa: E402
+import oban_support.invoke_handlers as handlers
+from oban_support.common import (
     JobRow,
     Sessions,
     capture_telemetry,
@@ -43,8 +37,8 @@ from support_common import (  # noqa: E402
     wait_for_configuration,
     wait_until,
 )
-from support_invoke_codecs import xor  # noqa: E402
-from support_invoke_harness import (  # noqa: E402
+from oban_support.invoke_codecs import xor
+from oban_support.invoke_harness import (
     ARGS_KEYS,
     InvokeEnv,
     env_fixture,
@@ -52,7 +46,7 @@ from support_invoke_harness import (  # noqa: E402
     invoke_rows,
 )
 
-CAPTURE_PATH = "support_invoke_handlers:CaptureHandler"
+CAPTURE_PATH = "oban_support.invoke_handlers:CaptureHandler"
 
 RETRYING = chart(
     """
@@ -125,7 +119,7 @@ async def test_meta_and_max_attempts_carry_the_options_fixed_at_enqueue(env: Inv
         queue=queue,
         invoke_timeout=1500,
         unresolved_handler="cancel",
-        invoke_delivery="support_invoke_deliveries:RecordingInvokeDelivery",
+        invoke_delivery="oban_support.invoke_deliveries:RecordingInvokeDelivery",
     )
     capped, _ = await _invocation.enqueue(
         config, handlers.ThriceHandler, scope, invoke_effect(invoke_id="thrice")
@@ -139,11 +133,11 @@ async def test_meta_and_max_attempts_carry_the_options_fixed_at_enqueue(env: Inv
 
     row = await job_row(env.pool, capped)
     assert row.meta == {
-        "delivery": "support_invoke_deliveries:RecordingInvokeDelivery",
+        "delivery": "oban_support.invoke_deliveries:RecordingInvokeDelivery",
         "timeout": 1500,
         "unresolved_handler": "cancel",
     }
-    assert row.args["handler"] == "support_invoke_handlers:ThriceHandler"
+    assert row.args["handler"] == "oban_support.invoke_handlers:ThriceHandler"
     assert row.max_attempts == 3
     assert (await job_row(env.pool, once)).max_attempts == 1
     assert (await job_row(env.pool, uncapped)).max_attempts == 20
@@ -194,8 +188,10 @@ async def test_a_later_macrostep_gets_a_new_job_and_other_scopes_are_separate(
         config, handlers.CaptureHandler, unique("other"), invoke_effect(macrostep=1)
     )
 
-    assert reentry[1] is False and reentry[0] != first
-    assert elsewhere[1] is False and elsewhere[0] not in (first, reentry[0])
+    assert reentry[1] is False
+    assert reentry[0] != first
+    assert elsewhere[1] is False
+    assert elsewhere[0] not in (first, reentry[0])
     assert len(await invoke_rows(env.pool, scope)) == 2
 
 
@@ -323,7 +319,7 @@ def decoded_text(stored: dict[str, str]) -> str:
 
 
 async def test_params_content_and_caller_context_go_through_the_codec(env: InvokeEnv) -> None:
-    codec = "support_invoke_codecs:XorCodec"
+    codec = "oban_support.invoke_codecs:XorCodec"
     config = env.config(queue=unique("parked"), opaque_codec=codec)
     scope = unique("scope")
     effect = invoke_effect(
@@ -340,17 +336,19 @@ async def test_params_content_and_caller_context_go_through_the_codec(env: Invok
         ("caller_context", effect.caller_context),
     ]:
         stored = row.args[field]
-        assert set(stored) == {"codec", "b64"} and stored["codec"] == codec
+        assert set(stored) == {"codec", "b64"}
+        assert stored["codec"] == codec
         assert "tok_visa" not in stored["b64"]
         assert json.loads(decoded_text(stored)) == value
-    assert row.args["scope"] == scope and row.args["invoke_id"] == "capture"  # never encoded
+    assert row.args["scope"] == scope
+    assert row.args["invoke_id"] == "capture"
     assert _invoke_args.decode(row.args).invoke == effect
 
 
 async def test_a_nondeterministic_codec_still_dedups_and_its_jobs_are_cancellable(
     env: InvokeEnv,
 ) -> None:
-    codec = "support_invoke_codecs:NondeterministicXorCodec"
+    codec = "oban_support.invoke_codecs:NondeterministicXorCodec"
     config = env.config(queue=unique("parked"), opaque_codec=codec)
     scope = unique("scope")
     effect = invoke_effect(params={"amount": 125, "memo": "x" * 40})
@@ -367,7 +365,7 @@ async def test_a_nondeterministic_codec_still_dedups_and_its_jobs_are_cancellabl
 
 
 async def test_a_codec_failing_at_encode_stores_nothing(env: InvokeEnv) -> None:
-    config = env.config(queue=unique("parked"), opaque_codec="support_invoke_codecs:BoomCodec")
+    config = env.config(queue=unique("parked"), opaque_codec="oban_support.invoke_codecs:BoomCodec")
     scope = unique("scope")
     with capture_telemetry() as seen, pytest.raises(OpaqueValueError, match="boom"):
         await _invocation.enqueue(config, handlers.CaptureHandler, scope, invoke_effect())

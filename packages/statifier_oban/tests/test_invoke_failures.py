@@ -8,8 +8,6 @@ with the ``caller_context`` stored from the ``Invoke`` effect.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,13 +16,9 @@ from statifier_oban import _invocation
 from statifier_oban._handler import Error
 from statifier_oban.telemetry import INVOKE_FAILED
 
-TESTS_DIR = str(Path(__file__).resolve().parent)
-if TESTS_DIR not in sys.path:  # see support_invoke_harness: makes support_* importable
-    sys.path.append(TESTS_DIR)
-
-import support_invoke_deliveries as deliveries  # noqa: E402
-import support_invoke_handlers as handlers  # noqa: E402
-from support_common import (  # noqa: E402
+import oban_support.invoke_deliveries as deliveries
+import oban_support.invoke_handlers as handlers
+from oban_support.common import (
     SETTLED,
     Sessions,
     capture_telemetry,
@@ -36,8 +30,8 @@ from support_common import (  # noqa: E402
     wait_for_state,
     wait_until,
 )
-from support_invoke_deliveries import failure  # noqa: E402
-from support_invoke_harness import (  # noqa: E402
+from oban_support.invoke_deliveries import failure
+from oban_support.invoke_harness import (
     InvokeEnv,
     env_fixture,
     invoke_effect,
@@ -45,7 +39,7 @@ from support_invoke_harness import (  # noqa: E402
     run_now,
 )
 
-RECORDING = "support_invoke_deliveries:RecordingInvokeDelivery"
+RECORDING = "oban_support.invoke_deliveries:RecordingInvokeDelivery"
 
 CAPTURE = chart(
     """
@@ -170,10 +164,11 @@ async def test_an_error_retries_silently_until_the_last_attempt_then_delivers_on
         assert (row.state, row.attempt) == ("retryable", attempt)
         assert deliveries.calls_for(scope) == []
         await run_now(env.pool, job_id)  # skip oban's backoff
-        await wait_until(
-            lambda attempt=attempt: len(handlers.runs_for(scope)) > attempt,
-            what=f"attempt {attempt + 1}",
-        )
+
+        def ran_again(attempt: int = attempt) -> bool:
+            return len(handlers.runs_for(scope)) > attempt
+
+        await wait_until(ran_again, what=f"attempt {attempt + 1}")
     row = await wait_for_state(env.pool, job_id, "discarded")
 
     assert row.attempt == 3

@@ -9,8 +9,6 @@ whose execution is gone is cancelled as discarded.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,13 +17,9 @@ from statifier_oban import _invocation
 from statifier_oban._handler import InvokeHandler, Ok, RunContext
 from statifier_oban.telemetry import INVOKE_DELIVERED, INVOKE_DISCARDED
 
-TESTS_DIR = str(Path(__file__).resolve().parent)
-if TESTS_DIR not in sys.path:  # see support_invoke_harness: makes support_* importable
-    sys.path.append(TESTS_DIR)
-
-import support_invoke_deliveries as deliveries  # noqa: E402
-import support_invoke_handlers as handlers  # noqa: E402
-from support_common import (  # noqa: E402
+import oban_support.invoke_deliveries as deliveries
+import oban_support.invoke_handlers as handlers
+from oban_support.common import (
     Sessions,
     capture_telemetry,
     chart,
@@ -36,7 +30,7 @@ from support_common import (  # noqa: E402
     wait_for_state,
     wait_until,
 )
-from support_invoke_harness import InvokeEnv, env_fixture, invoke_effect, invoke_rows  # noqa: E402
+from oban_support.invoke_harness import InvokeEnv, env_fixture, invoke_effect, invoke_rows
 
 CAPTURE = chart(
     """

@@ -7,9 +7,7 @@ against the clock, and every other value exactly.
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,13 +26,9 @@ from statifier_oban.telemetry import (
     INVOKE_FAILED,
 )
 
-TESTS_DIR = str(Path(__file__).resolve().parent)
-if TESTS_DIR not in sys.path:  # see support_invoke_harness: makes support_* importable
-    sys.path.append(TESTS_DIR)
-
-import support_invoke_deliveries as deliveries  # noqa: E402
-import support_invoke_handlers as handlers  # noqa: E402
-from support_common import (  # noqa: E402
+import oban_support.invoke_deliveries as deliveries
+import oban_support.invoke_handlers as handlers
+from oban_support.common import (
     SETTLED,
     capture_telemetry,
     database_fixture,
@@ -42,10 +36,10 @@ from support_common import (  # noqa: E402
     unique,
     wait_for_state,
 )
-from support_invoke_harness import InvokeEnv, env_fixture, invoke_effect  # noqa: E402
+from oban_support.invoke_harness import InvokeEnv, env_fixture, invoke_effect
 
-RECORDING = "support_invoke_deliveries:RecordingInvokeDelivery"
-CAPTURE_PATH = "support_invoke_handlers:CaptureHandler"
+RECORDING = "oban_support.invoke_deliveries:RecordingInvokeDelivery"
+CAPTURE_PATH = "oban_support.invoke_handlers:CaptureHandler"
 
 EVENTS = [
     "statifier_oban.timer.scheduled",
@@ -139,7 +133,8 @@ class Clock:
         """``meta`` has exactly ``name``'s keys, a fresh ``system_time`` and ``expected``."""
         assert set(meta) == EXPECTED_KEYS[name], f"{name} keys"
         stamp = meta["system_time"]
-        assert isinstance(stamp, int) and self.start <= stamp <= time.time_ns()
+        assert isinstance(stamp, int)
+        assert self.start <= stamp <= time.time_ns()
         assert {key: value for key, value in meta.items() if key != "system_time"} == expected
 
 
@@ -342,7 +337,7 @@ async def test_failed_is_emitted_for_the_terminal_run_failure_only(env: InvokeEn
         invoke_id="capture",
         reason="run_failed",
         detail=repr({"code": "card_declined"}),
-        handler="support_invoke_handlers:OnceHandler",
+        handler="oban_support.invoke_handlers:OnceHandler",
         job_id=job_id,
     )
     assert seen.named(INVOKE_FAILED, retrying) == []
@@ -396,7 +391,7 @@ async def test_deferred_names_the_job_and_the_delivery(env: InvokeEnv) -> None:
         scope=scope,
         invoke_id="report",
         macrostep=5,
-        handler="support_invoke_handlers:DeferringHandler",
+        handler="oban_support.invoke_handlers:DeferringHandler",
         delivery=RECORDING,
         job_id=job_id,
     )

@@ -11,8 +11,6 @@
 from __future__ import annotations
 
 import asyncio
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,13 +29,9 @@ from statifier_oban.telemetry import (
 )
 from statifier_oban.workers import InvokeWorker
 
-TESTS_DIR = str(Path(__file__).resolve().parent)
-if TESTS_DIR not in sys.path:  # see support_invoke_harness: makes support_* importable
-    sys.path.append(TESTS_DIR)
-
-import support_invoke_deliveries as deliveries  # noqa: E402
-import support_invoke_handlers as handlers  # noqa: E402
-from support_common import (  # noqa: E402
+import oban_support.invoke_deliveries as deliveries
+import oban_support.invoke_handlers as handlers
+from oban_support.common import (
     SETTLED,
     Sessions,
     capture_telemetry,
@@ -51,8 +45,8 @@ from support_common import (  # noqa: E402
     wait_for_state,
     wait_until,
 )
-from support_invoke_deliveries import failure  # noqa: E402
-from support_invoke_harness import (  # noqa: E402
+from oban_support.invoke_deliveries import failure
+from oban_support.invoke_harness import (
     InvokeEnv,
     env_fixture,
     invoke_effect,
@@ -60,9 +54,9 @@ from support_invoke_harness import (  # noqa: E402
     run_now,
 )
 
-RECORDING = "support_invoke_deliveries:RecordingInvokeDelivery"
-RECORDING_SESSION = "support_invoke_deliveries:RecordingSessionInvokeDelivery"
-MISSING_HANDLER = "support_invoke_handlers:NoSuchHandler"
+RECORDING = "oban_support.invoke_deliveries:RecordingInvokeDelivery"
+RECORDING_SESSION = "oban_support.invoke_deliveries:RecordingSessionInvokeDelivery"
+MISSING_HANDLER = "oban_support.invoke_handlers:NoSuchHandler"
 
 REPORT = chart(
     """
@@ -120,7 +114,10 @@ async def release(env: InvokeEnv, job_id: int, queue: str, **args: Any) -> None:
 def valid_args(scope: str, invoke_id: str = "capture") -> dict[str, Any]:
     """The args ``enqueue`` would store for a ``CaptureHandler`` invocation."""
     return _invoke_args.encode(
-        scope, "support_invoke_handlers:CaptureHandler", invoke_effect(invoke_id=invoke_id), None
+        scope,
+        "oban_support.invoke_handlers:CaptureHandler",
+        invoke_effect(invoke_id=invoke_id),
+        None,
     )
 
 
@@ -182,7 +179,7 @@ async def test_a_corrupt_row_without_a_readable_identity_is_cancelled_telling_no
 
 async def test_a_codec_that_fails_to_decode_retries_instead_of_cancelling(env: InvokeEnv) -> None:
     config, queue = await running(
-        env, opaque_codec="support_invoke_codecs:DecodeFailsCodec", invoke_delivery=RECORDING
+        env, opaque_codec="oban_support.invoke_codecs:DecodeFailsCodec", invoke_delivery=RECORDING
     )
     scope = unique("scope")
     job_id, _ = await _invocation.enqueue(config, handlers.CaptureHandler, scope, invoke_effect())
@@ -197,13 +194,13 @@ async def test_a_codec_that_fails_to_decode_retries_instead_of_cancelling(env: I
 
 async def test_a_codec_tag_that_does_not_resolve_retries(env: InvokeEnv) -> None:
     config, queue = await running(
-        env, opaque_codec="support_invoke_codecs:XorCodec", invoke_delivery=RECORDING
+        env, opaque_codec="oban_support.invoke_codecs:XorCodec", invoke_delivery=RECORDING
     )
     scope = unique("scope")
     job_id, _ = await _invocation.enqueue(config, handlers.CaptureHandler, scope, invoke_effect())
     stored = (await invoke_rows(env.pool, scope))[0].args["params"]
     await release(
-        env, job_id, queue, params={**stored, "codec": "support_invoke_codecs:NoSuchCodec"}
+        env, job_id, queue, params={**stored, "codec": "oban_support.invoke_codecs:NoSuchCodec"}
     )
     row = await wait_for_state(env.pool, job_id, *SETTLED)
 
@@ -220,7 +217,7 @@ async def test_a_codec_tag_that_does_not_resolve_retries(env: InvokeEnv) -> None
     [
         MISSING_HANDLER,
         "support_invoke_no_such_module:Handler",
-        "support_invoke_deliveries:RecordingInvokeDelivery",  # resolves, but not a handler
+        "oban_support.invoke_deliveries:RecordingInvokeDelivery",  # resolves, but not a handler
     ],
 )
 async def test_under_the_retry_policy_an_unresolved_handler_retries_and_tells_nobody(
@@ -286,7 +283,7 @@ async def test_under_the_cancel_policy_an_unresolvable_delivery_still_retries(
 ) -> None:
     config, queue = await running(
         env,
-        invoke_delivery="support_invoke_deliveries:DeliverOnlyDelivery",
+        invoke_delivery="oban_support.invoke_deliveries:DeliverOnlyDelivery",
         unresolved_handler="cancel",
     )
     scope = unique("scope")
@@ -303,7 +300,7 @@ async def test_a_delivery_without_deliver_failure_is_unresolvable_and_the_job_re
     env: InvokeEnv,
 ) -> None:
     config, queue = await running(
-        env, invoke_delivery="support_invoke_deliveries:DeliverOnlyDelivery"
+        env, invoke_delivery="oban_support.invoke_deliveries:DeliverOnlyDelivery"
     )
     scope = unique("scope")
     job_id, _ = await _invocation.enqueue(config, handlers.CaptureHandler, scope, invoke_effect())

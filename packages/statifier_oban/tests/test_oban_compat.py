@@ -6,7 +6,6 @@ Run these first when oban is upgraded: each test pins one item of the module's d
 from __future__ import annotations
 
 import ast
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +13,7 @@ from oban import Oban
 from psycopg_pool import AsyncConnectionPool
 from statifier_oban import _oban_compat, latency
 
-TESTS_DIR = str(Path(__file__).resolve().parent)
-if TESTS_DIR not in sys.path:  # see support_common: makes support_* importable
-    sys.path.append(TESTS_DIR)
-
-from support_common import forget_instance, unique  # noqa: E402
+from oban_support.common import forget_instance, unique
 
 SOURCE = Path(_oban_compat.__file__).parent
 
@@ -30,8 +25,9 @@ def test_only_the_compat_module_imports_or_reads_oban_internals() -> None:
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("oban"):
+                module = node.module or ""
                 names = [alias.name for alias in node.names]
-                if node.module.startswith("oban._") or any(n.startswith("_") for n in names):
+                if module.startswith("oban._") or any(n.startswith("_") for n in names):
                     offenders.append(f"{path.name}: from {node.module} import {names}")
             if isinstance(node, ast.Import) and any(
                 a.name.startswith("oban._") for a in node.names

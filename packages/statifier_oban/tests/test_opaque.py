@@ -20,7 +20,13 @@ from statifier_oban._errors import CodecFailed, OpaqueValueError, UndecodableRow
 from statifier_oban._opaque import decode_field, encode_field
 from statifier_oban._timer import cancel_timers, schedule
 
-from .effects_factory import all_jobs, cancel_effect, make_config, raw_args, send_delayed
+from oban_support.effects_factory import (
+    all_jobs,
+    cancel_effect,
+    make_config,
+    raw_args,
+    send_delayed,
+)
 
 SCOPE = "session-1"
 VALUE: Any = {"z": [0.1, -0.0, 2**70], "a": "é🎉", "n": None, "t": True}
@@ -159,7 +165,8 @@ def test_a_nondeterministic_codec_round_trips_exactly() -> None:
     second = encode_field("data", VALUE, path(NonceCodec))
 
     assert first != second
-    assert first is not None and first["codec"] == path(NonceCodec)
+    assert first is not None
+    assert first["codec"] == path(NonceCodec)
     for stored in (first, second):
         decoded = decode_field("data", stored)
         assert json.dumps(decoded, ensure_ascii=False, separators=(",", ":")) == VALUE_TEXT

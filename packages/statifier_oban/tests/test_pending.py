@@ -17,7 +17,7 @@ from statifier_oban._config import Config
 from statifier_oban._errors import InvalidScope, StoreUnavailable
 from statifier_oban._timer import PENDING_CHUNK, pending_for, schedule
 
-from .effects_factory import (
+from oban_support.effects_factory import (
     OTHER_WORKER,
     forget,
     insert_raw,

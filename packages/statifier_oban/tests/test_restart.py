@@ -9,8 +9,6 @@ exactly once into the resumed session; replays of the same schedule must conflic
 from __future__ import annotations
 
 import asyncio
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,11 +19,7 @@ from statifier_oban import _timer
 from statifier_oban._host import DurableTimers
 from statifier_oban.telemetry import TIMER_DISCARDED, TIMER_FIRED
 
-TESTS_DIR = str(Path(__file__).resolve().parent)
-if TESTS_DIR not in sys.path:  # see support_harness: makes support_* importable by the worker
-    sys.path.append(TESTS_DIR)
-
-from support_common import (  # noqa: E402
+from oban_support.common import (
     SETTLED,
     Sessions,
     capture_telemetry,
@@ -37,7 +31,7 @@ from support_common import (  # noqa: E402
     wait_for_state,
     wait_until,
 )
-from support_harness import Server, Servers, send_delayed, servers_fixture, timer_rows  # noqa: E402
+from oban_support.harness import Server, Servers, send_delayed, servers_fixture, timer_rows
 
 DELAY_MS = 1000  # room for stopping one instance and starting the next before it is due
 

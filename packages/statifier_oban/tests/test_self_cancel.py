@@ -9,8 +9,6 @@ Runs on a real queue, with the cancel issued from inside the running delivery.
 from __future__ import annotations
 
 import asyncio
-import sys
-from pathlib import Path
 from typing import Any
 
 from oban import current_job
@@ -21,11 +19,7 @@ from statifier_oban._host import DurableTimers
 from statifier_oban.delivery import SessionDelivery
 from statifier_oban.telemetry import TIMER_CANCELLED, TIMER_FIRED
 
-TESTS_DIR = str(Path(__file__).resolve().parent)
-if TESTS_DIR not in sys.path:  # see support_harness: makes support_* importable by the worker
-    sys.path.append(TESTS_DIR)
-
-from support_common import (  # noqa: E402
+from oban_support.common import (
     SETTLED,
     Sessions,
     capture_telemetry,
@@ -37,8 +31,8 @@ from support_common import (  # noqa: E402
     wait_for_state,
     wait_until,
 )
-from support_deliveries import SCRIPTS, ScriptedDelivery, forget  # noqa: E402
-from support_harness import (  # noqa: E402
+from oban_support.deliveries import SCRIPTS, ScriptedDelivery, forget
+from oban_support.harness import (
     Server,
     cancel_effect,
     scope_fixture,
@@ -83,7 +77,8 @@ class SelfCancelling:
     async def deliver(self, scope: str, effect: fx.SendDelayed) -> Any:
         """Cancel the send id while this very job is executing, then report delivered."""
         job = current_job()
-        assert job is not None and job.id is not None
+        assert job is not None
+        assert job.id is not None
         self.states_during.append((await job_row(self.server.pool, job.id)).state)
         cancel = cancel_effect(effect.send_id)
         self.counts.append(await _timer.cancel_timers(self.config, scope, cancel))

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 from psycopg import AsyncConnection
@@ -23,16 +21,12 @@ from psycopg_pool import AsyncConnectionPool
 from statifier_oban import _timer
 from statifier_oban._names import TIMER_WORKER
 
-TESTS_DIR = str(Path(__file__).resolve().parent)
-if TESTS_DIR not in sys.path:  # see support_harness: makes support_* importable by the worker
-    sys.path.append(TESTS_DIR)
+from oban_support.common import database_fixture, wait_until
+from oban_support.harness import Servers, send_delayed, servers_fixture
+from oban_support.processes import WorkerProcesses, running, scalar, worker_processes_fixture
+from oban_support.sigkill import CREATE_TABLES, RecordingDelivery
 
-from support_common import database_fixture, wait_until  # noqa: E402
-from support_harness import Servers, send_delayed, servers_fixture  # noqa: E402
-from support_processes import WorkerProcesses, running, scalar, worker_processes_fixture  # noqa: E402
-from support_sigkill import CREATE_TABLES, RecordingDelivery  # noqa: E402
-
-WORKER_SCRIPT = str(Path(TESTS_DIR) / "support_sigkill.py")
+WORKER_MODULE = "oban_support.sigkill"
 SCOPES = 50
 PER_SCOPE = 20
 TOTAL = SCOPES * PER_SCOPE
@@ -42,7 +36,7 @@ DEADLINE_S = 60.0
 
 database = database_fixture()
 servers = servers_fixture()
-workers = worker_processes_fixture(WORKER_SCRIPT, "timers")
+workers = worker_processes_fixture(WORKER_MODULE, "timers")
 
 
 async def test_a_sigkilled_worker_loses_no_timer_and_each_is_delivered_at_least_once(
@@ -53,7 +47,7 @@ async def test_a_sigkilled_worker_loses_no_timer_and_each_is_delivered_at_least_
         await conn.execute(CREATE_TABLES)
     client = await servers.build(workers.queue, pool=pool)  # never started: schedules only
     config = client.config(delivery=RecordingDelivery)
-    assert config.delivery == "support_sigkill:RecordingDelivery"
+    assert config.delivery == "oban_support.sigkill:RecordingDelivery"
 
     spawned = time.monotonic()
     process_a, node_a = workers.spawn("a")
@@ -116,7 +110,7 @@ async def test_a_sigkilled_worker_loses_no_timer_and_each_is_delivered_at_least_
                 "GROUP BY scope, ordinal"
             )
         ).fetchall()
-        states = dict(
+        states: dict[str, int] = dict(
             await (
                 await conn.execute(
                     "SELECT state::text, count(*) FROM oban_jobs "
@@ -132,7 +126,7 @@ async def test_a_sigkilled_worker_loses_no_timer_and_each_is_delivered_at_least_
                 [TIMER_WORKER, workers.queue],
             )
         ).fetchone()
-        by_pid = dict(
+        by_pid: dict[int, int] = dict(
             await (
                 await conn.execute("SELECT pid, count(*) FROM sigkill_raw GROUP BY pid")
             ).fetchall()
@@ -147,7 +141,8 @@ async def test_a_sigkilled_worker_loses_no_timer_and_each_is_delivered_at_least_
     duplicates = raw_total - TOTAL
     redelivered = sum(1 for _, _, count, _ in per_timer if count > 1)
     assert duplicates >= 0
-    assert rescued is not None and rescued[0] >= stranded  # the stranded jobs were rescued
+    assert rescued is not None
+    assert rescued[0] >= stranded
     assert set(by_pid) <= {process_a.pid, process_b.pid}
     assert by_pid.get(process_b.pid, 0) >= TOTAL - at_kill  # B finished the stream
 

@@ -7,8 +7,6 @@ Runs on a real queue; "later" is brought forward by moving ``scheduled_at`` to n
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 from statifier.core.effects import SendDelayed
@@ -16,11 +14,7 @@ from statifier_oban import Snoozed, _timer, pending_for
 from statifier_oban.delivery import SessionDelivery
 from statifier_oban.telemetry import TIMER_DISCARDED, TIMER_FIRED, TIMER_SCHEDULED
 
-TESTS_DIR = str(Path(__file__).resolve().parent)
-if TESTS_DIR not in sys.path:  # see support_harness: makes support_* importable by the worker
-    sys.path.append(TESTS_DIR)
-
-from support_common import (  # noqa: E402
+from oban_support.common import (
     JobRow,
     Sessions,
     capture_telemetry,
@@ -31,8 +25,8 @@ from support_common import (  # noqa: E402
     wait_for_state,
     wait_until,
 )
-from support_deliveries import CALLS, SCRIPTS, ScriptedDelivery  # noqa: E402
-from support_harness import (  # noqa: E402
+from oban_support.deliveries import CALLS, SCRIPTS, ScriptedDelivery
+from oban_support.harness import (
     Server,
     cancel_effect,
     scope_fixture,
@@ -115,7 +109,8 @@ async def test_a_snooze_reschedules_without_spending_an_attempt_and_stays_cancel
         assert await pending_for(config, [scope]) == {scope: 0}
     # A snooze emits nothing of ours: only the schedule and the cancel.
     names = seen.for_scope(scope)
-    assert TIMER_FIRED not in names and TIMER_DISCARDED not in names
+    assert TIMER_FIRED not in names
+    assert TIMER_DISCARDED not in names
     assert names[0] == TIMER_SCHEDULED
 
 

@@ -25,7 +25,7 @@ from statifier_oban._errors import (
 )
 from statifier_oban._timer import cancel_timers, schedule, schedule_many
 
-from .effects_factory import (
+from oban_support.effects_factory import (
     all_jobs,
     cancel_effect,
     make_config,
@@ -35,7 +35,7 @@ from .effects_factory import (
 )
 
 SCOPE = "session-1"
-SECRET = "do-not-emit-this-secret"
+SECRET = "do-not-emit-this-secret"  # noqa: S105 - bait the test checks never leaks
 SCHEDULED = "statifier_oban.timer.scheduled"
 REJECTED = "statifier_oban.timer.schedule_rejected"
 CANCELLED = "statifier_oban.timer.cancelled"

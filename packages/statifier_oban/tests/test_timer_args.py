@@ -21,7 +21,7 @@ from statifier_oban import _timer_args
 from statifier_oban._errors import UndecodableRow
 from statifier_oban._timer import schedule, schedule_many
 
-from .effects_factory import ARGS_KEYS, make_config, raw_args, send_delayed
+from oban_support.effects_factory import ARGS_KEYS, make_config, raw_args, send_delayed
 
 SCOPE = "session-1"
 
@@ -228,7 +228,9 @@ async def test_effects_round_trip_exactly_through_the_job_row(
 
 
 def good_args() -> dict[str, Any]:
-    return through_json(_timer_args.encode(SCOPE, send_delayed(data={"n": 1}), None))
+    encoded = _timer_args.encode(SCOPE, send_delayed(data={"n": 1}), None)
+    args: dict[str, Any] = through_json(encoded)
+    return args
 
 
 def test_good_args_decode() -> None:

@@ -15,7 +15,7 @@ from statifier_oban._errors import InvalidScope, MissingSendId
 from statifier_oban._names import PENDING_STATES
 from statifier_oban._timer import cancel_timers, schedule
 
-from .effects_factory import (
+from oban_support.effects_factory import (
     OTHER_WORKER,
     all_jobs,
     cancel_effect,

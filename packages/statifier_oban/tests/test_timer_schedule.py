@@ -24,7 +24,7 @@ from statifier_oban._errors import (
 from statifier_oban._names import TIMER_WORKER
 from statifier_oban._timer import TimerJob, schedule, schedule_many
 
-from .effects_factory import (
+from oban_support.effects_factory import (
     ARGS_KEYS,
     TIMERS_QUEUE,
     all_jobs,
@@ -220,13 +220,13 @@ async def test_a_non_self_target_bad_scope_or_ordinal_is_refused_and_nothing_sto
         assert caught.value.reason == "non_self_target"
         assert target in str(caught.value)
     for scope in ["", None, 5, b"session"]:
-        with pytest.raises(InvalidScope) as caught:
+        with pytest.raises(InvalidScope) as invalid:
             await schedule(config, scope, send_delayed())  # type: ignore[arg-type]
-        assert caught.value.reason == "invalid_scope"
+        assert invalid.value.reason == "invalid_scope"
     for ordinal in [0, -1, True]:
-        with pytest.raises(MissingOrdinal) as caught:
+        with pytest.raises(MissingOrdinal) as missing:
             await schedule(config, SCOPE, send_delayed(ordinal=ordinal))
-        assert caught.value.reason == "missing_ordinal"
+        assert missing.value.reason == "missing_ordinal"
     assert await all_jobs(pool) == []
 
 

@@ -7,8 +7,6 @@ the real ``timers`` queue fire the job; nothing is drained inline or mocked.
 from __future__ import annotations
 
 import asyncio
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,11 +19,7 @@ from statifier_oban._host import DurableTimers
 from statifier_oban._names import TIMER_WORKER
 from statifier_oban.telemetry import EVENT_KEYS, TIMER_DISCARDED, TIMER_FIRED
 
-TESTS_DIR = str(Path(__file__).resolve().parent)
-if TESTS_DIR not in sys.path:  # see support_harness: makes support_* importable by the worker
-    sys.path.append(TESTS_DIR)
-
-from support_common import (  # noqa: E402
+from oban_support.common import (
     SETTLED,
     Sessions,
     capture_telemetry,
@@ -38,8 +32,8 @@ from support_common import (  # noqa: E402
     wait_for_state,
     wait_until,
 )
-from support_deliveries import CALLS, SCRIPTS, ScriptedDelivery, forget  # noqa: E402
-from support_harness import Server, send_delayed, server_fixture, timer_rows  # noqa: E402
+from oban_support.deliveries import CALLS, SCRIPTS, ScriptedDelivery, forget
+from oban_support.harness import Server, send_delayed, server_fixture, timer_rows
 
 EXPIRY = chart(
     """
@@ -275,7 +269,7 @@ async def test_an_undecodable_row_is_cancelled_as_such_and_never_delivered(
     server: Server, kind: str
 ) -> None:
     scope = unique("corrupt")
-    meta = {"delivery": "support_deliveries:ScriptedDelivery"}
+    meta = {"delivery": "oban_support.deliveries:ScriptedDelivery"}
     try:
         with capture_telemetry() as seen:
             job_id = await insert_timer_row(server, _corrupt(kind, scope), meta)
@@ -296,7 +290,7 @@ async def test_an_unresolvable_codec_on_a_row_retries_instead_of_cancelling(serv
     args["data"] = {"codec": "no_such_codec_module_xyz:Codec", "b64": "AAAA"}
     try:
         job_id = await insert_timer_row(
-            server, args, {"delivery": "support_deliveries:ScriptedDelivery"}
+            server, args, {"delivery": "oban_support.deliveries:ScriptedDelivery"}
         )
         row = await wait_for_state(server.pool, job_id, *SETTLED)
         assert row.state == "retryable", row.error_text
@@ -327,7 +321,7 @@ async def test_a_delivery_overrunning_timer_timeout_fails_the_attempt_with_job_t
         with capture_telemetry() as seen:
             job = await _timer.schedule(config, scope, send_delayed(delay_ms=100))
             assert (await job_row(server.pool, job.job_id)).meta == {
-                "delivery": "support_deliveries:ScriptedDelivery",
+                "delivery": "oban_support.deliveries:ScriptedDelivery",
                 "timeout": 50,
             }
             row = await wait_for_state(server.pool, job.job_id, *SETTLED)

@@ -9,9 +9,7 @@ Here: ``template_database`` (the persistence tables plus the test executor's tab
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,11 +17,7 @@ import pytest_asyncio
 from psycopg_pool import AsyncConnectionPool
 from statifier_persistence import Executions
 
-TESTS_DIR = str(Path(__file__).resolve().parent)
-if TESTS_DIR not in sys.path:
-    sys.path.append(TESTS_DIR)
-
-from support_persistence import TableExecutor, install_with_test_tables  # noqa: E402
+from persistence_support.common import TableExecutor, install_with_test_tables
 
 
 @pytest.fixture(scope="session")

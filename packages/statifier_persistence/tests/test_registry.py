@@ -21,7 +21,8 @@ from statifier_persistence import (
     verify,
 )
 from statifier_persistence._charts import MachineCache
-from support_persistence import NS, TableExecutor, chart, unique
+
+from persistence_support.common import NS, TableExecutor, chart, unique
 
 WITH_SRC = f"""<scxml {NS} name="with_src" initial="s">
   <datamodel><data id="limits" src="limits.json"/></datamodel>
@@ -33,9 +34,9 @@ WITH_SRC = f"""<scxml {NS} name="with_src" initial="s">
 </scxml>"""
 
 
-def compile_with(documents: dict[str, str], **options: str) -> statifier.Machine:
-    """WITH_SRC compiled with a resolver over ``documents``."""
-    return statifier.compile(WITH_SRC, resolver=documents.__getitem__, **options)
+def compile_with(documents: dict[str, str], version: str) -> statifier.Machine:
+    """WITH_SRC compiled as ``version`` with a resolver over ``documents``."""
+    return statifier.compile(WITH_SRC, resolver=documents.__getitem__, version=version)
 
 
 async def test_another_node_compiles_the_chart_from_the_registry(
@@ -121,7 +122,8 @@ async def test_list_filters_by_status_chart_and_metadata_and_pages(
     await executions.step("door_1", Event(name="close"))
 
     all_ids = [e.id for e in (await executions.list()).executions]
-    assert all_ids == sorted(all_ids) and len(all_ids) == 8
+    assert all_ids == sorted(all_ids)
+    assert len(all_ids) == 8
     doors = await executions.list(chart="door", status="active")
     assert [e.id for e in doors.executions] == ["door_0", "door_2", "door_3", "door_4"]
     completed = await executions.list(status="completed")

@@ -22,7 +22,8 @@ from statifier_persistence import (
     NeedsMigration,
     Stepped,
 )
-from support_persistence import TableExecutor, chart, effect_rows, scalar, unique
+
+from persistence_support.common import TableExecutor, chart, effect_rows, scalar, unique
 
 HOLD = chart(
     """

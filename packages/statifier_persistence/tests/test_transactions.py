@@ -21,7 +21,8 @@ from statifier_persistence import (
     PositionTooLarge,
     Stepped,
 )
-from support_persistence import (
+
+from persistence_support.common import (
     InjectedFailure,
     TableExecutor,
     chart,
@@ -108,7 +109,8 @@ async def test_a_rollback_of_the_callers_transaction_undoes_the_step(
         pass
 
     async with await AsyncConnection.connect(module_database_url) as conn:
-        with pytest.raises(Abort):
+        # The whole transaction is the subject: the step in it, then the abort that ends it.
+        with pytest.raises(Abort):  # noqa: PT012 - see above
             async with conn.transaction():
                 stepped = await executions.step(
                     execution_id, Event(name="work"), key="k1", conn=conn
@@ -255,7 +257,8 @@ async def test_a_tampered_registry_source_is_an_identity_mismatch(
     await executions.create(tampered, execution_id=execution_id)
     async with store.connection() as conn:
         await conn.execute(
-            "UPDATE statifier_charts SET source = source || ' '::bytea WHERE identity = %s",
+            "UPDATE statifier_charts SET source = convert_to(replace(convert_from(source, 'UTF8'),"
+            " 'target=\"t\"', 'target=\"s\"'), 'UTF8') WHERE identity = %s",
             [tampered.identity],
         )
     fresh = Executions(store, executor=executor)  # an empty cache: compiles from the registry
@@ -310,7 +313,7 @@ async def test_a_position_grown_over_the_bound_rolls_the_step_back(
     small = Executions(store, executor=executor, limits=Limits(max_position_bytes=6000))
     await small.create(COUNTER, execution_id=execution_id)
     assert isinstance(await small.step(execution_id, Event(name="grow")), Stepped)
-    with pytest.raises(PositionTooLarge) as raised:
+    with pytest.raises(PositionTooLarge) as raised:  # noqa: PT012 - within five steps, one refused
         for _ in range(5):
             await small.step(execution_id, Event(name="grow"), key=None)
     assert raised.value.limit == 6000

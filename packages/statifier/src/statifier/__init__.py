@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from importlib import metadata as _metadata
 
-from statifier.chart.compiler import Resolver, chart_identity
+from statifier.chart.compiler import Resolver
 from statifier.chart.compiler import compile_chart as compile
+from statifier.chart.identity import chart_identity
 from statifier.chart.model import Machine
 from statifier.core import effects, position
 from statifier.core.algorithm import (

@@ -65,7 +65,9 @@ def measure(value: Any, limit: int, depth: int = 0) -> tuple[int, int]:
     return total, 1
 
 
-def _walk(value: Any, limit: int, depth: int) -> tuple[int, int]:
+def _walk(value: Any, limit: int, depth: int) -> tuple[int, int]:  # noqa: C901 - hot, inlined
+    # One explicit-stack loop with a branch per JSON kind, inlined on purpose: every step
+    # measures its values through here (bench/interpreter.py), and calls cost.
     total = 0
     work = 0
     stack: list[tuple[Any, int]] = [(value, depth)]
@@ -174,28 +176,7 @@ def _render(value: Any, room: int, parts: list[str], depth: int) -> int:
             return -1
         text = repr(value)
     elif isinstance(value, list | tuple | dict) and depth < 32:
-        opening, closing = ("{", "}") if isinstance(value, dict) else ("[", "]")
-        parts.append(opening)
-        room -= 1
-        items = value.items() if isinstance(value, dict) else value
-        for position, item in enumerate(items):
-            if position:
-                parts.append(", ")
-                room -= 2
-            if room < 0:
-                return room
-            if isinstance(value, dict):
-                room = _render(item[0], room, parts, depth + 1)
-                if room < 0:
-                    return room
-                parts.append(": ")
-                room = _render(item[1], room - 2, parts, depth + 1)
-            else:
-                room = _render(item, room, parts, depth + 1)
-            if room < 0:
-                return room
-        parts.append(closing)
-        return room - 1
+        return _render_container(value, room, parts, depth)
     else:
         text = f"<{type(value).__name__}>"
     if len(text) > room:
@@ -203,3 +184,31 @@ def _render(value: Any, room: int, parts: list[str], depth: int) -> int:
         return -1
     parts.append(text)
     return room - len(text)
+
+
+def _render_container(
+    value: list[Any] | tuple[Any, ...] | dict[Any, Any], room: int, parts: list[str], depth: int
+) -> int:
+    """``_render`` of a list, tuple or dict: its items, cut where the room runs out."""
+    opening, closing = ("{", "}") if isinstance(value, dict) else ("[", "]")
+    parts.append(opening)
+    room -= 1
+    items = value.items() if isinstance(value, dict) else value
+    for position, item in enumerate(items):
+        if position:
+            parts.append(", ")
+            room -= 2
+        if room < 0:
+            return room
+        if isinstance(value, dict):
+            room = _render(item[0], room, parts, depth + 1)
+            if room < 0:
+                return room
+            parts.append(": ")
+            room = _render(item[1], room - 2, parts, depth + 1)
+        else:
+            room = _render(item, room, parts, depth + 1)
+        if room < 0:
+            return room
+    parts.append(closing)
+    return room - 1

@@ -69,7 +69,7 @@ class Workers:
             argv += ["--queue", queue]
         argv += ["--rescue-after", str(RESCUE_AFTER_S), "--log-level", "INFO"]
         env = {**os.environ, "DATABASE_URL": self._url, "PYTHONUNBUFFERED": "1"}
-        process = subprocess.Popen(
+        process = subprocess.Popen(  # noqa: S603 - this interpreter, our CLI, fixed options
             argv,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -87,7 +87,7 @@ class Workers:
         return worker
 
     def _read(self, worker: Worker) -> None:
-        assert worker.process.stdout is not None
+        assert worker.process.stdout is not None  # noqa: S101 - started with stdout=PIPE
         for raw in worker.process.stdout:
             line = raw.rstrip("\n")
             if "running queues" in line:

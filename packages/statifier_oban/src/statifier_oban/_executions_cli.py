@@ -6,7 +6,9 @@ Registers, in ``statifier_oban.cli``'s registry:
   invocation answers into executions (``statifier_oban.executions.use``), and the timers
   and invocations their steps arm go to ``--timers-queue`` and ``--invoke-queue``, with
   ``--handler TYPE=PATH`` registering invoke handlers;
-* ``executions list|show|send|cancel``: the operator's view of executions.
+* ``executions list|show|send|cancel``: the operator's view of executions (the revision
+  commands, ``revisions|register|migrate|park|unpark|retire``, are
+  ``statifier_oban._revisions_cli``'s).
 
 ``send`` and ``cancel`` step executions as a worker does, so they take the same execution
 options (a step may arm timers and start invocations).
@@ -176,8 +178,13 @@ def _json_argument(value: str) -> Any:
         raise argparse.ArgumentTypeError(f"not JSON: {exc}") from None
 
 
+ACTION_PARSERS: list[Callable[[Any], None]] = []
+"""Functions adding more ``executions`` subcommands (``statifier_oban._revisions_cli``'s);
+each registers its runners in :data:`ACTIONS`."""
+
+
 def add_executions_arguments(parser: argparse.ArgumentParser) -> None:
-    """The four subcommands of ``executions``, each with the database options."""
+    """The subcommands of ``executions``, each with the database options."""
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     listing = actions.add_parser("list", help="list executions (by status, chart, metadata)")
     cli.add_install_arguments(listing)
@@ -203,6 +210,8 @@ def add_executions_arguments(parser: argparse.ArgumentParser) -> None:
     cli.add_install_arguments(cancel)
     add_execution_options(cancel)
     cancel.add_argument("execution_id", metavar="ID")
+    for add_actions in ACTION_PARSERS:
+        add_actions(actions)
 
 
 Action = Callable[[Executions, Oban, argparse.Namespace], Awaitable[int]]
@@ -323,7 +332,7 @@ def executions_command(args: argparse.Namespace) -> int:
 cli.register(
     cli.Command(
         name="executions",
-        help="list, show, send an event to, or cancel durable executions",
+        help="list, show, send an event to, cancel or migrate durable executions",
         add_arguments=add_executions_arguments,
         run=executions_command,
     )

@@ -21,9 +21,10 @@ Subcommands:
     (``statifier-oban pending --database-url URL SCOPE...``).
 ``executions``
     List, show, send an event to and cancel durable executions (``statifier-oban
-    executions list|show|send|cancel ...``). Registered, together with ``worker``'s
-    execution options, only when statifier_persistence is installed
-    (``statifier_oban._executions_cli``).
+    executions list|show|send|cancel ...``), and move them between chart revisions
+    (``revisions|register|migrate|park|unpark|retire``). Registered, together with
+    ``worker``'s execution options, only when statifier_persistence is installed
+    (``statifier_oban._executions_cli``, ``statifier_oban._revisions_cli``).
 """
 
 from __future__ import annotations
@@ -508,7 +509,10 @@ def _package_version() -> str:
     return __version__
 
 
-OPTIONAL_COMMANDS = {"statifier_oban._executions_cli": "statifier_persistence"}
+OPTIONAL_COMMANDS = {
+    "statifier_oban._executions_cli": "statifier_persistence",
+    "statifier_oban._revisions_cli": "statifier_persistence",
+}
 """Modules registering commands of an optional package, and the package each needs."""
 
 

@@ -23,6 +23,10 @@ calls it); answers:
 
 Anything else a step raises (an identity mismatch, the database) is raised, so the job
 retries with backoff.
+
+``TimerPins`` is the pin source of pending timers: retiring a chart revision
+(``Executions.retire(..., pin_sources=[TimerPins(config)])``) is refused while a timer of
+one of its executions is pending.
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ from ._config import DEFAULT_DELIVERY, DEFAULT_INVOKE_DELIVERY, Config
 from ._errors import ConfigError, NoExecutions, ScheduleRejected, StoreUnavailable
 from ._handler import InvokeHandler
 from ._names import INVOKE_WORKER
+from ._pins import TimerPins
 from .delivery import DELIVERED, DeliveryAnswer, Discarded, Snoozed
 
 PARKED_SNOOZE_S: Final = 60
@@ -325,6 +330,7 @@ __all__ = [
     "NoExecutions",
     "ObanExecutor",
     "PendingJob",
+    "TimerPins",
     "current",
     "execution_config",
     "pending_jobs",

@@ -204,7 +204,7 @@ def _lock_key(prefix: str) -> int:
 async def _scalar(conn: AsyncConnection[Any], query: LiteralString, params: list[Any]) -> Any:
     """The first column of the first row of ``query``."""
     row = await (await conn.execute(query, params)).fetchone()
-    assert row is not None
+    assert row is not None  # noqa: S101 - callers pass scalar SELECTs: always one row
     return row[0]
 
 

@@ -151,7 +151,7 @@ class InvokeWorker:
         """The ``invoke_timeout`` fixed at enqueue, plus a margin for the work around it."""
         return bound_seconds(job, INVOKE_MARGIN_MS)
 
-    async def process(self, job: Job) -> Outcome:
+    async def process(self, job: Job) -> Outcome:  # noqa: C901 - one outcome per answer of run
         """See ``statifier_oban.InvokeHandler`` for what each answer of ``run`` leads to."""
         meta = job.meta if isinstance(job.meta, dict) else {}
         try:

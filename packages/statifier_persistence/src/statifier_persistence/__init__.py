@@ -4,9 +4,11 @@ per execution.
 ``Executions`` creates executions (stored with their chart in a registry any node
 compiles from), steps events into them (one transaction each: lock, liveness, drive,
 durable effects through an ``EffectExecutor`` on the same connection, store), cancels,
-parks and lists them. A step given a ``key`` applies at most once. ``install`` creates
-the tables. ``statifier_oban.executions`` joins this package to oban jobs: timers,
-invocations, and the deliveries a standalone ``statifier-oban worker`` runs.
+parks and lists them, and moves them between chart revisions (``migrate``; a revision
+is retired once no ``PinSource`` counts anything on it). A step given a ``key`` applies
+at most once. ``install`` creates the tables. ``statifier_oban.executions`` joins this
+package to oban jobs: timers, invocations, the deliveries a standalone ``statifier-oban
+worker`` runs, and the pin source of pending timers.
 
 Modules with a leading underscore are private; ``statifier_persistence.schema`` is the
 installer.
@@ -20,6 +22,7 @@ from ._answers import NOT_LIVE, live_answer
 from ._errors import (
     ChartConflict,
     ChartNotRegistered,
+    ChartRetired,
     ChartUnusable,
     CorruptExecution,
     EffectRefused,
@@ -29,10 +32,12 @@ from ._errors import (
     InvalidArgument,
     InvalidPrefix,
     InvalidTransition,
+    MigrationRefused,
     NeedsMigration,
     NotConnected,
     PersistenceError,
     PositionTooLarge,
+    RetirementRefused,
     SchemaError,
     StatementError,
     StoreError,
@@ -41,6 +46,7 @@ from ._errors import (
 from ._executions import EventBuilder, Executions
 from ._executor import EffectExecutor, HostHook, LoggingHost
 from ._limits import MAX_ID_LENGTH, MAX_KEY_LENGTH, Limits
+from ._pins import ExecutionPins, PinReport, PinSource
 from ._records import (
     STATUSES,
     TERMINAL,
@@ -55,6 +61,7 @@ from ._records import (
     Stepped,
     StepResult,
 )
+from ._revisions import Bulk, Migrated, Revision, RevisionMethods
 from .schema import install, install_sql, verify
 
 try:
@@ -70,8 +77,10 @@ __all__ = [
     "STATUSES",
     "TERMINAL",
     "AlreadyApplied",
+    "Bulk",
     "ChartConflict",
     "ChartNotRegistered",
+    "ChartRetired",
     "ChartUnusable",
     "CorruptExecution",
     "Decline",
@@ -83,6 +92,7 @@ __all__ = [
     "Execution",
     "ExecutionExists",
     "ExecutionNotFound",
+    "ExecutionPins",
     "ExecutionStatus",
     "Executions",
     "HostHook",
@@ -92,12 +102,19 @@ __all__ = [
     "InvalidTransition",
     "Limits",
     "LoggingHost",
+    "Migrated",
+    "MigrationRefused",
     "NeedsMigration",
     "NotConnected",
     "Page",
     "ParentLink",
     "PersistenceError",
+    "PinReport",
+    "PinSource",
     "PositionTooLarge",
+    "RetirementRefused",
+    "Revision",
+    "RevisionMethods",
     "SchemaError",
     "StatementError",
     "StepResult",

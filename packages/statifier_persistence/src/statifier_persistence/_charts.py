@@ -6,6 +6,11 @@ identity) and the documents its ``src`` attributes resolved to when it was compi
 node without the host's resolver compiles the very same machine. A stored source is
 untrusted: it is size-checked, compiled, and the compiled identity must be the one asked
 for, or the machine is refused.
+
+A chart is found by its identity or by the identity of its source bytes (what identities
+were before canonical forms, ADR 16): rows and positions written under the old identity
+keep finding their chart. A retired revision is refused to anything that would start
+executions on it.
 """
 
 from __future__ import annotations
@@ -15,10 +20,17 @@ from collections import OrderedDict
 from typing import Any
 
 from psycopg import AsyncConnection
-from statifier import ChartError, Machine, chart_identity
+from statifier import ChartError, Machine
 from statifier import compile as compile_chart
+from statifier.chart.identity import identity_suffix
 
-from ._errors import ChartConflict, ChartNotRegistered, ChartUnusable, IdentityMismatch
+from ._errors import (
+    ChartConflict,
+    ChartNotRegistered,
+    ChartRetired,
+    ChartUnusable,
+    IdentityMismatch,
+)
 from ._limits import MAX_IDENTITY_LENGTH, Limits
 from ._rows import encode_json_object
 from ._sql import statement
@@ -38,10 +50,12 @@ class MachineCache:
             self._machines.move_to_end(identity)
         return machine
 
-    def put(self, machine: Machine) -> None:
-        """Remember ``machine`` under its identity, evicting beyond the bound."""
-        self._machines[machine.identity] = machine
-        self._machines.move_to_end(machine.identity)
+    def put(self, machine: Machine, identity: str | None = None) -> None:
+        """Remember ``machine`` under ``identity`` (default its own), evicting beyond the
+        bound."""
+        key = machine.identity if identity is None else identity
+        self._machines[key] = machine
+        self._machines.move_to_end(key)
         while len(self._machines) > self._size:
             self._machines.popitem(last=False)
 
@@ -61,7 +75,9 @@ class Charts:
         """Store ``machine``'s chart unless its identity is registered already.
 
         Raises ``ChartConflict`` when that identity is registered with other resolved
-        ``src`` documents, ``ChartUnusable`` when the source is over the bound.
+        ``src`` documents, ``ChartUnusable`` when the source is over the bound,
+        ``ChartRetired`` when the revision is retired. A registered revision is locked
+        against retirement (``FOR SHARE``) until the caller's transaction ends.
         """
         if len(machine.identity) > MAX_IDENTITY_LENGTH:
             raise ChartUnusable(machine.identity[:80], "the identity is too long")
@@ -80,24 +96,40 @@ class Charts:
             "version": machine.version,
             "source": machine.source,
             "resolved": resolved,
+            "source_identity": machine.source_identity or None,
         }
         cursor = await conn.execute(statement("register_chart", self._prefix), params)
         if await cursor.fetchone() is None:
-            _, _, stored = await self._fetch(conn, machine.identity)
+            stored = await self._share(conn, machine.identity)
             if stored != machine.resolved_sources:
                 raise ChartConflict(machine.identity)
         self.cache.put(machine)
 
+    async def _share(self, conn: AsyncConnection[Any], identity: str) -> dict[str, str]:
+        """The resolved documents of a registered revision, locked against retirement."""
+        params = {"identity": identity, "max_source": self._limits.max_chart_source_bytes}
+        cursor = await conn.execute(statement("share_chart", self._prefix), params)
+        row = await cursor.fetchone()
+        if row is None:
+            raise ChartNotRegistered(identity)
+        resolved_text, retired = row
+        if retired:
+            raise ChartRetired(identity)
+        if resolved_text is None:
+            raise ChartUnusable(identity, "its resolved src documents are over the bound")
+        return _resolved(identity, resolved_text)
+
     async def machine(
         self, conn: AsyncConnection[Any], identity: str, execution_id: str
     ) -> Machine:
-        """The compiled machine of ``identity``: from the cache, else from the registry."""
+        """The compiled machine of ``identity`` (its canonical or its source identity): from
+        the cache, else from the registry."""
         machine = self.cache.get(identity)
         if machine is None:
             machine = await self._load(conn, identity)
-            if machine.identity != identity:
+            if identity not in (machine.identity, machine.source_identity):
                 raise IdentityMismatch(execution_id, identity, machine.identity)
-            self.cache.put(machine)
+            self.cache.put(machine, identity)
         return machine
 
     async def _fetch(
@@ -109,30 +141,21 @@ class Charts:
         row = await cursor.fetchone()
         if row is None:
             raise ChartNotRegistered(identity)
-        _, _, size, source, resolved_text = row
+        _, _, size, source, resolved_text, _ = row
         if source is None or resolved_text is None:
             raise ChartUnusable(
                 identity,
                 f"{size} bytes of source, over the {self._limits.max_chart_source_bytes} limit",
             )
-        try:
-            resolved = json.loads(resolved_text)
-        except ValueError as exc:
-            raise ChartUnusable(
-                identity, f"its resolved src documents are not JSON: {exc}"
-            ) from None
-        if not isinstance(resolved, dict) or not all(
-            isinstance(value, str) for value in resolved.values()
-        ):
-            raise ChartUnusable(identity, "its resolved src documents are not a map of text")
-        return row, bytes(source), resolved
+        return row, bytes(source), _resolved(identity, resolved_text)
 
     async def _load(self, conn: AsyncConnection[Any], identity: str) -> Machine:
         row, source, resolved = await self._fetch(conn, identity)
-        name, version = row[0], row[1]
+        name, version, registered_as = row[0], row[1], row[5]
         # A machine's name is the compile-time name or else the chart's own name attribute,
-        # and only a compile-time name is part of the identity: compile as it was compiled.
-        if chart_identity(source, None, version) == identity:
+        # and only a compile-time name is part of the identity (as its suffix, which no
+        # digest contains): compile as it was compiled.
+        if name is not None and not str(registered_as).endswith(identity_suffix(name, version)):
             name = None
 
         def resolver(src: str) -> str:
@@ -144,3 +167,16 @@ class Charts:
             return compile_chart(source, name=name, version=version, resolver=resolver)
         except ChartError as exc:
             raise ChartUnusable(identity, f"it no longer compiles: {exc}") from exc
+
+
+def _resolved(identity: str, text: Any) -> dict[str, str]:
+    """Resolved src documents read from the registry: a JSON object of text, checked."""
+    try:
+        resolved = json.loads(text)
+    except (TypeError, ValueError) as exc:
+        raise ChartUnusable(identity, f"its resolved src documents are not JSON: {exc}") from None
+    if not isinstance(resolved, dict) or not all(
+        isinstance(value, str) for value in resolved.values()
+    ):
+        raise ChartUnusable(identity, "its resolved src documents are not a map of text")
+    return resolved

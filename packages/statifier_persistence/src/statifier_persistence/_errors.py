@@ -161,3 +161,34 @@ class EffectRefused(PersistenceError):
         self.reason = reason
         self.detail = detail
         super().__init__(reason)
+
+
+class ChartRetired(PersistenceError):
+    """The chart revision is retired: it takes no new execution and no migration."""
+
+    def __init__(self, identity: str) -> None:
+        self.identity = identity
+        super().__init__(f"chart {identity!r} is retired")
+
+
+class MigrationRefused(PersistenceError):
+    """An execution cannot move to the revision asked for; nothing changed.
+
+    ``reason`` says why; when the position itself cannot cross (a state that is gone and
+    not mapped, a variable without a value...), the engine's typed refusal is chained as
+    ``__cause__`` (``statifier.core.position.UnknownStates`` names the states).
+    """
+
+    def __init__(self, execution_id: str, reason: str) -> None:
+        self.execution_id = execution_id
+        self.reason = reason
+        super().__init__(f"execution {execution_id!r} cannot migrate: {reason}")
+
+
+class RetirementRefused(PersistenceError):
+    """A revision cannot be retired; nothing changed. ``pins`` is the ``PinReport``."""
+
+    def __init__(self, identity: str, pins: Any, message: str) -> None:
+        self.identity = identity
+        self.pins = pins
+        super().__init__(f"chart {identity!r} cannot be retired: {message}")

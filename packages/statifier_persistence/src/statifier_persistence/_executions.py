@@ -50,6 +50,7 @@ from ._records import (
     Stepped,
     StepResult,
 )
+from ._revisions import RevisionMethods
 from ._rows import (
     check_execution_id,
     check_key,
@@ -77,7 +78,7 @@ _NO_POSITION = -1
 """A position bound no position meets: reads that need no position do not transfer it."""
 
 
-class Executions:
+class Executions(RevisionMethods):
     """Durable executions in PostgreSQL (tables from ``statifier_persistence.install``).
 
     ``pool`` gives connections to calls without ``conn=`` (None: every call passes one).
@@ -87,7 +88,8 @@ class Executions:
     ``position_key`` (the host's secret, at least 16 bytes) makes every stored position's
     digest an HMAC only a holder of the key can recompute, so a position written into the
     table by anyone else is refused (``CorruptExecution``); every process stepping the
-    executions needs the same key.
+    executions needs the same key. Chart revisions (``revisions``, ``migrate``,
+    ``park_all``, ``retire``...) are ``RevisionMethods``'.
     """
 
     def __init__(
@@ -317,7 +319,7 @@ class Executions:
                 {**self._bounds(), "id": execution_id, "status": wanted},
             )
             row = await cursor.fetchone()
-        assert row is not None  # the row is locked by this transaction
+        assert row is not None  # noqa: S101 - the row is locked by this transaction
         return decode_execution(row, self._limits)
 
     # -- reading ---------------------------------------------------------------------
@@ -338,7 +340,7 @@ class Executions:
         execution_id = check_execution_id(execution_id)
         async with transaction(self._pool, conn) as db:
             execution, blob, _ = await self._read(db, execution_id, lock="", with_position=True)
-            assert blob is not None
+            assert blob is not None  # noqa: S101 - with_position: bytes, or _read raised
             state = await self._position(db, execution, blob, self._host.routes(execution))
         return execution, state
 
@@ -507,7 +509,7 @@ class Executions:
         }
         cursor = await db.execute(statement("store_execution", self._prefix), params)
         row = await cursor.fetchone()
-        assert row is not None  # the row is locked (or inserted) by this transaction
+        assert row is not None  # noqa: S101 - locked (or inserted) by this transaction
         if key is not None and row[-1] == 0:
             raise _KeyRace
         return decode_execution(row, self._limits)

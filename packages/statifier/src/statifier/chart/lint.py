@@ -32,6 +32,7 @@ from statifier.chart.model import (
     ContentSpec,
     ForeachNode,
     IfNode,
+    InvokeNode,
     LogNode,
     Machine,
     ParamNode,
@@ -129,16 +130,20 @@ def _uses(machine: Machine) -> Iterator[_Use]:
             yield from _params("donedata", state.donedata.params, state.line, state.column)
             yield from _content("donedata", state.donedata.content, state.line, state.column)
         for invoke in state.invokes:
-            line, column = invoke.line, invoke.column
-            for attr, value in (("typeexpr", invoke.typeexpr), ("srcexpr", invoke.srcexpr)):
-                if value is not None:
-                    yield _expr(f"<invoke> {attr}", value, line, column)
-            if invoke.idlocation is not None:
-                yield _location("<invoke> idlocation", invoke.idlocation, line, column)
-            for _, expr in invoke.namelist:
-                yield _expr("<invoke> namelist", expr, line, column)
-            yield from _params("<invoke>", invoke.params, line, column)
-            yield from _content("<invoke>", invoke.content, line, column)
+            yield from _invoke_uses(invoke)
+
+
+def _invoke_uses(invoke: InvokeNode) -> Iterator[_Use]:
+    line, column = invoke.line, invoke.column
+    for attr, value in (("typeexpr", invoke.typeexpr), ("srcexpr", invoke.srcexpr)):
+        if value is not None:
+            yield _expr(f"<invoke> {attr}", value, line, column)
+    if invoke.idlocation is not None:
+        yield _location("<invoke> idlocation", invoke.idlocation, line, column)
+    for _, expr in invoke.namelist:
+        yield _expr("<invoke> namelist", expr, line, column)
+    yield from _params("<invoke>", invoke.params, line, column)
+    yield from _content("<invoke>", invoke.content, line, column)
 
 
 def _content_uses(node: ContentNode) -> Iterator[_Use]:
@@ -158,22 +163,27 @@ def _content_uses(node: ContentNode) -> Iterator[_Use]:
     elif isinstance(node, ScriptNode):
         yield _script(node.script, line, column)
     elif isinstance(node, SendNode):
-        for attr, value in (
-            ("eventexpr", node.eventexpr),
-            ("targetexpr", node.targetexpr),
-            ("typeexpr", node.typeexpr),
-            ("delayexpr", node.delayexpr),
-        ):
-            if value is not None:
-                yield _expr(f"<send> {attr}", value, line, column)
-        if node.idlocation is not None:
-            yield _location("<send> idlocation", node.idlocation, line, column)
-        for _, expr in node.namelist:
-            yield _expr("<send> namelist", expr, line, column)
-        yield from _params("<send>", node.params, line, column)
-        yield from _content("<send>", node.content, line, column)
+        yield from _send_uses(node)
     elif isinstance(node, CancelNode) and node.sendidexpr is not None:
         yield _expr("<cancel> sendidexpr", node.sendidexpr, line, column)
+
+
+def _send_uses(node: SendNode) -> Iterator[_Use]:
+    line, column = node.line, node.column
+    for attr, value in (
+        ("eventexpr", node.eventexpr),
+        ("targetexpr", node.targetexpr),
+        ("typeexpr", node.typeexpr),
+        ("delayexpr", node.delayexpr),
+    ):
+        if value is not None:
+            yield _expr(f"<send> {attr}", value, line, column)
+    if node.idlocation is not None:
+        yield _location("<send> idlocation", node.idlocation, line, column)
+    for _, expr in node.namelist:
+        yield _expr("<send> namelist", expr, line, column)
+    yield from _params("<send>", node.params, line, column)
+    yield from _content("<send>", node.content, line, column)
 
 
 def _params(owner: str, params: Iterable[ParamNode], line: int, column: int) -> Iterator[_Use]:

@@ -243,6 +243,9 @@ class Machine:
     state_ids: dict[str, int]
     warnings: tuple[Diagnostic, ...]
     resolved_sources: dict[str, str] = field(default_factory=dict)
+    source_identity: str = ""
+    """The identity before canonical forms (``sha256:`` of ``source``, ADR 16): positions
+    and registry rows written under it still belong to this machine."""
     has_eventless: bool = True
     """Whether any state has an eventless transition (else eventless selection is skipped)."""
     has_invokes: bool = True

@@ -209,3 +209,12 @@ def serialize(node: XNode) -> str:
         f' xmlns:{prefix}="{ns}"' for ns, prefix in prefixes.items()
     )
     return f"<{head}{declarations}" + markup[len(head) + 1 :]
+
+
+def dedented(body: str) -> str:
+    """``body`` without its surrounding blank lines and the indentation its lines share:
+    how a ``<script>`` body is read, wherever the chart indents it."""
+    lines = body.strip("\n").splitlines()
+    indents = [len(line) - len(line.lstrip()) for line in lines if line.strip()]
+    cut = min(indents, default=0)
+    return "\n".join(line[cut:] for line in lines)

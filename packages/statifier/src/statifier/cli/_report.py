@@ -129,7 +129,9 @@ class Reporter:
             prefix = "" if session == self.top else f"[{session}] "
             self._line(f"   {prefix}notice: {message}")
 
-    def describe(self, session: str, effect: fx.Effect, t_ms: int) -> str:
+    def describe(  # noqa: C901 - one line per kind of effect (a closed set)
+        self, session: str, effect: fx.Effect, t_ms: int
+    ) -> str:
         """One line of text for an effect."""
         if isinstance(effect, fx.SendDelayed):
             due = format_duration(t_ms + effect.delay_ms)

@@ -129,7 +129,7 @@ class ContentExecutor(Run):
                 )
                 raise BlockAbort
         else:
-            assert node.sendid is not None
+            assert node.sendid is not None  # noqa: S101 - compiled: sendid or sendidexpr
             sendid = node.sendid
         self.timer_counter += 1
         self.effects.append(
@@ -173,7 +173,7 @@ class ContentExecutor(Run):
         if problem is not None:
             self.raise_error("error.execution", problem, sendid=send_id)
             raise BlockAbort
-        assert isinstance(name, str)
+        assert isinstance(name, str)  # noqa: S101 - _send_problem refused any other name
         parsed = planner.parse_target(target, self.session_id)
         if isinstance(parsed, planner.UnsupportedTarget):
             self.raise_error(

@@ -32,11 +32,18 @@ The payload is one JSON object holding every ``MachineState`` field except ``mac
 * the scalars (``session_id``, counters, ``running``, ``status``...) as they are.
 
 ``loads`` checks, in order and before it decodes the payload: the magic tag
-(``NotAPosition``), the version (``UnsupportedVersion``), the identity
-(``IdentityMismatch``); then the digest, the JSON, the payload's structure and its
-meaning (``CorruptPosition``): a legal configuration, history records the algorithm could
-have made, invocations of active states, counters and budgets in range, a bounded queue
-and datamodel. It never returns a partly loaded state.
+(``NotAPosition``), the version (``UnsupportedVersion``; versions 1 and 2 are read), the
+identity (``IdentityMismatch``: the machine's identity, or the identity of its very
+source bytes that positions carried before canonical identities); then the digest, the
+JSON, the payload's structure and its meaning (``CorruptPosition``): a legal
+configuration, history records the algorithm could have made, invocations of active
+states, counters and budgets in range, a bounded queue and datamodel. It never returns a
+partly loaded state. ``dumps`` always writes version 2 under the canonical identity, so a
+legacy position is upgraded by the first step that stores it again.
+
+``export_position`` and ``import_position`` carry a position across chart revisions:
+the same position keyed by state ids, read against another revision with renamed states
+and changed variables (``statifier.core._export``).
 
 The plain digest detects damage, not forgery: whoever can write the store can recompute
 it. A host whose storage is not trusted passes a ``key`` to both ``dumps`` and ``loads``
@@ -59,6 +66,16 @@ from typing import Any, Final, NoReturn, cast, get_args
 from statifier.budget import DEFAULT_LIMITS, MAX_LIMIT, MacrostepLimits
 from statifier.budget import FIELDS as LIMIT_FIELDS
 from statifier.chart.model import Machine
+from statifier.core._export import (
+    EXPORT_FORMAT,
+    ImportRefused,
+    MissingVariables,
+    NotQuiescent,
+    UnknownInvocations,
+    UnknownStates,
+    export_position,
+    import_position,
+)
 from statifier.core._legal import configuration_problem, history_problem
 from statifier.core.events import MAX_NAME_LENGTH, Event, EventType
 from statifier.core.state import MachineState, StateBuilder, Status, finish
@@ -66,20 +83,33 @@ from statifier.errors import PositionError
 from statifier.values import ValueRefused, brief, measure
 
 __all__ = [
+    "EXPORT_FORMAT",
     "FORMAT_VERSION",
     "MAGIC",
+    "READABLE_VERSIONS",
     "CorruptPosition",
     "IdentityMismatch",
+    "ImportRefused",
+    "MissingVariables",
     "NotAPosition",
+    "NotQuiescent",
     "PositionError",
+    "UnknownInvocations",
+    "UnknownStates",
     "UnserializablePosition",
     "UnsupportedVersion",
     "dumps",
+    "export_position",
+    "import_position",
     "loads",
 ]
 
 FORMAT_VERSION: Final = 2
-"""The format version ``dumps`` writes and the only one ``loads`` reads."""
+"""The format version ``dumps`` writes."""
+
+READABLE_VERSIONS: Final = frozenset({1, FORMAT_VERSION})
+"""The format versions ``loads`` reads: version 1 is version 2 without ``limits`` (and
+without keyed digests); it loads with the host's ``max_limits`` as its budgets."""
 
 MAGIC: Final = b"statifier-position\n"
 """The magic tag every position starts with (its first header line, newline included)."""
@@ -147,7 +177,7 @@ class UnsupportedVersion(PositionError):
         self.version = version
         super().__init__(
             f"position format version {version!r} is not supported "
-            f"(this code reads version {FORMAT_VERSION})"
+            f"(this code reads versions {', '.join(map(str, sorted(READABLE_VERSIONS)))})"
         )
 
 
@@ -366,7 +396,7 @@ def _check_json(value: Any, where: str) -> None:
         raise UnserializablePosition(f"{where}: value is nested too deeply") from None
 
 
-def _walk(value: Any, on_path: set[int]) -> None:
+def _walk(value: Any, on_path: set[int]) -> None:  # noqa: C901 - one branch per JSON kind
     if value is None or isinstance(value, bool | int | str):
         return
     if isinstance(value, float):
@@ -406,7 +436,7 @@ def _walk(value: Any, on_path: set[int]) -> None:
 # -- loads -------------------------------------------------------------------------------
 
 
-def loads(
+def loads(  # noqa: C901 - the format's checks, one after another, in the documented order
     blob: bytes | bytearray | memoryview,
     machine: Machine,
     *,
@@ -446,17 +476,19 @@ def loads(
     if _VERSION_LINE.fullmatch(version_line) is None:
         raise UnsupportedVersion(version_line.decode("utf-8", "replace"))
     version = int(version_line)
-    if version != FORMAT_VERSION:
+    if version not in READABLE_VERSIONS:
         raise UnsupportedVersion(version)
 
     identity_line, rest = _header_line(rest, "chart identity")
-    if not hmac.compare_digest(identity_line, _identity_line(machine.identity)):
+    if not _names_machine(identity_line, machine):
         raise IdentityMismatch(machine.identity, _read_identity(identity_line))
 
     digest_line, body = _header_line(rest, "digest")
     if _DIGEST_LINE.fullmatch(digest_line) is None:
         raise CorruptPosition("the digest line is malformed")
     keyed = digest_line.startswith(_KEYED_PREFIX)
+    if keyed and version == 1:
+        raise CorruptPosition("a version 1 position has no keyed digest")
     if keyed and key is None:
         raise CorruptPosition("the position is keyed: loading it needs the host's key")
     if key is not None and not keyed:
@@ -473,10 +505,32 @@ def loads(
         payload = _DECODER.decode(text)
     except (ValueError, RecursionError) as exc:
         raise CorruptPosition(f"the payload is not valid JSON: {exc}") from None
+    if version == 1:
+        payload = _from_version_1(payload, max_limits)
     try:
-        return _decode_state(payload, machine, _frozen(invoke_types), routes, max_limits)
+        return decode_payload(payload, machine, _frozen(invoke_types), routes, max_limits)
     except RecursionError:
         raise CorruptPosition("invalid payload: a value is nested too deeply") from None
+
+
+def _from_version_1(payload: Any, max_limits: MacrostepLimits) -> Any:
+    """A version 1 payload as version 2: version 1 stored no budgets (they did not exist
+    yet), so the position gets the most this host allows."""
+    if not isinstance(payload, dict):
+        return payload  # refused as it is by the checks of the payload
+    if "limits" in payload:
+        _corrupt("a version 1 payload has no limits")
+    return {**payload, "limits": {name: getattr(max_limits, name) for name in LIMIT_FIELDS}}
+
+
+def _names_machine(identity_line: bytes, machine: Machine) -> bool:
+    """Whether a position's identity line names ``machine``: its identity, or the identity
+    positions were written under before canonical identities (the SHA-256 of the very
+    source bytes this machine was compiled from, ADR 4)."""
+    if hmac.compare_digest(identity_line, _identity_line(machine.identity)):
+        return True
+    legacy = machine.source_identity
+    return bool(legacy) and hmac.compare_digest(identity_line, _identity_line(legacy))
 
 
 def _header_line(data: bytes, what: str) -> tuple[bytes, bytes]:
@@ -642,7 +696,7 @@ class _Parts:
     status: Status
 
 
-def _decode_state(
+def decode_payload(
     obj: Any,
     machine: Machine,
     invoke_types: frozenset[str] | None,
@@ -651,7 +705,9 @@ def _decode_state(
 ) -> MachineState:
     """Build the state a payload describes, or raise ``CorruptPosition`` saying what is wrong.
 
+    ``obj`` is a decoded payload of the current format (see the module docstring);
     ``max_limits`` is the ceiling on the stored budgets (None: no ceiling).
+    Every position this module (and ``import_position``) makes passes through here.
     """
     parts = _decode_parts(obj, machine, max_limits)
     payload: dict[str, Any] = obj
@@ -683,7 +739,9 @@ def _decode_state(
     return finish(state)
 
 
-def _decode_parts(obj: Any, machine: Machine, max_limits: MacrostepLimits | None) -> _Parts:
+def _decode_parts(  # noqa: C901 - every field of the payload, checked in turn
+    obj: Any, machine: Machine, max_limits: MacrostepLimits | None
+) -> _Parts:
     """Check a payload against ``machine`` (shape and meaning) and convert its fields, or
     raise ``CorruptPosition`` saying what is wrong. The fields ``_Parts`` does not hold are
     checked and usable as they are."""

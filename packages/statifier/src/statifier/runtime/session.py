@@ -92,6 +92,10 @@ class DelayedSends(Protocol):
 StepListener = Callable[["Session"], Awaitable[None] | None]
 
 
+class SessionNotStarted(StatifierError):
+    """A session was built directly and never started (use ``await Session.start(...)``)."""
+
+
 class ResumeError(StatifierError):
     """A position cannot be resumed (finished, not quiescent, or conflicting options)."""
 
@@ -414,8 +418,12 @@ class Session:
         )
 
     def snapshot(self) -> MachineState:
-        """The current position (serialize it with ``statifier.core.position.dumps``)."""
-        assert self._state is not None
+        """The current position (serialize it with ``statifier.core.position.dumps``).
+
+        Raises ``SessionNotStarted`` on a session not made by ``Session.start``.
+        """
+        if self._state is None:
+            raise SessionNotStarted(f"session {self.session_id} was never started")
         return self._state
 
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
@@ -543,17 +551,17 @@ class Session:
         if not state.running:
             return
         if entry.kind == "timer":
-            assert entry.timer is not None
+            assert entry.timer is not None  # noqa: S101 - every timer entry carries its timer
             await self._fire(entry.timer)
             return
         if entry.kind == "invoked":
-            assert entry.invoke_id is not None
+            assert entry.invoke_id is not None  # noqa: S101 - every invoked entry names its id
             invocations = self._invocations
             if entry.invoke_id in invocations.cancelled or (
                 entry.invoke_id not in invocations.types
             ):
                 return
-        assert entry.event is not None
+        assert entry.event is not None  # noqa: S101 - event and invoked entries carry an event
         state, effects = handle_event(state, entry.event, routes=self._routes())
         self._state = state
         await self._perform(effects)

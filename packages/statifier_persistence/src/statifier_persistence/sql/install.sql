@@ -1,8 +1,8 @@
 -- statifier_persistence: the tables of durable executions (idempotent: safe to run again).
 -- {schema} is the configured schema (by default public, beside oban's tables).
 
--- Every chart an execution runs, by identity, so any node can compile it. Rows are never
--- updated; a new revision of a chart is a new row.
+-- Every chart an execution runs, by identity, so any node can compile it. A new revision
+-- of a chart is a new row; a row is only ever updated to retire it (see the end).
 CREATE TABLE IF NOT EXISTS {schema}.statifier_charts (
     identity text PRIMARY KEY,
     name text,
@@ -70,3 +70,16 @@ CREATE TABLE IF NOT EXISTS {schema}.statifier_step_keys (
     applied_at timestamptz NOT NULL DEFAULT now(),
     CONSTRAINT statifier_step_keys_unique PRIMARY KEY (execution_id, key)
 );
+
+-- Chart revisions (ADR 16). source_identity is the identity of the source bytes, which
+-- charts had before canonical identities: executions and positions written under it
+-- find their chart by it (null on rows registered under it, whose identity is it).
+-- A retired revision takes no new execution and no migration; its row stays, for the
+-- finished executions that name it.
+ALTER TABLE {schema}.statifier_charts ADD COLUMN IF NOT EXISTS source_identity text;
+
+ALTER TABLE {schema}.statifier_charts ADD COLUMN IF NOT EXISTS retired_at timestamptz;
+
+CREATE INDEX IF NOT EXISTS statifier_charts_by_source_identity
+    ON {schema}.statifier_charts (source_identity)
+    WHERE source_identity IS NOT NULL;

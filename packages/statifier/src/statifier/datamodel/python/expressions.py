@@ -42,7 +42,7 @@ class Expression:
         # Closures cannot be pickled or deep-copied; the source is all that is needed.
         return compile_expression, (self.source, self.functions)
 
-    def evaluate(
+    def evaluate(  # noqa: C901 - the context pool and the budget charge are inlined (hot path)
         self, variables: Variables, in_state: InState, budget: Budget | None = None
     ) -> Value:
         """Evaluate against ``variables``; ``in_state`` answers ``In(state_id)``.

@@ -1,4 +1,4 @@
-"""Test deliveries, named on timer job rows by import path (``support_deliveries:Name``).
+"""Test deliveries, named on timer job rows by import path (``oban_support.deliveries:Name``).
 
 oban's worker resolves the path on every run and, for a class, builds a fresh instance, so all
 state lives at module level, keyed by scope (every test uses scopes of its own):
@@ -6,8 +6,6 @@ state lives at module level, keyed by scope (every test uses scopes of its own):
 * ``CALLS[scope]``: every ``(scope, effect)`` a delivery here received, in order;
 * ``SCRIPTS[scope]``: what ``ScriptedDelivery`` does for that scope, a function
   ``(scope, effect) -> answer`` (sync or async); absent: answer ``Delivered()``.
-
-See ``support_harness`` for how this directory becomes importable.
 """
 
 from __future__ import annotations

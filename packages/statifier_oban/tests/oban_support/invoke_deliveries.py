@@ -1,4 +1,4 @@
-"""Invoke deliveries for the tests, named on job meta as ``support_invoke_deliveries:Name``.
+"""Invoke deliveries of the tests, named on job meta as ``oban_support.invoke_deliveries:Name``.
 
 oban's worker resolves the delivery path on every run and builds a fresh instance of a
 class, so everything is recorded at module level: ``CALLS`` holds every call any delivery

@@ -1,4 +1,4 @@
-"""Helpers of the durable-execution tests (a support module: pytest does not collect it).
+"""Helpers of the durable-execution tests.
 
 ``Rig`` is one test's world: a server-mode Oban running a timers queue and an invoke
 queue of its own, an ``Executions`` on the module's database whose ``ObanExecutor``
@@ -6,8 +6,7 @@ writes jobs naming ``ExecutionDelivery``/``ExecutionInvokeDelivery``, installed 
 ``use`` for the deliveries the worker runs in this process.
 
 The invoke handlers here are resolved by the worker from their paths on the job rows
-(``support_executions:EchoHandler``), so this module must be importable as
-``support_executions`` (test modules append this directory to ``sys.path``).
+(``oban_support.executions:EchoHandler``), through the tests' import path.
 """
 
 from __future__ import annotations
@@ -23,8 +22,9 @@ from statifier.core.effects import Invoke
 from statifier_oban import Config, InvokeHandler, Ok, executions
 from statifier_oban.executions import ObanExecutor, execution_config
 from statifier_persistence import Executions
-from support_common import unique
-from support_harness import Server, Servers
+
+from oban_support.common import unique
+from oban_support.harness import Server, Servers
 
 TIMERS = "exec_timers"
 INVOKES = "exec_invokes"
@@ -57,7 +57,8 @@ class GatedHandler(_Configured, InvokeHandler):
 
     async def run(self, invoke: Invoke) -> Any:
         """See the class docstring."""
-        assert GatedHandler.gate is not None and GatedHandler.started is not None
+        assert GatedHandler.gate is not None
+        assert GatedHandler.started is not None
         GatedHandler.started.set()
         await GatedHandler.gate.wait()
         return Ok("late")

@@ -1,20 +1,17 @@
-"""The timer integration tests' harness (a support module: pytest does not collect it).
+"""The timer integration tests' harness.
 
 Harness: creating a database from the schema template costs 0.5-1 s, so each test module
-shares one database (``support_common.module_database``, copied from conftest's
+shares one database (``oban_support.common.module_database``, copied from conftest's
 ``template_database`` and dropped after the module) while every test gets its own pool, its
 own server-mode Oban and its own queue name (``running_servers``). Rows of other tests sit in
 the same table on queues nobody runs; tests isolate on scope and queue, as the reference suite
 does. What the timer, invoke and fan-out tests share (charts, names, rows, telemetry, polling,
-sessions) lives in ``support_common``; this module adds timer effects, servers and timer rows.
+sessions) lives in ``oban_support.common``; this module adds timer effects, servers and
+timer rows.
 
-Import path: the tests run with ``--import-mode=importlib`` and ``conftest.py`` does not touch
-``sys.path``, so this directory is not importable by default. Every test module that needs a
-support module first appends this directory to ``sys.path`` (see ``TESTS_DIR`` there). That
-also lets oban's worker resolve deliveries named on job rows as ``support_deliveries:Name``,
-because the worker runs in the test process and resolves paths with ``importlib``. The
-SIGKILL test's worker processes run ``support_sigkill.py`` by path, which puts this directory
-first on their ``sys.path``.
+Oban's worker runs in the test process and resolves the deliveries named on job rows
+(``oban_support.deliveries:Name``) with ``importlib``, through the same import path as the
+tests (pytest's ``pythonpath``).
 
 The harness does not use conftest's ``pool``/``start_oban``: those hang off ``database_url``,
 which creates a database per test.
@@ -35,8 +32,9 @@ from psycopg_pool import AsyncConnectionPool
 from statifier.core.effects import Cancel, SendDelayed
 from statifier_oban import Config
 from statifier_oban._names import TIMER_WORKER
-from support_common import JobRow, execute, forget_instance, job_rows, unique
-from support_deliveries import forget
+
+from oban_support.common import JobRow, execute, forget_instance, job_rows, unique
+from oban_support.deliveries import forget
 
 
 def send_delayed(**overrides: Any) -> SendDelayed:
@@ -238,7 +236,10 @@ def servers_fixture() -> Any:
 
 def scope_fixture(kind: str) -> Any:
     """A fixture ``scope``: a fresh scope named after ``kind`` whose recorded calls and scripts
-    (``support_deliveries``) are dropped afterwards. Use as ``scope = scope_fixture("kind")``."""
+    (``oban_support.deliveries``) are dropped afterwards.
+
+    Use as ``scope = scope_fixture("kind")``.
+    """
 
     @pytest_asyncio.fixture(name="scope")
     async def scope() -> AsyncIterator[str]:

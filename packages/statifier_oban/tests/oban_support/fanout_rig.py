@@ -5,26 +5,25 @@ conftest's ``template_database``) while every test gets its own pool, its own se
 Oban running a queue of its own (``Rig.start``), and scopes of its own. Rows of other tests
 sit in the same table on queues nobody runs; every query here filters on scope.
 
-Import path: the tests run with ``--import-mode=importlib`` and ``conftest.py`` does not
-touch ``sys.path``, so a test module appends this directory to ``sys.path`` before importing
-``support_fanout_*``. That also lets the workers resolve ``support_fanout_seams:Name`` paths
-named on job rows, because they run in the test process. What the timer, invoke and fan-out
+The workers run in the test process and resolve ``oban_support.fanout_seams:Name`` paths
+named on job rows through the tests' own import path. What the timer, invoke and fan-out
 tests share (``JobRow``, ``wait_for_state``, ``insert_row``, telemetry capture, polling) lives
-in ``support_common``; the ``Rig`` methods below are its fan-out-shaped front ends.
+in ``oban_support.common``; the ``Rig`` methods below are its fan-out-shaped front ends.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import support_fanout_seams as seams
 from oban import Oban
 from psycopg_pool import AsyncConnectionPool
 from statifier.core.effects import Invoke
 from statifier_oban import _invoke_args
 from statifier_oban._config import Config
 from statifier_oban._names import CHILD_START_WORKER, INVOKE_WORKER
-from support_common import (
+
+import oban_support.fanout_seams as seams
+from oban_support.common import (
     DEADLINE_S,
     JobRow,
     execute,

@@ -1,4 +1,4 @@
-"""Opaque codecs for the invoke tests, named on job rows as ``support_invoke_codecs:Name``.
+"""Opaque codecs of the invoke tests, named on job rows as ``oban_support.invoke_codecs:Name``.
 
 oban's worker resolves a codec path on every decode and, for a class, builds a fresh
 instance, so nothing here keeps state.

@@ -1,4 +1,4 @@
-"""Hypothesis strategies for small random SCXML charts (a test helper, not a test module).
+"""Hypothesis strategies for small random SCXML charts.
 
 A chart has at most ``MAX_STATES`` states (history pseudo-states not counted), nested at most
 ``MAX_DEPTH`` levels below the root: compound, parallel, atomic and final states, shallow and
@@ -98,6 +98,35 @@ def _transition(draw: st.DrawFn, targets: list[str], states: list[str]) -> str:
     return f'<transition event="{events}"{attrs}>{content}</transition>'
 
 
+def _add_content(draw: st.DrawFn, node: _Node, targets: list[str], states: list[str]) -> None:
+    """Transitions, onentry/onexit blocks and an invoke, at random, in ``node.body``."""
+    if node.kind != "final":
+        for _ in range(draw(st.integers(0, 2))):
+            node.body.append(_transition(draw, targets, states))
+    if draw(st.integers(0, 2)) == 0:
+        node.body.append(f"<onentry>{_block(draw)}</onentry>")
+    if draw(st.integers(0, 3)) == 0:
+        node.body.append(f"<onexit>{_block(draw)}</onexit>")
+    if node.kind != "final" and draw(st.integers(0, 4)) == 0:
+        autoforward = draw(st.sampled_from(("true", "false")))
+        node.body.append(f'<invoke type="{INVOKE_TYPE}" autoforward="{autoforward}"/>')
+
+
+def _render(draw: st.DrawFn, node: _Node) -> str:
+    """``node`` and its children as XML; a history's default target is drawn here."""
+    parts = list(node.body)
+    if node.history is not None:
+        history_id, history_type = node.history
+        default = draw(st.sampled_from(node.descendants())).id
+        parts.append(
+            f'<history id="{history_id}" type="{history_type}">'
+            f'<transition target="{default}"/></history>'
+        )
+    parts.extend(_render(draw, child) for child in node.children)
+    tag = "final" if node.kind == "final" else node.kind
+    return f'<{tag} id="{node.id}">{"".join(parts)}</{tag}>'
+
+
 @st.composite
 def charts(draw: st.DrawFn) -> str:
     """A random, always-valid SCXML chart as XML text."""
@@ -142,31 +171,9 @@ def charts(draw: st.DrawFn) -> str:
     targets = states + [node.history[0] for node in everything if node.history is not None]
 
     for node in everything:
-        if node.kind != "final":
-            for _ in range(draw(st.integers(0, 2))):
-                node.body.append(_transition(draw, targets, states))
-        if draw(st.integers(0, 2)) == 0:
-            node.body.append(f"<onentry>{_block(draw)}</onentry>")
-        if draw(st.integers(0, 3)) == 0:
-            node.body.append(f"<onexit>{_block(draw)}</onexit>")
-        if node.kind != "final" and draw(st.integers(0, 4)) == 0:
-            autoforward = draw(st.sampled_from(("true", "false")))
-            node.body.append(f'<invoke type="{INVOKE_TYPE}" autoforward="{autoforward}"/>')
+        _add_content(draw, node, targets, states)
 
-    def render(node: _Node) -> str:
-        parts = list(node.body)
-        if node.history is not None:
-            history_id, history_type = node.history
-            default = draw(st.sampled_from(node.descendants())).id
-            parts.append(
-                f'<history id="{history_id}" type="{history_type}">'
-                f'<transition target="{default}"/></history>'
-            )
-        parts.extend(render(child) for child in node.children)
-        tag = "final" if node.kind == "final" else node.kind
-        return f'<{tag} id="{node.id}">{"".join(parts)}</{tag}>'
-
-    body = "".join(render(root) for root in roots)
+    body = "".join(_render(draw, root) for root in roots)
     return (
         f'<scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0">{_DATAMODEL}{body}</scxml>'
     )

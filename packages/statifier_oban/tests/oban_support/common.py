@@ -1,14 +1,11 @@
-"""Helpers every integration harness shares (a support module: pytest does not collect it).
+"""Helpers every integration harness shares.
 
-The timer harness (``support_harness``), the invoke harness (``support_invoke_harness``) and
-the fan-out rig (``support_fanout_rig``) build on these: charts and unique names, one database
-per test module (``module_database``), oban's name registry (``forget_instance``), telemetry
-capture, polling, ``oban_jobs`` rows, sessions, and the module-level fixtures built on them
-(``database_fixture``, ``sessions_fixture``).
-
-Import path: pytest runs with ``--import-mode=importlib`` and ``conftest.py`` leaves
-``sys.path`` alone, so every test module appends this directory to ``sys.path`` before
-importing a ``support_*`` module (see ``TESTS_DIR`` there).
+The timer harness (``oban_support.harness``), the invoke harness
+(``oban_support.invoke_harness``) and the fan-out rig (``oban_support.fanout_rig``) build on
+these: charts and unique names, one database per test module (``module_database``), oban's
+name registry (``forget_instance``), the signature of conftest's ``start_oban``
+(``StartOban``), telemetry capture, polling, ``oban_jobs`` rows, sessions, and the
+module-level fixtures built on them (``database_fixture``, ``sessions_fixture``).
 """
 
 from __future__ import annotations
@@ -20,7 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import oban.oban as oban_module
 import psycopg
@@ -83,6 +80,20 @@ def forget_instance(instance: Oban) -> None:
     name = getattr(instance, "_name", None)
     if isinstance(registry, dict) and registry.get(name) is instance:
         del registry[name]
+
+
+class StartOban(Protocol):
+    """Signature of the ``start_oban`` fixture."""
+
+    def __call__(
+        self,
+        queues: dict[str, Any],
+        *,
+        pool: AsyncConnectionPool | None = None,
+        **options: Any,
+    ) -> Awaitable[Oban]:
+        """Start a server-mode ``Oban`` running ``queues``; see the fixture."""
+        ...
 
 
 # --- telemetry ------------------------------------------------------------------------------
@@ -207,7 +218,9 @@ COLUMNS = """
 async def job_rows(pool: AsyncConnectionPool, where: str, params: Any = None) -> list[JobRow]:
     """The rows of ``SELECT <JobRow columns> FROM oban_jobs WHERE <where>`` (may order too)."""
     async with pool.connection() as conn:
-        cursor = await conn.execute(f"SELECT {COLUMNS} FROM oban_jobs WHERE {where}", params)
+        query = f"SELECT {COLUMNS} FROM oban_jobs WHERE {where}"  # noqa: S608 - see below
+        # ``where`` is a test's own literal clause; values are bound parameters.
+        cursor = await conn.execute(query, params)
         rows = await cursor.fetchall()
     return [JobRow(*row) for row in rows]
 

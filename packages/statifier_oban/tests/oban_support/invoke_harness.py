@@ -1,19 +1,17 @@
-"""Harness of the invoke integration tests (a support module: pytest does not collect it).
+"""Harness of the invoke integration tests.
 
-* One database per test module (``support_common.module_database``, copied from conftest's
-  ``template_database``): copying costs 0.5-1 s, so the tests of a module share it and
+* One database per test module (``oban_support.common.module_database``, copied from
+  conftest's ``template_database``): copying costs 0.5-1 s, so the tests of a module share it and
   isolate on scope and queue names, as the reference suite does.
 * ``InvokeEnv`` (one per test): an open pool, a client-mode ``Oban`` for enqueueing onto
   queues nobody runs, and ``server(queue)`` for real server-mode instances that run a
   queue with the real ``InvokeWorker``. Everything it starts is stopped at the end.
 * Invocation-specific row helpers; the shared ones (``JobRow``, ``job_row``,
   ``wait_for_state``, ``insert_row``, telemetry capture, polling, ``Sessions``) live in
-  ``support_common``.
+  ``oban_support.common``.
 
-Import path: pytest runs with ``--import-mode=importlib`` and ``conftest.py`` leaves
-``sys.path`` alone, so every test module appends this directory to ``sys.path`` before
-importing a ``support_invoke_*`` module. That is also what lets the worker (running in the
-test process) resolve ``support_invoke_handlers:CaptureHandler`` and friends from job rows.
+The worker runs in the test process and resolves ``oban_support.invoke_handlers:CaptureHandler``
+and friends from job rows through the tests' own import path (pytest's ``pythonpath``).
 """
 
 from __future__ import annotations
@@ -27,8 +25,9 @@ from oban import Oban
 from psycopg_pool import AsyncConnectionPool
 from statifier.core.effects import Invoke
 from statifier_oban import Config
-from support_common import JobRow, execute, forget_instance, job_rows, unique
-from support_invoke_handlers import use_config
+
+from oban_support.common import JobRow, execute, forget_instance, job_rows, unique
+from oban_support.invoke_handlers import use_config
 
 ARGS_KEYS = frozenset(
     {

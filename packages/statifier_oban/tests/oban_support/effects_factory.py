@@ -1,8 +1,4 @@
-"""Shared helpers of the timer tests: effects, configs, job-row SQL and a telemetry recorder.
-
-Imported relatively (``from .effects_factory import ...``): pytest runs with
-``--import-mode=importlib``, which registers this directory as a package.
-"""
+"""Shared helpers of the timer tests: effects, configs, job-row SQL and a telemetry recorder."""
 
 from __future__ import annotations
 

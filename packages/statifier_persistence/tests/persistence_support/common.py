@@ -1,12 +1,9 @@
-"""Helpers of the statifier_persistence tests (a support module: pytest does not collect it).
+"""Helpers of the statifier_persistence tests.
 
 ``TableExecutor`` is a real durable executor without oban: every effect it performs is a
 row in ``test_effects``, written on the step's own connection, so a rolled-back step
 leaves no row (which is what the tests check). It can refuse an effect kind
 (``EffectRefused``) or fail after writing (a failed durable write).
-
-Import path: pytest runs with ``--import-mode=importlib``; test modules append this
-directory to ``sys.path`` before importing this module.
 """
 
 from __future__ import annotations

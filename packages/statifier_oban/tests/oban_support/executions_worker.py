@@ -1,8 +1,9 @@
 """A worker process for the multi-process executions test, and the delivery it runs.
 
-Run by path, with the workspace's interpreter (the test uses ``sys.executable``)::
+Run as a module, with the workspace's interpreter and the tests' import path
+(``oban_support.processes.WorkerProcesses`` passes ``PYTHONPATH``)::
 
-    python support_executions_worker.py <conninfo> <oban name> <node> <timers queue>
+    python -m oban_support.executions_worker <conninfo> <oban name> <node> <timers queue>
 
 It runs what ``statifier-oban worker`` runs for durable executions (an ``Executions`` on
 its pool with an ``ObanExecutor``, installed with ``use``; a server-mode Oban on the
@@ -27,7 +28,7 @@ from statifier_oban import executions as execution_jobs
 from statifier_oban.executions import ExecutionDelivery, ObanExecutor, execution_config
 from statifier_persistence import AlreadyApplied, EventBuilder, Executions, StepResult
 
-DELIVERY_PATH = "support_executions_worker:RecordingDelivery"
+DELIVERY_PATH = "oban_support.executions_worker:RecordingDelivery"
 """The delivery named on the timer jobs of this test."""
 
 QUEUE_LIMIT = 10
@@ -84,7 +85,7 @@ async def serve(conninfo: str, name: str, node: str, queue: str) -> None:
         lifeline={"interval": 0.5, "rescue_after": RESCUE_AFTER_S},
         shutdown_grace_period=1.0,
     )
-    # By module name, not by class: run by path, this class's module is ``__main__``.
+    # By module name, not by class: run with ``-m``, this class's module is ``__main__``.
     config = execution_config(oban, timers_queue=queue, delivery=DELIVERY_PATH)
     execution_jobs.use(Executions(pool, executor=ObanExecutor(config)))
     await oban.start()
@@ -96,10 +97,10 @@ async def serve(conninfo: str, name: str, node: str, queue: str) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """Entry point when run by path."""
+    """Entry point when run as ``python -m``."""
     conninfo, name, node, queue = argv
-    # Run by path, this file is ``__main__``; the job rows name it by its module name.
-    sys.modules.setdefault("support_executions_worker", sys.modules[__name__])
+    # Run with ``-m``, this module is ``__main__``; the job rows name it by its module name.
+    sys.modules.setdefault("oban_support.executions_worker", sys.modules[__name__])
     asyncio.run(serve(conninfo, name, node, queue))
 
 

@@ -1,4 +1,4 @@
-"""Seams of the fan-out tests, named on job rows by import path (``support_fanout_seams:Name``).
+"""Seams of the fan-out tests, named on job rows as ``oban_support.fanout_seams:Name``.
 
 oban's worker resolves these paths on every run and, for a class, builds a fresh instance, so
 all state lives at module level, keyed by scope (every test uses scopes of its own):
@@ -11,8 +11,6 @@ all state lives at module level, keyed by scope (every test uses scopes of its o
   ``(parent scope, invoke_id, index)``, however often the start ran (idempotent by key).
 * ``STARTER_SCRIPTS[scope]``: what a start of that scope does before it records the
   child, a function ``(StartCall) -> None`` (sync or async; raising fails the start).
-
-``support_fanout_rig`` explains how this directory becomes importable.
 """
 
 from __future__ import annotations
@@ -29,7 +27,7 @@ from statifier_oban._config import Config
 from statifier_oban._handler import FanOut, InvokeHandler, RunContext, RunResult
 from statifier_oban.delivery import Delivered
 
-MODULE = "support_fanout_seams"
+MODULE = "oban_support.fanout_seams"
 """The import path prefix of everything here."""
 
 HANDLER_PATH = f"{MODULE}:FanOutFromParams"
@@ -107,7 +105,7 @@ class FanOutFromParams(InvokeHandler):
     def config(self) -> Config:
         """The config the test installed with ``use_config``."""
         if CONFIG is None:
-            raise RuntimeError("support_fanout_seams.use_config was not called")
+            raise RuntimeError("oban_support.fanout_seams.use_config was not called")
         return CONFIG
 
     async def run(self, invoke: Invoke, ctx: RunContext | None = None) -> RunResult:

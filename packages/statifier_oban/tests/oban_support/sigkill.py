@@ -1,12 +1,13 @@
 """A timer worker process for the SIGKILL test, and the delivery it runs.
 
-Run by path, with the workspace's interpreter (the test uses ``sys.executable``)::
+Run as a module, with the workspace's interpreter and the tests' import path
+(``oban_support.processes.WorkerProcesses`` passes ``PYTHONPATH``)::
 
-    python support_sigkill.py <conninfo> <oban name> <node> <queue>
+    python -m oban_support.sigkill <conninfo> <oban name> <node> <queue>
 
 It starts a server-mode Oban running ``<queue>`` (stager every 0.1 s, lifeline every 0.5 s
 rescuing jobs left ``executing`` for 2 s) and serves until it is killed. Timer jobs
-scheduled with ``delivery=RecordingDelivery`` (stored as ``support_sigkill:RecordingDelivery``)
+scheduled with ``delivery=RecordingDelivery`` (stored as ``oban_support.sigkill:RecordingDelivery``)
 are delivered by writing to two tables:
 
 * ``sigkill_delivered``: one row per ``(scope, ordinal)`` (``ON CONFLICT DO NOTHING``): what
@@ -107,11 +108,11 @@ async def serve(conninfo: str, name: str, node: str, queue: str) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """Entry point when run by path."""
+    """Entry point when run as ``python -m``."""
     conninfo, name, node, queue = argv
-    # Run by path, this file is ``__main__``; the job rows name ``support_sigkill``. Make
-    # that name this very module, so the worker finds the pool set here.
-    sys.modules.setdefault("support_sigkill", sys.modules[__name__])
+    # Run with ``-m``, this module is ``__main__``; the job rows name ``oban_support.sigkill``.
+    # Make that name this very module, so the worker finds the pool set here.
+    sys.modules.setdefault("oban_support.sigkill", sys.modules[__name__])
     asyncio.run(serve(conninfo, name, node, queue))
 
 

@@ -1,4 +1,4 @@
-"""Invoke handlers for the tests; job rows name them as ``support_invoke_handlers:Name``.
+"""Invoke handlers for the tests; job rows name them as ``oban_support.invoke_handlers:Name``.
 
 The worker resolves the handler path on every run and builds a fresh instance, so state is
 module level:

@@ -1,0 +1,1 @@
+"""Test helpers of the statifier (engine) tests (imported through pytest's ``pythonpath``)."""

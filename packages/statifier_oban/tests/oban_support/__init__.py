@@ -1,0 +1,1 @@
+"""Test helpers of the statifier_oban tests (imported through pytest's ``pythonpath``)."""

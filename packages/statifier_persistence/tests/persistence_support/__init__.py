@@ -1,0 +1,1 @@
+"""Test helpers of the statifier_persistence tests (imported through pytest's ``pythonpath``)."""
