@@ -58,7 +58,7 @@ import hmac
 import json
 import math
 import re
-from collections.abc import Container, Iterable
+from collections.abc import Callable, Container, Iterable
 from itertools import pairwise
 from json.encoder import encode_basestring_ascii
 from typing import Any, Final, NoReturn, cast, get_args
@@ -869,19 +869,27 @@ _CHECKS_LIMIT: Final = 1024
 
 def _legal_configuration(machine: Machine, configuration: list[int]) -> str | None:
     """``configuration_problem``, remembered per machine and configuration."""
-    key = ("configuration", *configuration)
-    memo = _judgements(machine)
-    if key not in memo:
-        _remember(memo, key, configuration_problem(machine.states, configuration))
-    return memo[key]
+    return _judged(
+        machine,
+        ("configuration", *configuration),
+        lambda: configuration_problem(machine.states, configuration),
+    )
 
 
 def _legal_history(machine: Machine, history: int, recorded: tuple[int, ...]) -> str | None:
     """``history_problem``, remembered per machine, history state and record."""
-    key = ("history", history, *recorded)
+    return _judged(
+        machine,
+        ("history", history, *recorded),
+        lambda: history_problem(machine.states, history, recorded),
+    )
+
+
+def _judged(machine: Machine, key: tuple[Any, ...], judge: Callable[[], str | None]) -> str | None:
+    """What ``judge`` says about ``key``, asked once per machine (until the memo fills)."""
     memo = _judgements(machine)
     if key not in memo:
-        _remember(memo, key, history_problem(machine.states, history, recorded))
+        _remember(memo, key, judge())
     return memo[key]
 
 
