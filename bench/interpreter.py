@@ -14,7 +14,8 @@ new event object built by the timed loop, for every engine, and every run is ver
 ``--baseline DIR`` adds the engine found in ``DIR`` (a ``packages/statifier/src`` folder,
 or a checkout holding one: typically the commit a change started from) as a row of its
 own. It runs in a child process of this one (the same Python, this file with
-``--serve-baseline``), and answers the same calls: a side-by-side "today".
+``--serve-baseline``, ``DIR`` on its ``PYTHONPATH``), and answers the same calls: a
+side-by-side "today".
 
 Then: positions (``dumps`` + ``loads`` against one macrostep of the card chart, bytes),
 memory per idle live session, and the compile time of a generated 550-state chart, each
@@ -321,7 +322,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 def engine_path(directory: str) -> Path:
-    """The folder to put on ``sys.path`` for the engine in ``directory``."""
+    """The folder holding the ``statifier`` package of the engine in ``directory``."""
     root = Path(directory).resolve()
     for candidate in (root, root / "src", root / "packages" / "statifier" / "src"):
         if (candidate / "statifier" / "__init__.py").is_file():
@@ -334,12 +335,16 @@ class BaselineChild:
     line on its stdin."""
 
     def __init__(self, directory: Path) -> None:
+        # The baseline engine comes first on the child's path by Python's own rule:
+        # PYTHONPATH is searched before the installed (editable) packages.
+        path = os.pathsep.join(filter(None, (str(directory), os.environ.get("PYTHONPATH"))))
         self._process = subprocess.Popen(  # noqa: S603 - this very file, with this Python
-            [sys.executable, str(Path(__file__).resolve()), "--serve-baseline", str(directory)],
+            [sys.executable, str(Path(__file__).resolve()), "--serve-baseline"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
             cwd=os.getcwd(),
+            env={**os.environ, "PYTHONPATH": path},
         )
         self.origin = str(self.call("hello")["statifier"])
 
@@ -366,9 +371,9 @@ class BaselineChild:
             self._process.wait(timeout=30)
 
 
-def serve_baseline(directory: str) -> int:
-    """The child's loop: import statifier from ``directory`` and answer calls."""
-    sys.path.insert(0, directory)
+def serve_baseline() -> int:
+    """The child's loop: answer calls with the statifier found first on the path (the
+    parent puts the baseline's folder on ``PYTHONPATH``)."""
     import statifier
 
     contender = StatifierCore()
@@ -896,7 +901,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--profile-sort", choices=("cumulative", "tottime"), default="tottime", help="(tottime)"
     )
-    parser.add_argument("--serve-baseline", metavar="DIR", help=argparse.SUPPRESS)
+    parser.add_argument("--serve-baseline", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.events is None:
         args.events = 1000 if args.quick else (50_000 if args.profile else 10_000)
@@ -918,7 +923,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point."""
     args = parse_args(argv)
     if args.serve_baseline:
-        return serve_baseline(args.serve_baseline)
+        return serve_baseline()
     if args.profile:
         return run_profile(args)
     return run(args)

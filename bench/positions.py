@@ -10,8 +10,8 @@ Two figures, both on the card-authorization example (``examples/card_authorizati
   (``statifier.runtime.Session``, each waiting for its next event with its hold timer
   armed) take, per session, and the sessions one GiB holds at that rate.
 
-statifier is imported inside the functions, so a child process can point ``sys.path`` at
-another copy of the engine first (``bench/interpreter.py --baseline``).
+statifier is imported inside the functions, so a child process whose ``PYTHONPATH`` names
+another copy of the engine measures that one (``bench/interpreter.py --baseline``).
 """
 
 from __future__ import annotations
