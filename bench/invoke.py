@@ -70,6 +70,7 @@ from statifier_oban import (
     RunResult,
     _invocation,
     _invoke_args,
+    register_plugin,
 )
 from statifier_oban._names import INVOKE_WORKER, META_DELIVERY
 from statifier_oban._resolve import path_of
@@ -192,6 +193,9 @@ class RawNull:
 
 
 register_worker(RawInvoke)
+# Job rows name the deliveries by this file's path; every worker process registers them.
+register_plugin(CountingDelivery)
+register_plugin(NullDelivery)
 
 HANDLER_PATH = path_of(BenchHandler)
 DELIVERY_PATH = path_of(CountingDelivery)

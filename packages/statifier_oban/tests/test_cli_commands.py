@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from statifier_oban import Config, _timer, cli
 from statifier_oban._names import TIMER_WORKER
 
 from oban_support.processes import Lines
+from oban_support.worker_process import wait_for_job
 
 UNREACHABLE = "postgresql://nobody@/x?host=/nonexistent-statifier-socket-dir&password=hunter2"
 
@@ -147,22 +147,6 @@ def test_pending_needs_a_scope(capsys: pytest.CaptureFixture[str]) -> None:
 # -- worker ------------------------------------------------------------------------------------
 
 
-def wait_for_job(url: str, job_id: int, states: set[str], timeout: float = 20.0) -> str:
-    """Poll job ``job_id`` until its state is in ``states``; return it."""
-    deadline = time.monotonic() + timeout
-    state = "?"
-    while time.monotonic() < deadline:
-        with psycopg.connect(url) as conn:
-            row = conn.execute(
-                "SELECT state::text FROM oban_jobs WHERE id = %s", [job_id]
-            ).fetchone()
-        state = row[0] if row else "missing"
-        if state in states:
-            return state
-        time.sleep(0.05)
-    raise AssertionError(f"job {job_id} stayed {state}")
-
-
 async def test_worker_fires_a_due_timer_through_a_host_module_and_stops_on_sigterm(
     oban_client: Oban, database_url: str, tmp_path: Path
 ) -> None:
@@ -188,10 +172,12 @@ async def test_worker_fires_a_due_timer_through_a_host_module_and_stops_on_sigte
             "timers=5",
             "--module",
             "cli_worker_host",
+            "--path",
+            ".",
             "--log-level",
             "WARNING",
         ],
-        cwd=tmp_path,  # the host module is found through the working directory
+        cwd=tmp_path,  # the host module is found through the working directory (--path .)
         env={**os.environ, "WORKER_TEST_URL": database_url},
         stdout=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
@@ -264,3 +250,74 @@ def test_the_new_commands_are_registered_next_to_install() -> None:
     help_text = cli.build_parser().format_help()
     for name in ("install", "demo", "worker", "pending"):
         assert name in help_text
+
+
+def test_worker_leaves_the_current_directory_off_the_import_path(tmp_path: Path) -> None:
+    # ``python -m`` puts the working directory first on sys.path; the worker must take it off.
+    (tmp_path / "cwd_host_module_xyz.py").write_text("print('cwd_host_module_xyz imported')\n")
+    result = subprocess.run(  # noqa: S603 - our interpreter and CLI, fixed arguments
+        [
+            sys.executable,
+            "-m",
+            "statifier_oban.cli",
+            "worker",
+            "--database-url",
+            UNREACHABLE,
+            "--queue",
+            "timers=1",
+            "--module",
+            "cwd_host_module_xyz",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 1
+    assert "imported" not in result.stdout
+    assert "cannot import module 'cwd_host_module_xyz'" in result.stderr
+
+
+def test_set_import_path_adds_what_is_named_and_drops_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [str(tmp_path), "", "/lib/a", "/lib/b"])
+    cli.set_import_path([])
+    assert sys.path == ["/lib/a", "/lib/b"]
+
+    monkeypatch.setattr(sys, "path", [str(tmp_path), "/lib/a"])
+    cli.set_import_path([".", "plugins"])
+    assert sys.path == [str(tmp_path), str(tmp_path / "plugins"), "/lib/a"]
+
+
+def test_worker_rescue_and_shutdown_flags_have_second_scale_defaults() -> None:
+    args = cli.build_parser().parse_args(
+        ["worker", "--database-url", UNREACHABLE, "--queue", "timers=1"]
+    )
+    assert (args.rescue_after, args.rescue_interval, args.shutdown_grace) == (10.0, 2.0, 10.0)
+    assert args.stuck_after == 3600.0
+    assert args.path == []
+    options = cli.WorkerOptions()
+    # A crashed worker's jobs are back within rescue_after + rescue_interval (+ a heartbeat).
+    assert options.rescue_after + options.rescue_interval + options.heartbeat < 30
+    assert options.heartbeat == 2.0
+
+    flags = ["--rescue-after", "4", "--rescue-interval", "0.5", "--stuck-after", "900"]
+    grace = ["--shutdown-grace", "25"]
+    given = cli.build_parser().parse_args(
+        ["worker", "--database-url", UNREACHABLE, "--queue", "timers=1", *flags, *grace]
+    )
+    assert (given.rescue_after, given.rescue_interval) == (4.0, 0.5)
+    assert (given.stuck_after, given.shutdown_grace) == (900.0, 25.0)
+
+
+@pytest.mark.parametrize("flag", ["--rescue-after", "--rescue-interval", "--shutdown-grace"])
+@pytest.mark.parametrize("value", ["0", "-1", "soon", "nan"])
+def test_worker_seconds_flags_are_checked(
+    flag: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["worker", "--database-url", UNREACHABLE, "--queue", "timers=1", flag, value])
+    assert exit_.value.code == 2
+    assert "positive number of seconds" in capsys.readouterr().err

@@ -119,7 +119,7 @@ def test_defaults(host_oban: Oban) -> None:
     assert config.invoke_timeout is None
     assert config.child_start_timeout is None
     assert config.timer_timeout is None
-    assert config.unresolved_handler == "retry"
+    assert config.unresolved_handler == "cancel"
     assert config.opaque_codec is None
     assert config.child_starter is None
     assert config.invoke_queue is None
@@ -153,8 +153,10 @@ def test_a_class_is_stored_as_its_module_qualname_path(host_oban: Oban, option: 
 
 @pytest.mark.parametrize("option", SEAMS)
 @pytest.mark.parametrize("path", ["myapp.timers:Delivery", "myapp.timers.Delivery"])
-def test_an_import_path_string_is_kept_as_given(host_oban: Oban, option: str, path: str) -> None:
-    assert getattr(build(host_oban, **{option: path}), option) == path
+def test_an_import_path_string_is_kept_in_its_module_colon_name_spelling(
+    host_oban: Oban, option: str, path: str
+) -> None:
+    assert getattr(build(host_oban, **{option: path}), option) == "myapp.timers:Delivery"
 
 
 @pytest.mark.parametrize("option", SEAMS)

@@ -93,7 +93,7 @@ async def test_meta_without_a_delivery_uses_the_default_session_delivery(
         (SCRIPTED, SCRIPTED),
         (
             "oban_support.deliveries.SyncRecordingDelivery",
-            "oban_support.deliveries.SyncRecordingDelivery",
+            "oban_support.deliveries:SyncRecordingDelivery",
         ),
         (SyncRecordingDelivery, "oban_support.deliveries:SyncRecordingDelivery"),
     ],
@@ -145,7 +145,7 @@ async def test_the_configured_delivery_receives_the_scope_and_the_scheduled_effe
     ],
     ids=["unknown-attribute", "unknown-module", "no-deliver", "not-a-path", "integer", "list"],
 )
-async def test_an_unresolvable_delivery_retries_and_delivers_nothing(
+async def test_a_row_naming_an_unresolvable_delivery_is_cancelled_at_once_and_delivers_nothing(
     server: Server, sessions: Sessions, scope: str, value: Any
 ) -> None:
     # A live session under the scope: a worker wrongly falling back to the default
@@ -156,11 +156,11 @@ async def test_an_unresolvable_delivery_retries_and_delivers_nothing(
         await set_meta_delivery(server.pool, job.job_id, value)
         await set_due_now(server.pool, job.job_id)
         row = await wait_for_state(server.pool, job.job_id, *SETTLED)
-    assert row.state == "retryable", row.error_text
+    assert row.state == "cancelled", row.error_text
     assert row.attempt == 1
-    assert "InvalidDelivery" in row.error_text
+    assert "refused: " in row.error_text
+    assert "delivery" in row.error_text
     assert (value if isinstance(value, str) else repr(value)) in row.error_text
-    assert row.seconds_until_scheduled() > 10  # oban's backoff, not an immediate rerun
     assert CALLS.get(scope, []) == []
     assert session.status().configuration == ("waiting",)
     assert session.status().queued_events == 0

@@ -87,6 +87,19 @@ def test_overdue_notice_is_attempted_exactly_once(
     assert "[telemetry] invoke.cancelled invoke_id='notice' count=1" in uncapped
 
 
+def test_fan_out_prices_every_order_once_with_a_worker_killed_mid_way(
+    database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Multi-process: the example runs two `statifier-oban worker` processes, SIGKILLs one
+    # when a third of the orders are priced, and starts another.
+    out = run_main("fan_out", database_url, capsys)
+    assert "of 100 orders priced: SIGKILL worker" in out
+    assert "batch-1 is completed in ('priced',), 100 totals" in out
+    assert "orders priced twice: 0" in out
+    assert "ok       with the full list of 100 totals, in the orders' order" in out
+    assert "ok       the invocation was answered once" in out
+
+
 def test_an_example_whose_outcome_does_not_hold_exits_1(
     database_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -136,6 +136,7 @@ async def test_a_pending_pickup_timer_pins_the_chart_until_it_fires(rig: Rig) ->
         await rig.executions.retire(chart.identity, pin_sources=[timers])
     assert caught.value.pins.counts == {
         "executions": {"active": 1, "needs_migration": 0},
+        "fan_outs": {"open": 0},
         "timers": {"timers": 1},
     }
     job = await only_timer(rig, execution_id)

@@ -111,6 +111,7 @@ async def test_n_items_become_n_start_jobs_and_the_fan_out_job_completes_without
             "index": index,
             "child_count": 4,
             "policy": "first_error",
+            "item": {"json": f'{{"chunk":{index}}}'},  # each start holds its own item
         }
         assert row.meta == {"child_starter": seams.STARTER_PATH}
     # The invocation stays open: nothing reached the execution, through either door.
@@ -298,7 +299,30 @@ async def test_one_item_over_the_cap_fails_the_invocation_and_starts_nothing(rig
     assert failed["job_id"] == parent.id
 
 
-# --- items that are not a list ------------------------------------------------------------
+# --- items that are not a list, or not storable -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("item", "reason"),
+    [
+        ({1, 2}, "unstorable_item"),
+        ({"id": float("nan")}, "unstorable_item"),
+        ({"blob": "x" * _fan_out.MAX_ITEM_BYTES}, "item_too_large"),
+    ],
+    ids=["a-set", "nan", "too-large"],
+)
+async def test_an_item_that_cannot_be_stored_refuses_the_fan_out_naming_it(
+    rig: Rig, item: Any, reason: str
+) -> None:
+    scope = rig.scope()
+    invoke = make_invoke()
+    verdict = await _fan_out.start(
+        rig.config(parked=True), parent_args(scope, invoke), invoke, [{"id": 0}, item]
+    )
+    assert isinstance(verdict, Refused)
+    assert (verdict.reason, verdict.index) == (reason, 1)
+    assert verdict.detail().startswith(f"{reason}: item 1: ")
+    assert await rig.rows(scope) == []  # no start for the items before it either
 
 
 @pytest.mark.parametrize("value", ["abc", {"chunk": 1}, 7, None, True])
@@ -493,7 +517,7 @@ async def test_each_start_job_calls_the_starter_with_scope_invoke_index_count_an
 
     calls = starts(scope)
     assert [(c.parent_scope, c.index, c.count, c.opts) for c in calls] == [
-        (scope, i, 3, {"policy": "first_error"}) for i in range(3)
+        (scope, i, 3, {"policy": "first_error", "item": {"chunk": i}}) for i in range(3)
     ]
     for call, row in zip(calls, rows, strict=True):
         assert call.invoke == invoke  # decoded from the row, equal to the planned effect
@@ -518,8 +542,8 @@ async def test_a_plain_function_starter_is_called_too(rig: Rig) -> None:
     rows = await rig.wait_rows(scope, "completed", 2)
     assert {row.meta["child_starter"] for row in rows} == {seams.SYNC_STARTER_PATH}
     assert [(c.index, c.opts) for c in starts(scope)] == [
-        (0, {"policy": "all"}),
-        (1, {"policy": "all"}),
+        (0, {"policy": "all", "item": {"chunk": 0}}),
+        (1, {"policy": "all", "item": {"chunk": 1}}),
     ]
 
 
@@ -578,7 +602,7 @@ DROP: Any = object()
     ],
     ids=["missing", "unknown-attribute", "unknown-module", "no-start_child", "not-a-path", "int"],
 )
-async def test_a_start_job_whose_starter_does_not_resolve_retries(
+async def test_a_start_job_whose_starter_does_not_resolve_is_cancelled_at_once(
     rig: Rig, meta: dict[str, Any]
 ) -> None:
     await rig.start()
@@ -587,7 +611,8 @@ async def test_a_start_job_whose_starter_does_not_resolve_retries(
         job_id = await rig.insert_row(args=child_args(scope), meta=meta)
         row = await rig.wait_state(job_id, *SETTLED)
 
-    assert row.state == "retryable", row.error_text
+    assert row.state == "cancelled", row.error_text
+    assert "refused: " in row.error_text
     assert row.attempt == 1
     assert starts(scope) == []
     assert seen.named(INVOKE_CHILD_STARTED, scope) == []
@@ -606,6 +631,8 @@ async def test_a_start_job_whose_starter_does_not_resolve_retries(
         {"policy": "any"},
         {"policy": None},
         {"invoke_id": DROP},
+        {"item": "not a stored form"},
+        {"item": {"json": "{not json"}},
     ],
     ids=[
         "no-index",
@@ -618,6 +645,8 @@ async def test_a_start_job_whose_starter_does_not_resolve_retries(
         "unknown-policy",
         "null-policy",
         "no-invoke-id",
+        "item-not-stored-form",
+        "item-not-json",
     ],
 )
 async def test_a_start_job_with_an_invalid_position_or_policy_is_cancelled_as_undecodable(
@@ -638,8 +667,10 @@ async def test_a_start_job_with_an_invalid_position_or_policy_is_cancelled_as_un
     assert seen.for_scope(scope) == []
 
 
-async def test_a_start_job_whose_params_codec_does_not_resolve_retries(rig: Rig) -> None:
-    # A codec that is not deployed here yet is a deploy-shaped fault, not a corrupt row.
+async def test_a_start_job_whose_params_codec_is_not_registered_is_cancelled_at_once(
+    rig: Rig,
+) -> None:
+    # A row never chooses what a worker imports: an unregistered codec makes it undecodable.
     await rig.start()
     scope = rig.scope()
     params = {"codec": "no_such_codec_module_for_fan_out:Codec", "b64": "e30="}
@@ -647,7 +678,8 @@ async def test_a_start_job_whose_params_codec_does_not_resolve_retries(rig: Rig)
         args=child_args(scope, params=params), meta={"child_starter": seams.STARTER_PATH}
     )
     row = await rig.wait_state(job_id, *SETTLED)
-    assert row.state == "retryable", row.error_text
+    assert row.state == "cancelled", row.error_text
+    assert "undecodable" in row.error_text
     assert "no_such_codec_module_for_fan_out" in row.error_text
     assert starts(scope) == []
 

@@ -94,7 +94,8 @@ async def test_entering_the_invoking_state_stores_exactly_one_job_with_the_docum
 
     assert (row.worker, row.queue, row.state, row.attempt) == (INVOKE_WORKER, queue, "available", 0)
     assert row.max_attempts == 20  # CaptureHandler declares no cap
-    assert row.meta == {"delivery": DEFAULT_INVOKE_DELIVERY}  # no timeout, retry policy
+    # No timeout; the unresolved-handler policy is always written (a row without it cancels).
+    assert row.meta == {"delivery": DEFAULT_INVOKE_DELIVERY, "unresolved_handler": "cancel"}
     assert set(row.args) == ARGS_KEYS
     assert {key: row.args[key] for key in ("scope", "invoke_id", "handler", "type", "src")} == {
         "scope": scope,

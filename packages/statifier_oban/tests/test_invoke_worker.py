@@ -1,9 +1,10 @@
 """``InvokeWorker`` on a real queue: bad rows, unresolvable handlers, run-time bounds, deferral.
 
-* Undecodable rows are reported (when their identity is readable) and cancelled; a codec
-  that cannot decode is a deploy-shaped fault, so the job retries.
-* ``unresolved_handler``: ``"retry"`` retries and tells nobody; ``"cancel"`` cancels and
-  delivers ``invalid_handler``, unless the delivery itself does not resolve.
+* Undecodable rows are reported (when their identity is readable) and cancelled; a
+  registered codec that cannot decode is a deploy-shaped fault, so the job retries; a
+  codec or delivery the worker did not register is refused: the job is cancelled at once.
+* ``unresolved_handler``: ``"retry"`` retries and tells nobody; ``"cancel"`` (the default)
+  cancels and delivers ``invalid_handler``, unless the delivery itself does not resolve.
 * ``invoke_timeout`` bounds ``run``; the terminal overrun delivers ``run_crashed``.
 * ``Deferred()`` completes the job without calling either door; the host answers later.
 """
@@ -192,7 +193,9 @@ async def test_a_codec_that_fails_to_decode_retries_instead_of_cancelling(env: I
     assert handlers.runs_for(scope) == []
 
 
-async def test_a_codec_tag_that_does_not_resolve_retries(env: InvokeEnv) -> None:
+async def test_a_codec_tag_that_is_not_registered_is_cancelled_as_undecodable(
+    env: InvokeEnv,
+) -> None:
     config, queue = await running(
         env, opaque_codec="oban_support.invoke_codecs:XorCodec", invoke_delivery=RECORDING
     )
@@ -204,9 +207,10 @@ async def test_a_codec_tag_that_does_not_resolve_retries(env: InvokeEnv) -> None
     )
     row = await wait_for_state(env.pool, job_id, *SETTLED)
 
-    assert row.state == "retryable"
+    assert (row.state, row.attempt) == ("cancelled", 1)
+    assert "undecodable" in row.error_text
     assert "NoSuchCodec" in row.error_text
-    assert deliveries.calls_in_job(job_id) == []
+    assert handlers.runs_for(scope) == []
 
 
 # --- unresolvable handlers and deliveries ---------------------------------------------------
@@ -223,8 +227,7 @@ async def test_a_codec_tag_that_does_not_resolve_retries(env: InvokeEnv) -> None
 async def test_under_the_retry_policy_an_unresolved_handler_retries_and_tells_nobody(
     env: InvokeEnv, handler: str
 ) -> None:
-    config, queue = await running(env, invoke_delivery=RECORDING)
-    assert config.unresolved_handler == "retry"
+    config, queue = await running(env, invoke_delivery=RECORDING, unresolved_handler="retry")
     scope = unique("scope")
     with capture_telemetry() as seen:
         job_id, _ = await _invocation.enqueue(
@@ -278,7 +281,7 @@ async def test_under_the_cancel_policy_an_unresolved_handler_is_cancelled_and_re
     deliveries.forget(scope)
 
 
-async def test_under_the_cancel_policy_an_unresolvable_delivery_still_retries(
+async def test_under_the_cancel_policy_an_unresolvable_delivery_is_cancelled_telling_nobody(
     env: InvokeEnv,
 ) -> None:
     config, queue = await running(
@@ -291,12 +294,13 @@ async def test_under_the_cancel_policy_an_unresolvable_delivery_still_retries(
     await release(env, job_id, queue, handler=MISSING_HANDLER)
     row = await wait_for_state(env.pool, job_id, *SETTLED)
 
-    assert row.state == "retryable"
+    assert (row.state, row.attempt) == ("cancelled", 1)
+    assert "refused: delivery" in row.error_text
     assert "deliver_failure" in row.error_text
     assert deliveries.calls_in_job(job_id) == []
 
 
-async def test_a_delivery_without_deliver_failure_is_unresolvable_and_the_job_retries(
+async def test_a_delivery_without_deliver_failure_is_refused_and_the_job_cancelled_at_once(
     env: InvokeEnv,
 ) -> None:
     config, queue = await running(
@@ -307,7 +311,7 @@ async def test_a_delivery_without_deliver_failure_is_unresolvable_and_the_job_re
     await release(env, job_id, queue)
     row = await wait_for_state(env.pool, job_id, *SETTLED)
 
-    assert row.state == "retryable"
+    assert (row.state, row.attempt) == ("cancelled", 1)
     assert "deliver_failure" in row.error_text
     assert handlers.runs_for(scope) == []  # no door to answer through: the work is not done
     assert deliveries.calls_in_job(job_id) == []

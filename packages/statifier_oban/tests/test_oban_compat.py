@@ -17,6 +17,20 @@ from oban_support.common import forget_instance, unique
 
 SOURCE = Path(_oban_compat.__file__).parent
 
+OBAN_PRIVATE_ATTRIBUTES = {
+    "_query",
+    "_prefix",
+    "_pool",
+    "_producers",
+    "_interval",
+    "_notifier",
+    "_stopping",
+    "_running_jobs",
+    "_uuid",
+    "_limit",
+}
+"""Private attributes of oban objects that only the compat module may read."""
+
 
 def test_only_the_compat_module_imports_or_reads_oban_internals() -> None:
     offenders = []
@@ -33,7 +47,7 @@ def test_only_the_compat_module_imports_or_reads_oban_internals() -> None:
                 a.name.startswith("oban._") for a in node.names
             ):
                 offenders.append(f"{path.name}:{node.lineno}: import oban._...")
-            if isinstance(node, ast.Attribute) and node.attr in {"_query", "_prefix", "_pool"}:
+            if isinstance(node, ast.Attribute) and node.attr in OBAN_PRIVATE_ATTRIBUTES:
                 offenders.append(f"{path.name}:{node.lineno}: .{node.attr}")
     assert offenders == []
 
@@ -69,3 +83,45 @@ async def test_uninstalling_gives_obans_own_stager_back(start_oban: Any) -> None
         latency.install()
     prompt = await start_oban({"q": 1})
     assert isinstance(_oban_compat.stager_of(prompt), latency.PromptStager)
+
+
+def test_importing_the_package_installs_our_acks_and_fetch_and_uninstall_restores_obans() -> None:
+    from oban._extensions import get_ext
+    from oban._producer import _get_jobs
+    from oban._query import _ack_jobs
+    from statifier_oban import _acks, _fetch
+
+    assert _oban_compat.ack_writer() is _acks.write
+    assert _oban_compat.job_fetcher() is _fetch.fetch
+    try:
+        latency.uninstall()
+        assert _oban_compat.ack_writer() is None
+        assert _oban_compat.job_fetcher() is None
+        assert get_ext(_oban_compat.ACK_HOOK, print) is _ack_jobs
+        assert get_ext(_oban_compat.FETCH_HOOK, print) is _get_jobs
+    finally:
+        latency.install()
+    assert latency.installed()
+
+
+def test_telemetry_handled_sees_the_handlers_attached_to_an_event() -> None:
+    from oban import telemetry as oban_telemetry
+
+    name = unique("compat.event")
+    assert not _oban_compat.telemetry_handled(name)
+    oban_telemetry.attach(name, [name], lambda _name, _meta: None)
+    try:
+        assert _oban_compat.telemetry_handled(name)
+    finally:
+        oban_telemetry.detach(name)
+    assert not _oban_compat.telemetry_handled(name)
+
+
+async def test_the_stager_bridge_caps_its_interval_and_knows_its_queues(start_oban: Any) -> None:
+    server = await start_oban({"compat_q": 1}, stager={"interval": 5.0})
+    stager = _oban_compat.stager_of(server)
+    assert isinstance(stager, latency.PromptStager)
+    assert stager.interval == latency.ANNOUNCE_HORIZON_S  # 5 s capped at the horizon
+    assert stager.runs("compat_q")
+    assert not stager.runs("other")
+    assert not stager.runs(None)

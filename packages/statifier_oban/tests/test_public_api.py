@@ -11,6 +11,7 @@ import statifier_oban
 from statifier_oban import StatifierObanError
 
 PUBLIC_MODULES = {
+    "children",
     "cli",
     "delivery",
     "embedded",

@@ -21,6 +21,7 @@ from statifier_oban.embedded import EmbeddedPostgres
 from statifier_oban.schema import (
     INDEXES,
     OBAN_TABLES,
+    SESSION_LEASES,
     TIMER_DEDUP_INDEX,
     TIMER_PENDING_INDEX,
     SchemaError,
@@ -33,7 +34,7 @@ from statifier_oban.schema import (
 from statifier_persistence.schema import TABLES as PERSISTENCE_TABLES
 from statifier_persistence.schema import install_sql as install_persistence_sql
 
-ALL_PIECES = [*OBAN_TABLES, *PERSISTENCE_TABLES, *INDEXES]
+ALL_PIECES = [*OBAN_TABLES, SESSION_LEASES, *PERSISTENCE_TABLES, *INDEXES]
 """What ``verify`` checks, in its order (statifier_persistence is installed here)."""
 ALL_STATES = [
     "available",
@@ -120,7 +121,7 @@ async def test_verify_reports_our_indexes_missing_next_to_obans_schema(
     async with await connect(url) as conn:
         await conn.execute(oban_install_sql())  # oban's own schema only
 
-    assert await verify(url) == [*PERSISTENCE_TABLES, *INDEXES]
+    assert await verify(url) == [SESSION_LEASES, *PERSISTENCE_TABLES, *INDEXES]
 
 
 async def test_verify_reports_a_dropped_index(database_url: str) -> None:

@@ -73,19 +73,23 @@ async def test_a_sigkilled_worker_loses_no_timer_and_each_is_delivered_at_least_
     schedule_s = time.monotonic() - started
 
     delivered = "SELECT count(*) FROM sigkill_delivered"
-    await wait_until(
-        lambda: _at_least(pool, delivered, KILL_AFTER), timeout=20, what="A delivering"
+    executing = (
+        "SELECT count(*) FROM oban_jobs WHERE worker = %s AND queue = %s AND state = 'executing'"
     )
+
+    async def mid_stream() -> bool:
+        # Kill while A holds jobs: on a busy machine a poll can fall between two batches.
+        return await _at_least(pool, delivered, KILL_AFTER) and bool(
+            await scalar(pool, executing, [TIMER_WORKER, workers.queue])
+        )
+
+    await wait_until(mid_stream, timeout=20, interval=0.01, what="A delivering")
     os.kill(process_a.pid, signal.SIGKILL)
     assert process_a.wait(timeout=10) == -signal.SIGKILL
     killed_at = time.monotonic()
     at_kill = await scalar(pool, delivered)
     raw_at_kill = await scalar(pool, "SELECT count(*) FROM sigkill_raw")
-    stranded = await scalar(
-        pool,
-        "SELECT count(*) FROM oban_jobs WHERE worker = %s AND queue = %s AND state = 'executing'",
-        [TIMER_WORKER, workers.queue],
-    )
+    stranded = await scalar(pool, executing, [TIMER_WORKER, workers.queue])
     assert 0 < at_kill < TOTAL, at_kill
     assert stranded > 0  # the kill left jobs behind for the rescue
 

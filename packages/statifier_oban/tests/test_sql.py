@@ -13,6 +13,7 @@ from statifier_oban._names import (
     CHILD_START_WORKER,
     INVOKE_PENDING_INDEX,
     INVOKE_WORKER,
+    SETTLEMENT_WORKER,
     TIMER_PENDING_INDEX,
     TIMER_WORKER,
 )
@@ -32,9 +33,16 @@ def test_the_statements_are_shipped_as_files() -> None:
     )
 
 
+CHOICES: dict[str, dict[str, str]] = {
+    "cancel_jobs": {"worker": TIMER_WORKER, "key": "send_id"},
+    "insert_fan_out_job": {"worker": SETTLEMENT_WORKER},
+}
+"""The choices of the statements that have some."""
+
+
 @pytest.mark.parametrize("name", statement_names())
 def test_every_statement_renders_with_nothing_left_to_fill(name: str) -> None:
-    choices = {"worker": TIMER_WORKER, "key": "send_id"} if name == "cancel_jobs" else {}
+    choices = CHOICES.get(name, {})
     text = _sql.statement(name, "tenant_a", **choices)
     assert PLACEHOLDER.search(text) is None, text
     assert "{prefix}" not in text

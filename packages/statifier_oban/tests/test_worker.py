@@ -283,8 +283,8 @@ async def test_an_undecodable_row_is_cancelled_as_such_and_never_delivered(
         forget(scope)
 
 
-async def test_an_unresolvable_codec_on_a_row_retries_instead_of_cancelling(server: Server) -> None:
-    """A codec that does not resolve is a deploy-shaped fault, not a corrupt row."""
+async def test_a_row_naming_an_unregistered_codec_is_cancelled_at_once(server: Server) -> None:
+    """A row never chooses what the worker imports: an unregistered codec is refused."""
     scope = unique("codec")
     args = _timer_args.encode(scope, send_delayed(), None)
     args["data"] = {"codec": "no_such_codec_module_xyz:Codec", "b64": "AAAA"}
@@ -293,9 +293,9 @@ async def test_an_unresolvable_codec_on_a_row_retries_instead_of_cancelling(serv
             server, args, {"delivery": "oban_support.deliveries:ScriptedDelivery"}
         )
         row = await wait_for_state(server.pool, job_id, *SETTLED)
-        assert row.state == "retryable", row.error_text
+        assert (row.state, row.attempt) == ("cancelled", 1), row.error_text
         assert "no_such_codec_module_xyz" in row.error_text
-        assert "undecodable" not in row.error_text
+        assert "undecodable" in row.error_text
         assert CALLS.get(scope, []) == []
     finally:
         forget(scope)

@@ -179,7 +179,13 @@ async def test_install_is_idempotent_and_works_in_another_schema(
     make_database: object, pg_server: object
 ) -> None:
     url = make_database("template0")  # type: ignore[operator]
-    assert await verify(url) == ["statifier_charts", "statifier_executions", "statifier_step_keys"]
+    assert await verify(url) == [
+        "statifier_charts",
+        "statifier_executions",
+        "statifier_step_keys",
+        "statifier_fan_outs",
+        "statifier_fan_out_children",
+    ]
     await install(url)
     await install(url)
     assert await verify(url) == []

@@ -64,7 +64,10 @@ async def test_an_unfinished_execution_pins_its_revision(executions: Executions)
     with pytest.raises(RetirementRefused) as caught:
         await executions.retire(machine.identity)
     report = caught.value.pins
-    assert report.counts == {"executions": {"active": 1, "needs_migration": 0}}
+    assert report.counts == {
+        "executions": {"active": 1, "needs_migration": 0},
+        "fan_outs": {"open": 0},
+    }
     assert "executions: active=1" in str(caught.value)
     assert (await executions.revision(machine.identity)).retired_at is None
     await executions.park(execution_id)
@@ -187,6 +190,7 @@ async def test_pins_reports_without_retiring(executions: Executions) -> None:
     assert report.pinned
     assert report.counts == {
         "executions": {"active": 1, "needs_migration": 0},
+        "fan_outs": {"open": 0},
         "counting": {"x": 3},
     }
     assert (await executions.revision(machine.identity)).retired_at is None

@@ -5,15 +5,16 @@ The card-authorization chart shipped in this package runs as durable executions
 (``statifier_persistence``) in an embedded PostgreSQL (or ``--database-url``), its 7-day
 hold scaled down to ``--hold`` (3 s by default). This process is the host: it creates the
 cards and captures one; the timers are served by plain ``statifier-oban worker`` processes
-with no code of ours (``DemoDelivery``, named on the hold jobs, only records and logs each
-delivery). The story:
+given one module of ours (``--module statifier_demo._delivery``: ``DemoDelivery``, named on
+the hold jobs, only records and logs each delivery). The story:
 
-1. workers ``w1`` (it leads: it runs oban's rescue) and ``w2`` run the queues;
+1. workers ``w1`` (it leads oban's cluster duties) and ``w2`` run the queues;
 2. card A is authorized and captured at once: its hold job is cancelled; card D is
    authorized with a short hold on a queue only ``w2`` runs;
 3. D's hold fires on ``w2``, whose step commits, and ``w2`` is killed (SIGKILL) before oban
-   acknowledges the job; a replacement ``w3`` starts; oban's lifeline hands the stranded
-   job out again, and the second delivery finds its step key applied: D expired once;
+   acknowledges the job; a replacement ``w3`` starts; once ``w2``'s heartbeat has been
+   silent for the rescue bound, a worker hands the stranded job out again, and the second
+   delivery finds its step key applied: D expired once;
 4. cards B and C are authorized, then both workers are deployed: ``w1`` and ``w3`` stop,
    B's hold falls due while no worker runs at all, and two new workers (``w4``, ``w5``)
    fire B's and C's holds;
@@ -266,7 +267,7 @@ async def _story(
         w1 = workers.start("w1", TIMERS)
         await asyncio.to_thread(workers.wait_up, w1)
         await _until(lambda: host.leader_is(w1.node), 30, "w1 leading")
-        timeline.note("leader", "w1 leads: it runs oban's lifeline, which rescues stranded jobs")
+        timeline.note("leader", "w1 leads; every worker rescues the jobs of workers that died")
         w2 = workers.start("w2", TIMERS, MIDFLIGHT)
         await asyncio.to_thread(workers.wait_up, w2)
 

@@ -1,7 +1,9 @@
 """The demo's worker processes: plain ``statifier-oban worker`` commands.
 
-Each runs ``python -m statifier_oban.cli worker`` with its own node name and a 2 s rescue
-bound, and gets the database conninfo through ``$DATABASE_URL`` (never on the command
+Each runs ``python -m statifier_oban.cli worker`` with its own node name, a 2 s rescue
+bound and ``--module statifier_demo._delivery`` (job rows name ``DemoDelivery``, and a
+worker resolves only what the modules it is given define: ADR 13), and gets the
+database conninfo through ``$DATABASE_URL`` (never on the command
 line, where ``ps`` would show a password). A reader thread shows the lines of its log
 that tell the story on the timeline: when its queues run, each delivery into an
 execution (``statifier_demo.delivery``), when it stops; anything logged at WARNING or
@@ -22,8 +24,11 @@ from dataclasses import dataclass, field
 from ._timeline import Timeline
 
 RESCUE_AFTER_S = 2
-"""The lifeline bound of the workers: a job a dead worker left ``executing`` runs again
-after this many seconds (oban's default is 300)."""
+"""The rescue bound of the workers: a job a dead worker left ``executing`` runs again once
+that worker's heartbeat has been silent this many seconds (the default is 10)."""
+
+DELIVERY_MODULE = "statifier_demo._delivery"
+"""The module defining ``DemoDelivery``, given to every worker with ``--module``."""
 
 STOP_TIMEOUT_S = 30.0
 """How long a worker may take to stop gracefully before it is killed."""
@@ -67,7 +72,8 @@ class Workers:
         argv = [sys.executable, "-m", "statifier_oban.cli", "worker", "--node", node]
         for queue in queues:
             argv += ["--queue", queue]
-        argv += ["--rescue-after", str(RESCUE_AFTER_S), "--log-level", "INFO"]
+        argv += ["--module", DELIVERY_MODULE, "--rescue-after", str(RESCUE_AFTER_S)]
+        argv += ["--log-level", "INFO"]
         env = {**os.environ, "DATABASE_URL": self._url, "PYTHONUNBUFFERED": "1"}
         process = subprocess.Popen(  # noqa: S603 - this interpreter, our CLI, fixed options
             argv,

@@ -37,6 +37,8 @@ from ._errors import (
     InvalidScope,
     InvalidTarget,
     InvocationTimeout,
+    LeaseHeld,
+    LeaseLost,
     MissingOrdinal,
     MissingSendId,
     NoExecutions,
@@ -50,10 +52,14 @@ from ._errors import (
     StatifierObanError,
     StoreUnavailable,
     UndecodableRow,
+    ValueRefused,
 )
 from ._handler import Deferred, Error, FanOut, InvokeHandler, Ok, RunContext, RunResult
-from ._host import DurableTimers
+from ._host import DurableTimers, session_lease, start_session
+from ._lease import SessionLease
+from ._opaque import MAX_OPAQUE_BYTES
 from ._plugins import ChildStarter, OpaqueCodec
+from ._resolve import register as register_plugin
 from ._timer import TimerJob, cancel_timers, pending_for, schedule, schedule_many
 from .delivery import (
     Delivered,
@@ -75,6 +81,7 @@ except _metadata.PackageNotFoundError:  # pragma: no cover - running from a bare
     __version__ = "0+unknown"
 
 __all__ = [
+    "MAX_OPAQUE_BYTES",
     "ChildStarter",
     "CodecFailed",
     "Config",
@@ -101,6 +108,8 @@ __all__ = [
     "InvocationTimeout",
     "InvokeDelivery",
     "InvokeHandler",
+    "LeaseHeld",
+    "LeaseLost",
     "MissingOrdinal",
     "MissingSendId",
     "NoExecutions",
@@ -116,6 +125,7 @@ __all__ = [
     "SchemaError",
     "SessionDelivery",
     "SessionInvokeDelivery",
+    "SessionLease",
     "Snoozed",
     "StatementError",
     "StatifierObanError",
@@ -123,10 +133,14 @@ __all__ = [
     "TimerDelivery",
     "TimerJob",
     "UndecodableRow",
+    "ValueRefused",
     "__version__",
     "cancel_timers",
     "pending_for",
+    "register_plugin",
     "schedule",
     "schedule_many",
+    "session_lease",
+    "start_session",
     "telemetry",
 ]

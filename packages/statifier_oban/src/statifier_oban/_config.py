@@ -13,7 +13,7 @@ from typing import Any, Literal
 from oban import Oban
 
 from ._errors import ConfigError
-from ._resolve import is_path, path_of
+from ._resolve import allow_path, is_path, register
 
 DEFAULT_DELIVERY = "statifier_oban.delivery:SessionDelivery"
 DEFAULT_INVOKE_DELIVERY = "statifier_oban.delivery:SessionInvokeDelivery"
@@ -50,8 +50,13 @@ class Config:
 
     ``delivery``, ``invoke_delivery``, ``opaque_codec`` and ``child_starter`` take a class
     or an import path (``"myapp.timers:Delivery"``); they are stored as paths, because the
-    job row names them and a worker on another node resolves them later. Timeouts are in
-    milliseconds (None: unbounded).
+    job row names them and a worker on another node resolves them later. Naming one here
+    registers it in this process (ADR 13): a worker elsewhere needs the same ``Config``, a
+    ``register_plugin`` call, or ``--module``. Timeouts are in milliseconds (None:
+    unbounded). ``unresolved_handler`` says what becomes of an invocation whose handler
+    this process does not know: ``"cancel"`` (the default) answers the chart
+    ``error.communication.invoke.<id>`` (reason ``invalid_handler``) and cancels the job at
+    once; ``"retry"`` retries it with oban's backoff (for split-release deploys).
     """
 
     oban: Oban
@@ -81,7 +86,7 @@ class Config:
         invoke_timeout: int | None = None,
         child_start_timeout: int | None = None,
         timer_timeout: int | None = None,
-        unresolved_handler: Literal["retry", "cancel"] = "retry",
+        unresolved_handler: Literal["retry", "cancel"] = "cancel",
         **unknown: Any,
     ) -> None:
         if unknown:
@@ -124,10 +129,11 @@ def _seam(name: str, value: Any, *, required: bool) -> str | None:
         if required:
             raise ConfigError(name, f"{name} cannot be None (leave it out for the default)")
         return None
+    # Naming a seam here is the host registering it: rows that name it resolve (ADR 13).
     if isinstance(value, type):
-        return path_of(value)
+        return register(value)
     if is_path(value):
-        return str(value)
+        return allow_path(value)
     raise ConfigError(
         name,
         f"{name} must be a class or an import path like 'pkg.module:Name', not {value!r}",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from statifier.runtime.session import OwnershipLost
+
 
 class StatifierObanError(Exception):
     """Base class of every error this package raises."""
@@ -63,6 +65,12 @@ class OpaqueValueError(ScheduleRejected):
     """A host-opaque field (``data``, ``caller_context``) cannot be stored exactly."""
 
     reason = "codec_failed"
+
+
+class ValueRefused(ScheduleRejected):
+    """PostgreSQL refused a value of the effect (a NUL character in an event name, say)."""
+
+    reason = "value_refused"
 
 
 class StoreUnavailable(StatifierObanError):
@@ -147,3 +155,25 @@ class EmbeddedPostgresMissing(StatifierObanError, ImportError):
 
 class DataDirectoryInUse(StatifierObanError, FileExistsError):
     """The folder given to ``EmbeddedPostgres.start`` already holds a ``data`` directory."""
+
+
+class LeaseHeld(StatifierObanError):
+    """Another owner holds the lease of this session id (ask to take over, or wait)."""
+
+    def __init__(self, message: str, *, scope: str, owner: str) -> None:
+        self.scope = scope
+        self.owner = owner
+        super().__init__(message)
+
+
+class LeaseLost(StatifierObanError, OwnershipLost):
+    """This owner's lease was taken over: its writes for the session are refused.
+
+    Also the engine's ``OwnershipLost``: raised by ``DurableTimers`` inside a session's
+    step, it stops the session without committing that step.
+    """
+
+    def __init__(self, message: str, *, scope: str, epoch: int) -> None:
+        self.scope = scope
+        self.epoch = epoch
+        super().__init__(message)

@@ -285,6 +285,12 @@ async def _show(executions: Executions, oban: Oban, args: argparse.Namespace) ->
         running = [j for j in jobs if j.kind == "invocation" and j.invoke_id == invoke_id]
         detail = ", ".join(f"job {j.job_id} {j.state}" for j in running) or "no pending job"
         lines.append(("invocation", f"{invoke_id} ({detail})"))
+    for fan_out in await executions.fan_outs(execution.id):
+        lines.append(
+            ("fan-out", f"{fan_out.key.invoke_id} (generation {fan_out.key.generation}): "
+                        f"{fan_out.finished} of {fan_out.count} children finished, "
+                        f"{fan_out.state}, on {fan_out.policy}")
+        )  # fmt: skip
     width = max(len(label) for label, _ in lines)
     for label, value in lines:
         print(f"{label:<{width}}  {value}")

@@ -27,6 +27,7 @@ from statifier.core.events import Event
 
 from ._config import Config
 from ._errors import HandlerNotConfigured, InvalidHandlerClass
+from ._resolve import is_path, path_of, register
 
 if TYPE_CHECKING:
     from statifier.runtime.invoke import HandlerContext
@@ -81,7 +82,8 @@ class InvokeHandler:
     """Base class of Oban-backed invoke handlers (see the module docstring).
 
     ``max_attempts`` on the class caps the attempts of every job the handler enqueues
-    (None: oban's default of 20); it is validated when the class is defined.
+    (None: oban's default of 20); it is validated when the class is defined. Defining a
+    subclass registers it, so job rows naming it resolve in this process (ADR 13).
     """
 
     max_attempts: ClassVar[int | None] = None
@@ -110,6 +112,10 @@ class InvokeHandler:
         if not positional:
             raise InvalidHandlerClass(f"{cls.__qualname__}.run must take the invoke effect")
         cls.run_takes_context = len(positional) >= 2
+        # Defining a handler class is registering it: job rows may name it (ADR 13). A
+        # class local to a function has no path a row could name, so there is none to add.
+        if is_path(path_of(cls)):
+            register(cls)
 
     if TYPE_CHECKING:
         # Declared, not defined: a subclass's run(self, invoke) and run(self, invoke, ctx)

@@ -46,8 +46,9 @@ async def enqueue(
     meta: dict[str, Any] = {META_DELIVERY: config.invoke_delivery}
     if config.invoke_timeout is not None:
         meta[META_TIMEOUT] = config.invoke_timeout
-    if config.unresolved_handler == "cancel":
-        meta[META_UNRESOLVED_HANDLER] = "cancel"
+    # Written either way: a row without it is cancelled, so only the host's explicit
+    # choice (never a row's silence) makes an unknown handler retry.
+    meta[META_UNRESOLVED_HANDLER] = config.unresolved_handler
     cap = getattr(handler, "max_attempts", None)
     params = {
         "args": _store.jsonb(args),

@@ -7,7 +7,8 @@ Layout (every key present; readable in SQL)::
     macrostep, microstep, round
 
 A fan-out child start job carries the parent's args verbatim plus ``index``,
-``child_count`` and ``policy`` (``"all"`` or ``"first_error"``).
+``child_count``, ``policy`` (``"all"`` or ``"first_error"``) and ``item`` (opaque: the
+fan-out's item for that index; rows stored before items travelled have no ``item``).
 """
 
 from __future__ import annotations
@@ -90,12 +91,17 @@ def decode(args: Any) -> InvocationRow:
 
 
 def for_child_start(
-    parent_args: dict[str, Any], index: int, count: int, policy: str
+    parent_args: dict[str, Any],
+    index: int,
+    count: int,
+    policy: str,
+    item: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """A child start job's args: the parent's, verbatim, plus the child's position."""
+    """A child start job's args: the parent's, verbatim, plus the child's position and its
+    item (already in its stored form, ``_opaque.encode_field``)."""
     if not 0 <= index < count or policy not in POLICIES:
         raise FanOutError(f"invalid child position {index}/{count} or policy {policy!r}")
-    return {**parent_args, "index": index, "child_count": count, "policy": policy}
+    return {**parent_args, "index": index, "child_count": count, "policy": policy, "item": item}
 
 
 def child_position(args: Any) -> tuple[int, int, str]:
@@ -109,6 +115,16 @@ def child_position(args: Any) -> tuple[int, int, str]:
     if policy not in POLICIES:
         raise UndecodableRow(f"policy must be one of {POLICIES}, found {policy!r}")
     return index, count, policy
+
+
+def child_item(args: Any) -> tuple[bool, Any]:
+    """``(present, item)`` of a child start job: its decoded item, if the row has one.
+
+    Raises ``UndecodableRow`` (corrupt) or ``CodecFailed`` (retry), as ``decode`` does.
+    """
+    if not isinstance(args, dict) or "item" not in args:
+        return False, None
+    return True, decode_field("item", args["item"])
 
 
 def _string(args: dict[str, Any], key: str) -> str:

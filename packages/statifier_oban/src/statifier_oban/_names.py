@@ -27,7 +27,16 @@ INVOKE_WORKER = "statifier_oban.workers.InvokeWorker"
 CHILD_START_WORKER = "statifier_oban.workers.ChildStartWorker"
 """``oban_jobs.worker`` of a fan-out child start job."""
 
+SETTLEMENT_WORKER = "statifier_oban.children.SettlementWorker"
+"""``oban_jobs.worker`` of a fan-out's settlement: steps the settled answer into the parent
+(durable executions only)."""
+
+CASCADE_WORKER = "statifier_oban.children.CascadeWorker"
+"""``oban_jobs.worker`` of a fan-out's cascade: cancels the children still running after
+the fan-out failed or was abandoned (durable executions only)."""
+
 META_UNRESOLVED_HANDLER = "unresolved_handler"
+"""Meta key: ``"retry"`` makes an unknown handler retry; anything else (absent too) cancels."""
 META_CHILD_STARTER = "child_starter"
 
 TIMER_DEDUP_INDEX: Final = "statifier_oban_timers_dedup"
@@ -53,3 +62,16 @@ INDEXES: Final = (
     INVOKE_PENDING_INDEX,
 )
 """Every index of ours, in creation order."""
+
+SESSION_LEASES: Final = "statifier_session_leases"
+"""Our table: who owns each live session id, at which epoch (``sql/session_leases.sql``)."""
+
+DUE_CHANNEL: Final = "statifier_timer_due"
+"""oban notifier channel (``<prefix>.oban_statifier_timer_due`` in PostgreSQL) on which a
+schedule announces a timer due within :data:`ANNOUNCE_HORIZON_MS`, with its due time, to
+the prompt stagers of every node. Schedulers and stagers of different releases must agree
+on it, as on the horizon."""
+
+ANNOUNCE_HORIZON_MS: Final = 1000
+"""Timers due sooner than this after their insert are announced on :data:`DUE_CHANNEL`;
+no prompt stager rests longer, so it finds every later timer by itself before it is due."""

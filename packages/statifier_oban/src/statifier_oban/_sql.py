@@ -14,9 +14,12 @@ in braces, filled here from a fixed table, never from a job row or a caller's da
     the job states a cancel reaches and a pending count counts, as a list of literals;
 ``{timer_dedup_index}`` and the other index names
     our index names (:data:`statifier_oban._names.INDEXES`);
+``{announce_horizon_ms}``
+    :data:`statifier_oban._names.ANNOUNCE_HORIZON_MS`, as an integer literal;
 ``{worker}``, ``{key}``
-    chosen per use (the one cancel statement serves every worker): one of our worker
-    names, and the args key a cancel matches (``send_id`` or ``invoke_id``), as literals.
+    chosen per use (the one cancel statement serves every worker, the one fan-out job
+    insert both fan-out workers): one of our worker names, and the args key a cancel
+    matches (``send_id`` or ``invoke_id``), as literals.
 
 Worker names and keys are literals in the text, never parameters: a partial index's
 predicate (``worker = '...'``) and its expression (``args->>'send_id'``) must be provable
@@ -38,18 +41,23 @@ from typing import Final, LiteralString
 
 from ._errors import InvalidPrefix, StatementError
 from ._names import (
+    ANNOUNCE_HORIZON_MS,
+    CASCADE_WORKER,
     CHILD_START_DEDUP_INDEX,
     CHILD_START_WORKER,
     INVOKE_DEDUP_INDEX,
     INVOKE_PENDING_INDEX,
     INVOKE_WORKER,
     PENDING_STATES,
+    SETTLEMENT_WORKER,
     TIMER_DEDUP_INDEX,
     TIMER_PENDING_INDEX,
     TIMER_WORKER,
 )
 
-WORKERS: Final = frozenset({TIMER_WORKER, INVOKE_WORKER, CHILD_START_WORKER})
+WORKERS: Final = frozenset(
+    {TIMER_WORKER, INVOKE_WORKER, CHILD_START_WORKER, SETTLEMENT_WORKER, CASCADE_WORKER}
+)
 """The worker names a statement may be rendered for."""
 
 CANCEL_KEYS: Final = frozenset({"send_id", "invoke_id"})
@@ -112,6 +120,7 @@ _FIXED: Final = {
     "invoke_dedup_index": INVOKE_DEDUP_INDEX,
     "child_start_dedup_index": CHILD_START_DEDUP_INDEX,
     "invoke_pending_index": INVOKE_PENDING_INDEX,
+    "announce_horizon_ms": str(int(ANNOUNCE_HORIZON_MS)),
 }
 """Placeholders with one value for every statement."""
 

@@ -18,9 +18,11 @@ import psycopg
 from oban import Oban
 from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
 
 from . import _oban_compat, _sql
 from ._errors import InvalidPrefix, StoreUnavailable
+from ._names import DUE_CHANNEL
 
 
 def prefix_of(oban: Oban) -> str:
@@ -54,6 +56,30 @@ async def connection(oban: Oban, conn: AsyncConnection[Any] | None) -> AsyncIter
         raise StoreUnavailable(f"the job store is unavailable: {exc}") from exc
 
 
+@asynccontextmanager
+async def autocommit(pool: AsyncConnectionPool[Any]) -> AsyncIterator[AsyncConnection[Any]]:
+    """A connection of ``pool`` in autocommit mode, given back as it was lent.
+
+    One statement on it is one round trip: no ``BEGIN`` before it, no ``COMMIT`` after
+    (a single statement is atomic on its own). Errors are psycopg's, unchanged.
+    """
+    async with pool.connection() as conn:
+        if conn.autocommit:
+            yield conn
+            return
+        await conn.set_autocommit(True)
+        try:
+            yield conn
+        finally:
+            try:
+                if not conn.closed:
+                    await conn.set_autocommit(False)
+            except psycopg.Error:
+                # A broken connection goes back closed: the pool replaces it, and no
+                # caller ever gets an autocommit connection it did not ask for.
+                await conn.close()
+
+
 def jsonb(value: Any) -> Jsonb:
     """Wrap a value for a jsonb parameter."""
     return Jsonb(value)
@@ -62,6 +88,11 @@ def jsonb(value: Any) -> Jsonb:
 def insert_channel(oban: Oban) -> str:
     """The NOTIFY channel oban listens on for newly available jobs."""
     return f"{prefix_of(oban)}.oban_insert"
+
+
+def due_channel(oban: Oban) -> str:
+    """The NOTIFY channel on which prompt stagers hear of timers due soon."""
+    return f"{prefix_of(oban)}.oban_{DUE_CHANNEL}"
 
 
 async def cancel_pending(

@@ -27,6 +27,7 @@ from ._errors import (
     NonSelfTarget,
     ScheduleRejected,
     StoreUnavailable,
+    ValueRefused,
 )
 from ._names import META_DELIVERY, META_TIMEOUT, TIMER_WORKER
 
@@ -46,15 +47,17 @@ class TimerJob:
     conflict: bool
 
 
-def _check_effect(scope: Any, effect: SendDelayed) -> None:
-    """The refusals shared by ``schedule`` and ``schedule_many``."""
+def _check_effect(scope: Any, effect: SendDelayed, *, scope_checked: bool = False) -> None:
+    """The refusals shared by ``schedule`` and ``schedule_many`` (``scope_checked``: the
+    caller has checked ``scope`` already, once for a whole batch)."""
     if effect.target is not None:
         raise NonSelfTarget(
             f"only sends to the session itself are durable, not to {effect.target!r}",
             scope=scope,
             send_id=effect.send_id,
         )
-    _check_scope(scope)
+    if not scope_checked:
+        _check_scope(scope)
     ordinal = effect.ordinal
     if isinstance(ordinal, bool) or not isinstance(ordinal, int) or ordinal < 1:
         raise MissingOrdinal(f"ordinal must be an integer >= 1, not {ordinal!r}", scope=scope)
@@ -78,8 +81,9 @@ async def schedule(
     """Store one timer job firing ``effect.delay_ms`` from now (the database's clock).
 
     Refuses (``ScheduleRejected`` subclasses, nothing stored, a ``schedule_rejected``
-    event) a non-None target, an empty or non-string scope, an ordinal below 1, and
-    opaque fields that cannot be stored exactly. With ``conn`` the job is inserted in the
+    event) a non-None target, an empty or non-string scope, an ordinal below 1, opaque
+    fields that cannot be stored exactly, and values PostgreSQL refuses (``ValueRefused``).
+    A store that cannot answer raises ``StoreUnavailable``. With ``conn`` the job is inserted in the
     caller's own transaction (a rollback removes it). A duplicate ``(scope, ordinal)``,
     in any state, returns the existing job with ``conflict=True``.
     """
@@ -96,6 +100,7 @@ async def schedule(
         "delay_ms": effect.delay_ms,
         "scope": scope,
         "ordinal": str(effect.ordinal),
+        "due_channel": _store.due_channel(config.oban),
     }
     try:
         async with _store.connection(config.oban, conn) as db:
@@ -110,6 +115,11 @@ async def schedule(
     except StoreUnavailable:
         _rejected(scope, effect, "store_unavailable")
         raise
+    except psycopg.DataError as exc:
+        _rejected(scope, effect, ValueRefused.reason)
+        raise ValueRefused(
+            f"PostgreSQL refused the timer: {exc}", scope=scope, send_id=effect.send_id
+        ) from exc
     except psycopg.Error as exc:
         _rejected(scope, effect, "insert_failed")
         raise StoreUnavailable(f"inserting the timer job failed: {exc}") from exc
@@ -117,6 +127,26 @@ async def schedule(
         _rejected(scope, effect, "insert_failed")
         raise StoreUnavailable("the timer job was neither inserted nor found")
     return _scheduled(scope, effect, row)
+
+
+def _encode_batch(config: Config, scope: str, batch: list[SendDelayed]) -> list[dict[str, Any]]:
+    """The args of every effect of a batch, or the first refusal (announced and raised)."""
+    encoded: list[dict[str, Any]] = []
+    seen: set[int] = set()
+    scope_ok = isinstance(scope, str) and bool(scope)
+    for effect in batch:
+        try:
+            _check_effect(scope, effect, scope_checked=scope_ok)
+            if effect.ordinal in seen:
+                raise DuplicateOrdinal(
+                    f"ordinal {effect.ordinal} appears twice in one batch", scope=scope
+                )
+            seen.add(effect.ordinal)
+            encoded.append(_timer_args.encode(scope, effect, config.opaque_codec))
+        except ScheduleRejected as exc:
+            _rejected(scope, effect, exc.reason)
+            raise
+    return encoded
 
 
 async def schedule_many(
@@ -134,39 +164,30 @@ async def schedule_many(
     batch = list(effects)
     if not batch:
         return []
-    encoded: list[dict[str, Any]] = []
-    seen: set[int] = set()
-    for effect in batch:
-        try:
-            _check_effect(scope, effect)
-            if effect.ordinal in seen:
-                raise DuplicateOrdinal(
-                    f"ordinal {effect.ordinal} appears twice in one batch", scope=scope
-                )
-            seen.add(effect.ordinal)
-            encoded.append(_timer_args.encode(scope, effect, config.opaque_codec))
-        except ScheduleRejected as exc:
-            _rejected(scope, effect, exc.reason)
-            raise
-    meta = _store.jsonb(_meta(config))
+    encoded = _encode_batch(config, scope, batch)
     params = {
-        "args": [_store.jsonb(a) for a in encoded],
-        "metas": [meta] * len(encoded),
-        "delays": [e.delay_ms for e in batch],
+        "args": _store.jsonb(encoded),
+        "meta": _store.jsonb(_meta(config)),
         "queue": config.timers_queue,
         "scope": scope,
+        "due_channel": _store.due_channel(config.oban),
     }
     try:
         async with _store.connection(config.oban, conn) as db:
             cursor = await db.execute(_store.statement(config.oban, "insert_timers"), params)
-            rows = {row[6]: row for row in await cursor.fetchall()}
-            missing = [str(e.ordinal) for e in batch if str(e.ordinal) not in rows]
-            if missing:
+            inserted = {row[3]: row for row in await cursor.fetchall()}
+            existing: dict[int, Any] = {}
+            if len(inserted) < len(batch):  # conflicts: read the rows that were there
+                missing = [str(e.ordinal) for e in batch if e.ordinal not in inserted]
                 found = await db.execute(
                     _store.statement(config.oban, "find_timers"),
                     {**params, "ordinals": missing},
                 )
-                rows.update({row[6]: row for row in await found.fetchall()})
+                existing = {row[6]: row for row in await found.fetchall()}
+    except psycopg.DataError as exc:
+        for effect in batch:
+            _rejected(scope, effect, ValueRefused.reason)
+        raise ValueRefused(f"PostgreSQL refused a timer: {exc}", scope=scope) from exc
     except psycopg.Error as exc:
         for effect in batch:
             _rejected(scope, effect, "insert_failed")
@@ -175,13 +196,38 @@ async def schedule_many(
         for effect in batch:
             _rejected(scope, effect, "store_unavailable")
         raise
+    return _batch_jobs(config, scope, batch, inserted, existing)
+
+
+def _batch_jobs(
+    config: Config,
+    scope: str,
+    batch: list[SendDelayed],
+    inserted: dict[int, Any],
+    existing: dict[int, Any],
+) -> list[TimerJob]:
+    """The job of each effect of a batch, inserted now or found (a conflict), in order."""
     jobs: list[TimerJob] = []
+    queue = config.timers_queue
+    announce = telemetry.handled(telemetry.TIMER_SCHEDULED)
     for effect in batch:
-        row = rows.get(str(effect.ordinal))
-        if row is None:
-            _rejected(scope, effect, "insert_failed")
-            raise StoreUnavailable(f"timer ordinal {effect.ordinal} was neither inserted nor found")
-        jobs.append(_scheduled(scope, effect, row))
+        new = inserted.get(effect.ordinal)
+        if new is not None:
+            job = TimerJob(
+                new[0], scope, effect.ordinal, effect.send_id, "scheduled", queue, new[1],
+                new[2], False,
+            )  # fmt: skip
+        else:
+            row = existing.get(effect.ordinal)
+            if row is None:
+                _rejected(scope, effect, "insert_failed")
+                raise StoreUnavailable(
+                    f"timer ordinal {effect.ordinal} was neither inserted nor found"
+                )
+            job = _job(scope, effect, row)
+        if announce:
+            _announce(scope, effect, job)
+        jobs.append(job)
     return jobs
 
 
@@ -195,17 +241,20 @@ def _meta(config: Config) -> dict[str, Any]:
 
 def _scheduled(scope: str, effect: SendDelayed, row: Any) -> TimerJob:
     """The ``TimerJob`` of a stored (or found) row, announced by ``timer.scheduled``."""
-    job = TimerJob(
-        job_id=row[0],
-        scope=scope,
-        ordinal=effect.ordinal,
-        send_id=effect.send_id,
-        state=row[1],
-        queue=row[2],
-        scheduled_at=row[3],
-        inserted_at=row[4],
-        conflict=row[5],
+    job = _job(scope, effect, row)
+    _announce(scope, effect, job)
+    return job
+
+
+def _job(scope: str, effect: SendDelayed, row: Any) -> TimerJob:
+    """The ``TimerJob`` of a row ``(id, state, queue, scheduled_at, inserted_at, conflict)``."""
+    return TimerJob(
+        row[0], scope, effect.ordinal, effect.send_id, row[1], row[2], row[3], row[4], row[5]
     )
+
+
+def _announce(scope: str, effect: SendDelayed, job: TimerJob) -> None:
+    """The ``timer.scheduled`` event of ``job``."""
     telemetry.emit(
         telemetry.TIMER_SCHEDULED,
         delay_ms=effect.delay_ms,
@@ -221,7 +270,6 @@ def _scheduled(scope: str, effect: SendDelayed, row: Any) -> TimerJob:
         job_id=job.job_id,
         caller_context=effect.caller_context,
     )
-    return job
 
 
 def _rejected(scope: Any, effect: SendDelayed, reason: str) -> None:
@@ -261,6 +309,10 @@ async def cancel_timers(
                 value=effect.send_id,
                 reason=f"<cancel sendid={effect.send_id!r}> (ordinal {effect.ordinal})",
             )
+    except psycopg.DataError as exc:
+        raise ValueRefused(
+            f"PostgreSQL refused the cancel: {exc}", scope=scope, send_id=effect.send_id
+        ) from exc
     except psycopg.Error as exc:
         raise StoreUnavailable(f"cancelling timer jobs failed: {exc}") from exc
     telemetry.emit(

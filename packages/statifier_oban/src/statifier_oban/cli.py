@@ -15,7 +15,9 @@ Subcommands:
     its own, ``statifier_demo`` (``statifier-demo``), imported only by this subcommand.
 ``worker``
     Run oban queues for a host until SIGINT/SIGTERM (``statifier-oban worker
-    --database-url URL --queue timers=10 [--module myapp.timers ...] [--prefix P]``).
+    --database-url URL --queue timers=10 [--module myapp.timers ...] [--path DIR ...]
+    [--prefix P] [--rescue-after S] [--rescue-interval S] [--stuck-after S]
+    [--shutdown-grace S]``); see docs/operations.md.
 ``pending``
     Print ``scope<TAB>count`` of pending timers per scope
     (``statifier-oban pending --database-url URL SCOPE...``).
@@ -47,7 +49,7 @@ from oban import telemetry as oban_telemetry
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import AsyncConnectionPool
 
-from . import telemetry
+from . import _operations, _resolve, telemetry
 from ._config import Config
 from ._errors import StatifierObanError
 from ._timer import pending_for
@@ -264,19 +266,38 @@ def _queue_argument(value: str) -> tuple[str, int]:
     return name, count
 
 
+DEFAULT_RESCUE_AFTER_S = 10.0
+"""``--rescue-after``: a worker silent this long is gone, and its executing jobs come back."""
+
+DEFAULT_RESCUE_INTERVAL_S = 2.0
+"""``--rescue-interval``: how often every worker looks for jobs of workers that are gone."""
+
+DEFAULT_STUCK_AFTER_S = 3600.0
+"""``--stuck-after``: oban's Lifeline ``rescue_after``, for jobs of live workers (Elixir's
+default); it must stay above the longest legitimate job, or that job runs twice."""
+
+DEFAULT_SHUTDOWN_GRACE_S = 10.0
+"""``--shutdown-grace``: how long a stopping worker lets running jobs finish (inside the
+30 s a container orchestrator usually grants between SIGTERM and SIGKILL)."""
+
+HEARTBEATS_PER_RESCUE = 5
+"""Producer heartbeats (oban's Refresher) per ``--rescue-after``: a live worker misses
+several in a row before it looks gone."""
+
+
 def _seconds_argument(value: str) -> float:
     """argparse ``type=`` for a positive number of seconds."""
     try:
         seconds = float(value)
     except ValueError:
-        seconds = 0.0
-    if not seconds > 0 or seconds == float("inf"):
+        seconds = -1.0
+    if not 0 < seconds < 1e7:
         raise argparse.ArgumentTypeError(f"expected a positive number of seconds, not {value!r}")
     return seconds
 
 
 def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``worker``: the database, ``--queue`` (repeated), ``--module`` (repeated)."""
+    """Options of ``worker``: the database, queues, host modules, rescue and shutdown."""
     _add_database_url(parser)
     parser.add_argument(
         "--queue",
@@ -291,8 +312,16 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="MODULE",
-        help="import MODULE first, so the deliveries, handlers and codecs named on job "
-        "rows resolve (repeatable; the current directory is on the import path)",
+        help="import MODULE first: job rows may name the deliveries, handlers, codecs and "
+        "child starters it defines or registers (repeatable)",
+    )
+    parser.add_argument(
+        "--path",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="add DIR to the import path before importing modules (repeatable; the "
+        "current directory is not on it unless named, e.g. --path .)",
     )
     parser.add_argument(
         "--node", default=None, help="oban node name, unique per process (default: host.pid)"
@@ -300,10 +329,34 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--rescue-after",
         type=_seconds_argument,
-        default=None,
-        metavar="SECONDS",
-        help="rescue jobs left executing by a dead worker after SECONDS (oban's lifeline; "
-        "default: oban's 300); keep it above the longest job bound",
+        default=DEFAULT_RESCUE_AFTER_S,
+        metavar="S",
+        help="a worker whose heartbeat stops for S seconds is gone: its executing jobs "
+        f"run again (default: {DEFAULT_RESCUE_AFTER_S:g})",
+    )
+    parser.add_argument(
+        "--rescue-interval",
+        type=_seconds_argument,
+        default=DEFAULT_RESCUE_INTERVAL_S,
+        metavar="S",
+        help="look for jobs of workers that are gone every S seconds "
+        f"(default: {DEFAULT_RESCUE_INTERVAL_S:g})",
+    )
+    parser.add_argument(
+        "--stuck-after",
+        type=_seconds_argument,
+        default=DEFAULT_STUCK_AFTER_S,
+        metavar="S",
+        help="a job executing for S seconds on a live worker runs again (oban's Lifeline); "
+        f"keep it above your longest job (default: {DEFAULT_STUCK_AFTER_S:g})",
+    )
+    parser.add_argument(
+        "--shutdown-grace",
+        type=_seconds_argument,
+        default=DEFAULT_SHUTDOWN_GRACE_S,
+        metavar="S",
+        help="on SIGINT/SIGTERM, let running jobs finish for S seconds, then put the rest "
+        f"back (default: {DEFAULT_SHUTDOWN_GRACE_S:g})",
     )
     parser.add_argument(
         "--log-level",
@@ -313,14 +366,29 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def import_host_modules(modules: list[str]) -> None:
-    """Put the current directory on ``sys.path`` and import the workers and ``modules``.
+def set_import_path(paths: list[str]) -> None:
+    """Leave the current directory off ``sys.path`` unless ``paths`` names it; add ``paths``.
 
-    Raises ``CommandError`` naming the first module that does not import.
+    ``python -m`` puts the working directory first on the path; a worker must not import
+    whatever file sits where it was started, so that entry (and ``''``) is removed.
     """
     cwd = os.getcwd()
-    if cwd not in sys.path:
-        sys.path.insert(0, cwd)
+    wanted = [os.path.abspath(path) for path in paths]
+    if sys.path and sys.path[0] in ("", cwd) and cwd not in wanted:
+        del sys.path[0]
+    while "" in sys.path:
+        sys.path.remove("")
+    rest = [entry for entry in sys.path if entry not in wanted]
+    sys.path[:] = [*dict.fromkeys(wanted), *rest]
+
+
+def import_host_modules(modules: list[str], paths: list[str] | None = None) -> None:
+    """Set the import path, import the workers and ``modules``, and allow their classes.
+
+    Job rows may then name any class those modules define (ADR 13). Raises
+    ``CommandError`` naming the first module that does not import.
+    """
+    set_import_path(paths or [])
     importlib.import_module("statifier_oban.workers")  # registers the workers with oban
     for module in modules:
         try:
@@ -329,6 +397,7 @@ def import_host_modules(modules: list[str]) -> None:
             raise CommandError(
                 f"cannot import module {module!r}: {type(exc).__name__}: {exc}"
             ) from None
+        _resolve.allow_module(module)
 
 
 def _log_event(name: str, meta: dict[str, Any]) -> None:
@@ -345,8 +414,44 @@ WorkerHook = Callable[[AsyncConnectionPool[Any], Oban, str], None]
 """Called with the worker's pool, its (not yet started) ``Oban`` and the schema prefix,
 before the queues run: where optional packages install what their deliveries need."""
 
-LIFELINE_INTERVAL_S = 60.0
-"""oban's lifeline interval: how often a rescue runs at most."""
+
+@dataclass(frozen=True)
+class WorkerOptions:
+    """How ``statifier-oban worker`` rescues and stops (the defaults are the flags')."""
+
+    rescue_after: float = DEFAULT_RESCUE_AFTER_S
+    """Seconds without a heartbeat after which a worker's executing jobs are rescued."""
+    rescue_interval: float = DEFAULT_RESCUE_INTERVAL_S
+    """Seconds between two looks for jobs of workers that are gone."""
+    stuck_after: float = DEFAULT_STUCK_AFTER_S
+    """oban's Lifeline ``rescue_after``: jobs executing this long on a live worker."""
+    shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE_S
+    """Seconds a stopping worker waits for running jobs before putting them back."""
+
+    @property
+    def heartbeat(self) -> float:
+        """oban's Refresher interval: how often the worker's producers say they are alive."""
+        return max(0.2, self.rescue_after / HEARTBEATS_PER_RESCUE)
+
+
+async def _rescue_loop(pool: AsyncConnectionPool[Any], prefix: str, options: WorkerOptions) -> None:
+    """Every ``rescue_interval``, put back the executing jobs of workers that are gone."""
+    log = logging.getLogger("statifier_oban.worker")
+    while True:
+        await asyncio.sleep(options.rescue_interval)
+        try:
+            rescued = await _operations.rescue_orphans(
+                pool, prefix, name=WORKER_NAME, after_s=options.rescue_after
+            )
+        except Exception as exc:  # the database may be restarting: the next round retries
+            log.warning("looking for jobs of workers that are gone failed: %s", exc)
+            continue
+        if rescued:
+            log.warning(
+                "rescued %d executing jobs of workers that are gone: %s",
+                len(rescued),
+                rescued[:20],
+            )
 
 
 async def run_worker(
@@ -355,20 +460,23 @@ async def run_worker(
     *,
     prefix: str = "public",
     node: str | None = None,
-    rescue_after: float | None = None,
+    options: WorkerOptions | None = None,
     on_start: WorkerHook | None = None,
 ) -> int:
     """Run ``queues`` in a server-mode ``Oban`` until SIGINT or SIGTERM; stop gracefully.
 
-    ``rescue_after`` (seconds) overrides oban's lifeline bound for jobs a dead worker left
-    ``executing`` (the lifeline then runs at least every quarter of it). Prints one
-    ``running`` line once the queues run and one ``stopped`` line at the end. A second
-    signal while stopping gets Python's default behaviour (a forced exit).
+    Prints one ``running`` line once the queues run and one ``stopped`` line at the end.
+    A second signal while stopping gets Python's default behaviour (a forced exit).
+    ``on_start`` runs before the queues start.
+    While running, jobs of workers that are gone are rescued; on stop, jobs still running
+    after the grace period are put back (``available``), each reported in one line.
     """
-    pool = await checked_pool(url, prefix, sum(queues.values()) + 4, OBAN_TABLES)
+    options = options or WorkerOptions()
+    pool = await checked_pool(url, prefix, sum(queues.values()) + 5, OBAN_TABLES)
     node = node or f"{socket.gethostname()}.{os.getpid()}"
     stop = asyncio.Event()
     received: list[str] = []
+    cut_short: list[int] = []
     loop = asyncio.get_running_loop()
 
     def on_signal(signum: signal.Signals) -> None:
@@ -377,17 +485,25 @@ async def run_worker(
         for other in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(other)
 
+    def on_shutdown(_name: str, meta: dict[str, Any]) -> None:
+        cut_short.extend(int(job_id) for job_id in meta.get("orphaned") or ())
+
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, on_signal, signum)
     handler_id = f"{WORKER_NAME}-{os.getpid()}"
     oban_telemetry.attach(handler_id, telemetry.events(), _log_event)
-    options: dict[str, Any] = {}
-    if rescue_after is not None:
-        interval = min(LIFELINE_INTERVAL_S, rescue_after / 4)
-        options["lifeline"] = {"interval": interval, "rescue_after": rescue_after}
+    oban_telemetry.attach(f"{handler_id}-shutdown", ["oban.queue.shutdown"], on_shutdown)
     oban = Oban(
-        pool=pool, name=WORKER_NAME, node=node, prefix=prefix, queues=dict(queues), **options
+        pool=pool,
+        name=WORKER_NAME,
+        node=node,
+        prefix=prefix,
+        queues=dict(queues),
+        lifeline={"interval": options.rescue_interval, "rescue_after": options.stuck_after},
+        refresher={"interval": options.heartbeat},
+        shutdown_grace_period=options.shutdown_grace,
     )
+    rescuer: asyncio.Task[None] | None = None
     try:
         if on_start is not None:
             on_start(pool, oban, prefix)
@@ -395,6 +511,7 @@ async def run_worker(
             await oban.start()
         except Exception as exc:
             raise CommandError(f"oban did not start: {exc}") from None
+        rescuer = asyncio.create_task(_rescue_loop(pool, prefix, options), name="rescue")
         shown = ", ".join(f"{name}={limit}" for name, limit in queues.items())
         print(
             f"{PROG} worker: running queues {shown} on {describe(url)}, schema {prefix!r}, "
@@ -404,13 +521,35 @@ async def run_worker(
         await stop.wait()
         print(f"{PROG} worker: {received[0]} received, stopping", flush=True)
     finally:
+        if rescuer is not None:
+            rescuer.cancel()
+            await asyncio.gather(rescuer, return_exceptions=True)
         await oban.stop()
+        await _put_back(pool, prefix, node, cut_short)
         await pool.close()
         oban_telemetry.detach(handler_id)
+        oban_telemetry.detach(f"{handler_id}-shutdown")
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(signum)
     print(f"{PROG} worker: stopped", flush=True)
     return 0
+
+
+async def _put_back(
+    pool: AsyncConnectionPool[Any], prefix: str, node: str, cut_short: list[int]
+) -> None:
+    """Return the jobs the grace period cut short to ``available``; one line says which."""
+    if not cut_short:
+        return
+    try:
+        returned = await _operations.return_jobs(pool, prefix, node=node, ids=cut_short)
+    except Exception as exc:  # they stay executing: the next worker's rescue takes them
+        print(f"{PROG} worker: could not put back jobs {cut_short[:20]}: {exc}", flush=True)
+        return
+    print(
+        f"{PROG} worker: put back {len(returned)} jobs cut short by the stop: {returned[:20]}",
+        flush=True,
+    )
 
 
 def worker_command(args: argparse.Namespace, on_start: WorkerHook | None = None) -> int:
@@ -424,14 +563,20 @@ def worker_command(args: argparse.Namespace, on_start: WorkerHook | None = None)
             return fail("worker", f"queue {name!r} is given twice")
         queues[name] = limit
     try:
-        import_host_modules(args.module)
+        import_host_modules(args.module, args.path)
+        options = WorkerOptions(
+            rescue_after=args.rescue_after,
+            rescue_interval=args.rescue_interval,
+            stuck_after=args.stuck_after,
+            shutdown_grace=args.shutdown_grace,
+        )
         return asyncio.run(
             run_worker(
                 args.database_url,
                 queues,
                 prefix=args.prefix,
                 node=args.node,
-                rescue_after=args.rescue_after,
+                options=options,
                 on_start=on_start,
             )
         )

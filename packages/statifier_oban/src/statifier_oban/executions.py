@@ -6,7 +6,9 @@ nothing else in statifier_oban imports it).
 ``ObanExecutor`` is statifier_persistence's ``EffectExecutor``: inside each step's
 transaction, a delayed send to the execution becomes a timer job (``schedule`` with
 ``conn=``), a ``<cancel>`` cancels its jobs, an ``<invoke>`` of a registered handler type
-becomes an invocation job, leaving its state cancels that job.
+becomes an invocation job, leaving its state cancels that job and its pending child
+starts. It is a ``FanOutExecutor`` too: a settled fan-out's answer and the cancelling of
+its children are jobs of ``statifier_oban.children``.
 
 ``ExecutionDelivery`` (timers) and ``ExecutionInvokeDelivery`` (invocation answers) feed
 fired jobs back through ``Executions.step``, with the job's id as the step key, so a job
@@ -49,6 +51,7 @@ from statifier_persistence import (
     EventBuilder,
     ExecutionNotFound,
     Executions,
+    FanOutKey,
     NeedsMigration,
     Stepped,
     StepResult,
@@ -56,16 +59,19 @@ from statifier_persistence import (
 )
 from statifier_persistence import Discarded as DiscardedStep
 
-from . import _invocation, _store, _timer
+from . import _fan_out, _invocation, _store, _timer
 from ._config import DEFAULT_DELIVERY, DEFAULT_INVOKE_DELIVERY, Config
 from ._errors import ConfigError, NoExecutions, ScheduleRejected, StoreUnavailable
 from ._handler import InvokeHandler
-from ._names import INVOKE_WORKER
+from ._names import CASCADE_WORKER, INVOKE_WORKER, SETTLEMENT_WORKER
 from ._pins import TimerPins
 from .delivery import DELIVERED, DeliveryAnswer, Discarded, Snoozed
 
 PARKED_SNOOZE_S: Final = 60
 """How long a timer of a parked execution waits before it asks again, by default."""
+
+EXECUTION_CHILD_STARTER: Final = "statifier_oban.children:ExecutionChildStarter"
+"""The child starter :func:`execution_config` names by default (children as executions)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -114,11 +120,28 @@ def execution_config(oban: Any, *, timers_queue: str, **options: Any) -> Config:
     """A ``Config`` whose jobs are delivered into executions (see the module docstring).
 
     The same options as ``Config``; ``delivery`` and ``invoke_delivery`` default to
-    :class:`ExecutionDelivery` and :class:`ExecutionInvokeDelivery`.
+    :class:`ExecutionDelivery` and :class:`ExecutionInvokeDelivery`, ``child_starter`` to
+    ``statifier_oban.children.ExecutionChildStarter`` (a fan-out's children are
+    executions).
     """
     options.setdefault("delivery", ExecutionDelivery)
     options.setdefault("invoke_delivery", ExecutionInvokeDelivery)
+    options.setdefault("child_starter", EXECUTION_CHILD_STARTER)
     return Config(oban=oban, timers_queue=timers_queue, **options)
+
+
+def current_executor() -> ObanExecutor:
+    """The installed ``Executions``' executor; ``NoExecutions`` if none is installed or it
+    is not an :class:`ObanExecutor`."""
+    executor = current().executor
+    if not isinstance(executor, ObanExecutor):
+        raise NoExecutions(f"the installed Executions runs on {executor!r}, not an ObanExecutor")
+    return executor
+
+
+def current_config() -> Config:
+    """The config of the installed ``Executions``' executor (see :func:`current_executor`)."""
+    return current_executor().config
 
 
 class ObanExecutor:
@@ -189,9 +212,55 @@ class ObanExecutor:
     async def stop_invocation(
         self, conn: AsyncConnection[Any], execution_id: str, effect: CancelInvoke
     ) -> None:
-        """Cancel the invocation's pending jobs (a running one finishes; its answer is
-        then declined, the invocation being no longer live)."""
+        """Cancel the invocation's pending jobs and child starts (a running one finishes;
+        its answer is then declined, the invocation being no longer live)."""
         await _invocation.cancel(self.config, execution_id, effect.invoke_id, conn=conn)
+        await _fan_out.cancel_unstarted(self.config, execution_id, effect.invoke_id, conn=conn)
+
+    async def settle_fan_out(self, conn: AsyncConnection[Any], fan_out: FanOutKey) -> None:
+        """A ``statifier_oban.children.SettlementWorker`` job, in the step's transaction."""
+        await self._fan_out_job(conn, SETTLEMENT_WORKER, fan_out)
+
+    async def cancel_children(self, conn: AsyncConnection[Any], fan_out: FanOutKey) -> None:
+        """A ``statifier_oban.children.CascadeWorker`` job, in the step's transaction."""
+        await self._fan_out_job(conn, CASCADE_WORKER, fan_out)
+
+    async def superseded(self, conn: AsyncConnection[Any] | None, fan_out: FanOutKey) -> bool:
+        """Whether an invocation job of a later generation (macrostep) of the fan-out's
+        invoke id exists: the parent left the invoking state and entered it again
+        (``conn``: in that transaction; None: on the host's pool)."""
+        oban = self.config.oban
+        async with _store.connection(oban, conn) as db:
+            cursor = await db.execute(
+                _store.statement(oban, "invocation_superseded"),
+                {
+                    "scope": fan_out.parent_id,
+                    "invoke_id": fan_out.invoke_id,
+                    "macrostep": fan_out.generation,
+                },
+            )
+            row = await cursor.fetchone()
+        return bool(row and row[0])
+
+    async def _fan_out_job(
+        self, conn: AsyncConnection[Any], worker: str, fan_out: FanOutKey
+    ) -> None:
+        oban = self.config.oban
+        args = {
+            "scope": fan_out.parent_id,
+            "invoke_id": fan_out.invoke_id,
+            "macrostep": fan_out.generation,
+        }
+        async with _store.connection(oban, conn) as db:
+            await db.execute(
+                _store.statement(oban, "insert_fan_out_job", worker=worker),
+                {
+                    "args": _store.jsonb(args),
+                    "meta": _store.jsonb({}),
+                    "queue": self.config.invoke_queue or self.config.timers_queue,
+                    "channel": _store.insert_channel(oban),
+                },
+            )
 
     async def forward(
         self, conn: AsyncConnection[Any], execution_id: str, invoke_id: str, event: Event
@@ -324,6 +393,7 @@ async def pending_jobs(oban: Oban, execution_id: str, *, limit: int = 100) -> li
 
 
 __all__ = [
+    "EXECUTION_CHILD_STARTER",
     "PARKED_SNOOZE_S",
     "ExecutionDelivery",
     "ExecutionInvokeDelivery",
@@ -332,6 +402,8 @@ __all__ = [
     "PendingJob",
     "TimerPins",
     "current",
+    "current_config",
+    "current_executor",
     "execution_config",
     "pending_jobs",
     "use",

@@ -1,48 +1,132 @@
-"""Prompt staging: timers fire within about 100 ms of their time with default settings.
+"""Prompt staging and lean producers: timers fire within milliseconds of their time.
 
 oban 0.7.0 moves due ``scheduled`` jobs to ``available`` in its Stager, polling every
-``stager.interval`` (1 s by default). Its staging statement decides which queues to wake
-from a snapshot taken *before* its own update, so a job it just staged waits for the next
-tick: up to twice the interval late (see ``docs/adr/0006-prompt-staging.md``).
+``stager.interval`` (1 s by default), and its staging statement decides which queues to
+wake from a snapshot taken *before* its own update, so a job it just staged waits for the
+next tick (ADR 6). ``install()`` registers, through oban's ``stager.build`` hook, a
+:class:`PromptStager` that sleeps until the next timer is due instead of polling:
 
-``install()`` registers, through oban's ``stager.build`` hook, a Stager whose statement
-(``sql/stage_jobs.sql``) returns the queues it actually staged into (plus those that
-already had available jobs) and wakes exactly those, and whose default interval is 0.1 s
-unless the host sets one. It runs when ``statifier_oban`` is imported, so import the
-package before constructing the ``Oban`` instance that runs the timers queue.
+* each step (``sql/stage_jobs.sql``, one autocommit statement) stages what is due,
+  announces each queue it staged into on oban's insert channel (every node's producers of
+  that queue wake up), wakes the local producers of queues that already had available
+  jobs, and reads the next due time;
+* the Stager then rests until that time, at least :data:`MIN_GAP_S` after the step (a
+  stream of timers is staged in batches) and at most its interval (default
+  :data:`DEFAULT_INTERVAL_S`, never more than :data:`ANNOUNCE_HORIZON_S`);
+* a timer scheduled to fire sooner than :data:`ANNOUNCE_HORIZON_S` is announced on
+  :data:`statifier_oban._names.DUE_CHANNEL` with its due time, which cuts the rest short.
+  A later one is found by a step before it is due, because no rest is longer than the
+  horizon.
+
+``install()`` also makes every producer write its acks in one statement
+(``statifier_oban._acks``) and fetch in one statement, without looking again for jobs
+nobody announced (``statifier_oban._fetch``); ADR 18 has the reasons and the figures. It
+runs when ``statifier_oban`` is imported, so import the package before constructing the
+``Oban`` instance that runs the timers queue.
 
 Public because it changes every ``Oban`` built afterwards in the process: a host can
-check it (:func:`installed`) or go back to oban's own Stager (:func:`uninstall`).
+check it (:func:`installed`) or go back to oban's own Stager, acks and fetch
+(:func:`uninstall`).
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from oban import telemetry
 
-from . import _sql
-from ._oban_compat import StagerBridge, StagingRound, set_stager_builder, stager_builder
+from . import _acks, _fetch, _sql, _store
+from ._names import ANNOUNCE_HORIZON_MS, DUE_CHANNEL
+from ._oban_compat import (
+    StagerBridge,
+    StagingRound,
+    ack_writer,
+    job_fetcher,
+    set_ack_writer,
+    set_job_fetcher,
+    set_stager_builder,
+    stager_builder,
+)
 
-DEFAULT_INTERVAL_S = 0.1
+ANNOUNCE_HORIZON_S = ANNOUNCE_HORIZON_MS / 1000
+"""Timers due sooner than this after they are scheduled are announced to the stagers; no
+stager rests longer than this, so it finds every other timer before it is due."""
+
+DEFAULT_INTERVAL_S = ANNOUNCE_HORIZON_S
+"""The longest rest of a :class:`PromptStager` unless the host passes ``stager={"interval": ...}``
+(which it can lower, not raise above :data:`ANNOUNCE_HORIZON_S`)."""
+
+MIN_GAP_S = 0.05
+"""The shortest rest between two steps: a stream of timers is staged in batches, at most
+20 times a second per node; a sparse timer is staged at its time. Shorter gaps lower a
+stream's lateness and cost a staging round, a fetch and an ack per gap (ADR 18)."""
 
 
 class PromptStager(StagerBridge):
-    """A Stager that wakes the producers of the queues it has just staged jobs into."""
+    """A Stager that stages each timer at its due time and wakes the producers at once."""
 
-    async def stage(self, round: StagingRound) -> None:
-        """Stage due jobs of this node's queues; wake the queues that have available jobs."""
+    def __init__(self, **options: Any) -> None:
+        """oban's Stager options; ``interval`` is capped at :data:`ANNOUNCE_HORIZON_S`."""
+        super().__init__(**options)
+        self.cap_interval(ANNOUNCE_HORIZON_S)
+        self._db_offset: float | None = None  # database epoch seconds - event-loop time
+        self._last_step = 0.0
+
+    def channels(self) -> dict[str, Any]:
+        """Listen for announced timers."""
+        return {DUE_CHANNEL: self._on_due}
+
+    def _on_due(self, payload: dict[str, Any]) -> None:
+        """A timer of one of our queues is due at ``payload["at"]`` (database epoch s)."""
+        at = payload.get("at")
+        if not self.runs(payload.get("queue")) or not isinstance(at, int | float):
+            return
+        offset = self._db_offset
+        loop_time = asyncio.get_running_loop().time()
+        when = loop_time if offset is None else at - offset
+        self.rouse_at(max(when, self._last_step + MIN_GAP_S))
+
+    async def stage(self, round: StagingRound) -> float | None:
+        """Stage due jobs, announce and wake; return the rest until the next due job."""
+        loop = asyncio.get_running_loop()
         statement = _sql.statement("stage_jobs", round.prefix)
+        params = {
+            "queues": round.queues,
+            "limit": round.limit,
+            "channel": f"{round.prefix}.oban_insert",
+        }
         with telemetry.span("oban.stager.stage", {}) as context:
-            async with round.pool.connection() as conn:
-                rows = await (
-                    await conn.execute(statement, {"queues": round.queues, "limit": round.limit})
-                ).fetchall()
-            woken = {queue for queue, _ in rows}
-            staged = sum(int(count) for _, count in rows)
-            context.add({"staged_count": staged, "available_queues": sorted(woken)})
-            for queue in woken:
-                round.wake(queue)
+            sent = loop.time()
+            async with _store.autocommit(round.pool) as conn:
+                rows = await (await conn.execute(statement, params)).fetchall()
+            received = loop.time()
+            self._last_step = received
+            staged: dict[str, int] = {}
+            waiting: list[str] = []
+            next_due: float | None = None
+            for kind, queue, count, db_now, due, _ in rows:
+                if kind == "staged":
+                    staged[queue] = int(count)
+                elif kind == "available":
+                    waiting.append(queue)
+                else:
+                    self._db_offset = db_now - (sent + received) / 2
+                    next_due = due
+            for queue in waiting:
+                if queue not in staged:
+                    round.wake(queue)
+            context.add(
+                {
+                    "staged_count": sum(staged.values()),
+                    "available_queues": sorted({*staged, *waiting}),
+                }
+            )
+        if sum(staged.values()) >= round.limit:
+            return MIN_GAP_S  # more is due than one step stages
+        if next_due is None or self._db_offset is None:
+            return None
+        return max(MIN_GAP_S, next_due - self._db_offset - loop.time())
 
 
 def _build(config: dict[str, Any], **kwargs: Any) -> PromptStager:
@@ -51,17 +135,30 @@ def _build(config: dict[str, Any], **kwargs: Any) -> PromptStager:
 
 
 def install() -> None:
-    """Make every ``Oban`` built from now on use ``PromptStager`` (idempotent)."""
+    """Make every ``Oban`` built from now on use ``PromptStager``, and every producer in the
+    process (running ones included, from their next wake-up) ack in batches and fetch in
+    one statement (idempotent)."""
     if stager_builder() is not _build:
         set_stager_builder(_build)
+    if ack_writer() is not _acks.write:
+        set_ack_writer(_acks.write)
+    if job_fetcher() is not _fetch.fetch:
+        set_job_fetcher(_fetch.fetch)
 
 
 def uninstall() -> None:
-    """Make every ``Oban`` built from now on use oban's own Stager again (idempotent)."""
+    """Make every ``Oban`` built from now on use oban's own Stager, and every producer in
+    the process oban's own acks and fetch (idempotent)."""
     if stager_builder() is _build:
         set_stager_builder(None)
+    if ack_writer() is _acks.write:
+        set_ack_writer(None)
+    if job_fetcher() is _fetch.fetch:
+        set_job_fetcher(None)
 
 
 def installed() -> bool:
-    """Whether prompt staging is in effect for new ``Oban`` instances."""
-    return stager_builder() is _build
+    """Whether prompt staging, batched acks and the lean fetch are in effect."""
+    return (
+        stager_builder() is _build and ack_writer() is _acks.write and job_fetcher() is _fetch.fetch
+    )

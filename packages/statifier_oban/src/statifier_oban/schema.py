@@ -13,7 +13,8 @@ indexes of ours on ``<prefix>.oban_jobs``, each partial on our worker names. For
 
 Invocations and fan-out child starts have the same pair (:data:`INVOKE_DEDUP_INDEX`,
 :data:`CHILD_START_DEDUP_INDEX`, :data:`INVOKE_PENDING_INDEX`). The DDL is in
-``sql/timer_indexes.sql`` and ``sql/invoke_indexes.sql``.
+``sql/timer_indexes.sql`` and ``sql/invoke_indexes.sql``. One table of ours sits beside
+oban's: :data:`SESSION_LEASES` (``sql/session_leases.sql``), who owns each live session.
 
 :func:`install_sql` returns the SQL (for migration tools); :func:`install` applies it in
 one transaction and works around oban's non-``public`` prefix bug; :func:`verify` lists
@@ -43,6 +44,7 @@ from ._names import (
     INDEXES,
     INVOKE_DEDUP_INDEX,
     INVOKE_PENDING_INDEX,
+    SESSION_LEASES,
     TIMER_DEDUP_INDEX,
     TIMER_PENDING_INDEX,
 )
@@ -54,6 +56,7 @@ __all__ = [
     "INVOKE_DEDUP_INDEX",
     "INVOKE_PENDING_INDEX",
     "OBAN_TABLES",
+    "SESSION_LEASES",
     "TIMER_DEDUP_INDEX",
     "TIMER_PENDING_INDEX",
     "InvalidPrefix",
@@ -101,7 +104,7 @@ def invoke_indexes_sql(prefix: str = "public") -> str:
 
 
 def install_sql(prefix: str = "public") -> str:
-    """oban's schema SQL (``oban.schema.install_sql``) followed by our indexes.
+    """oban's schema SQL (``oban.schema.install_sql``) followed by our indexes and table.
 
     For migration tools. Every statement is idempotent. For a prefix other than
     ``public``, run it with ``search_path`` set to that schema (created first), as
@@ -119,6 +122,8 @@ def install_sql(prefix: str = "public") -> str:
         + timer_indexes_sql(prefix)
         + "\n"
         + invoke_indexes_sql(prefix)
+        + "\n"
+        + _sql.statement("session_leases", prefix)
     )
     persistence = _persistence_schema()
     if persistence is not None:
@@ -263,9 +268,10 @@ async def install(target: Target, *, prefix: str = "public") -> None:
 async def verify(target: Target, *, prefix: str = "public") -> list[str]:
     """Names of the missing pieces in schema ``prefix``; empty when all is installed.
 
-    Checks oban's three tables (:data:`OBAN_TABLES`), the execution tables when
-    statifier_persistence is installed, and our indexes (which must be valid indexes on
-    ``oban_jobs``), reported in that order. It checks names, not definitions.
+    Checks oban's three tables (:data:`OBAN_TABLES`), our table (:data:`SESSION_LEASES`),
+    the execution tables when statifier_persistence is installed, and our indexes (which
+    must be valid indexes on ``oban_jobs``), reported in that order. It checks names, not
+    definitions.
 
     Raises:
         InvalidPrefix: ``prefix`` is not a plain identifier (a ValueError).
@@ -274,7 +280,11 @@ async def verify(target: Target, *, prefix: str = "public") -> list[str]:
     check_prefix(prefix)
     indexes = list(INDEXES)
     persistence = _persistence_schema()
-    tables = [*OBAN_TABLES, *(persistence.TABLES if persistence is not None else ())]
+    tables = [
+        *OBAN_TABLES,
+        SESSION_LEASES,
+        *(persistence.TABLES if persistence is not None else ()),
+    ]
     async with _connection(target) as conn:
         try:
             async with conn.transaction():

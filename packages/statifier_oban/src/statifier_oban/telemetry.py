@@ -20,6 +20,8 @@ from typing import Any
 
 from oban import telemetry as oban_telemetry
 
+from . import _oban_compat
+
 logger = logging.getLogger("statifier_oban.telemetry")
 
 PREFIX = "statifier_oban"
@@ -187,6 +189,11 @@ EVENT_KEYS: dict[str, frozenset[str]] = {
 def events() -> list[str]:
     """Every event name this package emits, in a stable order: timers, then invocations."""
     return [*TIMER_EVENTS, *INVOKE_EVENTS]
+
+
+def handled(name: str) -> bool:
+    """Whether anyone listens to ``name`` (a hot path can skip building its event)."""
+    return _oban_compat.telemetry_handled(name)
 
 
 def emit(name: str, **meta: Any) -> None:

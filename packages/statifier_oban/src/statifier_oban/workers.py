@@ -3,11 +3,15 @@
 ``TimerWorker`` rebuilds the fired event from the stored effect and asks the delivery
 named on the job. Outcomes: delivered (the job completes), discarded (the job is
 cancelled with the reason on the row: the execution is gone), snoozed (rescheduled, no
-attempt spent), undecodable (cancelled as such, never silently dropped), or an error
-(an unresolvable delivery or codec, an invalid answer, a raising delivery: retried with
-oban's backoff). ``InvokeWorker`` delivers an invocation's answer the same way; an answer
-its delivery snoozes (the execution is parked) reschedules the job, the terminal
-failure included, so the answer is not lost with the attempts.
+attempt spent), undecodable or refused (cancelled at once with the reason on the row,
+never silently dropped), or an error (an invalid answer, a raising delivery or codec:
+retried with oban's backoff). ``InvokeWorker`` delivers an invocation's answer the same
+way; an answer its delivery snoozes (the execution is parked) reschedules the job, the
+terminal failure included, so the answer is not lost with the attempts.
+
+A row is refused when a delivery, codec, child starter or handler it names is not
+registered in this process, or is not the plug-in it should be (ADR 13): nothing is
+imported or built for it, and retrying could not help, so it is cancelled at once.
 
 Public because it is durable: a process that runs the queues imports it (importing
 registers the workers with oban), and ``TIMER_WORKER``, ``INVOKE_WORKER`` and
@@ -67,16 +71,24 @@ type Outcome = Cancel | Snooze | None
 
 
 def _plugin[T](resolver: Callable[[str], T], path: object, default: str, what: str) -> T:
-    """The plug-in a job's meta names (``default`` if it names none); ``InvalidDelivery``
-    if the name is not an import path, does not resolve, or is not the right plug-in."""
+    """The plug-in a job's meta names (``default`` if it names none); ``ResolutionError``
+    if the name is not an import path, is not registered, or is not the right plug-in."""
     if path is None:
         path = default
     if not isinstance(path, str):
-        raise InvalidDelivery(f"the job names its {what} with {path!r}, not an import path")
+        shown = repr(path)
+        shown = shown if len(shown) <= 120 else shown[:117] + "..."
+        raise ResolutionError(f"the job names its {what} with {shown}, not an import path")
     try:
         return resolver(path)
     except ResolutionError as exc:
-        raise InvalidDelivery(str(exc)) from exc
+        raise ResolutionError(f"{what}: {exc}") from exc
+
+
+def refused(job: Job, exc: ResolutionError) -> Cancel:
+    """Cancel a job whose row names what this process does not run (logged, reason kept)."""
+    logger.warning("job %s (%s) refused: %s", job.id, job.worker, exc)
+    return Cancel(f"refused: {exc}")
 
 
 def bound_seconds(job: Job, margin_ms: int = 0) -> float | None:
@@ -102,7 +114,10 @@ class TimerWorker:
             logger.warning("timer job %s is undecodable: %s", job.id, exc)
             return Cancel(f"undecodable: {exc}")
         path = job.meta.get(META_DELIVERY) if isinstance(job.meta, dict) else None
-        delivery = _plugin(_plugins.timer_delivery, path, DEFAULT_DELIVERY, "delivery")
+        try:
+            delivery = _plugin(_plugins.timer_delivery, path, DEFAULT_DELIVERY, "delivery")
+        except ResolutionError as exc:
+            return refused(job, exc)
         answer: object = await _plugins.settle(delivery.deliver(scope, effect))
         common = {
             "attempt": job.attempt,
@@ -159,11 +174,14 @@ class InvokeWorker:
         except UndecodableRow as exc:
             await self._fail_undecodable(job, meta, exc)
             return Cancel(f"undecodable: {exc}")
+        try:
+            delivery = self._delivery(meta)
+        except ResolutionError as exc:
+            return refused(job, exc)
         handler = _resolve_handler(row.handler)
         if handler is None:
-            if meta.get(META_UNRESOLVED_HANDLER) != "cancel":
+            if meta.get(META_UNRESOLVED_HANDLER) == "retry":
                 raise InvalidHandler(f"handler {row.handler!r} does not resolve")
-            delivery = self._delivery(meta)
             await _plugins.settle(
                 delivery.deliver_failure(
                     row.scope,
@@ -176,7 +194,6 @@ class InvokeWorker:
             )
             self._failed(job, row.scope, row.invoke_id, "invalid_handler", row.handler, None)
             return Cancel(f"invalid_handler: {row.handler}")
-        delivery = self._delivery(meta)
         context = RunContext(row.scope, row.invoke_id, job.attempt, job.max_attempts, job.id)
         terminal = job.attempt >= job.max_attempts
         try:
@@ -348,7 +365,7 @@ class InvokeWorker:
         scope, invoke_id = found
         try:
             delivery = self._delivery(meta)
-        except InvalidDelivery:
+        except ResolutionError:
             logger.warning("invocation job %s is undecodable; its delivery too: %s", job.id, exc)
             return
         await _plugins.settle(
@@ -358,27 +375,35 @@ class InvokeWorker:
 
 
 class ChildStartWorker:
-    """Starts child ``index`` of a fan-out through the host's ``ChildStarter``."""
+    """Starts child ``index`` of a fan-out through the host's ``ChildStarter``, whose
+    ``opts`` carry the ``policy`` and the child's ``item`` (when the row has one)."""
 
     def timeout(self, job: Job) -> float | None:
         """The ``child_start_timeout`` fixed at enqueue, if any."""
         return bound_seconds(job)
 
     async def process(self, job: Job) -> Outcome:
-        """Decode, resolve the starter (retry if it does not), start, record."""
+        """Decode, resolve the starter (refuse the row if it does not), start, record."""
         try:
             row = _invoke_args.decode(job.args)
             index, count, policy = _invoke_args.child_position(job.args)
+            has_item, item = _invoke_args.child_item(job.args)
         except UndecodableRow as exc:
             logger.warning("child start job %s is undecodable: %s", job.id, exc)
             return Cancel(f"undecodable: {exc}")
         meta = job.meta if isinstance(job.meta, dict) else {}
         path = meta.get(META_CHILD_STARTER)
-        if path is None:
-            raise InvalidDelivery("the child start job names no child_starter")
-        starter = _plugin(_plugins.child_starter, path, "", "child_starter")
+        try:
+            if path is None:
+                raise ResolutionError("the child start job names no child_starter")
+            starter = _plugin(_plugins.child_starter, path, "", "child_starter")
+        except ResolutionError as exc:
+            return refused(job, exc)
+        opts: dict[str, Any] = {"policy": policy}
+        if has_item:
+            opts["item"] = item
         outcome = await _plugins.settle(
-            starter.start_child(row.scope, row.invoke, index, count, {"policy": policy})
+            starter.start_child(row.scope, row.invoke, index, count, opts)
         )
         if isinstance(outcome, Exception):
             raise outcome

@@ -17,6 +17,7 @@ from typing import Any
 
 from oban import current_job
 from statifier.core.effects import SendDelayed
+from statifier_oban import _resolve
 from statifier_oban.delivery import Delivered
 
 Script = Callable[[str, SendDelayed], Any | Awaitable[Any]]
@@ -72,3 +73,8 @@ class NotADelivery:
         """Not the delivery callback."""
         _record(scope, effect)
         return Delivered()
+
+
+# What ``statifier-oban worker --module`` does for a host module: job rows may name the
+# classes defined here (ADR 13). Tests of refusals name classes of other modules.
+_resolve.allow_module(__name__)

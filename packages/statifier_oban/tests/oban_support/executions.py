@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from oban import Oban
 from statifier.core.effects import Invoke
 from statifier_oban import Config, InvokeHandler, Ok, executions
+from statifier_oban.children import MapHandler
 from statifier_oban.executions import ObanExecutor, execution_config
 from statifier_persistence import Executions
 
@@ -64,7 +65,11 @@ class GatedHandler(_Configured, InvokeHandler):
         return Ok("late")
 
 
-HANDLERS: dict[str, type[InvokeHandler]] = {"test:echo": EchoHandler, "test:gated": GatedHandler}
+HANDLERS: dict[str, type[InvokeHandler]] = {
+    "test:echo": EchoHandler,
+    "test:gated": GatedHandler,
+    "statifier:map": MapHandler,
+}
 
 
 @dataclass

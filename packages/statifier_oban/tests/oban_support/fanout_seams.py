@@ -23,6 +23,7 @@ from typing import Any
 
 from oban import current_job
 from statifier.core.effects import Invoke
+from statifier_oban import _resolve
 from statifier_oban._config import Config
 from statifier_oban._handler import FanOut, InvokeHandler, RunContext, RunResult
 from statifier_oban.delivery import Delivered
@@ -201,3 +202,8 @@ class NotAStarter:
     def start(self, *args: Any) -> None:
         """Not the starter callback."""
         raise AssertionError("NotAStarter.start must never be called")
+
+
+# What ``statifier-oban worker --module`` does for a host module: job rows may name the
+# classes defined here (ADR 13). Tests of refusals name classes of other modules.
+_resolve.allow_module(__name__)

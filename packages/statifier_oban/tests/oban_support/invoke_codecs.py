@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 
+from statifier_oban import _resolve
+
 KEY = 0x5A
 
 
@@ -63,3 +65,8 @@ class DecodeFailsCodec:
     def decode(self, data: bytes) -> bytes:
         """Always raises."""
         raise RuntimeError("the decryption key was rotated away")
+
+
+# What ``statifier-oban worker --module`` does for a host module: job rows may name the
+# classes defined here (ADR 13). Tests of refusals name classes of other modules.
+_resolve.allow_module(__name__)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from oban import current_job
+from statifier_oban import _resolve
 from statifier_oban.delivery import Delivered, Discarded, SessionInvokeDelivery
 
 
@@ -121,3 +122,8 @@ class DeliverOnlyDelivery:
         """Records (it must never be called)."""
         _record("deliver", scope, invoke_id, data, caller_context)
         return Discarded("deliver-only")
+
+
+# What ``statifier-oban worker --module`` does for a host module: job rows may name the
+# classes defined here (ADR 13). Tests of refusals name classes of other modules.
+_resolve.allow_module(__name__)

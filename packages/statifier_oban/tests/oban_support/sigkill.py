@@ -28,10 +28,14 @@ from typing import Any, ClassVar
 from oban import Oban, current_job
 from psycopg_pool import AsyncConnectionPool
 from statifier.core.effects import SendDelayed
-from statifier_oban import Delivered
+from statifier_oban import Delivered, register_plugin
 
 QUEUE_LIMIT = 20
 RESCUE_AFTER_S = 2
+DELIVERY_S = 0.02
+"""How long a delivery takes after its records commit: at the test's 500 timers/s about ten
+jobs are executing at any moment, so the kill always strands some (acks are batched and the
+fetch is one statement, so with instant deliveries a kill can find none in flight)."""
 
 CREATE_TABLES = """
 CREATE TABLE IF NOT EXISTS sigkill_delivered (
@@ -82,6 +86,7 @@ class RecordingDelivery:
         async with pool.connection() as conn, conn.transaction():
             await conn.execute(RECORD_RAW, params)
             await conn.execute(RECORD_ONCE, params)
+        await asyncio.sleep(DELIVERY_S)
         return Delivered()
 
 
@@ -111,8 +116,10 @@ def main(argv: list[str]) -> None:
     """Entry point when run as ``python -m``."""
     conninfo, name, node, queue = argv
     # Run with ``-m``, this module is ``__main__``; the job rows name ``oban_support.sigkill``.
-    # Make that name this very module, so the worker finds the pool set here.
+    # Make that name this very module, so the worker finds the pool set here, and register
+    # its delivery as a host module would (ADR 13).
     sys.modules.setdefault("oban_support.sigkill", sys.modules[__name__])
+    register_plugin(RecordingDelivery, path="oban_support.sigkill:RecordingDelivery")
     asyncio.run(serve(conninfo, name, node, queue))
 
 

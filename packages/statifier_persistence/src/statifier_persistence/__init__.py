@@ -6,9 +6,12 @@ compiles from), steps events into them (one transaction each: lock, liveness, dr
 durable effects through an ``EffectExecutor`` on the same connection, store), cancels,
 parks and lists them, and moves them between chart revisions (``migrate``; a revision
 is retired once no ``PinSource`` counts anything on it). A step given a ``key`` applies
-at most once. ``install`` creates the tables. ``statifier_oban.executions`` joins this
-package to oban jobs: timers, invocations, the deliveries a standalone ``statifier-oban
-worker`` runs, and the pin source of pending timers.
+at most once. A fan-out's children are executions too (``Executions.start_child``);
+their finishing settles the parent's invocation once (``Executions.fan_out_answer``,
+through a ``FanOutExecutor``). ``install`` creates the tables.
+``statifier_oban.executions`` joins this package to oban jobs: timers, invocations, the
+deliveries a standalone ``statifier-oban worker`` runs, and the pin source of pending
+timers; ``statifier_oban.children`` runs fan-outs.
 
 Modules with a leading underscore are private; ``statifier_persistence.schema`` is the
 installer.
@@ -19,6 +22,7 @@ from __future__ import annotations
 from importlib import metadata as _metadata
 
 from ._answers import NOT_LIVE, live_answer
+from ._children import ChildOutcome, ChildStart, child_execution_id
 from ._errors import (
     ChartConflict,
     ChartNotRegistered,
@@ -62,6 +66,15 @@ from ._records import (
     StepResult,
 )
 from ._revisions import Bulk, Migrated, Revision, RevisionMethods
+from ._settlement import (
+    MAX_FAN_OUT_CHILDREN,
+    POLICIES,
+    FanOut,
+    FanOutExecutor,
+    FanOutKey,
+    FanOutState,
+    Policy,
+)
 from .schema import install, install_sql, verify
 
 try:
@@ -71,9 +84,11 @@ except _metadata.PackageNotFoundError:  # pragma: no cover - running from a bare
     __version__ = "0+unknown"
 
 __all__ = [
+    "MAX_FAN_OUT_CHILDREN",
     "MAX_ID_LENGTH",
     "MAX_KEY_LENGTH",
     "NOT_LIVE",
+    "POLICIES",
     "STATUSES",
     "TERMINAL",
     "AlreadyApplied",
@@ -82,6 +97,8 @@ __all__ = [
     "ChartNotRegistered",
     "ChartRetired",
     "ChartUnusable",
+    "ChildOutcome",
+    "ChildStart",
     "CorruptExecution",
     "Decline",
     "Declined",
@@ -95,6 +112,10 @@ __all__ = [
     "ExecutionPins",
     "ExecutionStatus",
     "Executions",
+    "FanOut",
+    "FanOutExecutor",
+    "FanOutKey",
+    "FanOutState",
     "HostHook",
     "IdentityMismatch",
     "InvalidArgument",
@@ -111,6 +132,7 @@ __all__ = [
     "PersistenceError",
     "PinReport",
     "PinSource",
+    "Policy",
     "PositionTooLarge",
     "RetirementRefused",
     "Revision",
@@ -122,6 +144,7 @@ __all__ = [
     "StoreError",
     "UnstorablePosition",
     "__version__",
+    "child_execution_id",
     "install",
     "install_sql",
     "live_answer",

@@ -13,7 +13,8 @@ with each (ADR 12):
   cannot be delivered raises ``planner.undeliverable`` in the chart.
 * ``Schedule``: a delayed send to the execution itself becomes a timer through the
   executor; to any other target it has no durable form (``error.communication``).
-* ``CancelTimers``, ``StartInvocation``, ``StopInvocation``: the executor.
+* ``CancelTimers``, ``StartInvocation``, ``StopInvocation``: the executor; a stopped
+  invocation's open fan-outs are abandoned too (``_settlement``).
 * ``Forward`` (autoforward): the executor's ``forward``; a refusal is logged.
 * ``Report``: collected, and handed to the host after the transaction commits.
 * ``Halt``: ``Done`` makes the execution ``completed`` (``cancelled`` when cancelling) and
@@ -40,6 +41,7 @@ from ._errors import EffectRefused
 from ._executor import EffectExecutor, HostHook
 from ._limits import Limits
 from ._records import Execution, ExecutionStatus
+from ._settlement import Settlement
 
 logger = logging.getLogger("statifier_persistence")
 
@@ -58,6 +60,7 @@ class Drive:
     status: ExecutionStatus = "active"
     failure: dict[str, Any] | None = None
     outcome: dict[str, Any] | None = None
+    settlement: Settlement | None = None
     cancelling: bool = False
     effects: list[fx.Effect] = field(default_factory=list)
     reports: list[fx.Log | fx.ErrorRaised] = field(default_factory=list)
@@ -133,6 +136,8 @@ class Drive:
                 await self._start(effect)
             case planner.StopInvocation(effect=effect):
                 await self.executor.stop_invocation(self.conn, self.scope, effect)
+                if self.settlement is not None:
+                    await self.settlement.abandon(self.conn, self.scope, effect.invoke_id)
             case planner.Forward(invoke_id=invoke_id, event=event):
                 if not await self.executor.forward(self.conn, self.scope, invoke_id, event):
                     logger.warning(

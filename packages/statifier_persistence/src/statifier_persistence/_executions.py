@@ -10,7 +10,7 @@ commit. A failure anywhere rolls all of it back: the previous position, and no j
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from psycopg import AsyncConnection
@@ -21,6 +21,7 @@ from statifier.core.events import Event
 from statifier.core.state import MachineState
 
 from ._charts import Charts
+from ._children import ChildStart, check_fan_out, start_child
 from ._db import transaction
 from ._drive import Drive
 from ._errors import (
@@ -59,6 +60,7 @@ from ._rows import (
     decode_position,
     encode_json_object,
 )
+from ._settlement import FanOut, FanOutKey, Policy, Settlement
 from ._sql import check_prefix, statement
 
 logger = logging.getLogger("statifier_persistence")
@@ -117,6 +119,7 @@ class Executions(RevisionMethods):
                 f"position_key must be bytes, at least {MIN_POSITION_KEY_BYTES} of them"
             )
         self._position_key = position_key
+        self._settlement = Settlement(self._prefix, self._limits, executor)
 
     @property
     def pool(self) -> AsyncConnectionPool[Any] | None:
@@ -132,6 +135,11 @@ class Executions(RevisionMethods):
     def limits(self) -> Limits:
         """The bounds in force."""
         return self._limits
+
+    @property
+    def executor(self) -> EffectExecutor:
+        """The executor performing every step's durable effects."""
+        return self._executor
 
     # -- charts ----------------------------------------------------------------------
 
@@ -205,6 +213,7 @@ class Executions(RevisionMethods):
             drive = self._drive(db, execution, state, routes)
             await drive.initial(effects)
             stored = await self._store(db, drive)
+            await self._settlement.after_store(db, execution.status, stored)
         return self._stepped(stored, drive)
 
     async def step(
@@ -263,6 +272,7 @@ class Executions(RevisionMethods):
             drive = self._drive(db, execution, state, routes)
             await drive.event(built)
             stored = await self._store(db, drive, key)
+            await self._settlement.after_store(db, execution.status, stored)
         return self._stepped(stored, drive)
 
     async def cancel(
@@ -285,6 +295,7 @@ class Executions(RevisionMethods):
             drive = self._drive(db, execution, state, routes)
             await drive.cancel()
             stored = await self._store(db, drive)
+            await self._settlement.after_store(db, execution.status, stored)
         return self._stepped(stored, drive)
 
     # -- parking ---------------------------------------------------------------------
@@ -321,6 +332,81 @@ class Executions(RevisionMethods):
             row = await cursor.fetchone()
         assert row is not None  # noqa: S101 - the row is locked by this transaction
         return decode_execution(row, self._limits)
+
+    # -- fan-outs (see _children and _settlement) --------------------------------------
+
+    async def start_child(
+        self,
+        fan_out: FanOutKey,
+        index: int,
+        count: int,
+        *,
+        chart: str,
+        policy: Policy = "all",
+        datamodel: Mapping[str, Any] | None = None,
+        failed_states: Sequence[str] = (),
+        caller_context: Any = None,
+        conn: AsyncConnection[Any] | None = None,
+    ) -> ChildStart:
+        """Create child ``index`` of ``count`` of ``fan_out``, idempotently: a start
+        delivered again adopts the child it created (its id is derived from the fan-out
+        and the index); an index outside ``0..count-1`` raises ``InvalidArgument``.
+
+        The first start opens the fan-out: ``chart`` names the children's chart (the newest
+        registered revision of that name, ``ChartNotRegistered`` if none), ``policy``
+        (``all`` or ``first_error``) how it settles, ``failed_states`` the final states
+        that count as a child's failure; later starts must agree on ``count`` and
+        ``policy``. ``datamodel`` seeds the child's variables. No child is created when no
+        one would take its answer (``ChildStart.outcome == "not_needed"``): the parent is
+        gone or terminal, the invocation is not live, the fan-out is settled or abandoned.
+        A parked parent raises ``NeedsMigration``. The executor must implement
+        ``FanOutExecutor`` (``InvalidArgument`` otherwise).
+        """
+        return await start_child(
+            self,
+            fan_out,
+            index,
+            count,
+            chart=chart,
+            policy=policy,
+            datamodel=datamodel,
+            failed_states=failed_states,
+            caller_context=caller_context,
+            conn=conn,
+        )
+
+    async def fan_out_answer(
+        self, fan_out: FanOutKey, *, conn: AsyncConnection[Any] | None = None
+    ) -> Event | None:
+        """The answer of a settled fan-out, for its parent (None while it is not settled,
+        or when it was abandoned).
+
+        ``done.invoke.<id>`` with every child's donedata in index order when no child
+        failed; otherwise ``error.communication.invoke.<id>`` with ``reason``
+        ``child_failed`` (``first_error``: the first failure, with its ``index``,
+        ``execution_id`` and ``data``) or ``children_failed`` (``all``: the ``failed``
+        indexes and every child's donedata as ``results``), or ``answer_too_large`` when
+        the donedata together is over ``Limits.max_position_bytes``. Step it with
+        ``live_answer``: a parent that left the invoking state declines it.
+        """
+        async with transaction(self._pool, conn) as db:
+            return await self._settlement.answer(db, check_fan_out(fan_out))
+
+    async def fan_outs(
+        self, parent_id: str, *, conn: AsyncConnection[Any] | None = None
+    ) -> list[FanOut]:
+        """The execution's fan-outs (as a parent), oldest generation first: how many of
+        their children finished, and whether each is open, settled or abandoned."""
+        parent_id = check_execution_id(parent_id)
+        async with transaction(self._pool, conn) as db:
+            return await self._settlement.fan_outs(db, parent_id)
+
+    async def unfinished_children(
+        self, fan_out: FanOutKey, *, conn: AsyncConnection[Any] | None = None
+    ) -> list[str]:
+        """The ids of the fan-out's children that have not finished yet, in index order."""
+        async with transaction(self._pool, conn) as db:
+            return await self._settlement.unfinished_children(db, check_fan_out(fan_out))
 
     # -- reading ---------------------------------------------------------------------
 
@@ -473,6 +559,7 @@ class Executions(RevisionMethods):
             status=execution.status,
             failure=dict(execution.failure) if execution.failure is not None else None,
             outcome=dict(execution.outcome) if execution.outcome is not None else None,
+            settlement=self._settlement,
         )
 
     async def _store(

@@ -52,6 +52,7 @@ from ._limits import MAX_IDENTITY_LENGTH, Limits
 from ._pins import ExecutionPins, PinReport, PinSource, ask, label_of
 from ._records import Execution, ExecutionStatus
 from ._rows import check_execution_id, decode_execution
+from ._settlement import FanOutPins
 from ._sql import statement
 
 MAX_BULK: Final = 10_000
@@ -465,7 +466,11 @@ class RevisionMethods:
         self, db: AsyncConnection[Any], identity: str, extra: list[PinSource]
     ) -> PinReport:
         sources: dict[str, PinSource] = {}
-        for source in (ExecutionPins(prefix=self._prefix, conn=db), *extra):
+        ours: list[PinSource] = [
+            ExecutionPins(prefix=self._prefix, conn=db),
+            FanOutPins(prefix=self._prefix, conn=db),  # counts once per question
+        ]
+        for source in (*ours, *extra):
             sources[label_of(source, sources)] = source
         counts: dict[str, dict[str, int]] = {label: {} for label in sources}
         after: str | None = None

@@ -21,7 +21,13 @@ from ._db import one_line
 from ._errors import InvalidArgument, SchemaError
 from ._sql import check_prefix, statement
 
-TABLES: Final = ("statifier_charts", "statifier_executions", "statifier_step_keys")
+TABLES: Final = (
+    "statifier_charts",
+    "statifier_executions",
+    "statifier_step_keys",
+    "statifier_fan_outs",
+    "statifier_fan_out_children",
+)
 """Our tables, in creation order."""
 
 DEFAULT_CONNECT_TIMEOUT_S: Final = 10
@@ -34,9 +40,10 @@ type Target = str | AsyncConnection[Any] | AsyncConnectionPool[Any]
 def install_sql(prefix: str = "public") -> LiteralString:
     """The DDL of our tables and indexes in schema ``prefix`` (every statement idempotent).
 
-    The schema itself must exist (``install`` creates it).
+    The schema itself must exist (``install`` creates it). ``sql/install.sql`` holds the
+    executions, ``sql/fan_out_tables.sql`` the fan-outs.
     """
-    return statement("install", prefix)
+    return statement("install", prefix) + "\n" + statement("fan_out_tables", prefix)
 
 
 def _lock_key(prefix: str) -> int:

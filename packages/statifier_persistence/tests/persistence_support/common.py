@@ -19,7 +19,7 @@ from psycopg_pool import AsyncConnectionPool
 from statifier.core import effects as fx
 from statifier.core.events import Event
 from statifier.core.planner import Deliver
-from statifier_persistence import EffectRefused, Execution, install
+from statifier_persistence import EffectRefused, Execution, FanOutKey, install
 
 NS = 'xmlns="http://www.w3.org/2005/07/scxml"'
 
@@ -133,13 +133,14 @@ class TableExecutor:
     async def start_invocation(
         self, conn: AsyncConnection[Any], execution_id: str, effect: fx.Invoke
     ) -> None:
-        """An ``invoke`` row."""
+        """An ``invoke`` row (its detail: type, params and the invoking macrostep)."""
+        detail = {"type": effect.type, "params": effect.params, "macrostep": effect.macrostep}
         await self._write(
             conn,
             "invoke",
             execution_id=execution_id,
             invoke_id=effect.invoke_id,
-            detail=Jsonb({"type": effect.type, "params": effect.params}),
+            detail=Jsonb(detail),
         )
 
     async def stop_invocation(
@@ -162,6 +163,39 @@ class TableExecutor:
             detail=Jsonb({"event": event.name}),
         )
         return True
+
+
+class FanOutTableExecutor(TableExecutor):
+    """A ``TableExecutor`` that runs fan-outs: a settlement is a ``settle`` row, a cascade
+    a ``cascade`` row (``invoke_id`` set, ``detail`` the generation), in the transaction;
+    a generation is superseded once an ``invoke`` row of a later macrostep exists."""
+
+    async def settle_fan_out(self, conn: AsyncConnection[Any], fan_out: FanOutKey) -> None:
+        """A ``settle`` row."""
+        await self._fan_out_row(conn, "settle", fan_out)
+
+    async def cancel_children(self, conn: AsyncConnection[Any], fan_out: FanOutKey) -> None:
+        """A ``cascade`` row."""
+        await self._fan_out_row(conn, "cascade", fan_out)
+
+    async def superseded(self, conn: AsyncConnection[Any], fan_out: FanOutKey) -> bool:
+        """Whether an ``invoke`` row of a later macrostep has the fan-out's invoke id."""
+        cursor = await conn.execute(
+            "SELECT count(*) FROM test_effects WHERE kind = 'invoke' AND execution_id = %s"
+            " AND invoke_id = %s AND (detail->>'macrostep')::int > %s",
+            [fan_out.parent_id, fan_out.invoke_id, fan_out.generation],
+        )
+        row = await cursor.fetchone()
+        return row is not None and row[0] > 0
+
+    async def _fan_out_row(self, conn: AsyncConnection[Any], kind: str, key: FanOutKey) -> None:
+        await self._write(
+            conn,
+            kind,
+            execution_id=key.parent_id,
+            invoke_id=key.invoke_id,
+            detail=Jsonb({"generation": key.generation}),
+        )
 
 
 class OutboxHost:

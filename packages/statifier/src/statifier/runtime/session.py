@@ -4,6 +4,11 @@ A ``Session`` performs the core's effects in-process: sends are routed through t
 process-wide registry, delayed sends use the event loop's timer (so they die with the
 process: ``statifier_oban`` is what makes them durable), invocations go to per-session
 handlers. Subscribers see every effect in order, then exactly one ``Halted``.
+
+With a ``DelayedSends`` store, a step's delayed sends and cancels are stored *before* the
+step is committed (its new state taken, its effects performed): a store that cannot answer
+holds the step, retried until it can, and never falls back to an in-process timer; a
+value the store refuses becomes ``error.communication`` in the chart (ADR 14).
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import asyncio
 import dataclasses
 import inspect
 import logging
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -47,7 +52,16 @@ from statifier.values import brief
 logger = logging.getLogger("statifier.runtime.session")
 
 SessionStatusName = Literal["running", "done", "cancelled", "budget_exhausted"]
-HaltReason = Literal["done", "cancelled", "budget_exhausted", "stopped"]
+HaltReason = Literal["done", "cancelled", "budget_exhausted", "stopped", "superseded"]
+
+STORE_RETRY_FIRST_S = 0.05
+"""The first wait before storing a step's delayed sends again (it doubles up to the max)."""
+
+STORE_RETRY_MAX_S = 2.0
+"""The longest wait between two attempts to store a held step's delayed sends."""
+
+CANCEL_MARKS = 4096
+"""Send ids whose latest ``<cancel>`` a session remembers, to drop stale durable fires."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,10 +83,32 @@ class SessionStatus:
     round: int
     queued_events: int
     pending_timers: int
+    store_error: str | None = None
+    """Why the step in progress is held (its delayed sends could not be stored), or None."""
 
 
 Message = fx.Effect | Halted
 Subscriber = Callable[[str, Message], Awaitable[None] | None]
+
+
+class DelayedSendRefused(StatifierError):
+    """A ``DelayedSends`` store refuses a send (or cancel) for good: a value it cannot keep.
+
+    The session arms nothing for it; the chart hears ``error.communication`` for the send
+    id, as for a send that cannot be dispatched.
+    """
+
+
+class OwnershipLost(StatifierError):
+    """A ``DelayedSends`` store says another process owns this session now.
+
+    The session writes nothing more: the step that found out is not committed, and the
+    session stops (``Halted("superseded")``).
+    """
+
+
+class DelayedSendsUnavailable(StatifierError):
+    """``Session.start`` could not store its first macrostep's delayed sends; nothing runs."""
 
 
 class DelayedSends(Protocol):
@@ -80,6 +116,12 @@ class DelayedSends(Protocol):
 
     ``schedule`` answers True when it took the send (the session then arms no timer of
     its own), False to leave it to the session. ``cancel`` sees every ``<cancel>``.
+
+    Both run before the step that produced them is committed. Raising
+    :class:`DelayedSendRefused` refuses that one effect; :class:`OwnershipLost` stops the
+    session; anything else means the store cannot answer now: the session holds the step
+    and tries again (with a growing wait, logged, ``SessionStatus.store_error`` set) until
+    it can, so a durable send is never quietly kept in memory instead.
     """
 
     async def schedule(self, session: Session, effect: fx.SendDelayed) -> bool:
@@ -98,6 +140,16 @@ class SessionNotStarted(StatifierError):
 
 class ResumeError(StatifierError):
     """A position cannot be resumed (finished, not quiescent, or conflicting options)."""
+
+
+class _Interrupted(Exception):
+    """The session was stopped while it held a step for its store (internal)."""
+
+
+_STORED = True
+"""A step's delayed send taken by the store (no in-process timer)."""
+_LOCAL = False
+"""A delayed send the store left to the session's own timer."""
 
 
 class _Entry:
@@ -164,10 +216,11 @@ class Session:
 
     An idle session holds its position and little else: no task runs while its inbox is
     empty (one is started for the events that arrive, and ends when they are processed),
-    and its queues, invocation bookkeeping and halt waiters exist only once used.
+    and its queues, timers, invocation bookkeeping and halt waiters exist only once used.
     """
 
     __slots__ = (
+        "_cancel_marks",
         "_cancel_requested",
         "_deferred",
         "_delayed",
@@ -182,8 +235,11 @@ class Session:
         "_started",
         "_state",
         "_status",
+        "_stop_requested",
         "_stopped",
         "_stopping",
+        "_store_error",
+        "_stored",
         "_subscribers",
         "_task",
         "_timers",
@@ -239,6 +295,10 @@ class Session:
         self._task: asyncio.Task[None] | None = None
         self._delayed: DelayedSends | None = None
         self._on_step: StepListener | None = None
+        self._stored: dict[int, bool | str] = {}
+        self._store_error: str | None = None
+        self._cancel_marks: OrderedDict[str, int] | None = None
+        self._stop_requested: asyncio.Event | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -313,8 +373,14 @@ class Session:
                 caller_context=caller_context,
                 limits=limits,
             )
-            session._state = state
+            try:
+                await session._commit(state, effects, retry=False)
+            except BaseException:
+                registry.unregister(sid)
+                session.tree.live -= 1
+                raise
             await session._perform(effects)
+            session._stored.clear()
         else:
             session._state = state
         await session._stepped()
@@ -324,10 +390,20 @@ class Session:
 
     async def stop(self) -> None:
         """Stop the session: end its task, drop its timers, stop children, unregister."""
+        await self._stop("stopped")
+
+    async def supersede(self) -> None:
+        """Another process owns this session now: stop as ``stop`` does, writing nothing
+        more, and tell subscribers ``Halted("superseded")``."""
+        await self._stop("superseded")
+
+    async def _stop(self, reason: HaltReason) -> None:
         if self._stopped:
             return
         self._stopped = True
         self._stopping = True
+        if self._stop_requested is not None:
+            self._stop_requested.set()
         task = self._task
         if task is not None and task is not asyncio.current_task():
             await task
@@ -337,7 +413,7 @@ class Session:
         self.tree.live -= 1
         if not self._halted:
             self._mark_halted()
-            await self._notify(Halted("stopped"))
+            await self._notify(Halted(reason))
 
     async def wait_halted(self) -> None:
         """Wait until the session halts (done, cancelled, budget exhausted or stopped)."""
@@ -368,9 +444,11 @@ class Session:
         """A delayed send this session armed elsewhere (a durable timer) has fired.
 
         It is delivered in order with queued events, exactly as a send fired by the
-        session's own timer (the planner's ``fire``); a halted session drops it.
+        session's own timer (the planner's ``fire``); a halted session drops it, and so
+        does a session that has since run a ``<cancel>`` of its send id (the store's job
+        may have been running already when the cancel reached it).
         """
-        self._enqueue(_Entry("timer", timer=effect))
+        self._enqueue(_Entry("fired", timer=effect))
 
     def cancel(self) -> None:
         """Queue a cancellation (in order with events): onexit runs, then ``Done``."""
@@ -415,6 +493,7 @@ class Session:
             round=state.round,
             queued_events=len(self._inbox) if self._inbox else 0,
             pending_timers=sum(len(armed) for armed in (self._timers or {}).values()),
+            store_error=self._store_error,
         )
 
     def snapshot(self) -> MachineState:
@@ -518,17 +597,33 @@ class Session:
                 entry = self._next_entry()
                 if entry is None:
                     break
-                try:
-                    await self._process(entry)
-                    await self._stepped()
-                except Exception:  # a bug in a driver path must not kill the session
-                    logger.exception(
-                        "session %s: failed to process %s", self.session_id, entry.kind
-                    )
+                if not await self._step(entry):
+                    return
         finally:
             self._task = None
             if not self._inbox:
                 self._inbox = None
+
+    async def _step(self, entry: _Entry) -> bool:
+        """Process one entry; False when the session must stop processing."""
+        try:
+            await self._process(entry)
+            await self._stepped()
+        except _Interrupted:
+            return False
+        except OwnershipLost as exc:
+            logger.error(
+                "session %s: owned by another process now, stopping without this step: %s",
+                self.session_id,
+                exc,
+            )
+            await self._stop("superseded")
+            return False
+        except Exception:  # a bug in a driver path must not kill the session
+            logger.exception("session %s: failed to process %s", self.session_id, entry.kind)
+        finally:
+            self._stored.clear()  # outcomes are keyed by id(): none may outlive its step
+        return True
 
     async def _stepped(self) -> None:
         if self._on_step is None:
@@ -545,13 +640,21 @@ class Session:
         if entry.kind == "cancel":
             self._cancel_requested = True
             state, effects = cancel(state)
-            self._state = state
+            await self._commit(state, effects)
             await self._perform(effects)
             return
         if not state.running:
             return
-        if entry.kind == "timer":
+        if entry.kind in ("timer", "fired"):
             assert entry.timer is not None  # noqa: S101 - every timer entry carries its timer
+            if entry.kind == "fired" and self._cancelled_since(entry.timer):
+                logger.info(
+                    "session %s: dropped durable send %s (ordinal %d): cancelled since",
+                    self.session_id,
+                    entry.timer.send_id,
+                    entry.timer.ordinal,
+                )
+                return
             await self._fire(entry.timer)
             return
         if entry.kind == "invoked":
@@ -563,7 +666,7 @@ class Session:
                 return
         assert entry.event is not None  # noqa: S101 - event and invoked entries carry an event
         state, effects = handle_event(state, entry.event, routes=self._routes())
-        self._state = state
+        await self._commit(state, effects)
         await self._perform(effects)
 
     def _routes(self) -> registry.Routes:
@@ -580,7 +683,7 @@ class Session:
                 self._deferred = None
                 return
             state, more = deliver_internal(state, event, routes=self._routes())
-            self._state = state
+            await self._commit(state, more)
             await self._perform_each(more)
 
     async def _perform_each(self, effects: list[fx.Effect]) -> None:
@@ -603,12 +706,16 @@ class Session:
                 if callback in self._subscribers:
                     self._subscribers.remove(callback)
 
-    async def _execute(self, instruction: planner.Instruction) -> None:
+    async def _execute(self, instruction: planner.Instruction) -> None:  # noqa: C901 - one case per planner instruction
         match instruction:
             case planner.Deliver():
                 await self._deliver(instruction)
             case planner.Schedule(effect=effect):
-                if not await self._delegate_schedule(effect):
+                stored = self._stored.pop(id(effect), _LOCAL)
+                if isinstance(stored, str):
+                    message = f"the delayed send could not be stored: {stored}"
+                    self._defer(planner.undeliverable(effect.send_id, message))
+                elif stored is _LOCAL:
                     self._schedule(effect)
             case planner.CancelTimers(effect=effect):
                 await self._cancel_timers(effect)
@@ -654,11 +761,21 @@ class Session:
     async def _cancel_timers(self, effect: fx.Cancel) -> None:
         for timer in self._timers.pop(effect.send_id, ()) if self._timers else ():
             timer.handle.cancel()
-        if self._delayed is not None:
-            try:
-                await self._delayed.cancel(self, effect)
-            except Exception:
-                logger.exception("session %s: delayed-send cancel failed", self.session_id)
+        refused = self._stored.pop(id(effect), None)
+        if isinstance(refused, str):
+            message = f"the cancel could not be stored: {refused}"
+            self._defer(planner.undeliverable(effect.send_id, message))
+        marks = self._cancel_marks
+        if marks is None:
+            marks = self._cancel_marks = OrderedDict()
+        marks[effect.send_id] = max(effect.ordinal, marks.pop(effect.send_id, 0))
+        while len(marks) > CANCEL_MARKS:
+            marks.popitem(last=False)
+
+    def _cancelled_since(self, effect: fx.SendDelayed) -> bool:
+        """Whether a ``<cancel>`` of ``effect``'s send id ran after ``effect`` was sent."""
+        marks = self._cancel_marks
+        return marks is not None and marks.get(effect.send_id, 0) > effect.ordinal
 
     async def _halt(self, reason: SessionStatusName) -> None:
         if self._status != "running" and reason != "cancelled":
@@ -678,20 +795,97 @@ class Session:
             for timer in armed:
                 timer.handle.cancel()
 
-    async def _delegate_schedule(self, effect: fx.SendDelayed) -> bool:
-        if self._delayed is None:
-            return False
+    # -- durable delayed sends -----------------------------------------------------------
+
+    async def _commit(
+        self, state: MachineState, effects: list[fx.Effect], *, retry: bool = True
+    ) -> None:
+        """Store the step's delayed sends and cancels first, then take its new state.
+
+        Without a ``DelayedSends`` store this only takes the state. With one, each
+        ``<send delay>`` and ``<cancel>`` goes to the store in order, before anything of
+        the step is visible; the outcome of each is kept for ``_execute``. A store that
+        cannot answer holds the step (``retry``) or, for ``start``, raises
+        ``DelayedSendsUnavailable``.
+        """
+        if self._delayed is not None:
+            for effect in effects:
+                instruction = planner.plan_effect(self.session_id, effect)
+                if isinstance(instruction, planner.Schedule | planner.CancelTimers):
+                    self._stored[id(instruction.effect)] = await self._store(
+                        instruction, retry=retry
+                    )
+        self._state = state
+
+    async def _store(
+        self, instruction: planner.Schedule | planner.CancelTimers, *, retry: bool
+    ) -> bool | str:
+        """One effect into the store: stored, left to the session, or the refusal's text."""
+        delayed = self._delayed
+        assert delayed is not None  # noqa: S101 - called only when delayed sends are configured
+        effect = instruction.effect
+        wait = STORE_RETRY_FIRST_S
+        failures = 0
+        while True:
+            try:
+                if isinstance(instruction, planner.Schedule):
+                    taken = bool(await delayed.schedule(self, instruction.effect))
+                else:
+                    await delayed.cancel(self, instruction.effect)
+                    taken = _STORED
+            except DelayedSendRefused as exc:
+                logger.error(
+                    "session %s: the store refused %s %r: %s",
+                    self.session_id,
+                    type(effect).__name__,
+                    effect.send_id,
+                    exc,
+                )
+                return str(exc) or type(exc).__name__
+            except (OwnershipLost, _Interrupted):
+                raise
+            except Exception as exc:
+                failures += 1
+                self._store_error = f"{type(exc).__name__}: {exc}"
+                if not retry:
+                    raise DelayedSendsUnavailable(
+                        f"storing {type(effect).__name__} {effect.send_id!r} failed: {exc}"
+                    ) from exc
+                if failures == 1 or failures % 10 == 0:
+                    logger.error(
+                        "session %s: storing %s %r failed (%d times), holding the step: %s",
+                        self.session_id,
+                        type(effect).__name__,
+                        effect.send_id,
+                        failures,
+                        exc,
+                        exc_info=failures == 1,
+                    )
+                await self._pause(wait)
+                wait = min(wait * 2, STORE_RETRY_MAX_S)
+                continue
+            if failures:
+                logger.warning(
+                    "session %s: stored %s %r after %d failed attempts",
+                    self.session_id,
+                    type(effect).__name__,
+                    effect.send_id,
+                    failures,
+                )
+                self._store_error = None
+            return taken
+
+    async def _pause(self, seconds: float) -> None:
+        """Wait ``seconds`` before the next attempt; ``_Interrupted`` if stopped meanwhile."""
+        if self._stopping:
+            raise _Interrupted
+        if self._stop_requested is None:
+            self._stop_requested = asyncio.Event()
         try:
-            return await self._delayed.schedule(self, effect)
-        except Exception:
-            # Not losing the send beats not storing it: the in-process timer still fires
-            # it while this process lives. The failure is loud in the log.
-            logger.exception(
-                "session %s: storing delayed send %s failed; using an in-process timer",
-                self.session_id,
-                effect.send_id,
-            )
-            return False
+            await asyncio.wait_for(self._stop_requested.wait(), seconds)
+        except TimeoutError:
+            return
+        raise _Interrupted
 
     def _schedule(self, effect: fx.SendDelayed) -> None:
         if self._timers is None:
@@ -723,7 +917,7 @@ class Session:
                 return
             case planner.InternalTarget():
                 state, effects = deliver_internal(self.snapshot(), event, routes=self._routes())
-                self._state = state
+                await self._commit(state, effects)
                 await self._perform_each(effects)
                 return
             case planner.ParentTarget():

@@ -1,17 +1,26 @@
 -- Store the timer jobs of one drive in one statement, skipping every (scope, ordinal)
--- that already has a row. Returns the rows inserted, with their ordinal; find_timers.sql
--- reads the ones that conflicted.
-WITH rows AS (
-    SELECT r.args, r.meta, r.delay_ms
-    FROM unnest(%(args)s::jsonb[], %(metas)s::jsonb[], %(delays)s::bigint[])
-        AS r(args, meta, delay_ms)
-),
-inserted AS (
+-- that already has a row (a new row is 'scheduled' in the given queue: only its id, fire
+-- time, insert time and ordinal are returned). The args come as one jsonb array (one parameter: no array
+-- literal to escape element by element); each timer's fire time is now() plus its
+-- args' delay_ms. Returns the rows inserted, with their ordinal; find_timers.sql
+-- reads the ones that conflicted. If one of the new timers is due within the announce
+-- horizon, the earliest is announced to the prompt stagers (statifier_oban.latency), once
+-- per statement, when the caller commits.
+WITH inserted AS (
     INSERT INTO {prefix}.oban_jobs (args, meta, queue, worker, state, scheduled_at)
-    SELECT args, meta, %(queue)s, {timer_worker}, 'scheduled',
-           timezone('UTC', now()) + delay_ms * interval '1 millisecond'
-    FROM rows
+    SELECT args, %(meta)s::jsonb, %(queue)s, {timer_worker}, 'scheduled',
+           timezone('UTC', now()) + (args->>'delay_ms')::bigint * interval '1 millisecond'
+    FROM jsonb_array_elements(%(args)s::jsonb) AS timers(args)
     ON CONFLICT ((args->>'scope'), (args->>'ordinal')) WHERE worker = {timer_worker} DO NOTHING
-    RETURNING id, state::text, queue, scheduled_at, inserted_at, args->>'ordinal' AS ordinal
+    RETURNING id, scheduled_at, inserted_at, (args->>'ordinal')::int AS ordinal
+),
+announced AS (
+    SELECT pg_notify(%(due_channel)s, json_build_object(
+               'queue', %(queue)s::text, 'at', extract(epoch FROM min(scheduled_at)))::text)
+    FROM inserted
+    HAVING min(scheduled_at) < timezone('UTC', now())
+                               + {announce_horizon_ms} * interval '1 millisecond'
 )
-SELECT id, state, queue, scheduled_at, inserted_at, false, ordinal FROM inserted
+SELECT id, scheduled_at, inserted_at, ordinal
+FROM inserted
+WHERE (SELECT count(*) FROM announced) >= 0

@@ -1,0 +1,10 @@
+-- Store one settlement or cascade job of a fan-out ({worker}: args scope, invoke_id and
+-- macrostep name the fan-out) and wake the queue's producers. No unique index is needed:
+-- the one transaction that settles (or abandons) the fan-out is the one that stores it.
+WITH inserted AS (
+    INSERT INTO {prefix}.oban_jobs (args, meta, queue, worker, state)
+    VALUES (%(args)s, %(meta)s, %(queue)s, {worker}, 'available')
+    RETURNING id, queue
+)
+SELECT id, pg_notify(%(channel)s, json_build_object('queue', queue)::text)
+FROM inserted

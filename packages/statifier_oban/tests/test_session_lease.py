@@ -1,0 +1,199 @@
+"""One writer per live session: ownership leases with a fencing epoch (issue 13, ADR 14).
+
+The issue's finding: two processes resuming the same session id both ran, their timers
+merged, the last save won. A session started with ``start_session`` owns its id: a second
+owner is refused while the lease is held, or takes over with a higher epoch; from then on
+the first owner's timer writes and position saves are refused, and it stops. The second
+owner is played here by its first move, taking the lease over (all it shares with the
+first is the lease row).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import psycopg
+import pytest
+import pytest_asyncio
+from psycopg_pool import AsyncConnectionPool
+from statifier.core.position import dumps
+from statifier.runtime import registry
+from statifier.runtime.session import Halted, Session
+from statifier_oban import (
+    LeaseHeld,
+    LeaseLost,
+    SessionLease,
+    session_lease,
+    start_session,
+)
+
+from oban_support.common import (
+    chart,
+    database_fixture,
+    unique,
+    wait_for_configuration,
+    wait_until,
+)
+from oban_support.harness import Server, server_fixture, timer_rows
+
+database = database_fixture()
+server = server_fixture()
+
+REMINDERS = chart(
+    """
+    <state id="idle">
+      <transition event="arm" target="armed"/>
+    </state>
+    <state id="armed">
+      <onentry><send id="reminder" event="remind" delay="60s"/></onentry>
+      <transition event="arm" target="armed"/>
+    </state>
+    """
+)
+
+SAVE = """
+INSERT INTO lease_positions (session_id, position, saved_by) VALUES (%s, %s, %s)
+ON CONFLICT (session_id) DO UPDATE SET position = excluded.position, saved_by = excluded.saved_by
+"""
+
+
+@pytest_asyncio.fixture
+async def positions(server: Server) -> AsyncIterator[AsyncConnectionPool]:
+    """The host's own table of positions (on the server's pool)."""
+    async with server.pool.connection() as conn:
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS lease_positions "
+            "(session_id text PRIMARY KEY, position bytea NOT NULL, saved_by text NOT NULL)"
+        )
+    yield server.pool
+
+
+async def save(pool: AsyncConnectionPool, lease: SessionLease, session: Session) -> None:
+    """The host's position save, fenced by the session's lease in the same transaction."""
+    async with pool.connection() as conn, conn.transaction():
+        await lease.fence(conn)
+        await conn.execute(SAVE, [session.session_id, dumps(session.snapshot()), lease.owner])
+
+
+async def test_a_second_owner_is_refused_while_the_lease_is_held(server: Server) -> None:
+    config = server.config()
+    scope = unique("lease")
+    first = await SessionLease.acquire(config, scope, owner="first")
+    with pytest.raises(LeaseHeld, match="'first'") as held:
+        await SessionLease.acquire(config, scope, owner="second")
+    assert (held.value.scope, held.value.owner) == (scope, "first")
+    assert first.epoch == 1
+    await first.renew()
+
+
+async def test_a_takeover_raises_the_epoch_and_refuses_the_first_owner(server: Server) -> None:
+    config = server.config()
+    scope = unique("lease")
+    first = await SessionLease.acquire(config, scope, owner="first")
+    second = await SessionLease.acquire(config, scope, owner="second", takeover=True)
+    assert (first.epoch, second.epoch) == (1, 2)
+    async with server.pool.connection() as conn, conn.transaction():
+        with pytest.raises(LeaseLost, match="'second' at epoch 2"):
+            await first.fence(conn)
+    with pytest.raises(LeaseLost):
+        await first.renew()
+    assert not await first.release()  # releasing a lost lease leaves the new owner alone
+    async with server.pool.connection() as conn, conn.transaction():
+        await second.fence(conn)
+
+
+async def test_an_expired_lease_is_taken_without_asking_and_epochs_never_go_back(
+    server: Server,
+) -> None:
+    config = server.config()
+    scope = unique("lease")
+    first = await SessionLease.acquire(config, scope, owner="first", ttl_s=0.2)
+    await asyncio.sleep(0.3)
+    second = await SessionLease.acquire(config, scope, owner="second")
+    assert second.epoch == first.epoch + 1
+    assert await second.release()
+    third = await SessionLease.acquire(config, scope, owner="third")
+    assert third.epoch == 3
+
+
+async def test_a_second_resume_is_refused_and_a_takeover_stops_the_first_owner_writing(
+    server: Server, positions: AsyncConnectionPool
+) -> None:
+    config = server.config()
+    halts: list[Halted] = []
+
+    def record(_session_id: str, message: Any) -> None:
+        if isinstance(message, Halted):
+            halts.append(message)
+
+    first = await start_session(config, REMINDERS, owner="first", subscribers=[record])
+    sid = first.session_id
+    lease = session_lease(first)
+    first.send_event("arm")
+    await wait_for_configuration(first, "armed")
+    await save(positions, lease, first)
+    blob = dumps(first.snapshot())
+    assert len(await timer_rows(server.pool, sid)) == 1
+
+    # Another process resuming the same position is refused while the first owns it ...
+    with pytest.raises(LeaseHeld):
+        await start_session(config, REMINDERS, resume=blob, owner="second")
+    # ... or takes it over, which is the first thing start_session(takeover=True) does.
+    second = await SessionLease.acquire(config, sid, owner="second", takeover=True)
+    assert second.epoch == lease.epoch + 1
+
+    first.send_event("arm")  # would cancel and re-arm the reminder: its write is refused
+    await wait_until(lambda: halts, what="the first owner stopped")
+    assert halts == [Halted("superseded")]
+    assert registry.lookup(sid) is None
+    rows = await timer_rows(server.pool, sid)
+    assert [(row.args["ordinal"], row.state) for row in rows] == [(1, "scheduled")]
+    with pytest.raises(LeaseLost):
+        await save(positions, lease, first)
+    async with positions.connection() as conn:
+        saved = await (
+            await conn.execute("SELECT saved_by FROM lease_positions WHERE session_id = %s", [sid])
+        ).fetchall()
+    assert saved == [("first",)]
+
+
+async def test_a_lease_lost_while_idle_stops_the_session_at_its_next_renewal(
+    server: Server,
+) -> None:
+    config = server.config()
+    session = await start_session(config, REMINDERS, lease_ttl_s=0.3)
+    halted = asyncio.Event()
+    session.subscribe(lambda _sid, message: halted.set() if isinstance(message, Halted) else None)
+    await SessionLease.acquire(config, session.session_id, owner="other", takeover=True)
+    await asyncio.wait_for(halted.wait(), 5)
+    assert registry.lookup(session.session_id) is None
+
+
+async def test_start_session_resumes_under_the_same_id_and_releases_its_lease_when_stopped(
+    server: Server,
+) -> None:
+    config = server.config()
+    first = await start_session(config, REMINDERS)
+    blob = dumps(first.snapshot())
+    await first.stop()
+    resumed = await start_session(config, REMINDERS, resume=blob)
+    try:
+        assert resumed.session_id == first.session_id
+        assert session_lease(resumed).epoch == 2
+    finally:
+        await resumed.stop()
+    with psycopg.connect(server_url(server)) as conn:
+        row = conn.execute(
+            "SELECT epoch, expires_at <= now() FROM statifier_session_leases WHERE scope = %s",
+            [first.session_id],
+        ).fetchone()
+    assert row == (2, True)
+
+
+def server_url(server: Server) -> str:
+    """The conninfo of the server's database (the pool was made from a string)."""
+    conninfo = server.pool.conninfo
+    assert isinstance(conninfo, str)
+    return conninfo

@@ -1,0 +1,169 @@
+"""Job rows do not choose what a worker imports or builds (issue 13, ADR 13).
+
+A row comes from storage, which is as untrusted as a user. Each finding of the issue, on a
+real queue: a delivery path naming any module (``this``) imports nothing; a class named on
+a row (``multiprocessing.pool:Pool``, or a registered module's class that is not a
+delivery) is never constructed; a codec cannot inflate a small payload into a large
+buffer; each such row is cancelled at once with its reason, never retried.
+"""
+
+from __future__ import annotations
+
+import base64
+import multiprocessing
+import sys
+import tracemalloc
+import uuid
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from statifier_oban import MAX_OPAQUE_BYTES, _timer, _timer_args
+from statifier_oban._names import TIMER_WORKER
+
+from oban_support.common import SETTLED, database_fixture, insert_row, wait_for_state
+from oban_support.deliveries import CALLS, ScriptedDelivery
+from oban_support.harness import (
+    Server,
+    scope_fixture,
+    send_delayed,
+    server_fixture,
+    set_due_now,
+    set_meta_delivery,
+)
+from oban_support.row_plugins import BoundedZlibCodec, ConstructionRecorder
+
+database = database_fixture()
+server = server_fixture()
+scope = scope_fixture("rows")
+
+PROBE = """
+from pathlib import Path
+Path(__file__).with_suffix(".imported").write_text("imported")
+
+
+class Delivery:
+    def deliver(self, scope, effect):
+        from statifier_oban import Delivered
+        return Delivered()
+"""
+
+
+@pytest.fixture
+def probe(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A module importable from ``sys.path`` that leaves a file behind when imported."""
+    name = f"row_probe_{uuid.uuid4().hex[:10]}"
+    (tmp_path / f"{name}.py").write_text(PROBE)
+    sys.path.append(str(tmp_path))
+    try:
+        yield name, tmp_path / f"{name}.imported"
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop(name, None)
+
+
+async def fire_with_delivery(server: Server, scope: str, delivery: Any) -> Any:
+    """Schedule a timer, make its row name ``delivery``, run it; return the settled row."""
+    config = server.config(delivery=ScriptedDelivery)
+    job = await _timer.schedule(config, scope, send_delayed(delay_ms=60_000))
+    await set_meta_delivery(server.pool, job.job_id, delivery)
+    await set_due_now(server.pool, job.job_id)
+    return await wait_for_state(server.pool, job.job_id, *SETTLED)
+
+
+async def test_a_delivery_path_on_a_row_imports_nothing_and_the_row_is_cancelled_at_once(
+    server: Server, scope: str, probe: tuple[str, Path]
+) -> None:
+    module, marker = probe
+    assert "this" not in sys.modules
+    for value in ("this:s", f"{module}:Delivery", f"{module}.Delivery"):
+        row = await fire_with_delivery(server, f"{scope}_{len(value)}", value)
+        assert (row.state, row.attempt) == ("cancelled", 1), row.error_text
+        assert "refused" in row.error_text
+        assert "not registered" in row.error_text
+    assert "this" not in sys.modules
+    assert module not in sys.modules
+    assert not marker.exists()
+
+
+async def test_a_class_named_on_a_row_is_never_built_unless_it_is_the_plug_in(
+    server: Server, scope: str
+) -> None:
+    pool_imported = "multiprocessing.pool" in sys.modules
+    children = set(multiprocessing.active_children())
+    for value in ("multiprocessing.pool:Pool", "oban_support.row_plugins:ConstructionRecorder"):
+        row = await fire_with_delivery(server, f"{scope}_{len(value)}", value)
+        assert (row.state, row.attempt) == ("cancelled", 1), row.error_text
+        assert "refused" in row.error_text
+    assert ConstructionRecorder.built == []
+    assert set(multiprocessing.active_children()) == children
+    assert ("multiprocessing.pool" in sys.modules) == pool_imported
+    assert CALLS.get(scope, []) == []
+
+
+def bomb(size: int) -> str:
+    """Base64 of ``size`` zero bytes compressed by zlib (about a thousandth of ``size``)."""
+    chunk = b"\0" * (1 << 20)
+    compressor = zlib.compressobj(9)
+    parts = [compressor.compress(chunk) for _ in range(size >> 20)]
+    parts.append(compressor.flush())
+    return base64.b64encode(b"".join(parts)).decode("ascii")
+
+
+async def fire_with_data(server: Server, scope: str, stored: dict[str, str]) -> Any:
+    """Insert a timer row whose ``data`` is ``stored``; run it; return the settled row."""
+    args = _timer_args.encode(scope, send_delayed(), None)
+    args["data"] = stored
+    job_id = await insert_row(
+        server.pool,
+        args,
+        queue=server.queue,
+        worker=TIMER_WORKER,
+        meta={"delivery": "oban_support.deliveries:ScriptedDelivery"},
+    )
+    return await wait_for_state(server.pool, job_id, *SETTLED)
+
+
+async def test_a_codec_cannot_inflate_a_small_payload_into_a_large_buffer(
+    server: Server, scope: str
+) -> None:
+    big = bomb(300 << 20)  # 300 MB of zeros in about 400 KB of base64
+    assert len(big) < 1 << 20
+    tracemalloc.start()
+    try:
+        # The issue's codec: a real codec class of the standard library, not registered.
+        foreign = await fire_with_data(
+            server, f"{scope}_foreign", {"codec": "encodings.zlib_codec:Codec", "b64": big}
+        )
+        # A registered codec that bounds itself is given the cap and stops there.
+        bounded = await fire_with_data(
+            server,
+            f"{scope}_bounded",
+            {"codec": "oban_support.row_plugins:BoundedZlibCodec", "b64": big},
+        )
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert (foreign.state, foreign.attempt) == ("cancelled", 1), foreign.error_text
+    assert "undecodable" in foreign.error_text
+    assert "not registered" in foreign.error_text
+    assert (bounded.state, bounded.attempt) == ("cancelled", 1), bounded.error_text
+    assert "over" in bounded.error_text
+    assert BoundedZlibCodec.caps == [MAX_OPAQUE_BYTES]
+    assert peak < 4 * MAX_OPAQUE_BYTES, peak
+
+
+async def test_an_unbounded_registered_codec_still_has_its_result_capped(
+    server: Server, scope: str
+) -> None:
+    stored = {
+        "codec": "oban_support.row_plugins:ZlibCodec",
+        "b64": bomb(MAX_OPAQUE_BYTES + (1 << 20)),
+    }
+    row = await fire_with_data(server, scope, stored)
+    assert (row.state, row.attempt) == ("cancelled", 1), row.error_text
+    assert "undecodable" in row.error_text
+    assert "over" in row.error_text
+    assert CALLS.get(scope, []) == []
