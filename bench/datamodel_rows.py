@@ -1,14 +1,14 @@
-"""Datamodel rows for ``bench/interpreter.py``: one datamodel-heavy chart, Python vs ECMAScript.
+"""The datamodel-heavy chart, Python vs ECMAScript datamodel, on its own.
 
-Run alone (``uv run python bench/datamodel_rows.py [--events N] [--rounds N]``) or through
-``bench/interpreter.py``, which calls :func:`print_datamodel_rows`.
+``bench/interpreter.py`` runs the same rows (``statifier`` and ``statifier (ecmascript)``
+on its ``datamodel`` shape) beside the peers; this script is the quick look at the two
+datamodels alone: ``uv run python bench/datamodel_rows.py [--events N] [--rounds N]``.
 
-The chart keeps a counter, a running total, a bounded list of recent amounts and a
-per-event flag in its datamodel; every ``charge`` event evaluates three conditions, runs a
-foreach-free block of four assignments (one into a nested object) and a log. The same
-chart is written once per datamodel (the expressions differ only in spelling). Both run on
-the same core in the same process, in slices taken in turn over ``--rounds`` rounds; the
-best round of each counts, and every run is verified (the counter equals the events sent).
+The chart (``shapes.DATAMODEL_CHARTS``) keeps a counter, a running total, a bounded list
+of recent amounts and an account object in its datamodel; every ``charge`` event evaluates
+its guards on ``_event.data``, runs four assignments (one into a nested object) and a log.
+Both run on the same core in the same process, in turn over ``--rounds`` rounds; the best
+round of each counts, and every run is verified (the counter equals the events sent).
 
 Goal (verdict printed): the ECMAScript datamodel keeps at least a third of the Python
 datamodel's events/s on this chart (its extra cost is one QuickJS call per evaluation plus
@@ -24,52 +24,7 @@ import time
 from typing import Any
 
 import statifier
-
-_CHART = """<scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0" datamodel="{dm}">
-  <datamodel>
-    <data id="count" expr="0"/>
-    <data id="total" expr="0"/>
-    <data id="recent" expr="[]"/>
-    <data id="account" expr="{account}"/>
-  </datamodel>
-  <state id="open">
-    <transition event="charge" cond="{big}" target="open">
-      <assign location="count" expr="count + 1"/>
-      <assign location="total" expr="total + _event.data.amount * 2"/>
-      <assign location="recent" expr="{recent}"/>
-      <assign location="account.last" expr="_event.data.amount"/>
-      <log label="big" expr="total"/>
-    </transition>
-    <transition event="charge" cond="{small}" target="open">
-      <assign location="count" expr="count + 1"/>
-      <assign location="total" expr="total + _event.data.amount"/>
-      <assign location="recent" expr="{recent}"/>
-      <assign location="account.last" expr="_event.data.amount"/>
-    </transition>
-    <transition event="close" cond="{closable}" target="closed"/>
-  </state>
-  <final id="closed"/>
-</scxml>
-"""
-
-CHARTS = {
-    "python": _CHART.format(
-        dm="python",
-        account="{'id': 'acc_1', 'last': 0}",
-        big="_event.data['amount'] &gt; 50 and count &gt;= 0",
-        small="_event.data['amount'] &lt;= 50",
-        recent="(recent + [_event.data['amount']])[-10:]",
-        closable="count &gt; 1000000",
-    ),
-    "ecmascript": _CHART.format(
-        dm="ecmascript",
-        account="({id: 'acc_1', last: 0})",
-        big="_event.data.amount &gt; 50 &amp;&amp; count &gt;= 0",
-        small="_event.data.amount &lt;= 50",
-        recent="recent.concat([_event.data.amount]).slice(-10)",
-        closable="count &gt; 1000000",
-    ),
-}
+from shapes import DATAMODEL_CHARTS as CHARTS
 
 
 def _run(machine: statifier.Machine, events: int) -> float:

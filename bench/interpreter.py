@@ -2,19 +2,26 @@
 
 Run from the repository root::
 
-    uv run --group bench python bench/interpreter.py [--events N] [--profile]
+    uv run --group bench python bench/interpreter.py [--quick] [--baseline DIR]
 
-Two measurements, printed as tables (see ``bench/README.md`` for what each figure means):
+Every engine runs every chart shape of ``bench/shapes.py`` (ping-pong, a 4-region parallel
+state, a 6-deep hierarchy crossing, a datamodel-heavy chart, 5-hop eventless chains), in
+the same process, in slices handed out in turn, over several rounds whose engine order
+rotates; ratios are medians over the rounds of each round's own ratio. Every event is a
+new event object built by the timed loop, for every engine, and every run is verified
+(active leaves, or the datamodel's counter and total, plus statifier's macrostep count).
 
-1. Event throughput on one toggle chart, run by every engine: a compound state ``machine``
-   whose children are ``off`` (initial) and ``on``, and one event ``toggle`` that flips
-   between them. Every run is verified (the state alternates event by event, the final
-   state matches the parity of the event count, one more event flips it back), so an
-   engine that drops events cannot report a fast number.
-2. Compile cost of ``statifier.compile`` on a generated chart of several hundred states.
+``--baseline DIR`` adds the engine found in ``DIR`` (a ``packages/statifier/src`` folder,
+or a checkout holding one: typically the commit a change started from) as a row of its
+own. It runs in a child process of this one (the same Python, this file with
+``--serve-baseline``, ``DIR`` on its ``PYTHONPATH``), and answers the same calls: a
+side-by-side "today".
 
-``--profile`` runs only the statifier toggle loop under ``cProfile`` and prints the top
-functions, for whoever optimizes the core.
+Then: positions (``dumps`` + ``loads`` against one macrostep of the card chart, bytes),
+memory per idle live session, and the compile time of a generated 550-state chart, each
+for the baseline too when there is one. Every goal of issue 12 gets a verdict at the end.
+
+``--profile [SHAPE]`` runs only statifier's loop on one shape under cProfile.
 """
 
 from __future__ import annotations
@@ -23,313 +30,409 @@ import argparse
 import cProfile
 import gc
 import importlib.metadata
+import json
+import os
 import platform
 import pstats
+import statistics
+import subprocess
 import sys
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from datamodel_rows import print_datamodel_rows
+from positions import position_costs, session_memory
+from shapes import SCXML_NS, SHAPES_BY_KEY, Observation, Shape
 
-SCXML_NS = "http://www.w3.org/2005/07/scxml"
-EVENT = "toggle"
-LEAVES = frozenset({"off", "on"})
-
-TOGGLE_SCXML = f"""<?xml version="1.0" encoding="UTF-8"?>
-<scxml xmlns="{SCXML_NS}" version="1.0" datamodel="python" initial="machine">
-  <state id="machine" initial="off">
-    <state id="off">
-      <transition event="{EVENT}" target="on"/>
-    </state>
-    <state id="on">
-      <transition event="{EVENT}" target="off"/>
-    </state>
-  </state>
-</scxml>
-"""
-"""The toggle chart, as SCXML (statifier and python-statemachine's SCXML loader)."""
-
-TOGGLE_SISMIC_YAML = f"""statechart:
-  name: toggle
-  root state:
-    name: root
-    initial: machine
-    states:
-      - name: machine
-        initial: "off"
-        states:
-          - name: "off"
-            transitions:
-              - target: "on"
-                event: {EVENT}
-          - name: "on"
-            transitions:
-              - target: "off"
-                event: {EVENT}
-"""
-"""The same chart for sismic, which reads YAML (not SCXML). Sismic needs a single root
-state, so ``root`` plays the part of the SCXML ``<scxml>`` element."""
-
-TARGETS: dict[str, float] = {
-    "python-statemachine (scxml)": 10.0,
-    "python-statemachine (class)": 10.0,
-    "sismic (yaml)": 5.0,
-}
-"""Minimum statifier/peer throughput ratio we aim for, keyed by peer row name."""
+BENCH = Path(__file__).resolve().parent
 
 
 class Skipped(Exception):
-    """A contender cannot run here (missing package or feature); the message says why."""
+    """A contender cannot run this shape here (missing package or feature)."""
 
 
 class VerificationError(Exception):
-    """A contender ended a run in the wrong state: its timing is not reported."""
+    """A contender ended a slice in the wrong state: its timing is not reported."""
+
+
+# -- contenders ---------------------------------------------------------------------------
 
 
 class Contender(ABC):
-    """One engine running the toggle chart.
+    """One engine running one shape.
 
-    ``prepare`` does the one-off work (import, compile or load the chart), ``start`` makes
-    a fresh started instance (untimed), ``send`` is the timed loop of ``n`` events and
-    ``leaves`` reports the active states among ``off``/``on`` for verification.
+    ``prepare`` does the one-off work (import, compile or load the chart), ``start`` makes a
+    fresh started instance (untimed), ``send`` sends events ``first .. first + n - 1`` (each
+    built in the loop) and returns the seconds the loop took, ``observe`` reports the
+    active leaves (or the datamodel's counter and total) for verification.
     """
 
     name: str
-    """Row label in the results table."""
-
     how: str
-    """One-line description of how events are sent, printed under the table."""
+    _shape: Shape | None = None
+
+    @property
+    def shape(self) -> Shape:
+        """The shape ``prepare`` was given."""
+        if self._shape is None:
+            raise RuntimeError(f"{self.name}: prepare() a shape first")
+        return self._shape
 
     @abstractmethod
-    def prepare(self) -> None:
-        """Import the engine and build the chart once; raise ``Skipped`` if unavailable."""
+    def prepare(self, shape: Shape) -> None:
+        """Import the engine and build the chart; raise ``Skipped`` if it cannot."""
 
     @abstractmethod
     def start(self) -> None:
-        """Create a fresh instance in its initial configuration (``off``)."""
+        """A fresh instance in its initial configuration."""
 
     @abstractmethod
-    def send(self, n: int) -> None:
-        """Send ``n`` ``toggle`` events, one at a time, each fully processed."""
+    def send(self, first: int, n: int) -> float:
+        """Send ``n`` events, each fully processed before the next; the loop's seconds."""
 
     @abstractmethod
-    def leaves(self) -> frozenset[str]:
-        """The active states among ``off`` and ``on``."""
+    def observe(self) -> Observation:
+        """Active leaves among the shape's, sorted; or (count, total) for a datamodel chart."""
 
     def processed(self) -> int | None:
-        """External events the engine reports processing since ``start``, if it counts them
-        (an extra check beyond the state's parity); None if it does not."""
+        """External events the engine counts since ``start`` (None: it does not count)."""
         return None
 
 
 class StatifierCore(Contender):
-    """statifier: compile once, ``initialize``, then thread the state through
-    ``handle_event``. A new ``Event`` is built per event, as a host receiving events would."""
+    """statifier: ``state, effects = handle_event(state, Event(name=..., data=...))``."""
 
-    name = "statifier (core)"
-    how = "compile once; state = handle_event(state, Event(name='toggle')) per event"
+    how = "compile once; state, effects = handle_event(state, Event(name=n, data=d)) per event"
 
-    def __init__(self) -> None:
+    def __init__(self, name: str = "statifier", datamodel: str = "python") -> None:
+        self.name = name
+        self._datamodel = datamodel
         self._machine: Any = None
         self._state: Any = None
-        self._first_macrostep = 0
+        self._first = 0
 
-    def prepare(self) -> None:
+    def prepare(self, shape: Shape) -> None:
         import statifier
 
-        self._machine = statifier.compile(TOGGLE_SCXML)
+        text = shape.scxml if self._datamodel == "python" else shape.ecmascript
+        if text is None:
+            raise Skipped(f"no {self._datamodel} rendering of this chart")
+        try:
+            self._machine = statifier.compile(text)
+        except statifier.ChartError as exc:
+            raise Skipped(f"the chart does not compile here: {exc}") from exc
+        self._shape = shape
 
     def start(self) -> None:
         import statifier
 
-        self._state, _effects = statifier.initialize(self._machine, session_id="sess_bench")
-        self._first_macrostep = self._state.macrostep
+        self._state, _ = statifier.initialize(self._machine, session_id="sess_bench")
+        self._first = self._state.macrostep
 
-    def send(self, n: int) -> None:
+    def send(self, first: int, n: int) -> float:
         from statifier import Event, handle_event
 
+        event = self.shape.event
         state = self._state
-        for _ in range(n):
-            state, _effects = handle_event(state, Event(name=EVENT))
+        started = time.perf_counter()
+        for i in range(first, first + n):
+            name, data = event(i)
+            state, _effects = handle_event(state, Event(name=name, data=data))
+        elapsed = time.perf_counter() - started
         self._state = state
+        return elapsed
 
-    def leaves(self) -> frozenset[str]:
-        ids: tuple[str, ...] = self._state.active_leaf_ids()
-        if len(ids) != 1:
-            raise VerificationError(f"expected one active leaf, got {ids!r}")
-        return frozenset(ids)
+    def observe(self) -> Observation:
+        if self.shape.leaves:
+            return tuple(sorted(set(self._state.active_leaf_ids()) & self.shape.leaves))
+        return (self._state.datamodel["count"], self._state.datamodel["total"])
 
     def processed(self) -> int:
-        """Each external event is one macrostep, counted by ``MachineState.macrostep``."""
-        count: int = self._state.macrostep - self._first_macrostep
+        count: int = self._state.macrostep - self._first
         return count
 
 
-class StatemachineScxml(Contender):
-    """python-statemachine, chart loaded from the same SCXML text with
-    ``statemachine.io.load(text, format="scxml")`` (a ``StateChart`` subclass)."""
+class BaselineStatifier(Contender):
+    """The engine of ``--baseline DIR``, driven in a child process (see ``serve_baseline``)."""
+
+    how = "the same calls as statifier, on the baseline engine, in a child process"
+
+    def __init__(self, child: BaselineChild) -> None:
+        self.name = "statifier (baseline)"
+        self._child = child
+
+    def prepare(self, shape: Shape) -> None:
+        answer = self._child.call("prepare", shape=shape.key)
+        if "skip" in answer:
+            raise Skipped(answer["skip"])
+
+    def start(self) -> None:
+        self._child.call("start")
+
+    def send(self, first: int, n: int) -> float:
+        return float(self._child.call("send", first=first, n=n)["seconds"])
+
+    def observe(self) -> Observation:
+        return tuple(self._child.call("observe")["observation"])
+
+    def processed(self) -> int:
+        return int(self._child.call("processed")["processed"])
+
+
+class PsmScxml(Contender):
+    """python-statemachine, the chart loaded from the same SCXML text."""
 
     name = "python-statemachine (scxml)"
-    how = "statemachine.io.load(scxml, format='scxml') once; sm.send('toggle') per event"
+    how = "statemachine.io.load(scxml, format='scxml') once; sm.send(name, **data) per event"
 
     def __init__(self) -> None:
         self._cls: Any = None
         self._sm: Any = None
 
-    def prepare(self) -> None:
-        try:
-            import statemachine
-        except ImportError as exc:
-            raise Skipped(f"python-statemachine is not installed ({exc})") from exc
+    def prepare(self, shape: Shape) -> None:
         try:
             from statemachine.io import load
         except ImportError as exc:
-            version = getattr(statemachine, "__version__", "?")
-            raise Skipped(
-                f"python-statemachine {version} has no SCXML loader (statemachine.io.load)"
-            ) from exc
-        self._cls = load(TOGGLE_SCXML, format="scxml")
+            raise Skipped(f"python-statemachine's SCXML loader is not installed ({exc})") from exc
+        try:
+            self._cls = load(shape.scxml, format="scxml")
+        except Exception as exc:
+            raise Skipped(f"its SCXML loader refuses the chart: {_first_line(exc)}") from exc
+        self._shape = shape
 
     def start(self) -> None:
         self._sm = self._cls()
 
-    def send(self, n: int) -> None:
+    def send(self, first: int, n: int) -> float:
+        event = self.shape.event
         send = self._sm.send
-        for _ in range(n):
-            send(EVENT)
+        started = time.perf_counter()
+        for i in range(first, first + n):
+            name, data = event(i)
+            if data is None:
+                send(name)
+            else:
+                send(name, **data)
+        return time.perf_counter() - started
 
-    def leaves(self) -> frozenset[str]:
-        return frozenset(self._sm.configuration_values) & LEAVES
+    def observe(self) -> Observation:
+        if not self.shape.leaves:
+            raise Skipped("the loaded chart's datamodel is not observable here")
+        return tuple(sorted(set(self._sm.configuration_values) & self.shape.leaves))
 
 
-class StatemachineClass(Contender):
-    """python-statemachine, chart written as a ``StateMachine`` subclass (flat: ``off`` and
-    ``on`` at top level, which is if anything easier for it than the compound chart).
-
-    Events go through the bound event method ``sm.toggle()``, the idiomatic call and a little
-    faster than ``sm.send("toggle")`` in python-statemachine 3.x.
-    """
+class PsmClass(Contender):
+    """python-statemachine, the chart written as a ``StateChart`` class; events go through
+    the bound event methods (``sm.toggle()``), its idiomatic and fastest call."""
 
     name = "python-statemachine (class)"
-    how = "StateMachine subclass, toggle = off.to(on) | on.to(off); sm.toggle() per event"
+    how = "StateChart subclass (shapes.py); getattr(sm, name)(**data) per event"
 
     def __init__(self) -> None:
         self._cls: Any = None
         self._sm: Any = None
 
-    def prepare(self) -> None:
+    def prepare(self, shape: Shape) -> None:
         try:
-            from statemachine import State, StateMachine
+            self._cls = shape.psm_class()
         except ImportError as exc:
             raise Skipped(f"python-statemachine is not installed ({exc})") from exc
-
-        class ToggleMachine(StateMachine):  # type: ignore[misc]  # a peer typed as Any
-            """off <-> on on ``toggle``."""
-
-            off = State(initial=True)
-            on = State()
-            toggle = off.to(on) | on.to(off)
-
-        self._cls = ToggleMachine
+        self._shape = shape
 
     def start(self) -> None:
         self._sm = self._cls()
 
-    def send(self, n: int) -> None:
-        toggle = self._sm.toggle
-        for _ in range(n):
-            toggle()
+    def send(self, first: int, n: int) -> float:
+        event = self.shape.event
+        sm = self._sm
+        methods: dict[str, Any] = {}
+        started = time.perf_counter()
+        for i in range(first, first + n):
+            name, data = event(i)
+            method = methods.get(name)
+            if method is None:
+                method = methods[name] = getattr(sm, name)
+            if data is None:
+                method()
+            else:
+                method(**data)
+        return time.perf_counter() - started
 
-    def leaves(self) -> frozenset[str]:
-        return frozenset(self._sm.configuration_values) & LEAVES
+    def observe(self) -> Observation:
+        if self.shape.leaves:
+            return tuple(sorted(set(self._sm.configuration_values) & self.shape.leaves))
+        return (self._sm.count, self._sm.total)
 
 
 class Sismic(Contender):
-    """sismic, chart from its YAML format; one ``queue`` + ``execute_once`` per event."""
+    """sismic, the chart in its YAML format; ``queue(Event(name, **data))`` and one
+    ``execute_once()`` per event (``execute()``, to stability, for eventless chains)."""
 
     name = "sismic (yaml)"
-    how = "import_from_yaml once; interpreter.queue('toggle') + execute_once() per event"
+    how = "import_from_yaml once; queue(Event(name, **data)) + execute_once() per event"
 
     def __init__(self) -> None:
         self._chart: Any = None
         self._interp: Any = None
-        self._interpreter_cls: Any = None
+        self._classes: Any = None
 
-    def prepare(self) -> None:
+    def prepare(self, shape: Shape) -> None:
         try:
             from sismic.interpreter import Interpreter
             from sismic.io import import_from_yaml
+            from sismic.model import Event
         except ImportError as exc:
             raise Skipped(f"sismic is not installed ({exc})") from exc
-        self._chart = import_from_yaml(TOGGLE_SISMIC_YAML)
-        self._interpreter_cls = Interpreter
+        self._chart = import_from_yaml(shape.sismic_yaml)
+        self._classes = (Interpreter, Event)
+        self._shape = shape
 
     def start(self) -> None:
-        self._interp = self._interpreter_cls(self._chart)
+        interpreter_cls, _ = self._classes
+        self._interp = interpreter_cls(self._chart)
         self._interp.execute_once()  # sismic enters the initial states on its first step
 
-    def send(self, n: int) -> None:
+    def send(self, first: int, n: int) -> float:
+        _, event_cls = self._classes
+        event = self.shape.event
         queue = self._interp.queue
-        execute_once = self._interp.execute_once
-        for _ in range(n):
-            queue(EVENT)
-            execute_once()
+        step = self._interp.execute if self.shape.sismic_settles else self._interp.execute_once
+        started = time.perf_counter()
+        for i in range(first, first + n):
+            name, data = event(i)
+            queue(event_cls(name) if data is None else event_cls(name, **data))
+            step()
+        return time.perf_counter() - started
 
-    def leaves(self) -> frozenset[str]:
-        return frozenset(self._interp.configuration) & LEAVES
+    def observe(self) -> Observation:
+        if self.shape.leaves:
+            return tuple(sorted(set(self._interp.configuration) & self.shape.leaves))
+        return (self._interp.context["count"], self._interp.context["total"])
 
 
-CONTENDERS: tuple[Callable[[], Contender], ...] = (
-    StatifierCore,
-    StatemachineScxml,
-    StatemachineClass,
-    Sismic,
-)
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:100]
+
+
+# -- the baseline child process -----------------------------------------------------------
+
+
+def engine_path(directory: str) -> Path:
+    """The folder holding the ``statifier`` package of the engine in ``directory``."""
+    root = Path(directory).resolve()
+    for candidate in (root, root / "src", root / "packages" / "statifier" / "src"):
+        if (candidate / "statifier" / "__init__.py").is_file():
+            return candidate
+    raise SystemExit(f"--baseline {directory}: no statifier package found there")
+
+
+class BaselineChild:
+    """A child process (this file with ``--serve-baseline``) answering one JSON call per
+    line on its stdin."""
+
+    def __init__(self, directory: Path) -> None:
+        # The baseline engine comes first on the child's path by Python's own rule:
+        # PYTHONPATH is searched before the installed (editable) packages.
+        path = os.pathsep.join(filter(None, (str(directory), os.environ.get("PYTHONPATH"))))
+        self._process = subprocess.Popen(  # noqa: S603 - this very file, with this Python
+            [sys.executable, str(Path(__file__).resolve()), "--serve-baseline"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=os.getcwd(),
+            env={**os.environ, "PYTHONPATH": path},
+        )
+        self.origin = str(self.call("hello")["statifier"])
+
+    def call(self, op: str, **args: Any) -> dict[str, Any]:
+        """Send one call and wait for its answer (raise on the child's error)."""
+        stdin, stdout = self._process.stdin, self._process.stdout
+        if stdin is None or stdout is None:
+            raise RuntimeError("the baseline process has no pipes")
+        stdin.write(json.dumps({"op": op, **args}) + "\n")
+        stdin.flush()
+        line = stdout.readline()
+        if not line:
+            raise RuntimeError("the baseline process ended")
+        answer: dict[str, Any] = json.loads(line)
+        if "error" in answer:
+            raise RuntimeError(f"baseline: {answer['error']}")
+        return answer
+
+    def close(self) -> None:
+        """End the child process."""
+        if self._process.poll() is None:
+            if self._process.stdin is not None:
+                self._process.stdin.close()
+            self._process.wait(timeout=30)
+
+
+def serve_baseline() -> int:
+    """The child's loop: answer calls with the statifier found first on the path (the
+    parent puts the baseline's folder on ``PYTHONPATH``)."""
+    import statifier
+
+    contender = StatifierCore()
+
+    def prepare(shape: str) -> dict[str, Any]:
+        try:
+            contender.prepare(SHAPES_BY_KEY[shape])
+        except Skipped as exc:
+            return {"skip": str(exc)}
+        return {}
+
+    def start() -> dict[str, Any]:
+        contender.start()
+        return {}
+
+    calls: dict[str, Callable[..., dict[str, Any]]] = {
+        "hello": lambda: {"statifier": statifier.__file__},
+        "prepare": prepare,
+        "start": start,
+        "send": lambda first, n: {"seconds": contender.send(first, n)},
+        "observe": lambda: {"observation": list(contender.observe())},
+        "processed": lambda: {"processed": contender.processed()},
+        "positions": lambda calls, rounds: dict(position_costs(calls, rounds)),
+        "memory": lambda count: dict(session_memory(count)),
+        "compile": lambda repeats: {"seconds": compile_seconds(repeats)},
+    }
+    for line in sys.stdin:
+        request = json.loads(line)
+        call = calls.get(request.pop("op"))
+        try:
+            answer = {"error": "unknown call"} if call is None else call(**request)
+        except Exception as exc:
+            answer = {"error": f"{type(exc).__name__}: {exc}"}
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
+    return 0
+
+
+# -- measuring ----------------------------------------------------------------------------
 
 
 @dataclass
-class ThroughputResult:
-    """Outcome of one contender: its timed runs, or why there are none."""
+class Row:
+    """One engine's outcome on one shape."""
 
     name: str
     how: str
-    events: int
-    wall: list[float] = field(default_factory=list)
-    cpu: list[float] = field(default_factory=list)
-    final: str = ""
+    seconds: list[float] = field(default_factory=list)
+    """Run time of each round (the sum of its slices)."""
     problem: str | None = None
     skipped: bool = False
 
     @property
     def ok(self) -> bool:
-        """Whether every run so far completed and verified."""
+        """Whether every round so far completed and verified."""
         return self.problem is None
 
-    @property
-    def best_seconds(self) -> float | None:
-        """Wall-clock seconds of the fastest run, or None without a valid run."""
-        return min(self.wall) if self.ok and self.wall else None
-
-    @property
-    def best_cpu_share(self) -> float | None:
-        """Process CPU time / wall time of the fastest run: well under 100% means the run
-        was descheduled (a busy machine), so its figure is pessimistic."""
-        if self.best_seconds is None:
-            return None
-        best = self.wall.index(self.best_seconds)
-        return self.cpu[best] / self.wall[best]
-
-    @property
-    def events_per_second(self) -> float | None:
-        """Events per second of the fastest run, or None without a valid run."""
-        best = self.best_seconds
-        return None if best is None or best <= 0 else self.events / best
-
     def fail(self, exc: Exception) -> None:
-        """Record why this contender has no figure."""
+        """Record why this engine has no figure."""
         if isinstance(exc, Skipped):
             self.skipped = True
             self.problem = f"skipped: {exc}"
@@ -339,122 +442,117 @@ class ThroughputResult:
             self.problem = f"ERROR: {type(exc).__name__}: {exc}"
 
 
-def expected_leaf(events_sent: int) -> str:
-    """The leaf the toggle chart must be in after ``events_sent`` toggles from ``off``."""
-    return "off" if events_sent % 2 == 0 else "on"
-
-
-def check(contender: Contender, events_sent: int, when: str) -> str:
-    """Raise ``VerificationError`` unless exactly the expected leaf is active (and, for an
-    engine that counts them, exactly ``events_sent`` events were processed)."""
-    want = expected_leaf(events_sent)
-    got = contender.leaves()
-    if got != {want}:
-        raise VerificationError(
-            f"{when}: after {events_sent} events expected {{{want!r}}}, got {set(got)!r}"
-        )
+def verify(contender: Contender, shape: Shape, sent: int, when: str) -> None:
+    """Raise ``VerificationError`` unless the contender reports what ``sent`` events make."""
+    want = shape.expected(sent)
+    got = contender.observe()
+    if got != want:
+        raise VerificationError(f"{when}: after {sent} events expected {want!r}, got {got!r}")
     processed = contender.processed()
-    if processed is not None and processed != events_sent:
-        raise VerificationError(
-            f"{when}: sent {events_sent} events but the engine counts {processed} macrosteps"
-        )
-    return want
+    if processed is not None and processed != sent:
+        raise VerificationError(f"{when}: sent {sent} events, the engine counts {processed}")
 
 
-def verify_alternation(contender: Contender, steps: int = 8) -> None:
-    """On a fresh instance, check the state flips on each of the first ``steps`` events."""
+def rotated(items: Sequence[Any], by: int) -> list[Any]:
+    """``items`` rotated left by ``by`` places."""
+    k = by % len(items) if items else 0
+    return [*items[k:], *items[:k]]
+
+
+def check_and_warm(contender: Contender, shape: Shape, warmup: int) -> None:
+    """Prepare ``contender``, check it event by event (an engine that drops one fails),
+    then warm it up."""
+    contender.prepare(shape)
     contender.start()
-    check(contender, 0, "initial state")
-    for sent in range(1, steps + 1):
-        contender.send(1)
-        check(contender, sent, "alternation check")
+    verify(contender, shape, 0, "initial state")
+    for sent in range(1, 5):
+        contender.send(sent - 1, 1)
+        verify(contender, shape, sent, "first events")
+    contender.start()
+    contender.send(0, warmup)
+    verify(contender, shape, warmup, "warm-up")
 
 
 def timed_round(
-    contenders: Sequence[Contender],
-    results: Sequence[ThroughputResult],
-    events: int,
-    slice_events: int,
-    run: int,
+    shape: Shape, pairs: Sequence[tuple[Contender, Row]], args: argparse.Namespace, when: str
 ) -> None:
-    """One timed run of ``events`` events for every contender still in the race.
-
-    Every contender starts from a fresh instance (creation untimed). The run is cut into
-    slices of ``slice_events`` events (0: one slice) handed to the engines in turn, and each
-    engine's run time is the sum of its slices. Slicing makes every engine's run span the
-    whole round, so when the machine's speed drifts (other load, frequency changes) all
-    engines see the same drift and the ratios stay fair. The state is checked (untimed)
-    after every slice, and after the run one extra event must flip it.
-    """
-    live = [(c, r) for c, r in zip(contenders, results, strict=True) if r.ok]
-    for contender, result in live:
+    """One round: fresh instances, then ``args.events`` events in slices handed out in the
+    order of ``pairs``; each engine's round time is the sum of its slices."""
+    live = [(c, r) for c, r in pairs if r.ok]
+    for contender, row in live:
         try:
             contender.start()
         except Exception as exc:
-            result.fail(exc)
-    wall = [0.0] * len(live)
-    cpu = [0.0] * len(live)
-    step = slice_events if slice_events > 0 else events
+            row.fail(exc)
+    spent = {id(row): 0.0 for _, row in live}
     gc.collect()
     sent = 0
-    while sent < events:
-        k = min(step, events - sent)
-        for i, (contender, result) in enumerate(live):
-            if not result.ok:
+    while sent < args.events:
+        k = min(args.slice, args.events - sent)
+        for contender, row in live:
+            if not row.ok:
                 continue
             try:
-                c0 = time.process_time()
-                t0 = time.perf_counter()
-                contender.send(k)
-                wall[i] += time.perf_counter() - t0
-                cpu[i] += time.process_time() - c0
-                check(contender, sent + k, f"timed run {run}")
+                spent[id(row)] += contender.send(sent, k)
+                verify(contender, shape, sent + k, when)
             except Exception as exc:
-                result.fail(exc)
+                row.fail(exc)
         sent += k
-    for i, (contender, result) in enumerate(live):
-        if not result.ok:
-            continue
+    for _, row in live:
+        if row.ok:
+            row.seconds.append(spent[id(row)])
+
+
+def measure_shape(
+    shape: Shape, contenders: Sequence[Contender], args: argparse.Namespace
+) -> list[Row]:
+    """Prepare, check and warm up every contender on ``shape``, then time ``args.rounds``
+    rounds of ``args.events`` events in slices of ``args.slice``, rotating the order."""
+    rows = [Row(c.name, c.how) for c in contenders]
+    for contender, row in zip(contenders, rows, strict=True):
         try:
-            result.final = check(contender, events, f"timed run {run}")
-            contender.send(1)
-            check(contender, events + 1, f"timed run {run}, one extra event")
+            check_and_warm(contender, shape, args.warmup)
         except Exception as exc:
-            result.fail(exc)
-            continue
-        result.wall.append(wall[i])
-        result.cpu.append(cpu[i])
+            row.fail(exc)
+    for round_ in range(args.rounds):
+        pairs = rotated(list(zip(contenders, rows, strict=True)), round_)
+        timed_round(shape, pairs, args, f"round {round_ + 1}")
+    return rows
 
 
-def measure(
-    contenders: Sequence[Contender], events: int, repeats: int, warmup: int, slice_events: int
-) -> list[ThroughputResult]:
-    """Prepare, verify and warm up every contender, then time ``repeats`` rounds (see
-    ``timed_round``); the best (fastest) verified run of each engine is kept."""
-    results = [ThroughputResult(c.name, c.how, events) for c in contenders]
-    for contender, result in zip(contenders, results, strict=True):
-        try:
-            contender.prepare()
-            verify_alternation(contender)
-            if warmup > 0:
-                contender.start()
-                contender.send(warmup)
-                check(contender, warmup, "warm-up")
-        except Exception as exc:
-            result.fail(exc)
-    for run in range(1, repeats + 1):
-        timed_round(contenders, results, events, slice_events, run)
-    return results
+def median_ratio(ours: Row, peer: Row) -> float | None:
+    """The median over rounds of peer time / our time (how many times faster we are)."""
+    if not (ours.ok and peer.ok and ours.seconds and peer.seconds):
+        return None
+    pairs = zip(ours.seconds, peer.seconds, strict=False)
+    return statistics.median(theirs / mine for mine, theirs in pairs)
 
 
-def generate_chart(groups: int, children: int) -> tuple[str, int]:
-    """A chart of ``groups`` compound states of ``children`` atomic children each.
+def compile_seconds(repeats: int, groups: int = 50, children: int = 10) -> float:
+    """Best time of ``statifier.compile`` on the generated chart (checked to run)."""
+    import statifier
 
-    Every child has ``next`` to its next sibling (wrapping); every third child also has a
-    guarded ``skip`` (``cond="x > 3"``) two siblings ahead; every other child increments
-    ``x`` on entry; every compound state has ``jump`` to the next compound state (wrapping).
-    Returns the SCXML text and the number of ``<state>`` elements.
-    """
+    text = generate_chart(groups, children)
+    times: list[float] = []
+    machine: Any = None
+    for _ in range(repeats):
+        gc.collect()
+        started = time.perf_counter()
+        machine = statifier.compile(text)
+        times.append(time.perf_counter() - started)
+    state, _ = statifier.initialize(machine, session_id="sess_bench")
+    for event, want in ((None, "g0_s0"), ("next", "g0_s1"), ("jump", "g1_s0")):
+        if event is not None:
+            state, _ = statifier.handle_event(state, statifier.Event(name=event))
+        if state.active_leaf_ids() != (want,):
+            raise VerificationError(f"generated chart after {event!r}: not in {want!r}")
+    return min(times)
+
+
+def generate_chart(groups: int, children: int) -> str:
+    """``groups`` compound states of ``children`` atomic children: ``next`` to the next
+    sibling, a guarded ``skip`` on every third child, an ``<assign>`` on entry of every
+    other child, ``jump`` to the next compound state. (50 x 10: 550 states.)"""
     lines = [
         '<?xml version="1.0" encoding="UTF-8"?>',
         f'<scxml xmlns="{SCXML_NS}" version="1.0" datamodel="python" initial="g0">',
@@ -476,53 +574,81 @@ def generate_chart(groups: int, children: int) -> tuple[str, int]:
             lines.append("    </state>")
         lines.append("  </state>")
     lines.append("</scxml>")
-    return "\n".join(lines) + "\n", groups * (children + 1)
+    return "\n".join(lines) + "\n"
+
+
+def side_by_side(
+    rounds: int, ours: Callable[[], dict[str, float]], theirs: Callable[[], dict[str, float]] | None
+) -> tuple[dict[str, float], dict[str, float] | None]:
+    """Run ``ours`` and ``theirs`` (the baseline) ``rounds`` times in alternating order;
+    the median of every figure."""
+    mine: list[dict[str, float]] = []
+    other: list[dict[str, float]] = []
+    for round_ in range(rounds):
+        order = [(ours, mine), (theirs, other)]
+        for call, into in order if round_ % 2 == 0 else reversed(order):
+            if call is not None:
+                into.append(call())
+    return _medians(mine), (_medians(other) if other else None)
+
+
+def _medians(samples: list[dict[str, float]]) -> dict[str, float]:
+    return {key: statistics.median(s[key] for s in samples) for key in samples[0]}
+
+
+# -- reporting ----------------------------------------------------------------------------
 
 
 @dataclass
-class CompileResult:
-    """Outcome of the compile benchmark."""
+class Goal:
+    """One goal of issue 12 and its verdict."""
 
-    states: int
-    chars: int
-    repeats: int
-    best_seconds: float | None = None
-    problem: str | None = None
+    what: str
+    value: float | None
+    target: str
+    met: bool | None
+    note: str = ""
 
 
-def measure_compile(groups: int, children: int, repeats: int) -> CompileResult:
-    """Time ``statifier.compile`` on the generated chart (best of ``repeats``), then check
-    the compiled machine actually runs (initial leaf, ``next``, ``jump``)."""
-    text, states = generate_chart(groups, children)
-    result = CompileResult(states=states, chars=len(text), repeats=repeats)
-    try:
-        import statifier
+def ratio_goal(what: str, value: float | None, at_least: float, note: str = "") -> Goal:
+    """A goal met when ``value`` is at least ``at_least``."""
+    met = None if value is None else value >= at_least
+    return Goal(what, value, f">= {at_least:.3g}x", met, note)
 
-        times: list[float] = []
-        machine: Any = None
-        for _ in range(repeats):
-            gc.collect()
-            t0 = time.perf_counter()
-            machine = statifier.compile(text)
-            times.append(time.perf_counter() - t0)
-        state, _effects = statifier.initialize(machine, session_id="sess_bench")
-        steps: Sequence[tuple[str | None, str]] = (
-            (None, "g0_s0"),
-            ("next", "g0_s1"),
-            ("jump", "g1_s0" if groups > 1 else "g0_s0"),
+
+def print_shape(shape: Shape, rows: Sequence[Row], args: argparse.Namespace) -> None:
+    """The table of one shape: events/s (median round) and the ratios against statifier."""
+    print(f"{shape.key}: {shape.title}")
+    header = f"  {'engine':<30} {'events/s':>10} {'us/event':>9} {'statifier/row':>13}  rounds (s)"
+    print(header)
+    print("  " + "-" * (len(header) - 2))
+    ours = rows[0]
+    for row in rows:
+        if not row.ok or not row.seconds:
+            print(f"  {row.name:<30} {'-':>10} {'-':>9} {'-':>13}  {row.problem}")
+            continue
+        seconds = statistics.median(row.seconds)
+        ratio = median_ratio(ours, row) if row is not ours else 1.0
+        factor = "-" if ratio is None else f"{ratio:.2f}x"
+        runs = " ".join(f"{s:.3f}" for s in row.seconds)
+        print(
+            f"  {row.name:<30} {args.events / seconds:>10,.0f} {seconds / args.events * 1e6:>9.2f}"
+            f" {factor:>13}  {runs}"
         )
-        for event, want in steps:
-            if event is not None:
-                state, _effects = statifier.handle_event(state, statifier.Event(name=event))
-            got = state.active_leaf_ids()
-            if got != (want,):
-                raise VerificationError(f"generated chart after {event!r}: {got!r} != {want!r}")
-        result.best_seconds = min(times)
-    except VerificationError as exc:
-        result.problem = f"FAILED verification: {exc}"
-    except Exception as exc:
-        result.problem = f"ERROR: {type(exc).__name__}: {exc}"
-    return result
+    print()
+
+
+def print_goals(goals: Sequence[Goal]) -> None:
+    """The verdict table."""
+    header = f"{'goal':<58} {'value':>10} {'target':>9}  verdict"
+    print(header)
+    print("-" * len(header))
+    for goal in goals:
+        value = "n/a" if goal.value is None else f"{goal.value:.2f}"
+        verdict = "n/a" if goal.met is None else ("PASS" if goal.met else "BELOW")
+        note = f"  ({goal.note})" if goal.note else ""
+        print(f"{goal.what:<58} {value:>10} {goal.target:>9}  {verdict}{note}")
+    print()
 
 
 def package_version(name: str) -> str:
@@ -533,162 +659,274 @@ def package_version(name: str) -> str:
         return "not installed"
 
 
-def print_header() -> None:
-    """Interpreter and package versions, so figures can be compared across machines."""
+def print_header(args: argparse.Namespace, baseline: BaselineChild | None) -> None:
+    """Versions, machine and settings, so figures can be compared across runs."""
     versions = ", ".join(
         f"{name} {package_version(name)}" for name in ("statifier", "python-statemachine", "sismic")
     )
     print(f"Python {platform.python_version()} ({platform.python_implementation()}), {versions}")
-    print(f"Platform: {platform.platform()}")
+    print(f"Platform: {platform.platform()}, {os.cpu_count()} CPUs, load {_load()}")
+    if baseline is not None:
+        print(f"Baseline: {baseline.origin} (child process)")
+    print(
+        f"{args.events:,} events per round, {args.rounds} rounds (engine order rotating), "
+        f"slices of {args.slice:,} events, {args.warmup:,} warm-up events; "
+        "figures are medians over the rounds"
+    )
     print()
 
 
-def print_throughput(results: Sequence[ThroughputResult], args: argparse.Namespace) -> None:
-    """The per-engine table, how each row sends events, and the ratio/target table."""
-    print(
-        f"1. Toggle chart throughput: {args.events:,} events per run, best of {args.repeats} "
-        f"runs after a {args.warmup:,}-event warm-up"
-    )
-    if args.slice > 0 and args.slice < args.events:
-        print(
-            f"(each run interleaves the engines in slices of {args.slice:,} events; "
-            "a run's time is the sum of its slices)"
+def _load() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "?"
+
+
+def contenders_for(shape: Shape, baseline: BaselineChild | None) -> list[Contender]:
+    """statifier first (the rows' reference), then the baseline, the ECMAScript datamodel
+    row where the shape has one, and the peers."""
+    found: list[Contender] = [StatifierCore()]
+    if baseline is not None:
+        found.append(BaselineStatifier(baseline))
+    if shape.ecmascript is not None:
+        found.append(StatifierCore("statifier (ecmascript)", "ecmascript"))
+    found.extend((PsmScxml(), PsmClass(), Sismic()))
+    return found
+
+
+def engine_goals(shape: Shape, rows: Sequence[Row]) -> Iterator[Goal]:
+    """The issue's goals for one shape."""
+    by_name = {row.name: row for row in rows}
+    ours = rows[0]
+
+    def against(name: str) -> float | None:
+        row = by_name.get(name)
+        return None if row is None else median_ratio(ours, row)
+
+    key = shape.key
+    yield ratio_goal(f"{key}: statifier / python-statemachine (class)", against(PsmClass.name), 10)
+    yield ratio_goal(f"{shape.key}: statifier / sismic", against(Sismic.name), 8)
+    if shape.key == "ping-pong":
+        base = by_name.get("statifier (baseline)")
+        yield ratio_goal(
+            "ping-pong: statifier / baseline (3x today)",
+            against(base.name) if base is not None else None,
+            3,
+            "" if base is not None else "run with --baseline DIR",
         )
+        yield ratio_goal(
+            "ping-pong: statifier / python-statemachine (scxml)", against(PsmScxml.name), 40
+        )
+        yield ratio_goal("ping-pong: statifier / sismic (3x today)", against(Sismic.name), 15)
+    if shape.ecmascript is not None:
+        ecma = by_name.get("statifier (ecmascript)")
+        value = None if ecma is None else median_ratio(ours, ecma)
+        yield ratio_goal(
+            f"{shape.key}: ecmascript / python datamodel (events/s)",
+            None if not value else 1 / value,
+            1 / 3,
+            "ADR 10",
+        )
+
+
+def run(args: argparse.Namespace) -> int:
+    """The whole benchmark; exit status 1 if statifier or any verification failed."""
+    baseline = BaselineChild(engine_path(args.baseline)) if args.baseline else None
+    failed = False
+    goals: list[Goal] = []
+    try:
+        print_header(args, baseline)
+        shapes = [SHAPES_BY_KEY[key] for key in args.shapes]
+        print("1. Events per second, every shape")
+        print()
+        for shape in shapes:
+            contenders = contenders_for(shape, baseline)
+            rows = measure_shape(shape, contenders, args)
+            print_shape(shape, rows, args)
+            goals.extend(engine_goals(shape, rows))
+            failed |= not rows[0].ok or any(r.problem and not r.skipped for r in rows)
+        print("   how each engine gets its events:")
+        for contender in contenders_for(SHAPES_BY_KEY["datamodel"], baseline):
+            print(f"     {contender.name}: {contender.how}")
+        print()
+        goals.extend(report_positions(args, baseline))
+        goals.extend(report_compile(args, baseline))
+        print("Goals (issue 12)")
+        print_goals(goals)
+    finally:
+        if baseline is not None:
+            baseline.close()
+    if failed:
+        print("Some measurements failed (see above).")
+        return 1
+    return 0
+
+
+def report_positions(args: argparse.Namespace, baseline: BaselineChild | None) -> list[Goal]:
+    """Positions against a macrostep, and memory per idle live session."""
+    rounds = 3 if args.quick else 5
+
+    def theirs(op: str, **kw: Any) -> Callable[[], dict[str, float]] | None:
+        if baseline is None:
+            return None
+        return lambda: {k: float(v) for k, v in baseline.call(op, **kw).items()}
+
+    calls = 300 if args.quick else 2000
+    ours, base = side_by_side(
+        rounds,
+        lambda: position_costs(calls, 3),
+        theirs("positions", calls=calls, rounds=3),
+    )
+    print("2. Positions on the card chart (medians of alternating runs)")
     header = (
-        f"{'engine':<30} {'events/s':>12} {'best (s)':>9} {'us/event':>9} {'cpu':>5} "
-        f"{'final':>6}  all runs (s)"
+        f"  {'engine':<22} {'macrostep us':>12} {'dumps us':>9} {'loads us':>9}"
+        f" {'(d+l)/step':>11} {'bytes':>6}"
     )
     print(header)
-    print("-" * len(header))
-    for r in results:
-        eps, best, share = r.events_per_second, r.best_seconds, r.best_cpu_share
-        if eps is None or best is None or share is None:
-            print(f"{r.name:<30} {'-':>12} {'-':>9} {'-':>9} {'-':>5} {'-':>6}  {r.problem}")
+    print("  " + "-" * (len(header) - 2))
+    for name, figures in (("statifier", ours), ("statifier (baseline)", base)):
+        if figures is None:
             continue
-        us = best / r.events * 1e6
-        runs = " ".join(f"{w:.3f}" for w in r.wall)
+        both = (figures["dumps"] + figures["loads"]) / figures["macrostep"]
         print(
-            f"{r.name:<30} {eps:>12,.0f} {best:>9.3f} {us:>9.2f} {share:>5.0%} {r.final:>6}  {runs}"
+            f"  {name:<22} {figures['macrostep'] * 1e6:>12.2f} {figures['dumps'] * 1e6:>9.2f}"
+            f" {figures['loads'] * 1e6:>9.2f} {both:>11.2f} {figures['bytes']:>6.0f}"
         )
     print()
-    for r in results:
-        print(f"  {r.name}: {r.how}")
-    print()
-
-    ours = results[0].events_per_second
-    header = f"{'ratio':<42} {'value':>8} {'target':>8}  verdict"
-    print(header)
-    print("-" * len(header))
-    for r in results[1:]:
-        target = TARGETS.get(r.name)
-        label = f"statifier / {r.name.removesuffix(' (yaml)')}"
-        target_text = f">= {target:g}x" if target is not None else "-"
-        peer = r.events_per_second
-        if ours is None or peer is None:
-            why = "statifier has no result" if ours is None else (r.problem or "no result")
-            print(f"{label:<42} {'n/a':>8} {target_text:>8}  n/a ({why})")
-            continue
-        ratio = ours / peer
-        verdict = "-" if target is None else ("PASS" if ratio >= target else "BELOW")
-        print(f"{label:<42} {ratio:>7.2f}x {target_text:>8}  {verdict}")
-    print()
-
-
-def print_compile(result: CompileResult, groups: int, children: int) -> None:
-    """The compile-cost line."""
-    print(
-        f"2. Compile cost: statifier.compile on a generated chart of {result.states} states "
-        f"({groups} compound x {children} atomic children + the compounds; "
-        f"{result.chars:,} chars), best of {result.repeats}"
+    count = 500 if args.quick else 5000
+    mem, base_mem = side_by_side(
+        1 if args.quick else 2, lambda: session_memory(count), theirs("memory", count=count)
     )
-    if result.best_seconds is None:
-        print(f"   {result.problem}")
-    else:
-        ms = result.best_seconds * 1e3
-        print(f"   {ms:.2f} ms per compile, {result.states / ms:.1f} states/ms")
+    print(f"3. Idle live sessions of the card chart ({count:,} sessions, tracemalloc)")
+    header = f"  {'engine':<22} {'bytes/session':>14} {'sessions/GiB':>13} {'position bytes':>15}"
+    print(header)
+    print("  " + "-" * (len(header) - 2))
+    for name, figures in (("statifier", mem), ("statifier (baseline)", base_mem)):
+        if figures is None:
+            continue
+        print(
+            f"  {name:<22} {figures['bytes_per_session']:>14,.0f} "
+            f"{figures['sessions_per_gib']:>13,.0f} {figures['position_bytes']:>15,.0f}"
+        )
     print()
+    step_ratio = (ours["dumps"] + ours["loads"]) / ours["macrostep"]
+    goals = [
+        Goal(
+            "positions: (dumps + loads) / one card-chart macrostep",
+            step_ratio,
+            "<= 1",
+            step_ratio <= 1,
+        )
+    ]
+    if base_mem is not None:
+        gain = mem["sessions_per_gib"] / base_mem["sessions_per_gib"]
+        goals.append(ratio_goal("idle sessions per GiB / baseline's", gain, 1.0, "raise it"))
+    else:
+        goals.append(
+            Goal(
+                "idle sessions per GiB (today about 120k)",
+                mem["sessions_per_gib"] / 1000,
+                "> 120k",
+                mem["sessions_per_gib"] > 120_000,
+                "value in thousands",
+            )
+        )
+    return goals
 
 
-def run_profile(events: int, warmup: int, top: int, sort: str) -> int:
-    """Run the statifier toggle loop under cProfile and print the top functions."""
+def report_compile(args: argparse.Namespace, baseline: BaselineChild | None) -> list[Goal]:
+    """Compile time of the generated 550-state chart, side by side with the baseline."""
+    repeats = 3 if args.quick else 5
+    ours, base = side_by_side(
+        3 if args.quick else 5,
+        lambda: {"seconds": compile_seconds(repeats)},
+        None
+        if baseline is None
+        else lambda: {"seconds": float(baseline.call("compile", repeats=repeats)["seconds"])},
+    )
+    print("4. Compile time of a generated 550-state chart (best of each run, median of runs)")
+    print(f"  statifier            {ours['seconds'] * 1e3:8.2f} ms")
+    if base is not None:
+        print(f"  statifier (baseline) {base['seconds'] * 1e3:8.2f} ms")
+    print()
+    if base is None:
+        return []
+    slower = ours["seconds"] / base["seconds"]
+    what = "compile: statifier / baseline time (not slower)"
+    return [Goal(what, slower, "<= 1.1", slower <= 1.1)]
+
+
+def run_profile(args: argparse.Namespace) -> int:
+    """statifier's loop on one shape under cProfile; the top functions."""
+    shape = SHAPES_BY_KEY[args.profile]
     contender = StatifierCore()
-    contender.prepare()
+    contender.prepare(shape)
     contender.start()
-    contender.send(warmup)  # warm the machine's caches, as the benchmark does
+    contender.send(0, args.warmup)
     contender.start()
     profiler = cProfile.Profile()
     profiler.enable()
-    contender.send(events)
+    contender.send(0, args.events)
     profiler.disable()
-    final = check(contender, events, "profiled run")
-    print(f"statifier toggle loop under cProfile: {events:,} events, final state {final!r}")
-    key = "cumulative time" if sort == "cumulative" else "own time (tottime)"
-    print(f"top {top} functions by {key}")
+    verify(contender, shape, args.events, "profiled run")
+    print(f"statifier {shape.key} loop under cProfile: {args.events:,} events")
     stats = pstats.Stats(profiler, stream=sys.stdout)
-    stats.sort_stats(sort).print_stats(top)
+    stats.sort_stats(args.profile_sort).print_stats(args.profile_top)
     return 0
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Command-line options."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, about a minute")
+    parser.add_argument("--events", type=int, help="events per round (10000; quick 1000)")
+    parser.add_argument("--rounds", type=int, help="rounds per shape (5; quick 3)")
+    parser.add_argument("--slice", type=int, default=500, help="events per slice (500)")
+    parser.add_argument("--warmup", type=int, default=500, help="warm-up events (500)")
     parser.add_argument(
-        "--events", type=int, default=100_000, help="events per timed run (default 100000)"
+        "--shapes",
+        default=",".join(SHAPES_BY_KEY),
+        help=f"comma-separated shapes ({','.join(SHAPES_BY_KEY)})",
     )
-    parser.add_argument("--repeats", type=int, default=3, help="timed runs, best kept (3)")
-    parser.add_argument("--warmup", type=int, default=1000, help="warm-up events (1000)")
-    parser.add_argument(
-        "--slice",
-        type=int,
-        default=1000,
-        help="events per slice when interleaving engines within a run; 0: no slicing (1000)",
-    )
-    parser.add_argument("--compile-groups", type=int, default=50, help="compound states (50)")
-    parser.add_argument(
-        "--compile-children", type=int, default=10, help="atomic children per compound (10)"
-    )
-    parser.add_argument("--compile-repeats", type=int, default=5, help="compiles, best kept (5)")
+    parser.add_argument("--baseline", metavar="DIR", help="also run the engine in DIR")
     parser.add_argument(
         "--profile",
-        action="store_true",
-        help="only profile the statifier toggle loop with cProfile",
+        nargs="?",
+        const="ping-pong",
+        choices=sorted(SHAPES_BY_KEY),
+        help="only profile statifier's loop on one shape (ping-pong)",
     )
     parser.add_argument("--profile-top", type=int, default=25, help="functions shown (25)")
     parser.add_argument(
-        "--profile-sort",
-        choices=("cumulative", "tottime"),
-        default="cumulative",
-        help="profile sort key (cumulative)",
+        "--profile-sort", choices=("cumulative", "tottime"), default="tottime", help="(tottime)"
     )
+    parser.add_argument("--serve-baseline", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    for name in ("events", "repeats", "compile_groups", "compile_children", "compile_repeats"):
+    if args.events is None:
+        args.events = 1000 if args.quick else (50_000 if args.profile else 10_000)
+    if args.rounds is None:
+        args.rounds = 3 if args.quick else 5
+    args.shapes = [key.strip() for key in args.shapes.split(",") if key.strip()]
+    unknown = [key for key in args.shapes if key not in SHAPES_BY_KEY]
+    if unknown:
+        parser.error(f"unknown shapes {unknown}; known: {', '.join(SHAPES_BY_KEY)}")
+    for name in ("events", "rounds", "slice"):
         if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be at least 1")
-    for name in ("warmup", "slice"):
-        if getattr(args, name) < 0:
-            parser.error(f"--{name} must not be negative")
+            parser.error(f"--{name} must be at least 1")
+    if args.warmup < 0:
+        parser.error("--warmup must not be negative")
     return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the benchmark; exit status 1 if statifier failed or any run failed verification."""
+    """Entry point."""
     args = parse_args(argv)
+    if args.serve_baseline:
+        return serve_baseline()
     if args.profile:
-        return run_profile(args.events, args.warmup, args.profile_top, args.profile_sort)
-
-    print_header()
-    contenders = [make() for make in CONTENDERS]
-    results = measure(contenders, args.events, args.repeats, args.warmup, args.slice)
-    print_throughput(results, args)
-    compiled = measure_compile(args.compile_groups, args.compile_children, args.compile_repeats)
-    print_compile(compiled, args.compile_groups, args.compile_children)
-    print_datamodel_rows()
-
-    failed = [r for r in results if r.problem is not None and not r.skipped]
-    if results[0].best_seconds is None or failed or compiled.best_seconds is None:
-        print("Some measurements failed (see above).")
-        return 1
-    return 0
+        return run_profile(args)
+    return run(args)
 
 
 if __name__ == "__main__":

@@ -282,7 +282,8 @@ def test_per_driver_data_is_not_stored_but_resupplied(machine: Machine) -> None:
 
 def test_payload_holds_every_state_field_but_the_per_driver_ones(machine: Machine) -> None:
     payload = _payload(dumps(_drive(machine)))
-    fields = {field.name for field in dataclasses.fields(MachineState)}
+    # Derived data a state carries between calls (``init=False``) is not stored.
+    fields = {field.name for field in dataclasses.fields(MachineState) if field.init}
     assert set(payload) == fields - {"machine", "routes", "invoke_types"}
 
 
@@ -609,6 +610,14 @@ def test_nan_and_infinity_in_the_datamodel_raise(machine: Machine, bad: float) -
     top = dataclasses.replace(state, datamodel={**state.datamodel, "bad": bad})
     with pytest.raises(UnserializablePosition, match=r"datamodel\['bad'\]"):
         dumps(top)
+    nested = dataclasses.replace(state, datamodel={**state.datamodel, "v": {"l": [1, bad]}})
+    with pytest.raises(UnserializablePosition, match=r"datamodel\['v'\]\['l'\]\[1\]"):
+        dumps(nested)
+
+
+@pytest.mark.parametrize("bad", [(1, 2), {1: "x"}], ids=["tuple", "int key"])
+def test_values_json_would_change_raise_with_their_place(machine: Machine, bad: Any) -> None:
+    state = _drive(machine)
     nested = dataclasses.replace(state, datamodel={**state.datamodel, "v": {"l": [1, bad]}})
     with pytest.raises(UnserializablePosition, match=r"datamodel\['v'\]\['l'\]\[1\]"):
         dumps(nested)

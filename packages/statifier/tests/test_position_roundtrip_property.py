@@ -7,6 +7,7 @@ back with ``loads`` and continues. Everything after the split must be identical.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import statifier
@@ -84,3 +85,9 @@ def test_dumps_loads_at_any_split_is_invisible(
         assert effect_b == effect_a
     assert final_b == final_a
     assert dumps(final_b) == dumps(final_a)
+    # The payload is exactly the canonical JSON text of what it holds.
+    payload = blob.split(b"\n", 4)[4]
+    canonical = json.dumps(
+        json.loads(payload), sort_keys=True, separators=(",", ":"), ensure_ascii=True
+    )
+    assert payload == canonical.encode("ascii")

@@ -434,3 +434,17 @@ async def test_resume_from_a_position_blob_and_refuse_another_charts_blob() -> N
     with pytest.raises(statifier.core.position.IdentityMismatch):
         await Session.start(TOGGLE, resume=blob)
     assert registry.lookup("sess_blob") is None
+
+
+async def test_an_answer_to_an_unknown_invocation_stays_in_its_session() -> None:
+    # Sessions that invoked nothing share one empty bookkeeping; an answer must not land there.
+    first = await Session.start(TOGGLE)
+    second = await Session.start(TOGGLE)
+    try:
+        first.done_invocation("never-started", {"x": 1})
+        await until(lambda: not first.status().queued_events)
+        assert "never-started" in first._invocations.finished
+        assert "never-started" not in second._invocations.finished
+    finally:
+        await first.stop()
+        await second.stop()

@@ -43,10 +43,21 @@ def measure(value: Any, limit: int, depth: int = 0) -> tuple[int, int]:
     """
     kind = type(value)
     if kind is int:
-        # The common cases, a number or a short string, without setting up the walk.
+        # The common cases, a number, a short string or a flat list, without the walk.
         total = (value.bit_length() * 77 >> 8) + 2
     elif kind is str and len(value) < 256 and value.isascii():
         total = len(value) + 2
+    elif (
+        kind is list
+        and depth < MAX_DEPTH
+        and len(value) + 2 <= limit
+        and (flat := _flat_size(value)) is not None
+    ):
+        # What _walk counts for a list of scalars of one kind, without its stack.
+        total = 2 + len(value) + flat
+        if total > limit:
+            raise ValueTooLarge(f"the value is larger than {limit} bytes written out")
+        return total, 1 + len(value) // 16
     else:
         return _walk(value, limit, depth)
     if total > limit:
@@ -67,16 +78,16 @@ def _walk(value: Any, limit: int, depth: int) -> tuple[int, int]:  # noqa: C901 
         work += 1
         kind = type(item)
         if kind is str:
-            total += _text_size(item)
+            total += len(item) + 2 if item.isascii() else _text_size(item)
         elif kind is int:
             # 77/256 slightly exceeds log10(2): never an underestimate of the digits.
             total += (item.bit_length() * 77 >> 8) + 2
+        elif item is None or kind is bool:
+            total += 5
         elif kind is float:
             if not math.isfinite(item):
                 raise ValueRefused(f"{item!r} cannot be stored (it is not a finite number)")
             total += _FLOAT_TEXT
-        elif item is None or kind is bool:
-            total += 5
         elif kind is list or kind is dict:
             if depth >= MAX_DEPTH:
                 raise ValueRefused(f"the value is nested more than {MAX_DEPTH} levels deep")
@@ -97,7 +108,7 @@ def _walk(value: Any, limit: int, depth: int) -> tuple[int, int]:  # noqa: C901 
                             raise ValueRefused(
                                 f"dict key {brief(key)} is a {type(key).__name__}, not a string"
                             )
-                        total += _text_size(key)
+                        total += len(key) + 2 if key.isascii() else _text_size(key)
                         push((child, depth + 1))
         else:
             raise ValueRefused(f"a {kind.__name__} cannot be stored (values are JSON-like)")

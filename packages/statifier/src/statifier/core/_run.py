@@ -16,8 +16,9 @@ from typing import Any, NoReturn, Self
 from statifier.budget import Budget, MacrostepLimits, Reason
 from statifier.chart.model import ContentNode, DataNode, Machine, Owner, StateNode, TransitionNode
 from statifier.core import effects as fx
+from statifier.core._build import datamodel_change
 from statifier.core.events import Event
-from statifier.core.state import MachineState
+from statifier.core.state import MachineState, StateBuilder, finish
 from statifier.datamodel import EvaluationError, Expression, Location, WriteResult, datamodel_for
 from statifier.values import ValueRefused, ValueTooLarge, brief, measure
 
@@ -27,10 +28,7 @@ Effects = list[fx.Effect]
 _SMALL = 2**64
 """Integers below this in magnitude write out in at most 20 digits."""
 
-_new_budget = object.__new__
-
-_BOUND = "_datamodel_bound"
-"""Where a frozen state keeps ``(datamodel, bound)`` for the next call."""
+_new = object.__new__
 
 
 class Keep:
@@ -81,6 +79,7 @@ class Run:
         "datamodel",
         "effects",
         "entered",
+        "entered_now",
         "history",
         "in_state",
         "internal_queue",
@@ -95,6 +94,7 @@ class Run:
         "microstep",
         "node",
         "origin",
+        "replayable",
         "round",
         "routes",
         "running",
@@ -147,6 +147,12 @@ class Run:
     """The executable-content node being run (it locates the errors it raises)."""
     line: int | None
     """The source line of the element being run, for ``ErrorRaised``."""
+    replayable: bool
+    """Whether this macrostep so far depends only on the configuration and the event name
+    (``statifier.core._replay``): cleared by any condition, content, history, final state,
+    internal event or invocation."""
+    entered_now: set[int]
+    """The states this macrostep entered (kept while it is replayable)."""
 
     @classmethod
     def fresh(
@@ -187,6 +193,7 @@ class Run:
         run.in_state = ActiveStates(run)
         run.node = None
         run.line = None
+        run.replayable = False
         run.meter(limits if limits is not None else MacrostepLimits())
         return run
 
@@ -223,9 +230,10 @@ class Run:
         run.in_state = ActiveStates(run)
         run.node = None
         run.line = None
+        run.replayable = False
         # The budget, inlined from ``meter``: this runs once per event.
         limits = run.limits = state.limits
-        budget = run.budget = _new_budget(Budget)
+        budget = run.budget = _new(Budget)
         budget.limits = limits
         budget.steps = limits.start_steps
         budget.output = limits.start_output
@@ -242,39 +250,43 @@ class Run:
         self.origin = None
 
     def freeze(self) -> MachineState:
-        state = MachineState.__new__(MachineState)
-        # MachineState is frozen; filling its __dict__ directly is the fast path that the
-        # generated __init__ (one object.__setattr__ per field) is not.
-        state.__dict__.update(
-            machine=self.machine,
-            session_id=self.session_id,
-            configuration=self.frozen_config(),
-            internal_queue=tuple(self.internal_queue),
-            history=self.history,
-            entered=self.entered,
-            states_to_invoke=tuple(sorted(self.states_to_invoke)) if self.states_to_invoke else (),
-            invocations=self.invocations,
-            invoke_counter=self.invoke_counter,
-            send_counter=self.send_counter,
-            timer_counter=self.timer_counter,
-            caller_context=self.caller_context,
-            datamodel=self.datamodel,
-            running=self.running,
-            status="done" if self.status == "done" else "running",
-            macrostep=self.macrostep,
-            microstep=self.microstep,
-            round=self.round,
-            trace=self.trace,
-            max_macrostep_rounds=self.max_rounds,
-            invoke_types=self.invoke_types,
-            routes=self.routes,
-            limits=self.limits,
+        state: Any = _new(StateBuilder)
+        state.machine = self.machine
+        state.session_id = self.session_id
+        origin = self.origin
+        configuration = self.frozen_config()
+        entered = self.entered
+        if origin is None or configuration is not origin.configuration:
+            configuration = shared(self.machine, configuration)
+        if origin is None or entered is not origin.entered:
+            entered = shared(self.machine, entered)
+        state.configuration = configuration
+        state.internal_queue = tuple(self.internal_queue) if self.internal_queue else ()
+        state.history = self.history
+        state.entered = entered
+        state.states_to_invoke = (
+            tuple(sorted(self.states_to_invoke)) if self.states_to_invoke else ()
         )
-        if self.bound is not None:
-            # Derived data, not a field: carried to the next call on this very datamodel
-            # (a state rebuilt with another datamodel measures it afresh).
-            state.__dict__[_BOUND] = (self.datamodel, self.bound)
-        return state
+        state.invocations = self.invocations
+        state.invoke_counter = self.invoke_counter
+        state.send_counter = self.send_counter
+        state.timer_counter = self.timer_counter
+        state.caller_context = self.caller_context
+        state.datamodel = self.datamodel
+        state.running = self.running
+        state.status = "done" if self.status == "done" else "running"
+        state.macrostep = self.macrostep
+        state.microstep = self.microstep
+        state.round = self.round
+        state.trace = self.trace
+        state.max_macrostep_rounds = self.max_rounds
+        state.invoke_types = self.invoke_types
+        state.routes = self.routes
+        state.limits = self.limits
+        # Derived data, not a field: carried to the next call on this very datamodel.
+        bound = self.bound
+        state._datamodel_bound = None if bound is None else (self.datamodel, bound)
+        return finish(state)
 
     # -- small helpers -------------------------------------------------------------------
 
@@ -343,6 +355,7 @@ class Run:
 
     def evaluate(self, expr: Expression) -> Any:
         """Evaluate or raise ``BlockAbort`` after queueing ``error.execution``."""
+        self.replayable = False
         try:
             return expr.evaluate(self.datamodel, self.in_state, self.budget)
         except Exception as exc:  # nothing may escape the core as a Python exception
@@ -353,6 +366,7 @@ class Run:
         """Spec 5.9.1: a condition that cannot be evaluated is false and raises an error."""
         if expr is None:
             return True
+        self.replayable = False
         try:
             return bool(expr.evaluate(self.datamodel, self.in_state, self.budget))
         except Exception as exc:
@@ -433,7 +447,8 @@ class Run:
     ) -> fx.DatamodelChange:
         """Assign through a location; unknown or system roots are errors (block aborts)."""
         root = location.root
-        if root.startswith("_") or root not in self.datamodel:
+        datamodel = self.datamodel
+        if root[:1] == "_" or root not in datamodel:
             what = "a read-only system variable" if root.startswith("_") else "not declared"
             self.raise_error(
                 "error.execution",
@@ -441,15 +456,22 @@ class Run:
             )
             raise BlockAbort
         try:
-            result = location.write(self.datamodel, value, self.in_state, self.budget)
-            self.admit(root, result.path, value, result.root_value)
+            if location.plain:
+                # The variable itself: no datamodel call (see ``Location.plain``).
+                path: tuple[str | int, ...] = ()
+                prior = datamodel[root]
+                root_value = value
+            else:
+                result = location.write(datamodel, value, self.in_state, self.budget)
+                path, prior, root_value = result.path, result.prior, result.root_value
+            self.admit(root, path, value, root_value)
         except Exception as exc:
             self.raise_error(
                 "error.execution", self.failure(f"cannot assign to {brief(location.source)}", exc)
             )
             raise BlockAbort from None
-        self.datamodel[root] = result.root_value
-        change = self.change(location.source, result.path, value, result.prior, c_index, owner)
+        datamodel[root] = root_value
+        change = self.change(location.source, path, value, prior, c_index, owner)
         if emit:
             self.effects.append(change)
         return change
@@ -467,14 +489,16 @@ class Run:
         effect list that held every prior value would keep every version of the datamodel
         alive for the whole call)."""
         traced = self.trace
-        return fx.DatamodelChange(
-            location=location,
-            path=path,
-            new_value=value if traced else fx.NOT_RECORDED,
-            prior_value=prior if traced else fx.NOT_RECORDED,
-            c_index=c_index,
-            owner=owner,
-            **self.counters(),
+        return datamodel_change(
+            location,
+            path,
+            value if traced else fx.NOT_RECORDED,
+            prior if traced else fx.NOT_RECORDED,
+            c_index,
+            owner,
+            self.macrostep,
+            self.microstep,
+            self.round,
         )
 
     def admit_write(self, write: WriteResult) -> None:
@@ -525,7 +549,7 @@ class Run:
         that datamodel; else the datamodel measured."""
         origin = self.origin
         if origin is not None:
-            carried = origin.__dict__.get(_BOUND)
+            carried = origin._datamodel_bound
             if carried is not None and carried[0] is origin.datamodel:
                 return int(carried[1])
         return self.measure_datamodel(None, None)
@@ -613,6 +637,24 @@ class Run:
         self.effects.append(
             self.change(write.root, path, write.root_value, write.prior, c_index, owner)
         )
+
+
+_SHARED = "sets"
+"""The key, in a machine's ``_cache``, of the state sets its executions share."""
+
+_SHARED_LIMIT = 4096
+
+
+def shared(machine: Machine, states: frozenset[int]) -> frozenset[int]:
+    """The one set of ``machine``'s executions equal to ``states`` (states hold their
+    configuration and the states they entered; many executions hold equal ones)."""
+    memo: dict[frozenset[int], frozenset[int]] = machine._cache.setdefault(_SHARED, {})
+    found = memo.get(states)
+    if found is None:
+        if len(memo) >= _SHARED_LIMIT:
+            memo.clear()
+        found = memo[states] = states
+    return found
 
 
 def _writable(name: str) -> bool:

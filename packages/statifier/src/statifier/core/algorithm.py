@@ -26,8 +26,8 @@ from statifier.chart.model import (
     TransitionNode,
     transition_domain,
 )
+from statifier.core import _replay, planner
 from statifier.core import effects as fx
-from statifier.core import planner
 from statifier.core._run import KEEP, BlockAbort, Effects, Keep
 from statifier.core.content import ContentExecutor
 from statifier.core.events import SCXML_EVENT_PROCESSOR, Event, name_matches
@@ -109,12 +109,18 @@ def handle_event(
         raise NotRunningError(f"execution {state.session_id} is not running")
     if isinstance(event, str):
         event = Event(name=event)
+    replayed = _replay.replay(state, event, routes)
+    if replayed is not None:
+        return replayed, []
     run = Interpreter.resume(state, routes)
     try:
         run.process_external(event)
     except (MemoryError, RecursionError) as exc:
         raise _resource_error(state.session_id, exc) from None
-    return run.freeze(), run.effects
+    after = run.freeze()
+    if run.replayable and not run.effects and run.running and not run.internal_queue:
+        _replay.record(state, event.name, after, frozenset(run.entered_now))
+    return after, run.effects
 
 
 def deliver_internal(
@@ -188,10 +194,9 @@ class Interpreter(ContentExecutor):
         location = planner.origin_of(self.session_id)
         datamodel["_sessionid"] = self.session_id
         datamodel["_name"] = machine.name
-        datamodel["_ioprocessors"] = {
-            SCXML_EVENT_PROCESSOR: {"location": location},
-            "scxml": {"location": location},
-        }
+        # Values are never changed in place: both processors can share their description.
+        processor = {"location": location}
+        datamodel["_ioprocessors"] = {SCXML_EVENT_PROCESSOR: processor, "scxml": processor}
         datamodel["_event"] = None
         for data in machine.data:
             datamodel.setdefault(data.id, None)
@@ -219,10 +224,16 @@ class Interpreter(ContentExecutor):
         self.microstep = 0
         self.round = 0
         self.caller_context = event.caller_context
+        self.replayable = not (
+            self.trace or self.invocations or self.internal_queue or self.machine.has_invokes
+        )
+        if self.replayable:
+            self.entered_now = set()
         if self.trace:
             self.effects.append(fx.EventDequeued(event=event, source="external", **self.counters()))
         self.datamodel["_event"] = event.as_system_variable()
-        self.finalize_and_autoforward(event)
+        if self.invocations:
+            self.finalize_and_autoforward(event)
         enabled = self.select_transitions(event)
         if enabled:
             self.microstep += 1
@@ -260,6 +271,7 @@ class Interpreter(ContentExecutor):
         events to quiescence (or the round budget), then the invoke pass."""
         budget = self.max_rounds
         meter = self.budget
+        eventless = self.machine.has_eventless
         rounds = 0
         while self.running:
             macrostep_done = False
@@ -278,11 +290,12 @@ class Interpreter(ContentExecutor):
                     return
                 rounds += 1
                 self.round += 1
-                enabled = self.select_eventless_transitions()
+                enabled = self.select_eventless_transitions() if eventless else []
                 if not enabled:
                     if not self.internal_queue:
                         macrostep_done = True
                     else:
+                        self.replayable = False
                         internal_event = self.internal_queue.popleft()
                         if self.trace:
                             self.effects.append(
@@ -371,20 +384,35 @@ class Interpreter(ContentExecutor):
 
     def select_transitions(self, event: Event) -> list[TransitionNode]:
         """Appendix D ``selectTransitions``."""
-        return self._select(self.matching(event.name))
+        name = event.name
+        memo = self.machine._cache.get("select")
+        if memo is not None:
+            # The candidates are remembered per event name too (see ``candidates``).
+            chains = memo.get((self.frozen_config(), name))
+            if chains is not None:
+                return self._first_enabled(chains, True)
+        return self._select(self.matching(name), name)
 
-    def candidates(self, matching: frozenset[int] | None) -> tuple[tuple[TransitionNode, ...], ...]:
+    def candidates(
+        self, matching: frozenset[int] | None, name: str | None = None
+    ) -> tuple[tuple[TransitionNode, ...], ...]:
         """Per active atomic state (document order), the transitions that could fire.
 
         Each chain lists, nearest state first and in document order within a state, the
         transitions whose events match (or the eventless ones when ``matching`` is None):
         exactly the candidates Appendix D's ``selectTransitions`` walks before conditions.
-        Memoized per (configuration, event set); conditions are evaluated by the caller.
+        Memoized per (configuration, event set), and per (configuration, event ``name``)
+        when one is given; conditions are evaluated by the caller.
         """
         cache = self.machine._cache.setdefault("select", {})
-        key = (self.frozen_config(), matching)
+        configuration = self.frozen_config()
+        key = (configuration, matching)
         chains = cache.get(key)
         if chains is not None:
+            if name is not None and len(name) <= _MEMO_NAME_LENGTH:
+                if len(cache) >= _SELECT_CACHE_LIMIT:
+                    cache.clear()
+                cache[(configuration, name)] = chains
             return chains  # type: ignore[no-any-return]
         states = self.states
         transitions = self.transitions
@@ -402,26 +430,41 @@ class Interpreter(ContentExecutor):
             if chain:
                 found.append(tuple(chain))
         chains = tuple(found)
-        if len(cache) >= _SELECT_CACHE_LIMIT:
+        if len(cache) >= _SELECT_CACHE_LIMIT - 1:
             cache.clear()
         cache[key] = chains
+        if name is not None and len(name) <= _MEMO_NAME_LENGTH:
+            cache[(configuration, name)] = chains
         return chains
 
-    def _select(self, matching: frozenset[int] | None) -> list[TransitionNode]:
+    def _select(
+        self, matching: frozenset[int] | None, name: str | None = None
+    ) -> list[TransitionNode]:
         """The shared body of both Appendix D selection functions: the first enabled
         transition per atomic state, then ``removeConflictingTransitions``."""
+        return self._first_enabled(self.candidates(matching, name), matching is not None)
+
+    def _first_enabled(
+        self, chains: tuple[tuple[TransitionNode, ...], ...], evented: bool
+    ) -> list[TransitionNode]:
         enabled: list[TransitionNode] = []
-        chosen: set[int] = set()
-        for chain in self.candidates(matching):
-            for transition in chain:
+        if len(chains) == 1:
+            for transition in chains[0]:
                 if transition.cond is None or self.guard(transition):
-                    if transition.index not in chosen:
-                        chosen.add(transition.index)
-                        enabled.append(transition)
+                    enabled.append(transition)
                     break
-        if len(enabled) > 1:
-            enabled = self.remove_conflicting_transitions(enabled)
-        if self.trace and (enabled or matching is not None):
+        else:
+            chosen: set[int] = set()
+            for chain in chains:
+                for transition in chain:
+                    if transition.cond is None or self.guard(transition):
+                        if transition.index not in chosen:
+                            chosen.add(transition.index)
+                            enabled.append(transition)
+                        break
+            if len(enabled) > 1:
+                enabled = self.remove_conflicting_transitions(enabled)
+        if self.trace and (enabled or evented):
             self.effects.append(
                 fx.TransitionsSelected(t_indexes=tuple(t.index for t in enabled), **self.counters())
             )
@@ -505,7 +548,9 @@ class Interpreter(ContentExecutor):
         if len(transitions) == 1:
             # The common case: one run of the sorted configuration, already in order.
             t = transitions[0]
-            domain = self.get_transition_domain(t) if t.targets else None
+            if not t.targets:
+                return []
+            domain = t.domain if t.static else self.get_transition_domain(t)
             if domain is None:
                 return []
             return order[bisect_right(order, domain) : bisect_right(order, states[domain].last)]
@@ -533,6 +578,7 @@ class Interpreter(ContentExecutor):
         to_exit.sort(reverse=True)
         for s in to_exit:
             for h in states[s].history:
+                self.replayable = False
                 if states[h].history_deep:
                     last = states[s].last
                     recorded = tuple(x for x in self.order() if states[x].atomic and s < x <= last)
@@ -540,13 +586,15 @@ class Interpreter(ContentExecutor):
                 else:
                     recorded = tuple(x for x in self.order() if states[x].parent == s)
                     self.history = {**self.history, h: recorded}
+        config = self.config
         for s in to_exit:
             state = states[s]
             for block in state.onexit:
                 self.execute_block(block)
-            self.cancel_invocations(state)
-            self.config.discard(s)
-            self.changed()
+            if state.invokes:
+                self.cancel_invocations(state)
+            config.discard(s)
+            self._order = self._frozen = None
         if self.trace:
             self.effects.append(fx.StatesExited(states=self.ids(to_exit), **self.counters()))
 
@@ -565,25 +613,31 @@ class Interpreter(ContentExecutor):
         machine = self.machine
         to_enter, default_entry, default_history = self.compute_entry_set(enabled)
         has_invokes = machine.has_invokes
+        if self.replayable:
+            self.entered_now.update(to_enter)
+        config = self.config
         for s in to_enter:
             state = states[s]
-            self.config.add(s)
-            self.changed()
+            config.add(s)
+            self._order = self._frozen = None
             if has_invokes:
                 self.states_to_invoke.add(s)
             if s not in self.entered:
                 self.entered = self.entered | {s}
-                if machine.late_binding and s != 0:
+                if machine.late_binding and s != 0 and state.data:
+                    self.replayable = False
                     for d in state.data:
                         self.initialize_data(machine.data[d])
             for block in state.onentry:
                 self.execute_block(block)
             if s in default_entry and state.initial_transition is not None:
                 self.execute_block(self.transitions[state.initial_transition].content)
-            history_content = default_history.get(s)
-            if history_content:
-                self.execute_block(history_content)
+            if default_history:
+                history_content = default_history.get(s)
+                if history_content:
+                    self.execute_block(history_content)
             if state.kind == "final":
+                self.replayable = False
                 if state.parent == 0:
                     self.running = False
                 else:
@@ -610,10 +664,13 @@ class Interpreter(ContentExecutor):
         self, transitions: list[TransitionNode]
     ) -> tuple[list[int], set[int], dict[int, tuple[ContentNode, ...]]]:
         """Appendix D ``computeEntrySet``; memoized when no history state is involved."""
-        cacheable = all(t.static for t in transitions)
-        key: Any = None
-        if cacheable:
+        if len(transitions) == 1:
+            cacheable = transitions[0].static
+            key: Any = ("entry", transitions[0].index)
+        else:
+            cacheable = all(t.static for t in transitions)
             key = ("entry", tuple(t.index for t in transitions))
+        if cacheable:
             cached = self.machine._cache.get(key)
             if cached is not None:
                 return cached  # type: ignore[no-any-return]
@@ -625,7 +682,9 @@ class Interpreter(ContentExecutor):
             for s in self.get_effective_target_states(t):
                 self.add_ancestor_states_to_enter(s, ancestor, entry)
         result = (sorted(entry.states), entry.default_entry, entry.default_history)
-        if cacheable and not entry.touched_history:
+        if entry.touched_history:
+            self.replayable = False
+        elif cacheable:
             _memoize(self.machine._cache, key, result)
         return result
 
@@ -800,10 +859,10 @@ def _memoize(cache: dict[Any, Any], key: Any, value: Any) -> None:
     """Remember ``value`` in a machine's memo, which is reset when it grows past its limit
     (events and transition sets come from outside: the memo must not grow with them)."""
     if len(cache) >= _MEMO_LIMIT:
-        select = cache.get("select")
+        # The named entries are memos of their own, each bounded by its owner.
+        kept = {name: memo for name, memo in cache.items() if isinstance(name, str)}
         cache.clear()
-        if select is not None:
-            cache["select"] = select
+        cache.update(kept)
     cache[key] = value
 
 

@@ -30,6 +30,7 @@ from statifier.chart.model import (
 )
 from statifier.core import effects as fx
 from statifier.core import planner
+from statifier.core._build import log
 from statifier.core._run import BlockAbort, Run
 from statifier.core.events import MAX_NAME_LENGTH, Event
 from statifier.datamodel import Expression
@@ -45,6 +46,7 @@ class ContentExecutor(Run):
         """Run a block; an error ends the block, never the caller (spec 4.9)."""
         if not nodes:
             return
+        self.replayable = False
         try:  # noqa: SIM105 - cheaper than contextlib.suppress on this hot path
             self.execute_nodes(nodes)
         except BlockAbort:
@@ -78,12 +80,14 @@ class ContentExecutor(Run):
     def exec_log(self, node: LogNode) -> None:
         value = self.ship(self.evaluate(node.expr)) if node.expr is not None else None
         self.effects.append(
-            fx.Log(
-                label=node.label,
-                value=value,
-                c_index=node.c_index,
-                owner=node.owner,
-                **self.counters(),
+            log(
+                node.label,
+                value,
+                node.c_index,
+                node.owner,
+                self.macrostep,
+                self.microstep,
+                self.round,
             )
         )
 

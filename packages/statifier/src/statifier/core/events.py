@@ -14,7 +14,7 @@ MAX_NAME_LENGTH = 4096
 """The type URI of the SCXML Event I/O Processor (origintype of every event we build)."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, init=False)
 class Event:
     """One SCXML event.
 
@@ -24,6 +24,12 @@ class Event:
     it is not visible to the chart (it is not part of ``_event``).
     """
 
+    # A host builds one Event per event it feeds in, so construction is on the hot path.
+    # Instances store only the fields that differ from their defaults (the class holds
+    # the defaults): building ``Event(name=...)`` is then one dict store instead of eight
+    # frozen-attribute writes. Reading, equality, hashing, ``replace`` and ``asdict`` see
+    # every field as usual.
+
     name: str
     type: EventType = "external"
     data: Any = None
@@ -32,6 +38,35 @@ class Event:
     origintype: str | None = None
     invokeid: str | None = None
     caller_context: Any = None
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        type: EventType = "external",
+        data: Any = None,
+        sendid: str | None = None,
+        origin: str | None = None,
+        origintype: str | None = None,
+        invokeid: str | None = None,
+        caller_context: Any = None,
+    ) -> None:
+        fields = self.__dict__
+        fields["name"] = name
+        if type != "external":
+            fields["type"] = type
+        if data is not None:
+            fields["data"] = data
+        if sendid is not None:
+            fields["sendid"] = sendid
+        if origin is not None:
+            fields["origin"] = origin
+        if origintype is not None:
+            fields["origintype"] = origintype
+        if invokeid is not None:
+            fields["invokeid"] = invokeid
+        if caller_context is not None:
+            fields["caller_context"] = caller_context
 
     def as_system_variable(self) -> dict[str, Any]:
         """The ``_event`` value the datamodel exposes while this event is processed."""

@@ -52,13 +52,15 @@ it. A host whose storage is not trusted passes a ``key`` to both ``dumps`` and `
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
 import math
 import re
-from collections.abc import Container, Iterable
+from collections.abc import Callable, Container, Iterable
 from itertools import pairwise
+from json.encoder import encode_basestring_ascii
 from typing import Any, Final, NoReturn, cast, get_args
 
 from statifier.budget import DEFAULT_LIMITS, MAX_LIMIT, MacrostepLimits
@@ -76,7 +78,7 @@ from statifier.core._export import (
 )
 from statifier.core._legal import configuration_problem, history_problem
 from statifier.core.events import MAX_NAME_LENGTH, Event, EventType
-from statifier.core.state import MachineState
+from statifier.core.state import MachineState, StateBuilder, Status, finish
 from statifier.errors import PositionError
 from statifier.values import ValueRefused, brief, measure
 
@@ -215,35 +217,73 @@ def dumps(state: MachineState, *, key: bytes | None = None) -> bytes:
     """
     _check_key(key)
     try:
-        payload = _encode_state(state)
+        payload, datamodel_text = _encode_state(state)
         # Only valid payloads are written: whatever dumps writes, loads reads.
-        decode_payload(payload, state.machine, state.invoke_types, state.routes, None)
+        _decode_parts(payload, state.machine, None)
+        text = _payload_text(payload, datamodel_text)
     except CorruptPosition as exc:
+        # A value JSON would carry unfaithfully (a tuple, a non-string key): say where.
+        _check_json(state.datamodel, "datamodel")
         raise UnserializablePosition(f"state is not a valid position: {exc}") from None
     except MemoryError:
         raise UnserializablePosition("state is too large to write") from None
-    try:
-        text = json.dumps(
-            payload,
-            sort_keys=True,
-            separators=(",", ":"),
-            ensure_ascii=True,
-            allow_nan=False,
-        )
-    except (TypeError, ValueError, RecursionError, MemoryError) as exc:
-        reason = "it is too large" if isinstance(exc, MemoryError) else brief(str(exc))
-        raise UnserializablePosition(f"state is not JSON-serializable: {reason}") from None
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise UnserializablePosition(f"state is not JSON-serializable: {brief(str(exc))}") from None
     body = text.encode("ascii")
-    head = b"".join(
-        (
-            MAGIC,
-            str(FORMAT_VERSION).encode("ascii"),
-            b"\n",
-            _identity_line(state.machine.identity),
-            b"\n",
-        )
-    )
+    head = _head(state.machine.identity)
     return b"".join((head, _digest(head, body, key), b"\n", body))
+
+
+_ENCODER: Final = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
+)
+"""The payload's JSON form: compact, sorted keys, ASCII only, no NaN (what ``json.dumps``
+with those options writes)."""
+
+_PAYLOAD_ORDER: Final = tuple(sorted(_PAYLOAD_KEYS))
+
+
+def _payload_text(payload: dict[str, Any], datamodel_text: str) -> str:
+    """``json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+    allow_nan=False)``, written member by member: scalars, strings and the checked lists of
+    state indexes directly, the datamodel as already encoded (``datamodel_text``), the
+    rest through the same encoder."""
+    members: list[str] = []
+    for name in _PAYLOAD_ORDER:
+        value = payload[name]
+        kind = type(value)
+        if name == "datamodel":
+            text = datamodel_text
+        elif kind is int:
+            text = int.__repr__(value)
+        elif kind is str:
+            text = encode_basestring_ascii(value)
+        elif value is None:
+            text = "null"
+        elif kind is bool:
+            text = "true" if value else "false"
+        elif kind is list and all(type(item) is int for item in value):
+            text = "[" + ",".join(map(int.__repr__, value)) + "]"
+        elif name == "limits":
+            text = _limits_text(*value.values())
+        else:
+            text = _ENCODER.encode(value)
+        members.append(f'"{name}":{text}')
+    return "{" + ",".join(members) + "}"
+
+
+@functools.lru_cache(maxsize=64)
+def _limits_text(*values: int | None) -> str:
+    """The encoded ``limits`` member (the same few budgets in every position)."""
+    return _ENCODER.encode(dict(zip(LIMIT_FIELDS, values, strict=True)))
+
+
+@functools.lru_cache(maxsize=64)
+def _head(identity: str) -> bytes:
+    """The three header lines before the digest (newlines included)."""
+    return b"".join(
+        (MAGIC, str(FORMAT_VERSION).encode("ascii"), b"\n", _identity_line(identity), b"\n")
+    )
 
 
 def _check_key(key: bytes | None) -> None:
@@ -265,12 +305,22 @@ def _digest(head: bytes, body: bytes, key: bytes | None) -> bytes:
     return _KEYED_PREFIX + mac.hexdigest().encode("ascii")
 
 
+@functools.lru_cache(maxsize=64)
 def _identity_line(identity: str) -> bytes:
     return json.dumps(identity, ensure_ascii=True).encode("ascii")
 
 
-def _encode_state(state: MachineState) -> dict[str, Any]:
-    _check_json(state.datamodel, "datamodel")
+def _encode_state(state: MachineState) -> tuple[dict[str, Any], str]:
+    """The payload of ``state`` as a dict, and its datamodel already encoded."""
+    datamodel = state.datamodel
+    try:
+        # Cycles, NaN and unknown types make the encoder raise at C speed (what is left,
+        # tuples and non-string keys, the datamodel check refuses); the walk below is only
+        # there to say where the culprit is.
+        datamodel_text = _ENCODER.encode(datamodel)
+    except (TypeError, ValueError, RecursionError):
+        _check_json(datamodel, "datamodel")
+        raise
     _check_json(state.caller_context, "caller_context")
     queue: list[dict[str, Any]] = []
     for position, event in enumerate(state.internal_queue):
@@ -300,7 +350,8 @@ def _encode_state(state: MachineState) -> dict[str, Any]:
         entered = sorted(state.entered)
     except (TypeError, ValueError) as exc:
         raise UnserializablePosition(f"state is not a valid position: {exc}") from None
-    return {
+    limits = state.limits
+    payload = {
         "session_id": state.session_id,
         "configuration": configuration,
         "internal_queue": queue,
@@ -312,7 +363,7 @@ def _encode_state(state: MachineState) -> dict[str, Any]:
         "send_counter": state.send_counter,
         "timer_counter": state.timer_counter,
         "caller_context": state.caller_context,
-        "datamodel": state.datamodel,
+        "datamodel": datamodel,
         "running": state.running,
         "status": state.status,
         "macrostep": state.macrostep,
@@ -320,8 +371,9 @@ def _encode_state(state: MachineState) -> dict[str, Any]:
         "round": state.round,
         "trace": state.trace,
         "max_macrostep_rounds": state.max_macrostep_rounds,
-        "limits": {name: getattr(state.limits, name) for name in LIMIT_FIELDS},
+        "limits": {name: getattr(limits, name) for name in LIMIT_FIELDS},
     }
+    return payload, datamodel_text
 
 
 class _NotJson(Exception):
@@ -450,7 +502,7 @@ def loads(  # noqa: C901 - the format's checks, one after another, in the docume
     except UnicodeDecodeError as exc:
         raise CorruptPosition(f"the payload is not valid UTF-8: {exc}") from None
     try:
-        payload = json.loads(text, object_pairs_hook=_unique_object, parse_constant=_no_constant)
+        payload = _DECODER.decode(text)
     except (ValueError, RecursionError) as exc:
         raise CorruptPosition(f"the payload is not valid JSON: {exc}") from None
     if version == 1:
@@ -497,16 +549,22 @@ def _read_identity(line: bytes) -> str:
 
 
 def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise ValueError(f"duplicate key {key!r}")
-        result[key] = value
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"duplicate key {key!r}")
+            seen.add(key)
     return result
 
 
 def _no_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not allowed")
+
+
+_DECODER: Final = json.JSONDecoder(object_pairs_hook=_unique_object, parse_constant=_no_constant)
+"""Reads a payload: duplicate keys and NaN/Infinity are errors."""
 
 
 def _frozen(values: Iterable[str] | None) -> frozenset[str] | None:
@@ -586,7 +644,11 @@ def _ascending(values: list[Any], where: str) -> None:
 
 
 def _indexes(value: Any, count: int, where: str) -> list[int]:
-    return [_index(item, count, f"{where}[{i}]") for i, item in enumerate(_list(value, where))]
+    items = _list(value, where)
+    for i, item in enumerate(items):
+        if type(item) is not int or not 0 <= item < count:
+            _index(item, count, f"{where}[{i}]")
+    return items
 
 
 def _decode_event(obj: Any, where: str) -> Event:
@@ -606,7 +668,35 @@ def _decode_event(obj: Any, where: str) -> Event:
     )
 
 
-def decode_payload(  # noqa: C901 - every field of the payload, checked in turn
+class _Parts:
+    """A payload's fields, checked and converted (what ``_decode_parts`` returns)."""
+
+    __slots__ = (
+        "configuration",
+        "entered",
+        "history",
+        "invocations",
+        "limits",
+        "queue",
+        "rounds",
+        "running",
+        "states_to_invoke",
+        "status",
+    )
+
+    configuration: frozenset[int]
+    entered: frozenset[int]
+    history: dict[int, tuple[int, ...]]
+    invocations: dict[tuple[int, int], str]
+    limits: MacrostepLimits
+    queue: tuple[Event, ...]
+    rounds: int | None
+    running: bool
+    states_to_invoke: tuple[int, ...]
+    status: Status
+
+
+def decode_payload(
     obj: Any,
     machine: Machine,
     invoke_types: frozenset[str] | None,
@@ -616,10 +706,47 @@ def decode_payload(  # noqa: C901 - every field of the payload, checked in turn
     """Build the state a payload describes, or raise ``CorruptPosition`` saying what is wrong.
 
     ``obj`` is a decoded payload of the current format (see the module docstring);
-    ``max_limits`` is the ceiling on the stored budgets (None: no ceiling, for ``dumps``).
+    ``max_limits`` is the ceiling on the stored budgets (None: no ceiling).
     Every position this module (and ``import_position``) makes passes through here.
     """
+    parts = _decode_parts(obj, machine, max_limits)
+    payload: dict[str, Any] = obj
+    state: Any = object.__new__(StateBuilder)
+    state.machine = machine
+    state.session_id = payload["session_id"]
+    state.configuration = parts.configuration
+    state.internal_queue = parts.queue
+    state.history = parts.history
+    state.entered = parts.entered
+    state.states_to_invoke = parts.states_to_invoke
+    state.invocations = parts.invocations
+    state.invoke_counter = payload["invoke_counter"]
+    state.send_counter = payload["send_counter"]
+    state.timer_counter = payload["timer_counter"]
+    state.caller_context = payload["caller_context"]
+    state.datamodel = payload["datamodel"]
+    state.running = parts.running
+    state.status = parts.status
+    state.macrostep = payload["macrostep"]
+    state.microstep = payload["microstep"]
+    state.round = payload["round"]
+    state.trace = payload["trace"]
+    state.max_macrostep_rounds = parts.rounds
+    state.invoke_types = invoke_types
+    state.routes = routes
+    state.limits = parts.limits
+    state._datamodel_bound = None
+    return finish(state)
+
+
+def _decode_parts(  # noqa: C901 - every field of the payload, checked in turn
+    obj: Any, machine: Machine, max_limits: MacrostepLimits | None
+) -> _Parts:
+    """Check a payload against ``machine`` (shape and meaning) and convert its fields, or
+    raise ``CorruptPosition`` saying what is wrong. The fields ``_Parts`` does not hold are
+    checked and usable as they are."""
     payload = _keys(obj, _PAYLOAD_KEYS, "the payload")
+    parts = _Parts()
     states = machine.states
     count = len(states)
 
@@ -629,22 +756,28 @@ def decode_payload(  # noqa: C901 - every field of the payload, checked in turn
     running = _flag(payload, "running")
     if running != (status == "running"):
         _corrupt(f"running is {running} but status is {status!r}")
+    parts.running = running
+    parts.status = "done" if status == "done" else "running"
 
     configuration = _indexes(payload["configuration"], count, "configuration")
     _ascending(configuration, "configuration")
     if running:
-        _problem(configuration_problem(states, configuration), "configuration")
+        _problem(_legal_configuration(machine, configuration), "configuration")
     elif configuration:
         _corrupt("a finished execution has active states")
     entered = _indexes(payload["entered"], count, "entered")
     _ascending(entered, "entered")
-    if not set(configuration) <= set(entered):
+    active = frozenset(configuration)
+    parts.configuration = active
+    parts.entered = frozenset(entered)
+    if not active <= parts.entered:
         _corrupt("an active state is missing from entered")
     states_to_invoke = _indexes(payload["states_to_invoke"], count, "states_to_invoke")
     if len(set(states_to_invoke)) != len(states_to_invoke):
         _corrupt("states_to_invoke lists a state twice")
-    if running and not set(states_to_invoke) <= set(configuration):
+    if running and not active.issuperset(states_to_invoke):
         _corrupt("states_to_invoke lists a state that is not active")
+    parts.states_to_invoke = tuple(states_to_invoke)
 
     history: dict[int, tuple[int, ...]] = {}
     history_keys: list[int] = []
@@ -657,13 +790,13 @@ def decode_payload(  # noqa: C901 - every field of the payload, checked in turn
             _corrupt(f"{where}[0] = {key} is not a history state")
         history_keys.append(key)
         recorded = tuple(_indexes(pair[1], count, f"{where}[1]"))
-        _problem(history_problem(states, key, recorded), where)
+        _problem(_legal_history(machine, key, recorded), where)
         history[key] = recorded
     _ascending(history_keys, "history")
+    parts.history = history
 
     invocations: dict[tuple[int, int], str] = {}
     invocation_keys: list[tuple[int, int]] = []
-    active = set(configuration)
     for i, triple in enumerate(_list(payload["invocations"], "invocations")):
         where = f"invocations[{i}]"
         if not isinstance(triple, list) or len(triple) != 3:
@@ -682,19 +815,25 @@ def decode_payload(  # noqa: C901 - every field of the payload, checked in turn
     _ascending(invocation_keys, "invocations")
     if len(set(invocations.values())) != len(invocations):
         _corrupt("two live invocations share an invoke id")
+    parts.invocations = invocations
 
-    limits = _decode_limits(payload["limits"], max_limits)
+    limits = parts.limits = _decode_limits(payload["limits"], max_limits)
     rounds = payload["max_macrostep_rounds"]
     if rounds is not None and (type(rounds) is not int or not 1 <= rounds <= MAX_LIMIT):
         _corrupt(
             f"max_macrostep_rounds is {brief(rounds)}, not an integer in 1..{MAX_LIMIT} or null"
         )
+    parts.rounds = rounds
 
     events = _list(payload["internal_queue"], "internal_queue")
     queue_limit = MAX_QUEUE if limits.internal_events is None else limits.internal_events
     if len(events) > queue_limit + _QUEUE_SLACK:
         _corrupt(f"the internal queue holds {len(events)} events (the limit is {queue_limit})")
-    queue = tuple(_decode_event(event, f"internal_queue[{i}]") for i, event in enumerate(events))
+    parts.queue = (
+        tuple(_decode_event(event, f"internal_queue[{i}]") for i, event in enumerate(events))
+        if events
+        else ()
+    )
 
     datamodel = payload["datamodel"]
     if not isinstance(datamodel, dict):
@@ -706,32 +845,65 @@ def decode_payload(  # noqa: C901 - every field of the payload, checked in turn
     session_id = _text(payload["session_id"], "session_id")
     if not session_id:
         _corrupt("session_id is empty")
+    for name in _COUNTERS:
+        _counter(payload, name)
+    _flag(payload, "trace")
+    return parts
 
-    return MachineState(
-        machine=machine,
-        session_id=session_id,
-        configuration=frozenset(configuration),
-        internal_queue=queue,
-        history=history,
-        entered=frozenset(entered),
-        states_to_invoke=tuple(states_to_invoke),
-        invocations=invocations,
-        invoke_counter=_counter(payload, "invoke_counter"),
-        send_counter=_counter(payload, "send_counter"),
-        timer_counter=_counter(payload, "timer_counter"),
-        caller_context=payload["caller_context"],
-        datamodel=datamodel,
-        running=running,
-        status="done" if status == "done" else "running",
-        macrostep=_counter(payload, "macrostep"),
-        microstep=_counter(payload, "microstep"),
-        round=_counter(payload, "round"),
-        trace=_flag(payload, "trace"),
-        max_macrostep_rounds=rounds,
-        invoke_types=invoke_types,
-        routes=routes,
-        limits=limits,
+
+_COUNTERS: Final = (
+    "invoke_counter",
+    "send_counter",
+    "timer_counter",
+    "macrostep",
+    "microstep",
+    "round",
+)
+
+_CHECKS: Final = "positions"
+"""The key, in a machine's ``_cache``, of the memo of configurations and history records
+already judged (they are judged again once the memo fills)."""
+
+_CHECKS_LIMIT: Final = 1024
+
+
+def _legal_configuration(machine: Machine, configuration: list[int]) -> str | None:
+    """``configuration_problem``, remembered per machine and configuration."""
+    return _judged(
+        machine,
+        ("configuration", *configuration),
+        lambda: configuration_problem(machine.states, configuration),
     )
+
+
+def _legal_history(machine: Machine, history: int, recorded: tuple[int, ...]) -> str | None:
+    """``history_problem``, remembered per machine, history state and record."""
+    return _judged(
+        machine,
+        ("history", history, *recorded),
+        lambda: history_problem(machine.states, history, recorded),
+    )
+
+
+def _judged(machine: Machine, key: tuple[Any, ...], judge: Callable[[], str | None]) -> str | None:
+    """What ``judge`` says about ``key``, asked once per machine (until the memo fills)."""
+    memo = _judgements(machine)
+    if key not in memo:
+        _remember(memo, key, judge())
+    return memo[key]
+
+
+def _judgements(machine: Machine) -> dict[tuple[Any, ...], str | None]:
+    memo: dict[tuple[Any, ...], str | None] = machine._cache.setdefault(_CHECKS, {})
+    return memo
+
+
+def _remember(
+    memo: dict[tuple[Any, ...], str | None], key: tuple[Any, ...], problem: str | None
+) -> None:
+    if len(memo) >= _CHECKS_LIMIT:
+        memo.clear()
+    memo[key] = problem
 
 
 _QUEUE_SLACK: Final = 64
@@ -745,7 +917,7 @@ def _problem(problem: str | None, where: str) -> None:
 
 
 def _decode_limits(obj: Any, ceiling: MacrostepLimits | None) -> MacrostepLimits:
-    fields = _keys(obj, frozenset(LIMIT_FIELDS), "limits")
+    fields = _keys(obj, _LIMIT_KEYS, "limits")
     values: dict[str, int | None] = {}
     for name in LIMIT_FIELDS:
         value = fields[name]
@@ -758,7 +930,23 @@ def _decode_limits(obj: Any, ceiling: MacrostepLimits | None) -> MacrostepLimits
                 f"this host allows at most {most} (loads(max_limits=...))"
             )
         values[name] = value
-    return MacrostepLimits(**values)
+    key = tuple(values.values())
+    limits = _LIMITS.get(key)
+    if limits is None:
+        limits = MacrostepLimits(**values)
+        if len(_LIMITS) >= _CHECKS_LIMIT:
+            _LIMITS.clear()
+        _LIMITS[key] = limits
+    return limits
+
+
+_LIMIT_KEYS: Final = frozenset(LIMIT_FIELDS)
+
+_LIMITS: dict[tuple[int | None, ...], MacrostepLimits] = {
+    tuple(getattr(DEFAULT_LIMITS, name) for name in LIMIT_FIELDS): DEFAULT_LIMITS
+}
+"""Budgets read before, by value: positions share one ``MacrostepLimits`` per set of values
+(the default one in the common case) instead of building one per load."""
 
 
 def _check_datamodel(datamodel: dict[str, Any], limits: MacrostepLimits) -> None:

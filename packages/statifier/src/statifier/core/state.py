@@ -7,7 +7,7 @@ execution across a restart is here, and ``statifier.core.position`` serializes i
 from __future__ import annotations
 
 from collections.abc import Container
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from statifier.budget import DEFAULT_LIMITS, MacrostepLimits
@@ -17,7 +17,7 @@ from statifier.core.events import Event
 Status = Literal["running", "done"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MachineState:
     """The position of one execution of a ``Machine``.
 
@@ -53,6 +53,12 @@ class MachineState:
     limits: MacrostepLimits = DEFAULT_LIMITS
     """The budgets of every macrostep (``statifier.budget``); rounds are
     ``max_macrostep_rounds``."""
+    _datamodel_bound: tuple[dict[str, Any], int] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    """(derived) ``(datamodel, bound)``: an upper bound of the written-out size of the
+    chart's variables in that very datamodel, carried from the call that made this state to
+    the next one (a state with another datamodel measures it afresh). Never stored."""
 
     def configuration_ids(self) -> tuple[str, ...]:
         """Ids of every active state, in document order."""
@@ -72,3 +78,22 @@ class MachineState:
     def live_invocations(self) -> dict[str, tuple[int, int]]:
         """Invoke id -> ``(state_index, invoke_index)`` of every live invocation."""
         return {invoke_id: key for key, invoke_id in self.invocations.items()}
+
+
+class StateBuilder:
+    """A mutable object with exactly ``MachineState``'s layout.
+
+    The core builds a state on every call. A frozen dataclass sets each field through
+    ``object.__setattr__``, which costs three times what plain slot stores do, so the core
+    fills a ``StateBuilder`` and then turns it into the ``MachineState`` it is laid out as
+    (``finish``); nothing else ever holds the builder.
+    """
+
+    __slots__ = MachineState.__slots__
+
+
+def finish(builder: Any) -> MachineState:
+    """The ``MachineState`` a fully filled ``StateBuilder`` stands for (the same object)."""
+    builder.__class__ = MachineState
+    state: MachineState = builder
+    return state

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from statifier._slots import setters
 from statifier.errors import StatifierError
 
 if TYPE_CHECKING:
@@ -57,6 +58,25 @@ class WriteResult:
     path: tuple[PathKey, ...]
     prior: Value
     value: Value = field(default=None, compare=False)
+
+
+_root, _root_value, _path, _prior, _value = setters(
+    WriteResult, "root", "root_value", "path", "prior", "value"
+)
+
+
+def write_result(
+    root: str, root_value: Value, path: tuple[PathKey, ...], prior: Value, value: Value
+) -> WriteResult:
+    """``WriteResult(root, root_value, path, prior, value)``, built fast (a write per
+    ``<assign>``)."""
+    result = object.__new__(WriteResult)
+    _root(result, root)
+    _root_value(result, root_value)
+    _path(result, path)
+    _prior(result, prior)
+    _value(result, value)
+    return result
 
 
 class DatamodelError(StatifierError):
@@ -146,6 +166,14 @@ class Location(Protocol):
     @property
     def root(self) -> str:
         """The name of the variable the location writes into."""
+        ...
+
+    @property
+    def plain(self) -> bool:
+        """Whether the location is the root variable itself and a write stores the value
+        as given: ``write`` would evaluate nothing, spend nothing and return
+        ``WriteResult(root, value, (), variables[root], value)``, so the core stores it
+        without calling ``write``."""
         ...
 
     def write(

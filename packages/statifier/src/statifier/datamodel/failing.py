@@ -41,6 +41,11 @@ class FailingLocation:
     reason: str
     root: str = ""
 
+    @property
+    def plain(self) -> bool:
+        """Never: every write fails."""
+        return False
+
     def write(
         self, variables: Variables, value: Value, in_state: InState, budget: Budget | None = None
     ) -> WriteResult:

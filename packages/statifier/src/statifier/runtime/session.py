@@ -20,7 +20,8 @@ import logging
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from types import MappingProxyType
+from typing import Any, Final, Literal, Protocol
 
 from statifier.budget import DEFAULT_LIMITS, MacrostepLimits
 from statifier.chart.model import Machine
@@ -169,9 +170,87 @@ class _Entry:
 
 _CANCEL = _Entry("cancel")
 
+_NO_HANDLERS: Mapping[str, SessionInvokeHandler] = MappingProxyType({})
+
+_NO_TYPES: frozenset[str] = frozenset()
+
+_ROUTES = (registry.Routes(False), registry.Routes(True))
+"""The two routes snapshots a session hands the core (it has no parent, or one); shared,
+since a ``Routes`` answers from the registry when asked."""
+
+
+class _Invocations:
+    """A session's invocation bookkeeping, made when it first invokes something."""
+
+    __slots__ = ("cancelled", "context", "finished", "scxml", "types")
+
+    def __init__(self) -> None:
+        self.scxml = ScxmlInvokeHandler()
+        self.types: dict[str, str] = {}
+        self.context: dict[str, Any] = {}
+        self.cancelled: set[str] = set()
+        self.finished: set[str] = set()
+
+
+_NO_INVOCATIONS: Final = _Invocations()
+"""Stands in for the bookkeeping of a session that has invoked nothing: only read, never
+changed (``Session._bookkeeping`` makes a session its own before any change)."""
+
+
+class _Timer:
+    """A delayed send armed on the event loop's clock."""
+
+    __slots__ = ("effect", "handle", "session")
+
+    def __init__(self, session: Session, effect: fx.SendDelayed) -> None:
+        self.session = session
+        self.effect = effect
+        self.handle = asyncio.get_running_loop().call_later(effect.delay_ms / 1000, self.fire)
+
+    def fire(self) -> None:
+        self.session._timer_fired(self)
+
 
 class Session:
-    """One live execution of a chart. Create it with ``await Session.start(...)``."""
+    """One live execution of a chart. Create it with ``await Session.start(...)``.
+
+    An idle session holds its position and little else: no task runs while its inbox is
+    empty (one is started for the events that arrive, and ends when they are processed),
+    and its queues, timers, invocation bookkeeping and halt waiters exist only once used.
+    """
+
+    __slots__ = (
+        "_cancel_marks",
+        "_cancel_requested",
+        "_deferred",
+        "_delayed",
+        "_final_configuration",
+        "_halt_waiters",
+        "_halted",
+        "_handlers",
+        "_inbox",
+        "_invocations",
+        "_on_step",
+        "_parent",
+        "_started",
+        "_state",
+        "_status",
+        "_stop_requested",
+        "_stopped",
+        "_stopping",
+        "_store_error",
+        "_stored",
+        "_subscribers",
+        "_task",
+        "_timers",
+        "depth",
+        "limits",
+        "machine",
+        "max_macrostep_rounds",
+        "resolver",
+        "session_id",
+        "tree",
+    )
 
     def __init__(
         self,
@@ -196,22 +275,21 @@ class Session:
             self.tree = parent[0].tree
             self.depth = parent[0].depth + 1
         self._parent = parent
-        self._scxml = ScxmlInvokeHandler()
-        self._handlers = dict(handlers)
+        self._handlers: Mapping[str, SessionInvokeHandler] = (
+            dict(handlers) if handlers else _NO_HANDLERS
+        )
         self._state: MachineState | None = None
-        self._inbox: deque[_Entry] = deque()
-        self._wakeup = asyncio.Event()
-        self._halted_event = asyncio.Event()
+        self._inbox: deque[_Entry] | None = None
+        self._halted = False
+        self._halt_waiters: list[asyncio.Future[None]] | None = None
         self._status: SessionStatusName = "running"
         self._final_configuration: tuple[str, ...] | None = None
-        self._timers: dict[str, list[asyncio.TimerHandle]] = {}
+        self._timers: dict[str, list[_Timer]] | None = None
         self._subscribers: list[Subscriber] = []
-        self._deferred: deque[Event] = deque()
-        self._invocation_types: dict[str, str] = {}
-        self._invocation_context: dict[str, Any] = {}
-        self._cancelled_invocations: set[str] = set()
-        self._finished_invocations: set[str] = set()
+        self._deferred: deque[Event] | None = None
+        self._invocations = _NO_INVOCATIONS
         self._cancel_requested = False
+        self._started = False
         self._stopping = False
         self._stopped = False
         self._task: asyncio.Task[None] | None = None
@@ -219,8 +297,8 @@ class Session:
         self._on_step: StepListener | None = None
         self._stored: dict[int, bool | str] = {}
         self._store_error: str | None = None
-        self._cancel_marks: OrderedDict[str, int] = OrderedDict()
-        self._stop_requested = asyncio.Event()
+        self._cancel_marks: OrderedDict[str, int] | None = None
+        self._stop_requested: asyncio.Event | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -262,7 +340,7 @@ class Session:
             name: handler() if isinstance(handler, type) else handler
             for name, handler in (invoke_handlers or {}).items()
         }
-        invoke_types = frozenset(handlers) - planner.SCXML_INVOKE_TYPES
+        invoke_types = frozenset(handlers) - planner.SCXML_INVOKE_TYPES or _NO_TYPES
         state: MachineState | None = None
         if resume is not None:
             state = _resumable(machine, resume, session_id, datamodel, trace, limits)
@@ -291,7 +369,7 @@ class Session:
                 datamodel=datamodel,
                 trace=trace,
                 invoke_types=invoke_types,
-                routes=registry.Routes(parent is not None),
+                routes=_ROUTES[parent is not None],
                 caller_context=caller_context,
                 limits=limits,
             )
@@ -306,7 +384,8 @@ class Session:
         else:
             session._state = state
         await session._stepped()
-        session._task = asyncio.create_task(session._loop(), name=f"statifier:{sid}")
+        session._started = True
+        session._wake()
         return session
 
     async def stop(self) -> None:
@@ -323,21 +402,35 @@ class Session:
             return
         self._stopped = True
         self._stopping = True
-        self._stop_requested.set()
-        self._wakeup.set()
-        if self._task is not None and self._task is not asyncio.current_task():
-            await self._task
+        if self._stop_requested is not None:
+            self._stop_requested.set()
+        task = self._task
+        if task is not None and task is not asyncio.current_task():
+            await task
         self._drop_timers()
-        await self._scxml.stop_all()
+        await self._invocations.scxml.stop_all()
         registry.unregister(self.session_id)
         self.tree.live -= 1
-        if not self._halted_event.is_set():
-            self._halted_event.set()
+        if not self._halted:
+            self._mark_halted()
             await self._notify(Halted(reason))
 
     async def wait_halted(self) -> None:
         """Wait until the session halts (done, cancelled, budget exhausted or stopped)."""
-        await self._halted_event.wait()
+        if self._halted:
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self._halt_waiters is None:
+            self._halt_waiters = []
+        self._halt_waiters.append(waiter)
+        await waiter
+
+    def _mark_halted(self) -> None:
+        self._halted = True
+        waiters, self._halt_waiters = self._halt_waiters, None
+        for waiter in waiters or ():
+            if not waiter.done():
+                waiter.set_result(None)
 
     # -- the client API ------------------------------------------------------------------
 
@@ -370,7 +463,7 @@ class Session:
 
     def done_invocation(self, invoke_id: str, data: Any = None) -> None:
         """An invocation finished: becomes ``done.invoke.<id>`` (dropped if cancelled)."""
-        context = self._invocation_context.get(invoke_id)
+        context = self._invocations.context.get(invoke_id)
         self._answer(invoke_id, planner.invocation_done(invoke_id, data, caller_context=context))
 
     def failed_invocation(self, invoke_id: str, reason: Any) -> None:
@@ -378,7 +471,7 @@ class Session:
 
         ``reason`` becomes the event data (a string is wrapped as ``{"reason": ...}``).
         """
-        context = self._invocation_context.get(invoke_id)
+        context = self._invocations.context.get(invoke_id)
         self._answer(
             invoke_id, planner.invocation_failed(invoke_id, reason, caller_context=context)
         )
@@ -398,8 +491,8 @@ class Session:
             macrostep=state.macrostep,
             microstep=state.microstep,
             round=state.round,
-            queued_events=len(self._inbox),
-            pending_timers=sum(len(handles) for handles in self._timers.values()),
+            queued_events=len(self._inbox) if self._inbox else 0,
+            pending_timers=sum(len(armed) for armed in (self._timers or {}).values()),
             store_error=self._store_error,
         )
 
@@ -435,7 +528,7 @@ class Session:
 
         unsubscribe = self.subscribe(push)
         try:
-            if self._halted_event.is_set():
+            if self._halted:
                 return
             while True:
                 item = await queue.get()
@@ -447,7 +540,7 @@ class Session:
 
     def child(self, invoke_id: str) -> Session | None:
         """The child session of a live ``scxml`` invocation."""
-        return self._scxml.child(invoke_id)
+        return self._invocations.scxml.child(invoke_id)
 
     def detach_parent(self) -> None:
         """Sever the link to the invoking session (it cancelled this invocation)."""
@@ -456,49 +549,81 @@ class Session:
     # -- inbox ---------------------------------------------------------------------------
 
     def _enqueue(self, entry: _Entry) -> None:
+        if self._inbox is None:
+            self._inbox = deque()
         self._inbox.append(entry)
-        self._wakeup.set()
+        self._wake()
+
+    def _wake(self) -> None:
+        """Start the task that processes the inbox if there is work for it and it is not
+        running already (a starting session is woken by ``start`` once its first step is
+        done)."""
+        if self._task is None and self._started and not self._stopping and self._has_work():
+            self._task = asyncio.create_task(self._drain(), name=f"statifier:{self.session_id}")
+
+    def _has_work(self) -> bool:
+        """Whether ``_next_entry`` has an entry to give (a halted session keeps its events)."""
+        inbox = self._inbox
+        if not inbox:
+            return False
+        return self._status == "running" or (
+            self._status == "budget_exhausted" and _CANCEL in inbox
+        )
 
     def _answer(self, invoke_id: str, event: Event) -> None:
         """Queue an invocation's answer (done or failed) behind the events before it."""
-        self._finished_invocations.add(invoke_id)
+        self._bookkeeping().finished.add(invoke_id)
         self._enqueue(_Entry("invoked", event, invoke_id))
 
     def _from_child(self, invoke_id: str, event: Event) -> None:
         self._enqueue(_Entry("invoked", planner.from_invocation(event, invoke_id), invoke_id))
 
     def _next_entry(self) -> _Entry | None:
+        inbox = self._inbox
+        if not inbox:
+            return None
         if self._status == "running":
-            return self._inbox.popleft() if self._inbox else None
-        if self._status == "budget_exhausted" and _CANCEL in self._inbox:
-            self._inbox.remove(_CANCEL)
+            return inbox.popleft()
+        if self._status == "budget_exhausted" and _CANCEL in inbox:
+            inbox.remove(_CANCEL)
             return _CANCEL
         return None
 
-    async def _loop(self) -> None:
-        while not self._stopping:
-            entry = self._next_entry()
-            if entry is None:
-                self._wakeup.clear()
-                await self._wakeup.wait()
-                continue
-            try:
-                await self._process(entry)
-                await self._stepped()
-            except _Interrupted:
-                return
-            except OwnershipLost as exc:
-                logger.error(
-                    "session %s: owned by another process now, stopping without this step: %s",
-                    self.session_id,
-                    exc,
-                )
-                await self._stop("superseded")
-                return
-            except Exception:  # a bug in a driver path must not kill the session
-                logger.exception("session %s: failed to process %s", self.session_id, entry.kind)
-            finally:
-                self._stored.clear()  # outcomes are keyed by id(): none may outlive its step
+    async def _drain(self) -> None:
+        """Process the inbox until it is empty (or holds only what a halted session keeps),
+        then end: an idle session has no task."""
+        try:
+            while not self._stopping:
+                entry = self._next_entry()
+                if entry is None:
+                    break
+                if not await self._step(entry):
+                    return
+        finally:
+            self._task = None
+            if not self._inbox:
+                self._inbox = None
+
+    async def _step(self, entry: _Entry) -> bool:
+        """Process one entry; False when the session must stop processing."""
+        try:
+            await self._process(entry)
+            await self._stepped()
+        except _Interrupted:
+            return False
+        except OwnershipLost as exc:
+            logger.error(
+                "session %s: owned by another process now, stopping without this step: %s",
+                self.session_id,
+                exc,
+            )
+            await self._stop("superseded")
+            return False
+        except Exception:  # a bug in a driver path must not kill the session
+            logger.exception("session %s: failed to process %s", self.session_id, entry.kind)
+        finally:
+            self._stored.clear()  # outcomes are keyed by id(): none may outlive its step
+        return True
 
     async def _stepped(self) -> None:
         if self._on_step is None:
@@ -534,8 +659,9 @@ class Session:
             return
         if entry.kind == "invoked":
             assert entry.invoke_id is not None  # noqa: S101 - every invoked entry names its id
-            if entry.invoke_id in self._cancelled_invocations or (
-                entry.invoke_id not in self._invocation_types
+            invocations = self._invocations
+            if entry.invoke_id in invocations.cancelled or (
+                entry.invoke_id not in invocations.types
             ):
                 return
         assert entry.event is not None  # noqa: S101 - event and invoked entries carry an event
@@ -544,7 +670,7 @@ class Session:
         await self._perform(effects)
 
     def _routes(self) -> registry.Routes:
-        return registry.Routes(self._parent is not None)
+        return _ROUTES[self._parent is not None]
 
     # -- performing effects --------------------------------------------------------------
 
@@ -554,7 +680,7 @@ class Session:
             event = self._deferred.popleft()
             state = self.snapshot()
             if not state.running or self._status != "running":
-                self._deferred.clear()
+                self._deferred = None
                 return
             state, more = deliver_internal(state, event, routes=self._routes())
             await self._commit(state, more)
@@ -588,7 +714,7 @@ class Session:
                 stored = self._stored.pop(id(effect), _LOCAL)
                 if isinstance(stored, str):
                     message = f"the delayed send could not be stored: {stored}"
-                    self._deferred.append(planner.undeliverable(effect.send_id, message))
+                    self._defer(planner.undeliverable(effect.send_id, message))
                 elif stored is _LOCAL:
                     self._schedule(effect)
             case planner.CancelTimers(effect=effect):
@@ -628,26 +754,28 @@ class Session:
                     invoke_id,
                     done.donedata,
                     child_session_id=self.session_id,
-                    caller_context=parent._invocation_context.get(invoke_id),
+                    caller_context=parent._invocations.context.get(invoke_id),
                 ),
             )
 
     async def _cancel_timers(self, effect: fx.Cancel) -> None:
-        for handle in self._timers.pop(effect.send_id, ()):
-            handle.cancel()
+        for timer in self._timers.pop(effect.send_id, ()) if self._timers else ():
+            timer.handle.cancel()
         refused = self._stored.pop(id(effect), None)
         if isinstance(refused, str):
             message = f"the cancel could not be stored: {refused}"
-            self._deferred.append(planner.undeliverable(effect.send_id, message))
-        self._cancel_marks[effect.send_id] = max(
-            effect.ordinal, self._cancel_marks.pop(effect.send_id, 0)
-        )
-        while len(self._cancel_marks) > CANCEL_MARKS:
-            self._cancel_marks.popitem(last=False)
+            self._defer(planner.undeliverable(effect.send_id, message))
+        marks = self._cancel_marks
+        if marks is None:
+            marks = self._cancel_marks = OrderedDict()
+        marks[effect.send_id] = max(effect.ordinal, marks.pop(effect.send_id, 0))
+        while len(marks) > CANCEL_MARKS:
+            marks.popitem(last=False)
 
     def _cancelled_since(self, effect: fx.SendDelayed) -> bool:
         """Whether a ``<cancel>`` of ``effect``'s send id ran after ``effect`` was sent."""
-        return self._cancel_marks.get(effect.send_id, 0) > effect.ordinal
+        marks = self._cancel_marks
+        return marks is not None and marks.get(effect.send_id, 0) > effect.ordinal
 
     async def _halt(self, reason: SessionStatusName) -> None:
         if self._status != "running" and reason != "cancelled":
@@ -658,14 +786,14 @@ class Session:
             # Spec 6.2: a halted session's pending delayed sends are discarded.
             self._drop_timers()
         if first and reason != "running":
-            self._halted_event.set()
+            self._mark_halted()
             await self._notify(Halted(reason))
 
     def _drop_timers(self) -> None:
-        for handles in self._timers.values():
-            for handle in handles:
-                handle.cancel()
-        self._timers.clear()
+        timers, self._timers = self._timers, None
+        for armed in (timers or {}).values():
+            for timer in armed:
+                timer.handle.cancel()
 
     # -- durable delayed sends -----------------------------------------------------------
 
@@ -751,6 +879,8 @@ class Session:
         """Wait ``seconds`` before the next attempt; ``_Interrupted`` if stopped meanwhile."""
         if self._stopping:
             raise _Interrupted
+        if self._stop_requested is None:
+            self._stop_requested = asyncio.Event()
         try:
             await asyncio.wait_for(self._stop_requested.wait(), seconds)
         except TimeoutError:
@@ -758,19 +888,18 @@ class Session:
         raise _Interrupted
 
     def _schedule(self, effect: fx.SendDelayed) -> None:
-        loop = asyncio.get_running_loop()
-        handle: asyncio.TimerHandle | None = None
+        if self._timers is None:
+            self._timers = {}
+        self._timers.setdefault(effect.send_id, []).append(_Timer(self, effect))
 
-        def fire() -> None:
-            handles = self._timers.get(effect.send_id)
-            if handles is not None and handle in handles:
-                handles.remove(handle)
-                if not handles:
-                    del self._timers[effect.send_id]
-            self._enqueue(_Entry("timer", timer=effect))
-
-        handle = loop.call_later(effect.delay_ms / 1000, fire)
-        self._timers.setdefault(effect.send_id, []).append(handle)
+    def _timer_fired(self, timer: _Timer) -> None:
+        send_id = timer.effect.send_id
+        armed = self._timers.get(send_id) if self._timers else None
+        if armed is not None and timer in armed:
+            armed.remove(timer)
+            if not armed:
+                del self._timers[send_id]  # type: ignore[union-attr]
+        self._enqueue(_Entry("timer", timer=timer.effect))
 
     async def _fire(self, effect: fx.SendDelayed) -> None:
         await self._deliver(planner.fire(self.session_id, effect))
@@ -806,25 +935,38 @@ class Session:
                 if live and await self._forward(invoke_id, event):
                     return
         message = f"send target {planner.address(target)!r} is unreachable"
-        self._deferred.append(planner.undeliverable(instruction.send_id, message))
+        self._defer(planner.undeliverable(instruction.send_id, message))
+
+    def _defer(self, event: Event) -> None:
+        """Hand ``event`` to the core once the effects being performed are done."""
+        if self._deferred is None:
+            self._deferred = deque()
+        self._deferred.append(event)
 
     # -- invocations ---------------------------------------------------------------------
 
     def _handler(self, invoke_type: str) -> SessionInvokeHandler | None:
         handler = self._handlers.get(invoke_type)
         if handler is None and invoke_type in planner.SCXML_INVOKE_TYPES:
-            return self._scxml
+            return self._bookkeeping().scxml
         return handler
+
+    def _bookkeeping(self) -> _Invocations:
+        """The invocation bookkeeping, made on first use."""
+        if self._invocations is _NO_INVOCATIONS:
+            self._invocations = _Invocations()
+        return self._invocations
 
     def _context(self) -> HandlerContext:
         return HandlerContext(self.session_id, self)
 
     async def _start_invocation(self, effect: fx.Invoke) -> None:
         invoke_id = effect.invoke_id
-        self._invocation_types[invoke_id] = effect.type
-        self._invocation_context[invoke_id] = effect.caller_context
-        self._cancelled_invocations.discard(invoke_id)
-        self._finished_invocations.discard(invoke_id)
+        invocations = self._bookkeeping()
+        invocations.types[invoke_id] = effect.type
+        invocations.context[invoke_id] = effect.caller_context
+        invocations.cancelled.discard(invoke_id)
+        invocations.finished.discard(invoke_id)
         handler = self._handler(effect.type)
         try:
             if handler is None:
@@ -837,12 +979,13 @@ class Session:
                 "session %s: invocation %s failed to start: %s", self.session_id, invoke_id, exc
             )
             failed = planner.invocation_start_failed(invoke_id, str(exc) or repr(exc))
-            self._deferred.append(failed)
+            self._defer(failed)
 
     async def _cancel_invocation(self, invoke_id: str) -> None:
-        if invoke_id not in self._finished_invocations:
-            self._cancelled_invocations.add(invoke_id)
-        handler = self._handler(self._invocation_types.get(invoke_id, ""))
+        invocations = self._bookkeeping()
+        if invoke_id not in invocations.finished:
+            invocations.cancelled.add(invoke_id)
+        handler = self._handler(invocations.types.get(invoke_id, ""))
         if handler is None:
             return
         try:
@@ -855,7 +998,7 @@ class Session:
             )
 
     async def _forward(self, invoke_id: str, event: Event) -> bool:
-        handler = self._handler(self._invocation_types.get(invoke_id, ""))
+        handler = self._handler(self._invocations.types.get(invoke_id, ""))
         if handler is None:
             return False
         try:

@@ -56,9 +56,12 @@ class _JSFailure(Exception):
         self.limit = limit
 
 
+_ENCODER: Final = json.JSONEncoder(allow_nan=False, separators=(",", ":"))
+
+
 def _dumps(value: Value, what: str) -> str:
     try:
-        return json.dumps(value, allow_nan=False, separators=(",", ":"))
+        return _ENCODER.encode(value)
     except (TypeError, ValueError, RecursionError) as exc:
         raise EvaluationError(f"{what} is not a JSON value: {exc}") from None
 
@@ -106,6 +109,7 @@ class Engine:
         self._revert = pick("revert")
         self._store = pick("exportValue")
         self._assign = pick("assignWith")
+        self._assign_root = pick("assignRoot")
         self._compile_expression = pick("compileExpression")
         self._compile_location = pick("compileLocation")
         self._check_script = pick("checkScript")
@@ -186,15 +190,27 @@ class Engine:
         value: Value,
         in_state: InState,
         in_ids: tuple[str, ...],
+        side_effects: bool = True,
     ) -> WriteResult:
-        """Store ``value`` at the location ``source``; return the write of its root."""
+        """Store ``value`` at the location ``source``; return the write of its root.
+
+        A location without ``side_effects`` (no call, assignment, ``new``...) can change
+        only its root: then only the root is compared with its stored form afterwards, in
+        the same call into the engine, instead of every variable.
+        """
         text = _dumps(value, "the assigned value")
         prior = variables.get(root)
+        top_level = source.strip() == root
         try:
             function = self._function("location", source)
-            self._prepare(variables, in_state, in_ids)
-            self._call(self._assign, function, text, source.strip() == root)
-            self._commit(variables, _any_name)
+            self._prepare(variables, in_state, in_ids, side_effects)
+            if side_effects:
+                self._call(self._assign, function, text, top_level)
+                self._commit(variables, _any_name)
+            else:
+                stored = self._call(self._assign_root, function, text, top_level, root)
+                if stored:
+                    self._store_root(variables, root, _loads(stored))
         except _JSFailure as failure:
             self._recover(failure)
             raise EvaluationError(failure.message) from None
@@ -294,6 +310,13 @@ class Engine:
             self._installed[name] = value
             writes.append(WriteResult(name, value, (), prior))
         return writes
+
+    def _store_root(self, variables: Mapping[str, Value], root: str, value: Value) -> None:
+        """Take the root's new stored value (the engine holds it installed already)."""
+        if not isinstance(variables, MutableMapping):
+            raise EvaluationError("the expression changes variables, which are read-only here")
+        variables[root] = value
+        self._installed[root] = value
 
     def _recover(self, failure: _JSFailure | None) -> None:
         if failure is not None and failure.limit:

@@ -93,13 +93,22 @@ class Location:
     source: str
     root: str
     in_ids: tuple[str, ...] = field(default=(), compare=False)
+    side_effects: bool = field(default=True, compare=False)
+    """Whether writing may change more than the root (a call, an assignment, ``new``...)."""
+
+    @property
+    def plain(self) -> bool:
+        """Never: a value assigned in JavaScript comes back revived from JSON."""
+        return False
 
     def write(
         self, variables: Variables, value: Value, in_state: InState, budget: Budget | None = None
     ) -> WriteResult:
         """Assign ``value`` there; ``variables`` is updated and the root's write returned."""
         _charge(budget)
-        return engine().assign(self.source, self.root, variables, value, in_state, self.in_ids)
+        return engine().assign(
+            self.source, self.root, variables, value, in_state, self.in_ids, self.side_effects
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +171,9 @@ def compile_location(source: str) -> Location:
     """Compile a location or raise :class:`~statifier.datamodel.ExpressionSyntaxError`."""
     _check("location", source, MAX_SOURCE_LENGTH)
     match = _ROOT.match(source)
-    return Location(source, match.group(1) if match else "", in_state_ids(source))
+    return Location(
+        source, match.group(1) if match else "", in_state_ids(source), may_have_side_effects(source)
+    )
 
 
 def compile_script(source: str) -> Script:

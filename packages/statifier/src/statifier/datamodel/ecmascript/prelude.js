@@ -190,6 +190,15 @@
     assignWith(assign, text, topLevel) {
       assign(topLevel ? revive(text) : parseJSON(text));
     },
+    // For a location that can change nothing but its root variable: assign, then return
+    // the root's new stored form, installed as the engine's value, or "" if it is unchanged.
+    assignRoot(assign, text, topLevel, root) {
+      assign(topLevel ? revive(text) : parseJSON(text));
+      const stored = store(global[root]);
+      if (shadow.get(root) === stored) return "";
+      install(root, stored);
+      return stored;
+    },
     compileExpression(source) {
       // A trailing semicolon is tolerated: charts write expr="new Foo();".
       const body = source.replace(/[\s;]+$/, "");

@@ -42,7 +42,7 @@ class Expression:
         # Closures cannot be pickled or deep-copied; the source is all that is needed.
         return compile_expression, (self.source, self.functions)
 
-    def evaluate(
+    def evaluate(  # noqa: C901 - the context pool and the budget charge are inlined (hot path)
         self, variables: Variables, in_state: InState, budget: Budget | None = None
     ) -> Value:
         """Evaluate against ``variables``; ``in_state`` answers ``In(state_id)``.
@@ -51,7 +51,8 @@ class Expression:
         remains of it and is charged what it spent, failed or not. Raises
         :class:`EvaluationError` and nothing else.
         """
-        # The context pool is inlined here because this is the interpreter's hottest call.
+        # The context pool and the budget's ``spend`` are inlined here because this is the
+        # interpreter's hottest call.
         slot_count = self._slot_count
         allowance = STEP_BUDGET
         if budget is not None and budget.steps < allowance:
@@ -77,7 +78,9 @@ class Expression:
                 budget.spend(allowance - context.steps)
             raise evaluation_error(exc) from None
         if budget is not None:
-            budget.spend(allowance - context.steps)
+            budget.steps -= allowance - context.steps
+            if budget.steps < 0 and budget.exhausted is None:
+                budget.exhausted = "steps"
         # Contexts of failed evaluations are simply dropped; only the success path recycles,
         # and a recycled context keeps nothing of the caller (no variables, no In callback).
         context.variables = NO_VARIABLES

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from statifier.budget import Budget
-from statifier.datamodel.base import PathKey, WriteResult
+from statifier.datamodel.base import PathKey, WriteResult, write_result
 from statifier.datamodel.python.access import attribute, subscript
 from statifier.datamodel.python.compiler import ExpressionCompiler, HostCalls
 from statifier.datamodel.python.context import EvalContext, Evaluator
@@ -65,7 +65,17 @@ class LocationPlan:
         Missing dict keys along the way are created as empty dicts.
         """
         if not keys:
-            return WriteResult(self.root, value, (), root_value, value)
+            return write_result(self.root, value, (), root_value, value)
+        if len(keys) == 1 and isinstance(root_value, dict):
+            # One key into a dict (``a.b``, ``a['k']``): the common case, without the walk.
+            key = keys[0]
+            if not isinstance(key, str):
+                raise EvaluationError(f"dict keys are strings, not {type_name(key)}")
+            prior = root_value.get(key)
+            context.charge(len(root_value) + 1)
+            copy: dict[str, Value] = dict(root_value)
+            copy[key] = value
+            return write_result(self.root, copy, (key,), prior, value)
         containers: list[Value] = []
         path: list[PathKey] = []
         current = root_value
@@ -91,14 +101,14 @@ class LocationPlan:
         for container, key in zip(reversed(containers), reversed(path), strict=True):
             context.charge(len(container) + 1)
             if isinstance(container, dict):
-                copy: dict[str, Value] = dict(container)
-                copy[str(key)] = new_value
-                new_value = copy
+                replaced: dict[str, Value] = dict(container)
+                replaced[str(key)] = new_value
+                new_value = replaced
             else:
                 items = list(container)
                 items[int(key)] = new_value
                 new_value = items
-        return WriteResult(self.root, new_value, tuple(path), prior, value)
+        return write_result(self.root, new_value, tuple(path), prior, value)
 
 
 def _list_index(items: list[Value], key: Value) -> int:
@@ -151,6 +161,8 @@ class Location:
     """Variables read to find the place (subscript keys), not ``root``; None if unknown."""
     functions: HostCalls | None = field(default=None, repr=False, compare=False)
     """The host functions the location's keys may call (None: built-ins only)."""
+    plain: bool = field(default=False, compare=False)
+    """Whether the location is a bare variable name (see ``datamodel.base.Location``)."""
 
     def __reduce__(self) -> tuple[object, tuple[str, HostCalls | None]]:
         # Closures cannot be pickled or deep-copied; the source is all that is needed.
@@ -206,5 +218,11 @@ def compile_location(source: str, functions: HostCalls | None = None) -> Locatio
     except RecursionError:
         raise ExpressionSyntaxError("location is too deeply nested", source) from None
     return Location(
-        source, plan.root, plan, compiler.slot_count, frozenset(compiler.names_read), functions
+        source,
+        plan.root,
+        plan,
+        compiler.slot_count,
+        frozenset(compiler.names_read),
+        functions,
+        plain=not plan.steps,
     )

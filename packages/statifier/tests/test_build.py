@@ -1,0 +1,59 @@
+"""The fast builders of frozen dataclasses (``statifier._slots``) make ordinary instances."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+from typing import Any
+
+import pytest
+from statifier.core import _build
+from statifier.core import effects as fx
+from statifier.datamodel.base import WriteResult, write_result
+
+
+def _same(built: Any, expected: Any) -> None:
+    assert type(built) is type(expected)
+    assert built == expected
+    for field in dataclasses.fields(expected):
+        assert getattr(built, field.name) is getattr(expected, field.name)
+    assert pickle.loads(pickle.dumps(built)) == expected  # noqa: S301 - our own bytes
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.round = 99
+
+
+def test_datamodel_change_builder_sets_every_field() -> None:
+    path, owner, value, prior = ("a", 0), ("transition", 3), {"v": 1}, [2]
+    _same(
+        _build.datamodel_change("a[0]", path, value, prior, 7, owner, 1, 2, 3),
+        fx.DatamodelChange(
+            location="a[0]",
+            path=path,
+            new_value=value,
+            prior_value=prior,
+            c_index=7,
+            owner=owner,
+            macrostep=1,
+            microstep=2,
+            round=3,
+        ),
+    )
+
+
+def test_log_builder_sets_every_field() -> None:
+    owner, value = ("onentry", 1, 0), [1, "x"]
+    _same(
+        _build.log("label", value, 4, owner, 5, 6, 7),
+        fx.Log(
+            label="label", value=value, c_index=4, owner=owner, macrostep=5, microstep=6, round=7
+        ),
+    )
+
+
+def test_write_result_builder_sets_every_field() -> None:
+    root_value, prior = {"k": 1}, None
+    built = write_result("a", root_value, ("k",), prior, 1)
+    expected = WriteResult("a", root_value, ("k",), prior, 1)
+    assert built == expected
+    for field in dataclasses.fields(expected):
+        assert getattr(built, field.name) is getattr(expected, field.name)
