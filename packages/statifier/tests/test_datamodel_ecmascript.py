@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 import statifier
+from statifier.budget import MacrostepLimits
 from statifier.core import effects as fx
 from statifier.core.position import dumps, loads
 from statifier.datamodel import EvaluationError, ExpressionSyntaxError, datamodel_for
@@ -342,3 +343,47 @@ def test_delayed_send_on_the_virtual_driver() -> None:
     driver.advance(1)
     assert [e.configuration for e in driver.effects if isinstance(e, fx.Done)] == [("pass",)]
     assert loads(blob, machine).datamodel["sid"] == "send_1"
+
+
+# -- the macrostep's datamodel cap holds for side effects too (ADR 11) -----------------------
+
+
+@pytest.mark.parametrize(
+    "element",
+    [
+        "<log expr=\"(big = 'x'.repeat(5000)).length\"/>",  # an expression's side effect
+        "<script>big = 'x'.repeat(5000);</script>",  # a script
+        '<assign location="other[(big = \'x\'.repeat(5000)).length % 1]" expr="1"/>',
+    ],
+    ids=["expression", "script", "location"],
+)
+def test_a_side_effect_write_past_the_datamodel_cap_is_refused(element: str) -> None:
+    machine = chart(
+        '<datamodel><data id="big" expr="0"/><data id="other" expr="[0]"/></datamodel>'
+        f'<state id="s"><onentry>{element}</onentry></state>'
+    )
+    limits = MacrostepLimits(datamodel_bytes=2_000)
+    state, effects = statifier.initialize(machine, session_id="s1", limits=limits)
+    raised = [e for e in effects if isinstance(e, fx.ErrorRaised)]
+    assert [e.name for e in raised] == ["error.execution"]
+    assert "big" in raised[0].message
+    assert state.datamodel["big"] == 0  # nothing of the refused call was applied
+    assert state.datamodel["other"] == [0]
+
+
+def test_long_strings_built_by_concatenation_cross_into_python() -> None:
+    """QuickJS keeps a long concatenation as a rope, which its Python binding cannot
+    convert: every string the sandbox hands out is made flat first."""
+    machine = chart(
+        """<datamodel><data id="s" expr="'a'.repeat(600) + 'b'.repeat(600)"/></datamodel>
+        <state id="x"><onentry>
+          <log label="twice" expr="s + s"/>
+          <assign location="s" expr="s + 'c'.repeat(900)"/>
+          <script>var t = s + '!';</script>
+        </onentry></state>"""
+    )
+    state, effects = statifier.initialize(machine, session_id="s1")
+    assert [e for e in effects if isinstance(e, fx.ErrorRaised)] == []
+    assert [len(e.value) for e in effects if isinstance(e, fx.Log)] == [2400]
+    assert len(state.datamodel["s"]) == 2100
+    assert state.datamodel["t"] == state.datamodel["s"] + "!"

@@ -24,7 +24,12 @@ None is unbounded; ``UNBOUNDED`` turns every limit off (literal spec behaviour).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from statifier.datamodel.base import WriteResult
 
 Reason = Literal["rounds", "steps", "effects", "internal_events", "output_bytes"]
 """Which budget ran out (``BudgetExhausted.reason``)."""
@@ -101,10 +106,13 @@ class Budget:
     A datamodel may read ``steps`` (the remaining allowance) to bound an evaluation and must
     call ``spend`` with what the evaluation cost, whether it succeeded or failed. Overspending
     is allowed (the evaluation that crosses the line finishes failing); ``exhausted`` then
-    names the budget that ran out, and the core ends the macrostep.
+    names the budget that ran out, and the core ends the macrostep. A datamodel whose
+    expressions may write variables as a side effect (ECMAScript) hands each such write to
+    ``admit`` (when set) before applying it: it raises ``ValueRefused`` for a value the
+    datamodel cap or the storable-value rules refuse.
     """
 
-    __slots__ = ("exhausted", "limits", "output", "steps")
+    __slots__ = ("admit", "exhausted", "limits", "output", "steps")
 
     limits: MacrostepLimits
     steps: int
@@ -119,6 +127,7 @@ class Budget:
         self.steps = limits.start_steps
         self.output = limits.start_output
         self.exhausted = None
+        self.admit: Callable[[WriteResult], None] | None = None
 
     def spend(self, units: int) -> None:
         """Take ``units`` steps off the allowance (marking the budget exhausted past zero)."""

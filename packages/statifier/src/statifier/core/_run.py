@@ -238,6 +238,7 @@ class Run:
         budget.steps = limits.start_steps
         budget.output = limits.start_output
         budget.exhausted = None
+        budget.admit = run.admit_write
         run.bound = None
         run.origin = state
         return run
@@ -246,6 +247,7 @@ class Run:
         """Start this call's budget under ``limits``."""
         self.limits = limits
         self.budget = Budget(limits)
+        self.budget.admit = self.admit_write
         self.bound = None
         self.origin = None
 
@@ -502,8 +504,15 @@ class Run:
         )
 
     def admit_write(self, write: WriteResult) -> None:
-        """``admit`` for a datamodel's write result (the callback scripts are given)."""
-        self.admit(write.root, write.path, write.value, write.root_value)
+        """``admit`` for a datamodel's write result (the callback scripts are given).
+
+        A write that does not say what it wrote at its path (``value`` None, which a
+        datamodel may leave unset) is measured as its whole new root value.
+        """
+        if write.path and write.value is not None:
+            self.admit(write.root, write.path, write.value, write.root_value)
+        else:
+            self.admit(write.root, (), write.root_value, write.root_value)
 
     def admit(self, root: str, path: tuple[Any, ...], value: Any, root_value: Any) -> None:
         """Check a write of ``value`` at ``root``/``path`` (making the variable

@@ -19,6 +19,7 @@ from importlib import resources
 from typing import Any, Final
 
 from statifier.datamodel.base import (
+    Admit,
     DatamodelUnavailable,
     EvaluationError,
     InState,
@@ -27,6 +28,7 @@ from statifier.datamodel.base import (
     WriteResult,
 )
 from statifier.datamodel.ecmascript.limits import DEFAULT_LIMITS, MAX_CACHED_FUNCTIONS, Limits
+from statifier.values import ValueRefused
 
 SYSTEM_VARIABLES: Final = frozenset({"_event", "_sessionid", "_name", "_ioprocessors"})
 """Read-only variables the core binds; the engine exposes them through throwing setters."""
@@ -166,14 +168,16 @@ class Engine:
         in_state: InState,
         in_ids: tuple[str, ...],
         side_effects: bool,
+        admit: Admit | None = None,
     ) -> Value:
-        """Evaluate an expression; with ``side_effects``, write changed variables back."""
+        """Evaluate an expression; with ``side_effects``, write changed variables back
+        (each first shown to ``admit``, see ``_commit``)."""
         try:
             function = self._function("expression", source)
             self._prepare(variables, in_state, in_ids, side_effects)
             result = self._export(self._call(function))
             if side_effects:
-                self._commit(variables, _any_name)
+                self._commit(variables, _any_name, admit)
         except _JSFailure as failure:
             self._recover(failure)
             raise EvaluationError(failure.message) from None
@@ -191,6 +195,7 @@ class Engine:
         in_state: InState,
         in_ids: tuple[str, ...],
         side_effects: bool = True,
+        admit: Admit | None = None,
     ) -> WriteResult:
         """Store ``value`` at the location ``source``; return the write of its root.
 
@@ -206,7 +211,7 @@ class Engine:
             self._prepare(variables, in_state, in_ids, side_effects)
             if side_effects:
                 self._call(self._assign, function, text, top_level)
-                self._commit(variables, _any_name)
+                self._commit(variables, _any_name, admit)
             else:
                 stored = self._call(self._assign_root, function, text, top_level, root)
                 if stored:
@@ -226,12 +231,13 @@ class Engine:
         in_state: InState,
         in_ids: tuple[str, ...],
         writable: Writable,
+        admit: Admit | None = None,
     ) -> list[WriteResult]:
         """Run a script in the global scope; return one write per variable it changed."""
         try:
             self._prepare(env, in_state, in_ids)
             self._call(self._run_script, source)
-            return self._commit(env, writable)
+            return self._commit(env, writable, admit)
         except _JSFailure as failure:
             self._recover(failure)
             raise EvaluationError(failure.message) from None
@@ -292,7 +298,14 @@ class Engine:
             return int(result) if result.is_integer() and abs(result) < 2**53 else result
         return _loads(self._call(self._store, result))
 
-    def _commit(self, variables: Mapping[str, Value], writable: Writable) -> list[WriteResult]:
+    def _commit(
+        self, variables: Mapping[str, Value], writable: Writable, admit: Admit | None = None
+    ) -> list[WriteResult]:
+        """Take every variable the call changed into ``variables``, all or nothing.
+
+        ``admit`` (the macrostep's datamodel cap, ADR 11) sees each write before any is
+        applied; a refusal fails the call and the engine reverts.
+        """
         text = self._call(self._changes)
         if not text:
             return []
@@ -302,6 +315,12 @@ class Engine:
                 raise EvaluationError(f"cannot create or assign the variable {name!r}")
         if not isinstance(variables, MutableMapping):
             raise EvaluationError("the expression changes variables, which are read-only here")
+        if admit is not None:
+            for name, value in changed.items():
+                try:
+                    admit(WriteResult(name, value, (), variables.get(name)))
+                except ValueRefused as exc:
+                    raise EvaluationError(f"cannot store {name!r}: {exc}") from None
         self._call(self._accept, text)
         writes: list[WriteResult] = []
         for name, value in changed.items():

@@ -83,7 +83,9 @@ class Expression:
         Raises :class:`~statifier.datamodel.EvaluationError` and nothing else.
         """
         _charge(budget)
-        return engine().evaluate(self.source, variables, in_state, self.in_ids, self.side_effects)
+        return engine().evaluate(
+            self.source, variables, in_state, self.in_ids, self.side_effects, _admit_of(budget)
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +109,14 @@ class Location:
         """Assign ``value`` there; ``variables`` is updated and the root's write returned."""
         _charge(budget)
         return engine().assign(
-            self.source, self.root, variables, value, in_state, self.in_ids, self.side_effects
+            self.source,
+            self.root,
+            variables,
+            value,
+            in_state,
+            self.in_ids,
+            self.side_effects,
+            _admit_of(budget),
         )
 
 
@@ -127,13 +136,12 @@ class Script:
         budget: Budget | None = None,
         admit: Admit | None = None,
     ) -> list[WriteResult]:
-        """Run the program; all-or-nothing: a failure changes no variable."""
+        """Run the program; all-or-nothing: a failure (a write ``admit`` refuses included)
+        changes no variable."""
         _charge(budget)
-        writes = engine().run_script(self.source, env, in_state, self.in_ids, writable)
-        if admit is not None:
-            for write in writes:
-                admit(write)
-        return writes
+        if admit is None:
+            admit = _admit_of(budget)
+        return engine().run_script(self.source, env, in_state, self.in_ids, writable, admit)
 
 
 CALL_COST: Final = 1_000
@@ -142,6 +150,11 @@ CALL_COST: Final = 1_000
 The engine bounds each call by CPU time, which is not deterministic, so the macrostep
 budget is charged a fixed amount per call: replays exhaust it at the same call.
 """
+
+
+def _admit_of(budget: Budget | None) -> Admit | None:
+    """The datamodel cap's check of the call's macrostep (ADR 11), if there is one."""
+    return budget.admit if budget is not None else None
 
 
 def _charge(budget: Budget | None) -> None:

@@ -18,6 +18,13 @@
   const getPrototypeOf = Object.getPrototypeOf;
   const getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
   const hasOwn = Object.prototype.hasOwnProperty;
+  const sliceString = String.prototype.slice;
+
+  // A string built by concatenation may be a rope inside the engine, which the Python
+  // binding cannot convert; every string handed to Python goes through here to be flat.
+  function flat(value) {
+    return typeof value === "string" ? sliceString.call(value, 0) : value;
+  }
 
   for (const name of [
     "Date", "performance", "WeakRef", "FinalizationRegistry", "queueMicrotask",
@@ -138,7 +145,7 @@
     for (const key of shadow.keys()) {
       if (!present.has(key)) parts.push(stringify(key) + ":null");
     }
-    return parts.length === 0 ? "" : "{" + parts.join(",") + "}";
+    return parts.length === 0 ? "" : flat("{" + parts.join(",") + "}");
   }
 
   function install(name, text) {
@@ -203,7 +210,8 @@
       // A trailing semicolon is tolerated: charts write expr="new Foo();".
       const body = source.replace(/[\s;]+$/, "");
       makeFunction("return [" + body + "\n];");
-      return makeFunction("return (" + body + "\n);");
+      const evaluate = makeFunction("return (" + body + "\n);");
+      return function expression() { return flat(evaluate()); };
     },
     compileLocation(source) {
       makeFunction("return [" + source + "\n];");
