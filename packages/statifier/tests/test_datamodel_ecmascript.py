@@ -387,3 +387,29 @@ def test_long_strings_built_by_concatenation_cross_into_python() -> None:
     assert [len(e.value) for e in effects if isinstance(e, fx.Log)] == [2400]
     assert len(state.datamodel["s"]) == 2100
     assert state.datamodel["t"] == state.datamodel["s"] + "!"
+
+
+def test_strings_with_nul_or_lone_surrogates_cross_into_python_whole() -> None:
+    """The binding converts a string through a C string and UTF-8: a NUL would cut it short
+    and a lone surrogate (half of an emoji, as ``slice`` leaves it) would fail to convert.
+    Such strings cross as JSON instead, the way they do inside arrays and objects."""
+    machine = chart(
+        """<datamodel><data id="nul" expr="null"/><data id="half" expr="null"/></datamodel>
+        <state id="x">
+          <transition event="e">
+            <assign location="nul" expr="_event.data.text"/>
+            <assign location="half" expr="_event.data.emoji.slice(0, 1)"/>
+            <log label="both" expr="nul + half"/>
+          </transition>
+        </state>"""
+    )
+    state, _ = statifier.initialize(machine, session_id="s1")
+    event = statifier.Event(name="e", data={"text": "a\x00b", "emoji": "\U0001f600!"})
+    state, effects = statifier.handle_event(state, event)
+    assert [e for e in effects if isinstance(e, fx.ErrorRaised)] == []
+    assert state.datamodel["nul"] == "a\x00b"
+    assert state.datamodel["half"] == "\ud83d"
+    assert [e.value for e in effects if isinstance(e, fx.Log)] == ["a\x00b\ud83d"]
+    restored = loads(dumps(state), machine)
+    assert restored.datamodel["nul"] == "a\x00b"
+    assert restored.datamodel["half"] == "\ud83d"

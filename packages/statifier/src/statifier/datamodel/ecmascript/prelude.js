@@ -19,11 +19,21 @@
   const getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
   const hasOwn = Object.prototype.hasOwnProperty;
   const sliceString = String.prototype.slice;
+  const indexOfString = String.prototype.indexOf;
+  const isWellFormed = String.prototype.isWellFormed;
+  const StringObject = String;
 
-  // A string built by concatenation may be a rope inside the engine, which the Python
-  // binding cannot convert; every string handed to Python goes through here to be flat.
+  // Every string handed to Python goes through here. One built by concatenation may be a
+  // rope inside the engine, which the binding cannot convert: it is made flat. The binding
+  // converts through a C string in UTF-8, so a NUL would cut a string short and a lone
+  // surrogate (half an emoji, as slice() leaves it) would fail: such a string goes boxed,
+  // and Python reads it through its JSON form, as it reads strings inside objects.
   function flat(value) {
-    return typeof value === "string" ? sliceString.call(value, 0) : value;
+    if (typeof value !== "string") return value;
+    if (indexOfString.call(value, "\0") !== -1 || !isWellFormed.call(value)) {
+      return new StringObject(value);
+    }
+    return sliceString.call(value, 0);
   }
 
   for (const name of [
