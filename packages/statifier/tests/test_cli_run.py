@@ -189,3 +189,22 @@ def test_functions_option_loads_host_functions(
     assert "done (final: blocked;" in capsys.readouterr().out
     assert main(["check", "--functions", "nosuchmodule:X", str(chart)]) == 2
     assert "cannot import 'nosuchmodule'" in capsys.readouterr().err
+
+
+def test_virtual_and_live_runs_report_an_exhausted_budget_alike(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chart = tmp_path / "loop.scxml"
+    chart.write_text(
+        f'<scxml {NS} version="1.0" initial="a">'
+        '<state id="a"><onentry><raise event="e"/></onentry><transition event="e" target="a"/>'
+        '<transition event="x" target="b"/></state><final id="b"/></scxml>'
+    )
+    ends = []
+    for mode in ([], ["--live"]):
+        assert main(["run", str(chart), "--json", "-e", "x", *mode]) == 0
+        records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        assert not [r for r in records if r["record"] == "step" and r["step"] == "event x"]
+        end = records[-1]
+        ends.append((end["status"], end["reason"], end["configuration"]))
+    assert ends == [("budget_exhausted", "halted", ["a"])] * 2

@@ -82,3 +82,38 @@ def test_an_invocation_answer_carries_the_context_of_the_invoking_macrostep() ->
     assert by_name["hello"][5] == "#_scxml_<child>"
     assert by_name["done.invoke.kid"][3] == {"y": 2}
     assert by_name["done.invoke.kid"][-1] == CONTEXT
+
+
+EXHAUSTING_CHART = """<scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0" initial="a">
+  <state id="a">
+    <onentry><send event="tick" delay="10ms"/><raise event="again"/></onentry>
+    <transition event="again" target="a"/>
+    <transition event="later" target="end"/>
+    <transition event="tick" target="end"/>
+  </state>
+  <final id="end"/>
+</scxml>"""
+
+
+async def test_an_exhausted_budget_halts_the_execution_in_every_driver() -> None:
+    """The planner says ``Halt`` for ``BudgetExhausted`` as for ``Done``: no driver goes on
+    processing the events (or timers) of an execution that ran out of its budget."""
+    machine = statifier.compile(EXHAUSTING_CHART)
+    driver = VirtualDriver(machine, session_id=SESSION)
+    driver.start()
+    driver.send("later")
+    driver.advance()
+    virtual = driver.state.configuration_ids()
+
+    session = await Session.start(machine, session_id=SESSION)
+    try:
+        session.send_event("later")
+        await asyncio.wait_for(session.wait_halted(), timeout=10)
+        await asyncio.sleep(0.05)  # the timer's due time passes
+        live = session.snapshot().configuration_ids()
+        status = session.status().status
+    finally:
+        await session.stop()
+    assert status == "budget_exhausted"
+    assert driver.sessions[SESSION].halted
+    assert virtual == live == ("a",)

@@ -74,11 +74,13 @@ def run_virtual(
     if strict and reporter.unmatched:
         reporter.end("strict", snapshot, f"error: unmatched events {reporter.unmatched} (--strict)")
         return 1
-    if snapshot.pending:
+    if driver.sessions[driver.top].halted:
+        reporter.end("halted", snapshot)
+    elif snapshot.pending:
         message = "still pending: " + describe_pending(snapshot.pending, driver.now_ms, session_id)
         reporter.end("idle", snapshot, message)
     else:
-        reporter.end("halted" if snapshot.status == "done" else "idle", snapshot)
+        reporter.end("idle", snapshot)
     return 0
 
 
@@ -90,4 +92,5 @@ def _snapshot(driver: VirtualDriver) -> Snapshot:
         PendingTimer(timer.session_id, timer.effect.event, timer.effect.send_id, timer.due_ms)
         for timer in driver.pending_timers()
     )
-    return Snapshot(driver.now_ms, state.status, configuration, pending)
+    status = "budget_exhausted" if driver.sessions[driver.top].exhausted else state.status
+    return Snapshot(driver.now_ms, status, configuration, pending)

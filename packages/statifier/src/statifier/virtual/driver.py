@@ -35,6 +35,7 @@ class _Session:
     children: dict[str, str] = field(default_factory=dict)  # invoke id -> child session id
     invoke_context: dict[str, Any] = field(default_factory=dict)  # invoke id -> caller_context
     halted: bool = False
+    exhausted: bool = False  # halted because a macrostep budget ran out
 
 
 @dataclass(frozen=True)
@@ -242,6 +243,11 @@ class VirtualDriver:
                     child.queue.append(event)
             case planner.Halt(effect=fx.Done() as done):
                 self._finished(session_id, done)
+            case planner.Halt(effect=fx.BudgetExhausted()):
+                # As a live session: it processes nothing more and tells no parent; its
+                # timers stay pending (a halted session's never fire).
+                session = self.sessions[session_id]
+                session.halted = session.exhausted = True
 
     def _deliver(self, session_id: str, instruction: planner.Deliver) -> None:
         sender = self.sessions[session_id]
