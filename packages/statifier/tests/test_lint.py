@@ -72,6 +72,39 @@ def test_assigning_to_an_undeclared_location_is_reported() -> None:
     assert "did you mean 'total'?" in found.message
 
 
+def test_ecmascript_script_variables_may_be_assigned_and_typos_are_still_reported() -> None:
+    """``var``, function declarations and plain assignments in an ECMAScript ``<script>``
+    make chart variables (editors' charts declare their variables this way); a name
+    that only appears in a string, a comment or after a dot does not."""
+    source = chart(
+        """  <script>
+    var counter = 0, order = {phase: 'new'};
+    function bump(by) { return counter + by; }
+    total = 0; seen += 1;
+    // var commented = 1;
+    log("var quoted = 1"); config.nested = 2;
+  </script>
+  <state id="a">
+    <onentry>
+      <assign location="counter" expr="bump(1)"/>
+      <assign location="order.phase" expr="'paid'"/>
+      <assign location="total" expr="5"/>
+      <assign location="seen" expr="1"/>
+      <assign location="bump" expr="null"/>
+      <assign location="countr" expr="1"/>
+      <assign location="commented" expr="1"/>
+      <assign location="quoted" expr="1"/>
+      <assign location="nested" expr="1"/>
+    </onentry>
+  </state>
+""",
+        datamodel='  <datamodel><data id="config" expr="({})"/></datamodel>\n',
+    ).replace("<scxml ", '<scxml datamodel="ecmascript" ')
+    found = [d.message for d in lint(statifier.compile(source)) if d.code == "undefined-name"]
+    assert [m.split("'")[1] for m in found] == ["countr", "commented", "quoted", "nested"]
+    assert "did you mean 'counter'?" in found[0]
+
+
 def test_unreachable_state_is_reported_once_for_the_outermost() -> None:
     source = chart(
         """  <state id="a"><transition event="go" target="b"/></state>

@@ -39,6 +39,19 @@ _ROOT: Final = re.compile(r"\s*([A-Za-z_$][A-Za-z0-9_$]*)")
 _IN_CALL: Final = re.compile(r"""\bIn\s*\(\s*(?:'([^'\\]*)'|"([^"\\]*)")\s*\)""")
 _MAY_MUTATE: Final = re.compile(r"(?<![=!<>])=(?!=)|<<=|>>=|\+\+|--|[(`]|\bnew\b|\bdelete\b")
 
+_NAME: Final = r"[A-Za-z_$][\w$]*"
+_NOT_CODE: Final = re.compile(
+    r"//[^\n]*|/\*.*?\*/|'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"|`(?:[^`\\]|\\.)*`", re.S
+)
+_DECLARED: Final = re.compile(rf"\b(?:var\s+|function\b\s*\*?\s*)({_NAME})")
+_LEXICAL: Final = re.compile(rf"\b(?:let|const)\s+{_NAME}")
+_VAR_LIST: Final = re.compile(r"\bvar\s([^;]*)")
+_LISTED: Final = re.compile(rf",\s*({_NAME})")
+_ASSIGNED: Final = re.compile(
+    rf"(?<![\w$.])({_NAME})\s*(?:\*\*|<<|>>>?|&&|\|\||\?\?|[-+*/%&|^])?=(?![=>])"
+    rf"|(?<![\w$.])({_NAME})\s*(?:\+\+|--)|(?:\+\+|--)\s*({_NAME})"
+)
+
 
 def may_have_side_effects(source: str) -> bool:
     """Whether evaluating ``source`` could change a variable.
@@ -49,6 +62,23 @@ def may_have_side_effects(source: str) -> bool:
     built-in is frozen, so reading properties and comparing values cannot run chart code.
     """
     return _MAY_MUTATE.search(_IN_CALL.sub("true", source)) is not None
+
+
+def names_assigned(source: str) -> frozenset[str]:
+    """The names a script may make chart variables of: ``var`` and function declarations
+    and plain assignments (strings and comments aside).
+
+    Over-approximates (a local ``var`` counts too): ``statifier check`` uses it to know what
+    the chart defines, where a name too many only hides a warning. ``let``, ``const`` and
+    ``class`` declarations do not count: a script runs as eval code, where they stay local.
+    """
+    code = _LEXICAL.sub(" ", _NOT_CODE.sub(" ", source))
+    names = set(_DECLARED.findall(code))
+    for declarators in _VAR_LIST.findall(code):
+        names.update(_LISTED.findall(declarators))
+    for groups in _ASSIGNED.findall(code):
+        names.update(name for name in groups if name)
+    return frozenset(name for name in names if name not in RESERVED_WORDS)
 
 
 def in_state_ids(source: str) -> tuple[str, ...]:
@@ -127,6 +157,8 @@ class Script:
 
     source: str
     in_ids: tuple[str, ...] = field(default=(), compare=False)
+    names_assigned: frozenset[str] = field(default=frozenset(), compare=False)
+    """The names it may make chart variables of (see :func:`names_assigned`)."""
 
     def run(
         self,
@@ -192,4 +224,4 @@ def compile_location(source: str) -> Location:
 def compile_script(source: str) -> Script:
     """Compile a script or raise :class:`~statifier.datamodel.ExpressionSyntaxError`."""
     _check("script", source, MAX_SCRIPT_SOURCE_LENGTH)
-    return Script(source, in_state_ids(source))
+    return Script(source, in_state_ids(source), names_assigned(source))
