@@ -62,6 +62,20 @@ def test_unmatched_event_is_a_notice_with_a_suggestion(
     assert "status: running; active: capturing" in out
 
 
+def test_an_event_the_chart_handles_elsewhere_is_not_misspelled(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``capture.succeeded`` has a transition, only not in the active state: the notice says
+    so instead of suggesting the very name the user typed."""
+    assert main(["run", str(CARD), "-e", "capture.succeeded"]) == 0
+    out = capsys.readouterr().out
+    assert "did you mean" not in out
+    assert (
+        "notice: no transition matched external event 'capture.succeeded': "
+        "no transition for it is enabled in the active states"
+    ) in out
+
+
 def test_unmatched_event_under_strict_is_an_error_exit(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
