@@ -81,6 +81,54 @@ def test_an_unbounded_value_never_reaches_a_message() -> None:
     assert all(len(m) < 500 for m in messages)
 
 
+def test_a_long_exception_message_is_cut_short_in_the_error() -> None:
+    """Whatever raised (a host function, a chart's own ``throw``), the ``error.execution``
+    message, which becomes ``_event.data`` and a log line, stays short."""
+
+    def noisy() -> None:
+        raise ValueError("bad payload " + "x" * 5_000_000)
+
+    machine = statifier.compile(
+        f'<scxml {NS} initial="s"><state id="s"><onentry>'
+        '<log expr="noisy()"/></onentry></state></scxml>',
+        functions={"noisy": noisy},
+    )
+    state, effects = statifier.initialize(machine, session_id="s")
+    (message,) = _errors(effects)
+    assert message.startswith("'noisy()': noisy() raised ValueError: bad payload xxx")
+    assert len(message) < 2_000
+    assert len(dumps(state)) < 10_000
+    ecmascript = statifier.compile(
+        f'<scxml {NS} datamodel="ecmascript" initial="s"><state id="s"><onentry>'
+        "<script>throw 'x'.repeat(5000000)</script></onentry></state></scxml>"
+    )
+    _, effects = statifier.initialize(ecmascript, session_id="s")
+    (message,) = _errors(effects)
+    assert message.startswith("script: xxx")
+    assert len(message) < 2_000
+
+
+def test_an_integer_too_long_to_write_out_is_refused_where_it_enters() -> None:
+    """A host function's result passes the same storable-value rules as any value: an
+    integer with more digits than Python writes out is refused when it is stored or sent,
+    not discovered when the position is saved."""
+    machine = statifier.compile(
+        f'<scxml {NS} initial="s"><datamodel><data id="r" expr="0"/></datamodel>'
+        '<state id="s"><onentry><assign location="r" expr="huge()"/></onentry>'
+        '<onentry><send event="x"><param name="v" expr="huge()"/></send></onentry>'
+        "</state></scxml>",
+        functions={"huge": lambda: 10**5000},
+    )
+    state, effects = statifier.initialize(machine, session_id="s")
+    assert state.datamodel["r"] == 0
+    assert [m.split(":")[0] for m in _errors(effects)] == [
+        "cannot assign to 'r'",
+        "cannot hand out the value",
+    ]
+    assert not [e for e in effects if isinstance(e, fx.Send)]
+    dumps(state)
+
+
 def test_datamodel_changes_carry_no_values_outside_trace_mode() -> None:
     machine = _chart(
         '<state id="s"><onentry><foreach array="list(range(2000))" item="i">'

@@ -19,8 +19,17 @@ MAX_DEPTH: Final = 256
 BRIEF_LENGTH: Final = 120
 """Characters of a value ``brief`` shows before it truncates."""
 
+MESSAGE_LENGTH: Final = 1_000
+"""Characters of an error message ``clip`` keeps (an exception's text can be any length)."""
+
 _FLOAT_TEXT: Final = 24
 """The longest ``repr`` of a finite float."""
+
+MAX_INT_BITS: Final = 14_000
+"""Longest stored integer: at most 4,215 digits, under the 4,300 Python writes out."""
+
+
+_TOO_LONG_INT: Final = f"an integer of more than {MAX_INT_BITS} bits cannot be stored"
 
 
 class ValueRefused(ValueError):
@@ -37,14 +46,18 @@ def measure(value: Any, limit: int, depth: int = 0) -> tuple[int, int]:
     ``size`` counts shared references as what they expand to and non-ASCII characters as the
     ``\\uXXXX`` escapes a position writes. Raises ``ValueRefused`` as soon as the size passes
     ``limit`` (``ValueTooLarge``), for a container nested deeper than ``MAX_DEPTH`` (counting
-    from ``depth``, where the value is stored), for a NaN or infinite float,
-    a non-string dict key, or any value that is not ``str``, ``int``, ``float``, ``bool``,
-    ``None``, ``list`` or ``dict``. The walk stops at ``limit``, so its cost is bounded by it.
+    from ``depth``, where the value is stored), for a NaN or infinite float, an integer of
+    more than ``MAX_INT_BITS`` bits, a non-string dict key, or any value that is not ``str``,
+    ``int``, ``float``, ``bool``, ``None``, ``list`` or ``dict``. The walk stops at
+    ``limit``, so its cost is bounded by it.
     """
     kind = type(value)
     if kind is int:
         # The common cases, a number, a short string or a flat list, without the walk.
-        total = (value.bit_length() * 77 >> 8) + 2
+        bits = value.bit_length()
+        if bits > MAX_INT_BITS:
+            raise ValueRefused(_TOO_LONG_INT)
+        total = (bits * 77 >> 8) + 2
     elif kind is str and len(value) < 256 and value.isascii():
         total = len(value) + 2
     elif (
@@ -80,8 +93,11 @@ def _walk(value: Any, limit: int, depth: int) -> tuple[int, int]:  # noqa: C901 
         if kind is str:
             total += len(item) + 2 if item.isascii() else _text_size(item)
         elif kind is int:
+            bits = item.bit_length()
+            if bits > MAX_INT_BITS:
+                raise ValueRefused(_TOO_LONG_INT)
             # 77/256 slightly exceeds log10(2): never an underestimate of the digits.
-            total += (item.bit_length() * 77 >> 8) + 2
+            total += (bits * 77 >> 8) + 2
         elif item is None or kind is bool:
             total += 5
         elif kind is float:
@@ -133,7 +149,10 @@ def _flat_size(items: list[Any]) -> int | None:
         return None
     kind = kinds.pop()
     if kind is int:
-        return sum(map(int.bit_length, items)) * 77 // 256 + 2 * len(items)
+        bits = list(map(int.bit_length, items))
+        if max(bits) > MAX_INT_BITS:
+            return None  # the walk refuses it
+        return sum(bits) * 77 // 256 + 2 * len(items)
     if kind is str:
         if all(map(str.isascii, items)):
             return sum(map(len, items)) + 2 * len(items)
@@ -145,6 +164,13 @@ def _flat_size(items: list[Any]) -> int | None:
             return None
         return _FLOAT_TEXT * len(items)
     return None
+
+
+def clip(text: str, limit: int = MESSAGE_LENGTH) -> str:
+    """``text`` cut at ``limit`` characters, saying how many more there were."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} more characters)"
 
 
 def brief(value: Any, limit: int = BRIEF_LENGTH) -> str:

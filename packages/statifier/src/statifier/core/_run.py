@@ -20,7 +20,7 @@ from statifier.core._build import datamodel_change
 from statifier.core.events import Event
 from statifier.core.state import MachineState, StateBuilder, finish
 from statifier.datamodel import EvaluationError, Expression, Location, WriteResult, datamodel_for
-from statifier.values import ValueRefused, ValueTooLarge, brief, measure
+from statifier.values import ValueRefused, ValueTooLarge, brief, clip, measure
 
 Effects = list[fx.Effect]
 
@@ -328,9 +328,13 @@ class Run:
         return tuple(states[i].id for i in indexes)
 
     def raise_error(self, name: str, message: str, sendid: str | None = None) -> None:
-        """Place a platform error event (``error.execution``...) on the internal queue."""
+        """Place a platform error event (``error.execution``...) on the internal queue.
+
+        The message is clipped: it may hold an exception's text, which the chart (a
+        ``throw``) or a host function chose.
+        """
         self.queue_error(
-            Event(name=name, type="platform", data={"message": message}, sendid=sendid)
+            Event(name=name, type="platform", data={"message": clip(message)}, sendid=sendid)
         )
 
     def queue_error(self, event: Event) -> None:

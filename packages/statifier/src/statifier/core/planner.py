@@ -25,6 +25,7 @@ from typing import Any
 
 from statifier.core import effects as fx
 from statifier.core.events import SCXML_EVENT_PROCESSOR, Event
+from statifier.values import clip
 
 SCXML_SEND_TYPES = frozenset({"scxml", SCXML_EVENT_PROCESSOR})
 """``<send type>`` values the SCXML Event I/O Processor accepts (absent type means it too)."""
@@ -215,7 +216,7 @@ def invocation_start_failed(invoke_id: str, message: str) -> Event:
     return Event(
         name=f"error.communication.invoke.{invoke_id}",
         type="platform",
-        data={"message": message},
+        data={"message": clip(message)},
         invokeid=invoke_id,
     )
 
@@ -223,7 +224,7 @@ def invocation_start_failed(invoke_id: str, message: str) -> Event:
 def undeliverable(send_id: str | None, message: str) -> Event:
     """``error.communication`` for a send the driver could not deliver (spec 6.2)."""
     return Event(
-        name="error.communication", type="platform", data={"message": message}, sendid=send_id
+        name="error.communication", type="platform", data={"message": clip(message)}, sendid=send_id
     )
 
 
