@@ -222,3 +222,64 @@ def test_virtual_and_live_runs_report_an_exhausted_budget_alike(
         end = records[-1]
         ends.append((end["status"], end["reason"], end["configuration"]))
     assert ends == [("budget_exhausted", "halted", ["a"])] * 2
+
+
+def test_src_files_beside_the_chart_are_read_and_nothing_else(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``<script src>``, ``<data src>`` and ``<invoke src>`` name files next to the chart;
+    a path leaving the chart's directory is refused."""
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "double.js").write_text("function double(x) { return 2 * x; }")
+    (tmp_path / "config.json").write_text('{"start": 21}')
+    (tmp_path / "child.scxml").write_text(
+        f'<scxml {NS} version="1.0" datamodel="ecmascript"><final id="f">'
+        '<donedata><param name="v" expr="2"/></donedata></final></scxml>'
+    )
+    (tmp_path / "secret.txt").write_text("secret")
+    charts = tmp_path / "charts"
+    charts.mkdir()
+    chart = tmp_path / "parent.scxml"
+    chart.write_text(
+        f'<scxml {NS} version="1.0" datamodel="ecmascript" initial="p">'
+        '<datamodel><data id="config" src="config.json"/></datamodel>'
+        '<script src="file:lib/double.js"/>'
+        '<state id="p"><invoke id="kid" src="child.scxml"/>'
+        '<transition event="done.invoke.kid" target="end">'
+        '<log label="got" expr="double(config.start) + _event.data.v"/></transition></state>'
+        '<final id="end"/></scxml>'
+    )
+    for mode in ([], ["--live"]):
+        assert main(["run", str(chart), *mode]) == 0
+        out = capsys.readouterr().out
+        assert "log got: 44" in out
+        assert "status: done; active: end" in out
+    escaping = charts / "escaping.scxml"
+    escaping.write_text(
+        f'<scxml {NS} version="1.0" datamodel="ecmascript">'
+        '<script src="../secret.txt"/><state id="s"/></scxml>'
+    )
+    assert main(["check", str(escaping)]) == 1
+    assert "'../secret.txt' is outside the chart's directory" in capsys.readouterr().out
+
+
+def test_live_run_waits_for_the_invoked_children(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The timer that finishes the run belongs to a child session: the live run waits for
+    it as the virtual run does."""
+    chart = tmp_path / "parent.scxml"
+    chart.write_text(
+        f'<scxml {NS} version="1.0" initial="p"><state id="p"><invoke id="k"><content>'
+        f'<scxml {NS} version="1.0" initial="c"><state id="c">'
+        '<onentry><send event="fin" delay="50ms"/></onentry>'
+        '<transition event="fin" target="cf"/></state><final id="cf"/></scxml>'
+        '</content></invoke><transition event="done.invoke.k" target="end"/></state>'
+        '<final id="end"/></scxml>'
+    )
+    ends = []
+    for mode in ([], ["--live", "--wait", "5s"]):
+        assert main(["run", str(chart), "--json", *mode]) == 0
+        end = json.loads(capsys.readouterr().out.splitlines()[-1])
+        ends.append((end["status"], end["reason"], end["configuration"]))
+    assert ends == [("done", "halted", ["end"])] * 2

@@ -12,7 +12,8 @@
     highlighted.
 
 Every command takes ``--version``; ``--functions MODULE:NAME`` names a mapping of host
-functions the chart may call.
+functions the chart may call. A ``src`` in the chart (``<script>``, ``<data>``,
+``<invoke>``) names a file relative to the chart's directory.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 from statifier.chart.compiler import compile_chart
 from statifier.chart.durations import InvalidDuration, format_duration, parse_duration
 from statifier.chart.model import Machine
+from statifier.cli._files import files_beside
 from statifier.core.events import Event
 from statifier.datamodel.host import HostFunction, HostFunctionError
 from statifier.errors import ChartError
@@ -203,7 +205,7 @@ def _load_functions(spec: str) -> Mapping[str, HostFunction]:
 def load_chart(path: Path, functions: Mapping[str, HostFunction] | None) -> Machine | list[str]:
     """The compiled chart, or the lines to print when it cannot be compiled."""
     try:
-        return compile_chart(path.read_bytes(), functions=functions)
+        return compile_chart(path.read_bytes(), functions=functions, resolver=files_beside(path))
     except ChartError as exc:
         return [d.format(str(path)) for d in sorted(exc.diagnostics, key=lambda d: d.line)]
     except OSError as exc:
@@ -232,6 +234,7 @@ def _run(args: argparse.Namespace, functions: Mapping[str, HostFunction] | None)
                 trace=args.trace,
                 strict=args.strict,
                 chart=str(args.chart),
+                resolver=files_beside(args.chart),
             )
         )
     from statifier.cli._virtual import run_virtual
@@ -246,4 +249,5 @@ def _run(args: argparse.Namespace, functions: Mapping[str, HostFunction] | None)
         trace=args.trace,
         strict=args.strict,
         chart=str(args.chart),
+        resolver=files_beside(args.chart),
     )

@@ -17,6 +17,7 @@ from typing import TextIO
 from statifier.chart.diagram import to_dot, to_mermaid
 from statifier.chart.model import Machine
 from statifier.cli import load_chart
+from statifier.cli._files import files_beside
 from statifier.core import position
 from statifier.datamodel.host import HostFunction
 from statifier.errors import PositionError
@@ -65,7 +66,7 @@ def _active(machine: Machine, args: argparse.Namespace) -> frozenset[int]:
         return position.loads(args.position.read_bytes(), machine).configuration
     if args.event is None:
         return frozenset()
-    driver = VirtualDriver(machine, session_id="sess_diagram")
+    driver = VirtualDriver(machine, session_id="sess_diagram", resolver=files_beside(args.chart))
     driver.start()
     driver.run_until_idle()
     for event in args.event:

@@ -12,6 +12,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
+from statifier.chart.compiler import Resolver
 from statifier.chart.durations import format_duration
 from statifier.chart.model import Machine
 from statifier.cli._report import PendingTimer, Reporter, Snapshot, describe_pending
@@ -68,6 +69,7 @@ async def run_live(
     trace: bool,
     strict: bool,
     chart: str = "<chart>",
+    resolver: Resolver | None = None,
 ) -> int:
     """Run a live session; returns the exit code."""
     clock = _Clock()
@@ -88,7 +90,12 @@ async def run_live(
 
     reporter.header("initialize", 0)
     session = await Session.start(
-        machine, session_id=session_id, subscribers=[show], trace=True, delayed_sends=book
+        machine,
+        session_id=session_id,
+        subscribers=[show],
+        trace=True,
+        delayed_sends=book,
+        resolver=resolver,
     )
     try:
         reporter.step("initialize", _snapshot(session, book, clock))
@@ -117,6 +124,7 @@ async def run_live(
             reporter.header(f"waiting up to {format_duration(wait_ms)} for timers", clock.now_ms())
             deadline = clock.now_ms() + wait_ms
             await _until(lambda: not _busy(session), deadline, clock)
+            reporter.step("timers", _snapshot(session, book, clock))
         snapshot = _snapshot(session, book, clock)
         if _busy(session):
             status = session.status()
@@ -143,8 +151,13 @@ def _processed(session: Session, before: int) -> bool:
 
 
 def _busy(session: Session) -> bool:
+    """Whether the session, or a session it invoked, still has events or timers to run."""
     status = session.status()
-    return status.status == "running" and bool(status.queued_events or status.pending_timers)
+    if status.status != "running":
+        return False
+    if status.queued_events or status.pending_timers:
+        return True
+    return any(_busy(child) for child in session.children())
 
 
 async def _until(condition: Callable[[], bool], deadline_ms: int, clock: _Clock) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TextIO
 
+from statifier.chart.compiler import Resolver
 from statifier.chart.model import Machine
 from statifier.cli._report import PendingTimer, Reporter, Snapshot, describe_pending
 from statifier.core import effects as fx
@@ -23,12 +24,14 @@ def run_virtual(
     trace: bool,
     strict: bool,
     chart: str = "<chart>",
+    resolver: Resolver | None = None,
 ) -> int:
     """Drive ``machine`` with ``events``, then let timers fire; returns the exit code."""
     batch: list[tuple[str, fx.Effect, int]] = []
     driver = VirtualDriver(
         machine,
         session_id=session_id,
+        resolver=resolver,
         observer=lambda sid, effect: batch.append((sid, effect, driver.now_ms)),
         trace=True,  # the reporter needs the trace to tell unmatched events apart
     )

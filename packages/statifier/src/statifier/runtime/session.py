@@ -542,6 +542,10 @@ class Session:
         """The child session of a live ``scxml`` invocation."""
         return self._invocations.scxml.child(invoke_id)
 
+    def children(self) -> tuple[Session, ...]:
+        """The child sessions of every live ``scxml`` invocation, in the order started."""
+        return tuple(self._invocations.scxml.children.values())
+
     def detach_parent(self) -> None:
         """Sever the link to the invoking session (it cancelled this invocation)."""
         self._parent = None
