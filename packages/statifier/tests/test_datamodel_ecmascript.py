@@ -413,3 +413,25 @@ def test_strings_with_nul_or_lone_surrogates_cross_into_python_whole() -> None:
     restored = loads(dumps(state), machine)
     assert restored.datamodel["nul"] == "a\x00b"
     assert restored.datamodel["half"] == "\ud83d"
+
+
+def test_slow_calls_spend_the_macrostep_budget_by_their_time() -> None:
+    """Each call is bounded by its CPU limit, and a cheap call costs a fixed ``CALL_COST``
+    (deterministic); a call that runs longer than that is charged for its time, so an
+    eventless loop whose condition spins ends after a bounded time, not after 10,000 rounds
+    of a full second each."""
+    machine = chart(
+        """<datamodel><data id="n" expr="0"/></datamodel>
+        <state id="a">
+          <transition target="b"
+              cond="(function () { var i = 0; while (i &lt; 1e6) i++; return true; })()">
+            <assign location="n" expr="n + 1"/>
+          </transition>
+        </state>
+        <state id="b"><transition target="a"/></state>"""
+    )
+    limits = MacrostepLimits(steps=400_000)
+    state, effects = statifier.initialize(machine, session_id="s1", limits=limits)
+    (exhausted,) = [e for e in effects if isinstance(e, fx.BudgetExhausted)]
+    assert exhausted.reason == "steps"
+    assert state.datamodel["n"] < 40  # 190 rounds when every call cost the same

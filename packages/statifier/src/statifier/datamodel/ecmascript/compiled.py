@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from time import perf_counter_ns
 from typing import Final
 
 from statifier.budget import Budget
@@ -112,10 +113,13 @@ class Expression:
 
         Raises :class:`~statifier.datamodel.EvaluationError` and nothing else.
         """
-        _charge(budget)
-        return engine().evaluate(
-            self.source, variables, in_state, self.in_ids, self.side_effects, _admit_of(budget)
-        )
+        started = _charge(budget)
+        try:
+            return engine().evaluate(
+                self.source, variables, in_state, self.in_ids, self.side_effects, _admit_of(budget)
+            )
+        finally:
+            _charge_time(budget, started)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,17 +141,20 @@ class Location:
         self, variables: Variables, value: Value, in_state: InState, budget: Budget | None = None
     ) -> WriteResult:
         """Assign ``value`` there; ``variables`` is updated and the root's write returned."""
-        _charge(budget)
-        return engine().assign(
-            self.source,
-            self.root,
-            variables,
-            value,
-            in_state,
-            self.in_ids,
-            self.side_effects,
-            _admit_of(budget),
-        )
+        started = _charge(budget)
+        try:
+            return engine().assign(
+                self.source,
+                self.root,
+                variables,
+                value,
+                in_state,
+                self.in_ids,
+                self.side_effects,
+                _admit_of(budget),
+            )
+        finally:
+            _charge_time(budget, started)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,18 +177,29 @@ class Script:
     ) -> list[WriteResult]:
         """Run the program; all-or-nothing: a failure (a write ``admit`` refuses included)
         changes no variable."""
-        _charge(budget)
+        started = _charge(budget)
         if admit is None:
             admit = _admit_of(budget)
-        return engine().run_script(self.source, env, in_state, self.in_ids, writable, admit)
+        try:
+            return engine().run_script(self.source, env, in_state, self.in_ids, writable, admit)
+        finally:
+            _charge_time(budget, started)
 
 
 CALL_COST: Final = 1_000
-"""Steps of the macrostep budget (ADR 11) one call into the engine costs.
+"""Steps of the macrostep budget (ADR 11) one call into the engine costs, at least.
 
-The engine bounds each call by CPU time, which is not deterministic, so the macrostep
-budget is charged a fixed amount per call: replays exhaust it at the same call.
+The engine bounds each call by CPU time, which is not deterministic, so a call is charged
+a fixed amount: replays exhaust the budget at the same call. Only a call that runs longer
+than ``CALL_COST`` steps' worth of time (``STEPS_PER_SECOND``: 0.5 ms, a hundred times an
+ordinary call) is charged for its time too, or a macrostep of such calls (an eventless loop
+whose condition spins) could run its 10,000 calls at a full second each.
 """
+
+STEPS_PER_SECOND: Final = 2_000_000
+"""What a second of running chart code costs: the default budget buys about 5 s of it."""
+
+_NS_PER_STEP: Final = 1_000_000_000 // STEPS_PER_SECOND
 
 
 def _admit_of(budget: Budget | None) -> Admit | None:
@@ -189,11 +207,22 @@ def _admit_of(budget: Budget | None) -> Admit | None:
     return budget.admit if budget is not None else None
 
 
-def _charge(budget: Budget | None) -> None:
+def _charge(budget: Budget | None) -> int:
+    """Charge a call's fixed cost; return when it starts (0 without a budget)."""
+    if budget is None:
+        return 0
+    budget.spend(CALL_COST)
+    if budget.steps < 0:
+        raise EvaluationError("the macrostep's steps budget is exhausted")
+    return perf_counter_ns()
+
+
+def _charge_time(budget: Budget | None, started: int) -> None:
+    """Charge what a call that ran longer than its fixed cost's worth spent beyond it."""
     if budget is not None:
-        budget.spend(CALL_COST)
-        if budget.steps < 0:
-            raise EvaluationError("the macrostep's steps budget is exhausted")
+        beyond = (perf_counter_ns() - started) // _NS_PER_STEP - CALL_COST
+        if beyond > 0:
+            budget.spend(beyond)
 
 
 def _check(kind: str, source: str, limit: int) -> None:
