@@ -99,6 +99,21 @@ def test_dot_golden_is_valid_dot(chart: Path) -> None:
     assert graphs[0].get_nodes() or graphs[0].get_subgraphs()
 
 
+def test_edges_between_a_compound_state_and_its_descendants_are_not_clipped() -> None:
+    """Graphviz can clip an edge to a cluster's border only when the other end lies outside
+    the cluster (it warns "head is inside tail cluster" otherwise)."""
+    machine = statifier.compile(
+        '<scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0" initial="outer">'
+        '<state id="outer" initial="inner"><transition event="reset" target="inner"/>'
+        '<state id="inner"><transition event="up" target="outer"/></state></state>'
+        '<state id="next"><transition event="back" target="outer"/></state></scxml>'
+    )
+    dot = to_dot(machine)
+    assert 's1 -> s2 [label="reset"];' in dot  # outer -> inner: no ltail
+    assert 's2 -> s1 [label="up"];' in dot  # inner -> outer: no lhead
+    assert 's3 -> s1 [lhead=cluster_s1, label="back"];' in dot
+
+
 STUB_DOT = """#!{python}
 import pathlib, sys
 assert sys.argv[1:] == ["-Tsvg"], sys.argv

@@ -198,10 +198,17 @@ def _dot_scope(machine: Machine, scope: StateNode, on: frozenset[int], depth: in
 
 
 def _dot_edge(source: StateNode, target: StateNode, label: str) -> str:
-    # A loop on a cluster is drawn on its anchor: Graphviz cannot clip it to the border.
-    clip = source.index != target.index
-    extra = [f"ltail=cluster_{_did(source)}"] if source.children and clip else []
-    return _dot_edge_raw(_did(source), target, label, extra, clip=clip)
+    # Graphviz clips an edge to a cluster's border only when its other end is outside the
+    # cluster: a loop on a cluster, or an edge into or out of its own descendant, is drawn
+    # on the cluster's anchor.
+    tail = bool(source.children) and not _holds(source, target)
+    extra = [f"ltail=cluster_{_did(source)}"] if tail else []
+    return _dot_edge_raw(_did(source), target, label, extra, clip=not _holds(target, source))
+
+
+def _holds(outer: StateNode, inner: StateNode) -> bool:
+    """Whether ``inner`` is ``outer`` or one of its descendants."""
+    return outer.index <= inner.index <= outer.last
 
 
 def _dot_edge_raw(
