@@ -260,6 +260,21 @@ def test_history_under_the_root() -> None:
     assert_reports(source, "history-misuse", "<history")
 
 
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        ('<parallel id="p" initial="q"><state id="q"/></parallel>', "invalid-initial"),
+        ('<state id="a"/><final id="f" initial="a"/>', "invalid-initial"),
+        ('<state id="a"/><final id="f"><transition event="e" target="a"/></final>', "invalid-child"),
+        ('<state id="a"/><history id="h"/>', "history-misuse"),
+        ('<state id="a"/><final id="f"><history id="h"/></final>', "history-misuse"),
+    ],
+)
+def test_one_diagnostic_per_misplaced_initial_transition_or_history(body: str, code: str) -> None:
+    """The dedicated check says what is wrong; the generic schema check stays quiet."""
+    assert [d.code for d in errors_of(chart(body))] == [code]
+
+
 # -- mutually exclusive attributes and children -----------------------------------------
 
 

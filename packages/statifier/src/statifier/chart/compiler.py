@@ -160,6 +160,13 @@ _EXCLUSIVE: dict[str, tuple[tuple[str, str], ...]] = {
     "data": (("src", "expr"),),
 }
 
+_REPORTED_ELSEWHERE: frozenset[tuple[str, str]] = frozenset(
+    {("parallel", "initial"), ("final", "initial"), ("final", "transition")}
+    | {("scxml", "history"), ("final", "history")}
+)
+"""(element, attribute or child) pairs a dedicated check reports with a clearer message
+(``invalid-initial``, ``invalid-child``, ``history-misuse``): one diagnostic per problem."""
+
 
 # Compiled expressions are immutable values, so identical short sources (common in
 # generated charts: every "x + 1") share one compilation, across charts too. Only short
@@ -992,7 +999,11 @@ class _Compiler:
             self.unknown_element(element)
             return
         for ns, attr in element.attrs:
-            if ns is None and attr not in allowed:
+            if (
+                ns is None
+                and attr not in allowed
+                and (element.tag, attr) not in _REPORTED_ELSEWHERE
+            ):
                 self.error(
                     element,
                     "unknown-attribute",
@@ -1010,7 +1021,9 @@ class _Compiler:
             return
         for child in element.children:
             if child.is_scxml() and child.tag not in children:
-                if element.tag == "scxml" and child.tag == "script":
+                if (element.tag, child.tag) in _REPORTED_ELSEWHERE or (
+                    element.tag == "scxml" and child.tag == "script"
+                ):
                     continue
                 if child.tag not in _ATTRS:
                     self.unknown_element(child)
