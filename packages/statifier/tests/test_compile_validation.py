@@ -232,6 +232,43 @@ def test_initial_attribute_and_initial_element_together() -> None:
     assert_reports(source, "invalid-initial", 'id="a"')
 
 
+@pytest.mark.parametrize(
+    ("body", "marker"),
+    [
+        (
+            '<state id="a"><transition event="x" target="b c"/></state><state id="b"/>'
+            '<state id="c"/>',
+            'target="b c"',
+        ),
+        ('<state id="a" initial="a1 a2"><state id="a1"/><state id="a2"/></state>', 'id="a"'),
+        (
+            '<state id="a"><initial><transition target="a1 b2"/></initial>'
+            '<state id="a1"/><state id="b"><state id="b2"/></state></state>',
+            'target="a1 b2"',
+        ),
+    ],
+)
+def test_targets_that_cannot_be_active_together_are_refused(body: str, marker: str) -> None:
+    """Two targets under one compound state (not in different regions of a parallel) would
+    make a configuration no position can hold (SCXML 3.11): the document is refused."""
+    found = assert_reports(chart(body), "invalid-target", marker)
+    assert "cannot be active together" in found.message
+
+
+def test_targets_in_regions_of_a_parallel_or_nested_are_fine() -> None:
+    source = chart(
+        """
+        <state id="a"><transition event="x" target="r1b r2b"/>
+                      <transition event="y" target="p r1b"/></state>
+        <parallel id="p">
+          <state id="r1"><state id="r1a"/><state id="r1b"/></state>
+          <state id="r2"><state id="r2a"/><state id="r2b"/></state>
+        </parallel>
+        """
+    )
+    statifier.compile(source)
+
+
 # -- history ----------------------------------------------------------------------------
 
 
@@ -265,7 +302,10 @@ def test_history_under_the_root() -> None:
     [
         ('<parallel id="p" initial="q"><state id="q"/></parallel>', "invalid-initial"),
         ('<state id="a"/><final id="f" initial="a"/>', "invalid-initial"),
-        ('<state id="a"/><final id="f"><transition event="e" target="a"/></final>', "invalid-child"),
+        (
+            '<state id="a"/><final id="f"><transition event="e" target="a"/></final>',
+            "invalid-child",
+        ),
         ('<state id="a"/><history id="h"/>', "history-misuse"),
         ('<state id="a"/><final id="f"><history id="h"/></final>', "history-misuse"),
     ],

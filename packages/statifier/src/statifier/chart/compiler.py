@@ -561,7 +561,37 @@ class _Compiler:
                 )
             else:
                 targets.append(target)
+        if len(targets) > 1:
+            self.check_together(element, targets)
         return tuple(targets)
+
+    def check_together(self, element: XNode, targets: list[int]) -> None:
+        """Refuse targets that would make two children of one compound state active
+        (SCXML 3.11: a document must only lead to legal configurations)."""
+        states = self.states
+        # compound state (or the root) -> (its child on a target's path, that target)
+        chosen: dict[int, tuple[int, int]] = {}
+        for target in targets:
+            if states[target].kind == "history":
+                continue  # entered through its default or record: not active itself
+            child, parent = target, states[target].parent
+            while parent >= 0:
+                if states[parent].kind != "parallel":
+                    first_child, first = chosen.setdefault(parent, (child, target))
+                    if first_child != child:
+                        where = (
+                            f"in {states[parent].id!r}, which is not a <parallel>"
+                            if parent
+                            else "top-level states"
+                        )
+                        self.error(
+                            element,
+                            "invalid-target",
+                            f"targets {states[first].id!r} and {states[target].id!r} cannot be "
+                            f"active together: both are {where}",
+                        )
+                        return
+                child, parent = parent, states[parent].parent
 
     def build_initials(self) -> None:
         """Synthesize or build each compound state's initial transition (and the root's)."""
