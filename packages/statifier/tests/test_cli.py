@@ -261,3 +261,14 @@ def test_run_bad_event_json_names_the_argument(
     assert "argument --event/-e: 'capture.requested={not json': the data after '=' is not JSON" in (
         captured.err
     )
+
+
+@pytest.mark.parametrize("payload", ["NaN", "[1, Infinity]", '{"a": -Infinity}'])
+def test_run_event_data_with_nan_or_infinity_is_not_json(
+    payload: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Python's JSON reader accepts NaN and Infinity; JSON (and a position) does not."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", str(CARD), "--event", f"capture.requested={payload}"])
+    assert exit_info.value.code == 2
+    assert "the data after '=' is not JSON" in capsys.readouterr().err

@@ -178,12 +178,20 @@ def _event_argument(text: str) -> Event:
     data: Any = None
     if sep:
         try:
-            data = json.loads(payload)
+            data = json.loads(payload, parse_constant=_no_constant)
         except json.JSONDecodeError as exc:
             raise argparse.ArgumentTypeError(
                 f"{text!r}: the data after '=' is not JSON ({exc.msg} at column {exc.colno})"
             ) from None
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: the data after '=' is not JSON ({exc})"
+            ) from None
     return Event(name=name, data=data)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
 
 
 def _load_functions(spec: str) -> Mapping[str, HostFunction]:
