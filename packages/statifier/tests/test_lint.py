@@ -105,6 +105,28 @@ def test_ecmascript_script_variables_may_be_assigned_and_typos_are_still_reporte
     assert "did you mean 'counter'?" in found[0]
 
 
+def test_a_const_at_the_top_of_an_ecmascript_script_read_elsewhere_is_reported() -> None:
+    """A script runs as eval code: its top-level ``let``, ``const`` and ``class`` stay local
+    to it, so a condition that reads one fails at run time with a ReferenceError."""
+    source = chart(
+        """  <script>
+    const LIMIT = 5;
+    let scratch = 0; scratch += 1;
+    var shared = 1;
+    function f() { const inner = 2; return inner; }
+  </script>
+  <state id="a">
+    <transition event="go" cond="shared &lt; LIMIT" target="b"/>
+  </state>
+  <final id="b"/>
+"""
+    ).replace("<scxml ", '<scxml datamodel="ecmascript" ')
+    (found,) = [d for d in lint(statifier.compile(source)) if d.code == "script-local"]
+    assert found.severity == "warning"
+    assert "'LIMIT'" in found.message
+    assert "use var" in found.message
+
+
 def test_unreachable_state_is_reported_once_for_the_outermost() -> None:
     source = chart(
         """  <state id="a"><transition event="go" target="b"/></state>

@@ -11,6 +11,9 @@
 - ``dead-transition`` (warning): a transition that can never be taken, because an earlier
   unconditional transition of the same state always wins, or because its state always
   leaves at once through an unconditional eventless transition.
+- ``script-local`` (warning): an ECMAScript ``<script>`` declares a name with ``let``,
+  ``const`` or ``class`` at its top level, which stays local to the script, and the chart
+  reads that name elsewhere (``var`` makes a chart variable).
 - ``external-event`` (info): an event the chart waits for that nothing in it raises or
   sends; it must come from outside (which is fine, and worth a look for typos).
 
@@ -21,6 +24,7 @@ skipped.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -69,6 +73,7 @@ def lint(machine: Machine) -> list[Diagnostic]:
     """Every warning and note for ``machine``, ordered by position in the source."""
     found = [
         *_undefined_names(machine),
+        *_script_locals(machine),
         *_unreachable_states(machine),
         *_dead_transitions(machine),
         *_external_events(machine),
@@ -79,18 +84,33 @@ def lint(machine: Machine) -> list[Diagnostic]:
 # -- undefined names --------------------------------------------------------------------
 
 
-def _undefined_names(machine: Machine) -> Iterator[Diagnostic]:
+def _defined(machine: Machine) -> set[str]:
+    """Every name a ``<data>``, system variable, ``<foreach>`` or script defines."""
     defined = set(SYSTEM_VARIABLES)
     defined.update(data.id for data in machine.data)
-    for script in machine.scripts:
+    for script, _, _ in _scripts(machine):
         defined.update(getattr(script, "names_assigned", None) or ())
     for node in machine.content:
         if isinstance(node, ForeachNode):
             defined.add(node.item)
             if node.index is not None:
                 defined.add(node.index)
-        elif isinstance(node, ScriptNode):
-            defined.update(getattr(node.script, "names_assigned", None) or ())
+    return defined
+
+
+def _scripts(machine: Machine) -> Iterator[tuple[Any, int, int]]:
+    """Every compiled script, with the line and column to report it at."""
+    for script in machine.scripts:
+        yield script, machine.states[0].line, machine.states[0].column
+    for node in machine.content:
+        if isinstance(node, ScriptNode):
+            yield node.script, node.line, node.column
+
+
+def _undefined_names(machine: Machine) -> Iterator[Diagnostic]:
+    defined = _defined(machine)
+    for script, _, _ in _scripts(machine):  # reported as script-local instead
+        defined.update(getattr(script, "names_local", None) or ())
     reported: set[tuple[int, int, str]] = set()
     for use in _uses(machine):
         names = sorted(use.reads or ())
@@ -112,6 +132,29 @@ def _undefined_names(machine: Machine) -> Iterator[Diagnostic]:
                 use.column,
                 "warning",
             )
+
+
+def _script_locals(machine: Machine) -> Iterator[Diagnostic]:
+    scripts = list(_scripts(machine))
+    declared = [(s, line, col, getattr(s, "names_local", None)) for s, line, col in scripts]
+    if not any(names for *_, names in declared):
+        return
+    defined = _defined(machine)
+    sources = [use.source for use in _uses(machine) if use.what != "<script>"]
+    for script, line, column, names in declared:
+        others = [*sources, *(other.source for other, _, _ in scripts if other is not script)]
+        for name in sorted((names or frozenset()) - defined):
+            word = re.compile(rf"(?<![\w$.]){re.escape(name)}(?![\w$])")
+            if any(word.search(text) for text in others):
+                yield Diagnostic(
+                    "script-local",
+                    f"<script> declares {name!r} with let, const or class at its top level, "
+                    f"which keeps it local to the script, but the chart reads {name!r} "
+                    "elsewhere: use var to make it a chart variable",
+                    line,
+                    column,
+                    "warning",
+                )
 
 
 def _uses(machine: Machine) -> Iterator[_Use]:

@@ -47,6 +47,7 @@ _NOT_CODE: Final = re.compile(
 _DECLARED: Final = re.compile(rf"\b(?:var\s+|function\b\s*\*?\s*)({_NAME})")
 _LEXICAL: Final = re.compile(rf"\b(?:let|const)\s+{_NAME}")
 _VAR_LIST: Final = re.compile(r"\bvar\s([^;]*)")
+_BRACKET_OR_LEXICAL: Final = re.compile(rf"([()\[\]{{}}])|(?<![\w$.])(?:let|const|class)\s+({_NAME})")
 _LISTED: Final = re.compile(rf",\s*({_NAME})")
 _ASSIGNED: Final = re.compile(
     rf"(?<![\w$.])({_NAME})\s*(?:\*\*|<<|>>>?|&&|\|\||\?\?|[-+*/%&|^])?=(?![=>])"
@@ -80,6 +81,26 @@ def names_assigned(source: str) -> frozenset[str]:
     for groups in _ASSIGNED.findall(code):
         names.update(name for name in groups if name)
     return frozenset(name for name in names if name not in RESERVED_WORDS)
+
+
+def names_local(source: str) -> frozenset[str]:
+    """The names a script declares with ``let``, ``const`` or ``class`` at its top level.
+
+    A script runs as eval code, where such declarations stay local to the script (only
+    ``var`` and function declarations make chart variables): ``statifier check`` warns when
+    the chart reads one elsewhere. Nesting is told from brackets outside strings and
+    comments (a bracket in a regular expression literal can hide a declaration).
+    """
+    code = _NOT_CODE.sub(" ", source)
+    found: set[str] = set()
+    depth = 0
+    for match in _BRACKET_OR_LEXICAL.finditer(code):
+        bracket = match.group(1)
+        if bracket is not None:
+            depth += 1 if bracket in "([{" else -1
+        elif depth == 0:
+            found.add(match.group(2))
+    return frozenset(found)
 
 
 def in_state_ids(source: str) -> tuple[str, ...]:
@@ -166,6 +187,8 @@ class Script:
     in_ids: tuple[str, ...] = field(default=(), compare=False)
     names_assigned: frozenset[str] = field(default=frozenset(), compare=False)
     """The names it may make chart variables of (see :func:`names_assigned`)."""
+    names_local: frozenset[str] = field(default=frozenset(), compare=False)
+    """The names it declares for itself alone (see :func:`names_local`)."""
 
     def run(
         self,
@@ -253,4 +276,4 @@ def compile_location(source: str) -> Location:
 def compile_script(source: str) -> Script:
     """Compile a script or raise :class:`~statifier.datamodel.ExpressionSyntaxError`."""
     _check("script", source, MAX_SCRIPT_SOURCE_LENGTH)
-    return Script(source, in_state_ids(source), names_assigned(source))
+    return Script(source, in_state_ids(source), names_assigned(source), names_local(source))
