@@ -241,13 +241,8 @@ class VirtualDriver:
                 child = self._child(session_id, invoke_id)
                 if child is not None:
                     child.queue.append(event)
-            case planner.Halt(effect=fx.Done() as done):
-                self._finished(session_id, done)
-            case planner.Halt(effect=fx.BudgetExhausted()):
-                # As a live session: it processes nothing more and tells no parent; its
-                # timers stay pending (a halted session's never fire).
-                session = self.sessions[session_id]
-                session.halted = session.exhausted = True
+            case planner.Halt(effect=effect):
+                self._halt(session_id, effect)
 
     def _deliver(self, session_id: str, instruction: planner.Deliver) -> None:
         sender = self.sessions[session_id]
@@ -341,6 +336,15 @@ class VirtualDriver:
         state, effects = cancel(child.state)
         child.state = state
         self._perform(child.session_id, effects)
+
+    def _halt(self, session_id: str, effect: fx.Done | fx.BudgetExhausted) -> None:
+        if isinstance(effect, fx.Done):
+            self._finished(session_id, effect)
+            return
+        # Out of budget, as a live session: it processes nothing more and tells no parent;
+        # its timers stay pending (a halted session's never fire).
+        session = self.sessions[session_id]
+        session.halted = session.exhausted = True
 
     def _finished(self, session_id: str, done: fx.Done) -> None:
         session = self.sessions[session_id]

@@ -47,7 +47,9 @@ _NOT_CODE: Final = re.compile(
 _DECLARED: Final = re.compile(rf"\b(?:var\s+|function\b\s*\*?\s*)({_NAME})")
 _LEXICAL: Final = re.compile(rf"\b(?:let|const)\s+{_NAME}")
 _VAR_LIST: Final = re.compile(r"\bvar\s([^;]*)")
-_BRACKET_OR_LEXICAL: Final = re.compile(rf"([()\[\]{{}}])|(?<![\w$.])(?:let|const|class)\s+({_NAME})")
+_BRACKET_OR_LEXICAL: Final = re.compile(
+    rf"([()\[\]{{}}])|(?<![\w$.])(?:let|const|class)\s+({_NAME})"
+)
 _LISTED: Final = re.compile(rf",\s*({_NAME})")
 _ASSIGNED: Final = re.compile(
     rf"(?<![\w$.])({_NAME})\s*(?:\*\*|<<|>>>?|&&|\|\||\?\?|[-+*/%&|^])?=(?![=>])"
