@@ -30,6 +30,8 @@ MAX_INT_BITS: Final = 14_000
 
 
 _TOO_LONG_INT: Final = f"an integer of more than {MAX_INT_BITS} bits cannot be stored"
+_MAX_INT_TEXT: Final = (MAX_INT_BITS * 77 >> 8) + 2
+"""The size ``measure`` counts for an integer of ``MAX_INT_BITS`` bits."""
 
 
 class ValueRefused(ValueError):
@@ -54,10 +56,9 @@ def measure(value: Any, limit: int, depth: int = 0) -> tuple[int, int]:
     kind = type(value)
     if kind is int:
         # The common cases, a number, a short string or a flat list, without the walk.
-        bits = value.bit_length()
-        if bits > MAX_INT_BITS:
+        total = (value.bit_length() * 77 >> 8) + 2
+        if total > _MAX_INT_TEXT:
             raise ValueRefused(_TOO_LONG_INT)
-        total = (bits * 77 >> 8) + 2
     elif kind is str and len(value) < 256 and value.isascii():
         total = len(value) + 2
     elif (
@@ -93,11 +94,11 @@ def _walk(value: Any, limit: int, depth: int) -> tuple[int, int]:  # noqa: C901 
         if kind is str:
             total += len(item) + 2 if item.isascii() else _text_size(item)
         elif kind is int:
-            bits = item.bit_length()
-            if bits > MAX_INT_BITS:
-                raise ValueRefused(_TOO_LONG_INT)
             # 77/256 slightly exceeds log10(2): never an underestimate of the digits.
-            total += (bits * 77 >> 8) + 2
+            size = (item.bit_length() * 77 >> 8) + 2
+            if size > _MAX_INT_TEXT:
+                raise ValueRefused(_TOO_LONG_INT)
+            total += size
         elif item is None or kind is bool:
             total += 5
         elif kind is float:
@@ -149,10 +150,10 @@ def _flat_size(items: list[Any]) -> int | None:
         return None
     kind = kinds.pop()
     if kind is int:
-        bits = list(map(int.bit_length, items))
-        if max(bits) > MAX_INT_BITS:
+        bits = sum(map(int.bit_length, items))
+        if bits > MAX_INT_BITS and max(map(int.bit_length, items)) > MAX_INT_BITS:
             return None  # the walk refuses it
-        return sum(bits) * 77 // 256 + 2 * len(items)
+        return bits * 77 // 256 + 2 * len(items)
     if kind is str:
         if all(map(str.isascii, items)):
             return sum(map(len, items)) + 2 * len(items)
