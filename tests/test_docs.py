@@ -11,13 +11,15 @@ line of its own comes right before it:
 
 Every Python block of the README and of the getting-started page must carry one of them.
 Besides: the README's Mermaid diagram is what ``statifier diagram`` draws, every
-``uv run statifier ...`` line of those two pages runs and exits 0, and every
+``uv run statifier ...`` line of those two pages runs and exits 0, every concrete
 ``statifier``/``statifier-oban`` command line in the README and the docs parses with the
-command's own parser (a renamed or misspelled flag fails here).
+command's own parser, and every flag of a usage synopsis (``[--prefix P]``) is one the
+command has: a renamed or misspelled flag fails here.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import glob
 import io
@@ -26,6 +28,7 @@ import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import statifier.cli
@@ -173,22 +176,43 @@ def test_a_statifier_command_of_the_first_pages_runs(
     assert code == 0, capsys.readouterr()
 
 
-def _documented_commands() -> list[tuple[str, str, list[str]]]:
-    """``(where, program, argv)`` of every concrete command line (no usage synopsis)."""
+def _documented_commands() -> list[Any]:
+    """Every command line of the docs: concrete ones, and usage synopses (``[--flag X]``)."""
     found = []
     for page in PAGES:
         for number, line in command_lines(page):
             for program in ("statifier", "statifier-oban"):
                 argv = argv_of(line, program)
-                if argv is not None and not any(_SYNOPSIS.search(word) for word in argv):
-                    found.append((f"{page.relative_to(ROOT)}:{number}", program, argv))
+                if argv is not None:
+                    where = f"{page.relative_to(ROOT)}:{number}"
+                    found.append(pytest.param(program, argv, id=where))
     return found
 
 
-@pytest.mark.parametrize(("where", "program", "argv"), _documented_commands())
-def test_a_documented_command_line_parses(where: str, program: str, argv: list[str]) -> None:
+def _parser(program: str) -> argparse.ArgumentParser:
     if program == "statifier":
-        statifier.cli.build_parser().parse_args(argv)
+        return statifier.cli.build_parser()
+    return statifier_oban.cli.build_parser()
+
+
+def _options(parser: argparse.ArgumentParser, argv: list[str]) -> set[str]:
+    """The option strings of the (sub)command ``argv`` names, following subcommands."""
+    # argparse has no public view of a parser's options and subcommands.
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and argv and argv[0] in action.choices:
+            return _options(action.choices[argv[0]], argv[1:])
+    return set(parser._option_string_actions)
+
+
+@pytest.mark.parametrize(("program", "argv"), _documented_commands())
+def test_a_documented_command_line_parses(program: str, argv: list[str]) -> None:
+    parser = _parser(program)
+    if any(_SYNOPSIS.search(word) for word in argv):  # a usage synopsis: its flags exist
+        flags = {m for word in argv for m in re.findall(r"--[a-z][a-z-]*", word)}
+        assert flags <= _options(parser, argv), f"unknown: {flags - _options(parser, argv)}"
         return
-    args, rest = statifier_oban.cli.build_parser().parse_known_args(argv)
-    assert not rest or args.command == "demo", f"{where}: unknown arguments {rest}"
+    if program == "statifier":
+        parser.parse_args(argv)
+        return
+    args, rest = parser.parse_known_args(argv)
+    assert not rest or args.command == "demo", f"unknown arguments {rest}"
