@@ -85,9 +85,8 @@ class CaptureHandler(InvokeHandler):
         """The host's config (read when the job is stored and when it runs)."""
         return statifier_oban_config()
 
-    async def run(self, invoke: Invoke, ctx: RunContext | None = None) -> RunResult:
+    async def run(self, invoke: Invoke, ctx: RunContext) -> RunResult:
         """Capture once per invocation; the job is at-least-once, so the call is keyed."""
-        assert ctx is not None  # noqa: S101 - the worker passes ctx to a two-argument run
         # The invoke id is the author's ("capture"): stable across replays, unique within
         # the execution. With the scope it names this capture everywhere.
         key = f"{ctx.scope}/{invoke.invoke_id}"

@@ -15,10 +15,10 @@ with the 100 totals in the orders' order.
 Nothing of this example runs in the workers but the charts: two plain ``statifier-oban
 worker`` processes (``--handler statifier:map=statifier_oban.children:MapHandler``) run the
 queues, and find both charts in the registry. When about a third of the orders are
-priced, one of them is killed with SIGKILL (the one that is not oban's leader, whose
-lifeline rescues what the dead one left ``executing`` after 2 s) and a third worker
-starts. Every order is still priced exactly once, and the batch continues with the full,
-ordered list.
+priced, one of them is killed with SIGKILL (the one that is not oban's leader) and a third
+worker starts; the workers run with ``--rescue-after 2``, so the survivors' rescue by
+liveness (ADR 15) puts back what the dead one left ``executing`` about 2 s later. Every
+order is still priced exactly once, and the batch continues with the full, ordered list.
 
 Without ``--database-url`` an embedded PostgreSQL server is started in a temporary data
 directory and removed at the end. The example checks its own outcome (exit status 1 if a
@@ -56,7 +56,7 @@ KILL_AT = 35
 """How many orders are priced when a worker is killed."""
 
 RESCUE_AFTER_S = 2
-"""The workers' lifeline bound: a job left ``executing`` by a dead worker runs again after it."""
+"""``--rescue-after``: a job left ``executing`` by a dead worker runs again this much later."""
 
 DEADLINE_S = 60.0
 

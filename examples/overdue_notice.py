@@ -14,7 +14,8 @@ loan in ``notice_failed``. No retry is ever made.
 
 For contrast, ``UncappedNoticeHandler`` is the same handler without the cap: the same
 failure leaves its job ``retryable`` (oban's default of 20 attempts), the chart waits in
-``overdue``, and only cancelling the execution takes the pending retry down.
+``overdue``, and only cancelling the session (leaving ``overdue``) takes the pending retry
+down.
 
 Without ``--database-url`` an embedded PostgreSQL server is started in a temporary data
 directory and removed at the end. The example checks its own outcome (exit status 1 if a

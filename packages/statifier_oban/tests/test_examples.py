@@ -4,11 +4,14 @@ Each example's ``main(["--database-url", url])`` runs in this process against a 
 database from the fixtures (the examples install the schema themselves, idempotently), and
 the key lines of its story are checked. One run per example goes through a subprocess, as
 ``uv run python examples/<name>.py`` would, and one of those lets the example start its own
-embedded PostgreSQL server. A broken outcome must make an example exit 1.
+embedded PostgreSQL server. A broken outcome must make an example exit 1. The first-steps
+examples the README and the getting-started page quote (``durable_timer``,
+``durable_execution``) print their outcome instead; their output is checked line by line.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import subprocess
 import sys
@@ -17,6 +20,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from statifier_oban.executions import use
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples"
@@ -149,3 +153,40 @@ def test_an_example_starts_its_own_embedded_server_without_a_database_url() -> N
     assert done.returncode == 0, done.stdout + done.stderr
     assert "on an embedded PostgreSQL" in done.stdout
     assert "verified: every check held" in done.stdout
+
+
+def test_durable_timer_fires_into_the_resumed_session(
+    database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    asyncio.run(example("durable_timer").main(database_url))
+    assert capsys.readouterr().out.splitlines() == ["{'card_1': 1}", "('expired',)"]
+
+
+def test_durable_execution_applies_a_request_once_and_fires_the_hold(
+    database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    try:
+        asyncio.run(example("durable_execution").main(database_url))
+    finally:
+        use(None)  # the example installs its Executions for this process's deliveries
+    assert capsys.readouterr().out.splitlines() == [
+        "Stepped AlreadyApplied",
+        "card_a active",
+        "card_b completed",
+    ]
+
+
+@pytest.mark.parametrize("name", ["durable_timer", "durable_execution"])
+def test_a_first_steps_example_runs_as_the_docs_say(name: str) -> None:
+    # README and docs/getting-started.md: `uv run python examples/<name>.py`, which starts
+    # an embedded PostgreSQL of its own.
+    done = subprocess.run(  # noqa: S603 - this interpreter, fixed arguments, no shell
+        [sys.executable, str(EXAMPLES / f"{name}.py")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1] in ("('expired',)", "card_b completed")

@@ -1,0 +1,218 @@
+"""The README and the documentation say what the code does: their examples are checked.
+
+A fenced block is checked when an HTML comment (invisible on GitHub and in the site) on a
+line of its own comes right before it:
+
+* ``<!-- doctest: run -->``: a Python block runs as it is, from the repository root, and
+  each ``print(...)  # text`` line must print ``text``;
+* ``<!-- doctest: excerpt PATH -->``: the block is a verbatim excerpt of ``PATH`` (at any
+  indentation), a file that is itself tested (the examples run in
+  ``packages/statifier_oban/tests/test_examples.py``).
+
+Every Python block of the README and of the getting-started page must carry one of them.
+Besides: the README's Mermaid diagram is what ``statifier diagram`` draws, every
+``uv run statifier ...`` line of those two pages runs and exits 0, every concrete
+``statifier``/``statifier-oban`` command line in the README and the docs parses with the
+command's own parser, and every flag of a usage synopsis (``[--prefix P]``) is one the
+command has: a renamed or misspelled flag fails here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import glob
+import io
+import re
+import shlex
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import statifier.cli
+import statifier_oban.cli
+
+ROOT = Path(__file__).resolve().parents[1]
+FIRST_STEPS = [ROOT / "README.md", ROOT / "docs" / "getting-started.md"]
+"""The pages a new user reads first: every Python block there is checked."""
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+_MARKER = re.compile(r"^<!-- doctest: (run|excerpt (\S+)) -->$")
+_FENCE = re.compile(r"^```(\w*)$")
+_PRINT = re.compile(r"^print\((.*)\)\s+# (.+)$")
+_SYNOPSIS = re.compile(r"[\[\]()|]|\.\.\.")
+
+
+@dataclass(frozen=True)
+class Block:
+    """A fenced code block of a page, with the doctest marker right before it, if any."""
+
+    page: Path
+    line: int
+    lang: str
+    text: str
+    marker: str | None
+
+    def __str__(self) -> str:
+        return f"{self.page.relative_to(ROOT)}:{self.line}"
+
+
+def blocks(page: Path) -> list[Block]:
+    """The fenced blocks of ``page``; a marker not followed by a block is an error."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    found: list[Block] = []
+    marker: str | None = None
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if match := _MARKER.match(line):
+            assert marker is None, f"{page.name}:{i + 1}: two markers in a row"
+            marker = match.group(1)
+        elif fence := _FENCE.match(line):
+            end = lines.index("```", i + 1)
+            found.append(Block(page, i + 1, fence.group(1), "\n".join(lines[i + 1 : end]), marker))
+            marker = None
+            i = end
+        elif line.strip():
+            assert marker is None, f"{page.name}:{i + 1}: a doctest marker must precede a block"
+        i += 1
+    assert marker is None, f"{page.name}: a doctest marker at the end"
+    return found
+
+
+def marked(kind: str) -> list[Block]:
+    """Every block of every page whose marker starts with ``kind``."""
+    return [b for page in PAGES for b in blocks(page) if (b.marker or "").startswith(kind)]
+
+
+def command_lines(page: Path) -> Iterator[tuple[int, str]]:
+    """Shell lines of ``page``'s code (4-space indented or fenced), continuations joined."""
+    fenced = False
+    pending = ""
+    for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+        if line.startswith("```"):
+            fenced = not fenced
+            continue
+        if not (fenced or line.startswith("    ")):
+            continue
+        text = pending + line.strip()
+        if text.endswith("\\"):
+            pending = text[:-1] + " "
+            continue
+        pending = ""
+        yield number, text
+
+
+def argv_of(line: str, program: str) -> list[str] | None:
+    """The arguments of ``line`` if it runs ``program`` (with or without ``uv run``)."""
+    if not line.removeprefix("uv run ").startswith(program + " "):
+        return None
+    words = shlex.split(line, comments=True)
+    if words[:2] == ["uv", "run"]:
+        words = words[2:]
+    if not words or words[0] != program:
+        return None
+    if ">" in words:  # output redirected to a file
+        words = words[: words.index(">")]
+    return words[1:]
+
+
+def test_the_first_pages_check_every_python_block() -> None:
+    for page in FIRST_STEPS:
+        unchecked = [str(b) for b in blocks(page) if b.lang == "python" and b.marker is None]
+        assert not unchecked, f"Python blocks without a doctest marker: {unchecked}"
+
+
+@pytest.mark.parametrize("block", marked("run"), ids=str)
+def test_a_runnable_block_prints_what_it_says(
+    block: Block, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)
+    expected = [m.group(2) for m in map(_PRINT.match, block.text.splitlines()) if m]
+    code = compile(block.text, str(block), "exec")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(code, {"__name__": "__doctest__"})  # noqa: S102 - our own documentation
+    assert out.getvalue().splitlines() == expected
+
+
+@pytest.mark.parametrize("block", marked("excerpt"), ids=str)
+def test_an_excerpt_is_in_its_file(block: Block) -> None:
+    assert block.marker is not None
+    source = (ROOT / block.marker.split()[1]).read_text(encoding="utf-8")
+    for indent in ("", "    ", "        ", "            "):
+        body = "\n".join(indent + line if line else line for line in block.text.splitlines())
+        if body in source:
+            return
+    pytest.fail(f"{block} is not an excerpt of {block.marker.split()[1]}")
+
+
+def test_the_readme_diagram_is_what_statifier_draws(capsys: pytest.CaptureFixture[str]) -> None:
+    (diagram,) = [b for b in blocks(ROOT / "README.md") if b.lang == "mermaid"]
+    assert statifier.cli.main(["diagram", str(ROOT / "examples" / "card_authorization.scxml")]) == 0
+    assert capsys.readouterr().out.rstrip("\n") == diagram.text
+
+
+@pytest.mark.parametrize(
+    ("page", "line"),
+    [
+        (page, line)
+        for page in FIRST_STEPS
+        for _, line in command_lines(page)
+        if argv_of(line, "statifier") is not None
+    ],
+    ids=lambda value: value.name if isinstance(value, Path) else value,
+)
+def test_a_statifier_command_of_the_first_pages_runs(
+    page: Path, line: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(ROOT)
+    argv = argv_of(line, "statifier")
+    assert argv is not None
+    expanded = [match for word in argv for match in (sorted(glob.glob(word)) or [word])]
+    code = statifier.cli.main(expanded)
+    assert code == 0, capsys.readouterr()
+
+
+def _documented_commands() -> list[Any]:
+    """Every command line of the docs: concrete ones, and usage synopses (``[--flag X]``)."""
+    found = []
+    for page in PAGES:
+        for number, line in command_lines(page):
+            for program in ("statifier", "statifier-oban"):
+                argv = argv_of(line, program)
+                if argv is not None:
+                    where = f"{page.relative_to(ROOT)}:{number}"
+                    found.append(pytest.param(program, argv, id=where))
+    return found
+
+
+def _parser(program: str) -> argparse.ArgumentParser:
+    if program == "statifier":
+        return statifier.cli.build_parser()
+    return statifier_oban.cli.build_parser()
+
+
+def _options(parser: argparse.ArgumentParser, argv: list[str]) -> set[str]:
+    """The option strings of the (sub)command ``argv`` names, following subcommands."""
+    # argparse has no public view of a parser's options and subcommands.
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and argv and argv[0] in action.choices:
+            return _options(action.choices[argv[0]], argv[1:])
+    return set(parser._option_string_actions)
+
+
+@pytest.mark.parametrize(("program", "argv"), _documented_commands())
+def test_a_documented_command_line_parses(program: str, argv: list[str]) -> None:
+    parser = _parser(program)
+    if any(_SYNOPSIS.search(word) for word in argv):  # a usage synopsis: its flags exist
+        flags = {m for word in argv for m in re.findall(r"--[a-z][a-z-]*", word)}
+        assert flags <= _options(parser, argv), f"unknown: {flags - _options(parser, argv)}"
+        return
+    if program == "statifier":
+        parser.parse_args(argv)
+        return
+    args, rest = parser.parse_known_args(argv)
+    assert not rest or args.command == "demo", f"unknown arguments {rest}"
