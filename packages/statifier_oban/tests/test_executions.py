@@ -299,3 +299,68 @@ async def _keys(rig: Rig, execution_id: str) -> set[str]:
             "SELECT key FROM statifier_step_keys WHERE execution_id = %s", [execution_id]
         )
         return {row[0] for row in await cursor.fetchall()}
+
+
+STRINGS = chart(
+    """
+    <datamodel>
+      <data id="fired" expr="None"/><data id="answer" expr="None"/><data id="errors" expr="[]"/>
+    </datamodel>
+    <state id="idle">
+      <transition event="arm">
+        <send event="fired" delay="100ms"><param name="text" expr="_event.data"/></send>
+      </transition>
+      <transition event="name"><send eventexpr="_event.data" delay="1h"/></transition>
+      <transition event="src" target="invoking"/>
+      <transition event="ask" target="asking"/>
+      <transition event="fired"><assign location="fired" expr="_event.data['text']"/></transition>
+      <transition event="error.*">
+        <assign location="errors" expr="errors + [_event.name]"/>
+      </transition>
+    </state>
+    <state id="invoking">
+      <invoke id="fetch" type="test:echo" srcexpr="_event.data"/>
+      <transition event="error.*" target="idle">
+        <assign location="errors" expr="errors + [_event.name]"/>
+      </transition>
+    </state>
+    <state id="asking">
+      <invoke id="job" type="test:echo"><param name="text" expr="_event.data"/></invoke>
+      <transition event="done.invoke.job" target="idle">
+        <assign location="answer" expr="_event.data['echo']['text']"/>
+      </transition>
+    </state>
+    """
+)
+
+
+async def test_strings_postgresql_cannot_hold_are_refused_or_stored_exactly(rig: Rig) -> None:
+    # Event data comes from anyone (a webhook's JSON may hold "\ud800"); a chart may make
+    # an event name or a src of it. Opaque values keep it exactly; a name or a src that
+    # jsonb cannot hold is refused, and the chart hears it: the step still commits.
+    execution_id = unique("exe")
+    await rig.executions.create(STRINGS, execution_id=execution_id)
+    for odd in ("x\x00y", "x\ud800y"):
+        for event in ("name", "src"):
+            stepped = await rig.executions.step(execution_id, Event(name=event, data=odd))
+            assert isinstance(stepped, Stepped)
+            assert stepped.state.configuration_ids() == ("idle",)
+    assert (
+        stepped.state.datamodel["errors"]
+        == [
+            "error.communication",
+            "error.communication.invoke.fetch",
+        ]
+        * 2
+    )
+    assert await timer_jobs(rig, execution_id) == []
+    await rig.executions.step(execution_id, Event(name="arm", data="lone \ud800"))
+    await rig.executions.step(execution_id, Event(name="ask", data="lone \udfff"))
+
+    async def answered() -> bool:
+        _, state = await rig.executions.load(execution_id)
+        return state.datamodel["fired"] is not None and state.datamodel["answer"] is not None
+
+    await wait_until(answered, timeout=10, what="the timer and the answer")
+    _, state = await rig.executions.load(execution_id)
+    assert (state.datamodel["fired"], state.datamodel["answer"]) == ("lone \ud800", "lone \udfff")

@@ -66,6 +66,16 @@ def _check_effect(
         raise MissingOrdinal(f"ordinal must be an integer >= 1, not {ordinal!r}", scope=scope)
     if not isinstance(effect.send_id, str) or not effect.send_id:
         raise MissingSendId(f"send_id must be a non-empty string, not {effect.send_id!r}")
+    _store.check_texts(
+        {
+            "event name": effect.event,
+            "send id": effect.send_id,
+            "target": effect.target,
+            "type": effect.type,
+        },
+        scope=scope,
+        send_id=effect.send_id,
+    )
 
 
 def _check_scope(scope: Any) -> str:
