@@ -364,3 +364,53 @@ async def test_strings_postgresql_cannot_hold_are_refused_or_stored_exactly(rig:
     await wait_until(answered, timeout=10, what="the timer and the answer")
     _, state = await rig.executions.load(execution_id)
     assert (state.datamodel["fired"], state.datamodel["answer"]) == ("lone \ud800", "lone \udfff")
+
+
+CRASHING = chart(
+    """
+    <datamodel><data id="failure" expr="None"/></datamodel>
+    <state id="idle"><transition event="go" target="working"/></state>
+    <state id="working">
+      <invoke id="job" type="test:raise"><param name="message" expr="_event.data"/></invoke>
+      <transition event="error.communication.invoke.job" target="failed">
+        <assign location="failure" expr="_event.data['reason']"/>
+      </transition>
+    </state>
+    <state id="failed"/>
+    """
+)
+
+
+async def test_a_job_error_jsonb_cannot_hold_is_recorded_and_jams_no_queue(rig: Rig) -> None:
+    # A handler's exception message may carry what an event carried (a NUL, a lone
+    # surrogate, megabytes). Its row records it (cut, escaped), and the queue goes on:
+    # the acks of every job of the worker are written in one statement.
+    crashing = [unique("exe") for _ in range(3)]
+    messages = ("nul \x00", "lone \ud800", "x" * 3_000_000)
+    for execution_id, message in zip(crashing, messages, strict=True):
+        await rig.executions.create(CRASHING, execution_id=execution_id)
+        await rig.executions.step(execution_id, Event(name="go", data=message))
+    answered = unique("exe")
+    await rig.executions.create(INVOKING, execution_id=answered)
+
+    async def settled() -> bool:
+        ends = [await configuration_of(rig, i) for i in (*crashing, answered)]
+        return ends == [("failed",)] * 3 + [()]
+
+    await wait_until(settled, timeout=15, what="three crashes and one answer recorded")
+    rows = await job_rows(
+        rig.server.pool,
+        "worker = %s AND args->>'scope' = ANY(%s) ORDER BY id",
+        [INVOKE_WORKER, crashing],
+    )
+    assert [row.state for row in rows] == ["discarded"] * 3
+    errors = [row.errors[-1]["error"] for row in rows]
+    assert "nul \\x00" in errors[0]
+    assert "lone \\ud800" in errors[1]
+    assert len(errors[2]) < 100_000
+
+
+async def configuration_of(rig: Rig, execution_id: str) -> tuple[str, ...]:
+    """The execution's configuration now."""
+    _, state = await rig.executions.load(execution_id)
+    return state.configuration_ids()

@@ -65,9 +65,20 @@ class GatedHandler(_Configured, InvokeHandler):
         return Ok("late")
 
 
+class RaisingHandler(_Configured, InvokeHandler):
+    """Raises ``RuntimeError(params["message"])``: its one attempt crashes."""
+
+    max_attempts = 1
+
+    async def run(self, invoke: Invoke) -> Any:
+        """See the class docstring."""
+        raise RuntimeError(invoke.params["message"])
+
+
 HANDLERS: dict[str, type[InvokeHandler]] = {
     "test:echo": EchoHandler,
     "test:gated": GatedHandler,
+    "test:raise": RaisingHandler,
     "statifier:map": MapHandler,
 }
 
