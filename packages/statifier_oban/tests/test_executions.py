@@ -8,6 +8,7 @@ installed with ``use``.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -30,7 +31,7 @@ from oban_support.common import (
     wait_for_state,
     wait_until,
 )
-from oban_support.executions import GatedHandler, Rig, running_rig
+from oban_support.executions import GatedHandler, HeldHandler, Rig, running_rig
 from oban_support.harness import Servers, send_delayed, servers_fixture, set_due_now
 
 database = database_fixture()
@@ -414,3 +415,67 @@ async def configuration_of(rig: Rig, execution_id: str) -> tuple[str, ...]:
     """The execution's configuration now."""
     _, state = await rig.executions.load(execution_id)
     return state.configuration_ids()
+
+
+REENTERED = chart(
+    """
+    <datamodel><data id="entries" expr="0"/><data id="answer" expr="None"/></datamodel>
+    <state id="idle"><transition event="go" target="working"/></state>
+    <state id="working">
+      <onentry><assign location="entries" expr="entries + 1"/></onentry>
+      <invoke id="job" type="test:held">
+        <param name="gen" expr="entries"/>
+        <param name="gate" expr="'first' if entries == 1 else 'later'"/>
+      </invoke>
+      <transition event="leave" target="idle"/>
+      <transition event="done.invoke.job" target="answered">
+        <assign location="answer" expr="_event.data"/>
+      </transition>
+    </state>
+    <state id="answered"/>
+    """
+)
+
+
+async def test_an_answer_of_a_left_invocation_never_reaches_its_reentered_state(rig: Rig) -> None:
+    # The invoking state is left while its job runs, and entered again: the invoke id is
+    # the same, the invocation is another one (SCXML 6.4). The first job's answer is
+    # declined; only the second one's is delivered.
+    execution_id = unique("exe")
+    await rig.executions.create(REENTERED, execution_id=execution_id)
+    first = HeldHandler.gates.setdefault("first", asyncio.Event())
+    later = HeldHandler.gates.setdefault("later", asyncio.Event())
+    await rig.executions.step(execution_id, Event(name="go"))
+
+    async def running() -> bool:
+        return [row.state for row in await invoke_jobs(rig, execution_id)] == ["executing"]
+
+    await wait_until(running, timeout=10, what="the first job running")
+    await rig.executions.step(execution_id, Event(name="leave"))
+    await rig.executions.step(execution_id, Event(name="go"))
+    first.set()
+
+    async def first_answered() -> bool:
+        return (await invoke_jobs(rig, execution_id))[0].state not in ("executing", "available")
+
+    await wait_until(first_answered, timeout=10, what="the first job's answer")
+    _, state = await rig.executions.load(execution_id)
+    assert state.configuration_ids() == ("working",)
+    assert (await invoke_jobs(rig, execution_id))[0].state == "cancelled"
+    later.set()
+
+    async def answered() -> bool:
+        return await configuration_of(rig, execution_id) == ("answered",)
+
+    await wait_until(answered, timeout=10, what="the second job's answer")
+    _, state = await rig.executions.load(execution_id)
+    assert state.datamodel["answer"] == 2
+
+
+async def invoke_jobs(rig: Rig, execution_id: str) -> list[Any]:
+    """The execution's invocation job rows, oldest first."""
+    return await job_rows(
+        rig.server.pool,
+        "worker = %s AND args->>'scope' = %s ORDER BY id",
+        [INVOKE_WORKER, execution_id],
+    )
