@@ -313,6 +313,7 @@ STRINGS = chart(
       </transition>
       <transition event="name"><send eventexpr="_event.data" delay="1h"/></transition>
       <transition event="src" target="invoking"/>
+      <transition event="cancel"><cancel sendidexpr="_event.data"/></transition>
       <transition event="ask" target="asking"/>
       <transition event="fired"><assign location="fired" expr="_event.data['text']"/></transition>
       <transition event="error.*">
@@ -338,11 +339,12 @@ STRINGS = chart(
 async def test_strings_postgresql_cannot_hold_are_refused_or_stored_exactly(rig: Rig) -> None:
     # Event data comes from anyone (a webhook's JSON may hold "\ud800"); a chart may make
     # an event name or a src of it. Opaque values keep it exactly; a name or a src that
-    # jsonb cannot hold is refused, and the chart hears it: the step still commits.
+    # jsonb cannot hold is refused, and the chart hears it: the step still commits. No
+    # timer has such a send id, so a <cancel> of one cancels nothing.
     execution_id = unique("exe")
     await rig.executions.create(STRINGS, execution_id=execution_id)
     for odd in ("x\x00y", "x\ud800y"):
-        for event in ("name", "src"):
+        for event in ("name", "src", "cancel"):
             stepped = await rig.executions.step(execution_id, Event(name=event, data=odd))
             assert isinstance(stepped, Stepped)
             assert stepped.state.configuration_ids() == ("idle",)

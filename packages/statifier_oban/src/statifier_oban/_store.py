@@ -95,25 +95,24 @@ def check_texts(fields: Mapping[str, str | None], **context: Any) -> None:
     is sent.
     """
     for name, text in fields.items():
-        if text is None:
-            continue
-        if "\x00" in text:
-            why = "a NUL character"
-        elif not text.isascii() and _has_surrogate(text):
-            why = "a lone surrogate"
-        else:
-            continue
-        raise ValueRefused(
-            f"the {name} {brief(text)} holds {why}, which PostgreSQL cannot store", **context
-        )
+        why = None if text is None else unstorable(text)
+        if why is not None:
+            raise ValueRefused(
+                f"the {name} {brief(text)} holds {why}, which PostgreSQL cannot store", **context
+            )
 
 
-def _has_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
+def unstorable(text: str) -> str | None:
+    """What in ``text`` PostgreSQL cannot store as text (``a NUL character``, ``a lone
+    surrogate``), or None."""
+    if "\x00" in text:
+        return "a NUL character"
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return "a lone surrogate"
+    return None
 
 
 def insert_channel(oban: Oban) -> str:
