@@ -8,7 +8,9 @@ without the package, and the other commands never loading demo code.
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -184,3 +186,35 @@ def test_install_and_worker_never_import_demo_code(database_url: str, tmp_path: 
     assert result.returncode == 0, result.stderr
     assert "installed oban's tables" in result.stdout
     assert result.stdout.rstrip().endswith("loaded: []"), result.stdout
+
+
+def test_a_demo_stopped_with_sigterm_stops_its_workers(database_url: str) -> None:
+    # `timeout`, a CI runner or `kill` stop the demo with SIGTERM: it must not leave its
+    # worker processes (nor an embedded PostgreSQL) running behind it.
+    demo = subprocess.Popen(  # noqa: S603 - this interpreter, fixed arguments, no shell
+        [sys.executable, "-m", "statifier_oban.cli", "demo", "--database-url", database_url,
+         "--hold", "1h"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )  # fmt: skip
+    assert demo.stdout is not None
+    seen: list[str] = []
+    try:
+        for line in demo.stdout:
+            seen.append(line)
+            if re.search(r"w2\s+up", line):
+                break
+        pids = [int(pid) for pid in re.findall(r"\(pid (\d+)\)", "".join(seen))]
+        assert len(pids) == 2, "".join(seen)
+        demo.send_signal(signal.SIGTERM)
+        out = demo.communicate(timeout=60)[0]
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+            demo.wait()
+    assert demo.returncode == 1, "".join(seen) + out
+    assert "SIGTERM" in out
+    for pid in pids:  # the demo's children: reaped by the demo, or left running
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)

@@ -167,3 +167,48 @@ async def test_a_standalone_worker_fires_timers_into_executions(
         if process.poll() is None:
             process.kill()
             process.wait(timeout=10)
+
+
+CAPTURING = statifier.compile(
+    """<scxml xmlns="http://www.w3.org/2005/07/scxml" name="capture" initial="authorized">
+  <state id="authorized"><transition event="capture.requested" target="capturing"/></state>
+  <state id="capturing">
+    <invoke id="capture" type="test:echo"/>
+    <transition event="done.invoke.capture" target="settled"/>
+    <transition event="error.*" target="needs_attention"/>
+  </state>
+  <state id="needs_attention"/>
+  <final id="settled"/>
+</scxml>"""
+)
+
+
+async def test_send_refuses_a_chart_whose_invocations_it_could_not_start(
+    pool: AsyncConnectionPool,
+    oban_client: Oban,
+    database_url: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Without the workers' --handler options, a step entering `capturing` would commit a
+    # chart error (the invoke type is not registered here) and no job: the capture would
+    # never run. The command refuses instead, and says which options it needs.
+    executions = await executions_on(pool, oban_client)
+    execution_id = unique("capture")
+    await executions.create(CAPTURING, execution_id=execution_id)
+    url = ["--database-url", database_url]
+
+    assert await run_cli("executions", "send", *url, execution_id, "capture.requested") == 1
+    err = capsys.readouterr().err
+    assert "'test:echo'" in err
+    assert "--handler" in err
+    _, state = await executions.load(execution_id)
+    assert state.configuration_ids() == ("authorized",)
+
+    handler = ["--handler", "test:echo=oban_support.executions:EchoHandler"]
+    queue = ["--invoke-queue", "invokes"]
+    sent = await run_cli("executions", "send", *url, *handler, *queue, execution_id,
+                         "capture.requested")  # fmt: skip
+    assert sent == 0, capsys.readouterr().err
+    _, state = await executions.load(execution_id)
+    assert state.configuration_ids() == ("capturing",)
+    assert state.live_invocations().keys() == {"capture"}

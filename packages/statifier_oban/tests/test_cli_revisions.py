@@ -189,3 +189,27 @@ async def test_a_revision_is_named_by_a_unique_prefix_only(
     assert "no chart revision 'nothing-like-it'" in capsys.readouterr().err
     assert await run_cli("executions", "park", *url) == 1
     assert "give either --revision" in capsys.readouterr().err
+
+
+def test_register_reads_no_more_of_a_file_than_a_chart_may_hold(database_url: str) -> None:
+    # An endless file (or a 10 GB log named by mistake) is refused after the registry's
+    # bound, not read into memory. The child's memory is capped: reading on fails fast.
+    probe = (
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+        "from statifier_oban import cli\n"
+        "sys.exit(cli.main(sys.argv[1:]))\n"
+    )
+    argv = ["executions", "register", "--database-url", database_url, "/dev/zero"]
+    try:
+        result = subprocess.run(  # noqa: S603 - this interpreter, fixed arguments, no shell
+            [sys.executable, "-c", probe, *argv],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("register kept reading /dev/zero")
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert "over the" in result.stderr

@@ -8,6 +8,7 @@ installed with ``use``.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -30,7 +31,7 @@ from oban_support.common import (
     wait_for_state,
     wait_until,
 )
-from oban_support.executions import GatedHandler, Rig, running_rig
+from oban_support.executions import GatedHandler, HeldHandler, Rig, running_rig
 from oban_support.harness import Servers, send_delayed, servers_fixture, set_due_now
 
 database = database_fixture()
@@ -299,3 +300,184 @@ async def _keys(rig: Rig, execution_id: str) -> set[str]:
             "SELECT key FROM statifier_step_keys WHERE execution_id = %s", [execution_id]
         )
         return {row[0] for row in await cursor.fetchall()}
+
+
+STRINGS = chart(
+    """
+    <datamodel>
+      <data id="fired" expr="None"/><data id="answer" expr="None"/><data id="errors" expr="[]"/>
+    </datamodel>
+    <state id="idle">
+      <transition event="arm">
+        <send event="fired" delay="100ms"><param name="text" expr="_event.data"/></send>
+      </transition>
+      <transition event="name"><send eventexpr="_event.data" delay="1h"/></transition>
+      <transition event="src" target="invoking"/>
+      <transition event="cancel"><cancel sendidexpr="_event.data"/></transition>
+      <transition event="ask" target="asking"/>
+      <transition event="fired"><assign location="fired" expr="_event.data['text']"/></transition>
+      <transition event="error.*">
+        <assign location="errors" expr="errors + [_event.name]"/>
+      </transition>
+    </state>
+    <state id="invoking">
+      <invoke id="fetch" type="test:echo" srcexpr="_event.data"/>
+      <transition event="error.*" target="idle">
+        <assign location="errors" expr="errors + [_event.name]"/>
+      </transition>
+    </state>
+    <state id="asking">
+      <invoke id="job" type="test:echo"><param name="text" expr="_event.data"/></invoke>
+      <transition event="done.invoke.job" target="idle">
+        <assign location="answer" expr="_event.data['echo']['text']"/>
+      </transition>
+    </state>
+    """
+)
+
+
+async def test_strings_postgresql_cannot_hold_are_refused_or_stored_exactly(rig: Rig) -> None:
+    # Event data comes from anyone (a webhook's JSON may hold "\ud800"); a chart may make
+    # an event name or a src of it. Opaque values keep it exactly; a name or a src that
+    # jsonb cannot hold is refused, and the chart hears it: the step still commits. No
+    # timer has such a send id, so a <cancel> of one cancels nothing.
+    execution_id = unique("exe")
+    await rig.executions.create(STRINGS, execution_id=execution_id)
+    for odd in ("x\x00y", "x\ud800y"):
+        for event in ("name", "src", "cancel"):
+            stepped = await rig.executions.step(execution_id, Event(name=event, data=odd))
+            assert isinstance(stepped, Stepped)
+            assert stepped.state.configuration_ids() == ("idle",)
+    assert (
+        stepped.state.datamodel["errors"]
+        == [
+            "error.communication",
+            "error.communication.invoke.fetch",
+        ]
+        * 2
+    )
+    assert await timer_jobs(rig, execution_id) == []
+    await rig.executions.step(execution_id, Event(name="arm", data="lone \ud800"))
+    await rig.executions.step(execution_id, Event(name="ask", data="lone \udfff"))
+
+    async def answered() -> bool:
+        _, state = await rig.executions.load(execution_id)
+        return state.datamodel["fired"] is not None and state.datamodel["answer"] is not None
+
+    await wait_until(answered, timeout=10, what="the timer and the answer")
+    _, state = await rig.executions.load(execution_id)
+    assert (state.datamodel["fired"], state.datamodel["answer"]) == ("lone \ud800", "lone \udfff")
+
+
+CRASHING = chart(
+    """
+    <datamodel><data id="failure" expr="None"/></datamodel>
+    <state id="idle"><transition event="go" target="working"/></state>
+    <state id="working">
+      <invoke id="job" type="test:raise"><param name="message" expr="_event.data"/></invoke>
+      <transition event="error.communication.invoke.job" target="failed">
+        <assign location="failure" expr="_event.data['reason']"/>
+      </transition>
+    </state>
+    <state id="failed"/>
+    """
+)
+
+
+async def test_a_job_error_jsonb_cannot_hold_is_recorded_and_jams_no_queue(rig: Rig) -> None:
+    # A handler's exception message may carry what an event carried (a NUL, a lone
+    # surrogate, megabytes). Its row records it (cut, escaped), and the queue goes on:
+    # the acks of every job of the worker are written in one statement.
+    crashing = [unique("exe") for _ in range(3)]
+    messages = ("nul \x00", "lone \ud800", "x" * 3_000_000)
+    for execution_id, message in zip(crashing, messages, strict=True):
+        await rig.executions.create(CRASHING, execution_id=execution_id)
+        await rig.executions.step(execution_id, Event(name="go", data=message))
+    answered = unique("exe")
+    await rig.executions.create(INVOKING, execution_id=answered)
+
+    async def settled() -> bool:
+        ends = [await configuration_of(rig, i) for i in (*crashing, answered)]
+        return ends == [("failed",)] * 3 + [()]
+
+    await wait_until(settled, timeout=15, what="three crashes and one answer recorded")
+    rows = await job_rows(
+        rig.server.pool,
+        "worker = %s AND args->>'scope' = ANY(%s) ORDER BY id",
+        [INVOKE_WORKER, crashing],
+    )
+    assert [row.state for row in rows] == ["discarded"] * 3
+    errors = [row.errors[-1]["error"] for row in rows]
+    assert "nul \\x00" in errors[0]
+    assert "lone \\ud800" in errors[1]
+    assert len(errors[2]) < 100_000
+
+
+async def configuration_of(rig: Rig, execution_id: str) -> tuple[str, ...]:
+    """The execution's configuration now."""
+    _, state = await rig.executions.load(execution_id)
+    return state.configuration_ids()
+
+
+REENTERED = chart(
+    """
+    <datamodel><data id="entries" expr="0"/><data id="answer" expr="None"/></datamodel>
+    <state id="idle"><transition event="go" target="working"/></state>
+    <state id="working">
+      <onentry><assign location="entries" expr="entries + 1"/></onentry>
+      <invoke id="job" type="test:held">
+        <param name="gen" expr="entries"/>
+        <param name="gate" expr="'first' if entries == 1 else 'later'"/>
+      </invoke>
+      <transition event="leave" target="idle"/>
+      <transition event="done.invoke.job" target="answered">
+        <assign location="answer" expr="_event.data"/>
+      </transition>
+    </state>
+    <state id="answered"/>
+    """
+)
+
+
+async def test_an_answer_of_a_left_invocation_never_reaches_its_reentered_state(rig: Rig) -> None:
+    # The invoking state is left while its job runs, and entered again: the invoke id is
+    # the same, the invocation is another one (SCXML 6.4). The first job's answer is
+    # declined; only the second one's is delivered.
+    execution_id = unique("exe")
+    await rig.executions.create(REENTERED, execution_id=execution_id)
+    first = HeldHandler.gates.setdefault("first", asyncio.Event())
+    later = HeldHandler.gates.setdefault("later", asyncio.Event())
+    await rig.executions.step(execution_id, Event(name="go"))
+
+    async def running() -> bool:
+        return [row.state for row in await invoke_jobs(rig, execution_id)] == ["executing"]
+
+    await wait_until(running, timeout=10, what="the first job running")
+    await rig.executions.step(execution_id, Event(name="leave"))
+    await rig.executions.step(execution_id, Event(name="go"))
+    first.set()
+
+    async def first_answered() -> bool:
+        return (await invoke_jobs(rig, execution_id))[0].state not in ("executing", "available")
+
+    await wait_until(first_answered, timeout=10, what="the first job's answer")
+    _, state = await rig.executions.load(execution_id)
+    assert state.configuration_ids() == ("working",)
+    assert (await invoke_jobs(rig, execution_id))[0].state == "cancelled"
+    later.set()
+
+    async def answered() -> bool:
+        return await configuration_of(rig, execution_id) == ("answered",)
+
+    await wait_until(answered, timeout=10, what="the second job's answer")
+    _, state = await rig.executions.load(execution_id)
+    assert state.datamodel["answer"] == 2
+
+
+async def invoke_jobs(rig: Rig, execution_id: str) -> list[Any]:
+    """The execution's invocation job rows, oldest first."""
+    return await job_rows(
+        rig.server.pool,
+        "worker = %s AND args->>'scope' = %s ORDER BY id",
+        [INVOKE_WORKER, execution_id],
+    )

@@ -197,3 +197,34 @@ def server_url(server: Server) -> str:
     conninfo = server.pool.conninfo
     assert isinstance(conninfo, str)
     return conninfo
+
+
+async def test_the_documented_on_step_save_is_fenced_from_the_first_step(
+    server: Server, positions: AsyncConnectionPool
+) -> None:
+    # docs/operations.md: on_step saves fenced by session_lease(session). The first call
+    # comes from the initial macrostep, inside start_session: it must find the lease, or
+    # a new session's first position is never saved.
+    config = server.config()
+    failures: list[BaseException] = []
+
+    async def on_step(session: Session) -> None:
+        try:
+            await save(positions, session_lease(session), session)
+        except BaseException as exc:
+            failures.append(exc)
+            raise
+
+    session = await start_session(config, REMINDERS, owner="host", on_step=on_step)
+    try:
+        assert failures == []
+        async with positions.connection() as conn:
+            saved = await (
+                await conn.execute(
+                    "SELECT saved_by FROM lease_positions WHERE session_id = %s",
+                    [session.session_id],
+                )
+            ).fetchall()
+        assert saved == [("host",)]
+    finally:
+        await session.stop()

@@ -310,3 +310,31 @@ async def test_a_send_to_an_invocation_goes_to_the_executor(
     assert isinstance(stepped, Stepped)
     assert stepped.state.active_leaf_ids() == ("working",)
     assert [row[0] for row in await effect_rows(store, taken)] == ["invoke", "forward"]
+
+
+LOUD = chart(
+    """
+    <state id="s">
+      <transition event="log"><log label="big" expr="'x'.repeat(2000000)"/></transition>
+      <transition event="throw"><script>throw new Error("y".repeat(2000000))</script></transition>
+    </state>
+    """,
+    datamodel="ecmascript",
+)
+
+
+async def test_the_default_host_logs_a_bounded_line_whatever_the_chart_logs(
+    executions: Executions, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A chart controls its <log> values and its error messages; every worker that steps
+    # it writes the log line, so the line is cut, never the whole value.
+    execution_id = unique()
+    await executions.create(LOUD, execution_id=execution_id)
+    with caplog.at_level(logging.INFO, logger="statifier_persistence"):
+        for name in ("log", "throw"):
+            assert isinstance(await executions.step(execution_id, Event(name=name)), Stepped)
+    lines = [r.getMessage() for r in caplog.records if r.name == "statifier_persistence"]
+    assert len(lines) == 2
+    assert "[log] big: 'xxx" in lines[0]
+    assert "[error.execution]" in lines[1]
+    assert all(execution_id in line and len(line) < 1000 for line in lines)

@@ -297,3 +297,16 @@ async def test_a_fresh_id_is_minted_when_none_is_given(executions: Executions) -
     created = await executions.create(HOLD)
     assert created.execution.id.startswith("sess_")
     assert created.state.datamodel["_sessionid"] == created.execution.id
+
+
+@pytest.mark.parametrize("text", ["nul \x00", "lone \ud800"], ids=["nul", "surrogate"])
+async def test_metadata_jsonb_cannot_hold_is_refused_before_anything_is_written(
+    executions: Executions, text: str
+) -> None:
+    execution_id = unique()
+    with pytest.raises(InvalidArgument, match="jsonb cannot store"):
+        await executions.create(HOLD, execution_id=execution_id, metadata={"note": text})
+    with pytest.raises(InvalidArgument, match="jsonb cannot store"):
+        await executions.list(metadata={text: 1})
+    with pytest.raises(ExecutionNotFound):
+        await executions.get(execution_id)

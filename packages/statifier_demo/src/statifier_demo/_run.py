@@ -29,7 +29,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -205,6 +207,7 @@ def run_demo(options: DemoOptions, out: TextIO | None = None) -> int:
     embedded: EmbeddedPostgres | None = None
     outcome: Outcome | None = None
     workers: Workers | None = None
+    restore = _stop_on_sigterm()
     try:
         if options.database_url is None:
             timeline.note("database", "starting an embedded PostgreSQL (own data directory)")
@@ -218,17 +221,49 @@ def run_demo(options: DemoOptions, out: TextIO | None = None) -> int:
         outcome = asyncio.run(_story(url, machine, cards, options, timeline, workers))
     except Exception as exc:
         timeline.note("error", f"{type(exc).__name__}: {' '.join(str(exc).split())}")
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (see _stop_on_sigterm)
+        name = exc.signal if isinstance(exc, _Terminated) else "SIGINT"
+        timeline.note("stopped", f"{name} received: stopping the workers")
     finally:
-        if workers is not None:
-            workers.close()
-        if embedded is not None:
-            embedded.stop()
-            timeline.note("database", "embedded PostgreSQL stopped, its data directory removed")
+        try:
+            if workers is not None:
+                workers.close()
+            if embedded is not None:
+                embedded.stop()
+                timeline.note("database", "embedded PostgreSQL stopped, its data directory removed")
+        finally:
+            restore()
     elapsed = time.time() - t0
     if outcome is not None:
         _summary(timeline, outcome, cards)
     checks = verify(outcome, cards, options.hold, elapsed)
     return _report(timeline, checks, elapsed)
+
+
+class _Terminated(KeyboardInterrupt):
+    """A stop signal other than SIGINT, raised where the run is, as Ctrl-C is."""
+
+    def __init__(self, signal_name: str) -> None:
+        super().__init__(signal_name)
+        self.signal = signal_name
+
+
+def _stop_on_sigterm() -> Callable[[], None]:
+    """Make SIGTERM stop the run as Ctrl-C does, so the workers and the embedded server
+    are stopped on the way out (by default SIGTERM ends the process, leaving them
+    running); returns what puts the previous handler back. A no-op off the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def interrupt(signum: int, _frame: object) -> None:
+        raise _Terminated(signal.Signals(signum).name)
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, previous)
+
+    return restore
 
 
 def _intro(chart: Path, hold: str, declared: str, cards: Cards) -> list[str]:

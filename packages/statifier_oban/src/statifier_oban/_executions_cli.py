@@ -27,6 +27,8 @@ from typing import Any
 
 from oban import Oban
 from psycopg_pool import AsyncConnectionPool
+from statifier import Machine
+from statifier.core import planner
 from statifier.core.events import Event
 from statifier_persistence import (
     STATUSES,
@@ -315,8 +317,29 @@ def _answer(result: Stepped | AlreadyApplied | Discarded | Declined, what: str) 
 
 
 async def _send(executions: Executions, oban: Oban, args: argparse.Namespace) -> int:
+    _, state = await executions.load(args.execution_id)
+    missing = sorted(invoke_types(state.machine) - set(executions.executor.invoke_types or ()))
+    if missing:
+        # Stepped here, an <invoke> of such a type would be a chart error and no job: the
+        # execution would sit in the invoking state, never answered.
+        raise cli.CommandError(
+            f"{args.execution_id}'s chart invokes {', '.join(map(repr, missing))}, which this "
+            "command has no handler for: give it the workers' --handler and --invoke-queue "
+            "options, so that a step entering an invoking state starts the invocation"
+        )
     event = Event(name=args.event, data=args.data)
     return _answer(await executions.step(args.execution_id, event, key=args.key), "stepped")
+
+
+def invoke_types(machine: Machine) -> set[str]:
+    """The invoke types a chart names in ``type`` attributes (not the SCXML ones, which
+    need no handler; a ``typeexpr`` is known only when it runs)."""
+    return {
+        invoke.type
+        for state in machine.states
+        for invoke in state.invokes
+        if invoke.type is not None and invoke.type not in planner.SCXML_INVOKE_TYPES
+    }
 
 
 async def _cancel(executions: Executions, oban: Oban, args: argparse.Namespace) -> int:

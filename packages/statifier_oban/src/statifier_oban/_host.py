@@ -110,6 +110,8 @@ async def start_session(
     lease = await SessionLease.acquire(
         config, scope, owner=owner, ttl_s=lease_ttl_s, takeover=takeover
     )
+    # Known before the first macrostep runs: its on_step save fences with this lease.
+    _LEASES[scope] = lease
     try:
         session = await Session.start(
             machine,
@@ -119,9 +121,9 @@ async def start_session(
             **options,
         )
     except BaseException:
+        _forget(scope, lease)
         await lease.release()
         raise
-    _LEASES[session.session_id] = lease
     renewing = lease.keep_alive(session.supersede)
 
     async def on_halt(_session_id: str, message: Message) -> None:
@@ -131,7 +133,7 @@ async def start_session(
     async def let_go(*, superseded: bool) -> None:
         if renewing is not asyncio.current_task():  # a lost renewal ends by itself
             renewing.cancel()
-        _LEASES.pop(scope, None)
+        _forget(scope, lease)
         if not superseded:
             await lease.release()
 
@@ -142,6 +144,12 @@ async def start_session(
 
 
 _LEASES: dict[str, SessionLease] = {}
+
+
+def _forget(scope: str, lease: SessionLease) -> None:
+    """Drop ``lease`` from the table, unless a later lease of the scope replaced it."""
+    if _LEASES.get(scope) is lease:
+        del _LEASES[scope]
 
 
 def session_lease(session: Session) -> SessionLease:

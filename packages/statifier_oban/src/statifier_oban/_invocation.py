@@ -39,6 +39,10 @@ async def enqueue(
         _rejected(scope, invoke.invoke_id, name, "missing_invoke_queue")
         raise ConfigError("invoke_queue", "invoke_queue is required to enqueue invocations")
     try:
+        _store.check_texts(
+            {"invoke id": invoke.invoke_id, "invoke type": invoke.type, "src": invoke.src},
+            scope=scope,
+        )
         args = _invoke_args.encode(scope, name, invoke, config.opaque_codec)
     except ScheduleRejected as exc:
         _rejected(scope, invoke.invoke_id, name, exc.reason)

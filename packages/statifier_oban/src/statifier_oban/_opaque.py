@@ -67,7 +67,14 @@ def encode_field(name: str, value: Any, codec: str | None) -> dict[str, str] | N
         return None
     _check(value, name)
     text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    if len(text) > MAX_OPAQUE_BYTES or len(text.encode("utf-8")) > MAX_OPAQUE_BYTES:
+    if len(text) > MAX_OPAQUE_BYTES:
+        raise OpaqueValueError(f"{name}: {len(text)} characters is over {MAX_OPAQUE_BYTES} bytes")
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:  # a lone surrogate: escaped, the text holds it exactly
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+        size = len(text)
+    if size > MAX_OPAQUE_BYTES:
         raise OpaqueValueError(f"{name}: {len(text)} characters is over {MAX_OPAQUE_BYTES} bytes")
     if codec is None:
         return {"json": text}

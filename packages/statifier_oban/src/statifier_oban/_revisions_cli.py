@@ -142,10 +142,14 @@ async def _revisions(executions: Executions, oban: Oban, args: argparse.Namespac
 
 
 async def _register(executions: Executions, oban: Oban, args: argparse.Namespace) -> int:
+    limit = executions.limits.max_chart_source_bytes
     try:
-        source = args.file.read_bytes()
+        with args.file.open("rb") as file:
+            source = file.read(limit + 1)  # the registry takes no more: never read on
     except OSError as exc:
         raise cli.CommandError(f"cannot read {args.file}: {exc.strerror or exc}") from None
+    if len(source) > limit:
+        raise cli.CommandError(f"{args.file} is over the {limit} bytes a chart's source may hold")
     try:
         machine = statifier.compile(source, name=args.name, version=args.version)
     except statifier.ChartError as exc:

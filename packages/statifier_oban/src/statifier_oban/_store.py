@@ -10,7 +10,7 @@ The pool and schema prefix come from the host's Oban instance (through
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, LiteralString
 
@@ -19,9 +19,10 @@ from oban import Oban
 from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
+from statifier.values import brief
 
 from . import _oban_compat, _sql
-from ._errors import InvalidPrefix, StoreUnavailable
+from ._errors import InvalidPrefix, StoreUnavailable, ValueRefused
 from ._names import DUE_CHANNEL
 
 
@@ -83,6 +84,35 @@ async def autocommit(pool: AsyncConnectionPool[Any]) -> AsyncIterator[AsyncConne
 def jsonb(value: Any) -> Jsonb:
     """Wrap a value for a jsonb parameter."""
     return Jsonb(value)
+
+
+def check_texts(fields: Mapping[str, str | None], **context: Any) -> None:
+    """Refuse (``ValueRefused``, with ``context``) a field jsonb cannot hold as a string.
+
+    A jsonb string is UTF-8 text: a NUL character or a lone surrogate (both reach a chart
+    in event data, e.g. JSON from anyone) makes PostgreSQL refuse the whole row, and on
+    a caller's connection that aborts the caller's transaction. Checked first, nothing
+    is sent.
+    """
+    for name, text in fields.items():
+        why = None if text is None else unstorable(text)
+        if why is not None:
+            raise ValueRefused(
+                f"the {name} {brief(text)} holds {why}, which PostgreSQL cannot store", **context
+            )
+
+
+def unstorable(text: str) -> str | None:
+    """What in ``text`` PostgreSQL cannot store as text (``a NUL character``, ``a lone
+    surrogate``), or None."""
+    if "\x00" in text:
+        return "a NUL character"
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return "a lone surrogate"
+    return None
 
 
 def insert_channel(oban: Oban) -> str:

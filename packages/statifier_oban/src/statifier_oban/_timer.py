@@ -66,6 +66,16 @@ def _check_effect(
         raise MissingOrdinal(f"ordinal must be an integer >= 1, not {ordinal!r}", scope=scope)
     if not isinstance(effect.send_id, str) or not effect.send_id:
         raise MissingSendId(f"send_id must be a non-empty string, not {effect.send_id!r}")
+    _store.check_texts(
+        {
+            "event name": effect.event,
+            "send id": effect.send_id,
+            "target": effect.target,
+            "type": effect.type,
+        },
+        scope=scope,
+        send_id=effect.send_id,
+    )
 
 
 def _check_scope(scope: Any) -> str:
@@ -306,16 +316,19 @@ async def cancel_timers(
     if not isinstance(effect.send_id, str) or not effect.send_id:
         raise MissingSendId("a cancel needs a send id", scope=scope)
     try:
-        async with _store.connection(config.oban, conn) as db:
-            count = await _store.cancel_pending(
-                db,
-                config.oban,
-                worker=TIMER_WORKER,
-                key="send_id",
-                scope=scope,
-                value=effect.send_id,
-                reason=f"<cancel sendid={effect.send_id!r}> (ordinal {effect.ordinal})",
-            )
+        if _store.unstorable(effect.send_id) is not None:
+            count = 0  # no timer has such a send id: scheduling refuses it
+        else:
+            async with _store.connection(config.oban, conn) as db:
+                count = await _store.cancel_pending(
+                    db,
+                    config.oban,
+                    worker=TIMER_WORKER,
+                    key="send_id",
+                    scope=scope,
+                    value=effect.send_id,
+                    reason=f"<cancel sendid={effect.send_id!r}> (ordinal {effect.ordinal})",
+                )
     except psycopg.DataError as exc:
         raise ValueRefused(
             f"PostgreSQL refused the cancel: {exc}", scope=scope, send_id=effect.send_id

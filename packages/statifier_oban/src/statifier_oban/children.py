@@ -162,7 +162,9 @@ class SettlementWorker:
         if await current_executor().superseded(None, fan_out):
             # The parent re-entered the invoking state: its live invocation is another one.
             return Cancel("discarded: invocation_superseded")
-        delivered = await _Steps().apply_event(fan_out.parent_id, live_answer(answer))
+        delivered = await _Steps().apply_event(
+            fan_out.parent_id, live_answer(answer, generation=fan_out.generation)
+        )
         common = {
             "attempt": job.attempt,
             "scope": fan_out.parent_id,

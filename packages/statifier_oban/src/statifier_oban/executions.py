@@ -21,7 +21,8 @@ calls it); answers:
 * no such execution: ``Discarded("terminated")``;
 * parked (``needs_migration``): ``Snoozed`` (a parked execution keeps its timers);
 * an invocation answer for an invocation that is no longer live: ``Discarded`` with
-  ``invocation_not_live`` (SCXML 6.4: never delivered).
+  ``invocation_not_live`` (SCXML 6.4: never delivered), or ``invocation_superseded``
+  when its state was left and entered again (the live invoke id is a later generation's).
 
 Anything else a step raises (an identity mismatch, the database) is raised, so the job
 retries with backoff.
@@ -338,7 +339,7 @@ class ExecutionInvokeDelivery(_Steps):
     ) -> DeliveryAnswer:
         """``done.invoke.<invoke_id>`` with ``data``, if the invocation is still live."""
         answer = planner.invocation_done(invoke_id, data, caller_context=caller_context)
-        return await self.apply_event(scope, live_answer(answer))
+        return await self.apply_event(scope, live_answer(answer, generation=_generation()))
 
     async def deliver_failure(
         self,
@@ -352,7 +353,20 @@ class ExecutionInvokeDelivery(_Steps):
         """``error.communication.invoke.<invoke_id>`` with ``{reason, attempts, detail}``."""
         failure = {"reason": reason, "attempts": attempts, "detail": detail}
         answer = planner.invocation_failed(invoke_id, failure, caller_context=caller_context)
-        return await self.apply_event(scope, live_answer(answer))
+        return await self.apply_event(scope, live_answer(answer, generation=_generation()))
+
+
+def _generation() -> int | None:
+    """The macrostep that started the invocation of the running invocation job (None for
+    an answer given outside one, e.g. after ``Deferred``): an answer of an earlier
+    generation of a re-entered state's invoke id is declined."""
+    job = current_job()
+    if job is None or job.worker != INVOKE_WORKER or not isinstance(job.args, dict):
+        return None
+    macrostep = job.args.get("macrostep")
+    if isinstance(macrostep, bool) or not isinstance(macrostep, int) or macrostep < 0:
+        return None
+    return macrostep
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -65,9 +65,33 @@ class GatedHandler(_Configured, InvokeHandler):
         return Ok("late")
 
 
+class HeldHandler(_Configured, InvokeHandler):
+    """Waits for ``HeldHandler.gates[params["gate"]]``, then answers ``Ok(params["gen"])``."""
+
+    gates: ClassVar[dict[str, asyncio.Event]] = {}
+
+    async def run(self, invoke: Invoke) -> Any:
+        """See the class docstring."""
+        params = invoke.params
+        await HeldHandler.gates.setdefault(params["gate"], asyncio.Event()).wait()
+        return Ok(params["gen"])
+
+
+class RaisingHandler(_Configured, InvokeHandler):
+    """Raises ``RuntimeError(params["message"])``: its one attempt crashes."""
+
+    max_attempts = 1
+
+    async def run(self, invoke: Invoke) -> Any:
+        """See the class docstring."""
+        raise RuntimeError(invoke.params["message"])
+
+
 HANDLERS: dict[str, type[InvokeHandler]] = {
     "test:echo": EchoHandler,
     "test:gated": GatedHandler,
+    "test:raise": RaisingHandler,
+    "test:held": HeldHandler,
     "statifier:map": MapHandler,
 }
 
@@ -109,6 +133,7 @@ async def running_rig(servers: Servers, **config_options: Any) -> AsyncIterator[
     _Configured.config_in_use = config
     GatedHandler.gate = asyncio.Event()
     GatedHandler.started = asyncio.Event()
+    HeldHandler.gates = {}
     try:
         yield Rig(server, config, executor, store)
     finally:

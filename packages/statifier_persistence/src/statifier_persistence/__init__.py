@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from importlib import metadata as _metadata
 
-from ._answers import NOT_LIVE, live_answer
+from ._answers import NOT_LIVE, SUPERSEDED, LiveAnswer, live_answer
 from ._children import ChildOutcome, ChildStart, child_execution_id
 from ._errors import (
     ChartConflict,
@@ -90,6 +90,7 @@ __all__ = [
     "NOT_LIVE",
     "POLICIES",
     "STATUSES",
+    "SUPERSEDED",
     "TERMINAL",
     "AlreadyApplied",
     "Bulk",
@@ -122,6 +123,7 @@ __all__ = [
     "InvalidPrefix",
     "InvalidTransition",
     "Limits",
+    "LiveAnswer",
     "LoggingHost",
     "Migrated",
     "MigrationRefused",

@@ -21,6 +21,7 @@ from statifier.core.effects import SendDelayed
 from statifier.core.events import Event
 from statifier.core.state import MachineState
 
+from ._answers import SUPERSEDED, LiveAnswer
 from ._charts import Charts
 from ._children import ChildStart, check_fan_out, start_child
 from ._db import transaction
@@ -61,7 +62,7 @@ from ._rows import (
     decode_position,
     encode_json_object,
 )
-from ._settlement import FanOut, FanOutKey, Policy, Settlement
+from ._settlement import FanOut, FanOutExecutor, FanOutKey, Policy, Settlement
 from ._sql import check_prefix, statement
 
 _DriveAction = Callable[[Drive], Awaitable[Decline | None]]
@@ -259,6 +260,8 @@ class Executions(RevisionMethods):
                 return built
             if not isinstance(built, Event):
                 raise InvalidArgument(f"the event builder returned {built!r}, not an Event")
+            if isinstance(event, LiveAnswer) and await self._superseded(drive, event):
+                return Decline(SUPERSEDED)
             await drive.event(built)
             return None
 
@@ -329,6 +332,17 @@ class Executions(RevisionMethods):
             stored = await self._store(db, drive, key)
             await self._settlement.after_store(db, execution.status, stored)
         return self._stepped(stored, drive)
+
+    async def _superseded(self, drive: Drive, answer: LiveAnswer) -> bool:
+        """Whether the invocation answering was started again after its generation (the
+        row is locked: no re-entry commits meanwhile). Only a ``FanOutExecutor`` knows."""
+        invoke_id = answer.answer.invokeid
+        if answer.generation is None or invoke_id is None:
+            return False
+        if not isinstance(self._executor, FanOutExecutor):
+            return False
+        key = FanOutKey(drive.execution.id, invoke_id, answer.generation)
+        return await self._executor.superseded(drive.conn, key)
 
     async def cancel(
         self, execution_id: str, *, conn: AsyncConnection[Any] | None = None

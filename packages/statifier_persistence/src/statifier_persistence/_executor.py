@@ -23,6 +23,7 @@ from psycopg import AsyncConnection
 from statifier.core.effects import Cancel, CancelInvoke, ErrorRaised, Invoke, Log, SendDelayed
 from statifier.core.events import Event
 from statifier.core.planner import Deliver
+from statifier.values import BRIEF_LENGTH, brief
 
 from ._records import Execution
 
@@ -115,9 +116,21 @@ class LoggingHost:
 
     def report(self, execution: Execution, effect: Log | ErrorRaised) -> None:
         """Log the effect, naming the execution."""
+        # The chart controls labels, values and messages: a line shows their start only.
         if isinstance(effect, Log):
-            logger.info("%s [log] %s: %r", execution.id, effect.label, effect.value)
+            logger.info("%s [log] %s: %s", execution.id, _cut(effect.label), brief(effect.value))
         else:
             logger.warning(
-                "%s [%s] %s (line %s)", execution.id, effect.name, effect.message, effect.line
+                "%s [%s] %s (line %s)",
+                execution.id,
+                effect.name,
+                _cut(effect.message or "(no message)"),
+                effect.line,
             )
+
+
+def _cut(text: str | None) -> str | None:
+    """``text``, cut to ``BRIEF_LENGTH`` characters (marked by ``...``)."""
+    if text is None or len(text) <= BRIEF_LENGTH:
+        return text
+    return text[:BRIEF_LENGTH] + "..."

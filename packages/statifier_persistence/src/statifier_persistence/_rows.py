@@ -48,18 +48,23 @@ def encode_json_object(value: Any, what: str, limit: int) -> str:
     """``value`` (a mapping with string keys) as compact JSON text of at most ``limit`` bytes.
 
     Refuses what PostgreSQL's jsonb or JSON itself cannot hold exactly: non-string keys,
-    NaN and infinities, NUL characters, values that are not JSON.
+    NaN and infinities, NUL characters and lone surrogates, values that are not JSON.
     """
     if not isinstance(value, Mapping):
         raise InvalidArgument(f"{what} must be a mapping, not {type(value).__name__}")
     _check_keys(value, what, 0)
     try:
-        text = json.dumps(dict(value), separators=(",", ":"), allow_nan=False, sort_keys=True)
+        text = json.dumps(
+            dict(value), separators=(",", ":"), allow_nan=False, sort_keys=True, ensure_ascii=False
+        )
     except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidArgument(f"{what} is not a JSON object: {exc}") from None
     if "\\u0000" in text:
         raise InvalidArgument(f"{what} holds a NUL character, which jsonb cannot store")
-    size = len(text.encode("utf-8"))
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidArgument(f"{what} holds a lone surrogate, which jsonb cannot store") from None
     if size > limit:
         raise InvalidArgument(f"{what} is {size} bytes of JSON, over the {limit} limit")
     return text
