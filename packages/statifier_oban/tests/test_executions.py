@@ -348,6 +348,7 @@ async def test_strings_postgresql_cannot_hold_are_refused_or_stored_exactly(rig:
             stepped = await rig.executions.step(execution_id, Event(name=event, data=odd))
             assert isinstance(stepped, Stepped)
             assert stepped.state.configuration_ids() == ("idle",)
+    assert isinstance(stepped, Stepped)
     assert (
         stepped.state.datamodel["errors"]
         == [

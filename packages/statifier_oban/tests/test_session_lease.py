@@ -18,7 +18,8 @@ import psycopg
 import pytest
 import pytest_asyncio
 from psycopg_pool import AsyncConnectionPool
-from statifier.core.position import dumps
+from statifier.budget import MacrostepLimits
+from statifier.core.position import CorruptPosition, dumps
 from statifier.runtime import registry
 from statifier.runtime.session import Halted, Session
 from statifier_oban import (
@@ -190,6 +191,25 @@ async def test_start_session_resumes_under_the_same_id_and_releases_its_lease_wh
             [first.session_id],
         ).fetchone()
     assert row == (2, True)
+
+
+async def test_start_session_resumes_a_position_with_the_budget_it_is_given(
+    server: Server,
+) -> None:
+    # A position stored with a larger budget than the default loads under that budget;
+    # the resume once read the blob with the default one and refused it.
+    config = server.config()
+    generous = MacrostepLimits(steps=50_000_000)
+    first = await start_session(config, REMINDERS, limits=generous)
+    blob = dumps(first.snapshot())
+    await first.stop()
+    resumed = await start_session(config, REMINDERS, resume=blob, limits=generous)
+    try:
+        assert resumed.snapshot().limits == generous
+    finally:
+        await resumed.stop()
+    with pytest.raises(CorruptPosition):
+        await start_session(config, REMINDERS, resume=blob)
 
 
 def server_url(server: Server) -> str:

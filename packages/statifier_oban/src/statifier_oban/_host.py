@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from psycopg import AsyncConnection
+from statifier.budget import DEFAULT_LIMITS, MacrostepLimits
 from statifier.chart.model import Machine
 from statifier.core.effects import Cancel, SendDelayed
 from statifier.core.position import loads
@@ -90,6 +91,7 @@ async def start_session(
     takeover: bool = False,
     lease_ttl_s: float = DEFAULT_TTL_S,
     owner: str | None = None,
+    limits: MacrostepLimits = DEFAULT_LIMITS,
     **options: Any,
 ) -> Session:
     """Start or resume a live session that owns its id, with durable timers.
@@ -99,11 +101,12 @@ async def start_session(
     ``DurableTimers(config, lease=...)``, renews the lease while it runs and gives it up
     when the session halts. If another owner takes over, this session stops
     (``Halted("superseded")``) and writes nothing more. ``options`` go to
-    ``Session.start``. Save positions in transactions that first call
+    ``Session.start``; ``limits`` are the macrostep budgets, and a resumed position is
+    loaded under them. Save positions in transactions that first call
     ``session_lease(session).fence(conn)``, so a superseded owner's saves are refused.
     """
     if resume is not None and not isinstance(resume, MachineState):
-        resume = loads(resume, machine)
+        resume = loads(resume, machine, max_limits=limits)
     scope = resume.session_id if resume is not None else session_id
     if scope is None:
         scope = new_session_id()
@@ -118,6 +121,7 @@ async def start_session(
             session_id=None if resume is not None else scope,
             resume=resume,
             delayed_sends=DurableTimers(config, lease=lease),
+            limits=limits,
             **options,
         )
     except BaseException:
