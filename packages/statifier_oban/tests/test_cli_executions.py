@@ -9,6 +9,7 @@ registry, which is all a standalone worker needs.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import os
 import signal
 import subprocess
@@ -212,3 +213,60 @@ async def test_send_refuses_a_chart_whose_invocations_it_could_not_start(
     _, state = await executions.load(execution_id)
     assert state.configuration_ids() == ("capturing",)
     assert state.live_invocations().keys() == {"capture"}
+
+
+RULES_MODULE = """
+def over_limit(amount):
+    return amount > 100
+
+
+FUNCTIONS = {"over_limit": over_limit}
+"""
+
+RULES_CHART = """<scxml xmlns="http://www.w3.org/2005/07/scxml" name="rules" initial="open">
+  <state id="open">
+    <transition event="charge" cond="over_limit(_event.data)" target="review"/>
+  </state>
+  <state id="review"/>
+</scxml>"""
+
+
+async def test_executions_commands_compile_charts_with_the_host_functions_they_are_given(
+    pool: AsyncConnectionPool,
+    oban_client: Oban,
+    database_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A chart calling a host function runs wherever --functions names the same mapping
+    # (a worker takes the option too); without it the chart is refused, not run wrongly.
+    module = f"rules_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{module}.py").write_text(RULES_MODULE)
+    chart_file = tmp_path / "rules.scxml"
+    chart_file.write_text(RULES_CHART)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    url = ["--database-url", database_url]
+    functions = ["--functions", f"{module}:FUNCTIONS"]
+
+    assert await run_cli("executions", "register", *url, str(chart_file)) == 1
+    assert "over_limit" in capsys.readouterr().err
+    assert await run_cli("executions", "register", *url, str(chart_file), *functions) == 0
+    identity = capsys.readouterr().out.removeprefix("registered: ").strip()
+
+    rules = importlib.import_module(module).FUNCTIONS
+    machine = statifier.compile(RULES_CHART, functions=rules)
+    assert machine.identity == identity
+    config = execution_config(oban_client, timers_queue="timers")
+    executions = Executions(pool, executor=ObanExecutor(config), functions=rules)
+    execution_id = unique("rules")
+    await executions.create(machine, execution_id=execution_id)
+
+    send = ("executions", "send", *url, execution_id, "charge", "--data", "500")
+    assert await run_cli(*send) == 1
+    assert "over_limit" in capsys.readouterr().err
+    assert await run_cli(*send, *functions) == 0
+    assert capsys.readouterr().out == f"stepped: {execution_id} is active in review\n"
+    bad = ["--functions", f"{module}:MISSING"]
+    assert await run_cli(*send, *bad) == 1
+    assert "'MISSING' is not a mapping of functions" in capsys.readouterr().err

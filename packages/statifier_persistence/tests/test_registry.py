@@ -11,6 +11,7 @@ from statifier.core.events import Event
 from statifier_persistence import (
     ChartConflict,
     ChartNotRegistered,
+    ChartUnusable,
     Executions,
     InvalidArgument,
     InvalidPrefix,
@@ -218,3 +219,57 @@ def test_prefixes_are_plain_identifiers() -> None:
 def test_an_executor_is_required() -> None:
     with pytest.raises(InvalidArgument):
         Executions(executor=object())  # type: ignore[arg-type]
+
+
+def _over_limit(amount: int) -> bool:
+    return amount > 100
+
+
+RULES = {"over_limit": _over_limit}
+
+WITH_FUNCTION = f"""<scxml {NS} name="rules" initial="open">
+  <state id="open">
+    <transition event="charge" cond="over_limit(_event.data)" target="review"/>
+    <transition event="charge" target="open"/>
+  </state>
+  <final id="review"/>
+</scxml>"""
+
+
+def with_function() -> statifier.Machine:
+    """WITH_FUNCTION compiled with the host functions it calls."""
+    return statifier.compile(WITH_FUNCTION, functions=RULES)
+
+
+async def test_charts_calling_host_functions_run_on_every_node_given_the_functions(
+    store: AsyncConnectionPool,
+) -> None:
+    # A worker compiles an execution's chart from the registry: with the functions its
+    # Executions was given, or not at all. A node without them refuses the chart when it
+    # is registered there, and cannot step an execution that calls them.
+    machine = with_function()
+    creator = Executions(store, executor=TableExecutor(), functions=RULES)
+    execution_id = unique()
+    await creator.create(machine, execution_id=execution_id)
+    worker = Executions(store, executor=TableExecutor(), functions=RULES)
+    small = await worker.step(execution_id, Event(name="charge", data=5))
+    assert isinstance(small, Stepped)
+    assert small.state.active_leaf_ids() == ("open",)
+    large = await worker.step(execution_id, Event(name="charge", data=500))
+    assert isinstance(large, Stepped)
+    assert large.execution.status == "completed"
+
+    bare = Executions(store, executor=TableExecutor())
+    with pytest.raises(ChartUnusable, match="over_limit"):
+        await bare.create(with_function(), execution_id=unique())
+    other = unique()
+    await creator.create(machine, execution_id=other)
+    with pytest.raises(ChartUnusable, match="over_limit"):
+        await bare.step(other, Event(name="charge", data=5))
+
+
+def test_executions_refuses_host_functions_a_chart_could_not_be_compiled_with(
+    store: AsyncConnectionPool,
+) -> None:
+    with pytest.raises(InvalidArgument, match="shadow"):
+        Executions(store, executor=TableExecutor(), functions={"len": len})

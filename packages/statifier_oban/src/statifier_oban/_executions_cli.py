@@ -5,7 +5,8 @@ Registers, in ``statifier_oban.cli``'s registry:
 * ``worker`` again, with the execution options: the worker delivers fired timers and
   invocation answers into executions (``statifier_oban.executions.use``), and the timers
   and invocations their steps arm go to ``--timers-queue`` and ``--invoke-queue``, with
-  ``--handler TYPE=PATH`` registering invoke handlers;
+  ``--handler TYPE=PATH`` registering invoke handlers and ``--functions MODULE:NAME``
+  naming the host functions the charts are compiled with;
 * ``executions list|show|send|cancel``: the operator's view of executions (the revision
   commands, ``revisions|register|migrate|park|unpark|retire``, are
   ``statifier_oban._revisions_cli``'s).
@@ -30,6 +31,7 @@ from psycopg_pool import AsyncConnectionPool
 from statifier import Machine
 from statifier.core import planner
 from statifier.core.events import Event
+from statifier.datamodel.host import HostFunctionError, HostFunctions, import_functions
 from statifier_persistence import (
     STATUSES,
     AlreadyApplied,
@@ -70,8 +72,21 @@ def _handler_argument(value: str) -> tuple[str, str]:
     return invoke_type, path
 
 
+def add_functions_option(parser: argparse.ArgumentParser) -> None:
+    """``--functions MODULE:NAME``: the host functions registered charts are compiled with."""
+    parser.add_argument(
+        "--functions",
+        default=None,
+        metavar="MODULE:NAME",
+        help="a mapping of host functions the executions' charts call, e.g. "
+        "myapp.rules:FUNCTIONS (every process stepping them needs the same)",
+    )
+
+
 def add_execution_options(parser: argparse.ArgumentParser) -> None:
-    """``--timers-queue``, ``--invoke-queue`` and ``--handler`` (repeatable)."""
+    """``--timers-queue``, ``--invoke-queue``, ``--handler`` (repeatable) and
+    ``--functions``."""
+    add_functions_option(parser)
     parser.add_argument(
         "--timers-queue",
         default=DEFAULT_TIMERS_QUEUE,
@@ -110,6 +125,17 @@ def handler_classes(pairs: list[tuple[str, str]]) -> dict[str, type[InvokeHandle
     return handlers
 
 
+def host_functions_of(args: argparse.Namespace) -> HostFunctions | None:
+    """The host functions ``--functions`` names (None without it); ``CommandError`` if the
+    option does not name a mapping of valid host functions."""
+    if args.functions is None:
+        return None
+    try:
+        return import_functions(args.functions)
+    except HostFunctionError as exc:
+        raise cli.CommandError(f"--functions {exc}") from None
+
+
 def executions_for(
     pool: AsyncConnectionPool[Any], oban: Oban, prefix: str, args: argparse.Namespace
 ) -> Executions:
@@ -121,6 +147,7 @@ def executions_for(
         executor = ObanExecutor(config, handlers=handler_classes(args.handler))
     except StatifierObanError as exc:
         raise cli.CommandError(str(exc)) from None
+    functions = host_functions_of(args)
     key = os.environ.get(POSITION_KEY_ENV)
     try:
         return Executions(
@@ -128,6 +155,7 @@ def executions_for(
             executor=executor,
             prefix=prefix,
             position_key=key.encode("utf-8") if key else None,
+            functions=functions,
         )
     except PersistenceError as exc:
         raise cli.CommandError(f"${POSITION_KEY_ENV}: {exc}") from None
@@ -226,6 +254,8 @@ async def _with_executions(args: argparse.Namespace, action: Action) -> int:
     try:
         if not hasattr(args, "timers_queue"):  # list and show arm nothing
             args.timers_queue, args.invoke_queue, args.handler = DEFAULT_TIMERS_QUEUE, None, []
+        if not hasattr(args, "functions"):
+            args.functions = None
         return await action(executions_for(pool, oban, args.prefix, args), oban, args)
     finally:
         await pool.close()

@@ -65,6 +65,8 @@ class Deferred:
 
 
 RunResult = Ok | Error | FanOut | Deferred
+"""What an invoke handler's ``run`` returns: the answer, the failure, a fan-out of child
+executions, or a deferral to an answer that arrives later."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,9 +78,11 @@ def add_revision_actions(actions: Any) -> None:
     register.add_argument("file", type=Path, metavar="FILE", help="the chart's SCXML source")
     register.add_argument("--name", default=None, help="compile-time name (part of the identity)")
     register.add_argument("--version", default=None, help="version (part of the identity)")
+    executions_cli.add_functions_option(register)
     migrate = actions.add_parser("migrate", help="move executions to another chart revision")
     cli.add_install_arguments(migrate)
     migrate.add_argument("--to", required=True, metavar="REVISION", help="the revision to run")
+    executions_cli.add_functions_option(migrate)
     migrate.add_argument(
         "--map", action="append", default=[], type=_mapping_argument, metavar="OLD=NEW",
         help="a renamed state: old id, new id (repeatable)",
@@ -151,7 +153,12 @@ async def _register(executions: Executions, oban: Oban, args: argparse.Namespace
     if len(source) > limit:
         raise cli.CommandError(f"{args.file} is over the {limit} bytes a chart's source may hold")
     try:
-        machine = statifier.compile(source, name=args.name, version=args.version)
+        machine = statifier.compile(
+            source,
+            name=args.name,
+            version=args.version,
+            functions=executions_cli.host_functions_of(args),
+        )
     except statifier.ChartError as exc:
         raise cli.CommandError(f"{args.file}: {exc}") from None
     print(f"registered: {await executions.register(machine)}")

@@ -43,6 +43,7 @@ class Snoozed:
 
 
 DeliveryAnswer = Delivered | Discarded | Snoozed
+"""What a delivery tells the timer job: done, dropped with a reason, or try again later."""
 
 DELIVERED = Delivered()
 

@@ -7,6 +7,10 @@ node without the host's resolver compiles the very same machine. A stored source
 untrusted: it is size-checked, compiled, and the compiled identity must be the one asked
 for, or the machine is refused.
 
+Every node compiles registered charts with the same host functions (``Executions
+(functions=...)``): a chart that calls one this node was not given does not compile, so
+``register`` refuses it before any execution runs on it.
+
 A chart is found by its identity or by the identity of its source bytes (what identities
 were before canonical forms, ADR 16): rows and positions written under the old identity
 keep finding their chart. A retired revision is refused to anything that would start
@@ -23,6 +27,7 @@ from psycopg import AsyncConnection
 from statifier import ChartError, Machine
 from statifier import compile as compile_chart
 from statifier.chart.identity import identity_suffix
+from statifier.datamodel.host import HostFunctions
 
 from ._errors import (
     ChartConflict,
@@ -66,16 +71,18 @@ class MachineCache:
 class Charts:
     """Registers charts and compiles registered ones, through one ``MachineCache``."""
 
-    def __init__(self, prefix: str, limits: Limits) -> None:
+    def __init__(self, prefix: str, limits: Limits, functions: HostFunctions | None) -> None:
         self._prefix = prefix
         self._limits = limits
+        self._functions = functions
         self.cache = MachineCache(limits.max_cached_charts)
 
     async def register(self, conn: AsyncConnection[Any], machine: Machine) -> None:
         """Store ``machine``'s chart unless its identity is registered already.
 
         Raises ``ChartConflict`` when that identity is registered with other resolved
-        ``src`` documents, ``ChartUnusable`` when the source is over the bound,
+        ``src`` documents, ``ChartUnusable`` when the source is over the bound or does not
+        compile here as it is registered (a host function this node lacks),
         ``ChartRetired`` when the revision is retired. A registered revision is locked
         against retirement (``FOR SHARE``) until the caller's transaction ends.
         """
@@ -98,6 +105,17 @@ class Charts:
             "resolved": resolved,
             "source_identity": machine.source_identity or None,
         }
+        if self.cache.get(machine.identity) is None:
+            # What a worker will do with the row: compile it from the registry's fields
+            # with this node's functions. Once per identity and process.
+            self._compile(
+                machine.identity,
+                machine.source,
+                machine.name,
+                machine.version,
+                machine.identity,
+                machine.resolved_sources,
+            )
         cursor = await conn.execute(statement("register_chart", self._prefix), params)
         if await cursor.fetchone() is None:
             stored = await self._share(conn, machine.identity)
@@ -151,7 +169,17 @@ class Charts:
 
     async def _load(self, conn: AsyncConnection[Any], identity: str) -> Machine:
         row, source, resolved = await self._fetch(conn, identity)
-        name, version, registered_as = row[0], row[1], row[5]
+        return self._compile(identity, source, row[0], row[1], row[5], resolved)
+
+    def _compile(
+        self,
+        identity: str,
+        source: str | bytes,
+        name: str | None,
+        version: str | None,
+        registered_as: str,
+        resolved: dict[str, str],
+    ) -> Machine:
         # A machine's name is the compile-time name or else the chart's own name attribute,
         # and only a compile-time name is part of the identity (as its suffix, which no
         # digest contains): compile as it was compiled.
@@ -164,9 +192,15 @@ class Charts:
             return resolved[src]
 
         try:
-            return compile_chart(source, name=name, version=version, resolver=resolver)
+            return compile_chart(
+                source,
+                name=name,
+                version=version,
+                resolver=resolver,
+                functions=self._functions,
+            )
         except ChartError as exc:
-            raise ChartUnusable(identity, f"it no longer compiles: {exc}") from exc
+            raise ChartUnusable(identity, f"it does not compile here: {exc}") from exc
 
 
 def _resolved(identity: str, text: Any) -> dict[str, str]:

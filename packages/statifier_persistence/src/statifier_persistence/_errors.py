@@ -114,7 +114,7 @@ class ChartConflict(PersistenceError):
 
 
 class ChartUnusable(PersistenceError):
-    """A registered chart's source cannot be used (too large, or it no longer compiles)."""
+    """A registered chart's source cannot be used (too large, or not compilable here)."""
 
     def __init__(self, identity: str, message: str) -> None:
         self.identity = identity

@@ -16,10 +16,12 @@ from typing import Any
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 from statifier import Machine, initialize, new_session_id
+from statifier.chart.compiler import host_functions
 from statifier.core import position
 from statifier.core.effects import SendDelayed
 from statifier.core.events import Event
 from statifier.core.state import MachineState
+from statifier.datamodel.host import HostFunction, HostFunctionError
 
 from ._answers import SUPERSEDED, LiveAnswer
 from ._charts import Charts
@@ -101,7 +103,10 @@ class Executions(RevisionMethods):
     ``position_key`` (the host's secret, at least 16 bytes) makes every stored position's
     digest an HMAC only a holder of the key can recompute, so a position written into the
     table by anyone else is refused (``CorruptExecution``); every process stepping the
-    executions needs the same key. ``observer`` (a ``StepObserver``) sees every drive
+    executions needs the same key. ``functions`` are the host functions registered charts
+    are compiled with (see ``statifier.compile``): every process stepping the executions
+    needs the same ones, and a chart calling any other is refused when registered
+    (``ChartUnusable``). ``observer`` (a ``StepObserver``) sees every drive
     this instance commits, with its effects. Chart revisions (``revisions``, ``migrate``,
     ``park_all``, ``retire``...) are ``RevisionMethods``'.
     """
@@ -116,6 +121,7 @@ class Executions(RevisionMethods):
         limits: Limits | None = None,
         position_key: bytes | None = None,
         observer: StepObserver | None = None,
+        functions: Mapping[str, HostFunction] | None = None,
     ) -> None:
         if not isinstance(executor, EffectExecutor):
             raise InvalidArgument(f"executor must implement EffectExecutor, not {executor!r}")
@@ -124,7 +130,11 @@ class Executions(RevisionMethods):
         self._host: HostHook = host if host is not None else LoggingHost()
         self._prefix = check_prefix(prefix)
         self._limits = limits if limits is not None else Limits()
-        self._charts = Charts(self._prefix, self._limits)
+        try:
+            registry = host_functions(functions)
+        except HostFunctionError as exc:
+            raise InvalidArgument(f"functions: {exc}") from None
+        self._charts = Charts(self._prefix, self._limits, registry)
         if position_key is not None and (
             not isinstance(position_key, bytes) or len(position_key) < MIN_POSITION_KEY_BYTES
         ):

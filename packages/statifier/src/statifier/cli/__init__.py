@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import json
 import sys
 from collections.abc import Mapping, Sequence
@@ -32,7 +31,7 @@ from statifier.chart.durations import InvalidDuration, format_duration, parse_du
 from statifier.chart.model import Machine
 from statifier.cli._files import files_beside
 from statifier.core.events import Event
-from statifier.datamodel.host import HostFunction, HostFunctionError
+from statifier.datamodel.host import HostFunction, HostFunctionError, import_functions
 from statifier.errors import ChartError
 
 DEFAULT_WAIT_MS = 60_000
@@ -195,19 +194,10 @@ def _no_constant(name: str) -> Any:
 
 
 def _load_functions(spec: str) -> Mapping[str, HostFunction]:
-    module_name, sep, attribute = spec.partition(":")
-    if not sep or not module_name or not attribute:
-        raise _UsageError(f"--functions {spec!r}: expected MODULE:NAME")
-    if "" not in sys.path:
-        sys.path.insert(0, "")
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise _UsageError(f"--functions {spec!r}: cannot import {module_name!r}: {exc}") from None
-    functions = getattr(module, attribute, None)
-    if not isinstance(functions, Mapping):
-        raise _UsageError(f"--functions {spec!r}: {attribute!r} is not a mapping of functions")
-    return functions
+        return import_functions(spec)
+    except HostFunctionError as exc:
+        raise _UsageError(f"--functions {exc}") from None
 
 
 def load_chart(path: Path, functions: Mapping[str, HostFunction] | None) -> Machine | list[str]:

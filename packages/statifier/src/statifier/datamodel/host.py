@@ -16,7 +16,9 @@ so a slow one stalls the whole execution.
 from __future__ import annotations
 
 import copy
+import importlib
 import re
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -106,3 +108,25 @@ class HostFunctions(Mapping[str, HostFunction]):
 
 EMPTY = HostFunctions()
 """The registry with no functions (the default)."""
+
+
+def import_functions(spec: str) -> HostFunctions:
+    """The registry of the mapping named ``MODULE:NAME`` (``myapp.rules:FUNCTIONS``).
+
+    For command lines (``--functions``): the module is imported, from the working
+    directory too. Raises ``HostFunctionError`` when the spec is malformed, the module
+    does not import, or the name is not a mapping of valid host functions.
+    """
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise HostFunctionError(f"{spec!r}: expected MODULE:NAME")
+    if "" not in sys.path:
+        sys.path.insert(0, "")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise HostFunctionError(f"{spec!r}: cannot import {module_name!r}: {exc}") from None
+    functions = getattr(module, attribute, None)
+    if not isinstance(functions, Mapping):
+        raise HostFunctionError(f"{spec!r}: {attribute!r} is not a mapping of functions")
+    return HostFunctions.of(functions)

@@ -1,4 +1,4 @@
-// Hardening and host bridge of one sandbox context (see ADR 9).
+// Hardening and host bridge of one sandbox context (see ADR 10).
 //
 // Evaluated once per context, before any chart code. It removes every way to observe the
 // clock, randomness or garbage collection, defines the SCXML system variables and In(),
@@ -96,7 +96,7 @@
   }
   deepFreeze(getPrototypeOf(global));
 
-  // Stored form of one variable (ADR 9): JSON text; undefined and null are "null"; a
+  // Stored form of one variable (ADR 10): JSON text; undefined and null are "null"; a
   // function is {"$function": source}; anything JSON cannot hold throws (a cycle, a BigInt).
   function store(value) {
     if (value === undefined || value === null) return "null";
@@ -219,11 +219,14 @@
     compileExpression(source) {
       // A trailing semicolon is tolerated: charts write expr="new Foo();".
       const body = source.replace(/[\s;]+$/, "");
-      makeFunction("return [" + body + "\n];");
+      // The parenthesised form first: its syntax errors name the chart's own tokens. The
+      // bracketed one then refuses what only parses by closing the parenthesis, "a), (b".
       const evaluate = makeFunction("return (" + body + "\n);");
+      makeFunction("return [" + body + "\n];");
       return function expression() { return flat(evaluate()); };
     },
     compileLocation(source) {
+      makeFunction("return (" + source + "\n);");
       makeFunction("return [" + source + "\n];");
       return makeFunction("__statifier_value", "(" + source + "\n) = __statifier_value;");
     },
