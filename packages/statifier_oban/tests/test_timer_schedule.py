@@ -5,6 +5,7 @@ Spec 2.2 (schedule), 3.1 (the job row) and 3.4 (uniqueness in every state).
 
 from __future__ import annotations
 
+import json
 import math
 from datetime import timedelta
 from typing import Any
@@ -20,9 +21,11 @@ from statifier_oban._errors import (
     NonSelfTarget,
     OpaqueValueError,
     ScheduleRejected,
+    ValueRefused,
 )
 from statifier_oban._names import TIMER_WORKER
-from statifier_oban._timer import TimerJob, schedule, schedule_many
+from statifier_oban._timer import TimerJob, _plain, schedule, schedule_many
+from statifier_oban._timer_args import encode as encode_args
 
 from oban_support.effects_factory import (
     ARGS_KEYS,
@@ -346,6 +349,58 @@ async def test_schedule_many_stores_nothing_when_one_effect_is_refused(
             await schedule_many(config, SCOPE, batch)
     with pytest.raises(InvalidScope):
         await schedule_many(config, "", [send_delayed()])
+    assert await all_jobs(pool) == []
+
+
+SAME_ARGS_BOTH_ENCODERS: list[dict[str, Any]] = [
+    {},  # plain: orjson
+    {"event": "r\u00e9veil", "send_id": "caf\u00e9"},  # non-ASCII texts: the full check
+    {"macrostep": 2**70},  # beyond 64 bits: orjson refuses, the standard encoder writes it
+    {"data": {"text": "\u00e9t\u00e9 \U0001f600", "big": 2**80, "x": 1.5}},  # opaque JSON text
+    {"owner": ("transition", 7), "type": "http://www.w3.org/TR/scxml/#SCXMLEventProcessor"},
+]
+
+
+async def test_schedule_many_stores_the_args_the_standard_json_encoder_writes(
+    config: Config, pool: AsyncConnectionPool
+) -> None:
+    # A plain batch takes the fast encoder: the stored jsonb must be what json.dumps of
+    # the same args stores, and the returned jobs what TimerJob(...) builds.
+    batch = [
+        send_delayed(**{"ordinal": i + 1, "send_id": f"s-{i}", **overrides})
+        for i, overrides in enumerate(SAME_ARGS_BOTH_ENCODERS)
+    ]
+    assert [_plain(effect) for effect in batch] == [True, False, True, True, True]
+    scopes = [SCOPE, "sc\u00f6pe"]  # a non-ASCII scope is plain too
+    for scope in scopes:
+        jobs = await schedule_many(config, scope, batch)
+        async with pool.connection() as conn:
+            for timer, effect in zip(jobs, batch, strict=True):
+                expected = json.dumps(encode_args(scope, effect, None))
+                cursor = await conn.execute(
+                    "SELECT args = %s::jsonb, scheduled_at, inserted_at FROM oban_jobs "
+                    "WHERE id = %s",
+                    [expected, timer.job_id],
+                )
+                row = await cursor.fetchone()
+                assert row is not None
+                same, scheduled_at, inserted_at = row
+                assert same, effect
+                assert timer == TimerJob(
+                    timer.job_id, scope, effect.ordinal, effect.send_id, "scheduled",
+                    TIMERS_QUEUE, scheduled_at, inserted_at, False,
+                )  # fmt: skip
+    assert len(await all_jobs(pool)) == len(batch) * len(scopes)
+
+
+async def test_schedule_many_refuses_a_nan_delay_as_before(
+    config: Config, pool: AsyncConnectionPool
+) -> None:
+    # A float is never encoded by orjson (which writes NaN as null): PostgreSQL still
+    # refuses the NaN the standard encoder writes, and nothing is stored.
+    batch = [send_delayed(ordinal=1), send_delayed(ordinal=2, delay_ms=math.nan)]
+    with pytest.raises(ValueRefused):
+        await schedule_many(config, SCOPE, batch)
     assert await all_jobs(pool) == []
 
 

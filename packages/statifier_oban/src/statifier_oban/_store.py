@@ -10,10 +10,12 @@ The pool and schema prefix come from the host's Oban instance (through
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, LiteralString
 
+import orjson
 import psycopg
 from oban import Oban
 from psycopg import AsyncConnection
@@ -84,6 +86,27 @@ async def autocommit(pool: AsyncConnectionPool[Any]) -> AsyncIterator[AsyncConne
 def jsonb(value: Any) -> Jsonb:
     """Wrap a value for a jsonb parameter."""
     return Jsonb(value)
+
+
+def plain_jsonb(value: Any) -> Jsonb:
+    """Wrap a value made only of strings, ints, bools, None, lists and dicts with string
+    keys (no float) for a jsonb parameter, encoded by orjson.
+
+    For such a value orjson writes the JSON ``json.dumps`` writes, up to whitespace and
+    the escaping of non-ASCII characters, which jsonb does not keep, in a tenth of the
+    time. The caller vouches for the types: orjson writes a float NaN as null where the
+    standard encoder writes ``NaN`` (which PostgreSQL refuses), and it serializes types
+    (dates, dataclasses) the standard encoder refuses. An int beyond 64 bits or a lone
+    surrogate, which orjson refuses, falls back to the standard encoder.
+    """
+    return Jsonb(value, dumps=_plain_dumps)
+
+
+def _plain_dumps(value: Any) -> bytes | str:
+    try:
+        return orjson.dumps(value)
+    except TypeError:  # orjson.JSONEncodeError: a big int or a lone surrogate
+        return json.dumps(value)
 
 
 def check_texts(fields: Mapping[str, str | None], **context: Any) -> None:
