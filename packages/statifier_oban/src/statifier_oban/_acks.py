@@ -50,7 +50,7 @@ async def write(batch: AckColumns) -> list[int]:
         )
     ]
     async with _store.autocommit(batch.pool) as conn:
-        cursor = await conn.execute(statement, {"acks": Jsonb(acks)})
+        cursor = await conn.execute(statement, {"acks": Jsonb(acks), "ids": batch.ids})
         return [row[0] for row in await cursor.fetchall()]
 
 
