@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from oban import telemetry as oban_telemetry
-from psycopg import AsyncConnection
+from psycopg import AsyncClientCursor, AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 from statifier_oban import (
     Config,
@@ -30,6 +30,7 @@ from statifier_oban import (
     Snoozed,
     _acks,
     _oban_compat,
+    _sql,
     _timer,
     latency,
 )
@@ -176,6 +177,52 @@ async def test_an_ack_applies_only_to_the_attempt_that_was_fetched(
     assert rows[current].meta == {"recorded": True}
     assert rows[rescued].state == "executing"
     assert rows[available].state == "available"
+
+
+async def test_an_ack_is_led_by_the_primary_key_when_the_state_index_is_full_of_dead_rows(
+    servers: Servers,
+) -> None:
+    # A burst as the planner sees it: statistics taken while few rows were executing, then
+    # thousands of rows executed and completed (each leaves a dead 'executing' entry in
+    # oban's state index until vacuum). The ack must still find its rows by id, in a
+    # custom plan and in the generic plan a prepared statement settles on.
+    pool = await servers.pool()
+    async with pool.connection() as conn:
+        await conn.execute("ALTER TABLE oban_jobs SET (autovacuum_enabled = false)")
+        await conn.execute(
+            "INSERT INTO oban_jobs (worker, queue, state, args) "
+            "SELECT %s, 'acks', 'scheduled', '{}' FROM generate_series(1, 3000)",
+            [TIMER_WORKER],
+        )
+        await conn.commit()
+        await conn.execute("ANALYZE oban_jobs")
+        await conn.execute(
+            "UPDATE oban_jobs SET state = 'executing', attempt = 1, "
+            "attempted_at = timezone('UTC', now())"
+        )
+        await conn.execute("UPDATE oban_jobs SET state = 'completed' WHERE id > 20")
+        await conn.commit()
+        rows = await (
+            await conn.execute("SELECT id, attempted_at FROM oban_jobs WHERE id <= 20")
+        ).fetchall()
+        acks = [
+            {"id": job_id, "attempted_at": at.isoformat(), "state": "completed"}
+            for job_id, at in rows
+        ]
+        statement = _sql.statement("ack_jobs", "public")
+        prepared = statement.replace("%(acks)s", "$1").replace("%(ids)s", "$2")
+        await conn.execute(f"PREPARE ack AS {prepared}")
+        for mode in ("force_custom_plan", "force_generic_plan"):
+            await conn.execute(f"SET plan_cache_mode = {mode}")
+            explain = AsyncClientCursor(conn)
+            await explain.execute(
+                "EXPLAIN (FORMAT JSON) EXECUTE ack(%s, %s)",
+                [json.dumps(acks), [job_id for job_id, _ in rows]],
+            )
+            plan = json.dumps((await explain.fetchone() or [None])[0])
+            assert '"Index Name": "oban_jobs_pkey"' in plan, (mode, plan)
+            assert "oban_jobs_state_queue_priority_scheduled_at_id_index" not in plan, mode
+        await conn.rollback()
 
 
 # --- the stager and the fetch -----------------------------------------------------------------
