@@ -119,6 +119,8 @@ class TimerWorker:
         except ResolutionError as exc:
             return refused(job, exc)
         answer: object = await _plugins.settle(delivery.deliver(scope, effect))
+        if isinstance(answer, Delivered) and not telemetry.handled(telemetry.TIMER_FIRED):
+            return None  # the common case, when nobody listens: no event to build
         common = {
             "attempt": job.attempt,
             "scope": scope,
