@@ -15,6 +15,7 @@ from typing import Any
 
 import psycopg
 from psycopg import AsyncConnection
+from psycopg.rows import tuple_row
 from statifier.core.effects import Cancel, SendDelayed
 
 from . import _store, _timer_args, telemetry
@@ -201,8 +202,12 @@ def _plain(effect: SendDelayed) -> bool:
         and type(effect.microstep) is int
         and type(effect.round) is int
         and type(effect.id_from_author) is bool
-        and (owner is None or all(type(part) is str or type(part) is int for part in owner))
+        and (owner is None or all(map(_OWNER_PART_TYPES.__contains__, map(type, owner))))
     )
+
+
+_OWNER_PART_TYPES = frozenset({str, int})
+"""What a plain owner holds (its shape is the decoder's to check)."""
 
 
 def _plain_text(value: Any) -> bool:
@@ -235,7 +240,9 @@ async def schedule_many(
     }
     try:
         async with _store.connection(config.oban, conn) as db:
-            cursor = await db.execute(_store.statement(config.oban, "insert_timers"), params)
+            # Binary results: thousands of timestamps decode faster than from text.
+            cursor = db.cursor(binary=True, row_factory=tuple_row)
+            await cursor.execute(_store.statement(config.oban, "insert_timers"), params)
             inserted = {row[3]: row for row in await cursor.fetchall()}
             existing: dict[int, Any] = {}
             if len(inserted) < len(batch):  # conflicts: read the rows that were there
