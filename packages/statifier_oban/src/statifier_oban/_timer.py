@@ -30,7 +30,7 @@ from ._errors import (
     StoreUnavailable,
     ValueRefused,
 )
-from ._names import META_DELIVERY, META_TIMEOUT, TIMER_WORKER
+from ._names import ANNOUNCE_HORIZON_MS, META_DELIVERY, META_TIMEOUT, TIMER_WORKER
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,7 +242,9 @@ async def schedule_many(
         async with _store.connection(config.oban, conn) as db:
             # Binary results: thousands of timestamps decode faster than from text.
             cursor = db.cursor(binary=True, row_factory=tuple_row)
-            await cursor.execute(_store.statement(config.oban, "insert_timers"), params)
+            await cursor.execute(
+                _store.statement(config.oban, _insert_statement(batch, plain)), params
+            )
             inserted = {row[3]: row for row in await cursor.fetchall()}
             existing: dict[int, Any] = {}
             if len(inserted) < len(batch):  # conflicts: read the rows that were there
@@ -265,6 +267,15 @@ async def schedule_many(
             _rejected(scope, effect, "store_unavailable")
         raise
     return _batch_jobs(config, scope, batch, inserted, existing)
+
+
+def _insert_statement(batch: list[SendDelayed], plain: bool) -> str:
+    """``insert_later_timers`` when no timer of a plain batch (int delays) is due within
+    the announce horizon, else ``insert_timers``, which announces the earliest one that is
+    (the same rule in SQL: due before now + the horizon)."""
+    if plain and min(effect.delay_ms for effect in batch) >= ANNOUNCE_HORIZON_MS:
+        return "insert_later_timers"
+    return "insert_timers"
 
 
 def _batch_jobs(
