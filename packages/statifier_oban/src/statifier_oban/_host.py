@@ -103,8 +103,9 @@ async def start_session(
     when the session halts. If another owner takes over, this session stops
     (``Halted("superseded")``) and writes nothing more. ``options`` go to
     ``Session.start``; ``limits`` are the macrostep budgets, and a resumed position is
-    loaded under them (and with ``position_key``, when the host keys its positions). Save positions in transactions that first call
-    ``session_lease(session).fence(conn)``, so a superseded owner's saves are refused.
+    loaded under them (and with ``position_key``, when the host keys its positions).
+    Save positions in transactions that first call ``session_lease(session).fence(conn)``,
+    so a superseded owner's saves are refused.
     """
     if resume is not None and not isinstance(resume, MachineState):
         resume = loads(resume, machine, max_limits=limits, key=position_key)
