@@ -345,9 +345,7 @@ class Session:
         invoke_types = frozenset(handlers) - planner.SCXML_INVOKE_TYPES or _NO_TYPES
         state: MachineState | None = None
         if resume is not None:
-            state = _resumable(
-                machine, resume, session_id, datamodel, trace, limits, position_key
-            )
+            state = _resumable(machine, resume, session_id, datamodel, trace, limits, position_key)
             state = dataclasses.replace(
                 state,
                 invoke_types=invoke_types,
