@@ -80,7 +80,7 @@ from statifier.core._legal import configuration_problem, history_problem
 from statifier.core.events import MAX_NAME_LENGTH, Event, EventType
 from statifier.core.state import MachineState, StateBuilder, Status, finish
 from statifier.errors import PositionError
-from statifier.values import ValueRefused, brief, measure
+from statifier.values import MAX_DEPTH, MAX_INT_BITS, ValueRefused, brief, measure
 
 __all__ = [
     "EXPORT_FORMAT",
@@ -219,7 +219,7 @@ def dumps(state: MachineState, *, key: bytes | None = None) -> bytes:
     try:
         payload, datamodel_text = _encode_state(state)
         # Only valid payloads are written: whatever dumps writes, loads reads.
-        _decode_parts(payload, state.machine, None)
+        _decode_parts(payload, state.machine, None, datamodel_text, json_typed=False)
         text = _payload_text(payload, datamodel_text)
     except CorruptPosition as exc:
         # A value JSON would carry unfaithfully (a tuple, a non-string key): say where.
@@ -245,31 +245,37 @@ _PAYLOAD_ORDER: Final = tuple(sorted(_PAYLOAD_KEYS))
 
 def _payload_text(payload: dict[str, Any], datamodel_text: str) -> str:
     """``json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
-    allow_nan=False)``, written member by member: scalars, strings and the checked lists of
-    state indexes directly, the datamodel as already encoded (``datamodel_text``), the
-    rest through the same encoder."""
-    members: list[str] = []
-    for name in _PAYLOAD_ORDER:
-        value = payload[name]
-        kind = type(value)
-        if name == "datamodel":
-            text = datamodel_text
-        elif kind is int:
-            text = int.__repr__(value)
-        elif kind is str:
-            text = encode_basestring_ascii(value)
-        elif value is None:
-            text = "null"
-        elif kind is bool:
-            text = "true" if value else "false"
-        elif kind is list and all(type(item) is int for item in value):
-            text = "[" + ",".join(map(int.__repr__, value)) + "]"
-        elif name == "limits":
-            text = _limits_text(*value.values())
-        else:
-            text = _ENCODER.encode(value)
-        members.append(f'"{name}":{text}')
-    return "{" + ",".join(members) + "}"
+    allow_nan=False)`` of a payload ``_decode_parts`` accepted, written member by member in
+    sorted order: the members are of the types it checked (exact ``int`` indexes and
+    counters, ``bool`` flags, ``str`` ids), the datamodel is ``datamodel_text`` (already
+    encoded) and the JSON values go through the same encoder."""
+    context = payload["caller_context"]
+    history = payload["history"]
+    queue = payload["internal_queue"]
+    invocations = payload["invocations"]
+    rounds = payload["max_macrostep_rounds"]
+    return (
+        f'{{"caller_context":{"null" if context is None else _ENCODER.encode(context)}'
+        f',"configuration":[{",".join(map(str, payload["configuration"]))}]'
+        f',"datamodel":{datamodel_text}'
+        f',"entered":[{",".join(map(str, payload["entered"]))}]'
+        f',"history":{_ENCODER.encode(history) if history else "[]"}'
+        f',"internal_queue":{_ENCODER.encode(queue) if queue else "[]"}'
+        f',"invocations":{_ENCODER.encode(invocations) if invocations else "[]"}'
+        f',"invoke_counter":{payload["invoke_counter"]}'
+        f',"limits":{_limits_text(*payload["limits"].values())}'
+        f',"macrostep":{payload["macrostep"]}'
+        f',"max_macrostep_rounds":{"null" if rounds is None else rounds}'
+        f',"microstep":{payload["microstep"]}'
+        f',"round":{payload["round"]}'
+        f',"running":{"true" if payload["running"] else "false"}'
+        f',"send_counter":{payload["send_counter"]}'
+        f',"session_id":{encode_basestring_ascii(payload["session_id"])}'
+        f',"states_to_invoke":[{",".join(map(str, payload["states_to_invoke"]))}]'
+        f',"status":"{"running" if payload["running"] else "done"}"'
+        f',"timer_counter":{payload["timer_counter"]}'
+        f',"trace":{"true" if payload["trace"] else "false"}}}'
+    )
 
 
 @functools.lru_cache(maxsize=64)
@@ -508,7 +514,7 @@ def loads(  # noqa: C901 - the format's checks, one after another, in the docume
     if version == 1:
         payload = _from_version_1(payload, max_limits)
     try:
-        return decode_payload(payload, machine, _frozen(invoke_types), routes, max_limits)
+        return decode_payload(payload, machine, _frozen(invoke_types), routes, max_limits, text)
     except RecursionError:
         raise CorruptPosition("invalid payload: a value is nested too deeply") from None
 
@@ -563,8 +569,18 @@ def _no_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not allowed")
 
 
-_DECODER: Final = json.JSONDecoder(object_pairs_hook=_unique_object, parse_constant=_no_constant)
-"""Reads a payload: duplicate keys and NaN/Infinity are errors."""
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{brief(text, 40)} is not a finite number")
+    return value
+
+
+_DECODER: Final = json.JSONDecoder(
+    object_pairs_hook=_unique_object, parse_constant=_no_constant, parse_float=_finite
+)
+"""Reads a payload: duplicate keys, NaN/Infinity and numbers too large for a float (which
+would read as infinite) are errors."""
 
 
 def _frozen(values: Iterable[str] | None) -> frozenset[str] | None:
@@ -702,14 +718,17 @@ def decode_payload(
     invoke_types: frozenset[str] | None,
     routes: Container[str] | None,
     max_limits: MacrostepLimits | None,
+    text: str | None = None,
 ) -> MachineState:
     """Build the state a payload describes, or raise ``CorruptPosition`` saying what is wrong.
 
     ``obj`` is a decoded payload of the current format (see the module docstring);
-    ``max_limits`` is the ceiling on the stored budgets (None: no ceiling).
+    ``max_limits`` is the ceiling on the stored budgets (None: no ceiling); ``text`` is
+    the JSON text ``obj`` was decoded from, when it was (it spares measuring the datamodel
+    value by value when the text is small enough to vouch for it, ``_fits``).
     Every position this module (and ``import_position``) makes passes through here.
     """
-    parts = _decode_parts(obj, machine, max_limits)
+    parts = _decode_parts(obj, machine, max_limits, text)
     payload: dict[str, Any] = obj
     state: Any = object.__new__(StateBuilder)
     state.machine = machine
@@ -740,11 +759,20 @@ def decode_payload(
 
 
 def _decode_parts(  # noqa: C901 - every field of the payload, checked in turn
-    obj: Any, machine: Machine, max_limits: MacrostepLimits | None
+    obj: Any,
+    machine: Machine,
+    max_limits: MacrostepLimits | None,
+    text: str | None = None,
+    *,
+    json_typed: bool = True,
 ) -> _Parts:
     """Check a payload against ``machine`` (shape and meaning) and convert its fields, or
     raise ``CorruptPosition`` saying what is wrong. The fields ``_Parts`` does not hold are
-    checked and usable as they are."""
+    checked and usable as they are.
+
+    ``text``, when given, is JSON text that holds the datamodel written out (the payload
+    it was decoded from, or the datamodel as ``dumps`` encoded it); ``json_typed`` says
+    the datamodel was decoded from JSON (so it holds only JSON types)."""
     payload = _keys(obj, _PAYLOAD_KEYS, "the payload")
     parts = _Parts()
     states = machine.states
@@ -759,29 +787,99 @@ def _decode_parts(  # noqa: C901 - every field of the payload, checked in turn
     parts.running = running
     parts.status = "done" if status == "done" else "running"
 
-    configuration = _indexes(payload["configuration"], count, "configuration")
-    _ascending(configuration, "configuration")
+    configuration = _ascending_indexes(payload["configuration"], count, "configuration")
     if running:
         _problem(_legal_configuration(machine, configuration), "configuration")
     elif configuration:
         _corrupt("a finished execution has active states")
-    entered = _indexes(payload["entered"], count, "entered")
-    _ascending(entered, "entered")
-    active = frozenset(configuration)
-    parts.configuration = active
+    entered = _ascending_indexes(payload["entered"], count, "entered")
+    active = parts.configuration = frozenset(configuration)
     parts.entered = frozenset(entered)
     if not active <= parts.entered:
         _corrupt("an active state is missing from entered")
-    states_to_invoke = _indexes(payload["states_to_invoke"], count, "states_to_invoke")
-    if len(set(states_to_invoke)) != len(states_to_invoke):
-        _corrupt("states_to_invoke lists a state twice")
-    if running and not active.issuperset(states_to_invoke):
-        _corrupt("states_to_invoke lists a state that is not active")
-    parts.states_to_invoke = tuple(states_to_invoke)
+    states_to_invoke = payload["states_to_invoke"]
+    if states_to_invoke != []:
+        _indexes(states_to_invoke, count, "states_to_invoke")
+        if len(set(states_to_invoke)) != len(states_to_invoke):
+            _corrupt("states_to_invoke lists a state twice")
+        if running and not active.issuperset(states_to_invoke):
+            _corrupt("states_to_invoke lists a state that is not active")
+        parts.states_to_invoke = tuple(states_to_invoke)
+    else:
+        parts.states_to_invoke = ()
 
+    history = payload["history"]
+    parts.history = {} if history == [] else _decode_history(history, machine)
+    invocations = payload["invocations"]
+    parts.invocations = (
+        {} if invocations == [] else _decode_invocations(invocations, states, active)
+    )
+
+    limits = parts.limits = _decode_limits(payload["limits"], max_limits)
+    rounds = payload["max_macrostep_rounds"]
+    if rounds is not None and (type(rounds) is not int or not 1 <= rounds <= MAX_LIMIT):
+        _corrupt(
+            f"max_macrostep_rounds is {brief(rounds)}, not an integer in 1..{MAX_LIMIT} or null"
+        )
+    parts.rounds = rounds
+
+    events = payload["internal_queue"]
+    if events == []:
+        parts.queue = ()
+    else:
+        events = _list(events, "internal_queue")
+        queue_limit = MAX_QUEUE if limits.internal_events is None else limits.internal_events
+        if len(events) > queue_limit + _QUEUE_SLACK:
+            _corrupt(f"the internal queue holds {len(events)} events (the limit is {queue_limit})")
+        parts.queue = tuple(
+            _decode_event(event, f"internal_queue[{i}]") for i, event in enumerate(events)
+        )
+
+    datamodel = payload["datamodel"]
+    if not isinstance(datamodel, dict):
+        _corrupt(f"datamodel is a {_kind(datamodel)}, not an object")
+    if not (
+        text is not None
+        and _fits(text, MAX_LIMIT if limits.datamodel_bytes is None else limits.datamodel_bytes)
+        and (json_typed or _json_typed(datamodel))
+    ):
+        # What the text cannot vouch for is measured value by value (and refused there).
+        if not all(isinstance(name, str) for name in datamodel):
+            _corrupt("datamodel has a non-string variable name")
+        _check_datamodel(datamodel, limits)
+
+    session_id = payload["session_id"]
+    if (not isinstance(session_id, str) or not 0 < len(session_id) <= MAX_ID_LENGTH) and not _text(
+        session_id, "session_id"
+    ):
+        _corrupt("session_id is empty")
+    for name in _COUNTERS:
+        value = payload[name]
+        if type(value) is not int or not 0 <= value <= MAX_COUNTER:
+            _counter(payload, name)
+    _flag(payload, "trace")
+    return parts
+
+
+def _ascending_indexes(value: Any, count: int, where: str) -> list[int]:
+    """``value``, a strictly ascending list of state indexes (or ``CorruptPosition``)."""
+    items = _list(value, where)
+    previous = -1
+    for item in items:
+        if type(item) is not int or not previous < item < count:
+            _indexes(items, count, where)
+            _ascending(items, where)
+        previous = item
+    return items
+
+
+def _decode_history(obj: Any, machine: Machine) -> dict[int, tuple[int, ...]]:
+    """The ``history`` member: ``[[history_state, [states...]], ...]``, ascending by key."""
+    states = machine.states
+    count = len(states)
     history: dict[int, tuple[int, ...]] = {}
     history_keys: list[int] = []
-    for i, pair in enumerate(_list(payload["history"], "history")):
+    for i, pair in enumerate(_list(obj, "history")):
         where = f"history[{i}]"
         if not isinstance(pair, list) or len(pair) != 2:
             _corrupt(f"{where} is not a [history_state, [states...]] pair")
@@ -793,11 +891,18 @@ def _decode_parts(  # noqa: C901 - every field of the payload, checked in turn
         _problem(_legal_history(machine, key, recorded), where)
         history[key] = recorded
     _ascending(history_keys, "history")
-    parts.history = history
+    return history
 
+
+def _decode_invocations(
+    obj: Any, states: tuple[Any, ...], active: frozenset[int]
+) -> dict[tuple[int, int], str]:
+    """The ``invocations`` member: ``[[state, invoke_index, invoke_id], ...]``, ascending by
+    key, of active states, with distinct non-empty ids."""
+    count = len(states)
     invocations: dict[tuple[int, int], str] = {}
     invocation_keys: list[tuple[int, int]] = []
-    for i, triple in enumerate(_list(payload["invocations"], "invocations")):
+    for i, triple in enumerate(_list(obj, "invocations")):
         where = f"invocations[{i}]"
         if not isinstance(triple, list) or len(triple) != 3:
             _corrupt(f"{where} is not a [state, invoke_index, invoke_id] triple")
@@ -815,40 +920,7 @@ def _decode_parts(  # noqa: C901 - every field of the payload, checked in turn
     _ascending(invocation_keys, "invocations")
     if len(set(invocations.values())) != len(invocations):
         _corrupt("two live invocations share an invoke id")
-    parts.invocations = invocations
-
-    limits = parts.limits = _decode_limits(payload["limits"], max_limits)
-    rounds = payload["max_macrostep_rounds"]
-    if rounds is not None and (type(rounds) is not int or not 1 <= rounds <= MAX_LIMIT):
-        _corrupt(
-            f"max_macrostep_rounds is {brief(rounds)}, not an integer in 1..{MAX_LIMIT} or null"
-        )
-    parts.rounds = rounds
-
-    events = _list(payload["internal_queue"], "internal_queue")
-    queue_limit = MAX_QUEUE if limits.internal_events is None else limits.internal_events
-    if len(events) > queue_limit + _QUEUE_SLACK:
-        _corrupt(f"the internal queue holds {len(events)} events (the limit is {queue_limit})")
-    parts.queue = (
-        tuple(_decode_event(event, f"internal_queue[{i}]") for i, event in enumerate(events))
-        if events
-        else ()
-    )
-
-    datamodel = payload["datamodel"]
-    if not isinstance(datamodel, dict):
-        _corrupt(f"datamodel is a {_kind(datamodel)}, not an object")
-    if not all(isinstance(name, str) for name in datamodel):
-        _corrupt("datamodel has a non-string variable name")
-    _check_datamodel(datamodel, limits)
-
-    session_id = _text(payload["session_id"], "session_id")
-    if not session_id:
-        _corrupt("session_id is empty")
-    for name in _COUNTERS:
-        _counter(payload, name)
-    _flag(payload, "trace")
-    return parts
+    return invocations
 
 
 _COUNTERS: Final = (
@@ -947,6 +1019,58 @@ _LIMITS: dict[tuple[int | None, ...], MacrostepLimits] = {
 }
 """Budgets read before, by value: positions share one ``MacrostepLimits`` per set of values
 (the default one in the common case) instead of building one per load."""
+
+
+_TEXT_RATIO: Final = 12
+"""``measure`` counts at most this many bytes per character of a value's JSON text: a
+string with a character past U+FFFF counts 12 per character (a float 24 for at least
+3 characters, the rest less), keys and separators less than their own characters."""
+
+_SHORT_DIGITS: Final = int(MAX_INT_BITS * math.log10(2))
+"""Every integer written in at most this many digits has at most ``MAX_INT_BITS`` bits."""
+
+_LONG_NUMBER: Final = re.compile(f"[0-9]{{{_SHORT_DIGITS + 1}}}")
+
+
+def _fits(text: str, cap: int) -> bool:
+    """Whether ``text``, JSON text holding a datamodel of JSON-typed values with no NaN or
+    infinite float, vouches for every value ``_check_datamodel`` would accept: no deeper
+    than ``MAX_DEPTH`` (it has no more brackets than that), no integer of more than
+    ``MAX_INT_BITS`` bits (no run of digits long enough), and no more than ``cap`` bytes
+    measured (``_TEXT_RATIO`` times the text's length). False is no verdict: the values
+    are measured one by one then."""
+    size = len(text)
+    return (
+        size * _TEXT_RATIO <= cap
+        and text.count("[") + text.count("{") <= MAX_DEPTH
+        and (size <= _SHORT_DIGITS or _LONG_NUMBER.search(text) is None)
+    )
+
+
+_SCALARS: Final[frozenset[type]] = frozenset({str, int, float, bool, type(None)})
+
+
+def _json_typed(value: Any) -> bool:
+    """Whether ``value`` holds only ``str``, ``int``, ``float``, ``bool``, ``None``,
+    ``list`` and ``dict`` with ``str`` keys (exactly those types, as ``measure`` wants).
+    ``value`` has no cycle (the encoder refused those)."""
+    stack = [value]
+    pop = stack.pop
+    extend = stack.extend
+    scalars = _SCALARS
+    while stack:
+        item = pop()
+        kind = type(item)
+        if kind is dict:
+            for name in item:
+                if type(name) is not str:
+                    return False
+            extend(item.values())
+        elif kind is list:
+            extend(item)
+        elif kind not in scalars:
+            return False
+    return True
 
 
 def _check_datamodel(datamodel: dict[str, Any], limits: MacrostepLimits) -> None:
