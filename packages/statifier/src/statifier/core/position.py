@@ -57,6 +57,7 @@ import hashlib
 import hmac
 import json
 import math
+import operator
 import re
 from collections.abc import Callable, Container, Iterable
 from itertools import pairwise
@@ -377,7 +378,7 @@ def _encode_state(state: MachineState) -> tuple[dict[str, Any], str]:
         "round": state.round,
         "trace": state.trace,
         "max_macrostep_rounds": state.max_macrostep_rounds,
-        "limits": {name: getattr(limits, name) for name in LIMIT_FIELDS},
+        "limits": dict(zip(LIMIT_FIELDS, _limit_values(limits), strict=True)),
     }
     return payload, datamodel_text
 
@@ -442,7 +443,7 @@ def _walk(value: Any, on_path: set[int]) -> None:  # noqa: C901 - one branch per
 # -- loads -------------------------------------------------------------------------------
 
 
-def loads(  # noqa: C901 - the format's checks, one after another, in the documented order
+def loads(
     blob: bytes | bytearray | memoryview,
     machine: Machine,
     *,
@@ -474,6 +475,52 @@ def loads(  # noqa: C901 - the format's checks, one after another, in the docume
         blob = bytes(blob)
     if not isinstance(blob, bytes):
         raise NotAPosition(f"a position is bytes, not {type(blob).__name__}")
+    version, body = _fast_body(blob, machine, key) or _body(blob, machine, key)
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CorruptPosition(f"the payload is not valid UTF-8: {exc}") from None
+    try:
+        payload, end = _SCAN(text, 0)
+        if end != len(text):
+            raise ValueError("extra data")
+    except (StopIteration, ValueError, RecursionError):
+        # Read again the slow way, which accepts surrounding whitespace and says what is wrong.
+        try:
+            payload = _DECODER.decode(text)
+        except (ValueError, RecursionError) as exc:
+            raise CorruptPosition(f"the payload is not valid JSON: {exc}") from None
+    if version == 1:
+        payload = _from_version_1(payload, max_limits)
+    try:
+        return decode_payload(payload, machine, _frozen(invoke_types), routes, max_limits, text)
+    except RecursionError:
+        raise CorruptPosition("invalid payload: a value is nested too deeply") from None
+
+
+def _fast_body(blob: bytes, machine: Machine, key: bytes | None) -> tuple[int, bytes] | None:
+    """``(2, payload bytes)`` when ``blob`` is a current position of ``machine`` whose
+    digest (keyed with ``key`` if given) matches: the header lines ``dumps`` writes, byte for
+    byte. None otherwise (``_body`` then checks the header line by line and says why)."""
+    head = _head(machine.identity)
+    prefix = _DIGEST_PREFIX if key is None else _KEYED_PREFIX
+    end = len(head) + len(prefix) + 64
+    if not (
+        blob.startswith(head)
+        and blob.startswith(prefix, len(head))
+        and blob[end : end + 1] == b"\n"
+    ):
+        return None
+    body = blob[end + 1 :]
+    if not hmac.compare_digest(blob[len(head) : end], _digest(head, body, key)):
+        return None
+    return FORMAT_VERSION, body
+
+
+def _body(blob: bytes, machine: Machine, key: bytes | None) -> tuple[int, bytes]:
+    """The format version and the payload bytes of ``blob``, after its header checks, in
+    the documented order (``NotAPosition``, ``UnsupportedVersion``, ``IdentityMismatch``,
+    then ``CorruptPosition`` for the digest)."""
     if not blob.startswith(MAGIC):
         raise NotAPosition("the blob does not start with the statifier position tag")
     rest = blob[len(MAGIC) :]
@@ -502,21 +549,7 @@ def loads(  # noqa: C901 - the format's checks, one after another, in the docume
     head = blob[: len(blob) - len(body) - len(digest_line) - 1]
     if not hmac.compare_digest(digest_line, _digest(head, body, key)):
         raise CorruptPosition("the payload does not match its digest (altered or truncated)")
-
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise CorruptPosition(f"the payload is not valid UTF-8: {exc}") from None
-    try:
-        payload = _DECODER.decode(text)
-    except (ValueError, RecursionError) as exc:
-        raise CorruptPosition(f"the payload is not valid JSON: {exc}") from None
-    if version == 1:
-        payload = _from_version_1(payload, max_limits)
-    try:
-        return decode_payload(payload, machine, _frozen(invoke_types), routes, max_limits, text)
-    except RecursionError:
-        raise CorruptPosition("invalid payload: a value is nested too deeply") from None
+    return version, body
 
 
 def _from_version_1(payload: Any, max_limits: MacrostepLimits) -> Any:
@@ -582,6 +615,9 @@ _DECODER: Final = json.JSONDecoder(
 """Reads a payload: duplicate keys, NaN/Infinity and numbers too large for a float (which
 would read as infinite) are errors."""
 
+_SCAN: Final = cast(Callable[[str, int], tuple[Any, int]], vars(_DECODER)["scan_once"])
+"""``_DECODER`` without its whitespace handling: the payload ``dumps`` writes has none."""
+
 
 def _frozen(values: Iterable[str] | None) -> frozenset[str] | None:
     if values is None:
@@ -596,6 +632,8 @@ def _corrupt(message: str) -> NoReturn:
 
 
 def _keys(obj: Any, expected: frozenset[str], where: str) -> dict[str, Any]:
+    if type(obj) is dict and len(obj) == len(expected) and obj.keys() <= expected:
+        return obj
     if not isinstance(obj, dict):
         _corrupt(f"{where} is a {_kind(obj)}, not an object")
     keys = set(obj)
@@ -941,11 +979,16 @@ _CHECKS_LIMIT: Final = 1024
 
 def _legal_configuration(machine: Machine, configuration: list[int]) -> str | None:
     """``configuration_problem``, remembered per machine and configuration."""
-    return _judged(
-        machine,
-        ("configuration", *configuration),
-        lambda: configuration_problem(machine.states, configuration),
-    )
+    memo = _judgements(machine)
+    key = ("configuration", *configuration)
+    problem = memo.get(key, _UNJUDGED)
+    if problem is _UNJUDGED:
+        problem = configuration_problem(machine.states, configuration)
+        _remember(memo, key, problem)
+    return cast(str | None, problem)
+
+
+_UNJUDGED: Final = object()
 
 
 def _legal_history(machine: Machine, history: int, recorded: tuple[int, ...]) -> str | None:
@@ -989,6 +1032,18 @@ def _problem(problem: str | None, where: str) -> None:
 
 
 def _decode_limits(obj: Any, ceiling: MacrostepLimits | None) -> MacrostepLimits:
+    if type(obj) is dict and len(obj) == len(LIMIT_FIELDS) and obj.keys() <= _LIMIT_KEYS:
+        # The common case: budgets read before, within the ceiling.
+        stored = _limit_items(obj)
+        for value in stored:
+            if value is not None and (type(value) is not int or not 0 < value <= MAX_LIMIT):
+                break
+        else:
+            known = _LIMITS.get(stored)
+            if known is not None and (
+                ceiling is None or known is ceiling or _within(known, ceiling)
+            ):
+                return known
     fields = _keys(obj, _LIMIT_KEYS, "limits")
     values: dict[str, int | None] = {}
     for name in LIMIT_FIELDS:
@@ -1013,6 +1068,17 @@ def _decode_limits(obj: Any, ceiling: MacrostepLimits | None) -> MacrostepLimits
 
 
 _LIMIT_KEYS: Final = frozenset(LIMIT_FIELDS)
+_limit_items: Final = operator.itemgetter(*LIMIT_FIELDS)
+_limit_values: Final = operator.attrgetter(*LIMIT_FIELDS)
+
+
+def _within(limits: MacrostepLimits, ceiling: MacrostepLimits) -> bool:
+    """Whether every budget of ``limits`` is bounded at most as ``ceiling`` bounds it."""
+    return all(
+        most is None or (value is not None and value <= most)
+        for value, most in zip(_limit_values(limits), _limit_values(ceiling), strict=True)
+    )
+
 
 _LIMITS: dict[tuple[int | None, ...], MacrostepLimits] = {
     tuple(getattr(DEFAULT_LIMITS, name) for name in LIMIT_FIELDS): DEFAULT_LIMITS
