@@ -241,7 +241,22 @@ _ENCODER: Final = json.JSONEncoder(
 """The payload's JSON form: compact, sorted keys, ASCII only, no NaN (what ``json.dumps``
 with those options writes)."""
 
-_PAYLOAD_ORDER: Final = tuple(sorted(_PAYLOAD_KEYS))
+
+def _one_shot_encoder() -> Callable[[Any], str]:
+    """``_ENCODER.encode`` without building a new C encoder per call; a cycle is found as
+    a ``RecursionError`` instead of a ``ValueError`` (both mean: not JSON)."""
+    try:
+        from _json import make_encoder
+    except ImportError:  # pragma: no cover - an interpreter without the C accelerator
+        return _ENCODER.encode
+    encoder = make_encoder(
+        None, _ENCODER.default, encode_basestring_ascii, None, ":", ",", True, False, False
+    )
+    join = "".join
+    return lambda value: join(encoder(value, 0))
+
+
+_encode: Final = _one_shot_encoder()
 
 
 def _payload_text(payload: dict[str, Any], datamodel_text: str) -> str:
@@ -256,13 +271,13 @@ def _payload_text(payload: dict[str, Any], datamodel_text: str) -> str:
     invocations = payload["invocations"]
     rounds = payload["max_macrostep_rounds"]
     return (
-        f'{{"caller_context":{"null" if context is None else _ENCODER.encode(context)}'
+        f'{{"caller_context":{"null" if context is None else _encode(context)}'
         f',"configuration":[{",".join(map(str, payload["configuration"]))}]'
         f',"datamodel":{datamodel_text}'
         f',"entered":[{",".join(map(str, payload["entered"]))}]'
-        f',"history":{_ENCODER.encode(history) if history else "[]"}'
-        f',"internal_queue":{_ENCODER.encode(queue) if queue else "[]"}'
-        f',"invocations":{_ENCODER.encode(invocations) if invocations else "[]"}'
+        f',"history":{_encode(history) if history else "[]"}'
+        f',"internal_queue":{_encode(queue) if queue else "[]"}'
+        f',"invocations":{_encode(invocations) if invocations else "[]"}'
         f',"invoke_counter":{payload["invoke_counter"]}'
         f',"limits":{_limits_text(*payload["limits"].values())}'
         f',"macrostep":{payload["macrostep"]}'
@@ -324,11 +339,12 @@ def _encode_state(state: MachineState) -> tuple[dict[str, Any], str]:
         # Cycles, NaN and unknown types make the encoder raise at C speed (what is left,
         # tuples and non-string keys, the datamodel check refuses); the walk below is only
         # there to say where the culprit is.
-        datamodel_text = _ENCODER.encode(datamodel)
+        datamodel_text = _encode(datamodel)
     except (TypeError, ValueError, RecursionError):
         _check_json(datamodel, "datamodel")
         raise
-    _check_json(state.caller_context, "caller_context")
+    if state.caller_context is not None:
+        _check_json(state.caller_context, "caller_context")
     queue: list[dict[str, Any]] = []
     for position, event in enumerate(state.internal_queue):
         if not isinstance(event, Event):
@@ -1120,22 +1136,31 @@ def _json_typed(value: Any) -> bool:
     """Whether ``value`` holds only ``str``, ``int``, ``float``, ``bool``, ``None``,
     ``list`` and ``dict`` with ``str`` keys (exactly those types, as ``measure`` wants).
     ``value`` has no cycle (the encoder refused those)."""
+    scalars = _SCALARS
+    if type(value) in scalars:
+        return True
     stack = [value]
     pop = stack.pop
-    extend = stack.extend
-    scalars = _SCALARS
+    push = stack.append
     while stack:
         item = pop()
-        kind = type(item)
-        if kind is dict:
+        children: Iterable[Any]
+        if type(item) is dict:
             for name in item:
                 if type(name) is not str:
                     return False
-            extend(item.values())
-        elif kind is list:
-            extend(item)
-        elif kind not in scalars:
+            children = item.values()
+        elif type(item) is list:
+            children = item
+        else:
             return False
+        # Only containers go on the stack: scalars are judged where they are met.
+        for child in children:
+            kind = type(child)
+            if kind is dict or kind is list:
+                push(child)
+            elif kind not in scalars:
+                return False
     return True
 
 
