@@ -249,3 +249,109 @@ def test_legacy_source_identities_and_keys_take_the_slow_header_path(machine: Ma
         json.dumps(machine.identity).encode(), json.dumps(machine.source_identity).encode(), 1
     )
     assert loads(legacy, machine) == state
+
+
+# -- dumps: the plain path writes what the checked path writes -----------------------------
+
+RICH = """\
+<scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0" initial="main">
+  <datamodel><data id="n" expr="0"/></datamodel>
+  <state id="main" initial="p">
+    <parallel id="p">
+      <state id="left" initial="l1">
+        <history id="lh" type="deep"><transition target="l1"/></history>
+        <state id="l1"><transition event="go" target="l2"/></state>
+        <state id="l2"/>
+      </state>
+      <state id="right" initial="r1">
+        <invoke type="worker" id="w"/>
+        <state id="r1"/>
+      </state>
+      <transition event="leave" target="away"/>
+    </parallel>
+    <state id="away"><transition event="back" target="lh"/></state>
+  </state>
+  <final id="end"/>
+</scxml>
+"""
+WORKER = frozenset({"worker"})
+
+
+@pytest.fixture(scope="module")
+def rich() -> Machine:
+    return statifier.compile(RICH)
+
+
+def _rich_states(machine: Machine) -> list[MachineState]:
+    state, _ = statifier.initialize(machine, session_id="sess_rich", invoke_types=WORKER)
+    states = [state]
+    for event in ("go", "leave", "back"):
+        state, _ = statifier.handle_event(state, event)
+        states.append(state)
+    return states
+
+
+_INDEXES = st.lists(st.integers(-1, 12) | st.booleans(), max_size=6)
+_COUNTER = st.integers(-1, 3) | st.just(2**62) | st.just(2**62 + 1) | st.booleans() | st.none()
+_FIELDS: dict[str, st.SearchStrategy[Any]] = {
+    "configuration": _INDEXES.map(frozenset) | _INDEXES | _INDEXES.map(tuple),
+    "entered": _INDEXES.map(frozenset) | _INDEXES.map(set),
+    "states_to_invoke": _INDEXES.map(tuple) | _INDEXES,
+    "history": st.dictionaries(st.integers(0, 12), _INDEXES.map(tuple), max_size=2),
+    "invocations": st.dictionaries(
+        st.tuples(st.integers(0, 12), st.integers(-1, 1)), st.sampled_from(["", "w", "x"])
+    ),
+    "running": st.booleans() | st.just(1),
+    "status": st.sampled_from(["running", "done", "other"]),
+    "trace": st.booleans() | st.just(0),
+    "max_macrostep_rounds": st.none() | st.integers(-1, 3) | st.just(2**63) | st.just(True),
+    "session_id": st.sampled_from(["", "s", "s" * 5000, "\u00e9t\u00e9"]) | st.integers(),
+    "invoke_counter": _COUNTER,
+    "send_counter": _COUNTER,
+    "timer_counter": _COUNTER,
+    "macrostep": _COUNTER,
+    "microstep": _COUNTER,
+    "round": _COUNTER,
+    "caller_context": _ODD | _JSON,
+    "datamodel": st.dictionaries(_TEXT, _ODD | _JSON, max_size=3).map(
+        lambda extra: {"n": 0, **extra}
+    ),
+    "limits": st.sampled_from(
+        [DEFAULT_LIMITS, MacrostepLimits(datamodel_bytes=40), MacrostepLimits(steps=None)]
+    ),
+    "internal_queue": st.sampled_from([(), (statifier.Event(name="e"),)]),
+}
+
+
+def _outcome(call: Any) -> str:
+    try:
+        return str(call())
+    except UnserializablePosition as exc:
+        return f"refused: {exc}"
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    which=st.integers(0, 3),
+    changes=st.dictionaries(st.sampled_from(sorted(_FIELDS)), st.none(), max_size=3).flatmap(
+        lambda chosen: st.fixed_dictionaries({name: _FIELDS[name] for name in chosen})
+    ),
+)
+def test_the_plain_path_writes_only_what_the_checked_path_writes(
+    rich: Machine, which: int, changes: dict[str, Any]
+) -> None:
+    state = _replace(_rich_states(rich)[which], **changes)
+    plain = position._plain_payload_text(state)
+    checked = _outcome(lambda: position._checked_payload_text(state))
+    if plain is not None:
+        assert checked == plain
+    if not changes:
+        assert plain is not None  # the engine's own states take the plain path
+
+
+def test_the_engine_s_own_states_take_the_plain_path(rich: Machine) -> None:
+    states = _rich_states(rich)
+    assert any(s.history for s in states)
+    assert any(s.invocations for s in states)
+    for state in states:
+        assert position._plain_payload_text(state) == position._checked_payload_text(state)

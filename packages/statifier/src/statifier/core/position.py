@@ -217,11 +217,20 @@ def dumps(state: MachineState, *, key: bytes | None = None) -> bytes:
     a cycle, or when the state is not one ``loads`` would accept.
     """
     _check_key(key)
+    text = _plain_payload_text(state) or _checked_payload_text(state)
+    body = text.encode("ascii")
+    head = _head(state.machine.identity)
+    return b"".join((head, _digest(head, body, key), b"\n", body))
+
+
+def _checked_payload_text(state: MachineState) -> str:
+    """The payload text of ``state`` after the checks ``loads`` runs on a payload, or
+    ``UnserializablePosition`` saying what is wrong."""
     try:
         payload, datamodel_text = _encode_state(state)
         # Only valid payloads are written: whatever dumps writes, loads reads.
         _decode_parts(payload, state.machine, None, datamodel_text, json_typed=False)
-        text = _payload_text(payload, datamodel_text)
+        return _payload_text(payload, datamodel_text)
     except CorruptPosition as exc:
         # A value JSON would carry unfaithfully (a tuple, a non-string key): say where.
         _check_json(state.datamodel, "datamodel")
@@ -230,9 +239,6 @@ def dumps(state: MachineState, *, key: bytes | None = None) -> bytes:
         raise UnserializablePosition("state is too large to write") from None
     except (TypeError, ValueError, RecursionError) as exc:
         raise UnserializablePosition(f"state is not JSON-serializable: {brief(str(exc))}") from None
-    body = text.encode("ascii")
-    head = _head(state.machine.identity)
-    return b"".join((head, _digest(head, body, key), b"\n", body))
 
 
 _ENCODER: Final = json.JSONEncoder(
@@ -261,37 +267,174 @@ _encode: Final = _one_shot_encoder()
 
 def _payload_text(payload: dict[str, Any], datamodel_text: str) -> str:
     """``json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
-    allow_nan=False)`` of a payload ``_decode_parts`` accepted, written member by member in
-    sorted order: the members are of the types it checked (exact ``int`` indexes and
-    counters, ``bool`` flags, ``str`` ids), the datamodel is ``datamodel_text`` (already
-    encoded) and the JSON values go through the same encoder."""
+    allow_nan=False)`` of a payload ``_decode_parts`` accepted (so of the types it checked),
+    with the datamodel already encoded as ``datamodel_text``."""
     context = payload["caller_context"]
     history = payload["history"]
     queue = payload["internal_queue"]
     invocations = payload["invocations"]
-    rounds = payload["max_macrostep_rounds"]
-    return (
-        f'{{"caller_context":{"null" if context is None else _encode(context)}'
-        f',"configuration":[{",".join(map(str, payload["configuration"]))}]'
-        f',"datamodel":{datamodel_text}'
-        f',"entered":[{",".join(map(str, payload["entered"]))}]'
-        f',"history":{_encode(history) if history else "[]"}'
-        f',"internal_queue":{_encode(queue) if queue else "[]"}'
-        f',"invocations":{_encode(invocations) if invocations else "[]"}'
-        f',"invoke_counter":{payload["invoke_counter"]}'
-        f',"limits":{_limits_text(*payload["limits"].values())}'
-        f',"macrostep":{payload["macrostep"]}'
-        f',"max_macrostep_rounds":{"null" if rounds is None else rounds}'
-        f',"microstep":{payload["microstep"]}'
-        f',"round":{payload["round"]}'
-        f',"running":{"true" if payload["running"] else "false"}'
-        f',"send_counter":{payload["send_counter"]}'
-        f',"session_id":{encode_basestring_ascii(payload["session_id"])}'
-        f',"states_to_invoke":[{",".join(map(str, payload["states_to_invoke"]))}]'
-        f',"status":"{"running" if payload["running"] else "done"}"'
-        f',"timer_counter":{payload["timer_counter"]}'
-        f',"trace":{"true" if payload["trace"] else "false"}}}'
+    return _write_payload(
+        "null" if context is None else _encode(context),
+        payload["configuration"],
+        datamodel_text,
+        payload["entered"],
+        _encode(history) if history else "[]",
+        _encode(queue) if queue else "[]",
+        _encode(invocations) if invocations else "[]",
+        _limits_text(*payload["limits"].values()),
+        payload,
     )
+
+
+def _write_payload(
+    context: str,
+    configuration: list[int],
+    datamodel: str,
+    entered: list[int],
+    history: str,
+    queue: str,
+    invocations: str,
+    limits: str,
+    plain: Any,
+) -> str:
+    """The payload's JSON text, members in sorted order: the JSON values already encoded,
+    the lists of state indexes written out, and the plain members (exact ``int`` counters,
+    ``bool`` flags, the ``str`` session id, the round budget) read from ``plain`` (the
+    payload, or the state itself: they are named alike) by item or by attribute."""
+    get = plain.__getitem__ if type(plain) is dict else plain.__getattribute__
+    rounds = get("max_macrostep_rounds")
+    running = get("running")
+    return (
+        f'{{"caller_context":{context}'
+        f',"configuration":[{",".join(map(str, configuration))}]'
+        f',"datamodel":{datamodel}'
+        f',"entered":[{",".join(map(str, entered))}]'
+        f',"history":{history}'
+        f',"internal_queue":{queue}'
+        f',"invocations":{invocations}'
+        f',"invoke_counter":{get("invoke_counter")}'
+        f',"limits":{limits}'
+        f',"macrostep":{get("macrostep")}'
+        f',"max_macrostep_rounds":{"null" if rounds is None else rounds}'
+        f',"microstep":{get("microstep")}'
+        f',"round":{get("round")}'
+        f',"running":{"true" if running else "false"}'
+        f',"send_counter":{get("send_counter")}'
+        f',"session_id":{encode_basestring_ascii(get("session_id"))}'
+        f',"states_to_invoke":[{",".join(map(str, get("states_to_invoke")))}]'
+        f',"status":"{"running" if running else "done"}"'
+        f',"timer_counter":{get("timer_counter")}'
+        f',"trace":{"true" if get("trace") else "false"}}}'
+    )
+
+
+def _plain_payload_text(state: MachineState) -> str | None:
+    """The payload text of ``state`` when it is plainly a valid position, the way the engine
+    makes them: index sets as frozensets, no queued events, every field of the type and in
+    the range ``loads`` wants, a legal configuration and history, a datamodel its encoded
+    text vouches for (``_fits``). None when anything is in doubt: ``_checked_payload_text``
+    then writes the same text or says what is wrong (tests check that it accepts whatever
+    this accepts)."""
+    try:
+        return _plain_text(state)
+    except (PositionError, TypeError, ValueError, RecursionError):
+        return None
+
+
+def _plain_text(state: MachineState) -> str | None:  # noqa: C901 - every field, in turn
+    machine = state.machine
+    count = len(machine.states)
+    configuration = state.configuration
+    entered = state.entered
+    running = state.running
+    status = state.status
+    if (
+        state.internal_queue
+        or type(configuration) is not frozenset
+        or type(entered) is not frozenset
+        or type(status) is not str
+        or not configuration <= entered
+    ):
+        return None
+    active = sorted(configuration)
+    visited = sorted(entered)
+    if not (_plain_indexes(active, count) and _plain_indexes(visited, count)):
+        return None
+    if running is True and status == "running":
+        if _legal_configuration(machine, active) is not None:
+            return None
+    elif running is not False or status != "done" or active:
+        return None
+    to_invoke = state.states_to_invoke
+    if to_invoke and (
+        type(to_invoke) is not tuple
+        or not _plain_indexes(sorted(set(to_invoke)), count)
+        or len(set(to_invoke)) != len(to_invoke)
+        or (running and not configuration.issuperset(to_invoke))
+    ):
+        return None
+    history: Any = state.history
+    if history:
+        history = [[key, list(value)] for key, value in sorted(history.items())]
+        _decode_history(history, machine)
+    invocations: Any = state.invocations
+    if invocations:
+        invocations = [[s, n, name] for (s, n), name in sorted(invocations.items())]
+        _decode_invocations(invocations, machine.states, configuration)
+    limits = _limit_values(state.limits)
+    for value in limits:
+        if value is not None and (type(value) is not int or not 0 < value <= MAX_LIMIT):
+            return None
+    rounds = state.max_macrostep_rounds
+    if rounds is not None and (type(rounds) is not int or not 0 < rounds <= MAX_LIMIT):
+        return None
+    session_id = state.session_id
+    if type(session_id) is not str or not 0 < len(session_id) <= MAX_ID_LENGTH:
+        return None
+    for counter in (
+        state.invoke_counter,
+        state.send_counter,
+        state.timer_counter,
+        state.macrostep,
+        state.microstep,
+        state.round,
+    ):
+        if type(counter) is not int or not 0 <= counter <= MAX_COUNTER:
+            return None
+    if type(state.trace) is not bool:
+        return None
+    datamodel = state.datamodel
+    if type(datamodel) is not dict:
+        return None
+    datamodel_text = _encode(datamodel)
+    cap = limits[_CAP_FIELD]
+    if not (_fits(datamodel_text, MAX_LIMIT if cap is None else cap) and _json_typed(datamodel)):
+        return None
+    context = state.caller_context
+    if context is not None:
+        _check_json(context, "caller_context")
+    return _write_payload(
+        "null" if context is None else _encode(context),
+        active,
+        datamodel_text,
+        visited,
+        _encode(history) if history else "[]",
+        "[]",
+        _encode(invocations) if invocations else "[]",
+        _limits_text(*limits),
+        state,
+    )
+
+
+def _plain_indexes(indexes: list[Any], count: int) -> bool:
+    """Whether the sorted ``indexes`` are exact ints, all state indexes of the chart."""
+    for index in indexes:
+        if type(index) is not int:
+            return False
+    return not indexes or (indexes[0] >= 0 and indexes[-1] < count)
+
+
+_CAP_FIELD: Final = LIMIT_FIELDS.index("datamodel_bytes")
 
 
 @functools.lru_cache(maxsize=64)
@@ -1135,32 +1278,24 @@ _SCALARS: Final[frozenset[type]] = frozenset({str, int, float, bool, type(None)}
 def _json_typed(value: Any) -> bool:
     """Whether ``value`` holds only ``str``, ``int``, ``float``, ``bool``, ``None``,
     ``list`` and ``dict`` with ``str`` keys (exactly those types, as ``measure`` wants).
-    ``value`` has no cycle (the encoder refused those)."""
-    scalars = _SCALARS
-    if type(value) in scalars:
-        return True
-    stack = [value]
-    pop = stack.pop
-    push = stack.append
-    while stack:
-        item = pop()
-        children: Iterable[Any]
-        if type(item) is dict:
-            for name in item:
-                if type(name) is not str:
-                    return False
-            children = item.values()
-        elif type(item) is list:
-            children = item
-        else:
-            return False
-        # Only containers go on the stack: scalars are judged where they are met.
-        for child in children:
-            kind = type(child)
-            if kind is dict or kind is list:
-                push(child)
-            elif kind not in scalars:
+    It recurses: ``value`` is no deeper than ``MAX_DEPTH`` (``_fits`` said so first)."""
+    kind = type(value)
+    children: Iterable[Any]
+    if kind is dict:
+        for name in value:
+            if type(name) is not str:
                 return False
+        children = value.values()
+    elif kind is list:
+        children = value
+    else:
+        return kind in _SCALARS
+    for child in children:
+        kind = type(child)
+        if kind in _SCALARS:
+            continue
+        if (kind is not dict and kind is not list) or not _json_typed(child):
+            return False
     return True
 
 
