@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from statifier import Machine, MachineState
 from statifier.budget import DEFAULT_LIMITS, MacrostepLimits
+from statifier.core import _payload as payloads
 from statifier.core import position
 from statifier.core.position import CorruptPosition, UnserializablePosition, dumps, loads
 from statifier.values import MAX_INT_BITS, measure
@@ -98,17 +99,17 @@ def _payload(blob: bytes) -> dict[str, Any]:
 def test_measure_never_counts_more_than_the_ratio_times_any_json_text(value: Any) -> None:
     size, _ = measure(value, 2**62)
     for text in (_canonical(value), json.dumps(value, ensure_ascii=False, separators=(",", ":"))):
-        assert size <= position._TEXT_RATIO * len(text)
+        assert size <= payloads.TEXT_RATIO * len(text)
 
 
 def test_every_integer_of_the_short_digits_fits_its_bits() -> None:
-    assert (10**position._SHORT_DIGITS - 1).bit_length() <= MAX_INT_BITS
-    assert (10 ** (position._SHORT_DIGITS + 1) - 1).bit_length() > MAX_INT_BITS
+    assert (10**payloads.SHORT_DIGITS - 1).bit_length() <= MAX_INT_BITS
+    assert (10 ** (payloads.SHORT_DIGITS + 1) - 1).bit_length() > MAX_INT_BITS
 
 
 def _check(datamodel: dict[str, Any], limits: MacrostepLimits) -> bool:
     try:
-        position._check_datamodel(datamodel, limits)
+        payloads.check_datamodel(datamodel, limits)
     except CorruptPosition:
         return False
     return True
@@ -127,9 +128,9 @@ def test_what_dumps_vouches_for_the_full_check_accepts(
         text = position._encode(datamodel)
     except (TypeError, ValueError, RecursionError):
         return  # dumps refuses it before any check
-    vouched = position._fits(
+    vouched = payloads.fits(
         text, position.MAX_LIMIT if cap is None else cap
-    ) and position._json_typed(datamodel)
+    ) and payloads.json_typed(datamodel)
     if vouched:
         assert _check(datamodel, limits)
 
@@ -142,7 +143,7 @@ def test_what_dumps_vouches_for_the_full_check_accepts(
 def test_what_loads_vouches_for_the_full_check_accepts(datamodel: dict[str, Any], cap: int) -> None:
     text = json.dumps({"datamodel": datamodel}, ensure_ascii=False, separators=(",", ":"))
     decoded = position._DECODER.decode(text)["datamodel"]
-    if position._fits(text, cap):
+    if payloads.fits(text, cap):
         assert _check(decoded, MacrostepLimits(datamodel_bytes=cap))
 
 
@@ -151,9 +152,9 @@ def test_deep_long_and_large_datamodels_are_still_measured() -> None:
     for _ in range(300):
         deep = [deep]
     long_number = 10**4250
-    assert not position._fits(position._encode({"x": deep}), 2**62)
-    assert not position._fits(position._encode({"x": long_number, "pad": "y" * 10}), 2**62)
-    assert not position._fits(position._encode({"x": "y" * 100}), 1000)
+    assert not payloads.fits(position._encode({"x": deep}), 2**62)
+    assert not payloads.fits(position._encode({"x": long_number, "pad": "y" * 10}), 2**62)
+    assert not payloads.fits(position._encode({"x": "y" * 100}), 1000)
     assert not _check({"x": deep}, DEFAULT_LIMITS)
     assert not _check({"x": long_number}, DEFAULT_LIMITS)
 
@@ -165,7 +166,7 @@ def test_deep_long_and_large_datamodels_are_still_measured() -> None:
 def test_dumps_refuses_what_its_type_walk_refuses(machine: Machine, value: Any) -> None:
     state = _state(machine)
     bad = {**state.datamodel, "v": value}
-    assert not position._json_typed(bad)
+    assert not payloads.json_typed(bad)
     with pytest.raises(UnserializablePosition, match=r"datamodel\['v'\]"):
         dumps(_replace(state, datamodel=bad))
 
