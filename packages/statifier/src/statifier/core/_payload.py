@@ -268,11 +268,13 @@ def decode_parts(  # noqa: C901 - every field of the payload, checked in turn
     count = len(states)
 
     status = payload["status"]
-    if not isinstance(status, str) or status not in _STATUSES:
-        corrupt(f"status is {brief(status)}, not 'running' or 'done'")
-    running = _flag(payload, "running")
-    if running != (status == "running"):
-        corrupt(f"running is {running} but status is {status!r}")
+    running = payload["running"]
+    if type(status) is not str or running is not (status == "running") or status not in _STATUSES:
+        if not isinstance(status, str) or status not in _STATUSES:
+            corrupt(f"status is {brief(status)}, not 'running' or 'done'")
+        running = _flag(payload, "running")
+        if running != (status == "running"):
+            corrupt(f"running is {running} but status is {status!r}")
     parts.running = running
     parts.status = "done" if status == "done" else "running"
 
@@ -350,14 +352,15 @@ def decode_parts(  # noqa: C901 - every field of the payload, checked in turn
 
 def _ascending_indexes(value: Any, count: int, where: str) -> list[int]:
     """``value``, a strictly ascending list of state indexes (or ``CorruptPosition``)."""
-    items = _list(value, where)
+    if type(value) is not list:
+        _list(value, where)
     previous = -1
-    for item in items:
+    for item in value:
         if type(item) is not int or not previous < item < count:
-            _indexes(items, count, where)
-            _ascending(items, where)
+            _indexes(value, count, where)
+            _ascending(value, where)
         previous = item
-    return items
+    return cast(list[int], value)
 
 
 def decode_history(obj: Any, machine: Machine) -> dict[int, tuple[int, ...]]:
