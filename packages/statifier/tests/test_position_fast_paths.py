@@ -20,7 +20,7 @@ import statifier
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from statifier import Machine, MachineState
-from statifier.budget import DEFAULT_LIMITS, MacrostepLimits
+from statifier.budget import DEFAULT_LIMITS, MAX_LIMIT, MacrostepLimits
 from statifier.core import _payload as payloads
 from statifier.core import position
 from statifier.core.position import CorruptPosition, UnserializablePosition, dumps, loads
@@ -128,9 +128,9 @@ def test_what_dumps_vouches_for_the_full_check_accepts(
         text = position._encode(datamodel)
     except (TypeError, ValueError, RecursionError):
         return  # dumps refuses it before any check
-    vouched = payloads.fits(
-        text, position.MAX_LIMIT if cap is None else cap
-    ) and payloads.json_typed(datamodel)
+    vouched = payloads.fits(text, MAX_LIMIT if cap is None else cap) and payloads.json_typed(
+        datamodel
+    )
     if vouched:
         assert _check(datamodel, limits)
 
