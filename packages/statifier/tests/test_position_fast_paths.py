@@ -356,3 +356,11 @@ def test_the_engine_s_own_states_take_the_plain_path(rich: Machine) -> None:
     assert any(s.invocations for s in states)
     for state in states:
         assert position._plain_payload_text(state) == position._checked_payload_text(state)
+
+
+@pytest.mark.parametrize("field", ["history", "invocations"])
+def test_a_state_broken_twice_is_judged_by_the_checked_path(rich: Machine, field: str) -> None:
+    state = _replace(_rich_states(rich)[1], datamodel={"n": b"x"}, **{field: [1]})
+    assert position._plain_payload_text(state) is None
+    with pytest.raises(UnserializablePosition, match=r"datamodel\['n'\]"):
+        dumps(state)

@@ -317,7 +317,7 @@ def _plain_payload_text(state: MachineState) -> str | None:
     this accepts)."""
     try:
         return _plain_text(state)
-    except (PositionError, TypeError, ValueError, RecursionError):
+    except (PositionError, AttributeError, TypeError, ValueError, RecursionError):
         return None
 
 
