@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from statifier.datamodel import EvaluationError, compile_expression
+from statifier.budget import Budget, MacrostepLimits
+from statifier.datamodel import EvaluationError, compile_expression, compile_location
 from statifier.datamodel.python.context import EvalContext
 from statifier.datamodel.python.errors import evaluation_error
 from statifier.datamodel.python.limits import MAX_INT_BITS
@@ -147,3 +148,24 @@ def test_two_operand_boolean_operators_return_the_deciding_operand() -> None:
         ("b or c", []),
     ):
         assert compile_expression(source).evaluate({"a": 2, "b": 0, "c": []}, print) == expected
+
+
+def _write_outcome(source: str, variables: dict[str, Any], steps: int | None) -> Any:
+    budget = None if steps is None else Budget(MacrostepLimits(steps=steps))
+    try:
+        result = compile_location(source).write(variables, 9, print, budget)
+        outcome: Any = (result.root, result.root_value, result.path, result.prior, result.value)
+    except EvaluationError as exc:
+        outcome = str(exc)
+    return outcome, None if budget is None else (budget.steps, budget.exhausted)
+
+
+@pytest.mark.parametrize("steps", [None, 1, 2, 3, 4, 100])
+@pytest.mark.parametrize(
+    "variables",
+    [{"a": {"k": 1, "j": 2}}, {"a": {}}, {"a": [1]}, {"a": None}, {"b": 1}, {"a": {"k": {}}}],
+)
+def test_a_spelled_out_key_writes_as_a_computed_one(steps: int | None, variables: Any) -> None:
+    general = _write_outcome("a[key]", {**variables, "key": "k"}, steps)
+    assert _write_outcome("a.k", variables, steps) == general
+    assert _write_outcome("a['k']", variables, steps) == general

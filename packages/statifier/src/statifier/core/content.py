@@ -30,7 +30,7 @@ from statifier.chart.model import (
 )
 from statifier.core import effects as fx
 from statifier.core import planner
-from statifier.core._build import log
+from statifier.core._build import datamodel_change, log
 from statifier.core._run import BlockAbort, Run
 from statifier.core.events import MAX_NAME_LENGTH, Event
 from statifier.datamodel import Expression
@@ -92,8 +92,50 @@ class ContentExecutor(Run):
         )
 
     def exec_assign(self, node: AssignNode) -> None:
-        value = self.evaluate(node.expr) if node.expr is not None else node.value
-        self.write(node.location, value, node.c_index, node.owner)
+        # ``evaluate`` and ``write`` inlined for the common assignment (an expression into a
+        # declared variable): one <assign> per node is the bulk of a datamodel chart's step.
+        expr = node.expr
+        if expr is None:
+            value = node.value
+        else:
+            self.replayable = False
+            try:
+                value = expr.evaluate(self.datamodel, self.in_state, self.budget)
+            except Exception as exc:  # nothing may escape the core as a Python exception
+                self.raise_error("error.execution", self.failure(brief(expr.source), exc))
+                raise BlockAbort from None
+        location = node.location
+        if not location.plain:
+            self.write(location, value, node.c_index, node.owner)
+            return
+        root = location.root
+        datamodel = self.datamodel
+        if root[:1] == "_" or root not in datamodel:
+            self.write(location, value, node.c_index, node.owner)  # it reports the error
+            return
+        prior = datamodel[root]
+        try:
+            self.admit(root, (), value, value)
+        except Exception as exc:
+            self.raise_error(
+                "error.execution", self.failure(f"cannot assign to {brief(location.source)}", exc)
+            )
+            raise BlockAbort from None
+        datamodel[root] = value
+        traced = self.trace
+        self.effects.append(
+            datamodel_change(
+                location.source,
+                (),
+                value if traced else fx.NOT_RECORDED,
+                prior if traced else fx.NOT_RECORDED,
+                node.c_index,
+                node.owner,
+                self.macrostep,
+                self.microstep,
+                self.round,
+            )
+        )
 
     def exec_if(self, node: IfNode) -> None:
         for cond, body in node.branches:
