@@ -167,5 +167,6 @@ def _write_outcome(source: str, variables: dict[str, Any], steps: int | None) ->
 )
 def test_a_spelled_out_key_writes_as_a_computed_one(steps: int | None, variables: Any) -> None:
     general = _write_outcome("a[key]", {**variables, "key": "k"}, steps)
-    assert _write_outcome("a.k", variables, steps) == general
     assert _write_outcome("a['k']", variables, steps) == general
+    if type(variables.get("a")) is dict:  # else ``a.k`` fails as an attribute, as it did
+        assert _write_outcome("a.k", variables, steps) == general
