@@ -227,7 +227,8 @@ class Run:
         run.invoke_types = state.invoke_types
         run.routes = state.routes if isinstance(routes, Keep) else routes
         run.effects = []
-        run.in_state = ActiveStates(run)
+        in_state = run.in_state = _new(ActiveStates)
+        in_state._run = run  # ``ActiveStates(run)`` without the call: this runs once per event
         run.node = None
         run.line = None
         run.replayable = False
@@ -376,10 +377,12 @@ class Run:
         try:
             return bool(expr.evaluate(self.datamodel, self.in_state, self.budget))
         except Exception as exc:
-            self.raise_error(
-                "error.execution", self.failure(f"condition {brief(expr.source)}", exc)
-            )
-            return False
+            return self.condition_failed(expr, exc)
+
+    def condition_failed(self, expr: Expression, exc: Exception) -> bool:
+        """A condition failed to evaluate: raise ``error.execution``; it is false."""
+        self.raise_error("error.execution", self.failure(f"condition {brief(expr.source)}", exc))
+        return False
 
     def failure(self, what: str, exc: BaseException) -> str:
         """The message of an ``error.execution`` for a failed evaluation of ``what``."""
