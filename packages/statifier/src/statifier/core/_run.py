@@ -366,7 +366,11 @@ class Run:
         try:
             return expr.evaluate(self.datamodel, self.in_state, self.budget)
         except Exception as exc:  # nothing may escape the core as a Python exception
-            self.raise_error("error.execution", self.failure(brief(expr.source), exc))
+            self.evaluation_failed(expr, exc)
+
+    def evaluation_failed(self, expr: Expression, exc: Exception) -> NoReturn:
+        """An expression failed: queue ``error.execution`` and abort the block."""
+        self.raise_error("error.execution", self.failure(brief(expr.source), exc))
         raise BlockAbort
 
     def condition(self, expr: Expression | None) -> bool:

@@ -78,7 +78,15 @@ class ContentExecutor(Run):
         self.internal_queue.append(Event(name=node.event, type="internal"))
 
     def exec_log(self, node: LogNode) -> None:
-        value = self.ship(self.evaluate(node.expr)) if node.expr is not None else None
+        expr = node.expr
+        value = None
+        if expr is not None:
+            self.replayable = False  # ``evaluate``, inlined as in ``exec_assign``
+            try:
+                value = expr.evaluate(self.datamodel, self.in_state, self.budget)
+            except Exception as exc:
+                self.evaluation_failed(expr, exc)
+            value = self.ship(value)
         self.effects.append(
             log(
                 node.label,
@@ -102,8 +110,7 @@ class ContentExecutor(Run):
             try:
                 value = expr.evaluate(self.datamodel, self.in_state, self.budget)
             except Exception as exc:  # nothing may escape the core as a Python exception
-                self.raise_error("error.execution", self.failure(brief(expr.source), exc))
-                raise BlockAbort from None
+                self.evaluation_failed(expr, exc)
         location = node.location
         if not location.plain:
             self.write(location, value, node.c_index, node.owner)
