@@ -61,6 +61,7 @@ class ContentExecutor(Run):
         """
         budget = self.budget
         effects, queue, limits = self.effects, self.internal_queue, self.limits
+        max_effects, max_queue = limits.max_effects, limits.max_queue
         for node in nodes:
             self.node = node
             self.line = node.line
@@ -68,8 +69,8 @@ class ContentExecutor(Run):
             if (
                 budget.steps < 0
                 or budget.exhausted is not None
-                or len(effects) >= limits.max_effects
-                or len(queue) >= limits.max_queue
+                or len(effects) >= max_effects
+                or len(queue) >= max_queue
             ):
                 self.check_budget()
             _EXECUTORS[type(node)](self, node)
