@@ -170,3 +170,13 @@ def test_a_spelled_out_key_writes_as_a_computed_one(steps: int | None, variables
     assert _write_outcome("a['k']", variables, steps) == general
     if type(variables.get("a")) is dict:  # else ``a.k`` fails as an attribute, as it did
         assert _write_outcome("a.k", variables, steps) == general
+
+
+@pytest.mark.parametrize("symbol", [">", ">=", "<", "<="])
+@pytest.mark.parametrize("value", [4, 5, 6, 5.0, True, -1])
+def test_ordering_against_a_literal(symbol: str, value: Any) -> None:
+    compiled = compile_expression(f"x {symbol} 5")
+    expected = {">": value > 5, ">=": value >= 5, "<": value < 5, "<=": value <= 5}[symbol]
+    assert compiled.evaluate({"x": value}, print) is expected
+    with pytest.raises(EvaluationError, match="not supported between"):
+        compiled.evaluate({"x": "text"}, print)

@@ -455,6 +455,10 @@ def _compare_with_literal(
 
             return differs_from_literal
 
+        ordered = _ordered_against_literal(compare, left, expected)
+        if ordered is not None:
+            return ordered
+
         def compare_to_literal(context: EvalContext) -> Value:
             return compare(left(context), expected)
 
@@ -467,6 +471,38 @@ def _compare_with_literal(
             return compare(expected, right(context))
 
         return compare_literal_to
+    return None
+
+
+def _ordered_against_literal(
+    compare: Callable[[Value, Value], bool], left: Evaluator, expected: Value
+) -> Evaluator | None:
+    """``<``, ``<=``, ``>``, ``>=`` against a literal as an inline operator (guards on event
+    data are mostly ``amount > 50``), or None for another comparison."""
+    if compare is operator.gt:
+
+        def greater(context: EvalContext) -> Value:
+            return left(context) > expected
+
+        return greater
+    if compare is operator.ge:
+
+        def at_least(context: EvalContext) -> Value:
+            return left(context) >= expected
+
+        return at_least
+    if compare is operator.lt:
+
+        def less(context: EvalContext) -> Value:
+            return left(context) < expected
+
+        return less
+    if compare is operator.le:
+
+        def at_most(context: EvalContext) -> Value:
+            return left(context) <= expected
+
+        return at_most
     return None
 
 

@@ -19,7 +19,7 @@ from typing import Final
 from statifier.datamodel.python.access import slice_of
 from statifier.datamodel.python.context import EvalContext, Evaluator, budget_exceeded
 from statifier.datamodel.python.limits import MAX_INT_BITS
-from statifier.datamodel.python.operators import BinaryOp, add, multiply, subtract
+from statifier.datamodel.python.operators import BinaryOp, add, concatenate, multiply, subtract
 from statifier.datamodel.python.values import Value
 
 _INT_LIMIT: Final = 1 << MAX_INT_BITS
@@ -103,6 +103,8 @@ def int_arithmetic(
         return None
     if type(right_literal) is int:
         return _with_int_literal(apply, compute, left, right_literal)
+    if apply is add:
+        return _sum_or_concatenation(apply, left, right)
 
     def ints(context: EvalContext) -> Value:
         a = left(context)
@@ -114,6 +116,22 @@ def int_arithmetic(
         return apply(context, a, b)
 
     return ints
+
+
+def _sum_or_concatenation(apply: BinaryOp, left: Evaluator, right: Evaluator) -> Evaluator:
+    def sum_or_concatenation(context: EvalContext) -> Value:
+        a = left(context)
+        b = right(context)
+        kind = type(a)
+        if kind is int and type(b) is int:
+            result = a + b
+            if -_INT_LIMIT < result < _INT_LIMIT:
+                return result
+        elif kind is list and type(b) is list:
+            return concatenate(context, a, b)
+        return apply(context, a, b)
+
+    return sum_or_concatenation
 
 
 def _int_multiply(apply: BinaryOp, left: Evaluator, right: Evaluator) -> Evaluator:
