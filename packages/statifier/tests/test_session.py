@@ -436,6 +436,20 @@ async def test_resume_from_a_position_blob_and_refuse_another_charts_blob() -> N
     assert registry.lookup("sess_blob") is None
 
 
+async def test_resume_from_a_keyed_blob_needs_the_key() -> None:
+    secret = b"the host's own secret"
+    session = await Session.start(DELAYS, session_id="sess_keyed")
+    blob = statifier.core.position.dumps(session.snapshot(), key=secret)
+    await session.stop()
+    with pytest.raises(statifier.core.position.CorruptPosition):
+        await Session.start(DELAYS, resume=blob)
+    with pytest.raises(statifier.core.position.CorruptPosition):
+        await Session.start(DELAYS, resume=blob, position_key=b"another host's secret")
+    resumed = await Session.start(DELAYS, resume=blob, position_key=secret)
+    assert resumed.session_id == "sess_keyed"
+    await resumed.stop()
+
+
 async def test_an_answer_to_an_unknown_invocation_stays_in_its_session() -> None:
     # Sessions that invoked nothing share one empty bookkeeping; an answer must not land there.
     first = await Session.start(TOGGLE)

@@ -99,6 +99,10 @@ async def test_operators_migrate_a_revision_and_retire_the_old_one(
     assert await run_cli(*migrate, *mapped) == 1
     assert capsys.readouterr().out.splitlines()[0] == f"moved: {moving}"
     assert (await executions.get(moving)).chart_identity == v2_identity
+    for revision, ids in ((v2_identity[:24], [moving]), (v1.identity, [stuck])):
+        assert await run_cli("executions", "list", *url, "--revision", revision) == 0
+        listed = capsys.readouterr().out.splitlines()[1:]
+        assert [line.split("\t")[0] for line in listed] == ids
 
     retire = ("executions", "retire", *url, v1.identity)
     assert await run_cli(*retire, "--dry-run") == 1

@@ -212,6 +212,21 @@ async def test_start_session_resumes_a_position_with_the_budget_it_is_given(
         await start_session(config, REMINDERS, resume=blob)
 
 
+async def test_start_session_resumes_a_keyed_position_with_the_key(server: Server) -> None:
+    config = server.config()
+    secret = b"the host's own secret"
+    first = await start_session(config, REMINDERS)
+    blob = dumps(first.snapshot(), key=secret)
+    await first.stop()
+    with pytest.raises(CorruptPosition):
+        await start_session(config, REMINDERS, resume=blob)
+    resumed = await start_session(config, REMINDERS, resume=blob, position_key=secret)
+    try:
+        assert resumed.session_id == first.session_id
+    finally:
+        await resumed.stop()
+
+
 def server_url(server: Server) -> str:
     """The conninfo of the server's database (the pool was made from a string)."""
     conninfo = server.pool.conninfo

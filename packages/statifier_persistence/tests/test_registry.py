@@ -125,29 +125,44 @@ async def test_list_filters_by_status_chart_and_metadata_and_pages(
     all_ids = [e.id for e in (await executions.list()).executions]
     assert all_ids == sorted(all_ids)
     assert len(all_ids) == 8
+    all_ids = sorted([*all_ids, "door_v2"])
     doors = await executions.list(chart="door", status="active")
     assert [e.id for e in doors.executions] == ["door_0", "door_2", "door_3", "door_4"]
     completed = await executions.list(status="completed")
     assert [e.id for e in completed.executions] == ["door_1"]
     even = await executions.list(metadata={"even": True})
     assert [e.id for e in even.executions] == ["door_0", "door_2", "door_4"]
+    door_v2 = statifier.compile(door.source, name="door", version="2")
+    await executions.create(door_v2, execution_id="door_v2")
+    by_revision = await executions.list(revision=door_v2.identity)
+    assert [e.id for e in by_revision.executions] == ["door_v2"]
+    assert len((await executions.list(revision=door.identity)).executions) == 5
+    await executions.step("door_v2", Event(name="close"))
 
     pages: list[list[str]] = []
     after = None
     while True:
-        page = await executions.list(limit=3, after=after)
+        page = await executions.list(limit=4, after=after)
         pages.append([e.id for e in page.executions])
         if page.after is None:
             break
         after = page.after
-    assert [len(p) for p in pages] == [3, 3, 2]
+    assert [len(p) for p in pages] == [4, 4, 1]
     assert [eid for page_ids in pages for eid in page_ids] == all_ids
 
 
 @pytest.mark.parametrize(
     "options",
-    [{"limit": 0}, {"limit": 1001}, {"limit": True}, {"status": "running"}, {"after": ""}],
-    ids=["zero", "over", "bool", "status", "after"],
+    [
+        {"limit": 0},
+        {"limit": 1001},
+        {"limit": True},
+        {"status": "running"},
+        {"after": ""},
+        {"revision": "x" * 2000},
+        {"revision": 7},
+    ],
+    ids=["zero", "over", "bool", "status", "after", "long-revision", "int-revision"],
 )
 async def test_list_arguments_are_bounded(
     executions: Executions, options: dict[str, object]

@@ -35,10 +35,12 @@ from statifier.datamodel.host import HostFunctionError, HostFunctions, import_fu
 from statifier_persistence import (
     STATUSES,
     AlreadyApplied,
+    ChartNotRegistered,
     Declined,
     Discarded,
     Executions,
     PersistenceError,
+    Revision,
     Stepped,
 )
 
@@ -221,6 +223,10 @@ def add_executions_arguments(parser: argparse.ArgumentParser) -> None:
     listing.add_argument("--status", choices=STATUSES, default=None)
     listing.add_argument("--chart", default=None, metavar="NAME", help="the chart's name")
     listing.add_argument(
+        "--revision", default=None, metavar="REVISION",
+        help="only executions running this chart revision (identity or unique prefix)",
+    )  # fmt: skip
+    listing.add_argument(
         "--metadata", type=_json_argument, default=None, metavar="JSON",
         help="only executions whose metadata contains this JSON object",
     )  # fmt: skip
@@ -265,10 +271,33 @@ def _when(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+async def find_revision(executions: Executions, text: str) -> Revision:
+    """The revision ``text`` names: an identity, a source identity, or a unique prefix."""
+    try:
+        return await executions.revision(text)
+    except ChartNotRegistered:
+        pass
+    limit = executions.limits.max_page_size
+    found = [
+        r
+        for r in await executions.revisions(limit=limit)
+        if r.identity.startswith(text) or (r.source_identity or "").startswith(text)
+    ]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise cli.CommandError(f"no chart revision {text!r} is registered")
+    raise cli.CommandError(f"{text!r} names {len(found)} revisions: give more of the identity")
+
+
 async def _list(executions: Executions, oban: Oban, args: argparse.Namespace) -> int:
+    revision = None
+    if args.revision is not None:
+        revision = (await find_revision(executions, args.revision)).identity
     page = await executions.list(
         status=args.status,
         chart=args.chart,
+        revision=revision,
         metadata=args.metadata,
         limit=args.limit,
         after=args.after,

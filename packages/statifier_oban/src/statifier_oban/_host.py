@@ -92,6 +92,7 @@ async def start_session(
     lease_ttl_s: float = DEFAULT_TTL_S,
     owner: str | None = None,
     limits: MacrostepLimits = DEFAULT_LIMITS,
+    position_key: bytes | None = None,
     **options: Any,
 ) -> Session:
     """Start or resume a live session that owns its id, with durable timers.
@@ -102,11 +103,12 @@ async def start_session(
     when the session halts. If another owner takes over, this session stops
     (``Halted("superseded")``) and writes nothing more. ``options`` go to
     ``Session.start``; ``limits`` are the macrostep budgets, and a resumed position is
-    loaded under them. Save positions in transactions that first call
-    ``session_lease(session).fence(conn)``, so a superseded owner's saves are refused.
+    loaded under them (and with ``position_key``, when the host keys its positions).
+    Save positions in transactions that first call ``session_lease(session).fence(conn)``,
+    so a superseded owner's saves are refused.
     """
     if resume is not None and not isinstance(resume, MachineState):
-        resume = loads(resume, machine, max_limits=limits)
+        resume = loads(resume, machine, max_limits=limits, key=position_key)
     scope = resume.session_id if resume is not None else session_id
     if scope is None:
         scope = new_session_id()

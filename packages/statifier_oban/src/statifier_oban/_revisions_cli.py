@@ -30,10 +30,8 @@ import statifier
 from oban import Oban
 from statifier_persistence import (
     Bulk,
-    ChartNotRegistered,
     Executions,
     RetirementRefused,
-    Revision,
 )
 
 from . import _executions_cli as executions_cli
@@ -108,25 +106,6 @@ def add_revision_actions(actions: Any) -> None:
 # -- the actions -------------------------------------------------------------------------
 
 
-async def find_revision(executions: Executions, text: str) -> Revision:
-    """The revision ``text`` names: an identity, a source identity, or a unique prefix."""
-    try:
-        return await executions.revision(text)
-    except ChartNotRegistered:
-        pass
-    limit = executions.limits.max_page_size
-    found = [
-        r
-        for r in await executions.revisions(limit=limit)
-        if r.identity.startswith(text) or (r.source_identity or "").startswith(text)
-    ]
-    if len(found) == 1:
-        return found[0]
-    if not found:
-        raise cli.CommandError(f"no chart revision {text!r} is registered")
-    raise cli.CommandError(f"{text!r} names {len(found)} revisions: give more of the identity")
-
-
 def _counts(counts: Any) -> str:
     return " ".join(f"{status}={n}" for status, n in sorted(counts.items())) or "-"
 
@@ -166,7 +145,7 @@ async def _register(executions: Executions, oban: Oban, args: argparse.Namespace
 
 
 async def _migrate(executions: Executions, oban: Oban, args: argparse.Namespace) -> int:
-    target = (await find_revision(executions, args.to)).identity
+    target = (await executions_cli.find_revision(executions, args.to)).identity
     if args.datamodel is not None and not isinstance(args.datamodel, dict):
         raise cli.CommandError("--datamodel must be a JSON object")
     options: dict[str, Any] = {
@@ -232,7 +211,7 @@ async def _bulk(
     if args.revision is None:
         report(await given(args.execution_ids))
     else:
-        identity = (await find_revision(executions, args.revision)).identity
+        identity = (await executions_cli.find_revision(executions, args.revision)).identity
         after: str | None = None
         while True:
             result = await page(identity, after)
@@ -245,7 +224,7 @@ async def _bulk(
 
 
 async def _retire(executions: Executions, oban: Oban, args: argparse.Namespace) -> int:
-    revision = await find_revision(executions, args.revision)
+    revision = await executions_cli.find_revision(executions, args.revision)
     timers = TimerPins(execution_config(oban, timers_queue=args.timers_queue))
     if args.dry_run:
         report = await executions.pins(revision.identity, pin_sources=[timers])

@@ -514,12 +514,14 @@ class Executions(RevisionMethods):
         *,
         status: ExecutionStatus | None = None,
         chart: str | None = None,
+        revision: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         limit: int = 100,
         after: str | None = None,
         conn: AsyncConnection[Any] | None = None,
     ) -> Page:
-        """Executions by id, filtered by status, chart name and metadata containment.
+        """Executions by id, filtered by status, chart name, chart revision (the identity
+        the execution runs) and metadata containment.
 
         ``limit`` is 1 to ``Limits.max_page_size``; pass the page's ``after`` to get the
         next page.
@@ -528,6 +530,10 @@ class Executions(RevisionMethods):
             raise InvalidArgument(f"status must be one of {', '.join(STATUSES)}, not {status!r}")
         if chart is not None and (not isinstance(chart, str) or len(chart) > MAX_IDENTITY_LENGTH):
             raise InvalidArgument(f"chart must be a chart name, not {chart!r}")
+        if revision is not None and (
+            not isinstance(revision, str) or len(revision) > MAX_IDENTITY_LENGTH
+        ):
+            raise InvalidArgument(f"revision must be a chart identity, not {revision!r}")
         if isinstance(limit, bool) or not isinstance(limit, int):
             raise InvalidArgument(f"limit must be an integer, not {limit!r}")
         if not 1 <= limit <= self._limits.max_page_size:
@@ -536,6 +542,7 @@ class Executions(RevisionMethods):
             **self._bounds(),
             "status": status,
             "chart": chart,
+            "revision": revision,
             "metadata": (
                 encode_json_object(metadata, "metadata filter", self._limits.max_metadata_bytes)
                 if metadata is not None

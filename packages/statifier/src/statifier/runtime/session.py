@@ -321,6 +321,7 @@ class Session:
         caller_context: Any = None,
         limits: MacrostepLimits = DEFAULT_LIMITS,
         tree_limits: TreeLimits | None = None,
+        position_key: bytes | None = None,
     ) -> Session:
         """Start (or resume) a session, perform its first effects, and return it.
 
@@ -334,7 +335,8 @@ class Session:
         ``limits`` are the macrostep budgets (ADR 0011; a resumed position takes them,
         and may not exceed them). ``tree_limits`` bound how deep and how large the tree
         of ``scxml`` invocations under this session may grow (children share their
-        parent's tree).
+        parent's tree). ``position_key`` is the host's secret when its positions are keyed
+        (``dumps(state, key=...)``): a ``resume`` blob must carry its digest.
         """
         handlers = {
             name: handler() if isinstance(handler, type) else handler
@@ -343,7 +345,7 @@ class Session:
         invoke_types = frozenset(handlers) - planner.SCXML_INVOKE_TYPES or _NO_TYPES
         state: MachineState | None = None
         if resume is not None:
-            state = _resumable(machine, resume, session_id, datamodel, trace, limits)
+            state = _resumable(machine, resume, session_id, datamodel, trace, limits, position_key)
             state = dataclasses.replace(
                 state,
                 invoke_types=invoke_types,
@@ -1024,11 +1026,12 @@ def _resumable(
     datamodel: dict[str, Any] | None,
     trace: bool,
     limits: MacrostepLimits,
+    key: bytes | None,
 ) -> MachineState:
     if not isinstance(resume, MachineState):
         from statifier.core.position import loads
 
-        state = loads(resume, machine, max_limits=limits)
+        state = loads(resume, machine, max_limits=limits, key=key)
     else:
         state = resume
         if state.machine.identity != machine.identity:

@@ -3,6 +3,7 @@ SELECT {columns}
 FROM {schema}.statifier_executions
 WHERE (%(status)s::text IS NULL OR status = %(status)s::text)
   AND (%(chart)s::text IS NULL OR chart_name = %(chart)s::text)
+  AND (%(revision)s::text IS NULL OR chart_identity = %(revision)s::text)
   AND (%(metadata)s::jsonb IS NULL OR metadata @> %(metadata)s::jsonb)
   AND (%(after)s::text IS NULL OR id > %(after)s::text)
 ORDER BY id
