@@ -33,8 +33,12 @@ _OPERANDS = st.one_of(
 )
 
 
+def _nowhere(state_id: str) -> bool:
+    return False
+
+
 def _context(steps: int = 1_000_000) -> EvalContext:
-    context = EvalContext({}, lambda state: False, 0)
+    context = EvalContext({}, _nowhere, 0)
     context.steps = steps
     return context
 
@@ -97,8 +101,8 @@ def test_path_read_falls_back_to_the_general_closure() -> None:
 
 def test_reads_through_constant_keys_keep_their_errors() -> None:
     event = {"data": {"amount": 3}, "name": "e"}
-    assert compile_expression("_event.data.amount").evaluate({"_event": event}, print) == 3
-    assert compile_expression("_event['data']['amount']").evaluate({"_event": event}, print) == 3
+    assert compile_expression("_event.data.amount").evaluate({"_event": event}, _nowhere) == 3
+    assert compile_expression("_event['data']['amount']").evaluate({"_event": event}, _nowhere) == 3
     for source, variables, message in (
         ("_event.data.missing", {"_event": event}, "dict has no key 'missing'"),
         ("_event['data']['x']", {"_event": event}, "key 'x' not found"),
@@ -107,7 +111,7 @@ def test_reads_through_constant_keys_keep_their_errors() -> None:
         ("v.a", {"v": [1]}, "'list' object has no attribute 'a'"),
     ):
         with pytest.raises(EvaluationError, match=message):
-            compile_expression(source).evaluate(variables, print)
+            compile_expression(source).evaluate(variables, _nowhere)
 
 
 @given(
@@ -127,12 +131,12 @@ def test_constant_slices_charge_what_slice_of_charges(
         value[lower:upper:step],
         1_000_000 - len(value[lower:upper:step]) - 1,
     )
-    assert compile_expression(source).evaluate({"v": value}, print) == value[lower:upper:step]
+    assert compile_expression(source).evaluate({"v": value}, _nowhere) == value[lower:upper:step]
 
 
 def test_a_constant_slice_of_anything_else_is_the_general_error() -> None:
     with pytest.raises(EvaluationError, match="'dict' object cannot be sliced"):
-        compile_expression("v[-10:]").evaluate({"v": {}}, print)
+        compile_expression("v[-10:]").evaluate({"v": {}}, _nowhere)
     short = constant_slice(constant([1, 2, 3]), None, None, None)
     with pytest.raises(EvaluationError, match="step budget exceeded"):
         short(_context(steps=3))
@@ -147,13 +151,13 @@ def test_two_operand_boolean_operators_return_the_deciding_operand() -> None:
         ("c and a", []),
         ("b or c", []),
     ):
-        assert compile_expression(source).evaluate({"a": 2, "b": 0, "c": []}, print) == expected
+        assert compile_expression(source).evaluate({"a": 2, "b": 0, "c": []}, _nowhere) == expected
 
 
 def _write_outcome(source: str, variables: dict[str, Any], steps: int | None) -> Any:
     budget = None if steps is None else Budget(MacrostepLimits(steps=steps))
     try:
-        result = compile_location(source).write(variables, 9, print, budget)
+        result = compile_location(source).write(variables, 9, _nowhere, budget)
         outcome: Any = (result.root, result.root_value, result.path, result.prior, result.value)
     except EvaluationError as exc:
         outcome = str(exc)
@@ -177,6 +181,6 @@ def test_a_spelled_out_key_writes_as_a_computed_one(steps: int | None, variables
 def test_ordering_against_a_literal(symbol: str, value: Any) -> None:
     compiled = compile_expression(f"x {symbol} 5")
     expected = {">": value > 5, ">=": value >= 5, "<": value < 5, "<=": value <= 5}[symbol]
-    assert compiled.evaluate({"x": value}, print) is expected
+    assert compiled.evaluate({"x": value}, _nowhere) is expected
     with pytest.raises(EvaluationError, match="not supported between"):
-        compiled.evaluate({"x": "text"}, print)
+        compiled.evaluate({"x": "text"}, _nowhere)
