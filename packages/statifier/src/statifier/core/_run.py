@@ -51,6 +51,9 @@ class ActiveStates:
 
     __slots__ = ("_run",)
 
+    _run: Run
+    """The run, until it ends (``Run.freeze`` deletes it)."""
+
     def __init__(self, run: Run) -> None:
         self._run = run
 
@@ -289,6 +292,11 @@ class Run:
         # Derived data, not a field: carried to the next call on this very datamodel.
         bound = self.bound
         state._datamodel_bound = None if bound is None else (self.datamodel, bound)
+        # The call ends here. The run's In() view and its budget's ``admit`` point back at
+        # the run: without them the run (with the state it resumed and the effects it made)
+        # is freed at once, not left to the cyclic collector.
+        del self.in_state._run
+        self.budget.admit = None
         return finish(state)
 
     # -- small helpers -------------------------------------------------------------------
