@@ -84,6 +84,35 @@ def test_in_answers_literal_and_dynamic_ids() -> None:
     assert run_chart(chart_in).configuration == ("pass",)
 
 
+class _Active:
+    """An ``In()`` view with ``active_state_ids`` (what the core hands a datamodel)."""
+
+    def __init__(self, *ids: str) -> None:
+        self.ids = ids
+
+    def __call__(self, state_id: str) -> bool:
+        return state_id in self.ids
+
+    def active_state_ids(self) -> tuple[str, ...]:
+        return self.ids
+
+
+def test_in_answers_stay_right_when_calls_and_plain_reads_alternate() -> None:
+    variables = system(n=1)
+    ECMA.compile_script("function active(id) { return In(id) }").run(
+        variables, never, lambda _n: True
+    )
+    dynamic = ECMA.compile_expression("[active('a'), active('b')]")
+    plain = ECMA.compile_expression("n + 1")
+    literal = ECMA.compile_expression("In('a')")
+    for ids, expected in ((("a",), [True, False]), (("b",), [False, True]), ((), [False, False])):
+        assert plain.evaluate(variables, _Active(*ids)) == 2
+        assert dynamic.evaluate(variables, _Active(*ids)) == expected
+        assert plain.evaluate(variables, _Active(*ids)) == 2
+        assert literal.evaluate(variables, _Active(*ids)) is expected[0]
+        assert dynamic.evaluate(variables, _Active(*ids)) == expected
+
+
 @pytest.mark.parametrize(
     ("data", "check"),
     [

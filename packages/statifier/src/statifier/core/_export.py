@@ -21,6 +21,7 @@ from typing import Any, Final
 from statifier.budget import DEFAULT_LIMITS, MacrostepLimits
 from statifier.budget import FIELDS as LIMIT_FIELDS
 from statifier.chart.model import Machine
+from statifier.core._payload import CorruptPosition, decode_payload
 from statifier.core.state import MachineState
 from statifier.errors import PositionError
 from statifier.values import brief
@@ -261,9 +262,6 @@ def import_position(
         "max_macrostep_rounds": fields["max_macrostep_rounds"],
         "limits": fields["limits"],
     }
-    # Imported here: position re-exports this module's names.
-    from statifier.core.position import CorruptPosition, decode_payload
-
     frozen = None if invoke_types is None else frozenset(invoke_types)
     try:
         return decode_payload(payload, machine, frozen, routes, max_limits)

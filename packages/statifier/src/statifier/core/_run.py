@@ -51,6 +51,9 @@ class ActiveStates:
 
     __slots__ = ("_run",)
 
+    _run: Run
+    """The run, until it ends (``Run.freeze`` deletes it)."""
+
     def __init__(self, run: Run) -> None:
         self._run = run
 
@@ -227,7 +230,8 @@ class Run:
         run.invoke_types = state.invoke_types
         run.routes = state.routes if isinstance(routes, Keep) else routes
         run.effects = []
-        run.in_state = ActiveStates(run)
+        in_state = run.in_state = _new(ActiveStates)
+        in_state._run = run  # ``ActiveStates(run)`` without the call: this runs once per event
         run.node = None
         run.line = None
         run.replayable = False
@@ -288,6 +292,11 @@ class Run:
         # Derived data, not a field: carried to the next call on this very datamodel.
         bound = self.bound
         state._datamodel_bound = None if bound is None else (self.datamodel, bound)
+        # The call ends here. The run's In() view and its budget's ``admit`` point back at
+        # the run: without them the run (with the state it resumed and the effects it made)
+        # is freed at once, not left to the cyclic collector.
+        del self.in_state._run
+        self.budget.admit = None
         return finish(state)
 
     # -- small helpers -------------------------------------------------------------------
@@ -365,7 +374,11 @@ class Run:
         try:
             return expr.evaluate(self.datamodel, self.in_state, self.budget)
         except Exception as exc:  # nothing may escape the core as a Python exception
-            self.raise_error("error.execution", self.failure(brief(expr.source), exc))
+            self.evaluation_failed(expr, exc)
+
+    def evaluation_failed(self, expr: Expression, exc: Exception) -> NoReturn:
+        """An expression failed: queue ``error.execution`` and abort the block."""
+        self.raise_error("error.execution", self.failure(brief(expr.source), exc))
         raise BlockAbort
 
     def condition(self, expr: Expression | None) -> bool:
@@ -376,10 +389,12 @@ class Run:
         try:
             return bool(expr.evaluate(self.datamodel, self.in_state, self.budget))
         except Exception as exc:
-            self.raise_error(
-                "error.execution", self.failure(f"condition {brief(expr.source)}", exc)
-            )
-            return False
+            return self.condition_failed(expr, exc)
+
+    def condition_failed(self, expr: Expression, exc: Exception) -> bool:
+        """A condition failed to evaluate: raise ``error.execution``; it is false."""
+        self.raise_error("error.execution", self.failure(f"condition {brief(expr.source)}", exc))
+        return False
 
     def failure(self, what: str, exc: BaseException) -> str:
         """The message of an ``error.execution`` for a failed evaluation of ``what``."""

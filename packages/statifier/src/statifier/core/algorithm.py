@@ -473,7 +473,15 @@ class Interpreter(ContentExecutor):
     def guard(self, transition: TransitionNode) -> bool:
         """A transition's ``cond``, with errors located at the transition."""
         self.line = transition.line
-        return self.condition(transition.cond)
+        # ``condition``, inlined: one guard per candidate transition per event.
+        expr = transition.cond
+        if expr is None:
+            return True
+        self.replayable = False
+        try:
+            return bool(expr.evaluate(self.datamodel, self.in_state, self.budget))
+        except Exception as exc:
+            return self.condition_failed(expr, exc)
 
     def remove_conflicting_transitions(self, enabled: list[TransitionNode]) -> list[TransitionNode]:
         """Appendix D ``removeConflictingTransitions``, in near-linear time.

@@ -30,7 +30,7 @@ from statifier.chart.model import (
 )
 from statifier.core import effects as fx
 from statifier.core import planner
-from statifier.core._build import log
+from statifier.core._build import datamodel_change, log
 from statifier.core._run import BlockAbort, Run
 from statifier.core.events import MAX_NAME_LENGTH, Event
 from statifier.datamodel import Expression
@@ -61,6 +61,7 @@ class ContentExecutor(Run):
         """
         budget = self.budget
         effects, queue, limits = self.effects, self.internal_queue, self.limits
+        max_effects, max_queue = limits.max_effects, limits.max_queue
         for node in nodes:
             self.node = node
             self.line = node.line
@@ -68,8 +69,8 @@ class ContentExecutor(Run):
             if (
                 budget.steps < 0
                 or budget.exhausted is not None
-                or len(effects) >= limits.max_effects
-                or len(queue) >= limits.max_queue
+                or len(effects) >= max_effects
+                or len(queue) >= max_queue
             ):
                 self.check_budget()
             _EXECUTORS[type(node)](self, node)
@@ -78,7 +79,15 @@ class ContentExecutor(Run):
         self.internal_queue.append(Event(name=node.event, type="internal"))
 
     def exec_log(self, node: LogNode) -> None:
-        value = self.ship(self.evaluate(node.expr)) if node.expr is not None else None
+        expr = node.expr
+        value = None
+        if expr is not None:
+            self.replayable = False  # ``evaluate``, inlined as in ``exec_assign``
+            try:
+                value = expr.evaluate(self.datamodel, self.in_state, self.budget)
+            except Exception as exc:
+                self.evaluation_failed(expr, exc)
+            value = self.ship(value)
         self.effects.append(
             log(
                 node.label,
@@ -92,8 +101,49 @@ class ContentExecutor(Run):
         )
 
     def exec_assign(self, node: AssignNode) -> None:
-        value = self.evaluate(node.expr) if node.expr is not None else node.value
-        self.write(node.location, value, node.c_index, node.owner)
+        # ``evaluate`` and ``write`` inlined for the common assignment (an expression into a
+        # declared variable): one <assign> per node is the bulk of a datamodel chart's step.
+        expr = node.expr
+        if expr is None:
+            value = node.value
+        else:
+            self.replayable = False
+            try:
+                value = expr.evaluate(self.datamodel, self.in_state, self.budget)
+            except Exception as exc:  # nothing may escape the core as a Python exception
+                self.evaluation_failed(expr, exc)
+        location = node.location
+        if not location.plain:
+            self.write(location, value, node.c_index, node.owner)
+            return
+        root = location.root
+        datamodel = self.datamodel
+        if root[:1] == "_" or root not in datamodel:
+            self.write(location, value, node.c_index, node.owner)  # it reports the error
+            return
+        prior = datamodel[root]
+        try:
+            self.admit(root, (), value, value)
+        except Exception as exc:
+            self.raise_error(
+                "error.execution", self.failure(f"cannot assign to {brief(location.source)}", exc)
+            )
+            raise BlockAbort from None
+        datamodel[root] = value
+        traced = self.trace
+        self.effects.append(
+            datamodel_change(
+                location.source,
+                (),
+                value if traced else fx.NOT_RECORDED,
+                prior if traced else fx.NOT_RECORDED,
+                node.c_index,
+                node.owner,
+                self.macrostep,
+                self.microstep,
+                self.round,
+            )
+        )
 
     def exec_if(self, node: IfNode) -> None:
         for cond, body in node.branches:

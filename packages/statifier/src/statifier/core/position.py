@@ -45,6 +45,15 @@ legacy position is upgraded by the first step that stores it again.
 the same position keyed by state ids, read against another revision with renamed states
 and changed variables (``statifier.core._export``).
 
+Both directions take a plain path first and fall back to the full one, which alone says
+what is wrong (ADR 19): ``dumps`` writes a state the engine made straight from its fields,
+checked in place (``_plain_payload_text``), and ``loads`` reads the header ``dumps`` writes
+in one comparison and the payload in one scan. Neither measures the datamodel value by
+value when its JSON text vouches for it (``fits``: few enough brackets, digits and
+characters for any value in it to pass). Property tests check that each plain path accepts
+nothing the full checks refuse and writes the same bytes. A number that reads as an
+infinite float (``1e999``) is not valid in a payload.
+
 The plain digest detects damage, not forgery: whoever can write the store can recompute
 it. A host whose storage is not trusted passes a ``key`` to both ``dumps`` and ``loads``
 (ADR 0004): a keyed position loads only under the same key.
@@ -59,9 +68,8 @@ import json
 import math
 import re
 from collections.abc import Callable, Container, Iterable
-from itertools import pairwise
 from json.encoder import encode_basestring_ascii
-from typing import Any, Final, NoReturn, cast, get_args
+from typing import Any, Final, NoReturn, cast
 
 from statifier.budget import DEFAULT_LIMITS, MAX_LIMIT, MacrostepLimits
 from statifier.budget import FIELDS as LIMIT_FIELDS
@@ -76,16 +84,33 @@ from statifier.core._export import (
     export_position,
     import_position,
 )
-from statifier.core._legal import configuration_problem, history_problem
-from statifier.core.events import MAX_NAME_LENGTH, Event, EventType
-from statifier.core.state import MachineState, StateBuilder, Status, finish
+from statifier.core._payload import (
+    MAX_COUNTER,
+    MAX_ID_LENGTH,
+    MAX_QUEUE,
+    CorruptPosition,
+    corrupt,
+    decode_history,
+    decode_invocations,
+    decode_parts,
+    decode_payload,
+    fits,
+    json_typed,
+    legal_configuration,
+    limit_values,
+)
+from statifier.core.events import Event
+from statifier.core.state import MachineState
 from statifier.errors import PositionError
-from statifier.values import ValueRefused, brief, measure
+from statifier.values import brief
 
 __all__ = [
     "EXPORT_FORMAT",
     "FORMAT_VERSION",
     "MAGIC",
+    "MAX_COUNTER",
+    "MAX_ID_LENGTH",
+    "MAX_QUEUE",
     "READABLE_VERSIONS",
     "CorruptPosition",
     "IdentityMismatch",
@@ -119,47 +144,7 @@ _KEYED_PREFIX: Final = b"hmac-sha256:"
 _DIGEST_LINE: Final = re.compile(rb"(hmac-)?sha256:[0-9a-f]{64}")
 _MIN_KEY_BYTES: Final = 16
 
-MAX_COUNTER: Final = MAX_LIMIT
-"""The largest counter a position may carry."""
-
-MAX_ID_LENGTH: Final = MAX_NAME_LENGTH
-"""The longest session id, invoke id or queued event name a position may carry."""
-
-MAX_QUEUE: Final = 100_000
-"""The longest internal queue a position may carry when its budget does not bound it."""
 _VERSION_LINE: Final = re.compile(rb"0|[1-9][0-9]{0,17}")
-
-_EVENT_TYPES: Final[frozenset[str]] = frozenset(get_args(EventType))
-_STATUSES: Final = frozenset({"running", "done"})
-
-_EVENT_KEYS: Final = frozenset(
-    {"name", "type", "data", "sendid", "origin", "origintype", "invokeid", "caller_context"}
-)
-_PAYLOAD_KEYS: Final = frozenset(
-    {
-        "session_id",
-        "configuration",
-        "internal_queue",
-        "history",
-        "entered",
-        "states_to_invoke",
-        "invocations",
-        "invoke_counter",
-        "send_counter",
-        "timer_counter",
-        "caller_context",
-        "datamodel",
-        "running",
-        "status",
-        "macrostep",
-        "microstep",
-        "round",
-        "trace",
-        "max_macrostep_rounds",
-        "limits",
-    }
-)
-"""Every ``MachineState`` field but ``machine``, ``routes`` and ``invoke_types``."""
 
 
 class NotAPosition(PositionError):
@@ -194,10 +179,6 @@ class IdentityMismatch(PositionError):
         super().__init__(f"position is for chart {found!r}, not for chart {expected!r}")
 
 
-class CorruptPosition(PositionError):
-    """The blob claims to be a position for this chart but is truncated, altered or invalid."""
-
-
 class UnserializablePosition(PositionError):
     """``dumps`` cannot write the state: it holds a value JSON cannot carry faithfully."""
 
@@ -216,11 +197,20 @@ def dumps(state: MachineState, *, key: bytes | None = None) -> bytes:
     a cycle, or when the state is not one ``loads`` would accept.
     """
     _check_key(key)
+    text = _plain_payload_text(state) or _checked_payload_text(state)
+    body = text.encode("ascii")
+    head = _head(state.machine.identity)
+    return b"".join((head, _digest(head, body, key), b"\n", body))
+
+
+def _checked_payload_text(state: MachineState) -> str:
+    """The payload text of ``state`` after the checks ``loads`` runs on a payload, or
+    ``UnserializablePosition`` saying what is wrong."""
     try:
         payload, datamodel_text = _encode_state(state)
         # Only valid payloads are written: whatever dumps writes, loads reads.
-        _decode_parts(payload, state.machine, None)
-        text = _payload_text(payload, datamodel_text)
+        decode_parts(payload, state.machine, None, datamodel_text, from_json=False)
+        return _payload_text(payload, datamodel_text)
     except CorruptPosition as exc:
         # A value JSON would carry unfaithfully (a tuple, a non-string key): say where.
         _check_json(state.datamodel, "datamodel")
@@ -229,9 +219,6 @@ def dumps(state: MachineState, *, key: bytes | None = None) -> bytes:
         raise UnserializablePosition("state is too large to write") from None
     except (TypeError, ValueError, RecursionError) as exc:
         raise UnserializablePosition(f"state is not JSON-serializable: {brief(str(exc))}") from None
-    body = text.encode("ascii")
-    head = _head(state.machine.identity)
-    return b"".join((head, _digest(head, body, key), b"\n", body))
 
 
 _ENCODER: Final = json.JSONEncoder(
@@ -240,36 +227,194 @@ _ENCODER: Final = json.JSONEncoder(
 """The payload's JSON form: compact, sorted keys, ASCII only, no NaN (what ``json.dumps``
 with those options writes)."""
 
-_PAYLOAD_ORDER: Final = tuple(sorted(_PAYLOAD_KEYS))
+
+def _one_shot_encoder() -> Callable[[Any], str]:
+    """``_ENCODER.encode`` without building a new C encoder per call; a cycle is found as
+    a ``RecursionError`` instead of a ``ValueError`` (both mean: not JSON)."""
+    try:
+        from _json import make_encoder
+    except ImportError:  # pragma: no cover - an interpreter without the C accelerator
+        return _ENCODER.encode
+    encoder = make_encoder(
+        None, _ENCODER.default, encode_basestring_ascii, None, ":", ",", True, False, False
+    )
+    join = "".join
+    return lambda value: join(encoder(value, 0))
+
+
+_encode: Final = _one_shot_encoder()
 
 
 def _payload_text(payload: dict[str, Any], datamodel_text: str) -> str:
     """``json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
-    allow_nan=False)``, written member by member: scalars, strings and the checked lists of
-    state indexes directly, the datamodel as already encoded (``datamodel_text``), the
-    rest through the same encoder."""
-    members: list[str] = []
-    for name in _PAYLOAD_ORDER:
-        value = payload[name]
-        kind = type(value)
-        if name == "datamodel":
-            text = datamodel_text
-        elif kind is int:
-            text = int.__repr__(value)
-        elif kind is str:
-            text = encode_basestring_ascii(value)
-        elif value is None:
-            text = "null"
-        elif kind is bool:
-            text = "true" if value else "false"
-        elif kind is list and all(type(item) is int for item in value):
-            text = "[" + ",".join(map(int.__repr__, value)) + "]"
-        elif name == "limits":
-            text = _limits_text(*value.values())
-        else:
-            text = _ENCODER.encode(value)
-        members.append(f'"{name}":{text}')
-    return "{" + ",".join(members) + "}"
+    allow_nan=False)`` of a payload ``decode_parts`` accepted (so of the types it checked),
+    with the datamodel already encoded as ``datamodel_text``."""
+    context = payload["caller_context"]
+    history = payload["history"]
+    queue = payload["internal_queue"]
+    invocations = payload["invocations"]
+    return _write_payload(
+        "null" if context is None else _encode(context),
+        payload["configuration"],
+        datamodel_text,
+        payload["entered"],
+        _encode(history) if history else "[]",
+        _encode(queue) if queue else "[]",
+        _encode(invocations) if invocations else "[]",
+        _limits_text(*payload["limits"].values()),
+        payload,
+    )
+
+
+def _write_payload(
+    context: str,
+    configuration: list[int],
+    datamodel: str,
+    entered: list[int],
+    history: str,
+    queue: str,
+    invocations: str,
+    limits: str,
+    plain: Any,
+) -> str:
+    """The payload's JSON text, members in sorted order: the JSON values already encoded,
+    the lists of state indexes written out, and the plain members (exact ``int`` counters,
+    ``bool`` flags, the ``str`` session id, the round budget) read from ``plain`` (the
+    payload, or the state itself: they are named alike) by item or by attribute."""
+    get = plain.__getitem__ if type(plain) is dict else plain.__getattribute__
+    rounds = get("max_macrostep_rounds")
+    running = get("running")
+    return (
+        f'{{"caller_context":{context}'
+        f',"configuration":[{",".join(map(str, configuration))}]'
+        f',"datamodel":{datamodel}'
+        f',"entered":[{",".join(map(str, entered))}]'
+        f',"history":{history}'
+        f',"internal_queue":{queue}'
+        f',"invocations":{invocations}'
+        f',"invoke_counter":{get("invoke_counter")}'
+        f',"limits":{limits}'
+        f',"macrostep":{get("macrostep")}'
+        f',"max_macrostep_rounds":{"null" if rounds is None else rounds}'
+        f',"microstep":{get("microstep")}'
+        f',"round":{get("round")}'
+        f',"running":{"true" if running else "false"}'
+        f',"send_counter":{get("send_counter")}'
+        f',"session_id":{encode_basestring_ascii(get("session_id"))}'
+        f',"states_to_invoke":[{",".join(map(str, get("states_to_invoke")))}]'
+        f',"status":"{"running" if running else "done"}"'
+        f',"timer_counter":{get("timer_counter")}'
+        f',"trace":{"true" if get("trace") else "false"}}}'
+    )
+
+
+def _plain_payload_text(state: MachineState) -> str | None:
+    """The payload text of ``state`` when it is plainly a valid position, the way the engine
+    makes them: index sets as frozensets, no queued events, every field of the type and in
+    the range ``loads`` wants, a legal configuration and history, a datamodel its encoded
+    text vouches for (``fits``). None when anything is in doubt: ``_checked_payload_text``
+    then writes the same text or says what is wrong (tests check that it accepts whatever
+    this accepts)."""
+    try:
+        return _plain_text(state)
+    except (PositionError, AttributeError, TypeError, ValueError, RecursionError):
+        return None
+
+
+def _plain_text(state: MachineState) -> str | None:  # noqa: C901 - every field, in turn
+    machine = state.machine
+    count = len(machine.states)
+    configuration = state.configuration
+    entered = state.entered
+    running = state.running
+    status = state.status
+    if (
+        state.internal_queue
+        or type(configuration) is not frozenset
+        or type(entered) is not frozenset
+        or type(status) is not str
+        or not configuration <= entered
+    ):
+        return None
+    active = sorted(configuration)
+    visited = sorted(entered)
+    if not (_plain_indexes(active, count) and _plain_indexes(visited, count)):
+        return None
+    if running is True and status == "running":
+        if legal_configuration(machine, active) is not None:
+            return None
+    elif running is not False or status != "done" or active:
+        return None
+    to_invoke = state.states_to_invoke
+    if to_invoke and (
+        type(to_invoke) is not tuple
+        or not _plain_indexes(sorted(set(to_invoke)), count)
+        or len(set(to_invoke)) != len(to_invoke)
+        or (running and not configuration.issuperset(to_invoke))
+    ):
+        return None
+    history: Any = state.history
+    if history:
+        history = [[key, list(value)] for key, value in sorted(history.items())]
+        decode_history(history, machine)
+    invocations: Any = state.invocations
+    if invocations:
+        invocations = [[s, n, name] for (s, n), name in sorted(invocations.items())]
+        decode_invocations(invocations, machine.states, configuration)
+    limits = limit_values(state.limits)
+    for value in limits:
+        if value is not None and (type(value) is not int or not 0 < value <= MAX_LIMIT):
+            return None
+    rounds = state.max_macrostep_rounds
+    if rounds is not None and (type(rounds) is not int or not 0 < rounds <= MAX_LIMIT):
+        return None
+    session_id = state.session_id
+    if type(session_id) is not str or not 0 < len(session_id) <= MAX_ID_LENGTH:
+        return None
+    for counter in (
+        state.invoke_counter,
+        state.send_counter,
+        state.timer_counter,
+        state.macrostep,
+        state.microstep,
+        state.round,
+    ):
+        if type(counter) is not int or not 0 <= counter <= MAX_COUNTER:
+            return None
+    if type(state.trace) is not bool:
+        return None
+    datamodel = state.datamodel
+    if type(datamodel) is not dict:
+        return None
+    datamodel_text = _encode(datamodel)
+    cap = limits[_CAP_FIELD]
+    if not (fits(datamodel_text, MAX_LIMIT if cap is None else cap) and json_typed(datamodel)):
+        return None
+    context = state.caller_context
+    if context is not None:
+        _check_json(context, "caller_context")
+    return _write_payload(
+        "null" if context is None else _encode(context),
+        active,
+        datamodel_text,
+        visited,
+        _encode(history) if history else "[]",
+        "[]",
+        _encode(invocations) if invocations else "[]",
+        _limits_text(*limits),
+        state,
+    )
+
+
+def _plain_indexes(indexes: list[Any], count: int) -> bool:
+    """Whether the sorted ``indexes`` are exact ints, all state indexes of the chart."""
+    for index in indexes:
+        if type(index) is not int:
+            return False
+    return not indexes or (indexes[0] >= 0 and indexes[-1] < count)
+
+
+_CAP_FIELD: Final = LIMIT_FIELDS.index("datamodel_bytes")
 
 
 @functools.lru_cache(maxsize=64)
@@ -317,11 +462,12 @@ def _encode_state(state: MachineState) -> tuple[dict[str, Any], str]:
         # Cycles, NaN and unknown types make the encoder raise at C speed (what is left,
         # tuples and non-string keys, the datamodel check refuses); the walk below is only
         # there to say where the culprit is.
-        datamodel_text = _ENCODER.encode(datamodel)
+        datamodel_text = _encode(datamodel)
     except (TypeError, ValueError, RecursionError):
         _check_json(datamodel, "datamodel")
         raise
-    _check_json(state.caller_context, "caller_context")
+    if state.caller_context is not None:
+        _check_json(state.caller_context, "caller_context")
     queue: list[dict[str, Any]] = []
     for position, event in enumerate(state.internal_queue):
         if not isinstance(event, Event):
@@ -371,7 +517,7 @@ def _encode_state(state: MachineState) -> tuple[dict[str, Any], str]:
         "round": state.round,
         "trace": state.trace,
         "max_macrostep_rounds": state.max_macrostep_rounds,
-        "limits": {name: getattr(limits, name) for name in LIMIT_FIELDS},
+        "limits": dict(zip(LIMIT_FIELDS, limit_values(limits), strict=True)),
     }
     return payload, datamodel_text
 
@@ -436,7 +582,7 @@ def _walk(value: Any, on_path: set[int]) -> None:  # noqa: C901 - one branch per
 # -- loads -------------------------------------------------------------------------------
 
 
-def loads(  # noqa: C901 - the format's checks, one after another, in the documented order
+def loads(
     blob: bytes | bytearray | memoryview,
     machine: Machine,
     *,
@@ -468,6 +614,52 @@ def loads(  # noqa: C901 - the format's checks, one after another, in the docume
         blob = bytes(blob)
     if not isinstance(blob, bytes):
         raise NotAPosition(f"a position is bytes, not {type(blob).__name__}")
+    version, body = _fast_body(blob, machine, key) or _body(blob, machine, key)
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CorruptPosition(f"the payload is not valid UTF-8: {exc}") from None
+    try:
+        payload, end = _SCAN(text, 0)
+        if end != len(text):
+            raise ValueError("extra data")
+    except (StopIteration, ValueError, RecursionError):
+        # Read again the slow way, which accepts surrounding whitespace and says what is wrong.
+        try:
+            payload = _DECODER.decode(text)
+        except (ValueError, RecursionError) as exc:
+            raise CorruptPosition(f"the payload is not valid JSON: {exc}") from None
+    if version == 1:
+        payload = _from_version_1(payload, max_limits)
+    try:
+        return decode_payload(payload, machine, _frozen(invoke_types), routes, max_limits, text)
+    except RecursionError:
+        raise CorruptPosition("invalid payload: a value is nested too deeply") from None
+
+
+def _fast_body(blob: bytes, machine: Machine, key: bytes | None) -> tuple[int, bytes] | None:
+    """``(2, payload bytes)`` when ``blob`` is a current position of ``machine`` whose
+    digest (keyed with ``key`` if given) matches: the header lines ``dumps`` writes, byte for
+    byte. None otherwise (``_body`` then checks the header line by line and says why)."""
+    head = _head(machine.identity)
+    prefix = _DIGEST_PREFIX if key is None else _KEYED_PREFIX
+    end = len(head) + len(prefix) + 64
+    if not (
+        blob.startswith(head)
+        and blob.startswith(prefix, len(head))
+        and blob[end : end + 1] == b"\n"
+    ):
+        return None
+    body = blob[end + 1 :]
+    if not hmac.compare_digest(blob[len(head) : end], _digest(head, body, key)):
+        return None
+    return FORMAT_VERSION, body
+
+
+def _body(blob: bytes, machine: Machine, key: bytes | None) -> tuple[int, bytes]:
+    """The format version and the payload bytes of ``blob``, after its header checks, in
+    the documented order (``NotAPosition``, ``UnsupportedVersion``, ``IdentityMismatch``,
+    then ``CorruptPosition`` for the digest)."""
     if not blob.startswith(MAGIC):
         raise NotAPosition("the blob does not start with the statifier position tag")
     rest = blob[len(MAGIC) :]
@@ -496,21 +688,7 @@ def loads(  # noqa: C901 - the format's checks, one after another, in the docume
     head = blob[: len(blob) - len(body) - len(digest_line) - 1]
     if not hmac.compare_digest(digest_line, _digest(head, body, key)):
         raise CorruptPosition("the payload does not match its digest (altered or truncated)")
-
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise CorruptPosition(f"the payload is not valid UTF-8: {exc}") from None
-    try:
-        payload = _DECODER.decode(text)
-    except (ValueError, RecursionError) as exc:
-        raise CorruptPosition(f"the payload is not valid JSON: {exc}") from None
-    if version == 1:
-        payload = _from_version_1(payload, max_limits)
-    try:
-        return decode_payload(payload, machine, _frozen(invoke_types), routes, max_limits)
-    except RecursionError:
-        raise CorruptPosition("invalid payload: a value is nested too deeply") from None
+    return version, body
 
 
 def _from_version_1(payload: Any, max_limits: MacrostepLimits) -> Any:
@@ -519,7 +697,7 @@ def _from_version_1(payload: Any, max_limits: MacrostepLimits) -> Any:
     if not isinstance(payload, dict):
         return payload  # refused as it is by the checks of the payload
     if "limits" in payload:
-        _corrupt("a version 1 payload has no limits")
+        corrupt("a version 1 payload has no limits")
     return {**payload, "limits": {name: getattr(max_limits, name) for name in LIMIT_FIELDS}}
 
 
@@ -563,8 +741,21 @@ def _no_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not allowed")
 
 
-_DECODER: Final = json.JSONDecoder(object_pairs_hook=_unique_object, parse_constant=_no_constant)
-"""Reads a payload: duplicate keys and NaN/Infinity are errors."""
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{brief(text, 40)} is not a finite number")
+    return value
+
+
+_DECODER: Final = json.JSONDecoder(
+    object_pairs_hook=_unique_object, parse_constant=_no_constant, parse_float=_finite
+)
+"""Reads a payload: duplicate keys, NaN/Infinity and numbers too large for a float (which
+would read as infinite) are errors."""
+
+_SCAN: Final = cast(Callable[[str, int], tuple[Any, int]], vars(_DECODER)["scan_once"])
+"""``_DECODER`` without its whitespace handling: the payload ``dumps`` writes has none."""
 
 
 def _frozen(values: Iterable[str] | None) -> frozenset[str] | None:
@@ -573,391 +764,3 @@ def _frozen(values: Iterable[str] | None) -> frozenset[str] | None:
     if isinstance(values, str):
         raise TypeError("invoke_types must be an iterable of strings, not a single string")
     return frozenset(values)
-
-
-def _corrupt(message: str) -> NoReturn:
-    raise CorruptPosition(f"invalid payload: {message}")
-
-
-def _keys(obj: Any, expected: frozenset[str], where: str) -> dict[str, Any]:
-    if not isinstance(obj, dict):
-        _corrupt(f"{where} is a {_kind(obj)}, not an object")
-    keys = set(obj)
-    if keys != expected:
-        missing = sorted(expected - keys)
-        extra = sorted(keys - expected)
-        _corrupt(f"{where} keys: missing {missing}, unexpected {extra}")
-    return obj
-
-
-def _kind(value: Any) -> str:
-    return "null" if value is None else type(value).__name__
-
-
-def _counter(obj: dict[str, Any], key: str) -> int:
-    value = obj[key]
-    if type(value) is not int:
-        _corrupt(f"{key} is a {_kind(value)}, not an integer")
-    if value < 0:
-        _corrupt(f"{key} is negative ({value})")
-    if value > MAX_COUNTER:
-        _corrupt(f"{key} is larger than {MAX_COUNTER}")
-    return value
-
-
-def _flag(obj: dict[str, Any], key: str) -> bool:
-    value = obj[key]
-    if not isinstance(value, bool):
-        _corrupt(f"{key} is a {_kind(value)}, not a boolean")
-    return value
-
-
-def _text(value: Any, where: str) -> str:
-    if not isinstance(value, str):
-        _corrupt(f"{where} is a {_kind(value)}, not a string")
-    if len(value) > MAX_ID_LENGTH:
-        _corrupt(f"{where} is longer than {MAX_ID_LENGTH} characters")
-    return value
-
-
-def _optional_text(value: Any, where: str) -> str | None:
-    return None if value is None else _text(value, where)
-
-
-def _list(value: Any, where: str) -> list[Any]:
-    if not isinstance(value, list):
-        _corrupt(f"{where} is a {_kind(value)}, not a list")
-    return value
-
-
-def _index(value: Any, count: int, where: str) -> int:
-    if type(value) is not int:
-        _corrupt(f"{where} is a {_kind(value)}, not a state index")
-    if not 0 <= value < count:
-        _corrupt(f"{where} = {value} is not a state index of this chart (0..{count - 1})")
-    return value
-
-
-def _ascending(values: list[Any], where: str) -> None:
-    if any(a >= b for a, b in pairwise(values)):
-        _corrupt(f"{where} is not strictly ascending")
-
-
-def _indexes(value: Any, count: int, where: str) -> list[int]:
-    items = _list(value, where)
-    for i, item in enumerate(items):
-        if type(item) is not int or not 0 <= item < count:
-            _index(item, count, f"{where}[{i}]")
-    return items
-
-
-def _decode_event(obj: Any, where: str) -> Event:
-    fields = _keys(obj, _EVENT_KEYS, where)
-    kind = fields["type"]
-    if not isinstance(kind, str) or kind not in _EVENT_TYPES:
-        _corrupt(f"{where}.type is {kind!r}, not one of {sorted(_EVENT_TYPES)}")
-    return Event(
-        name=_text(fields["name"], f"{where}.name"),
-        type=cast(EventType, kind),
-        data=fields["data"],
-        sendid=_optional_text(fields["sendid"], f"{where}.sendid"),
-        origin=_optional_text(fields["origin"], f"{where}.origin"),
-        origintype=_optional_text(fields["origintype"], f"{where}.origintype"),
-        invokeid=_optional_text(fields["invokeid"], f"{where}.invokeid"),
-        caller_context=fields["caller_context"],
-    )
-
-
-class _Parts:
-    """A payload's fields, checked and converted (what ``_decode_parts`` returns)."""
-
-    __slots__ = (
-        "configuration",
-        "entered",
-        "history",
-        "invocations",
-        "limits",
-        "queue",
-        "rounds",
-        "running",
-        "states_to_invoke",
-        "status",
-    )
-
-    configuration: frozenset[int]
-    entered: frozenset[int]
-    history: dict[int, tuple[int, ...]]
-    invocations: dict[tuple[int, int], str]
-    limits: MacrostepLimits
-    queue: tuple[Event, ...]
-    rounds: int | None
-    running: bool
-    states_to_invoke: tuple[int, ...]
-    status: Status
-
-
-def decode_payload(
-    obj: Any,
-    machine: Machine,
-    invoke_types: frozenset[str] | None,
-    routes: Container[str] | None,
-    max_limits: MacrostepLimits | None,
-) -> MachineState:
-    """Build the state a payload describes, or raise ``CorruptPosition`` saying what is wrong.
-
-    ``obj`` is a decoded payload of the current format (see the module docstring);
-    ``max_limits`` is the ceiling on the stored budgets (None: no ceiling).
-    Every position this module (and ``import_position``) makes passes through here.
-    """
-    parts = _decode_parts(obj, machine, max_limits)
-    payload: dict[str, Any] = obj
-    state: Any = object.__new__(StateBuilder)
-    state.machine = machine
-    state.session_id = payload["session_id"]
-    state.configuration = parts.configuration
-    state.internal_queue = parts.queue
-    state.history = parts.history
-    state.entered = parts.entered
-    state.states_to_invoke = parts.states_to_invoke
-    state.invocations = parts.invocations
-    state.invoke_counter = payload["invoke_counter"]
-    state.send_counter = payload["send_counter"]
-    state.timer_counter = payload["timer_counter"]
-    state.caller_context = payload["caller_context"]
-    state.datamodel = payload["datamodel"]
-    state.running = parts.running
-    state.status = parts.status
-    state.macrostep = payload["macrostep"]
-    state.microstep = payload["microstep"]
-    state.round = payload["round"]
-    state.trace = payload["trace"]
-    state.max_macrostep_rounds = parts.rounds
-    state.invoke_types = invoke_types
-    state.routes = routes
-    state.limits = parts.limits
-    state._datamodel_bound = None
-    return finish(state)
-
-
-def _decode_parts(  # noqa: C901 - every field of the payload, checked in turn
-    obj: Any, machine: Machine, max_limits: MacrostepLimits | None
-) -> _Parts:
-    """Check a payload against ``machine`` (shape and meaning) and convert its fields, or
-    raise ``CorruptPosition`` saying what is wrong. The fields ``_Parts`` does not hold are
-    checked and usable as they are."""
-    payload = _keys(obj, _PAYLOAD_KEYS, "the payload")
-    parts = _Parts()
-    states = machine.states
-    count = len(states)
-
-    status = payload["status"]
-    if not isinstance(status, str) or status not in _STATUSES:
-        _corrupt(f"status is {brief(status)}, not 'running' or 'done'")
-    running = _flag(payload, "running")
-    if running != (status == "running"):
-        _corrupt(f"running is {running} but status is {status!r}")
-    parts.running = running
-    parts.status = "done" if status == "done" else "running"
-
-    configuration = _indexes(payload["configuration"], count, "configuration")
-    _ascending(configuration, "configuration")
-    if running:
-        _problem(_legal_configuration(machine, configuration), "configuration")
-    elif configuration:
-        _corrupt("a finished execution has active states")
-    entered = _indexes(payload["entered"], count, "entered")
-    _ascending(entered, "entered")
-    active = frozenset(configuration)
-    parts.configuration = active
-    parts.entered = frozenset(entered)
-    if not active <= parts.entered:
-        _corrupt("an active state is missing from entered")
-    states_to_invoke = _indexes(payload["states_to_invoke"], count, "states_to_invoke")
-    if len(set(states_to_invoke)) != len(states_to_invoke):
-        _corrupt("states_to_invoke lists a state twice")
-    if running and not active.issuperset(states_to_invoke):
-        _corrupt("states_to_invoke lists a state that is not active")
-    parts.states_to_invoke = tuple(states_to_invoke)
-
-    history: dict[int, tuple[int, ...]] = {}
-    history_keys: list[int] = []
-    for i, pair in enumerate(_list(payload["history"], "history")):
-        where = f"history[{i}]"
-        if not isinstance(pair, list) or len(pair) != 2:
-            _corrupt(f"{where} is not a [history_state, [states...]] pair")
-        key = _index(pair[0], count, f"{where}[0]")
-        if states[key].kind != "history":
-            _corrupt(f"{where}[0] = {key} is not a history state")
-        history_keys.append(key)
-        recorded = tuple(_indexes(pair[1], count, f"{where}[1]"))
-        _problem(_legal_history(machine, key, recorded), where)
-        history[key] = recorded
-    _ascending(history_keys, "history")
-    parts.history = history
-
-    invocations: dict[tuple[int, int], str] = {}
-    invocation_keys: list[tuple[int, int]] = []
-    for i, triple in enumerate(_list(payload["invocations"], "invocations")):
-        where = f"invocations[{i}]"
-        if not isinstance(triple, list) or len(triple) != 3:
-            _corrupt(f"{where} is not a [state, invoke_index, invoke_id] triple")
-        s = _index(triple[0], count, f"{where}[0]")
-        n = triple[1]
-        if type(n) is not int or not 0 <= n < len(states[s].invokes):
-            _corrupt(f"{where}[1] = {brief(n)} is not an invoke index of state {states[s].id!r}")
-        if s not in active:
-            _corrupt(f"{where}: state {states[s].id!r} is not active")
-        invocation_keys.append((s, n))
-        invoke_id = _text(triple[2], f"{where}[2]")
-        if not invoke_id:
-            _corrupt(f"{where}[2] is an empty invoke id")
-        invocations[(s, n)] = invoke_id
-    _ascending(invocation_keys, "invocations")
-    if len(set(invocations.values())) != len(invocations):
-        _corrupt("two live invocations share an invoke id")
-    parts.invocations = invocations
-
-    limits = parts.limits = _decode_limits(payload["limits"], max_limits)
-    rounds = payload["max_macrostep_rounds"]
-    if rounds is not None and (type(rounds) is not int or not 1 <= rounds <= MAX_LIMIT):
-        _corrupt(
-            f"max_macrostep_rounds is {brief(rounds)}, not an integer in 1..{MAX_LIMIT} or null"
-        )
-    parts.rounds = rounds
-
-    events = _list(payload["internal_queue"], "internal_queue")
-    queue_limit = MAX_QUEUE if limits.internal_events is None else limits.internal_events
-    if len(events) > queue_limit + _QUEUE_SLACK:
-        _corrupt(f"the internal queue holds {len(events)} events (the limit is {queue_limit})")
-    parts.queue = (
-        tuple(_decode_event(event, f"internal_queue[{i}]") for i, event in enumerate(events))
-        if events
-        else ()
-    )
-
-    datamodel = payload["datamodel"]
-    if not isinstance(datamodel, dict):
-        _corrupt(f"datamodel is a {_kind(datamodel)}, not an object")
-    if not all(isinstance(name, str) for name in datamodel):
-        _corrupt("datamodel has a non-string variable name")
-    _check_datamodel(datamodel, limits)
-
-    session_id = _text(payload["session_id"], "session_id")
-    if not session_id:
-        _corrupt("session_id is empty")
-    for name in _COUNTERS:
-        _counter(payload, name)
-    _flag(payload, "trace")
-    return parts
-
-
-_COUNTERS: Final = (
-    "invoke_counter",
-    "send_counter",
-    "timer_counter",
-    "macrostep",
-    "microstep",
-    "round",
-)
-
-_CHECKS: Final = "positions"
-"""The key, in a machine's ``_cache``, of the memo of configurations and history records
-already judged (they are judged again once the memo fills)."""
-
-_CHECKS_LIMIT: Final = 1024
-
-
-def _legal_configuration(machine: Machine, configuration: list[int]) -> str | None:
-    """``configuration_problem``, remembered per machine and configuration."""
-    return _judged(
-        machine,
-        ("configuration", *configuration),
-        lambda: configuration_problem(machine.states, configuration),
-    )
-
-
-def _legal_history(machine: Machine, history: int, recorded: tuple[int, ...]) -> str | None:
-    """``history_problem``, remembered per machine, history state and record."""
-    return _judged(
-        machine,
-        ("history", history, *recorded),
-        lambda: history_problem(machine.states, history, recorded),
-    )
-
-
-def _judged(machine: Machine, key: tuple[Any, ...], judge: Callable[[], str | None]) -> str | None:
-    """What ``judge`` says about ``key``, asked once per machine (until the memo fills)."""
-    memo = _judgements(machine)
-    if key not in memo:
-        _remember(memo, key, judge())
-    return memo[key]
-
-
-def _judgements(machine: Machine) -> dict[tuple[Any, ...], str | None]:
-    memo: dict[tuple[Any, ...], str | None] = machine._cache.setdefault(_CHECKS, {})
-    return memo
-
-
-def _remember(
-    memo: dict[tuple[Any, ...], str | None], key: tuple[Any, ...], problem: str | None
-) -> None:
-    if len(memo) >= _CHECKS_LIMIT:
-        memo.clear()
-    memo[key] = problem
-
-
-_QUEUE_SLACK: Final = 64
-"""Events past the queue limit a position may hold: a call that exhausts its budget still
-queues the error events of the blocks it aborts."""
-
-
-def _problem(problem: str | None, where: str) -> None:
-    if problem is not None:
-        _corrupt(f"{where}: {problem}")
-
-
-def _decode_limits(obj: Any, ceiling: MacrostepLimits | None) -> MacrostepLimits:
-    fields = _keys(obj, _LIMIT_KEYS, "limits")
-    values: dict[str, int | None] = {}
-    for name in LIMIT_FIELDS:
-        value = fields[name]
-        if value is not None and (type(value) is not int or not 1 <= value <= MAX_LIMIT):
-            _corrupt(f"limits.{name} is {brief(value)}, not an integer in 1..{MAX_LIMIT} or null")
-        most = None if ceiling is None else getattr(ceiling, name)
-        if most is not None and (value is None or value > most):
-            _corrupt(
-                f"limits.{name} is {'unbounded' if value is None else value}; "
-                f"this host allows at most {most} (loads(max_limits=...))"
-            )
-        values[name] = value
-    key = tuple(values.values())
-    limits = _LIMITS.get(key)
-    if limits is None:
-        limits = MacrostepLimits(**values)
-        if len(_LIMITS) >= _CHECKS_LIMIT:
-            _LIMITS.clear()
-        _LIMITS[key] = limits
-    return limits
-
-
-_LIMIT_KEYS: Final = frozenset(LIMIT_FIELDS)
-
-_LIMITS: dict[tuple[int | None, ...], MacrostepLimits] = {
-    tuple(getattr(DEFAULT_LIMITS, name) for name in LIMIT_FIELDS): DEFAULT_LIMITS
-}
-"""Budgets read before, by value: positions share one ``MacrostepLimits`` per set of values
-(the default one in the common case) instead of building one per load."""
-
-
-def _check_datamodel(datamodel: dict[str, Any], limits: MacrostepLimits) -> None:
-    """Every value storable; the chart's variables within the datamodel cap."""
-    cap = MAX_LIMIT if limits.datamodel_bytes is None else limits.datamodel_bytes
-    total = 0
-    for name, value in datamodel.items():
-        system = name.startswith("_")
-        try:
-            size, _ = measure(value, MAX_LIMIT if system else max(cap - total, 0))
-        except ValueRefused as exc:
-            _corrupt(f"datamodel[{brief(name)}]: {exc}")
-        if not system:
-            total += size

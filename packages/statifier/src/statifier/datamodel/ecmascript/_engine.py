@@ -276,6 +276,12 @@ class Engine:
         # from data handed over before the call: the ids the source names literally, and, for
         # a source that calls functions (``dynamic``), the whole configuration when the
         # caller's ``in_state`` offers ``active_state_ids()``.
+        #   A source that is neither calls no function at all (``may_have_side_effects``),
+        # In() included: the answers the engine holds do not matter to it, so they stay as
+        # they are (a chart whose conditions alternate with calls would otherwise hand them
+        # over twice per event).
+        if not in_ids and not dynamic:
+            return
         active = getattr(in_state, "active_state_ids", None) if dynamic else None
         active_ids = list(active()) if callable(active) else None
         if not in_ids and active_ids is None:

@@ -30,6 +30,13 @@ from statifier.datamodel.python.operators import (
 from statifier.datamodel.python.parsing import Located, ParsedSource
 from statifier.datamodel.python.rendering import render
 from statifier.datamodel.python.sizing import check_length
+from statifier.datamodel.python.specialised import (
+    conjunction,
+    constant_slice,
+    disjunction,
+    int_arithmetic,
+    path_read,
+)
 from statifier.datamodel.python.values import Value, type_name
 from statifier.values import brief
 
@@ -192,6 +199,13 @@ class ExpressionCompiler:
 
     def _list(self, elements: list[ast.expr]) -> Evaluator:
         items = tuple(self.compile(element) for element in elements)
+        if len(items) == 1:
+            (only,) = items
+
+            def build_singleton(context: EvalContext) -> Value:
+                return [only(context)]
+
+            return build_singleton
 
         def build_list(context: EvalContext) -> Value:
             return [item(context) for item in items]
@@ -222,6 +236,8 @@ class ExpressionCompiler:
     def _bool_op(self, node: ast.BoolOp) -> Evaluator:
         operands = tuple(self.compile(value) for value in node.values)
         is_and = isinstance(node.op, ast.And)
+        if len(operands) == 2:  # ``a and b``, the common condition
+            return (conjunction if is_and else disjunction)(*operands)
 
         # Python semantics: the result is the operand that decided the outcome.
         def boolean(context: EvalContext) -> Value:
@@ -253,6 +269,10 @@ class ExpressionCompiler:
         apply = entry[1]
         left = self.compile(node.left)
         right = self.compile(node.right)
+        literal = literal_value(node.right)
+        shortcut = int_arithmetic(apply, left, right, None if literal is NOT_LITERAL else literal)
+        if shortcut is not None:
+            return shortcut
 
         def binary(context: EvalContext) -> Value:
             return apply(context, left(context), right(context))
@@ -318,7 +338,7 @@ class ExpressionCompiler:
                         raise EvaluationError(f"key {brief(key)} not found") from None
                 return subscript(value, key)
 
-            return constant_key
+            return self._read_path(node, constant_key)
         index_of = self.compile(index)
 
         def item(context: EvalContext) -> Value:
@@ -332,6 +352,12 @@ class ExpressionCompiler:
             for bound in (node.lower, node.upper, node.step)
         )
         lower, upper, step = (NONE if bound is None else bound for bound in bounds)
+        literals = tuple(
+            None if bound is None else literal_value(bound)
+            for bound in (node.lower, node.upper, node.step)
+        )
+        if all(value is None or type(value) is int for value in literals) and literals[2] != 0:
+            return constant_slice(container, *literals)
 
         def sliced(context: EvalContext) -> Value:
             value = container(context)
@@ -353,7 +379,27 @@ class ExpressionCompiler:
                     pass
             return attribute(value, name)
 
-        return get
+        return self._read_path(node, get)
+
+    def _read_path(self, node: ast.Attribute | ast.Subscript, general: Evaluator) -> Evaluator:
+        """``general``, or a shortcut when ``node`` reads a variable through constant keys
+        (``_event.data.amount``, ``account['id']``)."""
+        keys: list[str] = []
+        current: ast.expr = node
+        while True:
+            if isinstance(current, ast.Attribute):
+                keys.append(current.attr)
+            elif isinstance(current, ast.Subscript) and isinstance(
+                key := literal_value(current.slice), str
+            ):
+                keys.append(key)
+            else:
+                break
+            current = current.value
+        if not isinstance(current, ast.Name) or current.id in self._scope:
+            return general
+        keys.reverse()
+        return path_read(current.id, tuple(keys), general)
 
     # -- f-strings ----------------------------------------------------------------------------
 
@@ -409,6 +455,10 @@ def _compare_with_literal(
 
             return differs_from_literal
 
+        ordered = _ordered_against_literal(compare, left, expected)
+        if ordered is not None:
+            return ordered
+
         def compare_to_literal(context: EvalContext) -> Value:
             return compare(left(context), expected)
 
@@ -421,6 +471,38 @@ def _compare_with_literal(
             return compare(expected, right(context))
 
         return compare_literal_to
+    return None
+
+
+def _ordered_against_literal(
+    compare: Callable[[Value, Value], bool], left: Evaluator, expected: Value
+) -> Evaluator | None:
+    """``<``, ``<=``, ``>``, ``>=`` against a literal as an inline operator (guards on event
+    data are mostly ``amount > 50``), or None for another comparison."""
+    if compare is operator.gt:
+
+        def greater(context: EvalContext) -> Value:
+            return left(context) > expected
+
+        return greater
+    if compare is operator.ge:
+
+        def at_least(context: EvalContext) -> Value:
+            return left(context) >= expected
+
+        return at_least
+    if compare is operator.lt:
+
+        def less(context: EvalContext) -> Value:
+            return left(context) < expected
+
+        return less
+    if compare is operator.le:
+
+        def at_most(context: EvalContext) -> Value:
+            return left(context) <= expected
+
+        return at_most
     return None
 
 

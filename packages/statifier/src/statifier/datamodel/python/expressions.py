@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import keyword
 from dataclasses import dataclass, field
+from typing import Final
 
 from statifier.budget import Budget
 from statifier.datamodel.python.compiler import ExpressionCompiler, HostCalls, is_reserved_name
@@ -54,11 +55,8 @@ class Expression:
         # The context pool and the budget's ``spend`` are inlined here because this is the
         # interpreter's hottest call.
         slot_count = self._slot_count
-        allowance = STEP_BUDGET
-        if budget is not None and budget.steps < allowance:
-            allowance = budget.steps
         try:
-            context = CONTEXT_POOL.pop()
+            context = _take_context()
         except IndexError:
             context = EvalContext(variables, in_state, slot_count)
         else:
@@ -66,7 +64,13 @@ class Expression:
             context.in_state = in_state
             if slot_count:
                 context.slots = [None] * slot_count
-        context.steps = allowance
+        if budget is None:
+            allowance = context.steps = STEP_BUDGET
+        else:
+            allowance = budget.steps
+            if allowance > STEP_BUDGET:
+                allowance = STEP_BUDGET
+            context.steps = allowance
         try:
             result = self._evaluator(context)
         except EvaluationError:
@@ -78,8 +82,8 @@ class Expression:
                 budget.spend(allowance - context.steps)
             raise evaluation_error(exc) from None
         if budget is not None:
-            budget.steps -= allowance - context.steps
-            if budget.steps < 0 and budget.exhausted is None:
+            steps = budget.steps = budget.steps - allowance + context.steps
+            if steps < 0 and budget.exhausted is None:
                 budget.exhausted = "steps"
         # Contexts of failed evaluations are simply dropped; only the success path recycles,
         # and a recycled context keeps nothing of the caller (no variables, no In callback).
@@ -88,8 +92,12 @@ class Expression:
         if slot_count:
             context.slots = NO_SLOTS
         if len(CONTEXT_POOL) < CONTEXT_POOL_LIMIT:
-            CONTEXT_POOL.append(context)
+            _give_context(context)
         return result
+
+
+_take_context: Final = CONTEXT_POOL.pop
+_give_context: Final = CONTEXT_POOL.append
 
 
 def compile_expression(source: str, functions: HostCalls | None = None) -> Expression:

@@ -21,7 +21,8 @@ from statifier.datamodel.python.errors import (
     ExpressionSyntaxError,
     evaluation_error,
 )
-from statifier.datamodel.python.limits import MAX_SOURCE_LENGTH
+from statifier.datamodel.python.limits import MAX_SOURCE_LENGTH, STEP_BUDGET
+from statifier.datamodel.python.literals import literal_value
 from statifier.datamodel.python.parsing import parse_expression_source
 from statifier.datamodel.python.values import InState, Value, Variables, type_name
 from statifier.values import brief
@@ -33,6 +34,8 @@ _MISSING: Final = object()
 class _Step:
     key: Evaluator
     is_attribute: bool
+    literal: str | None = None
+    """The key when the source spells it out (``a.b``, ``a['b']``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,11 +133,18 @@ def plan_location(compiler: ExpressionCompiler, node: ast.expr) -> LocationPlan:
             return LocationPlan(node.id, tuple(steps))
         if isinstance(node, ast.Attribute):
             compiler.check_attribute_name(node.attr, node)
-            steps.append(_Step(_constant_key(node.attr), is_attribute=True))
+            steps.append(_Step(_constant_key(node.attr), is_attribute=True, literal=node.attr))
         elif isinstance(node, ast.Subscript):
             if isinstance(node.slice, ast.Slice):
                 raise compiler.error("cannot assign to a slice", node)
-            steps.append(_Step(compiler.compile(node.slice), is_attribute=False))
+            literal = literal_value(node.slice)
+            steps.append(
+                _Step(
+                    compiler.compile(node.slice),
+                    is_attribute=False,
+                    literal=literal if isinstance(literal, str) else None,
+                )
+            )
         else:
             raise compiler.error(
                 "not a location: expected a name followed by attributes or subscripts", node
@@ -163,6 +173,8 @@ class Location:
     """The host functions the location's keys may call (None: built-ins only)."""
     plain: bool = field(default=False, compare=False)
     """Whether the location is a bare variable name (see ``datamodel.base.Location``)."""
+    _key: str | None = field(default=None, repr=False, compare=False)
+    """The one key of a ``variable.key`` / ``variable['key']`` location (None: another kind)."""
 
     def __reduce__(self) -> tuple[object, tuple[str, HostCalls | None]]:
         # Closures cannot be pickled or deep-copied; the source is all that is needed.
@@ -177,6 +189,21 @@ class Location:
         With a ``budget``, the keys and the copies spend it (see ``Expression.evaluate``).
         Raises :class:`EvaluationError` and nothing else.
         """
+        key = self._key
+        if key is not None:
+            # ``LocationPlan.write_at`` for one spelled-out key into a dict (``account.last``),
+            # without a context; any other case (and a write the budget cannot pay) goes on
+            # to the general path, which fails or charges exactly as it always did.
+            root_value = variables.get(self.root)
+            if type(root_value) is dict:
+                units = len(root_value) + 1
+                if units <= STEP_BUDGET and (budget is None or units <= budget.steps):
+                    prior = root_value.get(key)
+                    copy = dict(root_value)
+                    copy[key] = value
+                    if budget is not None:
+                        budget.spend(units)
+                    return write_result(self.root, copy, (key,), prior, value)
         context = EvalContext(variables, in_state, self._slot_count)
         if budget is not None and budget.steps < context.steps:
             context.steps = budget.steps
@@ -225,4 +252,5 @@ def compile_location(source: str, functions: HostCalls | None = None) -> Locatio
         frozenset(compiler.names_read),
         functions,
         plain=not plan.steps,
+        _key=plan.steps[0].literal if len(plan.steps) == 1 else None,
     )

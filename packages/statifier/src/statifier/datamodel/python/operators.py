@@ -60,11 +60,12 @@ def add(context: EvalContext, left: Value, right: Value) -> Value:
     if (isinstance(left, str) and isinstance(right, str)) or (
         isinstance(left, list) and isinstance(right, list)
     ):
-        return _concatenate(context, left, right)
+        return concatenate(context, left, right)
     raise _unsupported("+", left, right)
 
 
-def _concatenate(context: EvalContext, left: Value, right: Value) -> Value:
+def concatenate(context: EvalContext, left: Value, right: Value) -> Value:
+    """``left + right`` for two strings or two lists, charged by the result's length."""
     length = len(left) + len(right)
     check_length(length, "concatenation result")
     context.charge(length)

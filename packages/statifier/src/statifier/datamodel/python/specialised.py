@@ -1,0 +1,219 @@
+"""Specialised closures for the commonest expression shapes, each with a general fallback.
+
+A chart's conditions and assignments are mostly ``count + 1``, ``_event.data.amount`` or
+``_event.data['amount'] > 50``. The general closures handle every operand type, so they pay
+for type dispatch and one call per node. Each builder here returns a closure that does the
+common case (plain ints, nested dicts) inline and otherwise calls the general closure of the
+same node, which then does exactly what it always did (its checks, its errors, its step
+charges). A shortcut only reads, never charges steps and never raises, so falling back from
+it is unobservable. (A shortcut that has already evaluated an operand hands the value to the
+general operator instead: evaluating it again could charge twice.)
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Final
+
+from statifier.datamodel.python.access import slice_of
+from statifier.datamodel.python.context import EvalContext, Evaluator, budget_exceeded
+from statifier.datamodel.python.limits import MAX_INT_BITS
+from statifier.datamodel.python.operators import BinaryOp, add, concatenate, multiply, subtract
+from statifier.datamodel.python.values import Value
+
+_INT_LIMIT: Final = 1 << MAX_INT_BITS
+"""An int is within ``MAX_INT_BITS`` exactly when its magnitude is below this."""
+
+_FACTOR_LIMIT: Final = 1 << 31
+"""Factors below this in magnitude have a product far within ``MAX_INT_BITS``."""
+
+_INT_OPERATIONS: Final[dict[BinaryOp, Callable[[int, int], int]]] = {
+    add: operator.add,
+    subtract: operator.sub,
+}
+
+
+def path_read(root: str, keys: tuple[str, ...], general: Evaluator) -> Evaluator:
+    """``root.k1.k2`` / ``root['k1']['k2']`` read straight through nested dicts.
+
+    Anything else (a missing name or key, a value that is not a dict) is left to
+    ``general``, the closure compiled node by node, which reports it as it always did.
+    """
+    if len(keys) == 1:
+        return _read_one(root, keys[0], general)
+    if len(keys) == 2:  # ``_event.data.x``, the shape every event-driven chart reads
+        return _read_two(root, keys[0], keys[1], general)
+
+    def read_path(context: EvalContext) -> Value:
+        try:
+            value = context.variables[root]
+            for key in keys:
+                if type(value) is not dict:
+                    return general(context)
+                value = value[key]
+        except KeyError:
+            return general(context)
+        return value
+
+    return read_path
+
+
+def _read_one(root: str, key: str, general: Evaluator) -> Evaluator:
+    def read_one(context: EvalContext) -> Value:
+        try:
+            value = context.variables[root]
+            if type(value) is dict:
+                return value[key]
+        except KeyError:
+            pass
+        return general(context)
+
+    return read_one
+
+
+def _read_two(root: str, first: str, second: str, general: Evaluator) -> Evaluator:
+    def read_two(context: EvalContext) -> Value:
+        try:
+            value = context.variables[root]
+            if type(value) is dict:
+                value = value[first]
+                if type(value) is dict:
+                    return value[second]
+        except KeyError:
+            pass
+        return general(context)
+
+    return read_two
+
+
+def int_arithmetic(
+    apply: BinaryOp, left: Evaluator, right: Evaluator, right_literal: Value
+) -> Evaluator | None:
+    """``+``, ``-`` or ``*`` computed inline when both operands are plain ints (not bools).
+
+    ``right_literal`` is the right operand's literal value when it is an int literal (the
+    ``count + 1`` shape: one closure call fewer), else None. Returns None for operators
+    without a shortcut. Results past ``MAX_INT_BITS`` go to ``apply``, which refuses them.
+    """
+    if apply is multiply:
+        return _int_multiply(apply, left, right)
+    compute = _INT_OPERATIONS.get(apply)
+    if compute is None:
+        return None
+    if type(right_literal) is int:
+        return _with_int_literal(apply, compute, left, right_literal)
+    if apply is add:
+        return _sum_or_concatenation(apply, left, right)
+
+    def ints(context: EvalContext) -> Value:
+        a = left(context)
+        b = right(context)
+        if type(a) is int and type(b) is int:
+            result = compute(a, b)
+            if -_INT_LIMIT < result < _INT_LIMIT:
+                return result
+        return apply(context, a, b)
+
+    return ints
+
+
+def _sum_or_concatenation(apply: BinaryOp, left: Evaluator, right: Evaluator) -> Evaluator:
+    def sum_or_concatenation(context: EvalContext) -> Value:
+        a = left(context)
+        b = right(context)
+        kind = type(a)
+        if kind is int and type(b) is int:
+            result = a + b
+            if -_INT_LIMIT < result < _INT_LIMIT:
+                return result
+        elif kind is list and type(b) is list:
+            return concatenate(context, a, b)
+        return apply(context, a, b)
+
+    return sum_or_concatenation
+
+
+def _int_multiply(apply: BinaryOp, left: Evaluator, right: Evaluator) -> Evaluator:
+    def int_multiply(context: EvalContext) -> Value:
+        a = left(context)
+        b = right(context)
+        if (
+            type(a) is int
+            and type(b) is int
+            and -_FACTOR_LIMIT < a < _FACTOR_LIMIT
+            and -_FACTOR_LIMIT < b < _FACTOR_LIMIT
+        ):
+            return a * b
+        return apply(context, a, b)
+
+    return int_multiply
+
+
+def _with_int_literal(
+    apply: BinaryOp, compute: Callable[[int, int], int], left: Evaluator, constant: int
+) -> Evaluator:
+    if apply is add:
+
+        def add_int(context: EvalContext) -> Value:
+            a = left(context)
+            if type(a) is int:
+                result = a + constant
+                if -_INT_LIMIT < result < _INT_LIMIT:
+                    return result
+            return apply(context, a, constant)
+
+        return add_int
+
+    def with_int(context: EvalContext) -> Value:
+        a = left(context)
+        if type(a) is int:
+            result = compute(a, constant)
+            if -_INT_LIMIT < result < _INT_LIMIT:
+                return result
+        return apply(context, a, constant)
+
+    return with_int
+
+
+def conjunction(first: Evaluator, second: Evaluator) -> Evaluator:
+    """``first and second`` (Python semantics: the operand that decided is the result)."""
+
+    def both(context: EvalContext) -> Value:
+        result = first(context)
+        if not result:
+            return result
+        return second(context)
+
+    return both
+
+
+def disjunction(first: Evaluator, second: Evaluator) -> Evaluator:
+    """``first or second`` (Python semantics: the operand that decided is the result)."""
+
+    def either(context: EvalContext) -> Value:
+        result = first(context)
+        if result:
+            return result
+        return second(context)
+
+    return either
+
+
+def constant_slice(container: Evaluator, lower: Value, upper: Value, step: Value) -> Evaluator:
+    """``value[lower:upper:step]`` with literal bounds (already checked: ints or None, a
+    nonzero step), inline for a list or a string; ``slice_of`` takes every other value."""
+
+    def sliced(context: EvalContext) -> Value:
+        value = container(context)
+        kind = type(value)
+        if kind is list or kind is str:
+            result = value[lower:upper:step]
+            # ``EvalContext.charge``, inlined.
+            context.steps -= len(result) + 1
+            if context.steps < 0:
+                raise budget_exceeded()
+            return result
+        return slice_of(context, value, lower, upper, step)
+
+    return sliced

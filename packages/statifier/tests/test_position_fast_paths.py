@@ -1,0 +1,366 @@
+"""The fast paths of ``dumps`` and ``loads`` (issue 12) accept nothing the full checks refuse.
+
+``dumps`` writes the payload from a template and no longer measures the datamodel value by
+value when its encoded text vouches for it; ``loads`` reads the header ``dumps`` writes in
+one comparison, scans the payload without the whitespace pass and vouches for the datamodel
+from the payload's text. Each fast path either gives the answer of the full check or steps
+aside for it: these properties check the "vouches for" parts against the full checks, and
+the crafted positions check that what steps aside still refuses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from typing import Any
+
+import pytest
+import statifier
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from statifier import Machine, MachineState
+from statifier.budget import DEFAULT_LIMITS, MAX_LIMIT, MacrostepLimits
+from statifier.core import _payload as payloads
+from statifier.core import position
+from statifier.core.position import CorruptPosition, UnserializablePosition, dumps, loads
+from statifier.values import MAX_INT_BITS, measure
+
+CHART = """\
+<scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0" datamodel="python"
+       initial="a">
+  <datamodel><data id="n" expr="0"/></datamodel>
+  <state id="a"><transition event="go" target="b"><assign location="n" expr="n + 1"/>
+    </transition></state>
+  <state id="b"><transition event="go" target="a"/></state>
+</scxml>
+"""
+
+_TEXT = st.text(
+    st.characters(codec="utf-8") | st.sampled_from(["\U0001f600", "\u2603", "\x00", '"', "\\"]),
+    max_size=12,
+)
+_SCALAR = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.integers(-(2**80), 2**80)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | _TEXT
+)
+_JSON = st.recursive(
+    _SCALAR,
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(_TEXT, inner, max_size=5),
+    max_leaves=25,
+)
+_ODD = st.recursive(
+    _SCALAR | st.tuples(st.integers()) | st.sampled_from([b"x", 1j, frozenset()]),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(_TEXT | st.integers() | st.none(), inner, max_size=4)
+        | st.tuples(inner)
+    ),
+    max_leaves=12,
+)
+
+
+@pytest.fixture(scope="module")
+def machine() -> Machine:
+    return statifier.compile(CHART)
+
+
+def _state(machine: Machine, **kwargs: Any) -> MachineState:
+    state, _ = statifier.initialize(machine, session_id="sess_fast", **kwargs)
+    state, _ = statifier.handle_event(state, "go")
+    return state
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def _reframe(blob: bytes, body: bytes) -> bytes:
+    """``blob``'s header with ``body`` as its payload and a recomputed plain digest."""
+    header = blob.split(b"\n", 4)[:3]
+    return b"\n".join([*header, b"sha256:" + hashlib.sha256(body).hexdigest().encode(), body])
+
+
+def _payload(blob: bytes) -> dict[str, Any]:
+    decoded = json.loads(blob.split(b"\n", 4)[4])
+    assert isinstance(decoded, dict)
+    return decoded
+
+
+# -- the datamodel, vouched for by its text -----------------------------------------------
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=_JSON)
+def test_measure_never_counts_more_than_the_ratio_times_any_json_text(value: Any) -> None:
+    size, _ = measure(value, 2**62)
+    for text in (_canonical(value), json.dumps(value, ensure_ascii=False, separators=(",", ":"))):
+        assert size <= payloads.TEXT_RATIO * len(text)
+
+
+def test_every_integer_of_the_short_digits_fits_its_bits() -> None:
+    assert (10**payloads.SHORT_DIGITS - 1).bit_length() <= MAX_INT_BITS
+    assert (10 ** (payloads.SHORT_DIGITS + 1) - 1).bit_length() > MAX_INT_BITS
+
+
+def _check(datamodel: dict[str, Any], limits: MacrostepLimits) -> bool:
+    try:
+        payloads.check_datamodel(datamodel, limits)
+    except CorruptPosition:
+        return False
+    return True
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    datamodel=st.dictionaries(_TEXT, _ODD | _JSON, max_size=4),
+    cap=st.sampled_from([None, 1, 64, 400, 4000, 2**24]),
+)
+def test_what_dumps_vouches_for_the_full_check_accepts(
+    datamodel: dict[str, Any], cap: int | None
+) -> None:
+    limits = MacrostepLimits(datamodel_bytes=cap)
+    try:
+        text = position._encode(datamodel)
+    except (TypeError, ValueError, RecursionError):
+        return  # dumps refuses it before any check
+    vouched = payloads.fits(text, MAX_LIMIT if cap is None else cap) and payloads.json_typed(
+        datamodel
+    )
+    if vouched:
+        assert _check(datamodel, limits)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    datamodel=st.dictionaries(_TEXT, _JSON, max_size=4),
+    cap=st.sampled_from([1, 64, 400, 2**24]),
+)
+def test_what_loads_vouches_for_the_full_check_accepts(datamodel: dict[str, Any], cap: int) -> None:
+    text = json.dumps({"datamodel": datamodel}, ensure_ascii=False, separators=(",", ":"))
+    decoded = position._DECODER.decode(text)["datamodel"]
+    if payloads.fits(text, cap):
+        assert _check(decoded, MacrostepLimits(datamodel_bytes=cap))
+
+
+def test_deep_long_and_large_datamodels_are_still_measured() -> None:
+    deep: Any = []
+    for _ in range(300):
+        deep = [deep]
+    long_number = 10**4250
+    assert not payloads.fits(position._encode({"x": deep}), 2**62)
+    assert not payloads.fits(position._encode({"x": long_number, "pad": "y" * 10}), 2**62)
+    assert not payloads.fits(position._encode({"x": "y" * 100}), 1000)
+    assert not _check({"x": deep}, DEFAULT_LIMITS)
+    assert not _check({"x": long_number}, DEFAULT_LIMITS)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [(1, 2), {1: "a"}, {"k": (1,)}, [{"k": {None: 1}}], b"bytes", 1j],
+)
+def test_dumps_refuses_what_its_type_walk_refuses(machine: Machine, value: Any) -> None:
+    state = _state(machine)
+    bad = {**state.datamodel, "v": value}
+    assert not payloads.json_typed(bad)
+    with pytest.raises(UnserializablePosition, match=r"datamodel\['v'\]"):
+        dumps(_replace(state, datamodel=bad))
+
+
+def _replace(state: MachineState, **changes: Any) -> MachineState:
+    return dataclasses.replace(state, **changes)
+
+
+# -- the payload text ----------------------------------------------------------------------
+
+
+def test_the_template_writes_what_the_encoder_writes(machine: Machine) -> None:
+    state = _state(machine, trace=True, max_macrostep_rounds=None)
+    event = statifier.Event(name="e", data={"\u00e9": [1.5, None]}, caller_context=[1])
+    busy = _replace(
+        state,
+        internal_queue=(event, event),
+        caller_context={"who": "h\u00f6st", "seq": 3},
+        session_id='sess \u2603 "quoted"',
+    )
+    blob = dumps(busy)
+    body = blob.split(b"\n", 4)[4]
+    assert body == _canonical(_payload(blob)).encode("ascii")
+    assert loads(blob, machine) == busy
+
+
+# -- loads: what steps aside still refuses -------------------------------------------------
+
+
+def test_a_payload_with_whitespace_around_it_loads_the_slow_way(machine: Machine) -> None:
+    state = _state(machine)
+    blob = dumps(state)
+    body = blob.split(b"\n", 4)[4]
+    assert loads(_reframe(blob, b" \n" + body + b"\n "), machine) == state
+    with pytest.raises(CorruptPosition, match="not valid JSON"):
+        loads(_reframe(blob, body + b"{}"), machine)
+
+
+@pytest.mark.parametrize("where", ["datamodel", "caller_context"])
+def test_numbers_that_read_as_infinite_are_refused(machine: Machine, where: str) -> None:
+    blob = dumps(_state(machine))
+    payload = _payload(blob)
+    payload[where] = {**payload["datamodel"], "x": 1.5} if where == "datamodel" else 1.5
+    body = _canonical(payload).encode().replace(b"1.5", b"1e999")
+    with pytest.raises(CorruptPosition, match="not a finite number"):
+        loads(_reframe(blob, body), machine)
+
+
+@pytest.mark.parametrize("bad", [True, 1.0, 0, -1, "1", 2**63])
+def test_budgets_of_the_wrong_type_are_refused_past_the_memo(machine: Machine, bad: Any) -> None:
+    blob = dumps(_state(machine))
+    payload = _payload(blob)
+    payload["limits"]["effects"] = bad
+    with pytest.raises(CorruptPosition, match=r"limits\.effects"):
+        loads(_reframe(blob, _canonical(payload).encode()), machine)
+
+
+def test_a_long_integer_in_a_long_payload_is_measured(machine: Machine) -> None:
+    blob = dumps(_state(machine))
+    payload = _payload(blob)
+    payload["datamodel"]["x"] = 10**4250
+    with pytest.raises(CorruptPosition, match=r"datamodel\['x'\]"):
+        loads(_reframe(blob, _canonical(payload).encode()), machine)
+
+
+def test_legacy_source_identities_and_keys_take_the_slow_header_path(machine: Machine) -> None:
+    state = _state(machine)
+    key = b"k" * 32
+    keyed = dumps(state, key=key)
+    assert loads(keyed, machine, key=key) == state
+    with pytest.raises(CorruptPosition, match="needs the host's key"):
+        loads(keyed, machine)
+    with pytest.raises(CorruptPosition, match="not keyed"):
+        loads(dumps(state), machine, key=key)
+    damaged = bytearray(dumps(state))
+    damaged[-3] ^= 1
+    with pytest.raises(CorruptPosition, match="digest"):
+        loads(bytes(damaged), machine)
+    assert machine.source_identity
+    legacy = dumps(state).replace(
+        json.dumps(machine.identity).encode(), json.dumps(machine.source_identity).encode(), 1
+    )
+    assert loads(legacy, machine) == state
+
+
+# -- dumps: the plain path writes what the checked path writes -----------------------------
+
+RICH = """\
+<scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0" initial="main">
+  <datamodel><data id="n" expr="0"/></datamodel>
+  <state id="main" initial="p">
+    <parallel id="p">
+      <state id="left" initial="l1">
+        <history id="lh" type="deep"><transition target="l1"/></history>
+        <state id="l1"><transition event="go" target="l2"/></state>
+        <state id="l2"/>
+      </state>
+      <state id="right" initial="r1">
+        <invoke type="worker" id="w"/>
+        <state id="r1"/>
+      </state>
+      <transition event="leave" target="away"/>
+    </parallel>
+    <state id="away"><transition event="back" target="lh"/></state>
+  </state>
+  <final id="end"/>
+</scxml>
+"""
+WORKER = frozenset({"worker"})
+
+
+@pytest.fixture(scope="module")
+def rich() -> Machine:
+    return statifier.compile(RICH)
+
+
+def _rich_states(machine: Machine) -> list[MachineState]:
+    state, _ = statifier.initialize(machine, session_id="sess_rich", invoke_types=WORKER)
+    states = [state]
+    for event in ("go", "leave", "back"):
+        state, _ = statifier.handle_event(state, event)
+        states.append(state)
+    return states
+
+
+_INDEXES = st.lists(st.integers(-1, 12) | st.booleans(), max_size=6)
+_COUNTER = st.integers(-1, 3) | st.just(2**62) | st.just(2**62 + 1) | st.booleans() | st.none()
+_FIELDS: dict[str, st.SearchStrategy[Any]] = {
+    "configuration": _INDEXES.map(frozenset) | _INDEXES | _INDEXES.map(tuple),
+    "entered": _INDEXES.map(frozenset) | _INDEXES.map(set),
+    "states_to_invoke": _INDEXES.map(tuple) | _INDEXES,
+    "history": st.dictionaries(st.integers(0, 12), _INDEXES.map(tuple), max_size=2),
+    "invocations": st.dictionaries(
+        st.tuples(st.integers(0, 12), st.integers(-1, 1)), st.sampled_from(["", "w", "x"])
+    ),
+    "running": st.booleans() | st.just(1),
+    "status": st.sampled_from(["running", "done", "other"]),
+    "trace": st.booleans() | st.just(0),
+    "max_macrostep_rounds": st.none() | st.integers(-1, 3) | st.just(2**63) | st.just(True),
+    "session_id": st.sampled_from(["", "s", "s" * 5000, "\u00e9t\u00e9"]) | st.integers(),
+    "invoke_counter": _COUNTER,
+    "send_counter": _COUNTER,
+    "timer_counter": _COUNTER,
+    "macrostep": _COUNTER,
+    "microstep": _COUNTER,
+    "round": _COUNTER,
+    "caller_context": _ODD | _JSON,
+    "datamodel": st.dictionaries(_TEXT, _ODD | _JSON, max_size=3).map(
+        lambda extra: {"n": 0, **extra}
+    ),
+    "limits": st.sampled_from(
+        [DEFAULT_LIMITS, MacrostepLimits(datamodel_bytes=40), MacrostepLimits(steps=None)]
+    ),
+    "internal_queue": st.sampled_from([(), (statifier.Event(name="e"),)]),
+}
+
+
+def _outcome(call: Any) -> str:
+    try:
+        return str(call())
+    except UnserializablePosition as exc:
+        return f"refused: {exc}"
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    which=st.integers(0, 3),
+    changes=st.dictionaries(st.sampled_from(sorted(_FIELDS)), st.none(), max_size=3).flatmap(
+        lambda chosen: st.fixed_dictionaries({name: _FIELDS[name] for name in chosen})
+    ),
+)
+def test_the_plain_path_writes_only_what_the_checked_path_writes(
+    rich: Machine, which: int, changes: dict[str, Any]
+) -> None:
+    state = _replace(_rich_states(rich)[which], **changes)
+    plain = position._plain_payload_text(state)
+    checked = _outcome(lambda: position._checked_payload_text(state))
+    if plain is not None:
+        assert checked == plain
+    if not changes:
+        assert plain is not None  # the engine's own states take the plain path
+
+
+def test_the_engine_s_own_states_take_the_plain_path(rich: Machine) -> None:
+    states = _rich_states(rich)
+    assert any(s.history for s in states)
+    assert any(s.invocations for s in states)
+    for state in states:
+        assert position._plain_payload_text(state) == position._checked_payload_text(state)
+
+
+@pytest.mark.parametrize("field", ["history", "invocations"])
+def test_a_state_broken_twice_is_judged_by_the_checked_path(rich: Machine, field: str) -> None:
+    state = _replace(_rich_states(rich)[1], datamodel={"n": b"x"}, **{field: [1]})
+    assert position._plain_payload_text(state) is None
+    with pytest.raises(UnserializablePosition, match=r"datamodel\['n'\]"):
+        dumps(state)
