@@ -39,7 +39,7 @@ from json.encoder import encode_basestring_ascii
 from typing import Final
 
 from statifier import datamodel as dm
-from statifier.chart.xmltree import XNode, dedented, parse
+from statifier.chart.xmltree import SCXML_NS, XNode, dedented, parse
 from statifier.errors import ChartError, Diagnostic
 
 IDENTITY_FORMAT: Final = "scxml-c1"
@@ -102,7 +102,7 @@ def canonical_form(root: XNode, datamodel: dm.Datamodel) -> str:
     ``datamodel`` reads inline values, as the compiler does for this chart.
     """
     lines: list[str] = []
-    _element(root, datamodel, 0, lines)
+    _Writer(datamodel, lines).element(root, "")
     return "\n".join(lines) + "\n"
 
 
@@ -123,25 +123,73 @@ def _quote(text: str | None) -> str:
     return "null" if text is None else encode_basestring_ascii(text)
 
 
-def _element(node: XNode, datamodel: dm.Datamodel, depth: int, lines: list[str]) -> None:
-    pad = "  " * depth
-    inner = pad + "  "
-    lines.append(f"{pad}element {_quote(node.ns or '')} {_quote(node.tag)}")
-    for (ns, name), value in sorted(node.attrs.items(), key=lambda a: (a[0][0] or "", a[0][1])):
-        lines.append(f"{inner}attribute {_quote(ns)} {_quote(name)} {_quote(value)}")
-    if node.is_scxml("script"):
-        if node.text.strip():
-            lines.append(f"{inner}script {_quote(dedented(node.text))}")
-    elif node.is_scxml() and node.tag in _INLINE_VALUE_TAGS and not node.children:
-        if node.text.strip():
-            lines.append(f"{inner}value {_inline_value(node.text, datamodel)}")
-    else:
-        for position, run in enumerate(node.texts):
-            if position:
-                _element(node.children[position - 1], datamodel, depth + 1, lines)
-            if run.strip(_XML_WHITESPACE):
-                lines.append(f"{inner}text {_quote(run)}")
-    lines.append(f"{pad}end")
+def _attribute_order(item: tuple[tuple[str | None, str], str]) -> tuple[str, str]:
+    (ns, name), _ = item
+    return (ns or "", name)
+
+
+def _in_order(attrs: dict[tuple[str | None, str], str]) -> list[tuple[tuple[str | None, str], str]]:
+    """Attributes by (namespace, name), un-namespaced ones (namespace None) first."""
+    try:
+        # Keys are unique, so values are never compared. Where every namespace is None
+        # (or every one a URI, never empty) this is the order below, without a key call
+        # per item; a mix of None and URIs cannot be compared and takes the keyed sort.
+        return sorted(attrs.items())
+    except TypeError:
+        return sorted(attrs.items(), key=_attribute_order)
+
+
+class _Writer:
+    """Writes the lines of one canonical form.
+
+    A chart repeats a few element and attribute names many times: each one's quoted
+    line head is built once per chart (the memos live as long as this writer).
+    """
+
+    __slots__ = ("_attribute_heads", "_datamodel", "_element_heads", "_lines")
+
+    def __init__(self, datamodel: dm.Datamodel, lines: list[str]) -> None:
+        self._datamodel = datamodel
+        self._lines = lines
+        self._element_heads: dict[tuple[str | None, str], str] = {}
+        self._attribute_heads: dict[tuple[str | None, str], str] = {}
+
+    def element(self, node: XNode, pad: str) -> None:
+        lines = self._lines
+        ns, tag = node.ns, node.tag
+        head = self._element_heads.get((ns, tag))
+        if head is None:
+            head = f"element {_quote(ns or '')} {_quote(tag)}"
+            self._element_heads[(ns, tag)] = head
+        lines.append(pad + head)
+        inner = pad + "  "
+        attrs = node.attrs
+        if attrs:
+            heads = self._attribute_heads
+            items = attrs.items() if len(attrs) == 1 else _in_order(attrs)
+            for key, value in items:
+                attribute = heads.get(key)
+                if attribute is None:
+                    attribute = f"attribute {_quote(key[0])} {_quote(key[1])} "
+                    heads[key] = attribute
+                lines.append(inner + attribute + encode_basestring_ascii(value))
+        texts = node.texts
+        if ns == SCXML_NS and tag == "script":
+            text = texts[0] if len(texts) == 1 else "".join(texts)
+            if text.strip():
+                lines.append(f"{inner}script {_quote(dedented(text))}")
+        elif ns == SCXML_NS and tag in _INLINE_VALUE_TAGS and not node.children:
+            text = texts[0]
+            if text.strip():
+                lines.append(f"{inner}value {_inline_value(text, self._datamodel)}")
+        else:
+            children = node.children
+            for position, run in enumerate(texts):
+                if position:
+                    self.element(children[position - 1], inner)
+                if run and run.strip(_XML_WHITESPACE):
+                    lines.append(f"{inner}text {_quote(run)}")
+        lines.append(pad + "end")
 
 
 def _inline_value(text: str, datamodel: dm.Datamodel) -> str:
