@@ -69,8 +69,6 @@ class _Builder(xml.sax.handler.ContentHandler):
         self._pieces: list[str] = []
 
     def start_element(self, name: str, attrs: dict[str, str]) -> None:
-        # expat names a namespaced element or attribute "uri local" or "uri local prefix";
-        # split as xml.sax's expat reader does, which this replaces for speed.
         parser = self.expat
         line = parser.CurrentLineNumber if parser is not None else 0
         column = parser.CurrentColumnNumber if parser is not None else 0
@@ -100,11 +98,14 @@ class _Builder(xml.sax.handler.ContentHandler):
                     )
                 ]
             )
-        parts = name.split()
+        ns, tag = (None, name) if " " not in name else _split_name(name)
         node = XNode(
-            ns=None if len(parts) == 1 else parts[0],
-            tag=name if len(parts) == 1 else parts[1],
-            attrs={_attribute_key(key): value for key, value in attrs.items()} if attrs else {},
+            ns=ns,
+            tag=tag,
+            attrs={
+                (None, key) if " " not in key else _split_name(key): value
+                for key, value in attrs.items()
+            },
             line=line or 0,
             column=(column or 0) + 1,
         )
@@ -134,7 +135,10 @@ class _Builder(xml.sax.handler.ContentHandler):
             self._pieces.clear()
 
 
-def _attribute_key(name: str) -> tuple[str | None, str]:
+def _split_name(name: str) -> tuple[str | None, str]:
+    """(namespace, local name) of an expat name: "uri local" or "uri local prefix" (split
+    as xml.sax's expat reader splits it, which ``_ChartParser`` bypasses). A name without
+    a namespace has no space: XML names hold no whitespace."""
     parts = name.split()
     return (None, name) if len(parts) == 1 else (parts[0], parts[1])
 
