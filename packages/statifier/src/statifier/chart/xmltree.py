@@ -67,13 +67,16 @@ class _Builder(xml.sax.handler.ContentHandler):
         self._stack: list[XNode] = []
         self._elements = 0
         self._pieces: list[str] = []
+        # A chart repeats a few names: each is split once per parse (at most one entry per
+        # distinct name, and names are bounded by the chart's size).
+        self._names: dict[str, tuple[str | None, str]] = {}
 
     def start_element(self, name: str, attrs: dict[str, str]) -> None:
         parser = self.expat
         line = parser.CurrentLineNumber if parser is not None else 0
         column = parser.CurrentColumnNumber if parser is not None else 0
         stack = self._stack
-        if stack:
+        if self._pieces:
             self._flush()
         self._elements += 1
         if self._elements > MAX_ELEMENTS:
@@ -98,16 +101,18 @@ class _Builder(xml.sax.handler.ContentHandler):
                     )
                 ]
             )
-        ns, tag = (None, name) if " " not in name else _split_name(name)
+        names = self._names
+        split = names.get(name)
+        if split is None:
+            split = names[name] = _split_name(name)
         node = XNode(
-            ns=ns,
-            tag=tag,
-            attrs={
-                (None, key) if " " not in key else _split_name(key): value
-                for key, value in attrs.items()
-            },
-            line=line or 0,
-            column=(column or 0) + 1,
+            split[0],
+            split[1],
+            {names.get(key) or self._split(key): value for key, value in attrs.items()},
+            line or 0,
+            (column or 0) + 1,
+            [],
+            [""],
         )
         if stack:
             parent = stack[-1]
@@ -117,8 +122,13 @@ class _Builder(xml.sax.handler.ContentHandler):
             self.root = node
         stack.append(node)
 
+    def _split(self, name: str) -> tuple[str | None, str]:
+        split = self._names[name] = _split_name(name)
+        return split
+
     def end_element(self, name: str) -> None:
-        self._flush()
+        if self._pieces:
+            self._flush()
         self._stack.pop()
 
     def characters(self, content: str) -> None:
@@ -129,16 +139,17 @@ class _Builder(xml.sax.handler.ContentHandler):
             self._pieces.append(content)
 
     def _flush(self) -> None:
-        if self._pieces:
-            texts = self._stack[-1].texts
-            texts[-1] = "".join((texts[-1], *self._pieces))
-            self._pieces.clear()
+        texts = self._stack[-1].texts
+        texts[-1] = "".join((texts[-1], *self._pieces))
+        self._pieces.clear()
 
 
 def _split_name(name: str) -> tuple[str | None, str]:
     """(namespace, local name) of an expat name: "uri local" or "uri local prefix" (split
     as xml.sax's expat reader splits it, which ``_ChartParser`` bypasses). A name without
     a namespace has no space: XML names hold no whitespace."""
+    if " " not in name:
+        return (None, name)
     parts = name.split()
     return (None, name) if len(parts) == 1 else (parts[0], parts[1])
 
