@@ -9,7 +9,6 @@ collected; if any is an error, ``ChartError`` carries them all.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -855,7 +854,7 @@ class _Compiler:
     ) -> ContentNode | None:
         self.check_element(element, executable=element.tag in ("if", "foreach"))
         c_index = self.reserve()
-        line = element.line
+        line, column = element.line, element.column
         tag = element.tag
         node: ContentNode | None = None
         if tag == "raise":
@@ -863,12 +862,13 @@ class _Compiler:
             if not event:
                 self.error(element, "missing-attribute", "<raise> needs an event")
                 event = ""
-            node = RaiseNode(c_index=c_index, owner=owner, line=line, event=event)
+            node = RaiseNode(c_index=c_index, owner=owner, line=line, column=column, event=event)
         elif tag == "log":
             node = LogNode(
                 c_index=c_index,
                 owner=owner,
                 line=line,
+                column=column,
                 label=element.attr("label"),
                 expr=self.expression(element, "expr"),
             )
@@ -881,7 +881,9 @@ class _Compiler:
         elif tag == "script":
             script = self.build_script(element)
             if script is not None:
-                node = ScriptNode(c_index=c_index, owner=owner, line=line, script=script)
+                node = ScriptNode(
+                    c_index=c_index, owner=owner, line=line, column=column, script=script
+                )
         elif tag == "send":
             node = self.build_send(element, c_index, owner)
         elif tag == "cancel":
@@ -890,11 +892,15 @@ class _Compiler:
             if sendid is None and element.attr("sendidexpr") is None:
                 self.error(element, "missing-attribute", "<cancel> needs sendid or sendidexpr")
             node = CancelNode(
-                c_index=c_index, owner=owner, line=line, sendid=sendid, sendidexpr=sendidexpr
+                c_index=c_index,
+                owner=owner,
+                line=line,
+                column=column,
+                sendid=sendid,
+                sendidexpr=sendidexpr,
             )
         if node is None:
-            node = RaiseNode(c_index=c_index, owner=owner, line=line, event="")
-        node = dataclasses.replace(node, column=element.column)
+            node = RaiseNode(c_index=c_index, owner=owner, line=line, column=column, event="")
         self.content[c_index] = node
         return node
 
@@ -914,6 +920,7 @@ class _Compiler:
             c_index=c_index,
             owner=owner,
             line=element.line,
+            column=element.column,
             location=location,
             expr=expr,
             value=None if inline is _ABSENT else inline,
@@ -945,6 +952,7 @@ class _Compiler:
             c_index=c_index,
             owner=owner,
             line=element.line,
+            column=element.column,
             branches=tuple((c, tuple(body)) for c, body in branches),
         )
 
@@ -971,6 +979,7 @@ class _Compiler:
             c_index=c_index,
             owner=owner,
             line=element.line,
+            column=element.column,
             array=array,
             item=item,
             index=index,
@@ -1006,6 +1015,7 @@ class _Compiler:
             c_index=c_index,
             owner=owner,
             line=element.line,
+            column=element.column,
             event=element.attr("event"),
             eventexpr=self.expression(element, "eventexpr"),
             target=target,
