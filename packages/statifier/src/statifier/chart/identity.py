@@ -183,10 +183,12 @@ class _Writer:
             if text.strip():
                 lines.append(f"{inner}value {_inline_value(text, self._datamodel)}")
         else:
-            children = node.children
-            for position, run in enumerate(texts):
-                if position:
-                    self.element(children[position - 1], inner)
+            run = texts[0]
+            if run and run.strip(_XML_WHITESPACE):
+                lines.append(f"{inner}text {_quote(run)}")
+            for position, child in enumerate(node.children, 1):
+                self.element(child, inner)
+                run = texts[position]
                 if run and run.strip(_XML_WHITESPACE):
                     lines.append(f"{inner}text {_quote(run)}")
         lines.append(pad + "end")

@@ -140,8 +140,12 @@ class _Builder(xml.sax.handler.ContentHandler):
 
     def _flush(self) -> None:
         texts = self._stack[-1].texts
-        texts[-1] = "".join((texts[-1], *self._pieces))
-        self._pieces.clear()
+        pieces = self._pieces
+        if len(pieces) == 1 and not texts[-1]:
+            texts[-1] = pieces[0]  # the usual run: one piece (character data is buffered)
+        else:
+            texts[-1] = "".join((texts[-1], *pieces))
+        pieces.clear()
 
 
 def _split_name(name: str) -> tuple[str | None, str]:
