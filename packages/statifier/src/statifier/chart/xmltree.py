@@ -132,7 +132,7 @@ class _Builder(xml.sax.handler.ContentHandler):
         self._stack.pop()
 
     def characters(self, content: str) -> None:
-        # A long run of text arrives in many pieces (expat splits at every newline);
+        # A long run of text arrives in many pieces (one per 8 KiB of expat's buffer);
         # appending each to a string would copy the run every time (quadratic), so the
         # pieces are collected and joined once, when the run ends.
         if self._stack:
