@@ -5,7 +5,8 @@ itself (its canonical form read with the Python datamodel: templates carry forei
 ``conf:`` markup) and of its rendering in each datamodel profile, as the ``scxml-c1``
 rule computed them when they were recorded (``error:<code>`` where the rendering names a
 datamodel that is not supported). An identity that differs is a bug, not a file to
-regenerate.
+regenerate; only a deliberate change to ``tools/w3c/transform.py``'s rendering moves the
+rendered entries, and those are then re-recorded with the engine before the change.
 """
 
 from __future__ import annotations
