@@ -8,6 +8,7 @@ registry, which is all a standalone worker needs.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import importlib
 import os
@@ -21,7 +22,7 @@ import pytest
 import statifier
 from oban import Oban
 from psycopg_pool import AsyncConnectionPool
-from statifier_oban import cli
+from statifier_oban import _executions_cli, cli
 from statifier_oban.executions import ObanExecutor, execution_config
 from statifier_persistence import Executions
 
@@ -270,3 +271,23 @@ async def test_executions_commands_compile_charts_with_the_host_functions_they_a
     bad = ["--functions", f"{module}:MISSING"]
     assert await run_cli(*send, *bad) == 1
     assert "'MISSING' is not a mapping of functions" in capsys.readouterr().err
+
+
+def test_functions_are_imported_without_putting_the_working_directory_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The worker leaves the working directory off sys.path (ADR 13); naming host
+    # functions must not put it back for every import that follows.
+    module = f"rules_{uuid.uuid4().hex[:8]}"
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "plugins" / f"{module}.py").write_text(RULES_MODULE)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", ["", *sys.path])
+    cli.set_import_path(["plugins"])  # what the worker's --path does
+    functions = _executions_cli.host_functions_of(
+        argparse.Namespace(functions=f"{module}:FUNCTIONS")
+    )
+    assert functions is not None
+    assert list(functions) == ["over_limit"]
+    assert "" not in sys.path
+    assert str(tmp_path) not in sys.path

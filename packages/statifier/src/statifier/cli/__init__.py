@@ -194,6 +194,10 @@ def _no_constant(name: str) -> Any:
 
 
 def _load_functions(spec: str) -> Mapping[str, HostFunction]:
+    # The chart's own helpers sit beside it: this command imports from the working
+    # directory (statifier-oban's worker does not, ADR 13).
+    if "" not in sys.path:
+        sys.path.insert(0, "")
     try:
         return import_functions(spec)
     except HostFunctionError as exc:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import copy
 import importlib
 import re
-import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -113,15 +112,14 @@ EMPTY = HostFunctions()
 def import_functions(spec: str) -> HostFunctions:
     """The registry of the mapping named ``MODULE:NAME`` (``myapp.rules:FUNCTIONS``).
 
-    For command lines (``--functions``): the module is imported, from the working
-    directory too. Raises ``HostFunctionError`` when the spec is malformed, the module
+    For command lines (``--functions``): the module is imported from ``sys.path`` as the
+    command left it (whether the working directory is on it is the command's policy).
+    Raises ``HostFunctionError`` when the spec is malformed, the module
     does not import, or the name is not a mapping of valid host functions.
     """
     module_name, sep, attribute = spec.partition(":")
     if not sep or not module_name or not attribute:
         raise HostFunctionError(f"{spec!r}: expected MODULE:NAME")
-    if "" not in sys.path:
-        sys.path.insert(0, "")
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
