@@ -30,7 +30,7 @@ from statifier.core import _replay, planner
 from statifier.core import effects as fx
 from statifier.core._run import KEEP, BlockAbort, Effects, Keep
 from statifier.core.content import ContentExecutor
-from statifier.core.events import SCXML_EVENT_PROCESSOR, Event, name_matches
+from statifier.core.events import Event, name_matches
 from statifier.core.state import MachineState
 from statifier.errors import ExecutionResourceError, NotRunningError
 from statifier.ids import new_session_id
@@ -191,12 +191,9 @@ class Interpreter(ContentExecutor):
         machine = self.machine
         datamodel = self.datamodel
         datamodel.update(seed)
-        location = planner.origin_of(self.session_id)
         datamodel["_sessionid"] = self.session_id
         datamodel["_name"] = machine.name
-        # Values are never changed in place: both processors can share their description.
-        processor = {"location": location}
-        datamodel["_ioprocessors"] = {SCXML_EVENT_PROCESSOR: processor, "scxml": processor}
+        datamodel["_ioprocessors"] = planner.io_processors(self.session_id)
         datamodel["_event"] = None
         for data in machine.data:
             datamodel.setdefault(data.id, None)
