@@ -30,7 +30,7 @@ from statifier.chart.model import (
 )
 from statifier.core import effects as fx
 from statifier.core import planner
-from statifier.core._build import datamodel_change, log
+from statifier.core._build import cancel, datamodel_change, log, send_delayed
 from statifier.core._run import BlockAbort, Run
 from statifier.core.events import MAX_NAME_LENGTH, Event
 from statifier.datamodel import Expression
@@ -183,13 +183,15 @@ class ContentExecutor(Run):
             sendid = node.sendid
         self.timer_counter += 1
         self.effects.append(
-            fx.Cancel(
-                send_id=sendid,
-                c_index=node.c_index,
-                owner=node.owner,
-                ordinal=self.timer_counter,
-                caller_context=self.caller_context,
-                **self.counters(),
+            cancel(
+                sendid,
+                node.c_index,
+                node.owner,
+                self.timer_counter,
+                self.caller_context,
+                self.macrostep,
+                self.microstep,
+                self.round,
             )
         )
 
@@ -242,19 +244,21 @@ class ContentExecutor(Run):
         if delay_ms:
             self.timer_counter += 1
             self.effects.append(
-                fx.SendDelayed(
-                    event=name,
-                    target=target,
-                    type=send_type,
-                    data=data,
-                    send_id=send_id,
-                    delay_ms=delay_ms,
-                    c_index=node.c_index,
-                    owner=node.owner,
-                    ordinal=self.timer_counter,
-                    id_from_author=from_author,
-                    caller_context=self.caller_context,
-                    **self.counters(),
+                send_delayed(
+                    name,
+                    target,
+                    send_type,
+                    data,
+                    send_id,
+                    delay_ms,
+                    node.c_index,
+                    node.owner,
+                    self.timer_counter,
+                    from_author,
+                    self.caller_context,
+                    self.macrostep,
+                    self.microstep,
+                    self.round,
                 )
             )
         elif isinstance(parsed, planner.InternalTarget):
