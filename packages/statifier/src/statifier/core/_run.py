@@ -260,10 +260,12 @@ class Run:
         state.machine = self.machine
         state.session_id = self.session_id
         origin = self.origin
-        configuration = self.frozen_config()
         entered = self.entered
-        if origin is None or configuration is not origin.configuration:
-            configuration = shared(self.machine, configuration)
+        if origin is not None and self.config == origin.configuration:
+            # Back where it started (a self-transition, most steps): no new set.
+            configuration = origin.configuration
+        else:
+            configuration = shared(self.machine, self.frozen_config())
         if origin is None or entered is not origin.entered:
             entered = shared(self.machine, entered)
         state.configuration = configuration
