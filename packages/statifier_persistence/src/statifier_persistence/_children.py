@@ -148,7 +148,7 @@ async def start_child(
     child_id = child_execution_id(fan_out, index)
     async with transaction(executions.pool, conn) as db:
         try:
-            parent, blob, _ = await executions._locked(db, fan_out.parent_id)
+            parent, persisted, _ = await executions._locked(db, fan_out.parent_id)
         except ExecutionNotFound:
             return ChildStart("not_needed", child_id, "parent_not_found")
         if parent.status == "needs_migration":
@@ -156,7 +156,7 @@ async def start_child(
         if parent.status != "active":
             return ChildStart("not_needed", child_id, f"parent_{parent.status}")
         routes = executions._host.routes(parent)
-        state = await executions._position(db, parent, blob, routes)
+        state = await executions._position(db, parent, persisted, routes)
         if fan_out.invoke_id not in state.invocations.values():
             return ChildStart("not_needed", child_id, "invocation_not_live")
         if await executor.superseded(db, fan_out):
