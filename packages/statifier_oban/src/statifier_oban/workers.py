@@ -10,8 +10,11 @@ way; an answer its delivery snoozes (the execution is parked) reschedules the jo
 terminal failure included, so the answer is not lost with the attempts.
 
 A row is refused when a delivery, codec, child starter or handler it names is not
-registered in this process, or is not the plug-in it should be (ADR 13): nothing is
-imported or built for it, and retrying could not help, so it is cancelled at once.
+registered in this process, or is not the plug-in it should be (ADR 13; a registered
+invoke delivery named on a timer row is not a timer delivery): nothing is imported or
+built for it, and retrying could not help, so it is cancelled at once, the reason naming
+the field (``meta.delivery``). So is a row whose run-time bound (``meta.timeout``) is not
+one a ``Config`` writes.
 
 Public because it is durable: a process that runs the queues imports it (importing
 registers the workers with oban), and ``TIMER_WORKER``, ``INVOKE_WORKER`` and
@@ -29,9 +32,17 @@ from typing import Any
 from oban import Cancel, Snooze
 from oban.job import Job
 from oban.worker import register_worker
+from statifier.values import brief
 
 from . import _fan_out, _invoke_args, _plugins, _timer_args, telemetry
-from ._config import DEFAULT_DELIVERY, DEFAULT_INVOKE_DELIVERY, INVOKE_MARGIN_MS
+from . import _row_fields as fields
+from ._config import (
+    DEFAULT_DELIVERY,
+    DEFAULT_INVOKE_DELIVERY,
+    INVOKE_MARGIN_MS,
+    MAX_BOUND_MS,
+    MAX_INVOKE_BOUND_MS,
+)
 from ._errors import (
     InvalidDelivery,
     InvalidHandler,
@@ -70,19 +81,18 @@ type Outcome = Cancel | Snooze | None
 """What a worker's ``process`` returns to oban: cancel the job, snooze it, or complete it."""
 
 
-def _plugin[T](resolver: Callable[[str], T], path: object, default: str, what: str) -> T:
-    """The plug-in a job's meta names (``default`` if it names none); ``ResolutionError``
-    if the name is not an import path, is not registered, or is not the right plug-in."""
+def _plugin[T](resolver: Callable[[str], T], path: object, default: str, key: str) -> T:
+    """The plug-in the job's ``meta.<key>`` names (``default`` if it names none);
+    ``ResolutionError`` naming the field if the name is not an import path, is not
+    registered, or is not the right plug-in."""
     if path is None:
         path = default
     if not isinstance(path, str):
-        shown = repr(path)
-        shown = shown if len(shown) <= 120 else shown[:117] + "..."
-        raise ResolutionError(f"the job names its {what} with {shown}, not an import path")
+        raise ResolutionError(f"meta.{key}: {brief(path)} is not an import path")
     try:
         return resolver(path)
     except ResolutionError as exc:
-        raise ResolutionError(f"{what}: {exc}") from exc
+        raise ResolutionError(f"meta.{key}: {exc}") from exc
 
 
 def refused(job: Job, exc: ResolutionError) -> Cancel:
@@ -91,12 +101,23 @@ def refused(job: Job, exc: ResolutionError) -> Cancel:
     return Cancel(f"refused: {exc}")
 
 
-def bound_seconds(job: Job, margin_ms: int = 0) -> float | None:
-    """The run-time bound stored on the job's meta, in seconds (None: unbounded)."""
-    value = job.meta.get(META_TIMEOUT) if isinstance(job.meta, dict) else None
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+def bound_seconds(job: Job, margin_ms: int = 0, maximum: int = MAX_BOUND_MS) -> float | None:
+    """The run-time bound stored on the job's meta, in seconds (None: unbounded).
+
+    What oban asks before it runs the job; a bound no ``Config`` writes is None here (this
+    hook must not raise) and the worker's ``process`` cancels the row (``timeout_ms``).
+    """
+    try:
+        value = fields.bound_ms(job.meta, META_TIMEOUT, maximum)
+    except UndecodableRow:
         return None
-    return (value + margin_ms) / 1000
+    return None if value is None else (value + margin_ms) / 1000
+
+
+def timeout_ms(job: Job, maximum: int = MAX_BOUND_MS) -> int | None:
+    """The job's ``meta.timeout`` (None: unbounded); ``UndecodableRow`` if it is not a bound
+    a ``Config`` writes (``1..maximum`` milliseconds)."""
+    return fields.bound_ms(job.meta, META_TIMEOUT, maximum)
 
 
 class TimerWorker:
@@ -110,12 +131,13 @@ class TimerWorker:
         """Run the fired timer; see the module docstring for the outcomes."""
         try:
             scope, effect = _timer_args.decode(job.args)
+            timeout_ms(job)
         except UndecodableRow as exc:
             logger.warning("timer job %s is undecodable: %s", job.id, exc)
             return Cancel(f"undecodable: {exc}")
         path = job.meta.get(META_DELIVERY) if isinstance(job.meta, dict) else None
         try:
-            delivery = _plugin(_plugins.timer_delivery, path, DEFAULT_DELIVERY, "delivery")
+            delivery = _plugin(_plugins.timer_delivery, path, DEFAULT_DELIVERY, META_DELIVERY)
         except ResolutionError as exc:
             return refused(job, exc)
         answer: object = await _plugins.settle(delivery.deliver(scope, effect))
@@ -166,13 +188,14 @@ class InvokeWorker:
 
     def timeout(self, job: Job) -> float | None:
         """The ``invoke_timeout`` fixed at enqueue, plus a margin for the work around it."""
-        return bound_seconds(job, INVOKE_MARGIN_MS)
+        return bound_seconds(job, INVOKE_MARGIN_MS, MAX_INVOKE_BOUND_MS)
 
     async def process(self, job: Job) -> Outcome:  # noqa: C901 - one outcome per answer of run
         """See ``statifier_oban.InvokeHandler`` for what each answer of ``run`` leads to."""
         meta = job.meta if isinstance(job.meta, dict) else {}
         try:
             row = _invoke_args.decode(job.args)
+            bound = timeout_ms(job, MAX_INVOKE_BOUND_MS)
         except UndecodableRow as exc:
             await self._fail_undecodable(job, meta, exc)
             return Cancel(f"undecodable: {exc}")
@@ -199,7 +222,8 @@ class InvokeWorker:
         context = RunContext(row.scope, row.invoke_id, job.attempt, job.max_attempts, job.id)
         terminal = job.attempt >= job.max_attempts
         try:
-            result = await self._run(handler, row, context, bound_seconds(job))
+            seconds = None if bound is None else bound / 1000
+            result = await self._run(handler, row, context, seconds)
         except Exception as exc:
             if terminal:
                 detail = str(exc) or type(exc).__name__
@@ -233,7 +257,10 @@ class InvokeWorker:
     @staticmethod
     def _delivery(meta: dict[str, Any]) -> InvokeDelivery:
         return _plugin(
-            _plugins.invoke_delivery, meta.get(META_DELIVERY), DEFAULT_INVOKE_DELIVERY, "delivery"
+            _plugins.invoke_delivery,
+            meta.get(META_DELIVERY),
+            DEFAULT_INVOKE_DELIVERY,
+            META_DELIVERY,
         )
 
     @staticmethod
@@ -390,6 +417,7 @@ class ChildStartWorker:
             row = _invoke_args.decode(job.args)
             index, count, policy = _invoke_args.child_position(job.args)
             has_item, item = _invoke_args.child_item(job.args)
+            timeout_ms(job)
         except UndecodableRow as exc:
             logger.warning("child start job %s is undecodable: %s", job.id, exc)
             return Cancel(f"undecodable: {exc}")
@@ -397,8 +425,8 @@ class ChildStartWorker:
         path = meta.get(META_CHILD_STARTER)
         try:
             if path is None:
-                raise ResolutionError("the child start job names no child_starter")
-            starter = _plugin(_plugins.child_starter, path, "", "child_starter")
+                raise ResolutionError("meta.child_starter: the child start job names none")
+            starter = _plugin(_plugins.child_starter, path, "", META_CHILD_STARTER)
         except ResolutionError as exc:
             return refused(job, exc)
         opts: dict[str, Any] = {"policy": policy}
