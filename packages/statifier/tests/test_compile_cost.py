@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 import statifier
 from statifier.chart import compiler
-from statifier.datamodel.python import compile_expression
+from statifier.datamodel.python import compile_expression, specialised
 from statifier.datamodel.python import compiler as expression_compiler
 from statifier.errors import ChartError
 
@@ -83,7 +83,7 @@ def test_a_chain_of_attributes_is_walked_once(monkeypatch: pytest.MonkeyPatch) -
     """Every link of ``x.a.a...a`` once built a path reader of its own, walking the chain
     down to ``x``: quadratic in the chain's length (257 KB of chains took 3.6 s)."""
     built: list[tuple[str, ...]] = []
-    real = expression_compiler.path_read
+    real = specialised.path_read
 
     def counting(root: str, keys: tuple[str, ...], general: object) -> object:
         built.append(keys)
