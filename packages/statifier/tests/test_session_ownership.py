@@ -11,6 +11,7 @@ before its first macrostep and lets it go once, when it halts.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -108,6 +109,7 @@ class Owner:
     def __init__(self, refuse: bool = False) -> None:
         self.refuse = refuse
         self.calls: list[tuple[str, str]] = []
+        self.on_release: Callable[[], object] = lambda: None
 
     async def claim(self, session: Session) -> None:
         """Record the claim (made before the first macrostep), or refuse it."""
@@ -120,6 +122,7 @@ class Owner:
     async def release(self, session: Session, reason: HaltReason) -> None:
         """Record the release."""
         self.calls.append(("release", reason))
+        self.on_release()
 
     async def schedule(self, session: Session, effect: fx.SendDelayed) -> bool:
         """Leave delayed sends to the session."""
@@ -166,3 +169,46 @@ async def test_a_session_superseded_by_its_store_releases_nothing() -> None:
     await session.supersede()
     assert session.status().status == "superseded"
     assert owner.calls[-1] == ("release", "superseded")
+
+
+LOOPING = statifier.compile(
+    f"""<scxml {NS} initial="a">
+      <state id="a">
+        <onexit><cancel sendid="never"/></onexit>
+        <transition target="b"/>
+      </state>
+      <state id="b"><transition target="a"/></state>
+    </scxml>"""
+)
+
+
+class CancelRecorder(Owner):
+    """An owner that records the cancels it is given (they are writes of the session)."""
+
+    async def cancel(self, session: Session, effect: fx.Cancel) -> None:
+        """Record the cancel."""
+        self.calls.append(("cancel", effect.send_id))
+
+
+@pytest.mark.parametrize("end", ["cancel", "stop"])
+async def test_a_session_out_of_budget_keeps_its_claim_until_it_ends(end: str) -> None:
+    """Its budget ran out, but it can still be cancelled, and its cancel still writes."""
+    owner = CancelRecorder()
+    session = await Session.start(
+        LOOPING, session_id=f"looping_{end}", max_macrostep_rounds=20, delayed_sends=owner
+    )
+    assert session.status().status == "budget_exhausted"
+    exhausted = len(owner.calls)
+    assert ("release", "budget_exhausted") not in owner.calls
+    if end == "cancel":
+        released = asyncio.Event()
+        owner.on_release = released.set
+        session.cancel()  # (cancel_and_wait returns at once: the session halted already)
+        await asyncio.wait_for(released.wait(), 5)
+        assert session.status().status == "cancelled"
+        # the chart's cancel left state a (or b): its onexit cancel was still written
+        assert owner.calls[-1] == ("release", "cancelled")
+        assert set(owner.calls[exhausted:-1]) <= {("cancel", "never")}
+    await session.stop()
+    releases = [call for call in owner.calls if call[0] == "release"]
+    assert releases == [("release", "cancelled" if end == "cancel" else "stopped")]

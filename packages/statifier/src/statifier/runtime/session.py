@@ -261,6 +261,7 @@ class Session:
         "_invocations",
         "_on_step",
         "_parent",
+        "_released",
         "_started",
         "_state",
         "_status",
@@ -328,6 +329,7 @@ class Session:
         self._store_error: str | None = None
         self._cancel_marks: OrderedDict[str, int] | None = None
         self._stop_requested: asyncio.Event | None = None
+        self._released = False
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -394,8 +396,7 @@ class Session:
         try:
             await session._begin(state, subscribers, invoke_types, datamodel, trace, caller_context)
         except BaseException:
-            if not session._halted:  # a halted session has let its claim go already
-                await session._release("stopped")
+            await session._release("stopped")
             raise
         return session
 
@@ -468,16 +469,19 @@ class Session:
         await self._invocations.scxml.stop_all()
         registry.unregister(self.session_id)
         self.tree.live -= 1
+        await self._release(reason)
         if not self._halted:
             self._mark_halted()
-            await self._release(reason)
             await self._notify(Halted(reason))
 
     async def _release(self, reason: HaltReason) -> None:
-        """Let an owning store give the session up (once, when it halts)."""
+        """Let an owning store give the session up, once: when it is done, cancelled,
+        stopped or superseded (a session whose budget ran out can still be cancelled, and
+        its cancel still writes)."""
         delayed = self._delayed
-        if not isinstance(delayed, OwningDelayedSends):
+        if self._released or not isinstance(delayed, OwningDelayedSends):
             return
+        self._released = True
         try:
             await delayed.release(self, reason)
         except Exception:
@@ -858,12 +862,12 @@ class Session:
             return
         first = self._status == "running"
         self._status = reason
-        if reason != "budget_exhausted":
+        if reason in ("done", "cancelled"):
             # Spec 6.2: a halted session's pending delayed sends are discarded.
             self._drop_timers()
+            await self._release(reason)
         if first and reason != "running":
             self._mark_halted()
-            await self._release(reason)
             await self._notify(Halted(reason))
 
     def _drop_timers(self) -> None:
