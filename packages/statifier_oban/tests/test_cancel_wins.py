@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+import statifier
 from statifier.core.events import Event
 from statifier_oban.workers import TIMER_WORKER
 
 from oban_support.common import (
     capture_telemetry,
-    chart,
     database_fixture,
     job_rows,
     unique,
@@ -29,30 +29,12 @@ from oban_support.common import (
 )
 from oban_support.executions import HeldTimerDelivery, Rig, running_rig
 from oban_support.harness import Servers, servers_fixture, set_due_now
+from tests.drivers.cancel_races import HOLD as CANCEL_RACE_CHART
 
 database = database_fixture()
 servers = servers_fixture()
 
-HOLD = chart(
-    """
-    <state id="card" initial="held">
-      <transition event="expired" target="expired"/>
-      <state id="held">
-        <onentry><send id="hold" event="expired" delay="1h"/></onentry>
-        <onexit><cancel sendid="hold"/></onexit>
-        <transition event="rearm">
-          <cancel sendid="hold"/>
-          <send id="hold" event="expired" delay="1h"/>
-        </transition>
-        <transition event="drop"><cancel sendid="hold"/></transition>
-        <transition event="leave" target="waiting"/>
-      </state>
-      <state id="waiting"/>
-    </state>
-    <final id="expired"/>
-    """,
-    name="hold",
-)
+HOLD = statifier.compile(CANCEL_RACE_CHART.format(rearmed="1h"))
 
 DISCARDED = "statifier_oban.timer.discarded"
 FIRED = "statifier_oban.timer.fired"

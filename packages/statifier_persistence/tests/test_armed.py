@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 import pytest
+import statifier
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 from statifier.core import effects as fx
@@ -34,28 +35,9 @@ from statifier_persistence import (
 )
 
 from persistence_support.common import TableExecutor, chart, scalar, unique
+from tests.drivers.cancel_races import HOLD as CANCEL_RACE_CHART
 
-HOLD = chart(
-    """
-    <state id="card" initial="held">
-      <transition event="expired" target="expired"/>
-      <state id="held">
-        <onentry><send id="hold" event="expired" delay="1h"/></onentry>
-        <onexit><cancel sendid="hold"/></onexit>
-        <transition event="rearm">
-          <cancel sendid="hold"/>
-          <send id="hold" event="expired" delay="3s"/>
-        </transition>
-        <transition event="drop"><cancel sendid="hold"/></transition>
-        <transition event="leave" target="waiting"/>
-        <transition event="more"><send id="more" event="ping" delay="1h"/></transition>
-      </state>
-      <state id="waiting"/>
-    </state>
-    <final id="expired"/>
-    """,
-    name="hold",
-)
+HOLD = statifier.compile(CANCEL_RACE_CHART.format(rearmed="3s"))
 
 
 def hold_of(executor: TableExecutor, execution_id: str, ordinal: int = 1) -> fx.SendDelayed:
