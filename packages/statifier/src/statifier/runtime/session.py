@@ -488,7 +488,8 @@ class Session:
             logger.exception("session %s: releasing its store's claim failed", self.session_id)
 
     async def wait_halted(self) -> None:
-        """Wait until the session halts (done, cancelled, budget exhausted or stopped)."""
+        """Wait until the session halts (done, cancelled, budget exhausted, stopped or
+        superseded)."""
         if self._halted:
             return
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()

@@ -14,6 +14,7 @@ is called, not retried on the ``TypeError`` of a call it cannot take.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Awaitable
 from typing import Any, Protocol, cast, runtime_checkable
@@ -75,15 +76,24 @@ def _takes(target: object, name: str, positional: int, keywords: tuple[str, ...]
     """Whether ``target``'s method ``name`` (on an instance of it, for a class) accepts
     ``positional`` positional arguments (plus the ``keywords`` it declares)."""
     if isinstance(target, type):
-        member = inspect.getattr_static(target, name)
-        if isinstance(member, staticmethod):
-            function: Any = member.__func__
-        elif isinstance(member, classmethod) or inspect.isfunction(member):
-            function, positional = getattr(member, "__func__", member), positional + 1
-        else:
-            function = getattr(target, name)
-    else:
-        function = getattr(target, name)
+        return _class_takes(target, name, positional, keywords)
+    return _accepts(getattr(target, name), positional, keywords)
+
+
+@functools.lru_cache(maxsize=256)
+def _class_takes(target: type, name: str, positional: int, keywords: tuple[str, ...]) -> bool:
+    """``_takes`` for a class, remembered: every job resolves its plug-in again."""
+    member = inspect.getattr_static(target, name)
+    if isinstance(member, staticmethod):
+        return _accepts(member.__func__, positional, keywords)
+    if isinstance(member, classmethod) or inspect.isfunction(member):
+        return _accepts(getattr(member, "__func__", member), positional + 1, keywords)
+    return _accepts(getattr(target, name), positional, keywords)
+
+
+def _accepts(function: Any, positional: int, keywords: tuple[str, ...]) -> bool:
+    """Whether ``function`` can be called with ``positional`` arguments (and ``keywords``
+    it declares)."""
     try:
         signature = inspect.signature(function)
     except (TypeError, ValueError):  # no signature to read (a builtin): called as it is
