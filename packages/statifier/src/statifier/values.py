@@ -11,6 +11,7 @@ here too: the ``Value`` type every datamodel speaks and ``is_value``, its one ch
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any, Final
 
@@ -283,3 +284,54 @@ def is_value(obj: object) -> bool:
         else:
             stack.extend((child, False) for child in item)
     return True
+
+
+MAX_JSON_TEXT: Final = 1_000_000
+"""The most characters of JSON text :func:`parse_json` reads by default."""
+
+
+def parse_json(text: str, *, max_chars: int = MAX_JSON_TEXT, max_depth: int = MAX_DEPTH) -> Any:
+    """The JSON value of ``text``, read only if it is small and shallow enough.
+
+    For JSON from outside (a command-line argument): ``ValueRefused``, with a one-line
+    message that reads after "is" (``not JSON: ...``, ``JSON nested ...``), for text
+    longer than ``max_chars``, containers nested deeper than ``max_depth`` (counted before
+    parsing, so no nesting reaches the parser's recursion), ``NaN`` or ``Infinity`` (not
+    JSON) and anything ``json`` refuses.
+    """
+    if len(text) > max_chars:
+        raise ValueRefused(f"JSON longer than {max_chars} characters ({len(text)})")
+    if _nesting(text) > max_depth:
+        raise ValueRefused(f"JSON nested more than {max_depth} levels deep")
+    try:
+        return json.loads(text, parse_constant=_not_json)
+    except json.JSONDecodeError as exc:
+        raise ValueRefused(f"not JSON: {exc.msg} at column {exc.colno}") from None
+    except ValueError as exc:
+        raise ValueRefused(f"not JSON: {exc}") from None
+
+
+def _nesting(text: str) -> int:
+    """The deepest nesting of brackets in ``text`` outside strings (one linear pass)."""
+    deepest = depth = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def _not_json(token: str) -> Any:
+    raise ValueError(f"{token} is not a JSON value")
