@@ -59,10 +59,13 @@ __all__ = [
     "JSON",
     "JSON_OBJECT",
     "MAX_JSON_ARGUMENT",
+    "ClosedPipe",
     "Command",
     "CommandError",
     "Duration",
+    "DurationType",
     "Group",
+    "JsonType",
     "Output",
     "Pair",
     "format_duration",
@@ -73,10 +76,12 @@ __all__ = [
     "json_of",
     "json_option",
     "load_functions",
+    "not_on_path_hint",
     "path_option",
     "run",
     "set_import_path",
     "text_of",
+    "version_option",
 ]
 
 EXIT_ERROR = 1
