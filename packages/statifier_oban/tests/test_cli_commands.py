@@ -330,3 +330,19 @@ def test_worker_seconds_flags_are_checked(
     args = ["worker", "--database-url", UNREACHABLE, "--queue", "timers=1", flag, value]
     assert cli.main(args) == 2
     assert "positive number of seconds" in capsys.readouterr().err
+
+
+def test_pending_piped_into_a_reader_that_stops_early_ends_quietly(database_url: str) -> None:
+    # `statifier-oban pending ... | head -1`: more output than the pipe holds, the reader
+    # closes it after one line, and the command ends without a traceback (status 141).
+    scopes = [f"scope_{n:05d}_padding_to_fill_the_pipe" for n in range(6_000)]
+    argv = [sys.executable, "-m", "statifier_oban.cli", "pending", "--database-url", database_url]
+    process = subprocess.Popen(  # noqa: S603 - this interpreter, fixed arguments
+        [*argv, *scopes], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline() == f"{scopes[0]}\t0\n".encode()
+    process.stdout.close()
+    _, err = process.communicate(timeout=60)
+    assert err == b""
+    assert process.returncode == 141
