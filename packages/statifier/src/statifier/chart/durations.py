@@ -78,3 +78,23 @@ def format_duration(millis: int) -> str:
         seconds, fraction = divmod(rest, 1_000)
         parts.append(f"{seconds}.{fraction:03d}".rstrip("0").rstrip(".") + "s")
     return "".join(parts)
+
+
+_DELAY_UNITS = (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1_000))
+
+
+def format_delay(millis: int) -> str:
+    """Milliseconds as a ``<send delay>`` value: one whole number and the largest unit that
+    divides it (``7d``, ``36h``, ``90s``, ``1500ms``), which ``parse_duration`` reads back to
+    the same milliseconds.
+
+    Raises ``InvalidDuration`` for a negative delay or one longer than ``MAX_DELAY_MS``.
+    """
+    if millis < 0:
+        raise InvalidDuration(f"a delay cannot be negative ({millis} ms)")
+    if millis > MAX_DELAY_MS:
+        raise InvalidDuration(f"a delay of {millis} ms is longer than a century")
+    for unit, size in _DELAY_UNITS:
+        if millis and millis % size == 0:
+            return f"{millis // size}{unit}"
+    return f"{millis}ms"
