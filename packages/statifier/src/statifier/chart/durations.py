@@ -92,7 +92,8 @@ def format_duration(millis: int) -> str:
     """Milliseconds as people write them: ``7d``, ``1d6h``, ``90s`` -> ``1m30s``, ``250ms``.
 
     Days, hours and minutes are whole; seconds may carry a fraction (``1.5s``). Negative
-    durations keep their sign. The inverse of ``parse_duration`` for single-unit results.
+    durations keep their sign. ``parse_duration`` reads every non-negative result back to
+    the same milliseconds.
     """
     if millis < 0:
         return "-" + format_duration(-millis)
@@ -109,22 +110,3 @@ def format_duration(millis: int) -> str:
         parts.append(f"{seconds}.{fraction:03d}".rstrip("0").rstrip(".") + "s")
     return "".join(parts)
 
-
-_DELAY_UNITS = (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1_000))
-
-
-def format_delay(millis: int) -> str:
-    """Milliseconds as a ``<send delay>`` value: one whole number and the largest unit that
-    divides it (``7d``, ``36h``, ``90s``, ``1500ms``), which ``parse_duration`` reads back to
-    the same milliseconds.
-
-    Raises ``InvalidDuration`` for a negative delay or one longer than ``MAX_DELAY_MS``.
-    """
-    if millis < 0:
-        raise InvalidDuration(f"a delay cannot be negative ({millis} ms)")
-    if millis > MAX_DELAY_MS:
-        raise InvalidDuration(f"a delay of {millis} ms is longer than a century")
-    for unit, size in _DELAY_UNITS:
-        if millis and millis % size == 0:
-            return f"{millis // size}{unit}"
-    return f"{millis}ms"
