@@ -4,17 +4,19 @@
 call per element, every attribute a keyword (or the positional argument the builder takes),
 inline values as Python literals, inline markup through ``sc.xml``, inline child charts as
 nested ``sc.chart`` calls. Comments and whitespace between elements are left out (they are
-not part of a chart's identity). Anything the builder cannot say (an unknown attribute, an
-empty ``<datamodel>``...) raises ``Unrepresentable`` instead of being dropped, so a round
-trip that passes is a round trip of the whole chart.
+not part of a chart's identity). Anything the builder cannot say (an empty ``<datamodel>``,
+an element with no builder...) raises ``Unrepresentable``, and an attribute the builder
+does not take becomes a keyword its call refuses: nothing is dropped, so a round trip that
+passes is a round trip of the whole chart.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
+from statifier import build as sc
 from statifier.build._scxml import fragment
 from statifier.chart.xmltree import SCXML_NS, XNode, parse
 from statifier.datamodel.python import parse_inline_content
@@ -55,21 +57,6 @@ class _Call:
         self.keywords: list[tuple[str, str]] = []
         self.children: list[XNode] = []
         self.chart: XNode | None = None
-        self.taken: set[str] = set()
-
-    def positional(self, attribute: str, *, optional: bool = False) -> None:
-        value = self.node.attr(attribute)
-        if value is None and not optional:
-            raise Unrepresentable(f"<{self.node.tag}> without {attribute}")
-        self.taken.add(attribute)
-        self.args.append(repr(value))
-
-    def keyword(self, *attributes: str, convert: Callable[[str], str] = repr) -> None:
-        for attribute in attributes:
-            value = self.node.attr(attribute)
-            self.taken.add(attribute)
-            if value is not None:
-                self.keywords.append((attribute, convert(value)))
 
     def body(self) -> None:
         """The element's body as ``value=`` (inline text), ``markup=`` or ``chart=``."""
@@ -91,11 +78,6 @@ class _Call:
         self.keywords.append(("markup", f"sc.xml({markup!r})"))
 
     def write(self, indent: str) -> str:
-        node = self.node
-        extra = {name for ns, name in node.attrs if ns is None} - self.taken
-        foreign = [name for ns, name in node.attrs if ns is not None]
-        if extra or foreign:
-            raise Unrepresentable(f"<{node.tag}> attributes {sorted(extra)} {foreign}")
         inner = indent + _INDENT
         parts = [*self.args]
         parts += [_call(child, inner) for child in _flattened(self.children)]
@@ -131,63 +113,52 @@ def _flattened(children: list[XNode]) -> Iterator[XNode]:
         previous = child
 
 
-def _call(node: XNode, indent: str) -> str:  # noqa: C901 - one branch per SCXML element
-    if node.ns != SCXML_NS:
-        raise Unrepresentable(f"element {node.tag!r} in namespace {node.ns!r} outside a value")
+def _call(node: XNode, indent: str) -> str:
+    """The builder call of ``node``: its positional argument (an id, a name, a location, an
+    event, a script body), its children, every other attribute as the keyword of its name,
+    its body as ``value=``, ``markup=`` or ``chart=``."""
     tag = node.tag
-    if tag not in ("data", "assign", "content", "script") and node.text.strip():
-        raise Unrepresentable(f"text in <{tag}>")
-    if tag == "if":
+    if node.is_scxml("if"):
         return _if(node, indent)
-    call = _Call(node, _FUNCTIONS.get(tag, tag))
-    call.children = list(node.children)
-    if tag == "scxml":
-        if node.attr("version") != "1.0":
-            raise Unrepresentable("an <scxml> without version 1.0")
-        call.taken.add("version")
-        call.keyword("name", "initial", "datamodel", "binding")
-    elif tag in ("state", "parallel", "final", "history"):
-        call.positional("id", optional=True)
-        call.keyword(*_KEYWORDS.get(tag, ()))
-    elif tag == "initial":
-        if len(node.children) != 1:
-            raise Unrepresentable("an <initial> without exactly one transition")
-    elif tag == "transition":
-        call.keyword("event", "cond", "target", "type")
-    elif tag == "data":
-        call.positional("id")
-        call.keyword("expr", "src")
-        call.children = []
+    function = _FUNCTIONS.get(tag, tag)
+    _check(node, function)
+    attrs = {name: value for (_, name), value in node.attrs.items()}
+    if tag == "scxml" and attrs.pop("version", None) != "1.0":
+        raise Unrepresentable("an <scxml> without version 1.0 (the builder always writes it)")
+    call = _Call(node, function)
+    if tag in _POSITIONAL:
+        name, required = _POSITIONAL[tag]
+        value = attrs.pop(name, None)
+        if value is None and required:
+            raise Unrepresentable(f"<{tag}> without {name}")
+        if value is not None or tag != "cancel":
+            call.args.append(repr(value))
+    if tag == "script" and node.text.strip():
+        call.args.append(repr(node.text))
+    call.keywords = [
+        (name, _boolean(value) if name == "autoforward" else repr(value))
+        for name, value in attrs.items()
+    ]
+    if tag in _BODIES:
         call.body()
-    elif tag == "param":
-        call.positional("name")
-        call.keyword("expr", "location")
-    elif tag in ("content", "assign"):
-        if tag == "assign":
-            call.positional("location")
-        call.keyword("expr")
-        call.children = []
-        call.body()
-    elif tag == "raise":
-        call.positional("event")
-    elif tag == "cancel":
-        if node.attr("sendid") is not None:
-            call.positional("sendid")
-        call.keyword("sendidexpr")
-    elif tag == "script":
-        if node.children:
-            raise Unrepresentable("elements in a <script>")
-        if node.text.strip():
-            call.args.append(repr(node.text))
-        call.keyword("src")
-    elif tag == "invoke":
-        call.keyword("type", "typeexpr", "src", "srcexpr", "id", "idlocation", "namelist")
-        call.keyword("autoforward", convert=_boolean)
-    elif tag in ("send", "foreach", "log"):
-        call.keyword(*_KEYWORDS[tag])
-    elif tag not in ("onentry", "onexit", "donedata", "finalize"):
-        raise Unrepresentable(f"<{tag}>")
+    else:
+        call.children = list(node.children)
+    if tag == "initial" and len(node.children) != 1:
+        raise Unrepresentable("an <initial> without exactly one transition")
     return call.write(indent)
+
+
+def _check(node: XNode, function: str) -> None:
+    """Raise ``Unrepresentable`` for an element the builder cannot write as ``function``."""
+    tag = node.tag
+    if node.ns != SCXML_NS:
+        raise Unrepresentable(f"element {tag!r} in namespace {node.ns!r} outside a value")
+    if tag in ("elseif", "else") or not callable(getattr(sc, function, None)):
+        raise Unrepresentable(f"<{tag}> is not a builder element here")
+    if node.text.strip() and tag not in (*_BODIES, "script"):
+        raise Unrepresentable(f"text in <{tag}>")
+    if any(ns is not None for ns, _ in node.attrs):
+        raise Unrepresentable(f"<{tag}> has a namespaced attribute")
 
 
 def _if(node: XNode, indent: str) -> str:
@@ -229,22 +200,19 @@ _FUNCTIONS = {
     "raise": "raise_",
 }
 
-_KEYWORDS = {
-    "state": ("initial",),
-    "history": ("type",),
-    "send": (
-        "event",
-        "eventexpr",
-        "target",
-        "targetexpr",
-        "type",
-        "typeexpr",
-        "id",
-        "idlocation",
-        "delay",
-        "delayexpr",
-        "namelist",
-    ),
-    "foreach": ("array", "item", "index"),
-    "log": ("label", "expr"),
+_POSITIONAL = {
+    "state": ("id", False),
+    "parallel": ("id", False),
+    "final": ("id", False),
+    "history": ("id", False),
+    "data": ("id", True),
+    "param": ("name", True),
+    "assign": ("location", True),
+    "raise": ("event", True),
+    "cancel": ("sendid", False),
 }
+"""The attribute a builder takes as its first, positional argument (and whether it must
+be there)."""
+
+_BODIES = ("data", "assign", "content")
+"""The elements whose body is a value (``value=``, ``markup=``, ``chart=``)."""
