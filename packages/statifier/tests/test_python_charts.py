@@ -394,3 +394,11 @@ def test_a_value_is_written_as_json_and_read_back_as_that_value() -> None:
     assert [d.value for d in machine.data] == values
     assert all(d.has_value for d in machine.data)
     assert not sc.chart(sc.data("unset"), sc.state("s")).compile().data[0].has_value
+
+
+def test_elements_are_values_whatever_line_made_them() -> None:
+    first = sc.state("s", sc.transition(event="go", target="t"))
+    second = sc.state("s", sc.transition(event="go", target="t"))
+    assert first == second
+    assert first.origin.line + 1 == second.origin.line
+    assert first != sc.state("s", sc.transition(event="go", target="u"))
