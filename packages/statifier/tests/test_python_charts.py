@@ -12,8 +12,11 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import statifier
 from statifier import build as sc
+from statifier.chart.durations import MAX_DELAY_MS, parse_duration
 from statifier.chart.identity import canonical_text
 from statifier.chart.model import SendNode
 from statifier.chart.xmltree import parse
@@ -280,6 +283,13 @@ def test_a_timedelta_delay_is_the_same_number_of_milliseconds() -> None:
         [send] = chart.compile().content
         assert isinstance(send, SendNode)
         assert send.delay_ms == millis, delay
+
+
+@settings(max_examples=300, deadline=None)
+@given(millis=st.integers(min_value=0, max_value=MAX_DELAY_MS))
+def test_any_delay_of_whole_milliseconds_is_written_as_a_duration_of_the_same(millis: int) -> None:
+    send = sc.send(event="e", delay=timedelta(milliseconds=millis))
+    assert parse_duration(dict(send.attrs)["delay"] or "") == millis
 
 
 def test_a_host_call_is_a_call_by_name_checked_when_compiled() -> None:

@@ -109,4 +109,3 @@ def format_duration(millis: int) -> str:
         seconds, fraction = divmod(rest, 1_000)
         parts.append(f"{seconds}.{fraction:03d}".rstrip("0").rstrip(".") + "s")
     return "".join(parts)
-
