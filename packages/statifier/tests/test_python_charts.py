@@ -12,9 +12,9 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+import statifier
 from hypothesis import given, settings
 from hypothesis import strategies as st
-import statifier
 from statifier import build as sc
 from statifier.chart.durations import MAX_DELAY_MS, parse_duration
 from statifier.chart.identity import canonical_text
