@@ -16,6 +16,7 @@ from xml.sax.saxutils import quoteattr
 
 from statifier.chart.xmltree import SCXML_NS, XNode
 from statifier.errors import Diagnostic
+from statifier.values import brief
 
 from ._origin import UNKNOWN, BuildError, Origin
 
@@ -160,4 +161,6 @@ class _Writer:
     def check(text: str, origin: Origin) -> None:
         bad = _NOT_XML.search(text)
         if bad is not None:
-            raise BuildError(origin, f"XML cannot hold the character {bad.group()!r} in {text!r}")
+            raise BuildError(
+                origin, f"XML cannot hold the character {bad.group()!r} in {brief(text)}"
+            )

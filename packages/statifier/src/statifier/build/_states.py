@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from statifier.chart.xmltree import XNode
+from statifier.values import brief
 
 from ._actions import Action
 from ._data import Data, DoneData
@@ -192,7 +193,9 @@ def parallel(id: str | None = None, /, *children: ParallelChild) -> Parallel:
 def _id(value: object, origin: Origin) -> str | None:
     if value is None or isinstance(value, str):
         return value
-    raise BuildError(origin, f"a state's id is a string (or None), not {value!r}: pass it first")
+    raise BuildError(
+        origin, f"a state's id is a string (or None), not {brief(value)}: pass it first"
+    )
 
 
 type StateChild = (

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from statifier.chart.xmltree import MAX_DEPTH, SCXML_NS, XNode
+from statifier.values import brief
 
 from ._origin import BuildError, Origin
 
@@ -97,7 +98,7 @@ class Tree:
                         parent, f"elements are nested more than {MAX_DEPTH} levels deep"
                     )
                 if not isinstance(child, Node):
-                    raise BuildError(parent, f"{child!r} is not an element of a chart")
+                    raise BuildError(parent, f"{brief(child)} is not an element of a chart")
                 group = child.grouped_in
                 if group is None:
                     wrapper = None

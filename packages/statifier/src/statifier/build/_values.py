@@ -7,6 +7,7 @@ import json
 from statifier.chart.xmltree import SCXML_NS, parse
 from statifier.datamodel.python.values import is_value
 from statifier.errors import ChartError
+from statifier.values import brief
 
 from ._origin import BuildError, Origin, caller
 from ._tree import Markup
@@ -21,7 +22,7 @@ def value_text(value: JSONValue, origin: Origin) -> str:
     if not is_value(value):
         raise BuildError(
             origin,
-            f"value {value!r} is not JSON-like (str, int, float, bool, None, list, "
+            f"value {brief(value)} is not JSON-like (str, int, float, bool, None, list, "
             "dict with str keys)",
         )
     return json.dumps(value, ensure_ascii=False)
