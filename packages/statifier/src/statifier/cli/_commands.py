@@ -60,6 +60,13 @@ def _user_code[F: Callable[..., Any]](function: F) -> F:
     return kit.version_option("statifier")(kit.path_option(kit.functions_option(function)))
 
 
+_OUTPUT = click.option(
+    "--output", "-o", type=click.Path(path_type=Path), default=None,
+    help="write here instead of stdout",
+)  # fmt: skip
+"""``--output FILE``, for the commands that print a document (diagram, export)."""
+
+
 def _functions(paths: tuple[str, ...], spec: str | None) -> Any:
     kit.set_import_path(paths)
     return kit.load_functions(spec)
@@ -197,10 +204,7 @@ def run(
     "--event", "-e", "events", multiple=True, type=EVENT,
     help="highlight the configuration after these events on a virtual clock",
 )  # fmt: skip
-@click.option(
-    "--output", "-o", type=click.Path(path_type=Path), default=None,
-    help="write here instead of stdout",
-)  # fmt: skip
+@_OUTPUT
 @_user_code
 def diagram(
     chart: str,
@@ -224,10 +228,7 @@ def diagram(
 
 @statifier.command(help="Write a chart written in Python as SCXML (compiled first).")
 @click.argument("chart", metavar="MODULE:NAME")
-@click.option(
-    "--output", "-o", type=click.Path(path_type=Path), default=None,
-    help="write here instead of stdout",
-)  # fmt: skip
+@_OUTPUT
 @_user_code
 def export(
     chart: str,
