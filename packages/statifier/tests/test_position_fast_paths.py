@@ -469,7 +469,7 @@ def test_the_plain_read_accepts_only_what_the_full_read_accepts(
         lambda: _format3._plain_read(shape_text, values_text, rich, WORKER, None, ceiling)
     )
     full = _read_outcome(lambda: _format3._full_read(body, rich, WORKER, None, ceiling))
-    if plain is not None:
+    if isinstance(plain, MachineState):  # else it stepped aside: the full path says why
         assert plain == full
     if not changes:
         assert plain == state  # what dumps writes takes the plain path

@@ -135,6 +135,18 @@ def standard_system_variables(datamodel: Any, session_id: Any, machine: Machine)
 _ABSENT: Final = object()
 
 
+def _exact_processors(processors: dict[str, Any]) -> bool:
+    """Whether a standard ``_ioprocessors`` (equal to the engine's) holds exact types, as
+    ``json_typed`` would say, without its walk."""
+    for name, processor in processors.items():
+        if type(name) is not str or type(processor) is not dict:
+            return False
+        for key, location in processor.items():
+            if type(key) is not str or type(location) is not str:
+                return False
+    return True
+
+
 @functools.lru_cache(maxsize=256)
 def _standard_processors(session_id: str) -> dict[str, Any]:
     """``io_processors(session_id)``, to compare with (never handed out)."""
@@ -201,6 +213,7 @@ def _plain(state: MachineState) -> bytes | None:
     if type(datamodel) is not dict:
         return None
     standard = standard_system_variables(datamodel, session_id, machine)
+    stored = _without_implied(datamodel) if standard else datamodel
     context = state.caller_context
     # orjson refuses cycles, values past its nesting limit and what it cannot write
     # faithfully (TypeError: the checked path then decides); NaN and types it writes as
@@ -208,7 +221,7 @@ def _plain(state: MachineState) -> bytes | None:
     values_line = orjson.dumps(
         {
             "caller_context": context,
-            "datamodel": _without_implied(datamodel) if standard else datamodel,
+            "datamodel": stored,
             "internal_queue": [],
             "invocations": invocations,
             "invoke_counter": invoke_counter,
@@ -225,7 +238,8 @@ def _plain(state: MachineState) -> bytes | None:
     cap = state.limits.datamodel_bytes
     if not (
         fits(values_line, MAX_LIMIT if cap is None else cap)
-        and json_typed(datamodel)
+        and json_typed(stored)
+        and (not standard or _exact_processors(datamodel["_ioprocessors"]))
         and (context is None or json_typed(context))
     ):
         return None
@@ -347,7 +361,10 @@ def read(
     """The state a format 3 payload describes, or ``CorruptPosition`` saying what is wrong."""
     shape_text, newline, values_text = payload.partition(b"\n")
     if newline:
-        state = _plain_read(shape_text, values_text, machine, invoke_types, routes, max_limits)
+        try:
+            state = _plain_read(shape_text, values_text, machine, invoke_types, routes, max_limits)
+        except CorruptPosition:
+            state = None  # the full path says what is wrong
         if state is not None:
             return state
     return _full_read(payload, machine, invoke_types, routes, max_limits)
@@ -362,30 +379,25 @@ def _plain_read(
     max_limits: MacrostepLimits | None,
 ) -> MachineState | None:
     """The state, when both lines are exactly what orjson writes for what it reads in
-    them and pass the checks (the full path's); else None: the full path decides and says
-    what is wrong."""
-    try:
-        return _plain_state(shape_text, values_text, machine, invoke_types, routes, max_limits)
-    except CorruptPosition:
-        return None
-
-
-def _plain_state(
-    shape_text: bytes,
-    values_text: bytes,
-    machine: Machine,
-    invoke_types: frozenset[str] | None,
-    routes: Container[str] | None,
-    max_limits: MacrostepLimits | None,
-) -> MachineState | None:
+    them and pass the checks (the full path's); else None (or ``CorruptPosition``): the
+    full path decides and says what is wrong."""
     memo: dict[bytes, Shape] | None = machine._cache.get(_SHAPES)
     shape = None if memo is None else memo.get(shape_text)
     if shape is None:
         shape = _learn_shape(shape_text, machine)
         if shape is None:
             return None
-    values = _canonical_object(values_text, LINE_VALUE_KEYS)
-    if values is None:
+    # ``_canonical_object``, inlined: once per load.
+    try:
+        values = orjson.loads(values_text)
+        if (
+            type(values) is not dict
+            or len(values) != _VALUE_COUNT
+            or values.keys() != LINE_VALUE_KEYS
+            or orjson.dumps(values, option=_OPTIONS) != values_text
+        ):
+            return None
+    except (orjson.JSONDecodeError, TypeError):
         return None
     standard = values.pop(STANDARD)
     if standard is True:
@@ -395,6 +407,9 @@ def _plain_state(
         return None
     checked = decode_values(values, shape, machine, max_limits, values_text)
     return build_state(machine, shape, checked, values, invoke_types, routes)
+
+
+_VALUE_COUNT: Final = len(LINE_VALUE_KEYS)
 
 
 def _canonical_object(text: bytes, keys: frozenset[str]) -> dict[str, Any] | None:
