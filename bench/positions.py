@@ -6,6 +6,8 @@ Two figures, both on the card-authorization example (``examples/card_authorizati
   time of one macrostep of the same chart (``capture.requested`` from ``authorized``: exit
   with a ``<cancel>``, enter with an ``<assign>``), and the position's size in bytes. The
   position written is the state that macrostep returns, what a durable host stores after it.
+  For a format 3 position, also what its digest and its JSON cost on their own (see
+  ``floor_costs``).
 * ``session_memory``: the Python memory (``tracemalloc``) that ``count`` idle live sessions
   (``statifier.runtime.Session``, each waiting for its next event with its hold timer
   armed) take, per session, and the sessions one GiB holds at that rate.
@@ -62,7 +64,41 @@ def position_costs(calls: int = 2000, rounds: int = 5) -> dict[str, float]:
     step = _per_call(macrostep, calls, rounds)
     dump = _per_call(lambda: position.dumps(capturing), calls, rounds)
     load = _per_call(lambda: position.loads(blob, machine), calls, rounds)
-    return {"macrostep": step, "dumps": dump, "loads": load, "bytes": float(len(blob))}
+    figures = {"macrostep": step, "dumps": dump, "loads": load, "bytes": float(len(blob))}
+    figures.update(floor_costs(blob, calls, rounds))
+    return figures
+
+
+def floor_costs(blob: bytes, calls: int, rounds: int) -> dict[str, float]:
+    """Seconds that a ``dumps`` and a ``loads`` of a format 3 ``blob`` spend on work no
+    check can skip: the SHA-256 digest of the payload (once each way) and the JSON of the
+    values line (orjson writes it; reading it, orjson parses it and writes it back to see
+    it is canonical). The shape line costs neither way: it is remembered. Empty for a blob
+    of another format (a baseline's)."""
+    import hashlib
+
+    import orjson
+
+    header = blob.split(b"\n", 4)
+    if len(header) < 5 or header[1] != b"3":
+        return {}
+    payload = header[4]
+    values_line = payload.split(b"\n")[1]
+    values = orjson.loads(values_line)
+    sorted_keys = orjson.OPT_SORT_KEYS
+
+    def digests() -> None:
+        hashlib.sha256(payload).hexdigest()
+        hashlib.sha256(payload).hexdigest()
+
+    def json_both_ways() -> None:
+        orjson.dumps(values, option=sorted_keys)
+        orjson.dumps(orjson.loads(values_line), option=sorted_keys)
+
+    return {
+        "digest": _per_call(digests, calls, rounds),
+        "json": _per_call(json_both_ways, calls, rounds),
+    }
 
 
 def session_memory(count: int = 2000) -> dict[str, float]:

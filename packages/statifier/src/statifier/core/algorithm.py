@@ -109,9 +109,10 @@ def handle_event(
         raise NotRunningError(f"execution {state.session_id} is not running")
     if isinstance(event, str):
         event = Event(name=event)
-    replayed = _replay.replay(state, event, routes)
-    if replayed is not None:
-        return replayed, []
+    if state.machine._cache.get(_replay.STEPS) is not None:
+        replayed = _replay.replay(state, event, routes)
+        if replayed is not None:
+            return replayed, []
     run = Interpreter.resume(state, routes)
     try:
         run.process_external(event)
@@ -314,7 +315,8 @@ class Interpreter(ContentExecutor):
                     self.do_microstep(enabled)
             if not self.running:
                 break
-            self.invoke_pass()
+            if self.states_to_invoke:
+                self.invoke_pass()
             if self.internal_queue:
                 continue
             if self.trace:
