@@ -315,8 +315,7 @@ class Interpreter(ContentExecutor):
                     self.do_microstep(enabled)
             if not self.running:
                 break
-            if self.states_to_invoke:
-                self.invoke_pass()
+            self.invoke_pass()
             if self.internal_queue:
                 continue
             if self.trace:
