@@ -845,7 +845,7 @@ def report_positions(args: argparse.Namespace, baseline: BaselineChild | None) -
         lambda: position_costs(calls, 3),
         theirs("positions", calls=calls, rounds=3),
     )
-    print("2. Positions on the card chart (medians of alternating runs)")
+    print("2. Positions on the card chart (best slices of calls taking turns, medians of runs)")
     header = (
         f"  {'engine':<22} {'macrostep us':>12} {'dumps us':>9} {'loads us':>9}"
         f" {'(d+l)/step':>11} {'bytes':>6}"
