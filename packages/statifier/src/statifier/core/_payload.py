@@ -7,6 +7,11 @@ the algorithm could have made, invocations of active states, counters and budget
 range, a bounded queue and datamodel (ADR 4). ``loads``, ``import_position`` and ``dumps``
 (on the payload it would write) all run these checks.
 
+The checks come in two halves: ``decode_shape`` judges the members that place the
+execution in its chart (``SHAPE_KEYS``) against the chart alone, so a host may judge equal
+ones once (format 3 does, by the bytes of its shape line); ``decode_values`` checks the
+rest (``VALUE_KEYS``) for that shape and the host's budget ceiling.
+
 The datamodel is measured value by value (``statifier.values.measure``) unless its JSON
 text vouches for every value in it (``fits`` and, for values not decoded from JSON,
 ``json_typed``): the text then has too few brackets, digits and characters for any value
