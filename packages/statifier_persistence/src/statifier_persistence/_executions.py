@@ -23,12 +23,15 @@ from statifier.core.events import Event
 from statifier.core.state import MachineState
 from statifier.datamodel.host import HostFunction, HostFunctionError
 
+from . import _journal
 from ._answers import SUPERSEDED, LiveAnswer
 from ._charts import Charts
 from ._children import ChildStart, check_fan_out, start_child
 from ._db import transaction
 from ._drive import Drive
 from ._errors import (
+    ChartNotRegistered,
+    ChartRetired,
     CorruptExecution,
     ExecutionExists,
     ExecutionNotFound,
@@ -40,6 +43,8 @@ from ._errors import (
     UnstorablePosition,
 )
 from ._executor import EffectExecutor, HostHook, LoggingHost
+from ._history_reads import HistoryMethods
+from ._journal import Draft
 from ._limits import MAX_ID_LENGTH, MAX_IDENTITY_LENGTH, Limits
 from ._records import (
     STATUSES,
@@ -66,6 +71,8 @@ from ._rows import (
 )
 from ._settlement import FanOut, FanOutExecutor, FanOutKey, Policy, Settlement
 from ._sql import check_prefix, statement
+from ._wait import WaitMethods
+from .history import EntryKind, History
 
 _DriveAction = Callable[[Drive], Awaitable[Decline | None]]
 """What a keyed step does with the locked execution's drive (None: store it)."""
@@ -93,7 +100,7 @@ _NO_POSITION = -1
 """A position bound no position meets: reads that need no position do not transfer it."""
 
 
-class Executions(RevisionMethods):
+class Executions(RevisionMethods, HistoryMethods, WaitMethods):
     """Durable executions in PostgreSQL (tables from ``statifier_persistence.install``).
 
     ``pool`` gives connections to calls without ``conn=`` (None: every call passes one).
@@ -107,8 +114,11 @@ class Executions(RevisionMethods):
     are compiled with (see ``statifier.compile``): every process stepping the executions
     needs the same ones, and a chart calling any other is refused when registered
     (``ChartUnusable``). ``observer`` (a ``StepObserver``) sees every drive
-    this instance commits, with its effects. Chart revisions (``revisions``, ``migrate``,
-    ``park_all``, ``retire``...) are ``RevisionMethods``'.
+    this instance commits, with its effects. ``history`` (a
+    ``statifier_persistence.history.History``, or a bool) says whether every change writes
+    a history entry (on by default). Chart revisions (``revisions``, ``migrate``,
+    ``park_all``, ``retire``...) are ``RevisionMethods``'; ``history`` and
+    ``prune_history`` are ``HistoryMethods``'; ``wait`` and ``follow`` ``WaitMethods``'.
     """
 
     def __init__(
@@ -122,6 +132,7 @@ class Executions(RevisionMethods):
         position_key: bytes | None = None,
         observer: StepObserver | None = None,
         functions: Mapping[str, HostFunction] | None = None,
+        history: History | bool = True,
     ) -> None:
         if not isinstance(executor, EffectExecutor):
             raise InvalidArgument(f"executor must implement EffectExecutor, not {executor!r}")
@@ -144,6 +155,11 @@ class Executions(RevisionMethods):
         self._position_key = position_key
         self._observer = observer
         self._settlement = Settlement(self._prefix, self._limits, executor)
+        if isinstance(history, bool):
+            history = History(enabled=history)
+        if not isinstance(history, History):
+            raise InvalidArgument(f"history must be a History or a bool, not {history!r}")
+        self._history = history
 
     @property
     def pool(self) -> AsyncConnectionPool[Any] | None:
@@ -165,6 +181,11 @@ class Executions(RevisionMethods):
         """The executor performing every step's durable effects."""
         return self._executor
 
+    @property
+    def history_settings(self) -> History:
+        """Whether changes write history, and the bounds of reading it."""
+        return self._history
+
     # -- charts ----------------------------------------------------------------------
 
     async def register(self, chart: Machine, *, conn: AsyncConnection[Any] | None = None) -> str:
@@ -181,7 +202,7 @@ class Executions(RevisionMethods):
 
     async def create(
         self,
-        chart: Machine,
+        chart: Machine | str,
         *,
         execution_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
@@ -191,16 +212,23 @@ class Executions(RevisionMethods):
         trace: bool = False,
         conn: AsyncConnection[Any] | None = None,
     ) -> Stepped:
-        """Register ``chart``, run its initial drive as execution ``execution_id`` (a fresh
+        """Run the chart's initial drive as execution ``execution_id`` (a fresh
         ``sess_...`` id by default; it is the chart's ``_sessionid``) and store it.
 
+        ``chart`` is a compiled ``Machine`` (registered here if it is not yet), the
+        identity of a registered revision (or of its source bytes), or the name of a
+        registered chart: its most recently registered revision that is not retired
+        (``ChartNotRegistered`` if there is none, ``ChartRetired`` for a retired identity).
         ``metadata`` is the host's JSON object (queryable by ``list``); ``datamodel`` seeds
         variables; ``parent`` links a child execution to its invocation; ``caller_context``
         is the first macrostep's opaque host term. ``trace`` makes every step of the
         execution also produce the core's trace effects (microsteps, dequeued events), for
         an ``observer`` to see. Raises ``ExecutionExists`` for a taken id (nothing written).
         """
-        _check_machine(chart)
+        if not isinstance(chart, str):
+            _check_machine(chart)
+        elif not chart or len(chart) > MAX_IDENTITY_LENGTH:
+            raise InvalidArgument(f"chart must be a chart name or identity, not {chart!r:.100}")
         execution_id = (
             new_session_id() if execution_id is None else check_execution_id(execution_id)
         )
@@ -208,19 +236,19 @@ class Executions(RevisionMethods):
         seed = dict(datamodel) if datamodel is not None else None
         if parent is not None:
             _check_parent(parent)
-        params = {
-            **self._bounds(),
-            "id": execution_id,
-            "identity": chart.identity,
-            "name": chart.name,
-            "version": chart.version,
-            "metadata": meta,
-            "parent_id": parent.execution_id if parent else None,
-            "parent_invoke_id": parent.invoke_id if parent else None,
-            "child_index": parent.index if parent else None,
-        }
         async with transaction(self._pool, conn) as db:
-            await self._charts.register(db, chart)
+            machine, identity = await self._chart_for(db, chart, execution_id)
+            params = {
+                **self._bounds(),
+                "id": execution_id,
+                "identity": identity,
+                "name": machine.name,
+                "version": machine.version,
+                "metadata": meta,
+                "parent_id": parent.execution_id if parent else None,
+                "parent_invoke_id": parent.invoke_id if parent else None,
+                "child_index": parent.index if parent else None,
+            }
             cursor = await db.execute(statement("insert_execution", self._prefix), params)
             row = await cursor.fetchone()
             if row is None:
@@ -228,7 +256,7 @@ class Executions(RevisionMethods):
             execution = decode_execution(row, self._limits)
             routes = self._host.routes(execution)
             state, effects = initialize(
-                chart,
+                machine,
                 session_id=execution_id,
                 max_macrostep_rounds=self._limits.max_macrostep_rounds,
                 datamodel=seed,
@@ -237,11 +265,34 @@ class Executions(RevisionMethods):
                 caller_context=caller_context,
                 trace=trace,
             )
-            drive = self._drive(db, execution, state, routes)
+            drive = self._drive(db, execution, state, routes, start=None)
             await drive.initial(effects)
-            stored = await self._store(db, drive)
+            chart_detail = {"identity": identity, "name": machine.name, "version": machine.version}
+            draft = self._draft(drive, "created", detail={"chart": chart_detail})
+            stored = await self._store(db, drive, draft)
             await self._settlement.after_store(db, execution.status, stored)
-        return self._stepped(stored, drive)
+        return self._stepped(stored, drive, draft)
+
+    async def _chart_for(
+        self, db: AsyncConnection[Any], chart: Machine | str, execution_id: str
+    ) -> tuple[Machine, str]:
+        """The machine ``create`` runs and the identity its row names, the revision locked
+        against retirement until the transaction ends."""
+        if isinstance(chart, Machine):
+            await self._charts.register(db, chart)
+            return chart, chart.identity
+        try:
+            revision = await self._revision(db, chart, "FOR SHARE")
+        except ChartNotRegistered:
+            cursor = await db.execute(statement("latest_chart", self._prefix), {"name": chart})
+            row = await cursor.fetchone()
+            if row is None:
+                raise ChartNotRegistered(chart) from None
+            revision = await self._revision(db, str(row[0]), "FOR SHARE")
+        if revision.retired_at is not None:
+            raise ChartRetired(revision.identity)
+        machine = await self._charts.machine(db, revision.identity, execution_id)
+        return machine, revision.identity
 
     async def step(
         self,
@@ -275,7 +326,7 @@ class Executions(RevisionMethods):
             await drive.event(built)
             return None
 
-        return await self._keyed(execution_id, key, conn, drive_event)
+        return await self._keyed(execution_id, key, conn, drive_event, "event")
 
     async def fire(
         self,
@@ -298,7 +349,7 @@ class Executions(RevisionMethods):
         async def drive_fired(drive: Drive) -> None:
             await drive.fired(delayed)
 
-        return await self._keyed(execution_id, key, conn, drive_fired)
+        return await self._keyed(execution_id, key, conn, drive_fired, "fired")
 
     async def _keyed(
         self,
@@ -306,17 +357,18 @@ class Executions(RevisionMethods):
         key: str | None,
         conn: AsyncConnection[Any] | None,
         action: _DriveAction,
+        kind: EntryKind,
     ) -> StepResult:
         execution_id = check_execution_id(execution_id)
         if key is not None:
             key = check_key(key)
         try:
-            return await self._step(execution_id, action, key, conn)
+            return await self._step(execution_id, action, key, conn, kind)
         except _KeyRace:
             # A concurrent step applied this key while this one waited for the row lock
             # (the key check read the snapshot from before the wait). This transaction
             # rolled back; checked again, the key is seen.
-            return await self._step(execution_id, action, key, conn)
+            return await self._step(execution_id, action, key, conn, kind)
 
     async def _step(
         self,
@@ -324,6 +376,7 @@ class Executions(RevisionMethods):
         action: _DriveAction,
         key: str | None,
         conn: AsyncConnection[Any] | None,
+        kind: EntryKind,
     ) -> StepResult:
         async with transaction(self._pool, conn) as db:
             execution, blob, applied = await self._locked(db, execution_id, key)
@@ -335,13 +388,14 @@ class Executions(RevisionMethods):
                 raise NeedsMigration(execution)
             routes = self._host.routes(execution)
             state = await self._position(db, execution, blob, routes)
-            drive = self._drive(db, execution, state, routes)
+            drive = self._drive(db, execution, state, routes, start=state)
             declined = await action(drive)
             if declined is not None:
                 return Declined(execution, declined.reason)
-            stored = await self._store(db, drive, key)
+            draft = self._draft(drive, kind, key=key)
+            stored = await self._store(db, drive, draft, key)
             await self._settlement.after_store(db, execution.status, stored)
-        return self._stepped(stored, drive)
+        return self._stepped(stored, drive, draft)
 
     async def _superseded(self, drive: Drive, answer: LiveAnswer) -> bool:
         """Whether the invocation answering was started again after its generation (the
@@ -371,11 +425,12 @@ class Executions(RevisionMethods):
                 raise NeedsMigration(execution)
             routes = self._host.routes(execution)
             state = await self._position(db, execution, blob, routes)
-            drive = self._drive(db, execution, state, routes)
+            drive = self._drive(db, execution, state, routes, start=state)
             await drive.cancel()
-            stored = await self._store(db, drive)
+            draft = self._draft(drive, "cancelled")
+            stored = await self._store(db, drive, draft)
             await self._settlement.after_store(db, execution.status, stored)
-        return self._stepped(stored, drive)
+        return self._stepped(stored, drive, draft)
 
     # -- parking ---------------------------------------------------------------------
 
@@ -404,9 +459,13 @@ class Executions(RevisionMethods):
             execution, _, _ = await self._locked(db, execution_id, with_position=False)
             if execution.status != expected:
                 raise InvalidTransition(execution_id, execution.status, wanted)
+            kind: EntryKind = "parked" if wanted == "needs_migration" else "unparked"
+            draft = (
+                _journal.draft(execution, kind, status=wanted) if self._history.enabled else None
+            )
             cursor = await db.execute(
                 statement("set_status", self._prefix),
-                {**self._bounds(), "id": execution_id, "status": wanted},
+                {**self._bounds(), **self._journal(draft), "id": execution_id, "status": wanted},
             )
             row = await cursor.fetchone()
         assert row is not None  # noqa: S101 - the row is locked by this transaction
@@ -632,11 +691,18 @@ class Executions(RevisionMethods):
         return state
 
     def _drive(
-        self, db: AsyncConnection[Any], execution: Execution, state: MachineState, routes: Any
+        self,
+        db: AsyncConnection[Any],
+        execution: Execution,
+        state: MachineState,
+        routes: Any,
+        *,
+        start: MachineState | None,
     ) -> Drive:
         return Drive(
             execution=execution,
             state=state,
+            start=start,
             conn=db,
             executor=self._executor,
             host=self._host,
@@ -648,8 +714,52 @@ class Executions(RevisionMethods):
             settlement=self._settlement,
         )
 
+    def _draft(
+        self,
+        drive: Drive,
+        kind: EntryKind,
+        *,
+        key: str | None = None,
+        detail: Mapping[str, Any] | None = None,
+    ) -> Draft | None:
+        """The history entry of a drive (None with history off)."""
+        if not self._history.enabled:
+            return None
+        found: dict[str, Any] = dict(detail or {})
+        if drive.status != drive.execution.status:
+            if drive.failure is not None:
+                found["failure"] = drive.failure
+            if drive.outcome is not None:
+                found["outcome"] = drive.outcome
+        return _journal.draft(
+            drive.execution,
+            kind,
+            key=key,
+            event=drive.driven,
+            transition_taken=drive.transition_taken,
+            unmatched=drive.unmatched,
+            before=drive.start,
+            after=drive.state,
+            status=drive.status,
+            effects=drive.effects,
+            refused=frozenset(drive.refused),
+            detail=found,
+        )
+
+    def _journal(self, draft: Draft | None) -> dict[str, Any]:
+        """The parameters of ``sql/journal.sql`` for ``draft`` (None: write no entry)."""
+        return {
+            "schema": self._prefix,
+            "kind": draft.kind if draft is not None else None,
+            "entry": draft.body if draft is not None else None,
+        }
+
     async def _store(
-        self, db: AsyncConnection[Any], drive: Drive, key: str | None = None
+        self,
+        db: AsyncConnection[Any],
+        drive: Drive,
+        draft: Draft | None,
+        key: str | None = None,
     ) -> Execution:
         execution_id = drive.execution.id
         try:
@@ -673,6 +783,7 @@ class Executions(RevisionMethods):
             raise UnstorablePosition(execution_id, str(exc)) from exc
         params = {
             **self._bounds(),
+            **self._journal(draft),
             "id": execution_id,
             "position": blob,
             "status": drive.status,
@@ -683,18 +794,25 @@ class Executions(RevisionMethods):
         cursor = await db.execute(statement("store_execution", self._prefix), params)
         row = await cursor.fetchone()
         assert row is not None  # noqa: S101 - locked (or inserted) by this transaction
-        if key is not None and row[-1] == 0:
+        if key is not None and row[-2] == 0:
             raise _KeyRace
         return decode_execution(row, self._limits)
 
-    def _stepped(self, stored: Execution, drive: Drive) -> Stepped:
+    def _stepped(self, stored: Execution, drive: Drive, draft: Draft | None) -> Stepped:
         """The answer of a committed drive; its reports go to the host now."""
         for effect in drive.reports:
             try:
                 self._host.report(stored, effect)
             except Exception:
                 logger.exception("%s: the host's report hook raised", stored.id)
-        stepped = Stepped(stored, drive.state, tuple(drive.effects))
+        stepped = Stepped(
+            stored,
+            drive.state,
+            tuple(drive.effects),
+            drive.transition_taken,
+            drive.unmatched,
+            _journal.stored(draft, stored),
+        )
         if self._observer is not None:
             try:
                 self._observer(stepped)

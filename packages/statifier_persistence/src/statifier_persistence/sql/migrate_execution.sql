@@ -1,11 +1,16 @@
 -- What a migration stores: the execution now runs the new revision, from the imported
--- position; it counts as a step.
-UPDATE {schema}.statifier_executions
-SET chart_identity = %(identity)s,
-    chart_name = %(name)s,
-    chart_version = %(version)s,
-    position = %(position)s,
-    step_count = step_count + 1,
-    updated_at = now()
-WHERE id = %(id)s
-RETURNING {columns}
+-- position; it counts as a step. With its history entry and notification (journal.sql).
+WITH updated AS (
+    UPDATE {schema}.statifier_executions
+    SET chart_identity = %(identity)s,
+        chart_name = %(name)s,
+        chart_version = %(version)s,
+        position = %(position)s,
+        step_count = step_count + 1,
+        history_seq = history_seq + 1,
+        updated_at = now()
+    WHERE id = %(id)s
+    RETURNING *
+),
+{journal}
+SELECT {columns}, (SELECT count(*) FROM notified) FROM updated
