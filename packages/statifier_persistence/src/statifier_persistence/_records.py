@@ -35,8 +35,8 @@ TERMINAL: Final[frozenset[ExecutionStatus]] = frozenset({"completed", "failed", 
 
 
 def utc_text(moment: datetime) -> str:
-    """``moment`` as UTC ISO-8601 text with milliseconds: ``2025-01-31T09:30:00.250Z``."""
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """``moment`` as UTC ISO-8601 text, to the microsecond: ``2025-01-31T09:30:00.250000Z``."""
+    return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 @dataclass(frozen=True, slots=True)

@@ -101,7 +101,7 @@ class Trigger:
 
     def to_json(self) -> dict[str, Any]:
         """``{"source", "job_id", "detail"}``."""
-        detail = None if self.detail is None else clip(self.detail, MAX_TEXT_CHARS)
+        detail = None if self.detail is None else text(self.detail)
         return {"source": self.source, "job_id": self.job_id, "detail": detail}
 
 
@@ -373,7 +373,11 @@ def kept_value(value: Any) -> tuple[Any, bool]:
 
 
 def text(value: str) -> str:
-    """``value`` clipped to :data:`MAX_TEXT_CHARS` characters."""
+    """``value`` clipped to :data:`MAX_TEXT_CHARS` characters, with what jsonb cannot hold
+    (NUL, lone surrogates) written as backslash escapes."""
+    if "\x00" in value or not value.isascii():
+        value = value.encode("utf-8", "backslashreplace").decode("utf-8")
+        value = value.replace("\x00", "\\x00")
     return clip(value, MAX_TEXT_CHARS)
 
 
