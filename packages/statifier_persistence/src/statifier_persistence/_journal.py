@@ -52,11 +52,13 @@ class Draft:
     entry: HistoryEntry
 
 
-def configuration(state: MachineState | None) -> tuple[str, ...]:
-    """The active state ids of ``state`` (every active state, document order), bounded."""
+def configuration(state: MachineState | None) -> tuple[tuple[str, ...], int]:
+    """The active state ids of ``state`` (every active state, document order), bounded,
+    and how many were left out."""
     if state is None:
-        return ()
-    return tuple(text(s) for s in state.configuration_ids()[:MAX_STATES])
+        return (), 0
+    ids = state.configuration_ids()
+    return tuple(text(s) for s in ids[:MAX_STATES]), max(len(ids) - MAX_STATES, 0)
 
 
 def draft(
@@ -82,8 +84,8 @@ def draft(
     did = _Did(refused)
     for effect in effects:
         did.add(effect)
-    states_before = before.configuration_ids() if before is not None else ()
-    states_after = after.configuration_ids() if after is not None else ()
+    states_before, more_before = configuration(before)
+    states_after, more_after = configuration(after)
     entry = HistoryEntry(
         execution_id=execution.id,
         seq=0,
@@ -94,8 +96,8 @@ def draft(
         event=_event_record(event) if event is not None else None,
         transition_taken=transition_taken,
         unmatched=text(unmatched) if unmatched is not None else None,
-        configuration_before=configuration(before),
-        configuration_after=configuration(after),
+        configuration_before=states_before,
+        configuration_after=states_after,
         status_before=execution.status,
         status=status,
         timers_armed=tuple(did.timers),
@@ -106,9 +108,7 @@ def draft(
         errors=tuple(did.errors),
         logs=tuple(did.logs),
         detail={name: kept_value(value)[0] for name, value in (detail or {}).items()},
-        omitted=did.omitted
-        + max(len(states_before) - MAX_STATES, 0)
-        + max(len(states_after) - MAX_STATES, 0),
+        omitted=did.omitted + more_before + more_after,
     )
     return Draft(kind, storage_body(entry), entry)
 

@@ -263,9 +263,22 @@ class HistoryEntry:
     def from_json(cls, value: Any) -> HistoryEntry:
         """The entry a :meth:`to_json` object describes (``due_at`` is derived, not read).
 
-        Every field is checked; ``HistoryFormatError`` says which one is wrong.
+        ``execution_id``, ``seq``, ``at``, ``kind`` and ``status`` are required; a field
+        left out takes its default (None, empty, 0, the ``api`` trigger). Every field is
+        checked; ``HistoryFormatError`` says which one is wrong.
         """
-        return _parse_entry(_Fields(value, "entry"))
+        return _parse_entry(_Fields(value, "entry", _DEFAULTS))
+
+
+_REQUIRED: Final = ("kind", "status")
+"""The body fields an entry always has."""
+
+_DEFAULTS: Final[Mapping[str, Any]] = {
+    name: value
+    for name, value in HistoryEntry("", 0, datetime.min, "created")._body(None).items()
+    if name not in _REQUIRED
+}
+"""The JSON of every other body field when it holds its default."""
 
 
 def _timer_json(timer: ArmedTimer, at: datetime | None) -> dict[str, Any]:
@@ -282,8 +295,14 @@ def _timer_json(timer: ArmedTimer, at: datetime | None) -> dict[str, Any]:
 
 def storage_body(entry: HistoryEntry) -> str:
     """The JSON text stored for ``entry``: :meth:`HistoryEntry.to_json` without the row's
-    fields (its columns) and the derived ``due_at``."""
-    return json.dumps(entry._body(None), separators=(",", ":"), ensure_ascii=False)
+    fields (its columns), the derived ``due_at``, and the fields that hold their default
+    (:meth:`HistoryEntry.from_json` gives them back)."""
+    body = {
+        name: value
+        for name, value in entry._body(None).items()
+        if name not in _DEFAULTS or value != _DEFAULTS[name]
+    }
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -385,18 +404,22 @@ def text(value: str) -> str:
 
 
 class _Fields:
-    """A JSON object being parsed; every accessor checks the type it returns."""
+    """A JSON object being parsed; every accessor checks the type it returns. A key of
+    ``defaults`` may be left out."""
 
-    def __init__(self, value: Any, where: str) -> None:
+    def __init__(self, value: Any, where: str, defaults: Mapping[str, Any] | None = None) -> None:
         if not isinstance(value, Mapping):
             raise HistoryFormatError(f"{where} is not a JSON object")
         self.value = value
         self.where = where
+        self.defaults = defaults or {}
 
     def _get(self, key: str) -> Any:
-        if key not in self.value:
-            raise HistoryFormatError(f"{self.where} has no {key!r}")
-        return self.value[key]
+        if key in self.value:
+            return self.value[key]
+        if key in self.defaults:
+            return self.defaults[key]
+        raise HistoryFormatError(f"{self.where} has no {key!r}")
 
     def fail(self, key: str, expected: str) -> HistoryFormatError:
         return HistoryFormatError(f"{self.where}.{key} is not {expected}")

@@ -20,8 +20,10 @@ CREATE TABLE IF NOT EXISTS {schema}.statifier_history (
     CONSTRAINT statifier_history_entry_object CHECK (jsonb_typeof(entry) = 'object')
 );
 
--- pruning by age
-CREATE INDEX IF NOT EXISTS statifier_history_by_time ON {schema}.statifier_history (at);
+-- pruning by age: entries are appended in time order, so a BRIN index (a few pages for
+-- millions of rows, next to nothing per insert) finds the old ones
+CREATE INDEX IF NOT EXISTS statifier_history_by_time
+    ON {schema}.statifier_history USING brin (at);
 
 -- Who waits for a change of an execution (Executions.wait, history --follow): a step
 -- of a watched execution sends a NOTIFY on commit (channel statifier_executions, payload
