@@ -414,7 +414,7 @@ async def report(bench: Bench, args: argparse.Namespace) -> int:
             rates = [r.rate for r in rounds[path]]
             cpu = statistics.median(r.cpu_ms for r in rounds[path])
             table.append(
-                f"  {path:>4}, {processes} proc   {max(rates):9.1f}"
+                f"  {path:>5}, {processes} proc  {max(rates):9.1f}"
                 f"  {statistics.median(rates):13.1f}  {cpu:17.2f}   "
                 + " ".join(f"{rate:.0f}" for rate in rates)
             )

@@ -355,18 +355,18 @@ async def test_a_stored_entry_is_checked_when_read(
     await executions.create(ORDER, execution_id=execution_id)
     async with store.connection() as conn:
         await conn.execute(
-            'UPDATE statifier_history SET entry = entry || \'{"kind": "exploded"}\''
+            "UPDATE statifier_history SET entry = (entry::jsonb || %s::jsonb)::json"
             " WHERE execution_id = %s",
-            [execution_id],
+            ['{"kind": "exploded"}', execution_id],
         )
     with pytest.raises(CorruptExecution, match=r"history entry 1: entry\.kind is not one of"):
         await executions.history(execution_id)
     small = Executions(store, executor=TableExecutor(), history=History(max_entry_bytes=100))
     async with store.connection() as conn:
         await conn.execute(
-            'UPDATE statifier_history SET entry = entry || \'{"kind": "created"}\''
+            "UPDATE statifier_history SET entry = (entry::jsonb || %s::jsonb)::json"
             " WHERE execution_id = %s",
-            [execution_id],
+            ['{"kind": "created"}', execution_id],
         )
     with pytest.raises(CorruptExecution, match="over the 100 limit"):
         await small.history(execution_id)

@@ -8,16 +8,18 @@ ALTER TABLE {schema}.statifier_executions
 
 -- One row per history entry, append-only, written by the transaction it describes.
 -- `entry` is statifier_persistence.history.HistoryEntry.to_json() without the row's
--- columns (execution_id, seq, at) and the derived due times of armed timers.
+-- columns (execution_id, seq, at), the derived due times of armed timers and the fields
+-- at their defaults. `json`, not `jsonb`: stored as written (smaller, cheaper to insert);
+-- its -> and ->> operators still serve an operator's queries.
 CREATE TABLE IF NOT EXISTS {schema}.statifier_history (
     execution_id text NOT NULL
         REFERENCES {schema}.statifier_executions (id) ON DELETE CASCADE,
     seq bigint NOT NULL,
     at timestamptz NOT NULL DEFAULT now(),
     kind text NOT NULL,
-    entry jsonb NOT NULL,
+    entry json NOT NULL,
     CONSTRAINT statifier_history_key PRIMARY KEY (execution_id, seq),
-    CONSTRAINT statifier_history_entry_object CHECK (jsonb_typeof(entry) = 'object')
+    CONSTRAINT statifier_history_entry_object CHECK (json_typeof(entry) = 'object')
 );
 
 -- pruning by age: entries are appended in time order, so a BRIN index (a few pages for

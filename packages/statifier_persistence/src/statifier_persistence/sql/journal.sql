@@ -2,8 +2,8 @@
 -- (the `updated` CTE before it returns the row as changed). A fragment, not a statement.
 journal AS (
     INSERT INTO {schema}.statifier_history (execution_id, seq, at, kind, entry)
-    SELECT id, history_seq, updated_at, %(kind)s::text, %(entry)s::jsonb FROM updated
-    WHERE %(entry)s::jsonb IS NOT NULL
+    SELECT id, history_seq, updated_at, %(kind)s::text, %(entry)s::json FROM updated
+    WHERE %(entry)s::json IS NOT NULL
 ),
 notified AS (
     SELECT pg_notify('statifier_executions', %(schema)s::text || ' ' || updated.id)
