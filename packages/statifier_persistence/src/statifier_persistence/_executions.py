@@ -284,11 +284,8 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         try:
             revision = await self._revision(db, chart, "FOR SHARE")
         except ChartNotRegistered:
-            cursor = await db.execute(statement("latest_chart", self._prefix), {"name": chart})
-            row = await cursor.fetchone()
-            if row is None:
-                raise ChartNotRegistered(chart) from None
-            revision = await self._revision(db, str(row[0]), "FOR SHARE")
+            latest = await self._charts.latest(db, chart)
+            revision = await self._revision(db, latest, "FOR SHARE")
         if revision.retired_at is not None:
             raise ChartRetired(revision.identity)
         machine = await self._charts.machine(db, revision.identity, execution_id)
