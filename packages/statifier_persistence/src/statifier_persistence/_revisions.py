@@ -122,6 +122,13 @@ class Bulk:
     after: str | None
     dry_run: bool
 
+    def __repr__(self) -> str:
+        run = " (dry run)" if self.dry_run else ""
+        return (
+            f"<Bulk {len(self.done)} done, {len(self.refused)} refused{run}, "
+            f"after={self.after!r}>"
+        )
+
 
 class _DryRun(Exception):
     """Leaves a dry run's transaction: it rolls back whatever the run wrote."""
