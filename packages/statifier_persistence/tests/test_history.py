@@ -555,3 +555,29 @@ async def test_a_fired_event_to_the_parent_is_no_macrostep_of_its_own(
     assert (fired.entry.kind, fired.entry.event.name) == ("fired", "up")
     assert fired.entry.transition_taken is None
     assert fired.entry.errors == ()
+
+
+async def test_the_execution_json_shape_is_pinned(executions: Executions) -> None:
+    execution_id = unique()
+    created = await executions.create(ORDER, execution_id=execution_id, metadata={"c": 1})
+    shape = created.execution.to_json()
+    assert list(shape) == [
+        "id",
+        "status",
+        "chart",
+        "metadata",
+        "parent",
+        "failure",
+        "outcome",
+        "step_count",
+        "history_seq",
+        "created_at",
+        "updated_at",
+    ]
+    assert shape["chart"] == {"identity": ORDER.identity, "name": "order", "version": None}
+    assert (shape["id"], shape["status"], shape["metadata"]) == (execution_id, "active", {"c": 1})
+    assert (shape["step_count"], shape["history_seq"]) == (1, 1)
+    assert shape["updated_at"].endswith("Z")
+    assert created.entry is not None
+    assert shape["updated_at"] == created.entry.to_json()["at"]  # one clock, one format
+    assert json.loads(json.dumps(shape)) == shape
