@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 
 from statifier.core.effects import Effect
 from statifier.core.state import MachineState
+from statifier.values import format_time
 
 if TYPE_CHECKING:
     from .history import HistoryEntry
@@ -35,8 +36,9 @@ TERMINAL: Final[frozenset[ExecutionStatus]] = frozenset({"completed", "failed", 
 
 
 def utc_text(moment: datetime) -> str:
-    """``moment`` as UTC ISO-8601 text, to the microsecond: ``2025-01-31T09:30:00.250000Z``."""
-    return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    """``moment`` as records write it: UTC ISO-8601 to the microsecond
+    (``2025-01-31T09:30:00.250000Z``, ``statifier.values.format_time``)."""
+    return format_time(moment, timespec="microseconds")
 
 
 @dataclass(frozen=True, slots=True)
