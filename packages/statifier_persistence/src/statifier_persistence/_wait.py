@@ -20,7 +20,7 @@ import asyncio
 import inspect
 import math
 import uuid
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncGenerator, AsyncIterator, Collection
 from contextlib import aclosing, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final
 
@@ -135,7 +135,7 @@ class WaitMethods:
         *,
         after: int | None = None,
         timeout: float | None = None,
-    ) -> AsyncIterator[HistoryEntry]:
+    ) -> AsyncGenerator[HistoryEntry]:
         """Yield the execution's history entries as their transactions commit.
 
         From the entry after ``after`` (a ``seq``; 0 replays the whole history first;
