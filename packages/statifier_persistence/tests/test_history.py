@@ -134,6 +134,7 @@ async def test_an_entry_rolls_back_with_its_failed_step(
     assert done.entry.seq == 3  # the failed step used no number
     assert done.entry.timers_cancelled == ("reminder",)
     assert done.entry.detail["outcome"] == {"configuration": ["paid"], "donedata": {"total": 0}}
+    assert done.entry.configuration_after == ("paid",)  # where it ended
 
 
 async def test_an_entry_rolls_back_with_the_callers_transaction(

@@ -723,11 +723,13 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         if not self._history.enabled:
             return None
         found: dict[str, Any] = dict(detail or {})
+        ended = None
         if drive.status != drive.execution.status:
             if drive.failure is not None:
                 found["failure"] = drive.failure
             if drive.outcome is not None:
                 found["outcome"] = drive.outcome
+                ended = drive.outcome["configuration"]
         return _journal.draft(
             drive.execution,
             kind,
@@ -738,6 +740,7 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
             before=drive.start,
             after=drive.state,
             status=drive.status,
+            ended=ended,
             effects=drive.effects,
             refused=frozenset(drive.refused),
             detail=found,

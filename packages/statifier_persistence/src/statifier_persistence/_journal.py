@@ -10,7 +10,7 @@ says, so what a chart or a caller controls can neither fail the step nor bloat t
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -72,6 +72,7 @@ def draft(
     before: MachineState | None = None,
     after: MachineState | None = None,
     status: ExecutionStatus,
+    ended: Sequence[str] | None = None,
     effects: Iterable[fx.Effect] = (),
     refused: frozenset[str] = frozenset(),
     detail: Mapping[str, Any] | None = None,
@@ -80,12 +81,17 @@ def draft(
 
     ``effects`` are what the transaction performed, in order; ``refused`` the send and
     invoke ids whose timer or invocation the executor refused (not armed, not started).
+    ``ended`` are the states active when the execution ended, its configuration after (a
+    finished position has none).
     """
     did = _Did(refused)
     for effect in effects:
         did.add(effect)
     states_before, more_before = configuration(before)
     states_after, more_after = configuration(after)
+    if ended is not None:
+        states_after = tuple(text(s) for s in ended[:MAX_STATES])
+        more_after = max(len(ended) - MAX_STATES, 0)
     entry = HistoryEntry(
         execution_id=execution.id,
         seq=0,

@@ -31,11 +31,13 @@ from statifier import Machine
 from statifier.cli import kit
 from statifier.core import planner
 from statifier.core.events import Event
+from statifier.core.state import MachineState
 from statifier_persistence import (
     STATUSES,
     AlreadyApplied,
     Declined,
     Discarded,
+    Execution,
     Executions,
     ExecutionStatus,
     PersistenceError,
@@ -243,7 +245,7 @@ def _answer(result: Answer, what: str, output: kit.Output, *, strict: bool = Fal
     ``strict``, if its event took no transition)."""
     match result:
         case Stepped(execution=execution, state=state):
-            configuration = state.configuration_ids()
+            configuration = configuration_of(execution, state)
             if result.unmatched is not None and not output.as_json:
                 output.note(f"notice: {result.unmatched}")
             output.line(
@@ -420,6 +422,15 @@ def start(
     return with_executions(database_url, prefix, work, options)
 
 
+def configuration_of(execution: Execution, state: MachineState) -> tuple[str, ...]:
+    """The active state ids; for a finished execution, those active when it ended."""
+    if execution.outcome is not None and not state.running:
+        ended = execution.outcome.get("configuration")
+        if isinstance(ended, list):
+            return tuple(str(s) for s in ended)
+    return state.configuration_ids()
+
+
 def _started(created: Stepped, stepped: Answer | None, output: kit.Output, *, strict: bool) -> int:
     """Print the new execution's id (text), or its answer (JSON)."""
     last = stepped if isinstance(stepped, Stepped) else created
@@ -431,7 +442,7 @@ def _started(created: Stepped, stepped: Answer | None, output: kit.Output, *, st
         {
             "result": "started",
             "execution": execution.to_json(),
-            "configuration": list(last.state.configuration_ids()),
+            "configuration": list(configuration_of(execution, last.state)),
             "transition_taken": last.transition_taken,
             "unmatched": last.unmatched,
             "entries": [

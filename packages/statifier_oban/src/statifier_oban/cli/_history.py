@@ -143,7 +143,10 @@ def describe(entry: HistoryEntry) -> str:
         where = f" at line {error.line}" if error.line is not None else ""
         parts.append(f"{error.name}{where}: {error.message}")
     parts += [f"log {log.label or ''}: {kit.text_of(log.value)}" for log in entry.logs]
-    parts += [f"{name} {kit.text_of(value)}" for name, value in entry.detail.items()]
+    for name, value in entry.detail.items():
+        if name == "chart" and isinstance(value, dict):
+            value = value.get("name") or value.get("identity")
+        parts.append(f"{name} {kit.text_of(value)}")
     if entry.omitted:
         parts.append(f"{entry.omitted} more left out")
     return "; ".join(parts)
