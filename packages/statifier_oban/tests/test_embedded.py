@@ -4,14 +4,17 @@ that started it."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
 from statifier_oban import DataDirectoryInUse, EmbeddedPostgresMissing, StatifierObanError
-from statifier_oban.embedded import EmbeddedPostgres, KeptPostgres
+from statifier_oban.embedded import DATA_DIR_PREFIX, EmbeddedPostgres, KeptPostgres
 
 
 def test_a_missing_extra_is_a_typed_error_with_the_install_hint(
@@ -57,9 +60,22 @@ def test_a_restart_keeps_the_data_and_the_url() -> None:
     assert not server.data_dir.exists()
 
 
+@pytest.fixture
+def kept_root() -> Iterator[Path]:
+    """A folder for a kept server, removed after the test. Not under pytest's tmp_path: as
+    root the server runs as another user, and a pytest starting meanwhile makes its
+    temporary root private again."""
+    folder = Path(tempfile.mkdtemp(prefix=DATA_DIR_PREFIX))
+    try:
+        yield folder / "pg"
+    finally:
+        KeptPostgres(folder / "pg").stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.mark.timeout(180)
-def test_a_kept_server_outlives_the_process_that_started_it(tmp_path: Path) -> None:
-    root = tmp_path / "pg"
+def test_a_kept_server_outlives_the_process_that_started_it(kept_root: Path) -> None:
+    root = kept_root
     starter = (
         "import sys; from pathlib import Path; from statifier_oban.embedded import KeptPostgres;"
         " print(KeptPostgres(Path(sys.argv[1])).start())"

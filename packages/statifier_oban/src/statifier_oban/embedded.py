@@ -391,13 +391,19 @@ class KeptPostgres:
 
         owner = self.data_dir.stat().st_uid
         pg_ctl = [str(POSTGRES_BIN_PATH / "pg_ctl"), "-D", str(self.data_dir), "-w"]
-        subprocess.run(  # noqa: S603 - the embedded package's own pg_ctl, fixed arguments
+        stopped = subprocess.run(  # noqa: S603 - the embedded package's own pg_ctl, fixed args
             [*pg_ctl, "-m", "fast", "stop"],
-            check=True,
+            check=False,
             capture_output=True,
+            text=True,
             user=owner if owner != os.geteuid() else None,
             timeout=PG_CTL_TIMEOUT_S,
         )
+        if stopped.returncode != 0:
+            detail = " ".join(stopped.stderr.split()) or f"status {stopped.returncode}"
+            raise KeptPostgresError(
+                f"pg_ctl could not stop the server of {self.data_dir}: {detail}"
+            )
         return True
 
     def __repr__(self) -> str:

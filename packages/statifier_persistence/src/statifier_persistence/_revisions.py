@@ -125,8 +125,7 @@ class Bulk:
     def __repr__(self) -> str:
         run = " (dry run)" if self.dry_run else ""
         return (
-            f"<Bulk {len(self.done)} done, {len(self.refused)} refused{run}, "
-            f"after={self.after!r}>"
+            f"<Bulk {len(self.done)} done, {len(self.refused)} refused{run}, after={self.after!r}>"
         )
 
 
