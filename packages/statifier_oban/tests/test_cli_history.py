@@ -16,7 +16,9 @@ from typing import Any
 import pytest
 from oban import Oban
 from psycopg_pool import AsyncConnectionPool
+from statifier.core.events import Event
 from statifier_oban.cli import _main as cli
+from statifier_oban.cli._executions import operator
 from statifier_oban.executions import ObanExecutor, execution_config
 from statifier_persistence import Executions, Trigger
 
@@ -214,7 +216,7 @@ async def test_wait_is_woken_by_a_step_and_fails_in_one_line(
     )
     await wait_until(lambda: _watched(pool, order), timeout=20, what="the wait command watching")
     assert not waiting.done()
-    await executions.step(order, _event("invoice.sent"))
+    await executions.step(order, Event(name="invoice.sent"))
     assert await asyncio.wait_for(waiting, 20) == 0
     assert capsys.readouterr().out == f"{order} is active\n"
 
@@ -237,12 +239,6 @@ async def _watched(pool: AsyncConnectionPool, execution_id: str) -> bool:
     return bool(row and row[0])
 
 
-def _event(name: str) -> Any:
-    from statifier.core.events import Event
-
-    return Event(name=name)
-
-
 async def test_history_follows_new_entries_until_the_execution_ends(
     database_url: str, pool: AsyncConnectionPool, oban_client: Oban,
     chart_file: Path, capsys: pytest.CaptureFixture[str],
@@ -259,8 +255,8 @@ async def test_history_follows_new_entries_until_the_execution_ends(
         run_cli("executions", "history", *url, order, "--follow", "--json", "--timeout", "30s")
     )
     await wait_until(lambda: _watched(pool, order), timeout=20, what="history --follow")
-    await executions.step(order, _event("invoice.sent"))
-    await executions.step(order, _event("paid"))
+    await executions.step(order, Event(name="invoice.sent"))
+    await executions.step(order, Event(name="paid"))
     assert await asyncio.wait_for(following, 30) == 0  # ends: the execution completed
     followed = json_lines(capsys.readouterr().out)
     assert [(e["seq"], e["kind"], e["status"]) for e in followed] == [
@@ -296,6 +292,4 @@ async def test_prune_history_keeps_what_retention_keeps(
 
 
 def test_operator_changes_are_recorded_as_the_operators() -> None:
-    from statifier_oban.cli._executions import operator
-
     assert operator("send") == Trigger("operator", detail="statifier-oban executions send")
