@@ -31,8 +31,9 @@ write their history entry run at >= 0.85x the throughput of steps with history o
 2. **in-process steps** (context, no target): ``Executions.step`` called directly (one
    transaction each, a timer armed by each step), against ``Oban.enqueue`` of a bare job
    on a pooled connection (one insert transaction): the cost of a step's transaction in
-   units of the cheapest oban write. Interleaved in slices, order rotating, best of
-   ``--repeats`` rounds.
+   units of the cheapest oban write; and the same steps with history off (one step's own
+   cost of its history entry, without the queue around it). Interleaved in slices, order
+   rotating, best of ``--repeats`` rounds.
 
 The embedded PostgreSQL server is used unless ``--database-url`` names a server; one
 database is created there and dropped at the end. Exit status 1 only on a crash or a
@@ -337,23 +338,32 @@ class Bench:
         return count, size / max(count, 1)
 
     async def in_process(self) -> dict[str, float]:
-        """Steps/s against raw enqueues/s, interleaved slices, best of the rounds."""
+        """Steps/s (history on, and off) against raw enqueues/s, interleaved slices, best
+        of the rounds."""
         assert self.executions is not None  # noqa: S101 - open() ran first (main)
+        assert self.quiet is not None  # noqa: S101 - open() ran first (main)
         assert self.client is not None  # noqa: S101 - open() ran first (main)
         steps = self.args.steps
-        best = {"step": float("inf"), "enqueue": float("inf")}
+        paths = ("step", "quiet", "enqueue")
+        best = dict.fromkeys(paths, float("inf"))
         later = datetime.now(UTC) + timedelta(hours=1)
+        stepping = {"step": self.executions, "quiet": self.quiet}
         for round_number in range(self.args.repeats + 1):
-            ids, _ = await self.prepare_ours(10)
-            spent = {"step": 0.0, "enqueue": 0.0}
-            order = ["step", "enqueue"] if round_number % 2 == 0 else ["enqueue", "step"]
+            ids = {
+                "step": (await self.prepare_ours(10))[0],
+                "quiet": (await self.prepare_ours(10, quiet=True))[0],
+            }
+            spent = dict.fromkeys(paths, 0.0)
+            shift = round_number % len(paths)
+            order = paths[shift:] + paths[:shift]
             for start in range(0, steps, self.args.slice):
                 for path in order:
                     count = min(self.args.slice, steps - start)
                     began = time.perf_counter()
                     for i in range(start, start + count):
-                        if path == "step":
-                            result = await self.executions.step(ids[i % 10], Event(name="tick"))
+                        if path in stepping:
+                            execution_id = ids[path][i % 10]
+                            result = await stepping[path].step(execution_id, Event(name="tick"))
                             if not isinstance(result, Stepped):
                                 raise VerificationError(f"a direct step answered {result!r}")
                         else:
@@ -444,10 +454,13 @@ async def report(bench: Bench, args: argparse.Namespace) -> int:
     in_process = await bench.in_process()
     print("\n2. in-process (context, no target): Executions.step against Oban.enqueue\n")
     print(f"  Executions.step (one transaction, a timer armed)  {in_process['step']:8.1f} steps/s")
+    print(f"  the same with history off                         {in_process['quiet']:8.1f} steps/s")
     enqueues = in_process["enqueue"]
     print(f"  Oban.enqueue of a bare job (one insert)           {enqueues:8.1f} jobs/s")
     ratio = in_process["step"] / in_process["enqueue"]
     print(f"  step/enqueue                                      {ratio:8.3f}")
+    history = in_process["step"] / in_process["quiet"]
+    print(f"  step with history / without                       {history:8.3f}")
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
     return 0
 
