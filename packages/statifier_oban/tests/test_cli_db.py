@@ -33,9 +33,7 @@ def data_root(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 @pytest.mark.timeout(240)
-def test_start_status_url_and_stop(
-    data_root: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_start_status_url_and_stop(data_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["db", "status"]) == 1
     assert capsys.readouterr().out == f"stopped: {data_root / 'data'}\n"
     assert main(["db", "url"]) == 1

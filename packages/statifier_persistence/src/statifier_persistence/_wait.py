@@ -39,7 +39,7 @@ from ._errors import (
 from ._executor import HostHook
 from ._limits import MAX_ID_LENGTH
 from ._records import STATUSES, Execution, ExecutionStatus
-from ._rows import check_execution_id, check_text
+from ._rows import StoredPosition, check_execution_id, check_text
 from ._sql import statement
 from .history import HistoryEntry, HistoryPage
 
@@ -73,10 +73,14 @@ class WaitMethods:
             lock: str,
             with_position: bool,
             key: str | None = None,
-        ) -> tuple[Execution, bytes | None, bool]: ...
+        ) -> tuple[Execution, StoredPosition, bool]: ...
 
         async def _position(
-            self, db: AsyncConnection[Any], execution: Execution, blob: bytes, routes: Any
+            self,
+            db: AsyncConnection[Any],
+            execution: Execution,
+            stored: StoredPosition,
+            routes: Any,
         ) -> MachineState: ...
 
         async def history(
@@ -186,7 +190,7 @@ class WaitMethods:
         execution, those active when it ended)."""
         try:
             async with conn.transaction():
-                execution, blob, _ = await self._read(
+                execution, stored, _ = await self._read(
                     conn,
                     execution_id,
                     lock="FOR SHARE" if locked else "",
@@ -198,8 +202,9 @@ class WaitMethods:
                     outcome = execution.outcome or {}
                     ended = outcome.get("configuration")
                     return execution, tuple(s for s in ended or () if isinstance(s, str))
-                assert blob is not None  # noqa: S101 - with_position: bytes, or _read raised
-                position = await self._position(conn, execution, blob, self._host.routes(execution))
+                position = await self._position(
+                    conn, execution, stored, self._host.routes(execution)
+                )
                 return execution, position.configuration_ids()
         except psycopg.Error as exc:
             raise store_error(exc) from exc

@@ -1,13 +1,17 @@
--- What a step (or create, or cancel) stores, in one statement: the new position, status
--- and step count, the step's key when it has one (the primary key makes it unique), the
--- history entry when history is on (%(entry)s null: off), and a notification of the
--- commit when someone watches the execution (see history_tables.sql).
+-- What a step (or create, or cancel) stores, in one statement: the new position with its
+-- counters, status, what the execution has armed, and step count, the step's key when it
+-- has one (the primary key makes it unique), the history entry when history is on
+-- (%(entry)s null: off), and a notification of the commit when someone watches the
+-- execution (see history_tables.sql).
 -- The last columns count the key rows inserted (0 for a keyed step means a concurrent
 -- step applied the same key first: the caller rolls back and answers "already applied")
 -- and the notifications sent.
 WITH updated AS (
     UPDATE {schema}.statifier_executions
     SET position = %(position)s,
+        position_macrostep = %(macrostep)s,
+        position_round = %(round)s,
+        armed = %(armed)s::jsonb,
         status = %(status)s,
         failure = %(failure)s::jsonb,
         outcome = %(outcome)s::jsonb,
