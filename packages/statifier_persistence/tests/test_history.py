@@ -15,6 +15,7 @@ from statifier.core.events import Event
 from statifier.values import BRIEF_LENGTH
 from statifier_persistence import (
     CorruptExecution,
+    Declined,
     ExecutionNotFound,
     Executions,
     History,
@@ -582,3 +583,29 @@ async def test_the_execution_json_shape_is_pinned(executions: Executions) -> Non
     assert created.entry is not None
     assert shape["updated_at"] == created.entry.to_json()["at"]  # one clock, one format
     assert json.loads(json.dumps(shape)) == shape
+
+
+async def test_a_cancelled_timer_that_fires_anyway_writes_nothing(
+    executions: Executions, executor: TableExecutor
+) -> None:
+    cancelling = chart(
+        """
+        <state id="a">
+          <onentry><send id="t" event="tick" delay="1h"/></onentry>
+          <transition event="stop" type="internal"><cancel sendid="t"/></transition>
+          <transition event="tick" target="b"/>
+        </state>
+        <state id="b"/>
+        """
+    )
+    execution_id = unique()
+    await executions.create(cancelling, execution_id=execution_id)
+    stopped = await executions.step(execution_id, Event(name="stop"))
+    assert isinstance(stopped, Stepped)
+    assert stopped.entry is not None
+    assert stopped.entry.timers_cancelled == ("t",)
+    [key] = [key for key in executor.timers if key[0] == execution_id]
+    late = await executions.fire(execution_id, executor.timers[key], key="job:7")
+    assert isinstance(late, Declined)  # cancel wins: nothing driven, nothing written
+    assert [e.kind for e in await entries(executions, execution_id)] == ["created", "event"]
+    assert (await executions.get(execution_id)).history_seq == 2
