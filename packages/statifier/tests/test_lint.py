@@ -82,7 +82,7 @@ def test_ecmascript_script_variables_may_be_assigned_and_typos_are_still_reporte
     function bump(by) { return counter + by; }
     total = 0; seen += 1;
     // var commented = 1;
-    log("var quoted = 1"); config.nested = 2;
+    String("var quoted = 1"); config.nested = 2;
   </script>
   <state id="a">
     <onentry>
