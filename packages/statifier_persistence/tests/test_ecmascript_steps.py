@@ -39,9 +39,7 @@ GATE = chart(
 async def test_event_data_sent_to_an_execution_is_never_code(executions: Executions) -> None:
     execution_id = unique()
     await executions.create(GATE, execution_id=execution_id)
-    stepped = await executions.step(
-        execution_id, Event(name="order", data={"$function": PAYLOAD})
-    )
+    stepped = await executions.step(execution_id, Event(name="order", data={"$function": PAYLOAD}))
     assert isinstance(stepped, Stepped)
     stepped = await executions.step(execution_id, Event(name="check"))
     assert isinstance(stepped, Stepped)
