@@ -105,6 +105,28 @@ def test_ecmascript_script_variables_may_be_assigned_and_typos_are_still_reporte
     assert "did you mean 'counter'?" in found[0]
 
 
+def test_ecmascript_expressions_report_undefined_names_with_a_suggestion() -> None:
+    """Names are read from the syntax tree: built-in globals, host functions, a function's
+    own parameters and locals, property names and strings are not variables."""
+    source = chart(
+        """  <script>function within(a, b) { var lo = Math.min(a, b); return lo &lt; limit }
+  </script>
+  <state id="a">
+    <transition event="go" cond="within(captures, 3) &amp;&amp; score(captures) &gt; 1
+        &amp;&amp; JSON.stringify({capturez: 'capturez'}).length &gt; 0
+        &amp;&amp; [1].every(function (x) { return x &gt; 0 }) &amp;&amp; capturez" target="b"/>
+  </state>
+  <final id="b"/>
+""",
+        datamodel='  <datamodel><data id="captures" expr="0"/><data id="limit"/></datamodel>\n',
+    ).replace("<scxml ", '<scxml datamodel="ecmascript" ')
+    machine = statifier.compile(source, functions={"score": len})
+    found = [d for d in lint(machine) if d.code == "undefined-name"]
+    assert [d.message.split("reads ")[1].split(",")[0] for d in found] == ["'capturez'"]
+    assert "did you mean 'captures'?" in found[0].message
+    assert found[0].line == 6
+
+
 def test_a_const_at_the_top_of_an_ecmascript_script_read_elsewhere_is_reported() -> None:
     """A script runs as eval code: its top-level ``let``, ``const`` and ``class`` stay local
     to it, so a condition that reads one fails at run time with a ReferenceError."""
