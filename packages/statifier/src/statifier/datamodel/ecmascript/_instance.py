@@ -181,7 +181,9 @@ class Instance:
         "functions",
         "generation",
         "host",
+        "limits",
         "names",
+        "plans",
         "setup",
         "stored",
         "system",
@@ -194,6 +196,10 @@ class Instance:
         self.setup = setup
         self.api = _Api(context)
         self.functions: dict[tuple[str, str], Any] = {}
+        self.plans: dict[Any, Any] = {}
+        """How each source runs here (``variables._Plan``), by compiled source."""
+        self.limits: Any = None
+        """The macrostep limits the engine was last held to (by identity)."""
         self.generation = 0
         self.host = setup.host
         self.system: dict[str, Any] = {}
@@ -217,6 +223,7 @@ class Instance:
             function = self.context.call(compile_, source)
             if len(self.functions) >= MAX_CACHED_FUNCTIONS:
                 self.functions.clear()
+                self.plans.clear()
             self.functions[key] = function
         return function
 
@@ -250,14 +257,13 @@ class _Api:
         "declare",
         "decode",
         "define_host",
-        "encode",
         "evaluate",
         "export_variable",
+        "fetch",
         "foreach_array",
         "foreach_end",
         "foreach_item",
         "forget_host_answers",
-        "inert",
         "read",
         "run_script",
         "set_cap",
@@ -278,14 +284,13 @@ class _Api:
         self.declare = pick("declare")
         self.decode = pick("decode")
         self.define_host = pick("defineHost")
-        self.encode = pick("encode")
         self.evaluate = pick("evaluate")
         self.export_variable = pick("exportVariable")
+        self.fetch = pick("fetch")
         self.foreach_array = pick("foreachArray")
         self.foreach_end = pick("foreachEnd")
         self.foreach_item = pick("foreachItem")
         self.forget_host_answers = pick("forgetHostAnswers")
-        self.inert = pick("inert")
         self.read = pick("read")
         self.run_script = pick("runScript")
         self.set_cap = pick("setCap")

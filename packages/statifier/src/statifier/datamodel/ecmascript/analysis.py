@@ -10,6 +10,11 @@ matched with regular expressions. :func:`analyse` answers, once per compiled sou
   still run chart code implicitly (a getter, a ``valueOf``) when the datamodel holds such
   a function; the engine knows whether it does (``inert`` in ``prelude.js``) and treats
   every call as writing while it does.
+- ``pure``: whether its only calls are to built-in functions that read (``a.concat(b)``,
+  ``s.slice(1)``, ``Math.max(x, y)``: ``PURE_METHODS``, ``PURE_FUNCTIONS``), which take no
+  function to call back. Such a source writes nothing while the datamodel holds no
+  function at all (a call then cannot reach anything but a built-in), which the engine
+  checks at run time (``callable_free`` in ``prelude.js``).
 - ``in_ids``: the state ids it passes to ``In()`` as string literals.
 - ``functions``: the source text of every function literal in it, and how to rebuild it
   from that text: the only functions a stored position may bring back are the chart's own.
@@ -38,6 +43,40 @@ Kind = Literal["expression", "location", "script"]
 IMPLICIT_KEYS: Final = frozenset({"valueOf", "toString", "join"})
 """Property names the engine calls without a call in the source (``a + b``, ``` `${a}` ```,
 ``String(array)``): an object literal that names one may run chart code implicitly."""
+
+PURE_METHODS: Final = frozenset(
+    {
+        # Array.prototype (and TypedArray's: the same names read there too)
+        "at", "concat", "entries", "flat", "includes", "indexOf", "join", "keys",
+        "lastIndexOf", "slice", "toReversed", "toSpliced", "values", "with",
+        # String.prototype
+        "charAt", "charCodeAt", "codePointAt", "endsWith", "isWellFormed", "localeCompare",
+        "normalize", "padEnd", "padStart", "repeat", "split", "startsWith", "substr",
+        "substring", "toLocaleLowerCase", "toLocaleUpperCase", "toLowerCase", "toUpperCase",
+        "toWellFormed", "trim", "trimEnd", "trimStart",
+        # Number.prototype
+        "toExponential", "toFixed", "toPrecision",
+        # Object.prototype, and what every prototype has
+        "hasOwnProperty", "isPrototypeOf", "propertyIsEnumerable", "toLocaleString",
+        "toString", "valueOf",
+        # Map, Set, WeakMap, WeakSet (and Reflect's)
+        "get", "has",
+    }
+)  # fmt: skip
+"""Method names that read on every built-in prototype that has them, and call no function
+they are given (``map``, ``sort``, ``test``, ``replace``... are not here: they call back, or
+write a regular expression's ``lastIndex``)."""
+
+PURE_FUNCTIONS: Final = frozenset(
+    {
+        "Boolean", "Number", "String", "parseFloat", "parseInt", "isFinite", "isNaN",
+        "encodeURI", "encodeURIComponent", "decodeURI", "decodeURIComponent",
+        "Array.isArray", "Object.keys", "Object.values", "Object.entries",
+        "Number.isFinite", "Number.isInteger", "Number.isNaN", "Number.isSafeInteger",
+        "Number.parseFloat", "Number.parseInt", "String.fromCharCode", "String.fromCodePoint",
+    }
+)  # fmt: skip
+"""Built-in functions (and ``Math``'s, every one) that read and call back nothing."""
 
 _READ_ONLY: Final = frozenset(
     {
@@ -100,6 +139,10 @@ class Analysis:
     """What :func:`analyse` found in one source (see the module docstring)."""
 
     writes: bool
+    pure: bool = False
+    accessors: bool = True
+    """Whether an object literal in it may define an accessor (``get x() {}``): a value it
+    builds without one is read directly, not through property descriptors."""
     in_ids: tuple[str, ...] = ()
     functions: tuple[tuple[str, str], ...] = ()
     """``(text, how)`` of every function literal: ``how`` is ``expression`` (rebuilt as
@@ -148,6 +191,7 @@ def analyse(kind: Kind, source: str) -> Analysis:
     if root.has_error:
         return _UNPARSED
     reader = _Reader(data)
+    pure = False
     if kind == "script":
         body: Node = root
         writes = True
@@ -157,9 +201,12 @@ def analyse(kind: Kind, source: str) -> Analysis:
             return _UNPARSED
         body = statement
         writes = reader.writes(statement)
+        pure = writes and _PureReader(data).writes(statement) is False
     scope = _Scope(reader, root)
     return Analysis(
         writes=writes,
+        pure=pure,
+        accessors=reader.accessors(root),
         in_ids=tuple(dict.fromkeys(reader.in_ids(root))),
         functions=tuple(dict.fromkeys(reader.functions(root))),
         names_read=frozenset(scope.free),
@@ -266,6 +313,13 @@ class _Reader:
                 if state_id is not None:
                     yield state_id
 
+    def accessors(self, node: Node) -> bool:
+        """Whether a getter or setter is written anywhere in ``node``."""
+        for found in _walk(node):
+            if found.type == "method_definition" and self._rebuilt_as(found) == "none":
+                return True
+        return False
+
     def calls(self, node: Node) -> Iterator[str]:
         for found in _walk(node):
             if found.type == "call_expression":
@@ -309,6 +363,46 @@ class _Reader:
                 return self.text(node)
             else:
                 return ""
+
+
+class _PureReader(_Reader):
+    """``_Reader`` that also lets through calls of ``PURE_METHODS`` and ``PURE_FUNCTIONS``
+    (and not a function literal anywhere: one could be handed to a built-in as a
+    callback)."""
+
+    def writes(self, node: Node) -> bool:
+        kind = node.type
+        if kind in _FUNCTIONS or kind in _CLASSES:
+            return True
+        if kind == "call_expression" and self.in_literal(node) is None:
+            function = node.child_by_field_name("function")
+            arguments = node.child_by_field_name("arguments")
+            if function is None or arguments is None or arguments.type != "arguments":
+                return True
+            if not self._pure_callee(function):
+                return True
+            target = function.child_by_field_name("object")
+            parts = [child for child in arguments.named_children]
+            if target is not None and function.type == "member_expression":
+                parts.append(target)
+            return any(self.writes(part) for part in parts)
+        return super().writes(node)
+
+    def _pure_callee(self, function: Node) -> bool:
+        if function.type == "identifier":
+            return self.text(function) in PURE_FUNCTIONS
+        if function.type != "member_expression":
+            return False
+        target = function.child_by_field_name("object")
+        name = function.child_by_field_name("property")
+        if target is None or name is None or name.type != "property_identifier":
+            return False
+        method = self.text(name)
+        if target.type == "identifier":
+            owner = self.text(target)
+            if owner == "Math" or f"{owner}.{method}" in PURE_FUNCTIONS:
+                return True
+        return method in PURE_METHODS
 
 
 def _walk(node: Node) -> Iterator[Node]:

@@ -30,9 +30,11 @@
   const setPrototypeOf = Object.setPrototypeOf;
   const getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
   const isArray = Array.isArray;
+  const objectKeys = Object.keys;
   const isInteger = Number.isInteger;
   const log2 = Math.log2;
   const floor = Math.floor;
+  const clz32 = Math.clz32;
   const StringObject = String;
   const MapClass = Map;
   const SetClass = Set;
@@ -49,6 +51,7 @@
   const regexpSource = getOwnPropertyDescriptor(RegExp.prototype, "source").get;
   const regexpFlags = getOwnPropertyDescriptor(RegExp.prototype, "flags").get;
   const ObjectPrototype = Object.prototype;
+  const ArrayPrototype = Array.prototype;
   const GeneratorPrototype = getPrototypeOf(function* () {}).prototype;
   const AsyncGeneratorPrototype = getPrototypeOf(async function* () {}).prototype;
   const NON_ASCII = /[^\x00-\x7f]/;
@@ -180,13 +183,25 @@
   function isObject(value) {
     return value !== null && (typeof value === "object" || typeof value === "function");
   }
+  // Brand checks throw for other objects, and a thrown error is costly here: they run only
+  // for an object whose prototype chain holds the class's prototype.
+  function inherits(value, proto) {
+    for (let link = getPrototypeOf(value); link !== null; link = getPrototypeOf(link)) {
+      if (link === proto) return true;
+      if (link === ObjectPrototype) return false;
+    }
+    return false;
+  }
   function isMap(value) {
+    if (!inherits(value, MapClass.prototype)) return false;
     try { apply(mapSize, value, []); return true; } catch (_error) { return false; }
   }
   function isSet(value) {
+    if (!inherits(value, SetClass.prototype)) return false;
     try { apply(setSize, value, []); return true; } catch (_error) { return false; }
   }
   function isRegExp(value) {
+    if (!inherits(value, RegExpClass.prototype)) return false;
     try { apply(regexpSource, value, []); return true; } catch (_error) { return false; }
   }
   // A generator object runs chart code when a spread or a for-of reads it.
@@ -208,12 +223,27 @@
 
   // -- the chart's variables -------------------------------------------------------------
 
+  // The global object's own keys beyond the built-in ones. The built-in string keys come
+  // first, in the order they were made (none can be deleted), so the chart's are the rest
+  // (unless a chart made an integer-like one, which would come first: then a filter).
+  const baselineStrings = ownKeys(global).filter((key) => typeof key === "string");
   function userKeys() {
-    const keys = [];
-    for (const key of ownKeys(global)) {
-      if (typeof key === "string" && !baseline.has(key)) keys.push(key);
+    const keys = ownKeys(global);
+    const count = baselineStrings.length;
+    const out = [];
+    if (keys.length >= count && keys[0] === baselineStrings[0] &&
+        keys[count - 1] === baselineStrings[count - 1]) {
+      for (let i = count; i < keys.length; i++) {
+        const key = keys[i];
+        if (typeof key !== "string") break;
+        out.push(key);
+      }
+      return out;
     }
-    return keys;
+    for (const key of keys) {
+      if (typeof key === "string" && !baseline.has(key)) out.push(key);
+    }
+    return out;
   }
   function rootValue(key) {
     const descriptor = getOwnPropertyDescriptor(global, key);
@@ -228,6 +258,9 @@
   // {"$system": path} (it stays the very object after a position round trip).
   let systemPaths = null;
   function systemPathOf(value) {
+    // The system variables are frozen through and through: any other object is not theirs
+    // (the test is cheap; the paths are made once per event, on first need).
+    if (!isFrozen(value)) return undefined;
     if (systemPaths === null) {
       systemPaths = new MapClass();
       for (const name of ["_ioprocessors", "_event"]) {
@@ -250,29 +283,36 @@
     size: 0,          // the stored size of the variables at the last encode()
     bound: 0,         // an upper bound of it now: writes since add what they may add
     inert: true,      // no function the engine calls implicitly is reachable (see walk)
-    dirty: true,      // something may have changed since the last encode()
+    callableFree: true,  // no function at all is reachable: a call reaches only built-ins
+    full: true,       // the next encode() must walk every variable
+    dirtyRoots: new SetClass(),  // else: the variables written since (nothing else changed)
+    shared: false,    // the last encode() stored an object once for several places, or deep
     holdsEvent: false,  // a variable holds part of _event (stored as {"$system": path})
     known: new MapClass(),  // the objects the last encode() saw
     texts: new MapClass(),  // each variable's stored text at the last encode()
+    sizes: new MapClass(),  // and its size
+    inertRoots: new MapClass(),  // and whether it is inert
+    callableRoots: new MapClass(),  // and whether it holds a function
+    heapSize: 0,
+    unfetched: new SetClass(),  // the entries changed since Python last read them
+    fetched: -1,      // the version Python read last
+    version: 0,       // counts the encode()s that changed something
     revivable: new MapClass(),  // the chart's function literals: text -> how to rebuild
   };
 
-  // Walks the variables: counts references to each object (one referred to twice is
-  // stored once) and finds whether chart code can run without a call in the source: an
-  // accessor, a function under a key the engine calls implicitly or under a symbol, a
-  // generator. Until such a thing is gone again, every call is treated as writing.
-  function walk() {
-    const counts = new MapClass();
+  function dirty() { return state.full || state.dirtyRoots.size > 0; }
+
+  // Walks ``values``: counts references to each object (one referred to twice is stored
+  // once) and finds whether chart code can run without a call in the source: an accessor,
+  // a function under a key the engine calls implicitly or under a symbol, a generator.
+  // Until such a thing is gone again, every call is treated as writing.
+  function walk(values, counts) {
     let inert = true;
-    const stack = [];
-    for (const key of userKeys()) {
-      const descriptor = getOwnPropertyDescriptor(global, key);
-      if (!("value" in descriptor)) { inert = false; continue; }
-      if (typeof descriptor.value === "function" && IMPLICIT_KEYS.has(key)) inert = false;
-      stack.push(descriptor.value);
-    }
+    let callableFree = true;
+    const stack = values;
     while (stack.length > 0) {
       const value = stack.pop();
+      if (typeof value === "function") callableFree = false;
       if (!isObject(value) || builtins.has(value) || systemPathOf(value) !== undefined) continue;
       const seen = counts.get(value);
       if (seen !== undefined) { counts.set(value, seen + 1); continue; }
@@ -291,11 +331,22 @@
         }
       }
       const proto = getPrototypeOf(value);
-      if (proto !== null && !builtins.has(proto)) stack.push(proto);
-      if (isGenerator(value)) inert = false;
-      for (const item of collectionItems(value)) stack.push(item);
+      if (proto !== null && proto !== ObjectPrototype && !builtins.has(proto)) stack.push(proto);
+      if (proto !== ObjectPrototype && proto !== ArrayPrototype) {
+        if (isGenerator(value)) inert = false;
+        for (const item of collectionItems(value)) stack.push(item);
+      }
     }
-    return { counts, inert };
+    walked.callableFree = callableFree;
+    return inert;
+  }
+  const walked = { callableFree: true };
+
+  // Whether a variable (a global of the chart) itself lets chart code run implicitly.
+  function rootInert(key) {
+    const descriptor = getOwnPropertyDescriptor(global, key);
+    if (!("value" in descriptor)) return false;
+    return !(typeof descriptor.value === "function" && IMPLICIT_KEYS.has(key));
   }
 
   function tag(name, value) {
@@ -303,7 +354,6 @@
     result[name] = value;
     return result;
   }
-  const UNDEFINED_TAG = "{\"$undefined\":true}";
   function numberTag(value) {
     return tag("$number", value !== value ? "NaN" : value === Infinity ? "Infinity"
       : value === -Infinity ? "-Infinity" : "-0");
@@ -312,17 +362,19 @@
     return key.charCodeAt(0) === 36 ? "$" + key : key;
   }
 
-  // The stored form of every variable (see the top of this file). Returns the JSON text of
-  // {name: stored value, ..., "#objects": [stored objects]}, the size Python measures it
-  // at, and the variables whose stored text changed since the last encode().
-  function encode() {
-    const { counts, inert } = walk();
-    const ids = new MapClass();
-    const pending = [];
-    let eventHeld = 0;
-    let holdsEvent = false;
+  // Writes values in the stored form (see the top of this file). ``counts`` says which
+  // objects are referred to from several places: those go to the heap (stored once, in
+  // the order first met: object i is {"$ref": i}), and so do objects nested too deep.
+  class Encoder {
+    constructor(counts) {
+      this.counts = counts;
+      this.ids = new MapClass();
+      this.pending = [];
+      this.eventHeld = 0;
+      this.holdsEvent = false;
+    }
 
-    function encodeValue(value, depth, top) {
+    value(value, depth, top) {
       switch (typeof value) {
         case "string": case "boolean": return value;
         case "number":
@@ -344,104 +396,129 @@
         // The event changes with the next one: what a variable holds of it then becomes
         // data of its own, so it counts at its full size now.
         if (path[0] === "_event") {
-          eventHeld += measureNew(value, Infinity, true);
-          holdsEvent = true;
+          this.eventHeld += measureNew(value, Infinity, true, false);
+          this.holdsEvent = true;
         }
         return tag("$system", path);
       }
-      if (counts.get(value) > 1 || depth >= INLINE_DEPTH) {
-        let id = ids.get(value);
+      if (this.counts.get(value) > 1 || depth >= INLINE_DEPTH) {
+        let id = this.ids.get(value);
         if (id === undefined) {
-          id = pending.length;
-          ids.set(value, id);
-          pending.push(value);
+          id = this.pending.length;
+          this.ids.set(value, id);
+          this.pending.push(value);
         }
         return tag("$ref", id);
       }
-      return encodeObject(value, depth);
+      return this.object(value, depth);
     }
 
-    function encodeObject(value, depth) {
+    object(value, depth) {
       if (isArray(value)) {
         const length = value.length;
         const out = [];
         for (let i = 0; i < length; i++) {
           const descriptor = getOwnPropertyDescriptor(value, i);
           out.push(descriptor !== undefined && "value" in descriptor
-            ? encodeValue(descriptor.value, depth + 1, false) : tag("$undefined", true));
+            ? this.value(descriptor.value, depth + 1, false) : tag("$undefined", true));
         }
         return out;
       }
       const out = createObject(null);
+      const proto = getPrototypeOf(value);
       if (typeof value === "function") {
         const text = apply(functionSource, value, []);
         const how = state.revivable.get(text);
         out.$function = how === "expression" || how === "method" ? text : null;
         const descriptor = getOwnPropertyDescriptor(value, "prototype");
         if (descriptor !== undefined && "value" in descriptor && isObject(descriptor.value) &&
-            (counts.get(descriptor.value) > 1 || hasEnumerable(descriptor.value))) {
-          out.$prototype = encodeValue(descriptor.value, depth + 1, false);
+            (this.counts.get(descriptor.value) > 1 || hasEnumerable(descriptor.value))) {
+          out.$prototype = this.value(descriptor.value, depth + 1, false);
         }
-      } else {
-        const proto = getPrototypeOf(value);
-        if (proto === MapClass.prototype && isMap(value)) {
+      } else if (proto !== ObjectPrototype) {
+        if (isMap(value)) {
           const entries = [];
           for (const [key, item] of apply(mapEntries, value, [])) {
-            entries.push([encodeValue(key, depth + 2, false), encodeValue(item, depth + 2, false)]);
+            entries.push([this.value(key, depth + 2, false), this.value(item, depth + 2, false)]);
           }
           out.$map = entries;
           return out;
         }
-        if (proto === SetClass.prototype && isSet(value)) {
+        if (isSet(value)) {
           const items = [];
           for (const item of apply(setValues, value, [])) {
-            items.push(encodeValue(item, depth + 2, false));
+            items.push(this.value(item, depth + 2, false));
           }
           out.$set = items;
           return out;
         }
-        if (proto === RegExpClass.prototype && isRegExp(value)) {
+        if (isRegExp(value)) {
           out.$regexp = [apply(regexpSource, value, []), apply(regexpFlags, value, [])];
           return out;
         }
-        if (proto !== ObjectPrototype) {
-          out.$proto = proto === null ? null : encodeValue(proto, depth + 1, false);
-        }
+        out.$proto = proto === null ? null : this.value(proto, depth + 1, false);
       }
       for (const key of ownKeys(value)) {
         if (typeof key !== "string") continue;
         const descriptor = getOwnPropertyDescriptor(value, key);
         if (!descriptor.enumerable || !("value" in descriptor)) continue;
-        out[escapeKey(key)] = encodeValue(descriptor.value, depth + 1, false);
+        out[escapeKey(key)] = this.value(descriptor.value, depth + 1, false);
       }
       return out;
     }
 
-    const parts = [];
+    // One variable: [text, size].
+    root(name) {
+      const stored = this.value(rootValue(name), 0, true);
+      return [stringify(stored), measure(stored)];
+    }
+
+    // The heap, one object at a time (no second copy of the whole datamodel is ever
+    // built): [text, size], or null when nothing is stored once.
+    heap() {
+      if (this.pending.length === 0) return null;
+      const texts = [];
+      let size = HEAP.length + 6;
+      for (let i = 0; i < this.pending.length; i++) {
+        const stored = this.object(this.pending[i], 0);
+        texts.push(stringify(stored));
+        size += measure(stored) + 1;
+      }
+      return ["[" + texts.join(",") + "]", size];
+    }
+  }
+
+  // Brings the stored form up to date: every variable (after a call that may have written
+  // anything), or only those written since when nothing is shared. Returns the variables
+  // whose stored text changed.
+  function encode() {
+    if (!state.full && !state.shared) return encodeRoots();
+    const names = userKeys();
+    const counts = new MapClass();
+    let inert = true;
+    for (const name of names) {
+      if (!rootInert(name)) inert = false;
+      state.inertRoots.set(name, true);
+    }
+    inert = walk(names.map(rootValue), counts) && inert;
+    const callableFree = walked.callableFree;
+    const encoder = new Encoder(counts);
     const texts = new MapClass();
+    const sizes = new MapClass();
     let size = 0;
-    for (const name of userKeys()) {
-      const stored = encodeValue(rootValue(name), 0, true);
-      const text = stringify(stored);
+    for (const name of names) {
+      const [text, rootSize] = encoder.root(name);
       texts.set(name, text);
-      parts.push(stringify(name) + ":" + text);
-      size += measure(stored);
+      sizes.set(name, rootSize);
+      size += rootSize;
     }
-    // Objects stored once, in the order they were first met (object i is {"$ref": i}),
-    // written one at a time: no second copy of the whole datamodel is ever built.
-    const heapTexts = [];
-    for (let i = 0; i < pending.length; i++) {
-      const stored = encodeObject(pending[i], 0);
-      heapTexts.push(stringify(stored));
-      size += measure(stored) + 1;
+    const heap = encoder.heap();
+    if (heap !== null) {
+      texts.set(HEAP, heap[0]);
+      size += heap[1];
     }
-    if (heapTexts.length > 0) {
-      const text = "[" + heapTexts.join(",") + "]";
-      texts.set(HEAP, text);
-      parts.push(stringify(HEAP) + ":" + text);
-      size += HEAP.length + 6;
-    }
-    size += eventHeld;
+    state.heapSize = heap === null ? 0 : heap[1];
+    size += encoder.eventHeld;
     const changed = [];
     for (const [name, text] of texts) {
       if (state.texts.get(name) !== text) changed.push(name);
@@ -449,14 +526,177 @@
     for (const name of state.texts.keys()) {
       if (!texts.has(name)) changed.push(name);
     }
+    state.texts = texts;
+    state.sizes = sizes;
+    state.inertRoots = new MapClass();
+    state.callableRoots = new MapClass();
+    for (const name of names) {
+      state.inertRoots.set(name, inert);
+      state.callableRoots.set(name, callableFree);
+    }
+    state.callableFree = callableFree;
+    state.shared = heap !== null || encoder.holdsEvent;
+    state.holdsEvent = encoder.holdsEvent;
+    state.inert = inert;
+    state.known = counts;
+    return finish(changed, size);
+  }
+
+  // Only the variables written since the last encode(), each walked on its own: nothing is
+  // shared (no object of one variable is reachable from another), so no other changed.
+  function encodeRoots() {
+    const changed = [];
+    let size = state.size;
+    for (const name of state.dirtyRoots) {
+      const present = getOwnPropertyDescriptor(global, name) !== undefined;
+      const oldSize = state.sizes.get(name) || 0;
+      if (!present) {
+        state.texts.delete(name);
+        state.sizes.delete(name);
+        state.inertRoots.delete(name);
+        state.callableRoots.delete(name);
+        size -= oldSize;
+        changed.push(name);
+        continue;
+      }
+      const value = rootValue(name);
+      const plain = state.inert ? plainText(value) : null;
+      if (plain !== null) {
+        state.sizes.set(name, plain[1]);
+        size += plain[1] - oldSize;
+        if (state.texts.get(name) !== plain[0]) {
+          state.texts.set(name, plain[0]);
+          changed.push(name);
+        }
+        continue;
+      }
+      const counts = new MapClass();
+      const inert = walk([value], counts) && rootInert(name);
+      for (const count of counts.values()) {
+        if (count > 1) {  // shared after all: every variable must be walked
+          state.full = true;
+          return encode();
+        }
+      }
+      const encoder = new Encoder(counts);
+      const [text, rootSize] = encoder.root(name);
+      if (encoder.pending.length > 0 || encoder.holdsEvent) {
+        state.full = true;
+        return encode();
+      }
+      for (const object of counts.keys()) state.known.set(object, 1);
+      state.inertRoots.set(name, inert);
+      state.callableRoots.set(name, walked.callableFree);
+      state.sizes.set(name, rootSize);
+      size += rootSize - oldSize;
+      if (state.texts.get(name) !== text) {
+        state.texts.set(name, text);
+        changed.push(name);
+      }
+    }
+    let inert = true;
+    for (const value of state.inertRoots.values()) inert = inert && value;
+    let callableFree = true;
+    for (const value of state.callableRoots.values()) callableFree = callableFree && value;
+    state.inert = inert;
+    state.callableFree = callableFree;
+    return finish(changed, size);
+  }
+
+  // [text, size] of a variable holding plain data (JSON writes it exactly as the stored
+  // form does: no undefined, NaN or -0, no "$" key, nothing shared or too deep, only plain
+  // objects and arrays), read without descriptors: the caller knows no accessor is
+  // reachable. Null for any other value.
+  function plainText(value) {
+    if (value === undefined) return ["null", 5];
+    if (value === null) return null;
+    let size = 0;
+    const seen = new SetClass();
+    const stack = [value, 0];
+    while (stack.length > 0) {
+      const depth = stack.pop();
+      const item = stack.pop();
+      switch (typeof item) {
+        case "string": size += textSize(item); continue;
+        case "boolean": size += 5; continue;
+        case "number":
+          if (item !== item || item === Infinity || item === -Infinity ||
+              (item === 0 && 1 / item < 0)) return null;
+          size += numberSize(item);
+          continue;
+        case "object": break;
+        default: return null;
+      }
+      if (item === null) { size += 5; continue; }
+      if (seen.has(item) || depth >= INLINE_DEPTH || systemPathOf(item) !== undefined ||
+          builtins.has(item)) return null;
+      seen.add(item);
+      const proto = getPrototypeOf(item);
+      if (proto === ArrayPrototype && isArray(item)) {
+        const length = item.length;
+        size += 2 + length;
+        for (let i = 0; i < length; i++) {
+          const element = item[i];
+          // Numbers and strings inline: most arrays hold nothing else.
+          if (typeof element === "number" && (element | 0) === element) {
+            size += (((32 - clz32(element < 0 ? -element : element)) * 77) >> 8) + 2;
+          } else if (typeof element === "string") {
+            size += textSize(element);
+          } else {
+            if (element === undefined && !(i in item)) return null;
+            stack.push(element, depth + 1);
+          }
+        }
+      } else if (proto === ObjectPrototype) {
+        const keys = objectKeys(item);
+        size += 2 + 4 * keys.length;
+        for (const key of keys) {
+          if (key.charCodeAt(0) === 36) return null;
+          size += textSize(key);
+          stack.push(item[key], depth + 1);
+        }
+      } else {
+        return null;
+      }
+    }
+    for (const object of seen) state.known.set(object, 1);
+    return [stringify(value), size];
+  }
+
+  function finish(changed, size) {
     state.size = size;
     state.bound = size;
-    state.holdsEvent = holdsEvent;
-    state.inert = inert;
-    state.dirty = false;
-    state.known = counts;
-    state.texts = texts;
-    return { text: flat("{" + parts.join(",") + "}"), size, changed };
+    state.full = false;
+    state.dirtyRoots.clear();
+    if (changed.length > 0) {
+      state.version += 1;
+      for (const name of changed) state.unfetched.add(name);
+    }
+    return { size, changed };
+  }
+
+  // What Python has not read yet, as JSON: {"version": v, "set": {name: stored text...},
+  // "gone": [names]}; null when Python (which holds ``known``) is current.
+  function fetch(known) {
+    if (dirty()) encode();
+    let names;
+    if (known !== state.fetched) {
+      names = [...state.texts.keys()];
+    } else {
+      if (state.unfetched.size === 0) return null;
+      names = [...state.unfetched];
+    }
+    const set = [];
+    const gone = [];
+    for (const name of names) {
+      const text = state.texts.get(name);
+      if (text === undefined) gone.push(stringify(name));
+      else set.push(stringify(name) + ":" + text);
+    }
+    state.unfetched.clear();
+    state.fetched = state.version;
+    return flat("{\"version\":" + state.version + ",\"set\":{" + set.join(",") + "},\"gone\":[" +
+      gone.join(",") + "]}");
   }
 
   function hasEnumerable(value) {
@@ -499,9 +739,13 @@
     return (pairs > 0 ? 12 : 6) * (text.length - pairs) + 2;
   }
   function numberSize(value) {
+    if ((value | 0) === value) {  // a 32-bit integer: its bits counted exactly
+      const magnitude = value < 0 ? -value : value;
+      return (((32 - clz32(magnitude)) * 77) >> 8) + 2;
+    }
     if (isInteger(value) && value < 1e21 && value > -1e21) {
       const magnitude = value < 0 ? -value : value;
-      const bits = magnitude === 0 ? 0 : floor(log2(magnitude)) + 2;
+      const bits = floor(log2(magnitude)) + 2;
       return ((bits * 77) >> 8) + 2;
     }
     return 24;
@@ -512,13 +756,46 @@
   // ``whole``, everything is). Throws a RangeError past ``room``. Also says whether the
   // value is inert (see walk()).
   let addedInert = true;
-  function measureNew(value, room, whole) {
+  let addedKnown = false;
+  let addedCallable = false;
+  function measureNew(value, room, whole, plain) {
     let total = 0;
     let inert = true;
+    let known = false;
+    let callable = false;
     const seen = new SetClass();
     const stack = [value];
     while (stack.length > 0) {
       const item = stack.pop();
+      if (typeof item === "function") callable = true;
+      if (plain && typeof item === "object" && item !== null && !seen.has(item) &&
+          !state.known.has(item) && !builtins.has(item) && systemPathOf(item) === undefined) {
+        // A new object built by a source that makes no accessor: read directly.
+        const proto = getPrototypeOf(item);
+        if (proto === ArrayPrototype && isArray(item)) {
+          seen.add(item);
+          const length = item.length;
+          total += REFERENCE_COST + length;
+          for (let i = 0; i < length; i++) {
+            const element = item[i];
+            if (typeof element === "number") total += 24;
+            else if (typeof element === "string") total += textSize(element);
+            else stack.push(element);
+          }
+          if (total > room) throw new RangeError("the value is larger than " + room + " bytes stored");
+          continue;
+        }
+        if (proto === ObjectPrototype) {
+          seen.add(item);
+          total += REFERENCE_COST;
+          for (const key of objectKeys(item)) {
+            total += 4 + textSize(key);
+            stack.push(item[key]);
+          }
+          if (total > room) throw new RangeError("the value is larger than " + room + " bytes stored");
+          continue;
+        }
+      }
       switch (typeof item) {
         case "string": total += textSize(item); break;
         case "number": total += 24; break;
@@ -527,13 +804,15 @@
         case "bigint": total += 24 + StringObject(item).length; break;
         default:
           if (item === null) { total += 5; break; }
-          if (seen.has(item) || builtins.has(item) || (!whole && state.known.has(item))) {
+          if (seen.has(item) || (!whole && state.known.has(item))) {
             total += REFERENCE_COST;
+            known = true;
             break;
           }
-          if (!whole && systemPathOf(item) !== undefined && systemPathOf(item)[0] !== "_event") {
+          if (builtins.has(item) || (!whole && systemPathOf(item) !== undefined)) {
             total += REFERENCE_COST;
-            break;
+            if (systemPathOf(item) !== undefined) known = true;
+            if (whole || systemPathOf(item) === undefined || systemPathOf(item)[0] !== "_event") break;
           }
           seen.add(item);
           total += REFERENCE_COST;
@@ -559,6 +838,8 @@
       }
     }
     addedInert = inert;
+    addedKnown = known;
+    addedCallable = callable;
     return total;
   }
 
@@ -860,7 +1141,7 @@
         for (const item of items) apply(setAdd, value, [item]);
       }
     }
-    state.dirty = true;
+    state.full = true;
   }
   function redefine(target, key, descriptor) {
     try { defineProperty(target, key, descriptor); } catch (_error) { /* not configurable */ }
@@ -895,8 +1176,6 @@
   let open = null;
   let pendingCopy = null;
   const foreachStack = [];
-  let version = 0;  // counts encode()s, so Python knows whether its stored form is current
-  let lastText = "{}";
 
   function begin() {
     open = checkpoint();
@@ -920,11 +1199,10 @@
     pendingCopy = null;
   }
 
+  // A call that may have written anything: every variable is walked again.
   function written() {
-    const out = encode();
-    version += 1;
-    lastText = out.text;
-    return out;
+    state.full = true;
+    return encode();
   }
 
   function settle(writable) {
@@ -977,13 +1255,14 @@
     }
   }
 
-  // Admits ``value`` for a write that needs no checkpoint (``key``: the variable or
-  // property it goes under, null when unknown), then runs ``write``; when the bound cannot
-  // vouch for the cap, the exact size decides (with a checkpoint).
-  function admitted(value, key, write) {
+  // Admits ``value`` for a write into the variable ``root`` that needs no checkpoint
+  // (``key``: the variable or property it goes under, null when unknown), then runs
+  // ``write``; when the bound cannot vouch for the cap, the exact size decides (with a
+  // checkpoint).
+  function admitted(value, root, key, write, plain) {
     let added;
     try {
-      added = measureNew(value, state.cap - state.bound, false);
+      added = measureNew(value, state.cap - state.bound, false, plain === true);
     } catch (error) {
       if (!(error instanceof RangeError)) throw error;
       begin();
@@ -996,7 +1275,11 @@
     if (!addedInert || (typeof value === "function" && (key === null || IMPLICIT_KEYS.has(key)))) {
       state.inert = false;
     }
-    state.dirty = true;
+    if (addedCallable) state.callableFree = false;
+    // A value that holds an object stored already moves or shares it: every variable is
+    // walked again; else only this one changed.
+    if (addedKnown || root === null) state.full = true;
+    else state.dirtyRoots.add(root);
   }
 
   function produce(expr, text) {
@@ -1022,18 +1305,18 @@
       system._event = event === null ? undefined : deepFreezeData(event);
       systemPaths = null;
       // What a variable held of the old event is data of its own now.
-      if (state.holdsEvent) state.dirty = true;
+      if (state.holdsEvent) state.full = true;
     },
     declare(name) {
       if (getOwnPropertyDescriptor(global, name) === undefined) {
         global[name] = undefined;
-        state.dirty = true;
+        state.dirtyRoots.add(name);
       }
     },
     // Binds a variable to data (JSON text; null at the top is undefined): never decoded.
     bind(name, text) {
       const value = text === null ? undefined : parseJSON(text);
-      admitted(value, name, () => { global[name] = value; });
+      admitted(value, name, name, () => { global[name] = value; });
     },
     // Installs a position's stored variables (the chart's own functions come back).
     decode(text) {
@@ -1069,9 +1352,9 @@
     // An expression that cannot write by its syntax: evaluated as it is, unless the
     // datamodel holds a function the engine may call implicitly; then the call is guarded
     // and the result comes as {guarded: value} (settle() must follow).
-    read(fn, answers, limit) {
+    read(fn, answers, limit, pure) {
       setIn(answers);
-      if (state.inert) return result(fn(), limit);
+      if (state.inert && (!pure || state.callableFree)) return result(fn(), limit);
       begin();
       return attempt(() => guardedResult(fn(), limit));
     },
@@ -1083,10 +1366,11 @@
     },
     // <assign>, <data expr>: evaluate ``expr`` (or parse JSON ``text`` when ``expr`` is
     // null) and store the value at ``location`` (or in the variable ``name``). Returns
-    // true when the call is guarded (settle() must follow).
-    assign(location, expr, text, name, answers, guard) {
+    // true when the call is guarded (settle() must follow). ``root`` is the variable
+    // ``location`` writes into (null: not known).
+    assign(location, expr, text, name, root, answers, guard, pure, plain) {
       setIn(answers);
-      if (guard || !state.inert) {
+      if (guard || !state.inert || (pure && !state.callableFree)) {
         begin();
         attempt(() => {
           const value = produce(expr, text);
@@ -1096,10 +1380,10 @@
         return true;
       }
       const value = produce(expr, text);
-      admitted(value, location === null ? name : null, () => {
+      admitted(value, location === null ? name : root, location === null ? name : null, () => {
         if (location === null) global[name] = value;
         else location(value);
-      });
+      }, plain);
       return false;
     },
     // A <script> (settle() must follow).
@@ -1116,9 +1400,9 @@
     // <foreach>: a shallow copy of the array, whose items foreachItem binds one at a
     // time until foreachEnd. Returns the length (null: not an array), or {guarded: length}
     // when the call is guarded (settle() must follow; the copy is kept once it settles).
-    foreachArray(fn, answers, guard) {
+    foreachArray(fn, answers, guard, pure) {
       setIn(answers);
-      const guarded = guard || !state.inert;
+      const guarded = guard || !state.inert || (pure && !state.callableFree);
       if (guarded) begin();
       const array = guarded ? attempt(fn) : fn();
       let length = null;
@@ -1137,16 +1421,11 @@
     foreachItem(item, index, position) {
       const copy = foreachStack[foreachStack.length - 1];
       const value = copy[position];
-      admitted(value, item, () => { global[item] = value; });
-      if (index !== null) admitted(position, index, () => { global[index] = position; });
+      admitted(value, item, item, () => { global[item] = value; });
+      if (index !== null) admitted(position, index, index, () => { global[index] = position; });
     },
     foreachEnd() { foreachStack.pop(); },
-    // The stored form of the variables as "version\ntext"; null when Python has
-    // ``known`` (the version it holds) and nothing changed since.
-    encode(known) {
-      if (state.dirty) written();
-      return version === known ? null : flat(version + "\n" + lastText);
-    },
+    fetch,
     exportVariable(name, limit) {
       const tree = exportTree(rootValue(name), limit);
       return tree === undefined ? "null" : flat(stringify(tree));

@@ -27,7 +27,7 @@ from statifier.datamodel.base import (
     WriteResult,
 )
 from statifier.datamodel.ecmascript._instance import BOX, Instance, JSFailure, setup_of
-from statifier.datamodel.ecmascript.charges import NO_LIMIT, charge, charge_time, output_limit
+from statifier.datamodel.ecmascript.charges import NO_LIMIT, charge, charge_time
 from statifier.datamodel.ecmascript.limits import MAX_HOST_CALLS
 from statifier.datamodel.host import HostFunctionError
 from statifier.values import ValueRefused
@@ -145,13 +145,22 @@ class Variables(MutableMapping[str, Value]):
     # -- stored form ---------------------------------------------------------------------
 
     def stored(self) -> dict[str, Value]:
-        """The stored form of the user variables (the ``#objects`` entry included)."""
+        """The stored form of the user variables (the ``#objects`` entry included).
+
+        The engine sends what changed since the version this instance last read, which
+        replaces those entries in a new dict (states share no dict)."""
         instance = self.instance
-        answer = instance.context.call_long(instance.api.encode, instance.version)
+        answer = instance.context.call_long(instance.api.fetch, instance.version)
         if answer is not None:
-            version, _, text = _text(answer).partition("\n")
-            instance.stored = json.loads(text)
-            instance.version = int(version)
+            news = json.loads(_text(answer))
+            if instance.version < 0:
+                stored = news["set"]
+            else:
+                stored = {**instance.stored, **news["set"]}
+                for name in news["gone"]:
+                    stored.pop(name, None)
+            instance.stored = stored
+            instance.version = news["version"]
         return instance.stored
 
     def freeze(self) -> tuple[dict[str, Value], tuple[dict[str, Value], Link]]:
@@ -160,7 +169,9 @@ class Variables(MutableMapping[str, Value]):
         try:
             stored = self.stored()
         except JSFailure as failure:
-            raise MemoryError(failure.message) from None
+            if failure.limit:  # the engine's own limits: the call cannot end
+                raise MemoryError(failure.message) from None
+            raise failure.error() from None
         datamodel = {**instance.system, **stored}
         instance.names = self.names
         return datamodel, (datamodel, Link(instance))
@@ -186,8 +197,9 @@ class Variables(MutableMapping[str, Value]):
             value = datamodel.get(name)
             if system.get(name, _MISSING) is not value:
                 self.set_system(name, value)
-        self._call(self.instance.api.set_cap, float(cap))
-        self.instance.cap = cap
+        if cap != self.instance.cap:
+            self._call(self.instance.api.set_cap, float(cap))
+            self.instance.cap = cap
 
     def set_system(self, name: str, value: Value) -> None:
         """Bind a system variable (the core's, read-only for the chart)."""
@@ -228,33 +240,52 @@ class Variables(MutableMapping[str, Value]):
         Raises ``EvaluationError`` (the evaluation failed, or the datamodel cap refused the
         value: a ``ValueRefused`` too); nothing changes then."""
         instance = self.instance
-        api = instance.api
-        guard = (expr is not None and expr.analysis.writes) or (
-            location is not None and location.analysis.writes
-        )
-        function = None if location is None else instance.compiled("location", location.source)
-        source = None if expr is None else instance.compiled("expression", expr.source)
+        # Keyed by identity: compiled sources live as long as their machine, and a key
+        # that hashes their fields would cost more than the call.
+        key = (id(location), id(expr))
+        plan = instance.plans.get(key)
+        if plan is None:
+            plan = instance.plans[key] = _WritePlan(instance, location, expr)
         text = None if expr is not None or value is None else _dumps(value, "the value")
-        answers = _answers(expr, location, in_state, guard)
-        first = True
-
-        def run() -> bool:
-            nonlocal first
-            opened = instance.context.call(
-                api.assign, function, source, text, name, answers, guard or not first
-            )
-            first = False
-            return bool(opened)
-
+        answers = _answers(plan, in_state) if plan.asks else None
+        if budget is not None and budget.limits is not instance.limits:
+            self._meter(budget)
+        call = instance.context.call
+        api = instance.api
         started = charge(budget)
-        self._meter(budget)
         try:
             try:
-                opened = run()
+                opened = call(
+                    api.assign,
+                    plan.location,
+                    plan.expr,
+                    text,
+                    name,
+                    plan.root,
+                    answers,
+                    plan.guard,
+                    plan.pure,
+                    plan.plain,
+                )
             except JSFailure as failure:
+                if plan.guard:
+                    self._abort_after(failure)
                 raise _refusal(failure) from None
             if opened:
-                self._settle(run)
+                self._settle(
+                    lambda: call(
+                        api.assign,
+                        plan.location,
+                        plan.expr,
+                        text,
+                        name,
+                        plan.root,
+                        answers,
+                        True,
+                        False,
+                        plan.plain,
+                    )
+                )
         finally:
             charge_time(budget, started)
         if location is None:
@@ -262,41 +293,43 @@ class Variables(MutableMapping[str, Value]):
 
     def evaluate(self, expr: Compiled, in_state: InState, budget: Budget | None = None) -> Value:
         """The value of ``expr`` (a copy: JSON-like data)."""
+        instance = self.instance
+        plan = instance.plans.get(id(expr))
+        if plan is None:
+            plan = instance.plans[id(expr)] = _ReadPlan(instance, expr)
+        answers = _answers(plan, in_state) if plan.asks else None
+        if budget is not None and budget.limits is not instance.limits:
+            self._meter(budget)
+        limit = NO_LIMIT_FLOAT if budget is None else float(max(budget.output, 0))
+        context = instance.context
+        api = instance.api
         started = charge(budget)
-        self._meter(budget)
         try:
-            return self._evaluate(expr, in_state, float(output_limit(budget)))
+            try:
+                if plan.guard:
+                    result = context.call(api.evaluate, plan.function, answers, limit)
+                else:
+                    result = context.call(api.read, plan.function, answers, limit, plan.pure)
+                    if not isinstance(result, BOX):
+                        return _scalar(result)
+            except JSFailure as failure:
+                if plan.guard:
+                    self._abort_after(failure)
+                raise failure.error() from None
+            # A guarded call's value comes as {guarded: value} (nothing, when a host
+            # function asked for its answer: then it runs again).
+            decoded = _json(result) if isinstance(result, BOX) else {}
+            if type(decoded) is not dict:
+                return _unboxed(decoded)
+            outcome = [decoded]
+            self._settle(
+                lambda: outcome.append(
+                    _boxed(context.call(api.evaluate, plan.function, answers, limit))
+                )
+            )
+            return outcome[-1].get("guarded")
         finally:
             charge_time(budget, started)
-
-    def _evaluate(self, expr: Compiled, in_state: InState, limit: float) -> Value:
-        instance = self.instance
-        api = instance.api
-        function = instance.compiled("expression", expr.source)
-        writes = expr.analysis.writes
-        answers = _answers(expr, None, in_state, writes)
-        outcome: list[Any] = []
-
-        def run() -> bool:
-            outcome.append(instance.context.call(api.evaluate, function, answers, limit))
-            return True
-
-        try:
-            if writes:
-                run()
-            else:
-                result = instance.context.call(api.read, function, answers, limit)
-                if not isinstance(result, BOX):
-                    return _scalar(result)
-                decoded = _json(result)
-                if type(decoded) is not dict:
-                    return _unboxed(decoded)
-                outcome.append(result)
-        except JSFailure as failure:
-            self._abort_after(failure)
-            raise failure.error() from None
-        self._settle(run)
-        return _guarded_value(outcome[-1])
 
     def run_script(
         self,
@@ -317,7 +350,10 @@ class Variables(MutableMapping[str, Value]):
         self, script: Compiled, in_state: InState, writable: Writable
     ) -> list[WriteResult]:
         instance = self.instance
-        answers = _answers(script, None, in_state, True)
+        plan = instance.plans.get(id(script))
+        if plan is None:
+            plan = instance.plans[id(script)] = _ScriptPlan(script)
+        answers = _answers(plan, in_state)
 
         def run() -> bool:
             instance.context.call(instance.api.run_script, script.source, answers)
@@ -348,25 +384,26 @@ class Variables(MutableMapping[str, Value]):
     def _foreach_array(self, expr: Compiled, in_state: InState) -> int | None:
         instance = self.instance
         api = instance.api
-        function = instance.compiled("expression", expr.source)
-        guard = expr.analysis.writes
-        answers = _answers(expr, None, in_state, guard)
-        outcome: list[Any] = []
-
-        def run() -> bool:
-            outcome.append(instance.context.call(api.foreach_array, function, answers, True))
-            return True
-
+        plan = instance.plans.get(id(expr))
+        if plan is None:
+            plan = instance.plans[id(expr)] = _ReadPlan(instance, expr)
+        answers = _answers(plan, in_state) if plan.asks else None
+        call = instance.context.call
         try:
-            result = instance.context.call(api.foreach_array, function, answers, guard)
+            result = call(api.foreach_array, plan.function, answers, plan.guard, plan.pure)
         except JSFailure as failure:
-            self._abort_after(failure)
+            if plan.guard:
+                self._abort_after(failure)
             raise failure.error() from None
         if not isinstance(result, BOX):
             return result  # type: ignore[no-any-return]
-        outcome.append(result)
-        self._settle(run)
-        length = _guarded_value(outcome[-1])
+        outcome = [_json(result)]
+        self._settle(
+            lambda: outcome.append(
+                _boxed(call(api.foreach_array, plan.function, answers, True, False))
+            )
+        )
+        length = outcome[-1].get("guarded")
         return length if isinstance(length, int) else None
 
     def foreach_item(self, item: str, index: str | None, position: int) -> None:
@@ -397,8 +434,9 @@ class Variables(MutableMapping[str, Value]):
     def _meter(self, budget: Budget | None) -> None:
         """Hold the engine to the call's datamodel cap (the limits a budget carries)."""
         if budget is not None:
-            cap = budget.limits.cap
             instance = self.instance
+            instance.limits = budget.limits
+            cap = budget.limits.cap
             if cap != instance.cap:
                 instance.context.call(instance.api.set_cap, float(min(cap, NO_LIMIT)))
                 instance.cap = cap
@@ -497,6 +535,7 @@ class Variables(MutableMapping[str, Value]):
 
 
 _MISSING: Final = object()
+NO_LIMIT_FLOAT: Final = float(NO_LIMIT)
 
 
 def _dumps(value: Value, what: str) -> str:
@@ -519,6 +558,11 @@ def _json(box: Any) -> Any:
         return json.loads(box.json())
     except RecursionError:
         raise EvaluationError("the value is nested too deeply to hand out") from None
+
+
+def _boxed(result: Any) -> Any:
+    """A guarded call's answer: its JSON, or nothing (a host function asked)."""
+    return _json(result) if isinstance(result, BOX) else {}
 
 
 def _guarded_value(box: Any) -> Value:
@@ -556,18 +600,83 @@ class _Refused(EvaluationError, ValueRefused):
     """A write the datamodel cap refused (nothing was written)."""
 
 
-def _answers(
-    expr: Compiled | None, location: Compiled | None, in_state: InState, dynamic: bool
-) -> str | None:
+def _answers(plan: _Plan, in_state: InState) -> str | None:
     """What ``In()`` answers from in one call: the state ids the sources name literally,
     and, for a call that may run other code, the whole active configuration."""
-    ids: tuple[str, ...] = ()
-    for compiled in (expr, location):
-        if compiled is not None and compiled.analysis.in_ids:
-            ids += compiled.analysis.in_ids
-    active = getattr(in_state, "active_state_ids", None) if dynamic else None
+    active = getattr(in_state, "active_state_ids", None) if plan.dynamic else None
     active_ids = list(active()) if callable(active) else None
-    if not ids and active_ids is None:
+    if not plan.ids and active_ids is None:
         return None
-    answers = {state_id: bool(in_state(state_id)) for state_id in ids}
+    answers = {state_id: bool(in_state(state_id)) for state_id in plan.ids}
     return _ENCODER.encode([answers, active_ids])
+
+
+class _Plan:
+    """How one instance runs one source (worked out on its first run there)."""
+
+    __slots__ = ("asks", "dynamic", "guard", "ids", "pure")
+
+    ids: tuple[str, ...]
+    dynamic: bool
+    asks: bool
+    guard: bool
+    pure: bool
+
+    def _sources(self, *compiled: Compiled | None) -> None:
+        """``ids``, ``dynamic``, ``guard``, ``pure`` and ``asks`` of these sources."""
+        ids: tuple[str, ...] = ()
+        guard = pure = False
+        for source in compiled:
+            if source is None:
+                continue
+            analysis = source.analysis
+            ids += analysis.in_ids
+            if analysis.writes:
+                if analysis.pure:
+                    pure = True
+                else:
+                    guard = True
+        self.ids = ids
+        # Only a call that may run chart code can call In() with an id it computes (the
+        # pure built-ins cannot): it gets the whole configuration.
+        self.dynamic = guard
+        self.guard = guard
+        self.pure = pure
+        self.asks = bool(ids) or guard
+
+
+class _ReadPlan(_Plan):
+    """An expression: its compiled function here."""
+
+    __slots__ = ("function",)
+
+    def __init__(self, instance: Instance, expr: Compiled) -> None:
+        self._sources(expr)
+        self.function = instance.compiled("expression", expr.source)
+
+
+class _ScriptPlan(_Plan):
+    """A ``<script>``: it runs as it is written (always guarded)."""
+
+    __slots__ = ()
+
+    def __init__(self, script: Compiled) -> None:
+        self._sources(script)
+        self.dynamic = self.guard = self.asks = True
+
+
+class _WritePlan(_Plan):
+    """An ``<assign>`` (or ``<data expr>``): the compiled location and expression here, the
+    variable it writes into, and whether its value is read without descriptors."""
+
+    __slots__ = ("expr", "location", "plain", "root")
+
+    def __init__(
+        self, instance: Instance, location: Compiled | None, expr: Compiled | None
+    ) -> None:
+        self._sources(expr, location)
+        self.location = None if location is None else instance.compiled("location", location.source)
+        self.expr = None if expr is None else instance.compiled("expression", expr.source)
+        self.root = None if location is None else location.analysis.root or None
+        # A value built by a source that makes no accessor is measured without descriptors.
+        self.plain = expr is None or not expr.analysis.accessors
