@@ -268,6 +268,7 @@ class _Api:
         "run_script",
         "set_cap",
         "set_event",
+        "set_event_json",
         "set_system",
         "settle",
         "setup",
@@ -295,6 +296,7 @@ class _Api:
         self.run_script = pick("runScript")
         self.set_cap = pick("setCap")
         self.set_event = pick("setEvent")
+        self.set_event_json = pick("setEventJSON")
         self.set_system = pick("setSystem")
         self.settle = pick("settle")
         self.setup = pick("setup")

@@ -152,6 +152,9 @@ class Analysis:
     names_assigned: frozenset[str] = frozenset()
     names_local: frozenset[str] = frozenset()
     root: str = ""
+    member: str | None = None
+    """For a location that writes into a property, that property's name when the source
+    spells it out (``a.b.last``, ``a.b['last']``); None otherwise (``a[i]``, ``a``)."""
     calls: frozenset[str] = frozenset()
     parsed: bool = field(default=True)
     """False when the parser found an error (then only ``writes=True`` is known)."""
@@ -213,6 +216,7 @@ def analyse(kind: Kind, source: str) -> Analysis:
         names_assigned=frozenset(scope.globals_created) if kind == "script" else frozenset(),
         names_local=frozenset(scope.top_lexical) if kind == "script" else frozenset(),
         root=reader.root_of(body) if kind == "location" else "",
+        member=reader.member_of(body) if kind == "location" else None,
         calls=frozenset(reader.calls(root)),
     )
 
@@ -347,6 +351,10 @@ class _Reader:
 
     # -- locations ---------------------------------------------------------------------
 
+    def member_of(self, node: Node) -> str | None:
+        """See ``Analysis.member``."""
+        return _member(self, node)
+
     def root_of(self, node: Node) -> str:
         """The variable a location writes into: the identifier its member chain starts at."""
         while True:
@@ -403,6 +411,25 @@ class _PureReader(_Reader):
             if owner == "Math" or f"{owner}.{method}" in PURE_FUNCTIONS:
                 return True
         return method in PURE_METHODS
+
+
+def _member(reader: _Reader, node: Node) -> str | None:
+    while node.type in ("expression_statement", "parenthesized_expression"):
+        if node.named_child_count != 1:
+            return None
+        node = node.named_children[0]
+    if node.type == "member_expression":
+        name = node.child_by_field_name("property")
+        return (
+            reader.text(name) if name is not None and name.type == "property_identifier" else None
+        )
+    if node.type == "subscript_expression":
+        index = node.child_by_field_name("index")
+        if index is not None and index.type == "string":
+            parts = index.named_children
+            if all(part.type == "string_fragment" for part in parts):
+                return "".join(reader.text(part) for part in parts)
+    return None
 
 
 def _walk(node: Node) -> Iterator[Node]:

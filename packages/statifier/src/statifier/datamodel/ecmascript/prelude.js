@@ -293,6 +293,7 @@
     sizes: new MapClass(),  // and its size
     inertRoots: new MapClass(),  // and whether it is inert
     callableRoots: new MapClass(),  // and whether it holds a function
+    plainRoots: new MapClass(),  // and whether JSON.stringify writes it as the stored form
     heapSize: 0,
     unfetched: new SetClass(),  // the entries changed since Python last read them
     fetched: -1,      // the version Python read last
@@ -530,6 +531,7 @@
     state.sizes = sizes;
     state.inertRoots = new MapClass();
     state.callableRoots = new MapClass();
+    state.plainRoots = new MapClass();
     for (const name of names) {
       state.inertRoots.set(name, inert);
       state.callableRoots.set(name, callableFree);
@@ -548,9 +550,9 @@
     const changed = [];
     let size = state.size;
     for (const name of state.dirtyRoots) {
-      const present = getOwnPropertyDescriptor(global, name) !== undefined;
+      const descriptor = getOwnPropertyDescriptor(global, name);
       const oldSize = state.sizes.get(name) || 0;
-      if (!present) {
+      if (descriptor === undefined) {
         state.texts.delete(name);
         state.sizes.delete(name);
         state.inertRoots.delete(name);
@@ -559,9 +561,25 @@
         changed.push(name);
         continue;
       }
-      const value = rootValue(name);
+      const value = "value" in descriptor ? descriptor.value : undefined;
+      // A plain variable (see admitted) while nothing can run implicitly: JSON.stringify
+      // writes it, and its size is bounded by 12 bytes per character of that text (exact
+      // sizes are worked out again as the bound nears the cap).
+      if (state.plainRoots.get(name) === true && state.inert && state.callableFree &&
+          state.bound < state.cap / 2) {
+        const text = value === undefined ? "null" : stringify(value);
+        const bound = 12 * text.length;
+        state.sizes.set(name, bound);
+        size += bound - oldSize;
+        if (state.texts.get(name) !== text) {
+          state.texts.set(name, text);
+          changed.push(name);
+        }
+        continue;
+      }
       const plain = state.inert ? plainText(value) : null;
       if (plain !== null) {
+        state.plainRoots.set(name, value !== null);
         state.sizes.set(name, plain[1]);
         size += plain[1] - oldSize;
         if (state.texts.get(name) !== plain[0]) {
@@ -608,7 +626,17 @@
   // objects and arrays), read without descriptors: the caller knows no accessor is
   // reachable. Null for any other value.
   function plainText(value) {
-    if (value === undefined) return ["null", 5];
+    switch (typeof value) {
+      case "undefined": return ["null", 5];
+      case "string": return [stringify(value), textSize(value)];
+      case "boolean": return [value ? "true" : "false", 5];
+      case "number":
+        if (value !== value || value === Infinity || value === -Infinity ||
+            (value === 0 && 1 / value < 0)) return null;
+        return [stringify(value), numberSize(value)];
+      case "object": break;
+      default: return null;
+    }
     if (value === null) return null;
     let size = 0;
     const seen = new SetClass();
@@ -758,29 +786,45 @@
   let addedInert = true;
   let addedKnown = false;
   let addedCallable = false;
+  let addedPlain = false;
+  let addedObjects = null;
   function measureNew(value, room, whole, plain) {
     let total = 0;
     let inert = true;
     let known = false;
     let callable = false;
+    // Whether JSON.stringify writes the value as the stored form does (plain data only,
+    // read without descriptors, nested less than INLINE_DEPTH deep).
+    let flat = plain;
     const seen = new SetClass();
     const stack = [value];
+    const depths = [0];
     while (stack.length > 0) {
       const item = stack.pop();
+      const depth = depths.pop();
       if (typeof item === "function") callable = true;
       if (plain && typeof item === "object" && item !== null && !seen.has(item) &&
           !state.known.has(item) && !builtins.has(item) && systemPathOf(item) === undefined) {
         // A new object built by a source that makes no accessor: read directly.
         const proto = getPrototypeOf(item);
+        if (depth >= INLINE_DEPTH) flat = false;
         if (proto === ArrayPrototype && isArray(item)) {
           seen.add(item);
           const length = item.length;
           total += REFERENCE_COST + length;
           for (let i = 0; i < length; i++) {
             const element = item[i];
-            if (typeof element === "number") total += 24;
-            else if (typeof element === "string") total += textSize(element);
-            else stack.push(element);
+            if (typeof element === "number") {
+              total += 24;
+              if (element !== element || element === Infinity || element === -Infinity ||
+                  (element === 0 && 1 / element < 0)) flat = false;
+            } else if (typeof element === "string") {
+              total += textSize(element);
+            } else {
+              if (element === undefined) flat = false;
+              stack.push(element);
+              depths.push(depth + 1);
+            }
           }
           if (total > room) throw new RangeError("the value is larger than " + room + " bytes stored");
           continue;
@@ -790,11 +834,24 @@
           total += REFERENCE_COST;
           for (const key of objectKeys(item)) {
             total += 4 + textSize(key);
-            stack.push(item[key]);
+            if (key.charCodeAt(0) === 36) flat = false;
+            const element = item[key];
+            if (element === undefined) flat = false;
+            stack.push(element);
+            depths.push(depth + 1);
           }
           if (total > room) throw new RangeError("the value is larger than " + room + " bytes stored");
           continue;
         }
+      }
+      switch (typeof item) {
+        case "number":
+          if (item !== item || item === Infinity || item === -Infinity ||
+              (item === 0 && 1 / item < 0)) flat = false;
+          break;
+        case "string": case "boolean": break;
+        case "undefined": if (depth > 0) flat = false; break;
+        default: if (item !== null || depth === 0) flat = false;
       }
       switch (typeof item) {
         case "string": total += textSize(item); break;
@@ -815,6 +872,7 @@
             if (whole || systemPathOf(item) === undefined || systemPathOf(item)[0] !== "_event") break;
           }
           seen.add(item);
+          flat = false;
           total += REFERENCE_COST;
           for (const key of ownKeys(item)) {
             const descriptor = getOwnPropertyDescriptor(item, key);
@@ -826,12 +884,17 @@
             if (typeof descriptor.value === "function" && IMPLICIT_KEYS.has(key)) inert = false;
             total += 4 + textSize(key);
             stack.push(descriptor.value);
+            depths.push(depth + 1);
           }
           if (typeof item === "function") total += textSize(apply(functionSource, item, []));
           if (isGenerator(item)) inert = false;
           const proto = getPrototypeOf(item);
-          if (proto !== null && !builtins.has(proto)) stack.push(proto);
-          for (const entry of collectionItems(item)) { total += 4; stack.push(entry); }
+          if (proto !== null && !builtins.has(proto)) { stack.push(proto); depths.push(depth + 1); }
+          for (const entry of collectionItems(item)) {
+            total += 4;
+            stack.push(entry);
+            depths.push(depth + 1);
+          }
       }
       if (total > room) {
         throw new RangeError("the value is larger than " + room + " bytes stored");
@@ -840,6 +903,8 @@
     addedInert = inert;
     addedKnown = known;
     addedCallable = callable;
+    addedPlain = flat;
+    addedObjects = seen;
     return total;
   }
 
@@ -1259,7 +1324,7 @@
   // (``key``: the variable or property it goes under, null when unknown), then runs
   // ``write``; when the bound cannot vouch for the cap, the exact size decides (with a
   // checkpoint).
-  function admitted(value, root, key, write, plain) {
+  function admitted(value, root, key, write, plain, member) {
     let added;
     try {
       added = measureNew(value, state.cap - state.bound, false, plain === true);
@@ -1276,10 +1341,23 @@
       state.inert = false;
     }
     if (addedCallable) state.callableFree = false;
+    for (const object of addedObjects) state.known.set(object, 1);
     // A value that holds an object stored already moves or shares it: every variable is
     // walked again; else only this one changed.
-    if (addedKnown || root === null) state.full = true;
-    else state.dirtyRoots.add(root);
+    if (addedKnown || root === null) {
+      state.full = true;
+      return;
+    }
+    state.dirtyRoots.add(root);
+    // Whether JSON.stringify still writes the variable as the stored form does: the whole
+    // variable was this value, or a plain variable got a plain value under a plain key.
+    if (key === root) {
+      state.plainRoots.set(root, addedPlain && value !== null);
+    } else {
+      const wasPlain = state.plainRoots.get(root) === true;
+      state.plainRoots.set(root, wasPlain && addedPlain && value !== undefined &&
+        typeof member === "string" && member.charCodeAt(0) !== 36 && member !== "__proto__");
+    }
   }
 
   function produce(expr, text) {
@@ -1297,12 +1375,25 @@
       system[name] = value === null ? undefined : deepFreezeData(value);
       systemPaths = null;
     },
-    setEvent(text) {
-      const event = text === null ? null : parseJSON(text);
-      if (event !== null) {
-        for (const key of ownKeys(event)) if (event[key] === null) event[key] = undefined;
-      }
-      system._event = event === null ? undefined : deepFreezeData(event);
+    // The event's fields (null: blank, undefined in the chart) and its data as JSON text.
+    setEvent(name, type, sendid, origin, origintype, invokeid, data) {
+      const event = name === null ? undefined : deepFreezeData({
+        name, type,
+        sendid: sendid === null ? undefined : sendid,
+        origin: origin === null ? undefined : origin,
+        origintype: origintype === null ? undefined : origintype,
+        invokeid: invokeid === null ? undefined : invokeid,
+        data: data === null ? undefined : parseJSON(data),
+      });
+      system._event = event;
+      systemPaths = null;
+      if (state.holdsEvent) state.full = true;
+    },
+    // The same, from the whole event as JSON (fields a plain string cannot carry).
+    setEventJSON(text) {
+      const event = parseJSON(text);
+      for (const key of ownKeys(event)) if (event[key] === null) event[key] = undefined;
+      system._event = deepFreezeData(event);
       systemPaths = null;
       // What a variable held of the old event is data of its own now.
       if (state.holdsEvent) state.full = true;
@@ -1316,7 +1407,7 @@
     // Binds a variable to data (JSON text; null at the top is undefined): never decoded.
     bind(name, text) {
       const value = text === null ? undefined : parseJSON(text);
-      admitted(value, name, name, () => { global[name] = value; });
+      admitted(value, name, name, () => { global[name] = value; }, true, null);
     },
     // Installs a position's stored variables (the chart's own functions come back).
     decode(text) {
@@ -1368,7 +1459,7 @@
     // null) and store the value at ``location`` (or in the variable ``name``). Returns
     // true when the call is guarded (settle() must follow). ``root`` is the variable
     // ``location`` writes into (null: not known).
-    assign(location, expr, text, name, root, answers, guard, pure, plain) {
+    assign(location, expr, text, name, root, answers, guard, pure, plain, member) {
       setIn(answers);
       if (guard || !state.inert || (pure && !state.callableFree)) {
         begin();
@@ -1380,10 +1471,12 @@
         return true;
       }
       const value = produce(expr, text);
-      admitted(value, location === null ? name : root, location === null ? name : null, () => {
+      // ``member`` "" says the location is the variable itself.
+      const whole = location === null || member === "";
+      admitted(value, location === null ? name : root, whole ? (location === null ? name : root) : null, () => {
         if (location === null) global[name] = value;
         else location(value);
-      }, plain);
+      }, plain, member);
       return false;
     },
     // A <script> (settle() must follow).
@@ -1421,8 +1514,10 @@
     foreachItem(item, index, position) {
       const copy = foreachStack[foreachStack.length - 1];
       const value = copy[position];
-      admitted(value, item, item, () => { global[item] = value; });
-      if (index !== null) admitted(position, index, index, () => { global[index] = position; });
+      admitted(value, item, item, () => { global[item] = value; }, false, null);
+      if (index !== null) {
+        admitted(position, index, index, () => { global[index] = position; }, true, null);
+      }
     },
     foreachEnd() { foreachStack.pop(); },
     fetch,

@@ -204,11 +204,15 @@ class Variables(MutableMapping[str, Value]):
     def set_system(self, name: str, value: Value) -> None:
         """Bind a system variable (the core's, read-only for the chart)."""
         instance = self.instance
-        text = None if value is None else _dumps(value, f"the system variable {name}")
         if name == "_event":
-            self._call(instance.api.set_event, text)
+            fields = _event_fields(value)
+            if fields is not None:
+                self._call(instance.api.set_event, *fields)
+            else:
+                self._call(instance.api.set_event_json, _dumps(value, "the event"))
         else:
-            self._call(instance.api.set_system, name, "null" if text is None else text)
+            text = "null" if value is None else _dumps(value, f"the system variable {name}")
+            self._call(instance.api.set_system, name, text)
         instance.system[name] = value
 
     # -- the core's operations -----------------------------------------------------------
@@ -266,6 +270,7 @@ class Variables(MutableMapping[str, Value]):
                     plan.guard,
                     plan.pure,
                     plan.plain,
+                    plan.member,
                 )
             except JSFailure as failure:
                 if plan.guard:
@@ -284,6 +289,7 @@ class Variables(MutableMapping[str, Value]):
                         True,
                         False,
                         plan.plain,
+                        plan.member,
                     )
                 )
         finally:
@@ -538,6 +544,37 @@ _MISSING: Final = object()
 NO_LIMIT_FLOAT: Final = float(NO_LIMIT)
 
 
+_EVENT_FIELDS: Final = ("name", "type", "sendid", "origin", "origintype", "invokeid")
+
+
+def _event_fields(event: Value) -> tuple[Any, ...] | None:
+    """``setEvent``'s arguments: the event's fields as they are, its data as JSON text; None
+    when a field is a string the binding cannot carry (a NUL, a lone surrogate)."""
+    if not isinstance(event, dict):
+        return (None,) * 7
+    fields: list[Any] = []
+    for key in _EVENT_FIELDS:
+        field = event.get(key)
+        if field is not None and (
+            not isinstance(field, str) or ("\x00" in field or not _utf8(field))
+        ):
+            return None
+        fields.append(field)
+    data = event.get("data")
+    fields.append(None if data is None else _dumps(data, "the event's data"))
+    return tuple(fields)
+
+
+def _utf8(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _dumps(value: Value, what: str) -> str:
     try:
         return _ENCODER.encode(value)
@@ -669,7 +706,7 @@ class _WritePlan(_Plan):
     """An ``<assign>`` (or ``<data expr>``): the compiled location and expression here, the
     variable it writes into, and whether its value is read without descriptors."""
 
-    __slots__ = ("expr", "location", "plain", "root")
+    __slots__ = ("expr", "location", "member", "plain", "root")
 
     def __init__(
         self, instance: Instance, location: Compiled | None, expr: Compiled | None
@@ -678,5 +715,8 @@ class _WritePlan(_Plan):
         self.location = None if location is None else instance.compiled("location", location.source)
         self.expr = None if expr is None else instance.compiled("expression", expr.source)
         self.root = None if location is None else location.analysis.root or None
+        # The variable itself (``count``), or a property of it the source spells out.
+        whole = location is not None and location.source.strip() == location.analysis.root
+        self.member = "" if whole else None if location is None else location.analysis.member
         # A value built by a source that makes no accessor is measured without descriptors.
         self.plain = expr is None or not expr.analysis.accessors
