@@ -15,7 +15,7 @@ state's ``datamodel`` holds the stored form it returns at the end of each call.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, MutableMapping
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from statifier.datamodel.writes import Admit as Admit
 from statifier.datamodel.writes import PathKey as PathKey
