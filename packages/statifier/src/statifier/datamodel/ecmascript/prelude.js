@@ -709,22 +709,23 @@
     if (dirty()) encode();
     let names;
     if (known !== state.fetched) {
-      names = [...state.texts.keys()];
+      names = state.texts.keys();
     } else {
       if (state.unfetched.size === 0) return null;
-      names = [...state.unfetched];
+      names = state.unfetched;
     }
-    const set = [];
-    const gone = [];
+    let set = "";
+    let gone = "";
     for (const name of names) {
       const text = state.texts.get(name);
-      if (text === undefined) gone.push(stringify(name));
-      else set.push(stringify(name) + ":" + text);
+      if (text === undefined) gone += (gone === "" ? "" : ",") + stringify(name);
+      else set += (set === "" ? "" : ",") + stringify(name) + ":" + text;
     }
     state.unfetched.clear();
     state.fetched = state.version;
-    return flat("{\"version\":" + state.version + ",\"set\":{" + set.join(",") + "},\"gone\":[" +
-      gone.join(",") + "]}");
+    // JSON text: no NUL, no lone surrogate; only made flat (not a rope) for the binding.
+    return ("{\"version\":" + state.version + ",\"set\":{" + set + "},\"gone\":[" + gone +
+      "]}").slice(0);
   }
 
   function hasEnumerable(value) {
@@ -1325,6 +1326,26 @@
   // ``write``; when the bound cannot vouch for the cap, the exact size decides (with a
   // checkpoint).
   function admitted(value, root, key, write, plain, member) {
+    if (root !== null && (typeof value === "number" || typeof value === "boolean" ||
+        (typeof value === "string" && value.length < 4096) || value === undefined)) {
+      // A scalar: its size without a walk, and nothing it could share or run.
+      const added = (typeof value === "string" ? textSize(value) : 24) +
+        (key === null ? REFERENCE_COST : textSize(key) + 4);
+      if (added <= state.cap - state.bound) {
+        write();
+        state.bound += added;
+        state.dirtyRoots.add(root);
+        const flat = typeof value !== "number" || (value === value && value !== Infinity &&
+          value !== -Infinity && !(value === 0 && 1 / value < 0));
+        if (key === root) {
+          state.plainRoots.set(root, flat);
+        } else if (state.plainRoots.get(root) === true) {
+          state.plainRoots.set(root, flat && value !== undefined &&
+            typeof member === "string" && member.charCodeAt(0) !== 36 && member !== "__proto__");
+        }
+        return;
+      }
+    }
     let added;
     try {
       added = measureNew(value, state.cap - state.bound, false, plain === true);

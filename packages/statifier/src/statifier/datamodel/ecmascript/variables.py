@@ -549,30 +549,18 @@ _EVENT_FIELDS: Final = ("name", "type", "sendid", "origin", "origintype", "invok
 
 def _event_fields(event: Value) -> tuple[Any, ...] | None:
     """``setEvent``'s arguments: the event's fields as they are, its data as JSON text; None
-    when a field is a string the binding cannot carry (a NUL, a lone surrogate)."""
+    when a field is not a string the binding carries as it is (ASCII without NUL)."""
     if not isinstance(event, dict):
         return (None,) * 7
-    fields: list[Any] = []
-    for key in _EVENT_FIELDS:
-        field = event.get(key)
-        if field is not None and (
-            not isinstance(field, str) or ("\x00" in field or not _utf8(field))
-        ):
-            return None
-        fields.append(field)
+    fields = tuple(event.get(key) for key in _EVENT_FIELDS)
+    spelled = [field for field in fields if field is not None]
+    if not all(type(field) is str for field in spelled):
+        return None
+    text = "".join(spelled)
+    if not text.isascii() or "\x00" in text:
+        return None  # rare: the whole event goes as JSON
     data = event.get("data")
-    fields.append(None if data is None else _dumps(data, "the event's data"))
-    return tuple(fields)
-
-
-def _utf8(text: str) -> bool:
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    return (*fields, None if data is None else _dumps(data, "the event's data"))
 
 
 def _dumps(value: Value, what: str) -> str:
