@@ -256,10 +256,10 @@ class Variables(MutableMapping[str, Value]):
             self._meter(budget)
         call = instance.context.call
         api = instance.api
-        started = charge(budget)
-        try:
-            try:
-                opened = call(
+
+        def send(guard: bool, pure: bool) -> bool:
+            return bool(
+                call(
                     api.assign,
                     plan.location,
                     plan.expr,
@@ -267,31 +267,22 @@ class Variables(MutableMapping[str, Value]):
                     name,
                     plan.root,
                     answers,
-                    plan.guard,
-                    plan.pure,
+                    guard,
+                    pure,
                     plan.plain,
                     plan.member,
                 )
+            )
+
+        started = charge(budget)
+        try:
+            try:
+                opened = send(plan.guard, plan.pure)
             except JSFailure as failure:
-                if plan.guard:
-                    self._abort_after(failure)
+                self._abort_after(failure)
                 raise _refusal(failure) from None
-            if opened:
-                self._settle(
-                    lambda: call(
-                        api.assign,
-                        plan.location,
-                        plan.expr,
-                        text,
-                        name,
-                        plan.root,
-                        answers,
-                        True,
-                        False,
-                        plan.plain,
-                        plan.member,
-                    )
-                )
+            if opened:  # the call is guarded: rerun as one if a host function asks
+                self._settle(lambda: send(True, False))
         finally:
             charge_time(budget, started)
         if location is None:
@@ -319,8 +310,7 @@ class Variables(MutableMapping[str, Value]):
                     if not isinstance(result, BOX):
                         return _scalar(result)
             except JSFailure as failure:
-                if plan.guard:
-                    self._abort_after(failure)
+                self._abort_after(failure)
                 raise failure.error() from None
             # A guarded call's value comes as {guarded: value} (nothing, when a host
             # function asked for its answer: then it runs again).
@@ -398,8 +388,7 @@ class Variables(MutableMapping[str, Value]):
         try:
             result = call(api.foreach_array, plan.function, answers, plan.guard, plan.pure)
         except JSFailure as failure:
-            if plan.guard:
-                self._abort_after(failure)
+            self._abort_after(failure)
             raise failure.error() from None
         if not isinstance(result, BOX):
             return result  # type: ignore[no-any-return]
