@@ -8,22 +8,9 @@ import json
 from typing import Any
 
 import statifier
-from statifier.core import effects as fx
 from statifier.core.position import dumps, loads
 
-NS = 'xmlns="http://www.w3.org/2005/07/scxml" version="1.0" datamodel="ecmascript"'
-
-
-def chart(body: str) -> statifier.Machine:
-    return statifier.compile(f"<scxml {NS}>{body}</scxml>")
-
-
-def logged(effects: list[fx.Effect]) -> list[Any]:
-    return [e.value for e in effects if isinstance(e, fx.Log)]
-
-
-def errors(effects: list[fx.Effect]) -> list[str]:
-    return [e.message for e in effects if isinstance(e, fx.ErrorRaised)]
+from engine_support.ecmascript import chart, errors, logged
 
 
 def looks(machine: statifier.Machine, setup: str, probe: str) -> tuple[list[Any], list[Any]]:

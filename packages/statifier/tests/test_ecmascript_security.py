@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any
 
 import statifier
 from statifier.budget import MacrostepLimits
@@ -17,25 +16,10 @@ from statifier.core import effects as fx
 from statifier.core.position import dumps, export_position, import_position, loads
 from statifier.virtual import run_chart
 
-NS = 'xmlns="http://www.w3.org/2005/07/scxml" version="1.0" datamodel="ecmascript"'
+from engine_support.ecmascript import chart, ended_in, errors, logged
+
 PAYLOAD = "globalThis.approved = true, function () {}"
 """Code an attacker hopes to see revived (the shape positions once gave functions)."""
-
-
-def chart(body: str) -> statifier.Machine:
-    return statifier.compile(f"<scxml {NS}>{body}</scxml>")
-
-
-def errors(effects: list[fx.Effect]) -> list[str]:
-    return [e.message for e in effects if isinstance(e, fx.ErrorRaised)]
-
-
-def logged(effects: list[fx.Effect]) -> list[Any]:
-    return [e.value for e in effects if isinstance(e, fx.Log)]
-
-
-def ended_in(effects: list[fx.Effect]) -> list[tuple[str, ...]]:
-    return [e.configuration for e in effects if isinstance(e, fx.Done)]
 
 
 # -- data from outside is never revived as code ------------------------------------------
