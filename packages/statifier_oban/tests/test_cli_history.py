@@ -22,7 +22,7 @@ from statifier_oban.cli._executions import operator
 from statifier_oban.executions import ObanExecutor, execution_config
 from statifier_persistence import Executions, Trigger
 
-from oban_support.common import unique, wait_until
+from oban_support.common import unique, watched
 
 ORDER = """<scxml xmlns="http://www.w3.org/2005/07/scxml" name="order" initial="open">
   <datamodel><data id="total" expr="0"/></datamodel>
@@ -63,6 +63,16 @@ async def register(database_url: str, chart_file: Path, capsys: pytest.CaptureFi
     assert await run_cli("executions", "register", "--database-url", database_url,
                          str(chart_file)) == 0  # fmt: skip
     return capsys.readouterr().out.split()[-1]
+
+
+async def started(database_url: str, chart_file: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """The id of an order started from the command line, its chart registered first."""
+    await register(database_url, chart_file, capsys)
+    order = unique("order")
+    assert await run_cli("executions", "start", "--database-url", database_url, "order",
+                         "--id", order) == 0  # fmt: skip
+    capsys.readouterr()
+    return order
 
 
 async def test_start_by_name_send_with_a_notice_and_read_the_history(
@@ -204,17 +214,14 @@ async def test_wait_is_woken_by_a_step_and_fails_in_one_line(
     chart_file: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
     url = ["--database-url", database_url]
-    await register(database_url, chart_file, capsys)
-    order = unique("order")
-    assert await run_cli("executions", "start", *url, "order", "--id", order) == 0
-    capsys.readouterr()
+    order = await started(database_url, chart_file, capsys)
     executions = Executions(
         pool, executor=ObanExecutor(execution_config(oban_client, timers_queue="timers"))
     )
     waiting = asyncio.create_task(
         run_cli("executions", "wait", *url, order, "--state", "invoiced", "--timeout", "20s")
     )
-    await wait_until(lambda: _watched(pool, order), timeout=20, what="the wait command watching")
+    await watched(pool, order)
     assert not waiting.done()
     await executions.step(order, Event(name="invoice.sent"))
     assert await asyncio.wait_for(waiting, 20) == 0
@@ -230,31 +237,19 @@ async def test_wait_is_woken_by_a_step_and_fails_in_one_line(
     assert "wait for --state STATE, --status STATUS or both" in capsys.readouterr().err
 
 
-async def _watched(pool: AsyncConnectionPool, execution_id: str) -> bool:
-    async with pool.connection() as conn:
-        cursor = await conn.execute(
-            "SELECT count(*) FROM statifier_watches WHERE execution_id = %s", [execution_id]
-        )
-        row = await cursor.fetchone()
-    return bool(row and row[0])
-
-
 async def test_history_follows_new_entries_until_the_execution_ends(
     database_url: str, pool: AsyncConnectionPool, oban_client: Oban,
     chart_file: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
     url = ["--database-url", database_url]
-    await register(database_url, chart_file, capsys)
-    order = unique("order")
-    assert await run_cli("executions", "start", *url, "order", "--id", order) == 0
-    capsys.readouterr()
+    order = await started(database_url, chart_file, capsys)
     executions = Executions(
         pool, executor=ObanExecutor(execution_config(oban_client, timers_queue="timers"))
     )
     following = asyncio.create_task(
         run_cli("executions", "history", *url, order, "--follow", "--json", "--timeout", "30s")
     )
-    await wait_until(lambda: _watched(pool, order), timeout=20, what="history --follow")
+    await watched(pool, order)
     await executions.step(order, Event(name="invoice.sent"))
     await executions.step(order, Event(name="paid"))
     assert await asyncio.wait_for(following, 30) == 0  # ends: the execution completed

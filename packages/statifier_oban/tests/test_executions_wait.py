@@ -31,7 +31,7 @@ from statifier_persistence import (
     WaitUnreachable,
 )
 
-from oban_support.common import chart, database_fixture, forget_instance, unique, wait_until
+from oban_support.common import chart, database_fixture, forget_instance, unique, watched
 from oban_support.executions_worker import CREATE_TABLES, DELIVERY_PATH
 from oban_support.harness import set_due_now
 from oban_support.processes import WorkerProcesses, running, scalar, worker_processes_fixture
@@ -76,16 +76,6 @@ def pool_of(executions: Executions) -> AsyncConnectionPool:
     return executions.pool
 
 
-async def watched(executions: Executions, execution_id: str) -> None:
-    """Return once a waiter watches ``execution_id`` (it is then ready to be woken)."""
-    query = "SELECT count(*) FROM statifier_watches WHERE execution_id = %s"
-    await wait_until(
-        lambda: scalar(pool_of(executions), query, [execution_id]),
-        timeout=10,
-        what=f"a watch of {execution_id}",
-    )
-
-
 async def test_a_wait_is_woken_by_a_timer_another_process_commits(
     workers: WorkerProcesses, executions: Executions
 ) -> None:
@@ -97,7 +87,7 @@ async def test_a_wait_is_woken_by_a_timer_another_process_commits(
     execution_id = unique("gate")
     await executions.create(GATE, execution_id=execution_id)
     waiting = asyncio.create_task(executions.wait(execution_id, state="done", timeout=30))
-    await watched(executions, execution_id)
+    await watched(pool_of(executions), execution_id)
     assert not waiting.done()  # the hour-long timer has not fired
     job_id = await scalar(
         pool, "SELECT id FROM oban_jobs WHERE args->>'scope' = %s", [execution_id]
@@ -136,7 +126,7 @@ async def test_a_wait_is_woken_by_a_step_of_another_connection(executions: Execu
     execution_id = unique("gate")
     await executions.create(GATE, execution_id=execution_id)
     waiting = asyncio.create_task(executions.wait(execution_id, state="second", timeout=20))
-    await watched(executions, execution_id)
+    await watched(pool_of(executions), execution_id)
     stepped = await executions.step(execution_id, Event(name="next"))
     assert isinstance(stepped, Stepped)
     found = await asyncio.wait_for(waiting, 20)
@@ -153,7 +143,7 @@ async def test_a_step_holding_the_row_when_the_wait_starts_is_seen(
     async with pool_of(executions).connection() as conn, conn.transaction():
         await executions.step(execution_id, Event(name="next"), conn=conn)
         waiting = asyncio.create_task(executions.wait(execution_id, state="second", timeout=20))
-        await watched(executions, execution_id)
+        await watched(pool_of(executions), execution_id)
         assert not waiting.done()
     found = await asyncio.wait_for(waiting, 20)
     assert found.step_count == 2
@@ -169,7 +159,7 @@ async def test_a_wait_times_out_and_an_ended_execution_is_unreachable(
     assert timed_out.value.execution.status == "active"
     assert "did not reach state 'done' within 0.3 s" in str(timed_out.value)
     waiting = asyncio.create_task(executions.wait(execution_id, state="done", timeout=20))
-    await watched(executions, execution_id)
+    await watched(pool_of(executions), execution_id)
     await executions.step(execution_id, Event(name="stop"))
     with pytest.raises(WaitUnreachable, match="is completed and will never reach state 'done'"):
         await asyncio.wait_for(waiting, 20)
@@ -192,7 +182,7 @@ async def test_only_watched_executions_notify(executions: Executions, database: 
     async with await AsyncConnection.connect(database, autocommit=True) as listener:
         await listener.execute("LISTEN statifier_executions")
         waiting = asyncio.create_task(executions.wait(watched_id, state="second", timeout=20))
-        await watched(executions, watched_id)
+        await watched(pool_of(executions), watched_id)
         await executions.step(quiet, Event(name="next"))
         await executions.step(watched_id, Event(name="next"))
         await asyncio.wait_for(waiting, 20)
@@ -212,7 +202,7 @@ async def test_follow_yields_entries_as_they_commit_and_ends_with_the_execution(
             seen.append(entry)
 
     following = asyncio.create_task(follow())
-    await watched(executions, execution_id)
+    await watched(pool_of(executions), execution_id)
     await executions.step(execution_id, Event(name="next"))
     await executions.step(execution_id, Event(name="go"))
     await asyncio.wait_for(following, 20)  # ends: the execution completed
