@@ -154,29 +154,41 @@ class WaitMethods:
         loop = asyncio.get_running_loop()
         deadline = math.inf if timeout is None else loop.time() + _timeout(timeout)
         async with self._watching(execution_id) as watch:
-            conn = watch.conn
-            async with conn.transaction():
-                execution, _, _ = await self._read(
-                    conn, execution_id, lock="FOR SHARE", with_position=False
-                )
-                seq = execution.history_seq if after is None else after
-                page = await self.history(execution_id, after=seq, conn=conn)
+            execution, page = await self._entries(watch.conn, execution_id, after, locked=True)
+            seq = page.entries[-1].seq if page.entries else after or execution.history_seq
             while True:
                 for entry in page.entries:
                     yield entry
                     seq = entry.seq
                 if page.after is not None:
-                    page = await self.history(execution_id, after=seq, conn=conn)
+                    page = await self.history(execution_id, after=seq, conn=watch.conn)
                     continue
                 if execution.status in _ENDED:
                     return
                 if not await watch.changed(deadline):
                     return
-                async with conn.transaction():
-                    execution, _, _ = await self._read(
-                        conn, execution_id, lock="", with_position=False
-                    )
-                    page = await self.history(execution_id, after=seq, conn=conn)
+                execution, page = await self._entries(watch.conn, execution_id, seq)
+
+    async def _entries(
+        self,
+        conn: AsyncConnection[Any],
+        execution_id: str,
+        after: int | None,
+        *,
+        locked: bool = False,
+    ) -> tuple[Execution, HistoryPage]:
+        """The row and the page of entries after ``after`` (None: after its latest), read
+        together (``locked``: once a step holding the row committed, see the module
+        docstring)."""
+        try:
+            async with conn.transaction():
+                execution, _, _ = await self._read(
+                    conn, execution_id, lock="FOR SHARE" if locked else "", with_position=False
+                )
+                seq = execution.history_seq if after is None else after
+                return execution, await self.history(execution_id, after=seq, conn=conn)
+        except psycopg.Error as exc:
+            raise store_error(exc) from exc
 
     async def _observe(
         self,
