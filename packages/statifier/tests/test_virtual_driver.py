@@ -76,7 +76,8 @@ def test_a_fork_goes_its_own_way() -> None:
     driver = started(invoke_types=["payments:capture"])
     effects_before = list(driver.effects)
     twin = driver.fork()
-    assert twin.effects == [] and twin.errors == []
+    assert twin.effects == []
+    assert twin.errors == []
     assert twin.pending_timers() == driver.pending_timers()
     twin.answer_invocation("cap")
     twin.run_until_idle()
