@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from decimal import Decimal, InvalidOperation
 
 from statifier.errors import StatifierError
@@ -16,7 +17,11 @@ _UNIT_MS = {
     "d": Decimal(86_400_000),
     "w": Decimal(604_800_000),
 }
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h|d|w)\s*$")
+_AMOUNT = r"(\d+(?:\.\d*)?|\.\d+)"
+_UNIT = r"(ms|s|m|h|d|w)"
+_DURATION = re.compile(rf"^\s*{_AMOUNT}\s*{_UNIT}\s*$")
+_PART = rf"{_AMOUNT}{_UNIT}"
+_SPAN = re.compile(rf"(?:{_PART})+")
 
 MAX_DURATION_LENGTH = 64
 """Longer delay strings are refused before they are read: no real delay needs more digits,
@@ -78,3 +83,34 @@ def format_duration(millis: int) -> str:
         seconds, fraction = divmod(rest, 1_000)
         parts.append(f"{seconds}.{fraction:03d}".rstrip("0").rstrip(".") + "s")
     return "".join(parts)
+
+
+def span_ms(span: str | int | timedelta) -> int:
+    """A span of time as whole milliseconds: a duration string (``"7d"``, or several
+    units as :func:`format_duration` writes them, ``"6d23h59m"``), an ``int`` of
+    milliseconds, or a ``timedelta`` (rounded half up to the millisecond). Negative spans
+    and spans longer than a century raise ``InvalidDuration``."""
+    if isinstance(span, str):
+        if _DURATION.match(span) or len(span) > MAX_DURATION_LENGTH:
+            return parse_duration(span)
+        text = span.strip()
+        if not _SPAN.fullmatch(text):
+            return parse_duration(span)  # raises, saying what a duration looks like
+        millis = sum(parse_duration(part.group(0)) for part in re.finditer(_PART, text))
+    elif isinstance(span, timedelta):
+        millis = int(
+            (Decimal(span // timedelta(microseconds=1)) / 1000).to_integral_value(
+                rounding="ROUND_HALF_UP"
+            )
+        )
+    elif isinstance(span, int) and not isinstance(span, bool):
+        millis = span
+    else:
+        raise InvalidDuration(
+            f"a span is a duration string, milliseconds or a timedelta, not {brief(span)}"
+        )
+    if millis < 0:
+        raise InvalidDuration("a span of time cannot be negative")
+    if millis > MAX_DELAY_MS:
+        raise InvalidDuration("a span of time longer than a century is almost certainly a mistake")
+    return millis

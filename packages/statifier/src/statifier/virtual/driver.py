@@ -13,12 +13,13 @@ import dataclasses
 import heapq
 import itertools
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from statifier.budget import DEFAULT_LIMITS, MacrostepLimits
 from statifier.chart.compiler import Resolver, compile_chart
+from statifier.chart.durations import format_duration
 from statifier.chart.model import Machine
 from statifier.core import effects as fx
 from statifier.core import planner
@@ -48,6 +49,16 @@ class Timer:
     due_ms: int
     session_id: str
     effect: fx.SendDelayed
+
+    def describe(self, now_ms: int, top: str) -> str:
+        """``'x' (send_id hold) due at t=7d (in 6d23h)`` (``[session] `` first when the
+        timer is not ``top``'s)."""
+        where = "" if self.session_id == top else f"[{self.session_id}] "
+        left = format_duration(max(self.due_ms - now_ms, 0))
+        return (
+            f"{where}{self.effect.event!r} (send_id {self.effect.send_id}) "
+            f"due at t={format_duration(self.due_ms)} (in {left})"
+        )
 
 
 @dataclass(frozen=True)
@@ -80,6 +91,7 @@ class VirtualDriver:
     ``invoke_types`` are the host's ``<invoke type>`` values (besides SCXML) the sessions
     may start: each such invocation stays open until ``answer_invocation`` or
     ``fail_invocation`` (None: none, and the core refuses them with ``error.execution``).
+    ``datamodel`` seeds the top-level session's variables (over their ``<data>`` values).
     """
 
     def __init__(
@@ -95,6 +107,7 @@ class VirtualDriver:
         limits: MacrostepLimits = DEFAULT_LIMITS,
         tree_limits: TreeLimits | None = None,
         invoke_types: Iterable[str] | None = None,
+        datamodel: Mapping[str, Any] | None = None,
     ) -> None:
         self.machine = machine
         self.top = session_id
@@ -106,6 +119,7 @@ class VirtualDriver:
         self.trace = trace
         self.caller_context = caller_context
         self.invoke_types = frozenset(invoke_types) if invoke_types is not None else None
+        self.seed = dict(datamodel or {})
         self.now_ms = 0
         self.sessions: dict[str, _Session] = {}
         self._timers: list[tuple[int, int, Timer]] = []
@@ -127,7 +141,9 @@ class VirtualDriver:
 
     def start(self) -> list[fx.Effect]:
         """Initialize the top-level session; returns the effects it produced."""
-        return self._start_session(self.machine, self.top, None, {}, self.caller_context)
+        return self._start_session(
+            self.machine, self.top, None, dict(self.seed), self.caller_context
+        )
 
     def send(self, event: Event | str) -> None:
         """Queue an external event for the top-level session."""

@@ -1,0 +1,41 @@
+"""Testing charts: drive a chart in virtual time and check it, with failures that explain.
+
+``start(chart)`` runs a chart on the virtual driver (``statifier.virtual``) from ``t=0``
+and returns a :class:`ChartRun`: send events with data, ``advance("7d")`` to let a week
+pass in no time (every timer due on the way fires, in order), answer the chart's
+invocations, and check the active states, the datamodel, the effects raised and the
+timers pending. A failed check raises :class:`ChartAssertionError` (an
+``AssertionError``) whose message shows the configuration, the datamodel, the last
+events, the pending timers and the errors raised. A chart that raises an ``error.*``
+event the test did not allow or expect fails the action that raised it
+(:class:`UnexpectedChartError`).
+
+With pytest, the fixture ``chart_run`` (a factory with ``start``'s arguments) is
+installed by the plugin ``statifier.testing.pytest_plugin``, which pytest loads by
+itself once statifier is installed. :func:`explore` checks more than examples: every
+state reachable within a bound. Durable executions have a time-skipping environment of
+their own, ``statifier_oban.testing``. See the testing page of the documentation.
+"""
+
+from __future__ import annotations
+
+from statifier.testing._errors import ChartAssertionError, UnexpectedChartError
+from statifier.testing._run import (
+    DEFAULT_SESSION_ID,
+    MAX_EVENTS_KEPT,
+    ChartRun,
+    HeardEvent,
+    Step,
+    start,
+)
+
+__all__ = [
+    "DEFAULT_SESSION_ID",
+    "MAX_EVENTS_KEPT",
+    "ChartAssertionError",
+    "ChartRun",
+    "HeardEvent",
+    "Step",
+    "UnexpectedChartError",
+    "start",
+]
