@@ -87,7 +87,9 @@ def test_an_unexpected_chart_error_fails_the_test(pytester: pytest.Pytester) -> 
             datamodel="python" initial="idle">
           <datamodel><data id="total" expr="0"/></datamodel>
           <state id="idle">
-            <transition event="add"><assign location="total" expr="total + _event.data"/></transition>
+            <transition event="add">
+              <assign location="total" expr="total + _event.data"/>
+            </transition>
           </state>
         </scxml>'''
 
@@ -107,6 +109,6 @@ def test_an_unexpected_chart_error_fails_the_test(pytester: pytest.Pytester) -> 
     result.stdout.fnmatch_lines(
         [
             "*UnexpectedChartError: the chart raised 1 unexpected error event during 'send add'*",
-            "*error.execution at line 5:*",
+            "*error.execution at line 6:*",
         ]
     )
