@@ -1,7 +1,10 @@
-"""The wheels work outside the checkout: built, installed into a fresh virtualenv, run.
+"""The built distributions work outside the checkout: built, installed into a fresh virtualenv, run.
 
-Every workspace package is built; the fresh virtualenv gets the wheels (and their
-dependencies from the index), then runs ``statifier check`` and the demo from them.
+Every workspace package is built as a wheel and as an sdist. One fresh virtualenv gets the
+wheels (and their dependencies from the index), then runs ``statifier check`` and the demo
+from them; another gets only the sdists, built there from their own files, and runs
+``statifier check`` and ``--version``: an sdist that leans on the checkout (a licence
+symlinked from the repository root, say) fails there.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import tomllib
 import zipfile
@@ -62,6 +66,37 @@ def _install(uv: str, work: Path) -> Path:
         [uv, "pip", "install", "-q", "--python", str(python), *map(str, wheels.glob("*.whl"))], work
     )
     return venv
+
+
+@pytest.fixture(scope="module")
+def from_sdists() -> Iterator[Path]:
+    """A fresh virtualenv with every workspace package installed from its sdist alone."""
+    uv = shutil.which("uv")
+    assert uv is not None, "uv is needed to build and install the sdists"
+    work = Path(tempfile.mkdtemp(prefix="statifier-sdist-"))
+    try:
+        sdists = work / "sdists"
+        _run([uv, "build", "--all-packages", "--sdist", "-o", str(sdists), "-q"], REPO)
+        venv = work / "venv"
+        _run([uv, "venv", "-q", "--python", sys.executable, str(venv)], work)
+        python = str(venv / "bin" / "python")
+        # --no-sources: uv must not swap a workspace member for its checkout folder.
+        _run(
+            [
+                uv,
+                "pip",
+                "install",
+                "-q",
+                "--no-sources",
+                "--python",
+                python,
+                *map(str, sdists.glob("*.tar.gz")),
+            ],
+            work,
+        )
+        yield venv
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _clean_env() -> dict[str, str]:
@@ -127,3 +162,45 @@ def test_the_demo_runs_from_the_wheels(installed: Path, tmp_path: Path) -> None:
     """``statifier-oban demo`` finds the demo package and its chart without the checkout."""
     out = _run([str(installed / "bin" / "statifier-oban"), "demo"], tmp_path, _clean_env())
     assert "demo passed" in out, out
+
+
+def test_sdists_carry_their_licence_as_a_file_and_no_tests(from_sdists: Path) -> None:
+    licence = (REPO / "LICENSE").read_bytes()
+    sdists = sorted((from_sdists.parent / "sdists").glob("*.tar.gz"))
+    assert [s.name.split("-")[0] for s in sdists] == PACKAGES
+    for sdist in sdists:
+        with tarfile.open(sdist) as archive:
+            root = sdist.name.removesuffix(".tar.gz")
+            member = archive.getmember(f"{root}/LICENSE")
+            assert member.isfile(), f"{sdist.name}: LICENSE is not a regular file"
+            extracted = archive.extractfile(member)
+            assert extracted is not None
+            assert extracted.read() == licence
+            assert not [n for n in archive.getnames() if "/tests/" in n]
+            info = archive.extractfile(f"{root}/PKG-INFO")
+            assert info is not None
+            assert "License-Expression: MIT" in info.read().decode()
+
+
+def test_every_package_licence_is_the_repository_licence() -> None:
+    licence = (REPO / "LICENSE").read_bytes()
+    for package in PACKAGES:
+        path = REPO / "packages" / package / "LICENSE"
+        assert not path.is_symlink(), f"{path} is a symlink: sdists would ship it dangling"
+        assert path.read_bytes() == licence, f"{path} differs from the repository's LICENSE"
+
+
+def test_the_sdists_install_and_run_without_the_checkout(from_sdists: Path, tmp_path: Path) -> None:
+    chart = tmp_path / "card.scxml"
+    shutil.copy(CARD, chart)
+    bin_dir = from_sdists / "bin"
+    out = _run(
+        [str(bin_dir / "statifier"), "check", "--strict", str(chart)], tmp_path, _clean_env()
+    )
+    assert f"{chart}: ok" in out
+    script = "import statifier_oban, statifier_persistence, statifier_demo; print('ok')"
+    assert _run([str(bin_dir / "python"), "-c", script], tmp_path, _clean_env()) == "ok\n"
+    licences = list(
+        from_sdists.glob("lib/python*/site-packages/statifier*.dist-info/licenses/LICENSE")
+    )
+    assert len(licences) == len(PACKAGES), licences

@@ -278,3 +278,99 @@ def test_the_example_charts_have_no_warnings(capsys: pytest.CaptureFixture[str])
     assert examples
     assert main(["check", "--strict", *map(str, examples)]) == 0
     assert ": warning:" not in capsys.readouterr().out
+
+
+PAYMENT = """  <state id="a">
+    <onentry><send event="payment.timeout" delay="15min"/></onentry>
+    <transition event="payment.timout" target="b"/>
+    <transition event="paid" target="b"/>
+  </state>
+  <final id="b"/>
+"""
+
+
+def test_a_misspelled_transition_event_and_the_event_it_drops_are_both_warnings() -> None:
+    found = {d.code: d for d in lint(statifier.compile(chart(PAYMENT)))}
+    unhandled, misspelled = found["unhandled-event"], found["misspelled-event"]
+    assert (unhandled.severity, unhandled.line) == ("warning", 3)
+    assert unhandled.message == (
+        "the chart sends itself 'payment.timeout' but no transition handles it: the event "
+        "is dropped; did you mean 'payment.timout'?"
+    )
+    assert (misspelled.severity, misspelled.line) == ("warning", 4)
+    assert "'payment.timout', but it sends 'payment.timeout', one edit away" in (misspelled.message)
+    # One diagnostic per problem: the misspelled event is not also an external one (the
+    # only external-event note left is 'paid').
+    externals = [d for d in lint(statifier.compile(chart(PAYMENT))) if d.code == "external-event"]
+    assert [d.line for d in externals] == [5]
+
+
+def test_a_handled_self_send_or_raise_is_no_warning() -> None:
+    source = chart(
+        """  <state id="a">
+    <onentry>
+      <send event="tick" delay="1s"/>
+      <send event="later" target="#_internal"/>
+      <raise event="step.done"/>
+    </onentry>
+    <transition event="tick" target="a"/>
+    <transition event="later" target="a"/>
+    <transition event="step.*" target="b"/>
+  </state>
+  <final id="b"/>
+"""
+    )
+    assert [c for c, _ in codes(source) if c in ("unhandled-event", "misspelled-event")] == []
+
+
+def test_a_raise_nothing_handles_is_a_warning_but_a_send_elsewhere_is_not() -> None:
+    source = chart(
+        """  <state id="a">
+    <onentry>
+      <raise event="orphan"/>
+      <send event="to.parent" target="#_parent"/>
+      <send event="to.other" targetexpr="'#_internal'"/>
+    </onentry>
+  </state>
+"""
+    )
+    unhandled = [d for d in lint(statifier.compile(source)) if d.code == "unhandled-event"]
+    assert [(d.line, d.message) for d in unhandled] == [
+        (4, "the chart raises 'orphan' but no transition handles it: the event is dropped")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("waited", "warned"),
+    [
+        ("payment.timeot", True),  # one replaced
+        ("payment.timeoutt", True),  # one inserted
+        ("payment.tiemout", True),  # two neighbours swapped
+        ("payment.tmout", False),  # two edits away: only a did-you-mean note
+        ("payment.*", False),  # a wildcard is not a typo
+    ],
+)
+def test_misspelled_means_exactly_one_edit_away(waited: str, warned: bool) -> None:
+    source = chart(
+        f"""  <state id="a">
+    <onentry><raise event="payment.timeout"/></onentry>
+    <transition event="{waited}" target="b"/>
+    <transition event="payment.timeout" target="b"/>
+  </state>
+  <final id="b"/>
+"""
+    )
+    assert ("misspelled-event" in {c for c, _ in codes(source)}) is warned
+
+
+def test_check_strict_fails_on_an_unhandled_self_sent_event(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "payment.scxml"
+    path.write_text(chart(PAYMENT))
+    assert main(["check", str(path)]) == 0
+    assert main(["check", "--strict", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert f"{path}:3:14: warning: the chart sends itself 'payment.timeout'" in out
+    assert "[unhandled-event]" in out
+    assert "[misspelled-event]" in out

@@ -4,11 +4,22 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from statifier.errors import StatifierError
 from statifier.values import brief
 
+# Every spelling a delay may use, by unit. SCXML takes CSS2 times (``5s``, ``100ms``; CSS
+# units are case-insensitive); the rest are what people write in charts and on command
+# lines. docs/charts.md ("Delays") prints this table: change both together.
+_SPELLINGS: dict[str, tuple[str, ...]] = {
+    "ms": ("ms", "msec", "msecs", "millisecond", "milliseconds"),
+    "s": ("s", "sec", "secs", "second", "seconds"),
+    "m": ("m", "min", "mins", "minute", "minutes"),
+    "h": ("h", "hr", "hrs", "hour", "hours"),
+    "d": ("d", "day", "days"),
+    "w": ("w", "wk", "wks", "week", "weeks"),
+}
 _UNIT_MS = {
     "ms": Decimal(1),
     "s": Decimal(1_000),
@@ -17,11 +28,8 @@ _UNIT_MS = {
     "d": Decimal(86_400_000),
     "w": Decimal(604_800_000),
 }
-_AMOUNT = r"(\d+(?:\.\d*)?|\.\d+)"
-_UNIT = r"(ms|s|m|h|d|w)"
-_DURATION = re.compile(rf"^\s*{_AMOUNT}\s*{_UNIT}\s*$")
-_PART = rf"{_AMOUNT}{_UNIT}"
-_SPAN = re.compile(rf"(?:{_PART})+")
+_UNIT_OF = {spelling: unit for unit, names in _SPELLINGS.items() for spelling in names}
+_TERM = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]+)\s*")
 
 MAX_DURATION_LENGTH = 64
 """Longer delay strings are refused before they are read: no real delay needs more digits,
@@ -36,25 +44,43 @@ class InvalidDuration(StatifierError, ValueError):
 
 
 def parse_duration(text: str) -> int:
-    """``"7d"``, ``"24h"``, ``".5s"``, ``"1.5s"``, ``"250ms"`` -> milliseconds.
+    """``"7d"``, ``"15min"``, ``"1.5s"``, ``"250ms"``, ``"1h 30m"`` -> milliseconds.
 
-    Fractions of a millisecond round half up. Raises ``InvalidDuration``.
+    A duration is one or more terms, each a decimal number and a unit (any spelling of
+    ``_SPELLINGS``, any case), largest unit first, each unit at most once, optionally
+    separated by spaces. Fractions of a millisecond round half up. Raises
+    ``InvalidDuration``.
     """
     if len(text) > MAX_DURATION_LENGTH:
         raise InvalidDuration(
             f"invalid duration {brief(text)}: longer than {MAX_DURATION_LENGTH} characters"
         )
-    match = _DURATION.match(text)
-    if match is None:
-        raise InvalidDuration(
-            f"invalid duration {text!r}: expected a number and a unit "
-            "(ms, s, m, h, d or w), e.g. '7d' or '.5s'"
-        )
-    try:
-        amount = Decimal(match.group(1))
-    except InvalidOperation:  # pragma: no cover - the regex admits only decimals
-        raise InvalidDuration(f"invalid duration {text!r}") from None
-    millis = int((amount * _UNIT_MS[match.group(2)]).to_integral_value(rounding="ROUND_HALF_UP"))
+    total = Decimal(0)
+    previous: Decimal | None = None
+    position = 0
+    while position < len(text) or previous is None:
+        match = _TERM.match(text, position)
+        if match is None:
+            raise InvalidDuration(
+                f"invalid duration {text!r}: expected a number and a unit "
+                "(ms, s, min, h, d or w), e.g. '7d', '15min' or '1h 30m'"
+            )
+        unit = _UNIT_OF.get(match.group(2).lower())
+        if unit is None:
+            raise InvalidDuration(
+                f"invalid duration {text!r}: unknown unit {match.group(2)!r} "
+                "(ms, s, min, h, d or w)"
+            )
+        size = _UNIT_MS[unit]
+        if previous is not None and size >= previous:
+            raise InvalidDuration(
+                f"invalid duration {text!r}: units go from the largest to the smallest, "
+                "each once (e.g. '1h 30m')"
+            )
+        total += Decimal(match.group(1)) * size
+        previous = size
+        position = match.end()
+    millis = int(total.to_integral_value(rounding="ROUND_HALF_UP"))
     if millis > MAX_DELAY_MS:
         raise InvalidDuration(f"duration {text!r} is longer than a century")
     return millis
@@ -86,18 +112,13 @@ def format_duration(millis: int) -> str:
 
 
 def span_ms(span: str | int | timedelta) -> int:
-    """A span of time as whole milliseconds: a duration string (``"7d"``, or several
-    units as :func:`format_duration` writes them, ``"6d23h59m"``), an ``int`` of
-    milliseconds, or a ``timedelta`` (rounded half up to the millisecond). Negative spans
-    and spans longer than a century raise ``InvalidDuration``."""
+    """A span of time as whole milliseconds: a duration string (``"7d"``, ``"1h 30m"``,
+    read by :func:`parse_duration`), an ``int`` of milliseconds, or a ``timedelta``
+    (rounded half up to the millisecond). Negative spans and spans longer than a century
+    raise ``InvalidDuration``."""
     if isinstance(span, str):
-        if _DURATION.match(span) or len(span) > MAX_DURATION_LENGTH:
-            return parse_duration(span)
-        text = span.strip()
-        if not _SPAN.fullmatch(text):
-            return parse_duration(span)  # raises, saying what a duration looks like
-        millis = sum(parse_duration(part.group(0)) for part in re.finditer(_PART, text))
-    elif isinstance(span, timedelta):
+        return parse_duration(span)
+    if isinstance(span, timedelta):
         millis = int(
             (Decimal(span // timedelta(microseconds=1)) / 1000).to_integral_value(
                 rounding="ROUND_HALF_UP"

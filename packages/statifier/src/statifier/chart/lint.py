@@ -14,6 +14,12 @@
 - ``script-local`` (warning): an ECMAScript ``<script>`` declares a name with ``let``,
   ``const`` or ``class`` at its top level, which stays local to the script, and the chart
   reads that name elsewhere (``var`` makes a chart variable).
+- ``unhandled-event`` (warning): an event the chart raises (``<raise>``) or sends to
+  itself (a ``<send>`` with no target, or ``#_internal``) that no transition anywhere
+  handles: it is taken from the queue and dropped.
+- ``misspelled-event`` (warning): a transition waits for an event nothing in the chart
+  raises or sends, one edit away from one that something does (``payment.timout`` where
+  the chart sends ``payment.timeout``).
 - ``external-event`` (info): an event the chart waits for that nothing in it raises or
   sends; it must come from outside (which is fine, and worth a look for typos).
 
@@ -48,7 +54,7 @@ from statifier.chart.model import (
 )
 from statifier.core.events import name_matches
 from statifier.errors import Diagnostic
-from statifier.suggest import did_you_mean
+from statifier.suggest import did_you_mean, one_edit_apart
 
 SYSTEM_VARIABLES = frozenset({"_event", "_sessionid", "_name", "_ioprocessors"})
 """Variables every SCXML datamodel defines (spec 5.10)."""
@@ -76,6 +82,7 @@ def lint(machine: Machine) -> list[Diagnostic]:
         *_script_locals(machine),
         *_unreachable_states(machine),
         *_dead_transitions(machine),
+        *_unhandled_events(machine),
         *_external_events(machine),
     ]
     return sorted(found, key=lambda d: (d.line, d.column, d.code))
@@ -387,17 +394,73 @@ def raised_events(machine: Machine) -> tuple[frozenset[str], bool]:
     return frozenset(names), dynamic
 
 
-def _external_events(machine: Machine) -> Iterator[Diagnostic]:
+_SCXML_TYPES = (None, "scxml", "http://www.w3.org/TR/scxml/#SCXMLEventProcessor")
+
+
+def _self_sent(machine: Machine) -> Iterator[tuple[str, ContentNode]]:
+    """Every event name a ``<raise>``, or a ``<send>`` to the chart itself, spells out."""
+    for node in machine.content:
+        if isinstance(node, RaiseNode | SendNode) and _to_itself(node) and node.event:
+            yield node.event, node
+
+
+def _to_itself(node: RaiseNode | SendNode) -> bool:
+    if isinstance(node, RaiseNode):
+        return True
+    return (
+        node.targetexpr is None
+        and node.target in (None, "#_internal")
+        and node.typeexpr is None
+        and node.type in _SCXML_TYPES
+    )
+
+
+def _unhandled_events(machine: Machine) -> Iterator[Diagnostic]:
+    descriptors = tuple(d for transition in machine.transitions for d in transition.events)
+    reported: set[str] = set()
+    for event, node in _self_sent(machine):
+        if event in reported or name_matches(descriptors, event):
+            continue
+        reported.add(event)
+        how = "raises" if isinstance(node, RaiseNode) else "sends itself"
+        yield Diagnostic(
+            "unhandled-event",
+            f"the chart {how} {event!r} but no transition handles it: the event is dropped"
+            + did_you_mean(event, descriptors),
+            node.line,
+            node.column,
+            "warning",
+        )
+
+
+def _waited_events(machine: Machine) -> dict[str, TransitionNode]:
+    """Each event descriptor a transition of a reachable state waits for, first use kept."""
     reachable = reachable_states(machine)
-    raised, _ = raised_events(machine)
     waited: dict[str, TransitionNode] = {}
     for transition in machine.transitions:
         if transition.source not in reachable:
             continue
         for descriptor in transition.events:
             waited.setdefault(descriptor, transition)
+    return waited
+
+
+def _external_events(machine: Machine) -> Iterator[Diagnostic]:
+    raised, _ = raised_events(machine)
+    waited = _waited_events(machine)
     for descriptor, transition in waited.items():
         if descriptor in ("*", ".*") or _is_raised(descriptor, raised):
+            continue
+        near = sorted(name for name in raised if one_edit_apart(descriptor, name))
+        if near and not descriptor.endswith("*"):
+            yield Diagnostic(
+                "misspelled-event",
+                f"nothing in the chart raises or sends {descriptor!r}, but it sends "
+                f"{near[0]!r}, one edit away: a typo?",
+                transition.line,
+                transition.column,
+                "warning",
+            )
             continue
         others = [*raised, *(d for d in waited if d != descriptor)]
         yield Diagnostic(
