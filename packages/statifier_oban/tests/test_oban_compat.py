@@ -9,6 +9,7 @@ import ast
 from pathlib import Path
 from typing import Any
 
+import pytest
 from oban import Oban
 from psycopg_pool import AsyncConnectionPool
 from statifier_oban import _oban_compat, latency
@@ -28,13 +29,15 @@ OBAN_PRIVATE_ATTRIBUTES = {
     "_running_jobs",
     "_uuid",
     "_limit",
+    "_name",
+    "_instances",
 }
 """Private attributes of oban objects that only the compat module may read."""
 
 
 def test_only_the_compat_module_imports_or_reads_oban_internals() -> None:
     offenders = []
-    for path in sorted(SOURCE.glob("*.py")):
+    for path in sorted(SOURCE.rglob("*.py")):
         if path.name == "_oban_compat.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -125,3 +128,41 @@ async def test_the_stager_bridge_caps_its_interval_and_knows_its_queues(start_ob
     assert stager.runs("compat_q")
     assert not stager.runs("other")
     assert not stager.runs(None)
+
+
+async def test_run_job_runs_a_fetched_job_through_obans_executor_and_our_ack(
+    oban_client: Oban, pool: AsyncConnectionPool
+) -> None:
+    from statifier_oban import _fetch
+    from statifier_oban.workers import TIMER_WORKER
+
+    async with pool.connection() as conn:
+        await conn.execute(
+            "INSERT INTO oban_jobs (args, queue, worker, state) "
+            "VALUES ('{}', 'compat_q', %s, 'available')",
+            [TIMER_WORKER],
+        )
+    fetched = await _fetch.fetch(
+        _oban_compat.FetchRequest(
+            pool=pool, prefix="public", queue="compat_q", node="n", uuid="u", demand=1
+        )
+    )
+    (job,) = fetched.jobs
+    assert await _oban_compat.run_job(oban_client, job) == "cancelled"  # undecodable args
+    async with pool.connection() as conn:
+        row = await (
+            await conn.execute("SELECT state::text, errors FROM oban_jobs WHERE id = %s", [job.id])
+        ).fetchone()
+    assert row is not None
+    assert row[0] == "cancelled"
+    assert "undecodable" in row[1][0]["error"]
+
+
+def test_forget_instance_takes_an_oban_out_of_the_registry(pool: AsyncConnectionPool) -> None:
+    name = unique("compat")
+    oban = Oban(pool=pool, name=name)
+    assert Oban.get_instance(name) is oban
+    _oban_compat.forget_instance(oban)
+    _oban_compat.forget_instance(oban)  # twice: no error
+    with pytest.raises(RuntimeError, match=name):
+        Oban.get_instance(name)
