@@ -28,12 +28,14 @@ from statifier.testing._run import (
     Step,
     start,
 )
+from statifier.testing._watch import ErrorWatch
 
 __all__ = [
     "DEFAULT_SESSION_ID",
     "MAX_EVENTS_KEPT",
     "ChartAssertionError",
     "ChartRun",
+    "ErrorWatch",
     "HeardEvent",
     "Step",
     "UnexpectedChartError",

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from statifier.chart.durations import format_duration
+from statifier.testing._watch import error_line
 from statifier.values import brief
 
 if TYPE_CHECKING:
@@ -57,10 +58,7 @@ def describe(run: ChartRun) -> str:
     errors = run.errors[-ERRORS_SHOWN:]
     if errors:
         lines.append("  errors raised:")
-        for session_id, error in errors:
-            where = "" if session_id == run.session_id else f"[{session_id}] "
-            at = f" at line {error.line}" if error.line is not None else ""
-            lines.append(f"    {where}{error.name}{at}: {brief(error.message, 200)}")
+        lines.extend(f"    {error_line(error, where, run.session_id)}" for where, error in errors)
     if run.steps:
         step = run.steps[-1]
         kinds = ", ".join(type(effect).__name__ for effect in step.effects[:EFFECTS_SHOWN])

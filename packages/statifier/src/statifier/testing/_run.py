@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Final
@@ -16,12 +16,13 @@ from statifier.chart.durations import format_duration, span_ms
 from statifier.chart.model import Machine
 from statifier.core import effects as fx
 from statifier.core.algorithm import SYSTEM_VARIABLES
-from statifier.core.events import Event, name_matches
+from statifier.core.events import Event
 from statifier.core.state import MachineState
 from statifier.datamodel.host import HostFunction
 from statifier.suggest import did_you_mean
-from statifier.testing._errors import ChartAssertionError, UnexpectedChartError
+from statifier.testing._errors import ChartAssertionError
 from statifier.testing._report import describe
+from statifier.testing._watch import ErrorWatch
 from statifier.values import brief
 from statifier.virtual.driver import OpenInvocation, Timer, VirtualDriver
 
@@ -141,8 +142,7 @@ class ChartRun:
         """Every action of the test so far, oldest first."""
         self.events: list[HeardEvent] = []
         """External events the run's sessions processed (the newest ``MAX_EVENTS_KEPT``)."""
-        self._allowed: list[str] = list(allow_errors)
-        self._expected: list[_Expectation] = []
+        self._watch = ErrorWatch(allow_errors)
         self._errors_seen = 0
         self._current: list[fx.Effect] = []
 
@@ -289,23 +289,15 @@ class ChartRun:
 
     def allow_errors(self, *descriptors: str) -> None:
         """Tolerate ``error.*`` events matching these descriptors from now on."""
-        self._allowed.extend(descriptors)
+        self._watch.allow(*descriptors)
 
     @contextmanager
     def expect_error(self, descriptor: str = "error") -> Iterator[list[fx.ErrorRaised]]:
         """The actions in the block must raise an ``error.*`` event matching
         ``descriptor`` (``"error.execution"``, ``"error.communication"``...); yields the
         list of the matching errors, filled as they happen. The block fails if none did."""
-        expectation = _Expectation(descriptor)
-        self._expected.append(expectation)
-        try:
-            yield expectation.matched
-        finally:
-            self._expected.remove(expectation)
-        if not expectation.matched:
-            raise ChartAssertionError(
-                f"expected an error matching {descriptor!r}; none was raised\n" + describe(self)
-            )
+        with self._watch.expect(descriptor, self.report) as matched:
+            yield matched
 
     def _act(self, action: str, perform: Any) -> ChartRun:
         self._current = []
@@ -332,26 +324,9 @@ class ChartRun:
     def _check_errors(self) -> None:
         new = self.driver.errors[self._errors_seen :]
         self._errors_seen = len(self.driver.errors)
-        unexpected = []
-        for session_id, error in new:
-            expectation = next(
-                (e for e in self._expected if name_matches((e.descriptor,), error.name)), None
-            )
-            if expectation is not None:
-                expectation.matched.append(error)
-            elif not name_matches(tuple(self._allowed), error.name):
-                unexpected.append((session_id, error))
-        if unexpected:
-            shown = "\n".join(
-                f"  {_error_line(error, sid, self.session_id)}" for sid, error in unexpected
-            )
-            raise UnexpectedChartError(
-                f"the chart raised {len(unexpected)} unexpected error event"
-                f"{'s' if len(unexpected) != 1 else ''} during {self.steps[-1].action!r} "
-                "(allow them with allow_errors(...) or expect them with expect_error(...)):\n"
-                f"{shown}\n" + describe(self),
-                tuple(unexpected),
-            )
+        self._watch.check(
+            new, during=self.steps[-1].action, top=self.session_id, describe=self.report
+        )
 
     def _done(self) -> fx.Done | None:
         for step in reversed(self.steps):
@@ -477,14 +452,6 @@ class ChartRun:
                 )
 
 
-@dataclass
-class _Expectation:
-    """An ``expect_error`` block: its descriptor, and the errors it matched so far."""
-
-    descriptor: str
-    matched: list[fx.ErrorRaised] = field(default_factory=list)
-
-
 def _ids(ids: Iterable[str]) -> str:
     return ", ".join(repr(i) for i in ids) or "none"
 
@@ -493,13 +460,6 @@ def _timer_filter(send_id: str | None, event: str | None) -> str:
     parts = [f"send_id {send_id!r}" if send_id else "", f"event {event!r}" if event else ""]
     shown = " and ".join(p for p in parts if p)
     return f" with {shown}" if shown else ""
-
-
-def _error_line(error: fx.ErrorRaised, session_id: str, top: str) -> str:
-    where = "" if session_id == top else f"[{session_id}] "
-    line = f" at line {error.line}" if error.line is not None else ""
-    sendid = f" (send_id {error.sendid})" if error.sendid else ""
-    return f"{where}{error.name}{line}{sendid}: {brief(error.message or '(no message)', 300)}"
 
 
 _MISSING: Final = object()
