@@ -20,6 +20,7 @@ from statifier.core.events import Event
 from statifier.core.state import MachineState
 from statifier.datamodel.host import HostFunction
 from statifier.suggest import did_you_mean
+from statifier.testing._checks import ids, subset_problem, unknown_state
 from statifier.testing._errors import ChartAssertionError
 from statifier.testing._report import describe
 from statifier.testing._watch import ErrorWatch
@@ -346,21 +347,21 @@ class ChartRun:
         self._known(state_ids)
         missing = [s for s in state_ids if not self.state.is_active(s)]
         if missing:
-            raise self.fail_check(f"expected {_ids(missing)} to be active")
+            raise self.fail_check(f"expected {ids(missing)} to be active")
 
     def assert_not_active(self, *state_ids: str) -> None:
         """None of these states is active."""
         self._known(state_ids)
         present = [s for s in state_ids if self.state.is_active(s)]
         if present:
-            raise self.fail_check(f"expected {_ids(present)} not to be active")
+            raise self.fail_check(f"expected {ids(present)} not to be active")
 
     def assert_configuration(self, *leaf_ids: str) -> None:
         """The active atomic states are exactly these (in any order)."""
         self._known(leaf_ids)
         if sorted(self.active) != sorted(leaf_ids):
             raise self.fail_check(
-                f"expected the active states to be {_ids(leaf_ids)}, not {_ids(self.active)}"
+                f"expected the active states to be {ids(leaf_ids)}, not {ids(self.active)}"
             )
 
     def assert_running(self) -> None:
@@ -378,17 +379,19 @@ class ChartRun:
                 "expected the chart to be done" + (f" in {final!r}" if final else "")
             )
         if final is not None and self.final_configuration != (final,):
-            reached = _ids(self.final_configuration) if self.final_configuration else "none"
+            reached = ids(self.final_configuration) if self.final_configuration else "none"
             raise self.fail_check(
                 f"expected the chart to end in {final!r}; the final state reached: {reached}"
             )
-        if donedata:
-            _check_subset("donedata", self.donedata, donedata, self)
+        problem = subset_problem("donedata", self.donedata, donedata) if donedata else None
+        if problem is not None:
+            raise self.fail_check(problem)
 
     def assert_datamodel(self, expected: Mapping[str, Any] | None = None, **values: Any) -> None:
         """These variables hold these values (others are not checked)."""
-        wanted = {**(expected or {}), **values}
-        _check_subset("datamodel", self.datamodel, wanted, self)
+        problem = subset_problem("datamodel", self.datamodel, {**(expected or {}), **values})
+        if problem is not None:
+            raise self.fail_check(problem)
 
     def assert_raised(self, kind: type[fx.Effect], **fields: Any) -> fx.Effect:
         """The last action produced an effect of ``kind`` (e.g. ``effects.SendDelayed``)
@@ -444,42 +447,15 @@ class ChartRun:
                 )
 
     def _known(self, state_ids: Iterable[str]) -> None:
-        known = self.machine.state_ids
-        for state_id in state_ids:
-            if state_id not in known:
-                raise self.fail_check(
-                    f"the chart has no state {state_id!r}{did_you_mean(state_id, known)}"
-                )
-
-
-def _ids(ids: Iterable[str]) -> str:
-    return ", ".join(repr(i) for i in ids) or "none"
+        problem = unknown_state(self.machine, state_ids)
+        if problem is not None:
+            raise self.fail_check(problem)
 
 
 def _timer_filter(send_id: str | None, event: str | None) -> str:
     parts = [f"send_id {send_id!r}" if send_id else "", f"event {event!r}" if event else ""]
     shown = " and ".join(p for p in parts if p)
     return f" with {shown}" if shown else ""
-
-
-_MISSING: Final = object()
-
-
-def _check_subset(what: str, actual: Any, wanted: Mapping[str, Any], run: ChartRun) -> None:
-    if not isinstance(actual, Mapping):
-        raise run.fail_check(
-            f"expected the {what} to hold {brief(dict(wanted))}: it is {brief(actual)}"
-        )
-    wrong = []
-    for name, value in wanted.items():
-        found = actual.get(name, _MISSING)
-        if found is _MISSING:
-            known = did_you_mean(name, actual)
-            wrong.append(f"{name}: missing (expected {brief(value)}){known}")
-        elif found != value:
-            wrong.append(f"{name}: expected {brief(value)}, found {brief(found)}")
-    if wrong:
-        raise run.fail_check(f"the {what} differs:\n  " + "\n  ".join(wrong))
 
 
 def _matching(
