@@ -77,7 +77,18 @@ class ErrorWatch:
     ) -> None:
         """Raise ``UnexpectedChartError`` for the errors ``sift`` leaves (``during``
         names the action; errors of ``top`` are shown without their id)."""
-        unexpected = self.sift(errors)
+        self.raise_unexpected(self.sift(errors), during=during, top=top, describe=describe)
+
+    @staticmethod
+    def raise_unexpected(
+        unexpected: list[tuple[str, ErrorRaised]],
+        *,
+        during: str,
+        top: str | None,
+        describe: Callable[[], str],
+    ) -> None:
+        """Raise ``UnexpectedChartError`` for ``unexpected`` (errors ``sift`` left), if
+        there are any; its message ends with ``describe()``."""
         if not unexpected:
             return
         shown = "\n".join(f"  {error_line(error, where, top)}" for where, error in unexpected)

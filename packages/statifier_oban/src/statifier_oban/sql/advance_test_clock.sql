@@ -4,8 +4,8 @@
 -- due if that is at most %(span_us)s microseconds away, else by the whole span. The jobs
 -- keep their order and the distances between them, so the statements that run next (the
 -- staging step, the producers' fetch) find due exactly the jobs they would find once that
--- much time had passed. One row: how far the clock moved (microseconds), and whether a
--- job is due now.
+-- much time had passed. One row: how far the clock moved (microseconds), whether a job
+-- is due now, and the database's time (UTC), which a span of 0 only reads.
 WITH next AS (
     SELECT min(scheduled_at) - timezone('UTC', now()) AS wait
     FROM {prefix}.oban_jobs
@@ -24,4 +24,6 @@ moved AS (
     WHERE jobs.state = ANY('{scheduled,retryable}') AND jobs.queue = ANY(%(queues)s::text[])
       AND step.shift > interval '0'
 )
-SELECT (extract(epoch FROM shift) * 1000000)::bigint AS moved_us, reached FROM step
+SELECT (extract(epoch FROM shift) * 1000000)::bigint AS moved_us, reached,
+       timezone('UTC', now()) AS db_now
+FROM step
