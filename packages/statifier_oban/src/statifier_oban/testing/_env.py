@@ -350,7 +350,7 @@ class DurableEnv:
         """Run every job due now, and what they lead to, until nothing is due (held runs
         wait on). Returns the jobs that ran to an outcome or were held meanwhile."""
         first = len(self.ran)
-        await self._run_due()
+        await self._run_due(first)
         self.check_errors("settle")
         return self.ran[first:]
 
@@ -361,13 +361,13 @@ class DurableEnv:
         millis = span_ms(span)
         remaining_us = millis * 1000
         first = len(self.ran)
-        await self._run_due()
+        await self._run_due(first)
         while True:
             moved_us, reached, _ = await self._move_clock(remaining_us)
             remaining_us -= moved_us
             if not reached:
                 break
-            if not await self._run_due():
+            if not await self._run_due(first):
                 break  # due, yet nothing could run (e.g. no attempt left): nothing to wait for
         self.check_errors(f"advance {format_duration(millis)}")
         return self.ran[first:]
@@ -386,7 +386,9 @@ class DurableEnv:
         self.elapsed_ms = self._elapsed_us // 1000
         return moved_us, reached, now
 
-    async def _run_due(self) -> list[RanJob]:
+    async def _run_due(self, first: int) -> list[RanJob]:
+        """Run the jobs due now until none is; ``first`` is where the calling ``advance``
+        or ``settle`` began in ``ran``, from which ``max_jobs`` counts."""
         ran: list[RanJob] = []
         prefix = _store.prefix_of(self.oban)
         while True:
@@ -396,7 +398,7 @@ class DurableEnv:
                 if await self._wait_for_running():
                     continue  # a run finished: it may have made jobs due now
                 return ran
-            if len(ran) >= self.max_jobs:
+            if len(self.ran) - first >= self.max_jobs:
                 raise ChartAssertionError(
                     f"{self.max_jobs} jobs ran and more are due: a chart that keeps "
                     "scheduling work due at once? (DurableEnv(max_jobs=...) raises the bound)\n"
