@@ -10,9 +10,10 @@ events, the pending timers and the errors raised. A chart that raises an ``error
 event the test did not allow or expect fails the action that raised it
 (:class:`UnexpectedChartError`).
 
-With pytest, the fixture ``chart_run`` (a factory with ``start``'s arguments) is
-installed by the plugin ``statifier.testing.pytest_plugin``, which pytest loads by
-itself once statifier is installed. :func:`explore` checks more than examples: every
+With pytest, the fixture ``chart_run`` (a factory with ``start``'s arguments) comes from
+statifier's pytest plugin, which pytest loads by itself once statifier is installed (its
+entry point is ``statifier``: ``-p no:statifier`` turns it off); a failed test's report
+then shows where each of its runs stood. :func:`explore` checks more than examples: every
 state reachable within a bound. Durable executions have a time-skipping environment of
 their own, ``statifier_oban.testing``. See the testing page of the documentation.
 """

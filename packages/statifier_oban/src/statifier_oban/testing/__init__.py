@@ -9,9 +9,9 @@ are the production charts, unchanged. ``env.invocations("payments:capture")`` an
 invoke type from the test: at once (``answer(Ok(...))``, ``answer(Error(...))``), or
 later (the default: runs are held until ``release``), so a timeout can be tested.
 
-With pytest the plugin ``statifier_oban.testing.pytest_plugin`` (loaded by itself once
-statifier-oban is installed; needs pytest-asyncio, and ``statifier-oban[embedded]`` for
-the default server) gives the fixtures ``durable_env``, ``statifier_database_url`` and
+With pytest, statifier_oban's plugin (loaded by itself once statifier-oban is installed,
+entry point ``statifier_oban``; install ``statifier-oban[testing]`` for pytest-asyncio and
+the embedded server) gives the fixtures ``durable_env``, ``statifier_database_url`` and
 ``statifier_postgres``: an embedded PostgreSQL started once per run, or the server
 ``$DATABASE_URL`` names, and a fresh database per test. The pure side, charts on a
 virtual clock without a database, is ``statifier.testing``. ADR 26 says how the clock

@@ -33,9 +33,7 @@ from statifier.testing import ChartAssertionError, ErrorWatch
 from statifier.testing._checks import ids, subset_problem, unknown_state
 from statifier_persistence import Execution, Executions, Limits, Stepped
 
-from .. import _fetch, _oban_compat, _sql, _store, latency
 from .._errors import ConfigError
-from .._handler import InvokeHandler
 from .._names import (
     CASCADE_WORKER,
     CHILD_START_WORKER,
@@ -44,6 +42,9 @@ from .._names import (
     TIMER_WORKER,
 )
 from ..executions import ObanExecutor, execution_config, pending_jobs, use
+from ..invocations._handler import InvokeHandler
+from ..store import _fetch, _oban_compat, _sql, _statements
+from ..store._latency import stage_due
 from ._report import describe_execution
 from ._scripts import ScriptedInvocations
 
@@ -202,7 +203,7 @@ class DurableEnv:
             limits=limits,
             functions=functions,
             position_key=position_key,
-            prefix=_store.prefix_of(self.oban),
+            prefix=_statements.prefix_of(self.oban),
         )
 
     @classmethod
@@ -376,8 +377,8 @@ class DurableEnv:
         """Move the clock by at most ``span_us``, to the next due job if it is that close:
         how far it moved, whether a job is due, and the database's time (UTC, naive, as
         oban stores times). A span of 0 moves nothing: it reads the time."""
-        statement = _sql.statement("advance_test_clock", _store.prefix_of(self.oban))
-        async with _store.autocommit(self.pool) as conn:
+        statement = _sql.statement("advance_test_clock", _statements.prefix_of(self.oban))
+        async with _statements.autocommit(self.pool) as conn:
             cursor = await conn.execute(statement, {"queues": self.queues, "span_us": span_us})
             row = await cursor.fetchone()
         assert row is not None  # noqa: S101 - the statement returns exactly one row
@@ -390,9 +391,9 @@ class DurableEnv:
         """Run the jobs due now until none is; ``first`` is where the calling ``advance``
         or ``settle`` began in ``ran``, from which ``max_jobs`` counts."""
         ran: list[RanJob] = []
-        prefix = _store.prefix_of(self.oban)
+        prefix = _statements.prefix_of(self.oban)
         while True:
-            await latency.stage_due(self.pool, prefix, self.queues, STAGE_LIMIT)
+            await stage_due(self.pool, prefix, self.queues, STAGE_LIMIT)
             job = await self._fetch(prefix)
             if job is None:
                 if await self._wait_for_running():

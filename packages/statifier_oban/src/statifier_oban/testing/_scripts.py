@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from statifier.core.effects import Invoke
 
 from .._config import Config
-from .._handler import InvokeHandler, Ok, RunContext, RunResult
+from ..invocations._handler import InvokeHandler, Ok, RunContext, RunResult
 
 if TYPE_CHECKING:
     from ._env import DurableEnv
