@@ -21,6 +21,13 @@ their own, ``statifier_oban.testing``. See the testing page of the documentation
 from __future__ import annotations
 
 from statifier.testing._errors import ChartAssertionError, UnexpectedChartError
+from statifier.testing._explore import (
+    DEFAULT_MAX_STATES,
+    MAX_STATES_LIMIT,
+    ErrorFound,
+    Exploration,
+    explore,
+)
 from statifier.testing._run import (
     DEFAULT_SESSION_ID,
     MAX_EVENTS_KEPT,
@@ -32,13 +39,18 @@ from statifier.testing._run import (
 from statifier.testing._watch import ErrorWatch
 
 __all__ = [
+    "DEFAULT_MAX_STATES",
     "DEFAULT_SESSION_ID",
     "MAX_EVENTS_KEPT",
+    "MAX_STATES_LIMIT",
     "ChartAssertionError",
     "ChartRun",
+    "ErrorFound",
     "ErrorWatch",
+    "Exploration",
     "HeardEvent",
     "Step",
     "UnexpectedChartError",
+    "explore",
     "start",
 ]
