@@ -13,13 +13,15 @@ With pytest, statifier_oban's plugin (loaded by itself once statifier-oban is in
 entry point ``statifier_oban``; install ``statifier-oban[testing]`` for pytest-asyncio and
 the embedded server) gives the fixtures ``durable_env``, ``statifier_database_url`` and
 ``statifier_postgres``: an embedded PostgreSQL started once per run, or the server
-``$DATABASE_URL`` names, and a fresh database per test. The pure side, charts on a
-virtual clock without a database, is ``statifier.testing``. ADR 26 says how the clock
-works and why.
+``$DATABASE_URL`` names, and a fresh database per test. ``Clock`` moves the due times
+alone, for a host whose own ``Oban`` runs the queues (the examples do that). The pure
+side, charts on a virtual clock without a database, is ``statifier.testing``. ADR 26 says
+how the clock works and why.
 """
 
 from __future__ import annotations
 
+from ._clock import Clock, Move
 from ._env import DEFAULT_MAX_JOBS, DUE_TOLERANCE_MS, DurableEnv, RanJob, StepRecord
 from ._postgres import PostgresServer, SchemaTemplates, postgres_server
 from ._scripts import Answer, InvocationRun, ScriptedHandler, ScriptedInvocations
@@ -28,8 +30,10 @@ __all__ = [
     "DEFAULT_MAX_JOBS",
     "DUE_TOLERANCE_MS",
     "Answer",
+    "Clock",
     "DurableEnv",
     "InvocationRun",
+    "Move",
     "PostgresServer",
     "RanJob",
     "SchemaTemplates",

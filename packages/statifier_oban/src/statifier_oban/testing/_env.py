@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any, Final
 
 from oban import Oban
@@ -33,6 +33,7 @@ from statifier.testing import ChartAssertionError, ErrorWatch
 from statifier.testing._checks import ids, subset_problem, unknown_state
 from statifier_persistence import Execution, Executions, Limits, Stepped
 
+from .._config import Config
 from .._errors import ConfigError
 from .._names import (
     CASCADE_WORKER,
@@ -43,8 +44,9 @@ from .._names import (
 )
 from ..executions import ObanExecutor, execution_config, pending_jobs, use
 from ..invocations._handler import InvokeHandler
-from ..store import _fetch, _oban_compat, _sql, _statements
+from ..store import _fetch, _oban_compat, _statements
 from ..store._latency import stage_due
+from ._clock import Clock, Move
 from ._report import describe_execution
 from ._scripts import ScriptedInvocations
 
@@ -177,6 +179,8 @@ class DurableEnv:
             self.oban, timers_queue=timers_queue, invoke_queue=invoke_queue
         )
         self.queues = [timers_queue, invoke_queue]
+        self.clock = Clock(self.oban, self.queues)
+        """The clock of the environment's queues (``advance`` moves it)."""
         self.max_jobs = max_jobs
         self.elapsed_ms = 0
         """How far the clock has been moved so far."""
@@ -189,7 +193,6 @@ class DurableEnv:
         self._errors: list[tuple[str, ErrorRaised]] = []
         self._errors_seen = 0
         self._unexpected: list[tuple[str, ErrorRaised]] = []
-        self._elapsed_us = 0
         self._tasks: set[asyncio.Task[None]] = set()
         self._held: set[asyncio.Task[Any]] = set()
         self._changed = asyncio.Event()
@@ -239,6 +242,15 @@ class DurableEnv:
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         _oban_compat.forget_instance(self.oban)
+
+    def session_config(self, **options: Any) -> Config:
+        """A ``Config`` for live sessions on this environment's clock: their durable
+        timers (``DurableTimers(env.session_config())``) are jobs of its timers queue,
+        delivered into the live sessions of this process (the default deliveries) when
+        ``advance`` makes them due. ``options`` are ``Config``'s."""
+        return Config(
+            oban=self.oban, timers_queue=self.queues[0], invoke_queue=self.queues[1], **options
+        )
 
     # -- invocations ---------------------------------------------------------------------
 
@@ -364,28 +376,20 @@ class DurableEnv:
         first = len(self.ran)
         await self._run_due(first)
         while True:
-            moved_us, reached, _ = await self._move_clock(remaining_us)
-            remaining_us -= moved_us
-            if not reached:
+            move = await self._move_clock(remaining_us)
+            remaining_us -= move.moved_us
+            if not move.reached:
                 break
             if not await self._run_due(first):
                 break  # due, yet nothing could run (e.g. no attempt left): nothing to wait for
         self.check_errors(f"advance {format_duration(millis)}")
         return self.ran[first:]
 
-    async def _move_clock(self, span_us: int) -> tuple[int, bool, datetime]:
-        """Move the clock by at most ``span_us``, to the next due job if it is that close:
-        how far it moved, whether a job is due, and the database's time (UTC, naive, as
-        oban stores times). A span of 0 moves nothing: it reads the time."""
-        statement = _sql.statement("advance_test_clock", _statements.prefix_of(self.oban))
-        async with _statements.autocommit(self.pool) as conn:
-            cursor = await conn.execute(statement, {"queues": self.queues, "span_us": span_us})
-            row = await cursor.fetchone()
-        assert row is not None  # noqa: S101 - the statement returns exactly one row
-        moved_us, reached, now = int(row[0]), bool(row[1]), row[2]
-        self._elapsed_us += moved_us
-        self.elapsed_ms = self._elapsed_us // 1000
-        return moved_us, reached, now
+    async def _move_clock(self, span_us: int) -> Move:
+        """Move the clock by at most ``span_us``, to the next due job if that is closer."""
+        move = await self.clock.move(span_us)
+        self.elapsed_ms = self.clock.moved_us // 1000
+        return move
 
     async def _run_due(self, first: int) -> list[RanJob]:
         """Run the jobs due now until none is; ``first`` is where the calling ``advance``
@@ -477,7 +481,7 @@ class DurableEnv:
             for run in script.held
             if run.scope == execution_id
         }
-        _, _, now = await self._move_clock(0)
+        now = (await self._move_clock(0)).db_now
         return describe_execution(
             execution,
             state,
@@ -550,7 +554,7 @@ class DurableEnv:
         """A timer of the execution is pending, with this ``send_id``/``event`` if given,
         due ``due`` from now if given (within ``DUE_TOLERANCE_MS``)."""
         jobs = await pending_jobs(self.oban, execution_id, limit=100)
-        _, _, now = await self._move_clock(0)
+        now = (await self._move_clock(0)).db_now
         want_ms = None if due is None else span_ms(due)
         for job in jobs:
             if job.kind != "timer" or job.state not in ("scheduled", "available", "retryable"):
