@@ -20,30 +20,39 @@ templates and the copies are ``statifier_oban.testing``'s, which its pytest plug
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Protocol
 
 import pytest
 import pytest_asyncio
 from psycopg_pool import AsyncConnectionPool
-from statifier_oban.testing._postgres import PostgresServer as PgServer
-from statifier_oban.testing._postgres import SchemaTemplates, drop, postgres_server
+from statifier_oban.testing import PostgresServer as PgServer
+from statifier_oban.testing import SchemaTemplates
+
+_embedded_roots: list[Path] = []
+"""Where the run's embedded server kept its files (checked once it has stopped)."""
 
 
 @pytest.fixture(scope="session")
-def pg_server() -> Iterator[PgServer]:
+def pg_server(statifier_postgres: PgServer) -> PgServer:
     """The server: ``$DATABASE_URL`` if set, else an embedded one started once per run.
 
-    The embedded server is stopped at the end of the run, which must delete its files.
+    It is the statifier_oban pytest plugin's ``statifier_postgres``, so the plugin's
+    fixtures (``durable_env``, in any test folder) use the same server.
     """
-    with postgres_server() as server:
-        yield server
-    embedded = server.embedded
-    if embedded is None:
-        return
-    # Checked here rather than by a test of its own, which would start a second server.
-    root = embedded.data_dir.parent
-    assert not root.exists(), f"EmbeddedPostgres.stop() left {root} behind"
-    embedded.stop()  # a second stop is a no-op
+    if statifier_postgres.embedded is not None:
+        _embedded_roots.append(statifier_postgres.embedded.data_dir.parent)
+    return statifier_postgres
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The embedded server, stopped with the session's fixtures, must have deleted its
+    files (checked here rather than by a test of its own, which would start a second
+    server)."""
+    left = [root for root in _embedded_roots if root.exists()]
+    if left:
+        print(f"\nEmbeddedPostgres.stop() left {left[0]} behind")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")
@@ -79,10 +88,8 @@ def make_database(pg_server: PgServer, template_database: str) -> Iterator[MakeD
         return pg_server.url_for(name)
 
     yield make
-    if created:
-        with pg_server.admin() as conn:
-            for name in reversed(created):
-                drop(conn, name)
+    for name in reversed(created):
+        pg_server.drop_database(name)
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from psycopg import AsyncConnection
 from statifier.testing import ChartAssertionError, UnexpectedChartError
 from statifier_oban import Error, Ok
 from statifier_oban.children import MapHandler
-from statifier_oban.testing import DurableEnv, RanJob
+from statifier_oban.testing import Clock, DurableEnv, RanJob
 from statifier_oban.workers import TIMER_WORKER
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
@@ -500,3 +500,23 @@ async def test_the_ran_jobs_are_recorded(durable_env: DurableEnv) -> None:
     assert isinstance(ran[0], RanJob)
     assert ran[0].at_ms >= 7 * 86_400_000
     assert "jobs run: 1" in env.summary()
+
+
+async def test_a_clock_alone_moves_every_due_time_by_the_whole_span(
+    durable_env: DurableEnv,
+) -> None:
+    env = durable_env
+    await env.executions.create(PING, execution_id="a", datamodel={"delay": "1h"})
+    await env.executions.create(PING, execution_id="b", datamodel={"delay": "3h"})
+    clock = Clock(env.oban, env.queues)
+    async with env.pool.connection() as conn:
+        (a_before,) = await due_at(conn, "a")
+        (b_before,) = await due_at(conn, "b")
+        assert await clock.advance("2h") == 7_200_000  # past a's due time: no stop there
+        (a_after,) = await due_at(conn, "a")
+        (b_after,) = await due_at(conn, "b")
+    assert a_before - a_after == b_before - b_after == timedelta(hours=2)
+    assert clock.moved_us == 7_200_000_000
+    # Nothing ran: a running queue (here, the environment) fires what fell due.
+    await env.assert_active("a", "waiting")
+    assert [r.scope for r in await env.settle()] == ["a"]
