@@ -12,24 +12,10 @@ from statifier import effects
 from statifier.chart.durations import InvalidDuration
 from statifier.testing import ChartAssertionError, ChartRun, UnexpectedChartError, start
 
+from engine_support.charts import CAPTURE
+
 ROOT = Path(__file__).resolve().parents[3]
 CARD = ROOT / "examples" / "card_authorization.scxml"
-
-CAPTURE = """<scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0" datamodel="python"
-        name="capture" initial="capturing">
-  <datamodel><data id="result" expr="None"/><data id="amount" expr="100"/></datamodel>
-  <state id="capturing">
-    <onentry><send id="give_up" event="timeout" delay="30s"/></onentry>
-    <invoke id="cap" type="payments:capture"><param name="amount" expr="amount"/></invoke>
-    <transition event="done.invoke.cap" target="settled">
-      <assign location="result" expr="_event.data"/>
-    </transition>
-    <transition event="error.communication.invoke.cap" target="failed"/>
-    <transition event="timeout" target="failed"/>
-  </state>
-  <final id="settled"><donedata><param name="result" expr="result"/></donedata></final>
-  <final id="failed"/>
-</scxml>"""
 
 BROKEN = """<scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0" datamodel="python"
         name="broken" initial="idle">

@@ -6,27 +6,9 @@ import pytest
 import statifier
 from statifier.virtual import VirtualDriver
 
-CAPTURE = statifier.compile(
-    """<scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0" datamodel="python"
-            initial="capturing">
-      <datamodel><data id="result" expr="None"/></datamodel>
-      <state id="capturing">
-        <onentry><send id="give_up" event="timeout" delay="30s"/></onentry>
-        <invoke id="cap" type="payments:capture">
-          <param name="amount" expr="125"/>
-        </invoke>
-        <transition event="done.invoke.cap" target="settled">
-          <assign location="result" expr="_event.data"/>
-        </transition>
-        <transition event="error.communication.invoke.cap" target="failed">
-          <assign location="result" expr="_event.data"/>
-        </transition>
-        <transition event="timeout" target="failed"/>
-      </state>
-      <final id="settled"/>
-      <final id="failed"/>
-    </scxml>"""
-)
+from engine_support import charts
+
+CAPTURE = statifier.compile(charts.CAPTURE)
 
 
 def started(invoke_types: list[str] | None = None) -> VirtualDriver:
