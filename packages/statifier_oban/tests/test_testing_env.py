@@ -16,7 +16,7 @@ import pytest
 import statifier
 from psycopg import AsyncConnection
 from statifier.testing import ChartAssertionError, UnexpectedChartError
-from statifier_oban import Error, Ok
+from statifier_oban import ConfigError, Error, Ok
 from statifier_oban.children import MapHandler
 from statifier_oban.testing import Clock, DurableEnv, RanJob
 from statifier_oban.workers import TIMER_WORKER
@@ -520,3 +520,20 @@ async def test_a_clock_alone_moves_every_due_time_by_the_whole_span(
     # Nothing ran: a running queue (here, the environment) fires what fell due.
     await env.assert_active("a", "waiting")
     assert [r.scope for r in await env.settle()] == ["a"]
+
+
+async def test_a_script_keeps_its_attempts(durable_env: DurableEnv) -> None:
+    script = durable_env.invocations("payments:capture", max_attempts=3)
+    assert durable_env.invocations("payments:capture") is script
+    assert script.handler.max_attempts == 3
+    with pytest.raises(ConfigError, match="scripted with max_attempts=3"):
+        durable_env.invocations("payments:capture", max_attempts=2)
+    with pytest.raises(ConfigError, match=r"max_attempts must be in 1\.\.32767"):
+        durable_env.invocations("other:type", max_attempts=0)
+
+
+@pytest.mark.parametrize("bound", [0, -1, True])
+async def test_max_jobs_is_a_positive_integer(statifier_database_url: str, bound: Any) -> None:
+    with pytest.raises(ConfigError, match="max_jobs must be a positive integer"):
+        async with DurableEnv.open(statifier_database_url, max_jobs=bound):
+            pass

@@ -172,6 +172,8 @@ class DurableEnv:
     ) -> None:
         if timers_queue == invoke_queue:
             raise ConfigError("invoke_queue", "the timers and invoke queues must differ")
+        if isinstance(max_jobs, bool) or not isinstance(max_jobs, int) or max_jobs < 1:
+            raise ConfigError("max_jobs", "max_jobs must be a positive integer")
         self.pool = pool
         self.oban = Oban(pool=pool, name=f"statifier_testing_{uuid.uuid4().hex[:12]}")
         """A client-mode ``Oban`` (it runs no queue: the environment runs the jobs)."""
@@ -194,6 +196,7 @@ class DurableEnv:
         self._errors_seen = 0
         self._unexpected: list[tuple[str, ErrorRaised]] = []
         self._tasks: set[asyncio.Task[None]] = set()
+        self._failures: list[BaseException] = []
         self._held: set[asyncio.Task[Any]] = set()
         self._changed = asyncio.Event()
         self._node = f"statifier-testing-{uuid.uuid4().hex[:8]}"
@@ -254,21 +257,24 @@ class DurableEnv:
 
     # -- invocations ---------------------------------------------------------------------
 
-    def invocations(self, invoke_type: str, *, max_attempts: int = 1) -> ScriptedInvocations:
+    def invocations(
+        self, invoke_type: str, *, max_attempts: int | None = None
+    ) -> ScriptedInvocations:
         """The script of ``invoke_type``: its invocations are answered by the test (held
-        until ``release`` unless ``answer`` was given). ``max_attempts`` (fixed when the
-        script is first made) is how many attempts an invocation's job has: with more
-        than one, an ``Error`` answer is retried after oban's backoff (which ``advance``
-        skips)."""
+        until ``release`` unless ``answer`` was given). ``max_attempts`` (1 unless given
+        when the script is first made, fixed then) is how many attempts an invocation's
+        job has: with more than one, an ``Error`` answer is retried after oban's backoff
+        (which ``advance`` skips)."""
         script = self._scripts.get(invoke_type)
         if script is None:
-            if isinstance(max_attempts, bool) or not isinstance(max_attempts, int):
+            attempts = 1 if max_attempts is None else max_attempts
+            if isinstance(attempts, bool) or not isinstance(attempts, int):
                 raise ConfigError("max_attempts", "max_attempts must be an integer")
-            if not 1 <= max_attempts <= 32767:
+            if not 1 <= attempts <= 32767:
                 raise ConfigError("max_attempts", "max_attempts must be in 1..32767")
-            script = ScriptedInvocations(self, invoke_type, max_attempts)
+            script = ScriptedInvocations(self, invoke_type, attempts)
             self._scripts[invoke_type] = script
-        elif max_attempts != script.max_attempts:
+        elif max_attempts is not None and max_attempts != script.max_attempts:
             raise ConfigError(
                 "max_attempts",
                 f"{invoke_type!r} is scripted with max_attempts={script.max_attempts}",
@@ -432,10 +438,14 @@ class DurableEnv:
 
         async def execute() -> None:
             _job_label.set(_label(job))
-            state = await _oban_compat.run_job(self.oban, job)
-            record = _ran(job, state or "none", self.now_ms)
-            self.ran.append(record)
-            finished.append(record)
+            try:
+                state = await _oban_compat.run_job(self.oban, job)
+            except Exception as exc:  # the environment's own failure: the ack, the database
+                self._failures.append(exc)
+            else:
+                record = _ran(job, state or "none", self.now_ms)
+                self.ran.append(record)
+                finished.append(record)
             self._changed.set()
 
         task = asyncio.create_task(execute())
@@ -446,8 +456,8 @@ class DurableEnv:
             changed = asyncio.ensure_future(self._changed.wait())
             await asyncio.wait({task, changed}, return_when=asyncio.FIRST_COMPLETED)
             changed.cancel()
+        self._raise_failure()
         if task.done():
-            task.result()  # a failure of the environment itself (the ack, the database)
             return finished[0]
         record = _ran(job, "held", self.now_ms)
         self.ran.append(record)
@@ -462,7 +472,14 @@ class DurableEnv:
         changed = asyncio.ensure_future(self._changed.wait())
         await asyncio.wait({*running, changed}, return_when=asyncio.FIRST_COMPLETED)
         changed.cancel()
+        self._raise_failure()
         return True
+
+    def _raise_failure(self) -> None:
+        """Raise what made a job's run fail outside the job (a failed ack, the database):
+        never lost, as a worker's would not be."""
+        if self._failures:
+            raise self._failures.pop(0)
 
     # -- reading and checking ------------------------------------------------------------
 
