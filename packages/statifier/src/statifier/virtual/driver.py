@@ -51,14 +51,20 @@ class Timer:
     effect: fx.SendDelayed
 
     def describe(self, now_ms: int, top: str) -> str:
-        """``'x' (send_id hold) due at t=7d (in 6d23h)`` (``[session] `` first when the
-        timer is not ``top``'s)."""
-        where = "" if self.session_id == top else f"[{self.session_id}] "
-        left = format_duration(max(self.due_ms - now_ms, 0))
-        return (
-            f"{where}{self.effect.event!r} (send_id {self.effect.send_id}) "
-            f"due at t={format_duration(self.due_ms)} (in {left})"
+        """The timer as :func:`describe_timer` writes it."""
+        return describe_timer(
+            self.session_id, self.effect.event, self.effect.send_id, self.due_ms, now_ms, top
         )
+
+
+def describe_timer(
+    session_id: str, event: str, send_id: str, due_ms: int, now_ms: int, top: str
+) -> str:
+    """``'x' (send_id hold) due at t=7d (in 6d 23h)``: a pending timer as the CLI's runs and
+    the test reports show it (``[session] `` first when it is not ``top``'s)."""
+    where = "" if session_id == top else f"[{session_id}] "
+    left = format_duration(max(due_ms - now_ms, 0))
+    return f"{where}{event!r} (send_id {send_id}) due at t={format_duration(due_ms)} (in {left})"
 
 
 @dataclass(frozen=True)
