@@ -1,11 +1,15 @@
 """``statifier check``: compile charts, lint them, print every diagnostic as compilers do.
 
-Text: one ``file:line:col: severity: message [code]`` line per diagnostic, then one
-``file: ok (...)`` or ``file: failed (...)`` line per chart. ``--json``: one
+Text: one ``file:line:col: severity: message [code]`` line per diagnostic, with
+``--explore N`` the exploration's lines (``statifier.testing.Exploration.lines``), then
+one ``file: ok (...)`` or ``file: failed (...)`` line per chart. ``--json``: one
 ``{"record": "diagnostic", "file", "line", "column", "severity", "code", "message"}``
-object per diagnostic, then ``{"record": "chart", "file", "result": "ok" | "failed",
-"states", "transitions", "warnings", "notes"}`` per chart (``states`` and the counts
-after it are absent for a chart that does not compile).
+object per diagnostic, with ``--explore`` one ``{"record": "exploration", "file",
+"positions", "complete", "events", "unreached", "finals_unreached", "errors": [{"states",
+"action", "error", "line", "message", "path"}]}``, then ``{"record": "chart", "file",
+"result": "ok" | "failed", "states", "transitions", "warnings", "notes"}`` per chart
+(with ``"findings"`` when explored; ``states`` and the counts after it are absent for a
+chart that does not compile).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from pathlib import Path
 
 from statifier.chart.lint import lint
 from statifier.chart.model import Machine
-from statifier.cli._files import load_chart
+from statifier.cli._files import files_beside, load_chart
 from statifier.cli.kit import Output
 from statifier.datamodel.host import HostFunction
 from statifier.errors import Diagnostic
@@ -27,8 +31,11 @@ def check(
     *,
     strict: bool,
     functions: Mapping[str, HostFunction] | None,
+    explore: int | None = None,
 ) -> int:
-    """Exit code 1 if any chart has an error (or, with ``strict``, a warning), else 0."""
+    """Exit code 1 if any chart has an error (or, with ``strict``, a warning or a finding
+    of the exploration), else 0. ``explore`` bounds the positions ``--explore`` visits
+    per chart (None: no exploration)."""
     failed = False
     for path in paths:
         machine = load_chart(path, functions)
@@ -40,6 +47,7 @@ def check(
             continue
         found = [*machine.warnings, *lint(machine)]
         _print(path, found, output)
+        findings = _explore(path, machine, explore, output) if explore is not None else 0
         warnings = sum(d.severity == "warning" for d in found)
         notes = len(found) - warnings
         summary = f"{len(machine.states) - 1} states, {len(machine.transitions)} transitions"
@@ -47,7 +55,9 @@ def check(
             summary += f", {warnings} warning{'s' if warnings != 1 else ''}"
         if notes:
             summary += f", {notes} note{'s' if notes != 1 else ''}"
-        fails = strict and warnings > 0
+        if findings:
+            summary += f", {findings} exploration finding{'s' if findings != 1 else ''}"
+        fails = strict and (warnings > 0 or findings > 0)
         record = {
             "record": "chart",
             "file": str(path),
@@ -57,12 +67,28 @@ def check(
             "warnings": warnings,
             "notes": notes,
         }
+        if explore is not None:
+            record["findings"] = findings
         if fails:
             output.line(f"{path}: failed ({summary}; --strict)", record)
             failed = True
         else:
             output.line(f"{path}: ok ({summary})", record)
     return 1 if failed else 0
+
+
+def _explore(path: Path, machine: Machine, max_states: int, output: Output) -> int:
+    """``--explore``: search the chart's positions, print what was found; the number of
+    findings (states never reached, errors)."""
+    from statifier.testing import explore
+
+    found = explore(machine, max_states=max_states, resolver=files_beside(path))
+    if output.as_json:
+        output.record_json({"record": "exploration", "file": str(path), **found.record()})
+    else:
+        for line in found.lines(str(path)):
+            output.line(line)
+    return found.findings
 
 
 def _print(path: Path, diagnostics: Sequence[Diagnostic], output: Output) -> None:

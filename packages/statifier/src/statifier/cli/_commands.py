@@ -19,6 +19,7 @@ from statifier.chart.durations import format_duration
 from statifier.cli import kit
 from statifier.cli._files import files_beside, load_chart
 from statifier.core.events import Event
+from statifier.testing import MAX_STATES_LIMIT
 from statifier.values import ValueRefused, brief, parse_json
 
 DEFAULT_WAIT_MS = 60_000
@@ -75,11 +76,18 @@ def statifier() -> None:
     "charts", nargs=-1, required=True, type=click.Path(path_type=Path), metavar="CHART..."
 )
 @click.option("--strict", is_flag=True, help="fail on warnings too")
+@click.option(
+    "--explore", type=click.IntRange(1, MAX_STATES_LIMIT), default=None, metavar="N",
+    help="also search up to N positions of each chart, over the events it names, its "
+    "timers and invocation answers: states never reached and actions that raise errors "
+    "(findings fail --strict)",
+)  # fmt: skip
 @kit.json_option
 @_user_code
 def check(
     charts: tuple[Path, ...],
     strict: bool,
+    explore: int | None,
     as_json: bool,
     functions: str | None,
     paths: tuple[str, ...],
@@ -88,7 +96,7 @@ def check(
     from statifier.cli._check import check as run_check
 
     loaded = _functions(paths, functions)
-    return run_check(charts, kit.Output(as_json), strict=strict, functions=loaded)
+    return run_check(charts, kit.Output(as_json), strict=strict, functions=loaded, explore=explore)
 
 
 @statifier.command(help="Drive a chart with events on a virtual clock (or live, with --live).")

@@ -86,9 +86,36 @@ class Exploration:
     errors: tuple[ErrorFound, ...]
     """One per (states, action, error, line), in the order found."""
 
-    def lines(self) -> list[str]:
-        """The findings as lines of text (what ``statifier check --explore`` prints)."""
-        name = self.chart or "(unnamed chart)"
+    @property
+    def findings(self) -> int:
+        """States never reached (final ones included) and errors found."""
+        return len(self.unreached) + len(self.errors)
+
+    def record(self) -> dict[str, Any]:
+        """The findings as one JSON object (``statifier check --explore --json``)."""
+        return {
+            "positions": self.positions,
+            "complete": self.complete,
+            "events": list(self.events),
+            "unreached": list(self.unreached),
+            "finals_unreached": list(self.finals_unreached),
+            "errors": [
+                {
+                    "states": list(found.states),
+                    "action": found.action,
+                    "error": found.error,
+                    "line": found.line,
+                    "message": found.message,
+                    "path": list(found.path),
+                }
+                for found in self.errors
+            ],
+        }
+
+    def lines(self, label: str | None = None) -> list[str]:
+        """The findings as lines of text (what ``statifier check --explore`` prints), the
+        first one naming the chart by ``label`` (default: its name)."""
+        name = label or self.chart or "(unnamed chart)"
         scope = (
             "all reachable ones"
             if self.complete
