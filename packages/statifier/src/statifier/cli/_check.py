@@ -9,24 +9,25 @@ object per diagnostic, with ``--explore`` one ``{"record": "exploration", "file"
 "action", "error", "line", "message", "path"}]}``, then ``{"record": "chart", "file",
 "result": "ok" | "failed", "states", "transitions", "warnings", "notes"}`` per chart
 (with ``"findings"`` when explored; ``states`` and the counts after it are absent for a
-chart that does not compile).
+chart that does not compile). A chart written in Python (``MODULE:NAME``) is compiled from
+its export; its diagnostics name the Python file and line that made each element, and its
+chart line names it ``MODULE:NAME``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from statifier.chart.lint import lint
 from statifier.chart.model import Machine
-from statifier.cli._files import files_beside, load_chart
+from statifier.cli._files import ChartSource, load_chart
 from statifier.cli.kit import Output
 from statifier.datamodel.host import HostFunction
 from statifier.errors import Diagnostic
 
 
 def check(
-    paths: Sequence[Path],
+    sources: Sequence[ChartSource],
     output: Output,
     *,
     strict: bool,
@@ -37,17 +38,18 @@ def check(
     of the exploration), else 0. ``explore`` bounds the positions ``--explore`` visits
     per chart (None: no exploration)."""
     failed = False
-    for path in paths:
-        machine = load_chart(path, functions)
+    for source in sources:
+        path = source.name
+        machine = load_chart(source, functions)
         if not isinstance(machine, Machine):
             _print(path, machine, output)
             if output.as_json:  # in text, the diagnostics say it all
-                output.record_json({"record": "chart", "file": str(path), "result": "failed"})
+                output.record_json({"record": "chart", "file": path, "result": "failed"})
             failed = True
             continue
-        found = [*machine.warnings, *lint(machine)]
+        found = [*machine.warnings, *(source.locate(d) for d in lint(machine))]
         _print(path, found, output)
-        findings = _explore(path, machine, explore, output) if explore is not None else 0
+        findings = _explore(source, machine, explore, output) if explore is not None else 0
         warnings = sum(d.severity == "warning" for d in found)
         notes = len(found) - warnings
         summary = f"{len(machine.states) - 1} states, {len(machine.transitions)} transitions"
@@ -60,7 +62,7 @@ def check(
         fails = strict and (warnings > 0 or findings > 0)
         record = {
             "record": "chart",
-            "file": str(path),
+            "file": path,
             "result": "failed" if fails else "ok",
             "states": len(machine.states) - 1,
             "transitions": len(machine.transitions),
@@ -77,27 +79,27 @@ def check(
     return 1 if failed else 0
 
 
-def _explore(path: Path, machine: Machine, max_states: int, output: Output) -> int:
+def _explore(source: ChartSource, machine: Machine, max_states: int, output: Output) -> int:
     """``--explore``: search the chart's positions, print what was found; the number of
     findings (states never reached, errors)."""
     from statifier.testing import explore
 
-    found = explore(machine, max_states=max_states, resolver=files_beside(path))
+    found = explore(machine, max_states=max_states, resolver=source.resolver())
     if output.as_json:
-        output.record_json({"record": "exploration", "file": str(path), **found.record()})
+        output.record_json({"record": "exploration", "file": source.name, **found.record()})
     else:
-        for line in found.lines(str(path)):
+        for line in found.lines(source.name):
             output.line(line)
     return found.findings
 
 
-def _print(path: Path, diagnostics: Sequence[Diagnostic], output: Output) -> None:
-    for diagnostic in sorted(diagnostics, key=lambda d: (d.line, d.column)):
+def _print(path: str, diagnostics: Sequence[Diagnostic], output: Output) -> None:
+    for diagnostic in sorted(diagnostics, key=lambda d: (d.file or "", d.line, d.column)):
         output.line(
-            diagnostic.format(str(path)),
+            diagnostic.format(path),
             {
                 "record": "diagnostic",
-                "file": str(path),
+                "file": diagnostic.file or path,
                 "line": diagnostic.line,
                 "column": diagnostic.column,
                 "severity": diagnostic.severity,
