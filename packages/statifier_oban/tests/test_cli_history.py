@@ -65,6 +65,13 @@ async def register(database_url: str, chart_file: Path, capsys: pytest.CaptureFi
     return capsys.readouterr().out.split()[-1]
 
 
+def stepper(pool: AsyncConnectionPool, oban_client: Oban) -> Executions:
+    """``Executions`` stepping from the test, as a host would (its timers on ``timers``)."""
+    return Executions(
+        pool, executor=ObanExecutor(execution_config(oban_client, timers_queue="timers"))
+    )
+
+
 async def started(database_url: str, chart_file: Path, capsys: pytest.CaptureFixture[str]) -> str:
     """The id of an order started from the command line, its chart registered first."""
     await register(database_url, chart_file, capsys)
@@ -215,9 +222,7 @@ async def test_wait_is_woken_by_a_step_and_fails_in_one_line(
 ) -> None:  # fmt: skip
     url = ["--database-url", database_url]
     order = await started(database_url, chart_file, capsys)
-    executions = Executions(
-        pool, executor=ObanExecutor(execution_config(oban_client, timers_queue="timers"))
-    )
+    executions = stepper(pool, oban_client)
     waiting = asyncio.create_task(
         run_cli("executions", "wait", *url, order, "--state", "invoiced", "--timeout", "20s")
     )
@@ -243,9 +248,7 @@ async def test_history_follows_new_entries_until_the_execution_ends(
 ) -> None:  # fmt: skip
     url = ["--database-url", database_url]
     order = await started(database_url, chart_file, capsys)
-    executions = Executions(
-        pool, executor=ObanExecutor(execution_config(oban_client, timers_queue="timers"))
-    )
+    executions = stepper(pool, oban_client)
     following = asyncio.create_task(
         run_cli("executions", "history", *url, order, "--follow", "--json", "--timeout", "30s")
     )
