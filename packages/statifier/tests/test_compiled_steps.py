@@ -32,7 +32,7 @@ Step = tuple[MachineState, list[effects.Effect]]
 
 
 def _always(executor: Any) -> Any:
-    return lambda node: executor
+    return lambda node, kept: executor
 
 
 GENERAL_STEPS: dict[type, Any] = {

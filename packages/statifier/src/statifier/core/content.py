@@ -34,7 +34,7 @@ from statifier.core import planner
 from statifier.core._build import cancel, datamodel_change, log, send_delayed
 from statifier.core._run import BlockAbort, Run
 from statifier.core.events import MAX_NAME_LENGTH, Event
-from statifier.datamodel import Expression
+from statifier.datamodel import Expression, variables_of
 from statifier.values import brief
 
 
@@ -110,9 +110,22 @@ class ContentExecutor(Run):
 
     def exec_assign(self, node: AssignNode) -> None:
         """Any ``<assign>`` (``assign_step`` compiles the common one into a step of its own)."""
+        if type(self.datamodel) is not dict:
+            self.assign_kept(node)
+            return
         expr = node.expr
         value = node.value if expr is None else self.evaluate(expr)
         self.write(node.location, value, node.c_index, node.owner)
+
+    def assign_kept(self, node: AssignNode) -> None:
+        """``<assign>`` into kept variables (ADR 22): the expression's value is stored in
+        place, never copied through Python, so it may stay the very object it was."""
+        self.replayable = False
+        location = node.location
+        root = location.root
+        if root[:1] == "_" or root not in self.datamodel:
+            self.undeclared(location)
+        self.write_kept(location, node.expr, node.value, node.c_index, node.owner)
 
     def exec_if(self, node: IfNode) -> None:
         for cond, body in node.branches:
@@ -121,6 +134,9 @@ class ContentExecutor(Run):
                 return
 
     def exec_foreach(self, node: ForeachNode) -> None:
+        if type(self.datamodel) is not dict:
+            self.foreach_kept(node)
+            return
         array = self.evaluate(node.array)
         if not isinstance(array, list):
             self.raise_error(
@@ -135,6 +151,43 @@ class ContentExecutor(Run):
             if node.index is not None:
                 self.bind(node.index, position, node.c_index, node.owner)
             self.execute_nodes(node.body)
+
+    def foreach_kept(self, node: ForeachNode) -> None:
+        """``<foreach>`` over kept variables (ADR 22): the item is the array's very element
+        (the array is copied shallowly, as the spec says), bound in place."""
+        datamodel: Any = self.datamodel
+        self.replayable = False
+        try:
+            length = datamodel.foreach_array(node.array, self.in_state, self.budget)
+        except Exception as exc:
+            self.evaluation_failed(node.array, exc)
+        if length is None:
+            self.raise_error(
+                "error.execution", f"foreach array {brief(node.array.source)} is not a list"
+            )
+            raise BlockAbort
+        budget = self.budget
+        try:
+            for position in range(length):
+                budget.steps -= NODE_COST
+                self.check_budget()
+                for name in (node.item, node.index):
+                    if name is not None:
+                        self.bindable(name)
+                try:
+                    datamodel.foreach_item(node.item, node.index, position)
+                except Exception as exc:
+                    self.raise_error("error.execution", f"cannot bind {brief(node.item)}: {exc}")
+                    raise BlockAbort from None
+                for name in (node.item, node.index):
+                    if name is not None:
+                        value = datamodel.export(name) if self.trace else None
+                        self.effects.append(
+                            self.change(name, (name,), value, None, node.c_index, node.owner)
+                        )
+                self.execute_nodes(node.body)
+        finally:
+            datamodel.foreach_end()
 
     def exec_script(self, node: ScriptNode) -> None:
         self.run_script(node.script, node.c_index, node.owner)
@@ -329,7 +382,7 @@ _SMALL: Final = 2**64
 """Integers below this in magnitude write out in at most 20 digits (see ``Run.admit``)."""
 
 
-def assign_step(node: AssignNode) -> Step:
+def assign_step(node: AssignNode, kept: bool) -> Step:
     """The step of an ``<assign>`` of an expression: for a variable itself (no path), one
     closure that evaluates, checks the datamodel cap and records the change (``Run.write``
     and ``Run.admit``, inlined for that case); into a path, the evaluation inlined before
@@ -338,7 +391,7 @@ def assign_step(node: AssignNode) -> Step:
     expr = node.expr
     location = node.location
     root = location.root
-    if expr is None or root[:1] == "_":
+    if kept or expr is None or root[:1] == "_":
         return ContentExecutor.exec_assign
     evaluate = expr.evaluate
     source = location.source
@@ -402,11 +455,11 @@ def assign_step(node: AssignNode) -> Step:
     return assign
 
 
-def _method(executor: Step) -> Callable[[Any], Step]:
-    return lambda node: executor
+def _method(executor: Step) -> Callable[[Any, bool], Step]:
+    return lambda node, kept: executor
 
 
-_STEPS: dict[type, Callable[[Any], Step]] = {
+_STEPS: dict[type, Callable[[Any, bool], Step]] = {
     RaiseNode: _method(ContentExecutor.exec_raise),
     LogNode: _method(ContentExecutor.exec_log),
     AssignNode: assign_step,
@@ -416,7 +469,8 @@ _STEPS: dict[type, Callable[[Any], Step]] = {
     SendNode: _method(ContentExecutor.exec_send),
     CancelNode: _method(ContentExecutor.exec_cancel),
 }
-"""Per node type, what makes a node's step."""
+"""Per node type, what makes a node's step (given the node, and whether the machine's
+datamodel keeps its variables itself)."""
 
 _BLOCKS: Final = "blocks"
 """The key, in a machine's ``_cache``, of the compiled blocks, by the identity of the
@@ -433,6 +487,8 @@ def steps_of(
     known = memo.get(id(nodes))
     if known is not None and known[0] is nodes:
         return known[1]
-    steps = tuple((node, _STEPS[type(node)](node)) for node in nodes)
+    # A datamodel that keeps its variables itself (ADR 22) writes them in its own way.
+    kept = variables_of(machine) is not None
+    steps = tuple((node, _STEPS[type(node)](node, kept)) for node in nodes)
     memo[id(nodes)] = (nodes, steps)
     return steps
