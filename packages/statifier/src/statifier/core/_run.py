@@ -34,7 +34,7 @@ from statifier.values import ValueRefused, ValueTooLarge, brief, clip, measure
 Effects = list[fx.Effect]
 
 
-_SMALL = 2**64
+SMALL_INT = 2**64
 """Integers below this in magnitude write out in at most 20 digits."""
 
 _new = object.__new__
@@ -620,7 +620,7 @@ class Run:
             room -= len(path[-1]) + 4  # the key, if it is new
         kind = type(value)
         if room >= 22 and (
-            (kind is int and -_SMALL < value < _SMALL) or kind is bool or value is None
+            (kind is int and -SMALL_INT < value < SMALL_INT) or kind is bool or value is None
         ):
             # A small scalar: an upper bound of its size without walking anything.
             self.bound = cap - room + 22

@@ -574,6 +574,8 @@ class Interpreter(ContentExecutor):
         return plan  # type: ignore[no-any-return]
 
     def make_plan(self, t: TransitionNode) -> _Plan | None:
+        """The plan ``plan`` remembers, worked out from this configuration (None when the
+        microstep needs the general functions)."""
         machine = self.machine
         if not t.static or machine.has_invokes or machine.late_binding:
             return None

@@ -32,7 +32,7 @@ from statifier.chart.model import (
 from statifier.core import effects as fx
 from statifier.core import planner
 from statifier.core._build import cancel, datamodel_change, log, send_delayed
-from statifier.core._run import BlockAbort, Run
+from statifier.core._run import SMALL_INT, BlockAbort, Run
 from statifier.core.events import MAX_NAME_LENGTH, Event
 from statifier.datamodel import Expression, variables_of
 from statifier.values import brief
@@ -378,10 +378,6 @@ def _send_problem(name: Any, target: Any, send_type: Any) -> str | None:
 Step = Callable[[ContentExecutor, Any], None]
 """Runs one node of executable content: ``step(run, node)``."""
 
-_SMALL: Final = 2**64
-"""Integers below this in magnitude write out in at most 20 digits (see ``Run.admit``)."""
-
-
 def assign_step(node: AssignNode, kept: bool) -> Step:
     """The step of an ``<assign>`` of an expression: for a variable itself (no path), one
     closure that evaluates, checks the datamodel cap and records the change (``Run.write``
@@ -426,7 +422,7 @@ def assign_step(node: AssignNode, kept: bool) -> Step:
                 bound = run.bound = run.carried_bound()
             kind = type(value)
             if run.limits.cap - bound >= 22 and (
-                (kind is int and -_SMALL < value < _SMALL) or kind is bool or value is None
+                (kind is int and -SMALL_INT < value < SMALL_INT) or kind is bool or value is None
             ):
                 run.bound = bound + 22
             else:
