@@ -378,6 +378,7 @@ def _send_problem(name: Any, target: Any, send_type: Any) -> str | None:
 Step = Callable[[ContentExecutor, Any], None]
 """Runs one node of executable content: ``step(run, node)``."""
 
+
 def assign_step(node: AssignNode, kept: bool) -> Step:
     """The step of an ``<assign>`` of an expression: for a variable itself (no path), one
     closure that evaluates, checks the datamodel cap and records the change (``Run.write``
