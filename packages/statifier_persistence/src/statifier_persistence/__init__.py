@@ -8,7 +8,9 @@ parks and lists them, and moves them between chart revisions (``migrate``; a rev
 is retired once no ``PinSource`` counts anything on it). A step given a ``key`` applies
 at most once. A fan-out's children are executions too (``Executions.start_child``);
 their finishing settles the parent's invocation once (``Executions.fan_out_answer``,
-through a ``FanOutExecutor``). ``install`` creates the tables.
+through a ``FanOutExecutor``). An ``<invoke type="scxml">`` starts its chart as a child
+execution in the parent's step, and the two talk through mailboxes
+(``Executions.receive``, through a ``MailboxExecutor``). ``install`` creates the tables.
 ``statifier_oban.executions`` joins this package to oban jobs: timers, invocations, the
 deliveries a standalone ``statifier-oban worker`` runs, and the pin source of pending
 timers; ``statifier_oban.children`` runs fan-outs.
@@ -37,6 +39,7 @@ from ._errors import (
     InvalidArgument,
     InvalidPrefix,
     InvalidTransition,
+    MailboxFull,
     MigrationRefused,
     NeedsMigration,
     NotConnected,
@@ -51,8 +54,10 @@ from ._errors import (
 )
 from ._executions import EventBuilder, Executions, StepObserver
 from ._executor import EffectExecutor, HostHook, LoggingHost
+from ._invoked import NOT_FROM_PARENT, invoked_child_id
 from ._limits import MAX_ID_LENGTH, MAX_KEY_LENGTH, Limits
-from ._pins import ExecutionPins, PinReport, PinSource
+from ._messages import NO_MESSAGE, UNREADABLE, MailboxExecutor, MessageKind
+from ._pins import ExecutionPins, LinkPins, PinReport, PinSource
 from ._records import (
     STATUSES,
     TERMINAL,
@@ -90,11 +95,14 @@ __all__ = [
     "MAX_FAN_OUT_CHILDREN",
     "MAX_ID_LENGTH",
     "MAX_KEY_LENGTH",
+    "NOT_FROM_PARENT",
     "NOT_LIVE",
+    "NO_MESSAGE",
     "POLICIES",
     "STATUSES",
     "SUPERSEDED",
     "TERMINAL",
+    "UNREADABLE",
     "AlreadyApplied",
     "Bulk",
     "ChartConflict",
@@ -126,8 +134,12 @@ __all__ = [
     "InvalidPrefix",
     "InvalidTransition",
     "Limits",
+    "LinkPins",
     "LiveAnswer",
     "LoggingHost",
+    "MailboxExecutor",
+    "MailboxFull",
+    "MessageKind",
     "Migrated",
     "MigrationRefused",
     "NeedsMigration",
@@ -154,6 +166,7 @@ __all__ = [
     "child_execution_id",
     "install",
     "install_sql",
+    "invoked_child_id",
     "live_answer",
     "verify",
 ]

@@ -136,3 +136,31 @@ async def ask(source: Any, identity: str, page: Sequence[str]) -> dict[str, int]
             return f"answered {count!r:.80} for {kind!r:.80}, not a count"
         counts[kind] = count
     return counts
+
+
+class LinkPins:
+    """The pin source of chart links (asked on every retirement): a revision that is not
+    retired and whose ``<invoke type="scxml" src>`` is linked to this one may still start
+    children on it (``{"revisions": n}``). Retire the invoking revisions first.
+
+    Like ``FanOutPins``, it counts about the revision, on the first page it is asked about
+    (0 after): make one per question. It reads through ``conn`` in schema ``prefix``.
+    """
+
+    name = "invoked_by"
+
+    def __init__(self, *, prefix: str, conn: AsyncConnection[Any]) -> None:
+        self._prefix = prefix
+        self._conn = conn
+        self._counted = False
+
+    async def pins(self, chart_identity: str, execution_ids: Sequence[str]) -> Mapping[str, int]:
+        """``{"revisions": n}``: the revisions not retired that invoke ``chart_identity``."""
+        if self._counted:
+            return {"revisions": 0}
+        self._counted = True
+        cursor = await self._conn.execute(
+            statement("count_link_pins", self._prefix), {"identity": chart_identity}
+        )
+        row = await cursor.fetchone()
+        return {"revisions": int(row[0]) if row is not None else 0}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 from statifier.chart.compiler import compile_chart
 from statifier.core import effects as fx
@@ -54,6 +54,13 @@ class InvocationLimitExceeded(InvocationStartError):
     """Starting this child would make its tree of sessions too deep or too large."""
 
 
+DEFAULT_TREE_DEPTH: Final = 16
+"""How deep a tree of invoked charts nests below its top by default."""
+
+DEFAULT_TREE_SESSIONS: Final = 1_000
+"""How many sessions one tree of invoked charts holds at once by default (the top one too)."""
+
+
 @dataclass(frozen=True, slots=True)
 class TreeLimits:
     """How far ``<invoke type="scxml">`` may grow one tree of sessions.
@@ -64,8 +71,8 @@ class TreeLimits:
     does not start: its parent receives ``error.execution`` like any failed invocation.
     """
 
-    depth: int = 16
-    sessions: int = 1_000
+    depth: int = DEFAULT_TREE_DEPTH
+    sessions: int = DEFAULT_TREE_SESSIONS
 
     def __post_init__(self) -> None:
         if self.depth < 1 or self.sessions < 1:
