@@ -684,9 +684,7 @@ def test_an_event_payload_round_trips_every_field_and_refuses_what_json_cannot_c
     )
     payload = event_payload(event)
     assert event_from_payload(json.loads(json.dumps(payload))) == event
-    assert event_from_payload(event_payload(Event(name="bare"))) == Event(
-        name="bare"
-    )
+    assert event_from_payload(event_payload(Event(name="bare"))) == Event(name="bare")
     with pytest.raises(UnserializablePosition, match=r"message\.data"):
         event_payload(Event(name="e", data=(1, 2)), "message")
     with pytest.raises(CorruptPosition, match=r"message\.type"):

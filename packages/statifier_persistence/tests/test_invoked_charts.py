@@ -524,3 +524,49 @@ async def test_an_unreadable_message_is_declined_and_dropped(store: AsyncConnect
     second = await executions.receive(parent_id, key="d2")
     assert isinstance(second, Stepped)
     assert second.state.datamodel["heard"] == ["again"]
+
+
+FINISHES_FIRST = chart(
+    """
+    <datamodel><data id="seen" expr="[]"/></datamodel>
+    <state id="s0">
+      <invoke id="kid" type="scxml">
+        <content>
+          <scxml xmlns="http://www.w3.org/2005/07/scxml" initial="f">
+            <final id="f"><onexit><send target="#_parent" event="bye"/></onexit></final>
+          </scxml>
+        </content>
+      </invoke>
+      <transition event="bye" target="s1"><assign location="seen" expr="['bye']"/></transition>
+    </state>
+    <state id="s1">
+      <transition event="done.invoke.kid" target="s2">
+        <assign location="seen" expr="seen + [_event.name]"/>
+      </transition>
+    </state>
+    <state id="s2"/>
+    """
+)
+
+
+async def test_a_child_that_finished_before_its_state_was_left_still_answers(
+    store: AsyncConnectionPool,
+) -> None:
+    # W3C test 236: the child's last send, then its done, arrive after the parent left the
+    # invoking state on that very send; live sessions deliver both, and so do executions.
+    executions = mailbox_executions(store)
+    parent_id = unique("parent")
+    created = await executions.create(FINISHES_FIRST, execution_id=parent_id)
+    child_id = invoked_child_id(parent_id, "kid", created.state.macrostep)
+    assert (await executions.get(child_id)).status == "completed"
+    first = await executions.receive(parent_id, key="d1")  # bye: s0 is left
+    assert isinstance(first, Stepped)
+    armed = "SELECT armed->'finished' FROM statifier_executions WHERE id = %s"
+    assert await rows(store, armed, parent_id) == [({"kid": child_id},)]
+    second = await executions.receive(parent_id, key="d2")
+    assert isinstance(second, Stepped)
+    assert second.state.configuration_ids() == ("s2",)
+    assert second.state.datamodel["seen"] == ["bye", "done.invoke.kid"]
+    assert await rows(store, armed, parent_id) == [(None,)]
+    cancels = "SELECT count(*) FROM statifier_messages WHERE execution_id = %s"
+    assert await rows(store, cancels, child_id) == [(0,)]  # no cancel for a finished child

@@ -443,7 +443,7 @@ class Executions(RevisionMethods):
                     return Declined(execution, NOT_FROM_PARENT)
                 await drive.cancel()
             else:
-                built = self._invoked.event_of(drive, message)
+                built = self._invoked.accept(drive, message)
                 if isinstance(built, Decline):
                     return Declined(execution, built.reason)
                 await drive.event(built)

@@ -23,6 +23,8 @@ with the job that delivers it, and applied by a step of the receiver
   the child as they were sent;
 * leaving the invoking state (or the parent's end or cancel) sends the child ``cancel``:
   its cancel runs (onexit, its own children cancelled the same way, its timers cancelled).
+  A child that finished first (its ``done`` waits in the parent's mailbox) is not
+  cancelled, and its messages and ``done`` still arrive, as in live sessions.
 """
 
 from __future__ import annotations
@@ -261,7 +263,11 @@ class InvokedCharts:
 
     async def stop(self, drive: Drive, invoke_id: str, child_id: str) -> None:
         """The parent stopped the invocation: ``cancel`` into the child's mailbox. It must
-        arrive (the child would run on): a full mailbox fails the step (``MailboxFull``)."""
+        arrive (the child would run on): a full mailbox fails the step (``MailboxFull``).
+        A child that finished first is not cancelled: its messages stay wanted."""
+        if await self.mailbox.holds_done(drive.conn, drive.scope, child_id):
+            drive.armed.finished[invoke_id] = child_id
+            return
         refused = await self.mailbox.post(
             drive.conn, receiver=child_id, sender=drive.scope, invoke_id=invoke_id, kind="cancel"
         )
@@ -270,9 +276,10 @@ class InvokedCharts:
 
     # -- messages in -------------------------------------------------------------------
 
-    def event_of(self, drive: Drive, message: Message) -> Event | Decline:
+    def accept(self, drive: Drive, message: Message) -> Event | Decline:
         """The event a ``to_parent``, ``done`` or ``to_child`` message delivers into the
-        locked receiver, or why it is declined."""
+        locked receiver, or why it is declined (the ``done`` of a child that finished
+        first takes it off the armed list's ``finished``)."""
         if message.problem is not None:
             return Decline(UNREADABLE)
         if message.kind == "to_child":
@@ -281,11 +288,15 @@ class InvokedCharts:
             assert message.event is not None  # noqa: S101 - take() sets it for this kind
             return message.event
         invoke_id = message.invoke_id
-        if invoke_id not in drive.state.invocations.values():
+        armed = drive.armed
+        finished = armed.finished.get(invoke_id) == message.sender_id
+        if not finished and invoke_id not in drive.state.invocations.values():
             return Decline(NOT_LIVE)
-        if drive.armed.children.get(invoke_id) != message.sender_id:
+        if not finished and armed.children.get(invoke_id) != message.sender_id:
             return Decline(SUPERSEDED)
         if message.kind == "done":
+            if finished:
+                del armed.finished[invoke_id]
             return planner.invocation_done(
                 invoke_id,
                 message.data,

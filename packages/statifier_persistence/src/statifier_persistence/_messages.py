@@ -195,6 +195,14 @@ class Mailbox:
             return _unusable(row, problem)
         return Message(message_id, sender_id, invoke_id, kind, event=event, invoke_context=context)
 
+    async def holds_done(self, conn: AsyncConnection[Any], receiver: str, sender: str) -> bool:
+        """Whether ``receiver``'s mailbox holds the ``done`` of its child ``sender``."""
+        cursor = await conn.execute(
+            statement("holds_done", self._prefix), {"receiver": receiver, "sender": sender}
+        )
+        row = await cursor.fetchone()
+        return bool(row and row[0])
+
     async def purge(self, conn: AsyncConnection[Any], receiver: str) -> None:
         """Drop every message waiting for ``receiver`` (it finished, or is gone)."""
         await conn.execute(statement("purge_messages", self._prefix), {"receiver": receiver})
