@@ -67,7 +67,7 @@ async def jobs_of(rig: Rig, scopes: list[str]) -> list[tuple[str, str, str]]:
             " WHERE args->>'scope' = ANY(%s) ORDER BY id",
             [scopes],
         )
-        return [tuple(row) for row in await cursor.fetchall()]  # type: ignore[misc]
+        return [tuple(row) for row in await cursor.fetchall()]
 
 
 async def test_a_tree_of_three_cancelled_from_the_top(rig: Rig) -> None:
