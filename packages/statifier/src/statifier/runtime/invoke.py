@@ -68,7 +68,9 @@ class TreeLimits:
     A chart that invokes copies of itself would otherwise grow until the process runs out
     of memory. ``depth`` bounds the nesting below the top session, ``sessions`` the
     sessions alive in the tree at once (the top one included). A child past either limit
-    does not start: its parent receives ``error.execution`` like any failed invocation.
+    does not start: its parent receives ``error.communication.invoke.<id>`` like any
+    invocation that cannot start. Durable executions bound their trees with the same
+    defaults (``statifier_persistence.Limits``).
     """
 
     depth: int = DEFAULT_TREE_DEPTH
