@@ -6,15 +6,15 @@ Run as a module, with the workspace's interpreter and the tests' import path
 
     python -m oban_support.answer_worker <conninfo> <oban name> <node> <queue>
 
-It runs what ``statifier-oban worker`` runs for durable executions (an ``Executions`` with
-an ``ObanExecutor``, installed with ``use``, on a server-mode Oban; lifeline rescuing jobs
-left ``executing`` for 2 s), until it is killed. Its ``Executions`` is ``Recording``:
-every message it applies into an execution writes a row in ``answer_raw`` in the step's
-own transaction (so a row exists exactly for each delivery whose step committed), and in
-a worker whose label is ``a`` a delivery into an execution named in ``answer_plan`` stops
-for good where the plan says, once it has said so in ``answer_marks``: ``before`` (the
-child's ``done`` waits in the mailbox, the parent's step has not begun) or ``after`` (the
-parent's step committed, oban has not heard of it). The test then kills the process.
+It runs ``oban_support.executions_worker.serve`` (what ``statifier-oban worker`` runs for
+durable executions, lifeline rescuing jobs left ``executing`` for 2 s) until it is killed.
+Its ``Executions`` is ``Recording``: every message it applies into an execution writes a
+row in ``answer_raw`` in the step's own transaction (so a row exists exactly for each
+delivery whose step committed), and in a worker whose label is ``a`` a delivery into an
+execution named in ``answer_plan`` stops for good where the plan says, once it has said so
+in ``answer_marks``: ``before`` (the child's ``done`` waits in the mailbox, the parent's
+step has not begun) or ``after`` (the parent's step committed, oban has not heard of it).
+The test then kills the process.
 """
 
 from __future__ import annotations
@@ -22,17 +22,16 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from oban import Oban, current_job
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
-from statifier_oban import executions as execution_jobs
 from statifier_oban.executions import ObanExecutor, execution_config
 from statifier_persistence import AlreadyApplied, Executions, StepResult
 
-QUEUE_LIMIT = 10
-RESCUE_AFTER_S = 2
+from oban_support.executions_worker import serve
 
 CREATE_TABLES = """
 CREATE TABLE IF NOT EXISTS answer_plan (
@@ -109,37 +108,20 @@ class Recording(Executions):
         await asyncio.Event().wait()  # until the test kills this process
 
 
-async def serve(conninfo: str, name: str, node: str, queue: str) -> None:
-    """Run the worker until the process is killed."""
-    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-        conninfo, open=False, min_size=2, max_size=QUEUE_LIMIT + 6
-    )
-    await pool.open()
-    oban = Oban(
-        pool=pool,
-        name=name,
-        node=node,
-        queues={queue: QUEUE_LIMIT},
-        stager={"interval": 0.1},
-        lifeline={"interval": 0.5, "rescue_after": RESCUE_AFTER_S},
-        shutdown_grace_period=1.0,
-    )
+def stopping(name: str) -> Callable[[AsyncConnectionPool[Any], Oban, str], Executions]:
+    """The builder of this worker's ``Recording`` (which stops in worker ``a``)."""
     Recording.stopping = name.startswith("proc_a_")
-    execution_jobs.use(
-        Recording(pool, executor=ObanExecutor(execution_config(oban, timers_queue=queue)))
-    )
-    await oban.start()
-    try:
-        await asyncio.Event().wait()
-    finally:
-        await oban.stop()
-        await pool.close()
+
+    def build(pool: AsyncConnectionPool[Any], oban: Oban, queue: str) -> Executions:
+        return Recording(pool, executor=ObanExecutor(execution_config(oban, timers_queue=queue)))
+
+    return build
 
 
 def main(argv: list[str]) -> None:
     """Entry point when run as ``python -m``."""
     conninfo, name, node, queue = argv
-    asyncio.run(serve(conninfo, name, node, queue))
+    asyncio.run(serve(conninfo, name, node, queue, stopping(name)))
 
 
 if __name__ == "__main__":

@@ -164,7 +164,7 @@ class Drive:
             case planner.Forward(invoke_id=invoke_id, event=event):
                 if not await self._forward(invoke_id, event):
                     logger.warning(
-                        "%s: autoforward of %r to invocation %r: it takes no events",
+                        "%s: autoforward of %r to invocation %r: not delivered",
                         self.scope,
                         event.name,
                         invoke_id,
@@ -227,7 +227,9 @@ class Drive:
             return await self.executor.forward(self.conn, self.scope, invoke_id, event)
         refused = await self.invoked.to_child(self, invoke_id, child_id, event)
         if refused is not None:
-            logger.warning("%s: the event for invocation %r: %s", self.scope, invoke_id, refused)
+            logger.warning(
+                "%s: %r for invocation %r: %s", self.scope, event.name, invoke_id, refused
+            )
         return refused is None
 
     async def _schedule(self, effect: fx.SendDelayed) -> None:
