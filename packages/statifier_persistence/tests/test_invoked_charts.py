@@ -14,21 +14,31 @@ from typing import Any
 import pytest
 import statifier
 from psycopg_pool import AsyncConnectionPool
+from statifier.core.effects import ErrorRaised, Log
 from statifier.core.events import Event
 from statifier_persistence import (
     NO_MESSAGE,
     AlreadyApplied,
     ChartUnusable,
     Declined,
+    Execution,
     Executions,
     InvalidArgument,
     Limits,
+    LoggingHost,
     RetirementRefused,
     Stepped,
     invoked_child_id,
 )
 
-from persistence_support.common import NS, MailboxTableExecutor, chart, pump, unique
+from persistence_support.common import (
+    NS,
+    InjectedFailure,
+    MailboxTableExecutor,
+    chart,
+    pump,
+    unique,
+)
 
 PARENT = chart(
     """
@@ -570,3 +580,46 @@ async def test_a_child_that_finished_before_its_state_was_left_still_answers(
     assert await rows(store, armed, parent_id) == [(None,)]
     cancels = "SELECT count(*) FROM statifier_messages WHERE execution_id = %s"
     assert await rows(store, cancels, child_id) == [(0,)]  # no cancel for a finished child
+
+
+class Reports(LoggingHost):
+    """The default host, keeping what it was asked to report."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, Any]] = []
+
+    def report(self, execution: Execution, effect: Log | ErrorRaised) -> None:
+        """Keep ``(execution id, log value)``."""
+        self.seen.append((execution.id, getattr(effect, "value", None)))
+
+
+LOGGING = chart(
+    """
+    <state id="s">
+      <onentry><log expr="'parent'"/></onentry>
+      <invoke id="kid" type="scxml"><content>
+        <scxml xmlns="http://www.w3.org/2005/07/scxml" initial="k">
+          <state id="k">
+            <onentry><log expr="'child'"/><send target="#_parent" event="hi"/></onentry>
+          </state>
+        </scxml>
+      </content></invoke>
+      <invoke id="job" type="test:job"/>
+    </state>
+    """
+)
+
+
+async def test_a_childs_reports_wait_for_the_parents_commit(store: AsyncConnectionPool) -> None:
+    executor = MailboxTableExecutor()
+    host = Reports()
+    executions = Executions(store, executor=executor, host=host)
+    executor.fail.add("invoke")  # the job invoked after the child: the parent's step fails
+    with pytest.raises(InjectedFailure):
+        await executions.create(LOGGING, execution_id=unique("parent"))
+    assert host.seen == []  # nothing committed, nothing reported (the child's log neither)
+    executor.fail.clear()
+    parent_id = unique("parent")
+    created = await executions.create(LOGGING, execution_id=parent_id)
+    child_id = invoked_child_id(parent_id, "kid", created.state.macrostep)
+    assert host.seen == [(child_id, "child"), (parent_id, "parent")]

@@ -75,6 +75,9 @@ class Drive:
     cancelling: bool = False
     effects: list[fx.Effect] = field(default_factory=list)
     reports: list[fx.Log | fx.ErrorRaised] = field(default_factory=list)
+    started: list[tuple[Execution, Drive]] = field(default_factory=list)
+    """The child executions this drive started (stored, and their drives), answered once
+    it commits."""
     _own: deque[Event] = field(default_factory=deque)
     _internal: deque[Event] = field(default_factory=deque)
 

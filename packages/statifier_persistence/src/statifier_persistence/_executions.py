@@ -247,9 +247,11 @@ class Executions(RevisionMethods):
         seed = dict(datamodel) if datamodel is not None else None
         if parent is not None:
             _check_parent(parent)
-        return await self._create(
+        stepped = await self._create(
             chart, execution_id, meta, seed, parent, caller_context, trace, conn, _Tree()
         )
+        assert stepped is not None  # noqa: S101 - answered at once without ``after``
+        return stepped
 
     async def _create_child(
         self,
@@ -260,16 +262,18 @@ class Executions(RevisionMethods):
         tree: tuple[str, int],
         invoke_context: str | None,
         trace: bool,
-        conn: AsyncConnection[Any],
+        drive: Drive,
     ) -> None:
-        """Create an invoked chart's child execution in the parent's step (``_invoked``):
-        in a savepoint, registered by identity only when it is inline content (its name
-        is then not the host's), placed in its tree."""
+        """Create an invoked chart's child execution in the step of ``drive``, its parent
+        (``_invoked``): in a savepoint, placed in its tree, its chart registered by
+        identity only (inline content: its name is not the host's; a chart a ``src``
+        names is registered already). Its reports wait for the parent's commit."""
         root, depth = tree
         place = _Tree(root, depth, invoke_context, named=False)
         await self._create(
-            machine, child_id, "{}", dict(datamodel), parent, None, trace, conn, place
-        )
+            machine, child_id, "{}", dict(datamodel), parent, None, trace, drive.conn, place,
+            after=drive.started,
+        )  # fmt: skip
 
     async def _create(
         self,
@@ -282,7 +286,10 @@ class Executions(RevisionMethods):
         trace: bool,
         conn: AsyncConnection[Any] | None,
         tree: _Tree,
-    ) -> Stepped:
+        after: list[tuple[Execution, Drive]] | None = None,
+    ) -> Stepped | None:
+        """Create and store the execution; its answer (None when ``after`` is given: the
+        drive is added to it, to be answered once the enclosing step commits)."""
         params = {
             **self._bounds(),
             "id": execution_id,
@@ -319,6 +326,9 @@ class Executions(RevisionMethods):
             await drive.initial(effects)
             stored = await self._store(db, drive)
             await self._settlement.after_store(db, execution.status, stored)
+        if after is not None:
+            after.append((stored, drive))
+            return None
         return self._stepped(stored, drive)
 
     async def step(
@@ -900,7 +910,10 @@ class Executions(RevisionMethods):
         return decode_execution(row, self._limits)
 
     def _stepped(self, stored: Execution, drive: Drive) -> Stepped:
-        """The answer of a committed drive; its reports go to the host now."""
+        """The answer of a committed drive; its reports go to the host now (first those of
+        the children it started, which committed with it)."""
+        for child, started in drive.started:
+            self._stepped(child, started)
         for effect in drive.reports:
             try:
                 self._host.report(stored, effect)

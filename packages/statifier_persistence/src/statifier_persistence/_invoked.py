@@ -112,9 +112,10 @@ class InvokeHost(Protocol):
         tree: tuple[str, int],
         invoke_context: str | None,
         trace: bool,
-        conn: AsyncConnection[Any],
+        drive: Drive,
     ) -> None:
-        """Create the child execution (``ExecutionExists`` if the id is taken)."""
+        """Create the child execution in ``drive``'s step (``ExecutionExists`` if the id is
+        taken)."""
 
     async def get(
         self, execution_id: str, *, conn: AsyncConnection[Any] | None = None
@@ -164,7 +165,7 @@ class InvokedCharts:
                 tree,
                 context,
                 drive.state.trace,
-                db,
+                drive,
             )
         except ExecutionExists:
             existing = await self._host.get(child_id, conn=db)
