@@ -623,3 +623,28 @@ async def test_a_childs_reports_wait_for_the_parents_commit(store: AsyncConnecti
     created = await executions.create(LOGGING, execution_id=parent_id)
     child_id = invoked_child_id(parent_id, "kid", created.state.macrostep)
     assert host.seen == [(child_id, "child"), (parent_id, "parent")]
+
+
+async def test_a_src_no_chart_name_can_be_is_refused_and_never_reaches_the_store(
+    store: AsyncConnectionPool,
+) -> None:
+    executions = mailbox_executions(store)
+    longest = "n" * 1024  # MAX_IDENTITY_LENGTH: still a name
+    dynamic = statifier.compile(
+        f"""<scxml {NS} initial="s">
+          <datamodel><data id="errors" expr="[]"/></datamodel>
+          <state id="s">
+            <invoke id="long" type="scxml" srcexpr="'{longest}' + 'x'"/>
+            <invoke id="edge" type="scxml" srcexpr="'{longest}'"/>
+            <transition event="error.communication.invoke.*">
+              <assign location="errors" expr="errors + [_event.data['message']]"/>
+            </transition>
+          </state>
+        </scxml>"""
+    )
+    created = await executions.create(dynamic, execution_id=unique("parent"))
+    first, second = created.state.datamodel["errors"]
+    assert "src is 1025 characters: no chart name is longer than 1024" in first
+    assert "no chart is registered under the name" in second  # 1024 is a name, unknown
+    with pytest.raises(ChartUnusable, match="src is 1025 characters"):
+        await executions.register(invoking(longest + "x"))

@@ -136,6 +136,9 @@ class Charts:
                 raise ChartConflict(machine.identity)
         else:
             for src in invoked_sources(machine):
+                problem = src_problem(src)
+                if problem is not None:
+                    raise ChartUnusable(machine.identity, problem)
                 if await self.link(conn, machine.identity, src) is None:
                     raise ChartUnusable(
                         machine.identity,
@@ -243,6 +246,16 @@ class Charts:
             )
         except ChartError as exc:
             raise ChartUnusable(identity, f"it does not compile here: {exc}") from exc
+
+
+def src_problem(src: str) -> str | None:
+    """Why ``src`` cannot name a registered chart (None: it can): a chart name is at most
+    ``MAX_IDENTITY_LENGTH`` characters, without NUL (which PostgreSQL text cannot hold)."""
+    if len(src) > MAX_IDENTITY_LENGTH:
+        return f"src is {len(src)} characters: no chart name is longer than {MAX_IDENTITY_LENGTH}"
+    if "\x00" in src:
+        return "src holds a NUL character: no chart name does"
+    return None
 
 
 def invoked_sources(machine: Machine) -> list[str]:

@@ -41,6 +41,7 @@ from statifier.core.events import Event
 from statifier.runtime.invoke import InvocationLimitExceeded, SessionTree, child_seed
 
 from ._answers import NOT_LIVE, SUPERSEDED
+from ._charts import src_problem
 from ._errors import (
     ChartConflict,
     ChartNotRegistered,
@@ -212,6 +213,9 @@ class InvokedCharts:
                 raise StartRefused(str(exc)) from exc
         if effect.src is None:
             raise StartRefused("an scxml invocation needs a chart: <content>, src or srcexpr")
+        problem = src_problem(effect.src)
+        if problem is not None:
+            raise StartRefused(problem)
         identity = await charts.link(db, parent.chart_identity, effect.src)
         if identity is None:
             raise StartRefused(f"no chart is registered under the name {effect.src!r}")
@@ -326,5 +330,7 @@ def _context_text(caller_context: Any, limit: int) -> str | None:
     try:
         text = json.dumps(caller_context, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError, RecursionError):
+        return None
+    if "\\u0000" in text:  # jsonb cannot hold it
         return None
     return text if len(text.encode("utf-8", "surrogatepass")) <= limit else None
