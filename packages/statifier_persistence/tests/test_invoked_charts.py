@@ -648,3 +648,47 @@ async def test_a_src_no_chart_name_can_be_is_refused_and_never_reaches_the_store
     assert "no chart is registered under the name" in second  # 1024 is a name, unknown
     with pytest.raises(ChartUnusable, match="src is 1025 characters"):
         await executions.register(invoking(longest + "x"))
+
+
+async def test_child_charts_call_the_host_functions_of_the_executions(
+    store: AsyncConnectionPool,
+) -> None:
+    functions = {"double": lambda n: 2 * n}
+    executions = Executions(store, executor=MailboxTableExecutor(), functions=functions)
+    name = unique("doubler")
+    by_src = statifier.compile(
+        f"""<scxml {NS} initial="f"><final id="f">
+          <donedata><param name="answer" expr="double(21)"/></donedata>
+        </final></scxml>""",
+        name=name,
+        functions=functions,
+    )
+    await executions.register(by_src)
+    inline = chart(
+        """
+        <datamodel><data id="answer" expr="None"/></datamodel>
+        <state id="s">
+          <invoke id="kid" type="scxml"><content>
+            <scxml xmlns="http://www.w3.org/2005/07/scxml" initial="f">
+              <final id="f"><donedata><param name="answer" expr="double(4)"/></donedata></final>
+            </scxml>
+          </content></invoke>
+          <transition event="done.invoke.kid" target="got">
+            <assign location="answer" expr="_event.data['answer']"/>
+          </transition>
+        </state>
+        <state id="got"/>
+        """
+    )
+    first, second = unique("parent"), unique("parent")
+    await executions.create(inline, execution_id=first)
+    await executions.create(invoking(name), execution_id=second)
+    assert await answers_of(executions, first) == 8
+    assert await answers_of(executions, second) == 42
+    # Without the functions, the inline child does not start: its parent hears why.
+    bare = mailbox_executions(store)
+    third = unique("parent")
+    created = await bare.create(inline, execution_id=third)
+    errors = [e for e in created.effects if isinstance(e, ErrorRaised)]
+    assert [e.name for e in errors] == ["error.communication.invoke.kid"]
+    assert "double" in errors[0].message
