@@ -143,14 +143,14 @@ class Charts:
                     raise ChartUnusable(
                         machine.identity,
                         f"it invokes src {src!r}, but no chart is registered under the name"
-                        f" {src!r}: register that chart first",
+                        f" {src!r} (or every revision of it is retired): register it first",
                     )
         self.cache.put(machine)
 
     async def link(self, conn: AsyncConnection[Any], identity: str, src: str) -> str | None:
         """The revision ``<invoke src>`` of revision ``identity`` starts: its link, made now
         (to the newest revision named ``src`` that is not retired) if it has none; None
-        when no chart is registered under that name."""
+        when no revision of that name that is not retired is registered."""
         params = {"identity": identity, "src": src}
         for name in ("select_link", "link_chart", "select_link"):
             cursor = await conn.execute(statement(name, self._prefix), params)

@@ -218,7 +218,10 @@ class InvokedCharts:
             raise StartRefused(problem)
         identity = await charts.link(db, parent.chart_identity, effect.src)
         if identity is None:
-            raise StartRefused(f"no chart is registered under the name {effect.src!r}")
+            raise StartRefused(
+                f"no chart is registered under the name {effect.src!r}"
+                " (or every revision of it is retired)"
+            )
         try:
             return await charts.machine(db, identity, child_id)
         except _REFUSALS as exc:
