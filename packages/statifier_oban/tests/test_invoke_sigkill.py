@@ -8,8 +8,9 @@ rescuing after 2 s) runs everything, and stops for good in four parents' deliver
 *before* their step (the ``done`` waits, committed, in the mailbox) and in four *after*
 it (the parent's step committed, oban never hears of it). Then A gets SIGKILL, and B
 starts. Every parent must end ``completed`` having run its ``<finalize>`` once, with one
-applied step key; the rows of committed deliveries show the second delivery of each
-"after" job answered ``AlreadyApplied`` and each "before" job applied only by B.
+applied step key; the rows of committed deliveries show each "after" job applied once by
+A and answered ``AlreadyApplied`` when delivered again, and each "before" job applied
+only by B.
 """
 
 from __future__ import annotations
@@ -144,11 +145,15 @@ async def _check(
             raw = await cursor.fetchall()
         mode = PLAN.get(n)
         if mode == "after":
-            assert raw == [("applied", pid_a), ("already_applied", pid_b)], execution_id
+            # Applied once, by A, before it stopped; every later delivery (B's, and A's own
+            # should its lifeline have rescued the job from itself under load) found it so.
+            assert raw[0] == ("applied", pid_a), (execution_id, raw)
+            assert {outcome for outcome, _ in raw[1:]} == {"already_applied"}, (execution_id, raw)
+            assert ("already_applied", pid_b) in raw, (execution_id, raw)
         elif mode == "before":
-            assert raw == [("applied", pid_b)], execution_id
+            assert raw == [("applied", pid_b)], (execution_id, raw)
         else:
-            assert [outcome for outcome, _ in raw] == ["applied"], execution_id
+            assert [outcome for outcome, _ in raw] == ["applied"], (execution_id, raw)
     async with pool.connection() as conn:
         cursor = await conn.execute(
             "SELECT state::text, count(*), sum((meta->>'rescued')::int) FILTER"
