@@ -209,6 +209,8 @@ async def test_install_is_idempotent_and_works_in_another_schema(
         "statifier_step_keys",
         "statifier_fan_outs",
         "statifier_fan_out_children",
+        "statifier_history",
+        "statifier_watches",
         "statifier_chart_links",
         "statifier_messages",
     ]

@@ -10,7 +10,10 @@ at most once. A fan-out's children are executions too (``Executions.start_child`
 their finishing settles the parent's invocation once (``Executions.fan_out_answer``,
 through a ``FanOutExecutor``). An ``<invoke type="scxml">`` starts its chart as a child
 execution in the parent's step, and the two talk through mailboxes
-(``Executions.receive``, through a ``MailboxExecutor``). ``install`` creates the tables.
+(``Executions.receive``, through a ``MailboxExecutor``). Every change writes a history
+entry in its own transaction (``statifier_persistence.history``; ``Executions.history``,
+``prune_history``), and ``Executions.wait`` and ``follow`` are woken by the commits of
+changes. ``install`` creates the tables.
 ``statifier_oban.executions`` joins this package to oban jobs: timers, invocations, the
 deliveries a standalone ``statifier-oban worker`` runs, and the pin source of pending
 timers; ``statifier_oban.children`` runs fan-outs.
@@ -43,6 +46,7 @@ from ._errors import (
     MigrationRefused,
     NeedsMigration,
     NotConnected,
+    NotInstalled,
     PersistenceError,
     PositionTooLarge,
     RetirementRefused,
@@ -51,6 +55,8 @@ from ._errors import (
     StatementError,
     StoreError,
     UnstorablePosition,
+    WaitTimeout,
+    WaitUnreachable,
 )
 from ._executions import EventBuilder, Executions, StepObserver
 from ._executor import EffectExecutor, HostHook, LoggingHost
@@ -82,6 +88,7 @@ from ._settlement import (
     FanOutState,
     Policy,
 )
+from .history import History, HistoryEntry, HistoryPage, Trigger, triggered_by
 from .schema import install, install_sql, verify
 
 try:
@@ -128,6 +135,9 @@ __all__ = [
     "FanOutExecutor",
     "FanOutKey",
     "FanOutState",
+    "History",
+    "HistoryEntry",
+    "HistoryPage",
     "HostHook",
     "IdentityMismatch",
     "InvalidArgument",
@@ -144,6 +154,7 @@ __all__ = [
     "MigrationRefused",
     "NeedsMigration",
     "NotConnected",
+    "NotInstalled",
     "Page",
     "ParentLink",
     "PersistenceError",
@@ -161,12 +172,16 @@ __all__ = [
     "StepResult",
     "Stepped",
     "StoreError",
+    "Trigger",
     "UnstorablePosition",
+    "WaitTimeout",
+    "WaitUnreachable",
     "__version__",
     "child_execution_id",
     "install",
     "install_sql",
     "invoked_child_id",
     "live_answer",
+    "triggered_by",
     "verify",
 ]

@@ -46,6 +46,9 @@ MessageKind = Literal["to_parent", "done", "to_child", "cancel"]
 
 MESSAGE_KINDS: Final[frozenset[str]] = frozenset(get_args(MessageKind))
 
+FROM_PARENT: Final[frozenset[str]] = frozenset({"to_child", "cancel"})
+"""The kinds a parent sends its child (the others a child sends its parent)."""
+
 NO_MESSAGE: Final = "no_message"
 """The reason ``Executions.receive`` declines when the mailbox is empty (another delivery
 applied the message this one was stored for)."""

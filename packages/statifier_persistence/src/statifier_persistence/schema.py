@@ -27,6 +27,8 @@ TABLES: Final = (
     "statifier_step_keys",
     "statifier_fan_outs",
     "statifier_fan_out_children",
+    "statifier_history",
+    "statifier_watches",
     "statifier_chart_links",
     "statifier_messages",
 )
@@ -43,11 +45,13 @@ def install_sql(prefix: str = "public") -> LiteralString:
     """The DDL of our tables and indexes in schema ``prefix`` (every statement idempotent).
 
     The schema itself must exist (``install`` creates it). ``sql/install.sql`` holds the
-    executions, ``sql/fan_out_tables.sql`` the fan-outs, ``sql/invoked_chart_tables.sql``
-    the charts invoked as child executions (tree columns, chart links, mailboxes).
+    executions, ``sql/fan_out_tables.sql`` the fan-outs, ``sql/history_tables.sql`` the
+    history and the watches of waiters, ``sql/invoked_chart_tables.sql`` the charts invoked
+    as child executions (tree columns, chart links, mailboxes).
     """
     return "\n".join(
-        statement(name, prefix) for name in ("install", "fan_out_tables", "invoked_chart_tables")
+        statement(name, prefix)
+        for name in ("install", "fan_out_tables", "history_tables", "invoked_chart_tables")
     )
 
 
