@@ -692,3 +692,51 @@ async def test_child_charts_call_the_host_functions_of_the_executions(
     errors = [e for e in created.effects if isinstance(e, ErrorRaised)]
     assert [e.name for e in errors] == ["error.communication.invoke.kid"]
     assert "double" in errors[0].message
+
+
+async def test_a_childs_creation_messages_and_cancel_are_in_the_history(
+    store: AsyncConnectionPool,
+) -> None:
+    executions = mailbox_executions(store)
+
+    async def kinds(execution_id: str) -> list[tuple[Any, ...]]:
+        page = await executions.history(execution_id)
+        return [
+            (e.kind, e.trigger.source, e.key, e.event.name if e.event else None)
+            for e in page.entries
+        ]
+
+    parent_id = unique("parent")
+    created = await executions.create(PARENT, execution_id=parent_id)
+    child_id = invoked_child_id(parent_id, "kid", created.state.macrostep)
+    await executions.receive(parent_id, key="job:41")  # hello: the parent sends go
+    await executions.receive(child_id, key="job:42")  # go: the child finishes
+    assert await kinds(child_id) == [
+        ("created", "parent", None, None),
+        ("event", "parent", "job:42", "go"),
+    ]
+    assert await kinds(parent_id) == [
+        ("created", "api", None, None),
+        ("event", "invocation", "job:41", "hello"),  # the child's message, keyed by its job
+    ]
+
+    left = unique("parent")
+    created = await executions.create(PARENT, execution_id=left)
+    cancelled = invoked_child_id(left, "kid", created.state.macrostep)
+    await executions.step(left, Event(name="leave"))
+    await pump(executions, left)
+    assert await kinds(cancelled) == [
+        ("created", "parent", None, None),
+        ("cancelled", "parent", f"deliver:{await last_delivery(store, cancelled)}", None),
+    ]
+    entries = (await executions.history(left)).entries
+    assert [e.invocations_cancelled for e in entries] == [(), ("kid",)]
+
+
+async def last_delivery(store: AsyncConnectionPool, receiver: str) -> int:
+    """The id of the last ``deliver`` row of ``receiver`` (its key in ``pump``)."""
+    (row,) = await rows(
+        store, "SELECT max(id) FROM test_effects WHERE kind = 'deliver' AND execution_id = %s",
+        receiver,
+    )  # fmt: skip
+    return int(row[0])
