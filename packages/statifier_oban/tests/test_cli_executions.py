@@ -169,8 +169,12 @@ async def test_operators_see_the_tree_of_invoked_charts(
     )
     assert await run_cli("executions", "show", *url, "--json", children["left"]) == 0
     record = json.loads(capsys.readouterr().out)
-    assert record["parent"] == {"execution": top, "invoke_id": "left"}
+    assert record["parent"] == {"execution_id": top, "invoke_id": "left", "index": None}
     assert record["children"] == []
+    assert await run_cli("executions", "show", *url, "--json", top) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert sorted(child["id"] for child in record["children"]) == sorted(children.values())
+    assert {child["chart"]["name"] for child in record["children"]} == {"leaf"}
 
 
 def test_executions_commands_refuse_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:

@@ -194,16 +194,7 @@ async def _show(executions: Executions, oban: Oban, execution_id: str, output: k
         for fan_out in await executions.fan_outs(execution.id)
     ]
     page = await executions.list(parent=execution.id, limit=SHOWN_CHILDREN)
-    children = [
-        {
-            "execution": child.id,
-            "invoke_id": child.parent.invoke_id if child.parent is not None else None,
-            "index": child.parent.index if child.parent is not None else None,
-            "status": child.status,
-            "chart": child.chart_name,
-        }
-        for child in page.executions
-    ]
+    children = page.executions
     parent = execution.parent
     metadata = dict(execution.metadata)
     data = {
@@ -213,7 +204,7 @@ async def _show(executions: Executions, oban: Oban, execution_id: str, output: k
         "timers": timers,
         "invocations": invocations,
         "fan_outs": fan_outs,
-        "children": children,
+        "children": [child.to_json() for child in children],
         "more_children": page.after is not None,
     }
     fields: list[tuple[str, object]] = [
@@ -251,10 +242,12 @@ async def _show(executions: Executions, oban: Oban, execution_id: str, output: k
                         f"{fan_out['state']}, on {fan_out['policy']}")
         )  # fmt: skip
     for child in children:
-        place = f"[{child['index']}]" if child["index"] is not None else ""
+        link = child.parent
+        invoke = "-" if link is None else link.invoke_id
+        place = f"[{link.index}]" if link is not None and link.index is not None else ""
         fields.append(
-            ("child", f"{child['execution']} {child['status']}, invoke {child['invoke_id']}"
-                      f"{place}, chart {child['chart'] or '-'}")
+            ("child", f"{child.id} {child.status}, invoke {invoke}{place}, "
+                      f"chart {child.chart_name or '-'}")
         )  # fmt: skip
     if page.after is not None:
         fields.append(("children", f"more: executions list --parent {execution.id}"))
