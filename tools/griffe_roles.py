@@ -41,11 +41,14 @@ ROLE = re.compile(r":(?:py:)?([a-z]+):`([^`]*)`")
 _TITLED = re.compile(r"^(.*?)\s*<([^<>]+)>$")
 
 
-def convert(text: str, scope: griffe.Object | griffe.Alias) -> tuple[str, list[str]]:
+def convert(
+    text: str, scope: griffe.Object | griffe.Alias, project: frozenset[str] = PROJECT
+) -> tuple[str, list[str]]:
     """``text`` with every role made a cross-reference, and what could not be converted.
 
-    Names resolve in ``scope`` (the object whose docstring ``text`` is); the problems are
-    messages, one per role left as it was written.
+    Names resolve in ``scope`` (the object whose docstring ``text`` is); those in the
+    packages of ``project`` are linked. The problems are messages, one per role left as
+    it was written.
     """
     problems: list[str] = []
 
@@ -54,7 +57,7 @@ def convert(text: str, scope: griffe.Object | griffe.Alias) -> tuple[str, list[s
         if kind not in ROLES:
             problems.append(f"unknown role :{kind}: in {match.group(0)!r}")
             return match.group(0)
-        reference = _reference(body, scope)
+        reference = _reference(body, scope, project)
         if reference is None:
             problems.append(f"cannot resolve {match.group(0)!r}")
             return match.group(0)
@@ -63,7 +66,9 @@ def convert(text: str, scope: griffe.Object | griffe.Alias) -> tuple[str, list[s
     return ROLE.sub(replace, text), problems
 
 
-def _reference(body: str, scope: griffe.Object | griffe.Alias) -> str | None:
+def _reference(
+    body: str, scope: griffe.Object | griffe.Alias, project: frozenset[str]
+) -> str | None:
     """The Markdown a role's body becomes, or None when it names nothing."""
     title: str | None = None
     if titled := _TITLED.match(body):
@@ -80,7 +85,7 @@ def _reference(body: str, scope: griffe.Object | griffe.Alias) -> str | None:
     path = resolve(target, scope)
     if path is None:
         return None
-    if not link or path.split(".", 1)[0] not in PROJECT:
+    if not link or path.split(".", 1)[0] not in project:
         return f"`{shown}`"
     return f"[`{shown}`][{path}]"
 

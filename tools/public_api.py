@@ -29,6 +29,7 @@ import sys
 import tarfile
 import tempfile
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -39,10 +40,66 @@ PACKAGES = ("statifier", "statifier_oban", "statifier_persistence")
 """The library's packages (the demo is not a library)."""
 
 _DIRECTIVE = re.compile(r"^:::\s+([\w.]+)\s*$")
-_MEMBERS = re.compile(r"^\s+members:\s*\[(.*)\]\s*$")
+_OPTION = re.compile(r"^(\s+)(\w+):\s*(.*)$")
 
 Snapshot = dict[str, dict[str, list[str]]]
 """module -> public name -> its public attributes (empty for anything but a class)."""
+
+
+@dataclass(frozen=True)
+class Directive:
+    """A ``::: target`` line of a reference page, with the options that choose members."""
+
+    target: str
+    line: int
+    members: list[str] | bool | None = None
+    """The ``members`` option: the names rendered, in order; False for none; None: all."""
+    filters: tuple[str, ...] = ()
+    """The ``filters`` option: ``!regex`` leaves out the names it matches."""
+
+
+def directives(text: str) -> list[Directive]:
+    """The mkdocstrings directives of a page, with their ``members`` and ``filters``."""
+    lines = text.splitlines()
+    found: list[Directive] = []
+    for number, line in enumerate(lines):
+        if match := _DIRECTIVE.match(line):
+            block = []
+            for option in lines[number + 1 :]:
+                if not option.startswith("    "):
+                    break
+                block.append(option)
+            found.append(Directive(match.group(1), number + 1, *_options(block)))
+    return found
+
+
+def _options(block: list[str]) -> tuple[list[str] | bool | None, tuple[str, ...]]:
+    """The ``members`` and ``filters`` of a directive's indented options block."""
+    members: list[str] | bool | None = None
+    filters: tuple[str, ...] = ()
+    for index, option in enumerate(block):
+        if not (key := _OPTION.match(option)):
+            continue
+        indent, name, value = key.groups()
+        if name == "filters":
+            filters = tuple(ast.literal_eval(value))
+        elif name == "members" and value in ("false", "true"):
+            members = value == "true"
+        elif name == "members" and value:
+            members = [m.strip() for m in value.strip("[]").split(",") if m.strip()]
+        elif name == "members":
+            members = _listed(block[index + 1 :], len(indent))
+    return members, filters
+
+
+def _listed(lines: list[str], indent: int) -> list[str]:
+    """The items of a YAML block list (``- name`` lines indented deeper than ``indent``)."""
+    items: list[str] = []
+    for line in lines:
+        if len(line) - len(line.lstrip()) <= indent or not line.strip().startswith("- "):
+            break
+        items.append(line.strip()[2:].strip())
+    return items
 
 
 def documented_modules(pages: list[str]) -> dict[str, list[str] | None]:
@@ -54,16 +111,9 @@ def documented_modules(pages: list[str]) -> dict[str, list[str] | None]:
     """
     found: dict[str, list[str] | None] = {}
     for text in pages:
-        lines = text.splitlines()
-        for number, line in enumerate(lines):
-            if not (match := _DIRECTIVE.match(line)):
-                continue
-            name = match.group(1)
-            members = None
-            for option in lines[number + 1 : number + 4]:
-                if listed := _MEMBERS.match(option):
-                    members = [m.strip() for m in listed.group(1).split(",") if m.strip()]
-            if members is None or found.get(name, []) is None:
+        for directive in directives(text):
+            name, members = directive.target, directive.members
+            if not isinstance(members, list) or found.get(name, []) is None:
                 found[name] = None
             else:
                 found[name] = [*(found.get(name) or []), *members]
