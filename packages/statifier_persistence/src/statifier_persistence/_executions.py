@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, overload
 
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
@@ -179,6 +179,7 @@ class Executions(RevisionMethods):
 
     # -- create, step, cancel --------------------------------------------------------
 
+    @overload
     async def create(
         self,
         chart: Machine,
@@ -189,8 +190,38 @@ class Executions(RevisionMethods):
         parent: ParentLink | None = None,
         caller_context: Any = None,
         trace: bool = False,
+        key: None = None,
         conn: AsyncConnection[Any] | None = None,
-    ) -> Stepped:
+    ) -> Stepped: ...
+
+    @overload
+    async def create(
+        self,
+        chart: Machine,
+        *,
+        execution_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        datamodel: Mapping[str, Any] | None = None,
+        parent: ParentLink | None = None,
+        caller_context: Any = None,
+        trace: bool = False,
+        key: str,
+        conn: AsyncConnection[Any] | None = None,
+    ) -> Stepped | AlreadyApplied: ...
+
+    async def create(
+        self,
+        chart: Machine,
+        *,
+        execution_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        datamodel: Mapping[str, Any] | None = None,
+        parent: ParentLink | None = None,
+        caller_context: Any = None,
+        trace: bool = False,
+        key: str | None = None,
+        conn: AsyncConnection[Any] | None = None,
+    ) -> Stepped | AlreadyApplied:
         """Register ``chart``, run its initial drive as execution ``execution_id`` (a fresh
         ``sess_...`` id by default; it is the chart's ``_sessionid``) and store it.
 
@@ -199,8 +230,17 @@ class Executions(RevisionMethods):
         is the first macrostep's opaque host term. ``trace`` makes every step of the
         execution also produce the core's trace effects (microsteps, dequeued events), for
         an ``observer`` to see. Raises ``ExecutionExists`` for a taken id (nothing written).
+
+        ``key`` (an idempotency key, as ``step`` takes; it needs an ``execution_id``) is
+        recorded as the key of the initial drive: a create of the same id with the same key
+        answers ``AlreadyApplied`` (a retried request) instead of raising
+        ``ExecutionExists``. Without ``key`` the answer is always ``Stepped``.
         """
         _check_machine(chart)
+        if key is not None:
+            if execution_id is None:
+                raise InvalidArgument("a keyed create needs an execution_id")
+            key = check_key(key)
         execution_id = (
             new_session_id() if execution_id is None else check_execution_id(execution_id)
         )
@@ -224,6 +264,12 @@ class Executions(RevisionMethods):
             cursor = await db.execute(statement("insert_execution", self._prefix), params)
             row = await cursor.fetchone()
             if row is None:
+                if key is not None:
+                    existing, _, applied = await self._read(
+                        db, execution_id, lock="", with_position=False, key=key
+                    )
+                    if applied:
+                        return AlreadyApplied(existing, key)
                 raise ExecutionExists(execution_id)
             execution = decode_execution(row, self._limits)
             routes = self._host.routes(execution)
@@ -239,7 +285,7 @@ class Executions(RevisionMethods):
             )
             drive = self._drive(db, execution, state, routes)
             await drive.initial(effects)
-            stored = await self._store(db, drive)
+            stored = await self._store(db, drive, key)
             await self._settlement.after_store(db, execution.status, stored)
         return self._stepped(stored, drive)
 
@@ -528,26 +574,14 @@ class Executions(RevisionMethods):
         """
         if status is not None and status not in STATUSES:
             raise InvalidArgument(f"status must be one of {', '.join(STATUSES)}, not {status!r}")
-        if chart is not None and (not isinstance(chart, str) or len(chart) > MAX_IDENTITY_LENGTH):
-            raise InvalidArgument(f"chart must be a chart name, not {chart!r}")
-        if revision is not None and (
-            not isinstance(revision, str) or len(revision) > MAX_IDENTITY_LENGTH
-        ):
-            raise InvalidArgument(f"revision must be a chart identity, not {revision!r}")
         if isinstance(limit, bool) or not isinstance(limit, int):
             raise InvalidArgument(f"limit must be an integer, not {limit!r}")
         if not 1 <= limit <= self._limits.max_page_size:
             raise InvalidArgument(f"limit must be in 1..{self._limits.max_page_size}, not {limit}")
         params = {
             **self._bounds(),
+            **self._filters(chart, revision, metadata),
             "status": status,
-            "chart": chart,
-            "revision": revision,
-            "metadata": (
-                encode_json_object(metadata, "metadata filter", self._limits.max_metadata_bytes)
-                if metadata is not None
-                else None
-            ),
             "after": check_execution_id(after) if after is not None else None,
             "limit": limit,
         }
@@ -557,6 +591,54 @@ class Executions(RevisionMethods):
         executions = tuple(decode_execution(row, self._limits) for row in rows)
         more = len(executions) == limit
         return Page(executions, executions[-1].id if more else None)
+
+    async def counts(
+        self,
+        *,
+        chart: str | None = None,
+        revision: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        conn: AsyncConnection[Any] | None = None,
+    ) -> dict[ExecutionStatus, int]:
+        """How many executions are in each status (every status, in ``STATUSES`` order,
+        zero included), filtered as ``list`` filters: by chart name, chart revision and
+        metadata containment. It counts every matching row, so it costs a scan of them."""
+        params = self._filters(chart, revision, metadata)
+        async with transaction(self._pool, conn) as db:
+            cursor = await db.execute(statement("count_executions", self._prefix), params)
+            rows = await cursor.fetchall()
+        found = {str(status): int(count) for status, count in rows}
+        return {status: found.get(status, 0) for status in STATUSES}
+
+    async def chart(self, name: str, *, conn: AsyncConnection[Any] | None = None) -> Machine:
+        """The newest registered revision of the chart named ``name`` that is not retired,
+        compiled as every node compiles it (``ChartNotRegistered`` if there is none): what
+        a host starts an execution of when it knows the chart only by name."""
+        if not isinstance(name, str) or not 0 < len(name) <= MAX_IDENTITY_LENGTH:
+            raise InvalidArgument(f"name must be a chart name, not {name!r}")
+        async with transaction(self._pool, conn) as db:
+            identity = await self._charts.latest(db, name)
+            return await self._charts.machine(db, identity, f"chart {name}")
+
+    def _filters(
+        self, chart: Any, revision: Any, metadata: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        """The checked filter parameters ``list`` and ``counts`` share."""
+        if chart is not None and (not isinstance(chart, str) or len(chart) > MAX_IDENTITY_LENGTH):
+            raise InvalidArgument(f"chart must be a chart name, not {chart!r}")
+        if revision is not None and (
+            not isinstance(revision, str) or len(revision) > MAX_IDENTITY_LENGTH
+        ):
+            raise InvalidArgument(f"revision must be a chart identity, not {revision!r}")
+        return {
+            "chart": chart,
+            "revision": revision,
+            "metadata": (
+                encode_json_object(metadata, "metadata filter", self._limits.max_metadata_bytes)
+                if metadata is not None
+                else None
+            ),
+        }
 
     # -- the parts -------------------------------------------------------------------
 

@@ -8,13 +8,11 @@
 from __future__ import annotations
 
 import argparse
-import shutil
-import subprocess
 import sys
 from collections.abc import Mapping
 from typing import TextIO
 
-from statifier.chart.diagram import to_dot, to_mermaid
+from statifier.chart.diagram import DiagramError, svg_of_dot, to_dot, to_mermaid
 from statifier.chart.model import Machine
 from statifier.cli import load_chart
 from statifier.cli._files import files_beside
@@ -22,13 +20,6 @@ from statifier.core import position
 from statifier.datamodel.host import HostFunction
 from statifier.errors import PositionError
 from statifier.virtual.driver import VirtualDriver
-
-GRAPHVIZ_HINT = (
-    "SVG needs Graphviz's 'dot' on the PATH: install Graphviz (Debian/Ubuntu: "
-    "apt-get install graphviz; macOS: brew install graphviz; Windows: winget install "
-    "graphviz, or https://graphviz.org/download/), or use --format mermaid or --format dot"
-)
-DOT_TIMEOUT_S = 60
 
 
 def diagram(
@@ -78,19 +69,8 @@ def _active(machine: Machine, args: argparse.Namespace) -> frozenset[int]:
 
 
 def _svg(dot_source: bytes) -> bytes | None:
-    dot = shutil.which("dot")
-    if dot is None:
-        print(f"statifier diagram: {GRAPHVIZ_HINT}", file=sys.stderr)
-        return None
     try:
-        done = subprocess.run(  # noqa: S603 - Graphviz found by which(), one fixed flag, no shell
-            [dot, "-Tsvg"], input=dot_source, capture_output=True, timeout=DOT_TIMEOUT_S
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        print(f"statifier diagram: running {dot} failed: {exc}", file=sys.stderr)
+        return svg_of_dot(dot_source)
+    except DiagramError as exc:
+        print(f"statifier diagram: {exc}", file=sys.stderr)
         return None
-    if done.returncode != 0:
-        message = done.stderr.decode(errors="replace").strip()
-        print(f"statifier diagram: dot failed: {message}", file=sys.stderr)
-        return None
-    return done.stdout
