@@ -1,0 +1,58 @@
+"""``WebRig``: the app served on loopback over a database, with what a test needs."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+from oban import Oban
+from psycopg_pool import AsyncConnectionPool
+from statifier_oban.executions import ObanExecutor, execution_config
+from statifier_persistence import Executions
+from statifier_web import WebSettings, create_app
+
+from web_support.charts import CARD
+from web_support.server import serving
+
+TOKEN = "test-token-0123456789abcdef"  # noqa: S105 - a test token
+"""The bearer token of the apps the tests serve."""
+
+OTHER_TOKEN = "other-token-0123456789abcdef"  # noqa: S105 - a test token
+"""A second configured token."""
+
+
+@dataclasses.dataclass
+class WebRig:
+    """A served app: its ``url``, the ``executions`` it serves (timers on queue
+    ``timers``; ``CARD`` registered) and ``client``, an HTTP client with the token."""
+
+    url: str
+    executions: Executions
+    client: httpx.AsyncClient
+    oban: Oban
+
+
+def executions_on(pool: AsyncConnectionPool, oban: Oban) -> Executions:
+    """``Executions`` whose timers go to the ``timers`` queue, through ``oban``."""
+    return Executions(pool, executor=ObanExecutor(execution_config(oban, timers_queue="timers")))
+
+
+@contextlib.asynccontextmanager
+async def web_rig(pool: AsyncConnectionPool, **settings: Any) -> AsyncIterator[WebRig]:
+    """Serve an app over ``pool`` with ``TOKEN`` and ``OTHER_TOKEN`` (or ``settings``)."""
+    oban = Oban(pool=pool, name=f"web_{uuid.uuid4().hex[:12]}")  # a client: never started
+    executions = executions_on(pool, oban)
+    await executions.register(CARD)
+    options: dict[str, Any] = {"tokens": (TOKEN, OTHER_TOKEN), **settings}
+    app = create_app(executions, WebSettings(**options))
+    async with (
+        serving(app) as url,
+        httpx.AsyncClient(
+            base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=20
+        ) as client,
+    ):
+        yield WebRig(url, executions, client, oban)
