@@ -6,7 +6,7 @@ Run from the repository root::
 
 Throughput, in invocations per second, through the whole path: enqueue -> run -> deliver.
 
-* **ours**: ``_invocation.enqueue`` (the call ``InvokeHandler.start`` makes when a session
+* **ours**: ``_enqueue.enqueue`` (the call ``InvokeHandler.start`` makes when a session
   enters an invoking state) stores one invocation job; a worker process runs it through
   ``InvokeWorker`` (decode, resolve handler and delivery, run a trivial handler answering
   ``Ok``, telemetry) and delivers the answer through a counting delivery that writes one row.
@@ -68,13 +68,12 @@ from statifier_oban import (
     Ok,
     RunContext,
     RunResult,
-    _invocation,
-    _invoke_args,
     register_plugin,
 )
 from statifier_oban._names import INVOKE_WORKER, META_DELIVERY
-from statifier_oban._resolve import path_of
 from statifier_oban.embedded import EmbeddedPostgres
+from statifier_oban.invocations import _args, _enqueue
+from statifier_oban.rows._resolve import path_of
 from statifier_oban.schema import install
 from worker_processes import WorkerProcesses, serve_until_stdin_closes
 
@@ -354,15 +353,15 @@ class Bench:
         return None if row is None else row[0]
 
     async def enqueue_ours(self, scope: str, i: int, queue: str = OURS_QUEUE) -> None:
-        """Our path: ``_invocation.enqueue``, as ``InvokeHandler.start`` calls it."""
+        """Our path: ``_enqueue.enqueue``, as ``InvokeHandler.start`` calls it."""
         config = self.config if queue == OURS_QUEUE else self.hold_config
         assert config is not None  # noqa: S101 - open() ran first (measure)
-        await _invocation.enqueue(config, BenchHandler, scope, make_invoke(i))
+        await _enqueue.enqueue(config, BenchHandler, scope, make_invoke(i))
 
     async def enqueue_raw(self, scope: str, i: int, queue: str = RAW_QUEUE) -> None:
         """The raw path: the same args and meta on a plain oban job."""
         assert self.client is not None  # noqa: S101 - open() ran first (measure)
-        args = _invoke_args.encode(scope, HANDLER_PATH, make_invoke(i), None)
+        args = _args.encode(scope, HANDLER_PATH, make_invoke(i), None)
         job = Job(RAW_WORKER, queue=queue, args=args, meta={META_DELIVERY: DELIVERY_PATH})
         await self.client.enqueue(job)
 
@@ -651,7 +650,7 @@ async def overhead(args: argparse.Namespace) -> None:
     from statifier_oban.workers import InvokeWorker
 
     n = 2_000 if args.quick else 20_000
-    args_dict = _invoke_args.encode("scope_1", HANDLER_PATH, make_invoke(1), None)
+    args_dict = _args.encode("scope_1", HANDLER_PATH, make_invoke(1), None)
     job = Job(
         INVOKE_WORKER,
         id=1,

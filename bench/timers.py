@@ -7,13 +7,13 @@ Run from the repository root::
 Three measurements, each reported as a ratio against a peer measured in the same run
 (see ``bench/README.md`` for the procedure and what every column means):
 
-1. Insert throughput: ``_timer.schedule`` / ``_timer.schedule_many`` against an equivalent
+1. Insert throughput: ``_schedule.schedule`` / ``_schedule.schedule_many`` against an equivalent
    raw ``oban.enqueue`` / ``enqueue_many`` (same worker name, args and meta, scheduled
    1 h out), sequentially on pooled connections, inside one caller transaction, and in
    batches, and ``schedule_many`` against one hand-written ``INSERT ... ON CONFLICT``
    (goal: at least 0.8 of its rate for 2,000 timers in one call). Paths are interleaved
    slice by slice; the best of ``--repeats`` rounds counts.
-2. Cancel latency: ``_timer.cancel_timers`` matching one job, with 1,000 and with 1,000,000
+2. Cancel latency: ``_schedule.cancel_timers`` matching one job, with 1,000 and with 1,000,000
    pending timers in the table (two databases, cancels interleaved), plus ``EXPLAIN``.
 3. Firing: 1 and 2 worker processes (``bench/timers_worker.py``) per configuration: ours
    (the default: prompt stager, batched acks, one-statement fetch), today (main before
@@ -61,10 +61,12 @@ from psycopg.conninfo import make_conninfo
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 from statifier.core.effects import Cancel, SendDelayed
-from statifier_oban import Config, _store, _timer, _timer_args
+from statifier_oban import Config
 from statifier_oban._names import META_DELIVERY, TIMER_WORKER
 from statifier_oban.embedded import EmbeddedPostgres
 from statifier_oban.schema import TIMER_PENDING_INDEX, install
+from statifier_oban.store import _statements
+from statifier_oban.timers import _args, _schedule
 
 QUEUE = "timers"
 """The timers queue of every benchmark ``Config`` and worker."""
@@ -315,7 +317,7 @@ class InsertPath:
         """Build the round's inputs (untimed): effects, and their args for raw paths."""
         self.scope = scope
         self.effects = [make_effect(i + 1, HOUR_MS) for i in range(n)]
-        self.args = [_timer_args.encode(scope, e, None) for e in self.effects]
+        self.args = [_args.encode(scope, e, None) for e in self.effects]
 
     async def run(self, lo: int, hi: int) -> None:
         """Store timers ``lo`` to ``hi - 1`` (timed)."""
@@ -339,13 +341,13 @@ class InsertPath:
 
 
 class OursSequential(InsertPath):
-    """``await _timer.schedule(config, scope, effect)``, one pooled connection per call."""
+    """``await _schedule.schedule(config, scope, effect)``, one pooled connection per call."""
 
     async def run(self, lo: int, hi: int) -> None:
         """Schedule one by one."""
         config, scope, effects = self.ctx.config, self.scope, self.effects
         for i in range(lo, hi):
-            await _timer.schedule(config, scope, effects[i])
+            await _schedule.schedule(config, scope, effects[i])
 
 
 class RawSequential(InsertPath):
@@ -382,13 +384,13 @@ class InTransaction(InsertPath):
 
 
 class OursTransaction(InTransaction):
-    """``_timer.schedule(..., conn=conn)`` inside one caller transaction."""
+    """``_schedule.schedule(..., conn=conn)`` inside one caller transaction."""
 
     async def run(self, lo: int, hi: int) -> None:
         """Schedule one by one on the caller's connection."""
         config, scope, effects, conn = self.ctx.config, self.scope, self.effects, self.conn
         for i in range(lo, hi):
-            await _timer.schedule(config, scope, effects[i], conn=conn)
+            await _schedule.schedule(config, scope, effects[i], conn=conn)
 
 
 class RawTransaction(InTransaction):
@@ -413,13 +415,13 @@ class Batched(InsertPath):
 
 
 class OursMany(Batched):
-    """``_timer.schedule_many(config, scope, effects[b:b+batch])``."""
+    """``_schedule.schedule_many(config, scope, effects[b:b+batch])``."""
 
     async def run(self, lo: int, hi: int) -> None:
         """One call per batch."""
         config, scope, effects = self.ctx.config, self.scope, self.effects
         for b in range(lo, hi, self.batch):
-            await _timer.schedule_many(config, scope, effects[b : min(b + self.batch, hi)])
+            await _schedule.schedule_many(config, scope, effects[b : min(b + self.batch, hi)])
 
 
 class RawMany(Batched):
@@ -599,7 +601,7 @@ async def bench_inserts(server: Server, args: argparse.Namespace) -> list[tuple[
                 "a",
                 "(a) sequential, one pooled connection (own commit) per call",
                 [
-                    OursSequential("ours: _timer.schedule(config, scope, effect)", ctx),
+                    OursSequential("ours: _schedule.schedule(config, scope, effect)", ctx),
                     RawSequential("raw:  await oban.enqueue(Job(...))", ctx),
                 ],
                 args.slice,
@@ -608,19 +610,21 @@ async def bench_inserts(server: Server, args: argparse.Namespace) -> list[tuple[
                 "b",
                 "(b) sequential inside ONE caller transaction (conn=)",
                 [
-                    OursTransaction("ours: _timer.schedule(..., conn=conn)", ctx),
+                    OursTransaction("ours: _schedule.schedule(..., conn=conn)", ctx),
                     RawTransaction("raw:  oban.enqueue(Job(...), conn=conn)", ctx),
                 ],
                 args.slice,
             ),
         ]
-        has_many = hasattr(_timer, "schedule_many")
+        has_many = hasattr(_schedule, "schedule_many")
         for batch in sorted({args.batch, n}):
             slice_size = n if batch >= n else max(batch, args.slice // batch * batch)
             label = f"{n:,} in one call" if batch >= n else f"batches of {batch}"
             paths: list[InsertPath] = []
             if has_many:
-                paths.append(OursMany(f"ours: _timer.schedule_many(... {batch} ...)", ctx, batch))
+                paths.append(
+                    OursMany(f"ours: _schedule.schedule_many(... {batch} ...)", ctx, batch)
+                )
             paths.append(RawMany(f"raw:  oban.enqueue_many({batch} jobs)", ctx, batch))
             paths.append(
                 RawMultiRow(f"ctx:  one INSERT ... ON CONFLICT ({batch} rows)", ctx, batch)
@@ -639,7 +643,7 @@ async def bench_inserts(server: Server, args: argparse.Namespace) -> list[tuple[
             f"{args.slice} inserts), order rotated each round; one untimed warm-up round"
         )
         if not has_many:
-            print("   note: _timer.schedule_many does not exist here; batch rows are raw only")
+            print("   note: _schedule.schedule_many does not exist here; batch rows are raw only")
         for case in cases:
             await insert_round(case, pool, min(n, 100), 0, timed=False)
             for r in range(args.repeats):
@@ -684,7 +688,7 @@ async def load_timers(url: str, rows: int) -> dict[str, float]:
     One ``INSERT ... SELECT generate_series`` with the secondary indexes dropped, then
     the indexes rebuilt (same definitions) and ``ANALYZE``.
     """
-    sample = _timer_args.encode("bench-0", make_effect(1, HOUR_MS), None)
+    sample = _args.encode("bench-0", make_effect(1, HOUR_MS), None)
     started = time.perf_counter()
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         cursor = await conn.execute(
@@ -736,7 +740,7 @@ async def explain_cancel(url: str, oban: Oban, i: int) -> list[str]:
     """``EXPLAIN (ANALYZE, BUFFERS)`` of our cancel statement for row ``i``, rolled back."""
     scope, send_id = row_key(i)
     params = {"scope": scope, "value": send_id, "reason": "explain"}
-    text = _store.statement(oban, "cancel_jobs", worker=TIMER_WORKER, key="send_id")
+    text = _statements.statement(oban, "cancel_jobs", worker=TIMER_WORKER, key="send_id")
     statement = "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + text
     async with await psycopg.AsyncConnection.connect(url) as conn:
         cursor = psycopg.AsyncClientCursor(conn)
@@ -763,7 +767,7 @@ async def bench_cancel(server: Server, args: argparse.Namespace) -> list[tuple[s
     """Section 2; returns the verdicts."""
     sizes = (args.cancel_small, args.cancel_rows)
     print(
-        f"\n2. Cancel latency: _timer.cancel_timers matching one pending timer (random scope), "
+        f"\n2. Cancel latency: _schedule.cancel_timers matching one pending timer (random scope), "
         f"{args.cancels} cancels per table size, interleaved; own pooled connection per call"
     )
     sides: list[CancelSide] = []
@@ -789,7 +793,9 @@ async def bench_cancel(server: Server, args: argparse.Namespace) -> list[tuple[s
             for side in order:
                 scope, send_id = row_key(picks[side.rows][k])
                 start = time.perf_counter()
-                count = await _timer.cancel_timers(side.config, scope, make_cancel(send_id, k + 1))
+                count = await _schedule.cancel_timers(
+                    side.config, scope, make_cancel(send_id, k + 1)
+                )
                 elapsed = (time.perf_counter() - start) * 1000
                 if count != 1:
                     raise VerificationError(f"cancel {scope}/{send_id} matched {count} jobs")
@@ -1058,7 +1064,7 @@ async def run_workload(
             chunk = workload.delays_ms[start : start + per_scope]
             effects = [make_effect(start + j + 1, d) for j, d in enumerate(chunk)]
             scope = f"{prefix}{start // per_scope}"
-            await _timer.schedule_many(config, scope, effects, conn=conn)
+            await _schedule.schedule_many(config, scope, effects, conn=conn)
     schedule_s = time.perf_counter() - started
     first_due_in = min(workload.delays_ms) / 1000 - (time.perf_counter() - started)
     await asyncio.sleep(max(0.0, first_due_in - 0.05))

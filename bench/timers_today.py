@@ -8,7 +8,7 @@ in a transaction, one ``UPDATE`` per ack in a transaction). A worker started wit
 ``--mode today`` calls :func:`install` after ``statifier_oban.latency.uninstall()``, which
 brings back exactly that: this Stager, and oban's own fetch and acks.
 
-The statement and the step are a copy of main's ``statifier_oban/sql/stage_jobs.sql`` and
+The statement and the step are a copy of main's ``statifier_oban/store/sql/stage_jobs.sql`` and
 ``PromptStager.stage`` at commit c0a8a4c, kept here so that the benchmark can measure
 "today" in the same run as the new path.
 """
@@ -19,7 +19,7 @@ from typing import Any
 
 from oban import telemetry
 from oban._stager import Stager
-from statifier_oban import _oban_compat
+from statifier_oban.store import _oban_compat
 
 INTERVAL_S = 0.1
 """The old prompt stager's poll interval."""

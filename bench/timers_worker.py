@@ -158,7 +158,7 @@ async def run(url: str, node: str, mode: str, limit: int, recorder: str, recorde
     statifier_oban.register_plugin(RecordFire, path=DELIVERY_PATH)  # rows may name it
     import statifier_oban.workers  # registers TimerWorker
     from oban import Oban
-    from statifier_oban import _oban_compat
+    from statifier_oban.store import _oban_compat
 
     if not statifier_oban.latency.installed():
         raise RuntimeError("importing statifier_oban did not install prompt staging")

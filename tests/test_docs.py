@@ -192,7 +192,7 @@ def _documented_commands() -> list[Any]:
 def _parser(program: str) -> argparse.ArgumentParser:
     if program == "statifier":
         return statifier.cli.build_parser()
-    return statifier_oban.cli.build_parser()
+    return statifier_oban.cli._main.build_parser()
 
 
 def _options(parser: argparse.ArgumentParser, argv: list[str]) -> set[str]:

@@ -22,8 +22,10 @@ import psycopg
 import pytest
 from oban import Oban
 from statifier.core.effects import Cancel, SendDelayed
-from statifier_oban import Config, _timer, cli
+from statifier_oban import Config
 from statifier_oban._names import TIMER_WORKER
+from statifier_oban.cli import _main as cli
+from statifier_oban.timers import _schedule
 
 from oban_support.processes import Lines
 from oban_support.worker_process import wait_for_job
@@ -87,9 +89,9 @@ async def test_pending_prints_a_count_per_scope(
 ) -> None:
     config = Config(oban=oban_client, timers_queue="timers")
     two, cancelled, none = scope("two"), scope("cancelled"), scope("none")
-    await _timer.schedule(config, two, send_delayed(1, 60_000))
-    await _timer.schedule(config, two, send_delayed(2, 60_000, send_id="reminder"))
-    await _timer.schedule(config, cancelled, send_delayed(1, 60_000))
+    await _schedule.schedule(config, two, send_delayed(1, 60_000))
+    await _schedule.schedule(config, two, send_delayed(2, 60_000, send_id="reminder"))
+    await _schedule.schedule(config, cancelled, send_delayed(1, 60_000))
     cancel = Cancel(
         send_id="hold",
         c_index=1,
@@ -100,7 +102,7 @@ async def test_pending_prints_a_count_per_scope(
         microstep=1,
         round=0,
     )
-    assert await _timer.cancel_timers(config, cancelled, cancel) == 1
+    assert await _schedule.cancel_timers(config, cancelled, cancel) == 1
 
     code = await asyncio.to_thread(
         cli.main, ["pending", "--database-url", database_url, two, cancelled, none, two]
@@ -157,8 +159,8 @@ async def test_worker_fires_a_due_timer_through_a_host_module_and_stops_on_sigte
         oban=oban_client, timers_queue="timers", delivery="cli_worker_host:RecordingDelivery"
     )
     due = scope("due")
-    job = await _timer.schedule(config, due, send_delayed(1, 0))
-    later = await _timer.schedule(config, scope("later"), send_delayed(1, 3_600_000))
+    job = await _schedule.schedule(config, due, send_delayed(1, 0))
+    later = await _schedule.schedule(config, scope("later"), send_delayed(1, 3_600_000))
 
     process = subprocess.Popen(  # noqa: S603 - this interpreter, fixed arguments, no shell
         [

@@ -18,7 +18,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from statifier_oban import cli
+from statifier_oban.cli import _main as cli
 from statifier_oban.workers import TIMER_WORKER
 
 HOLD = "1s"
@@ -158,7 +158,7 @@ def test_without_the_demo_package_the_command_names_what_to_install(
 
 PROBE = """
 import sys
-from statifier_oban import cli
+from statifier_oban.cli import _main as cli
 
 code = cli.main(sys.argv[1:])
 for argv in (["worker", "--help"], ["pending", "--help"]):

@@ -22,7 +22,8 @@ import pytest
 import statifier
 from oban import Oban
 from psycopg_pool import AsyncConnectionPool
-from statifier_oban import _executions_cli, cli
+from statifier_oban.cli import _executions
+from statifier_oban.cli import _main as cli
 from statifier_oban.executions import ObanExecutor, execution_config
 from statifier_persistence import Executions
 
@@ -284,9 +285,7 @@ def test_functions_are_imported_without_putting_the_working_directory_back(
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", ["", *sys.path])
     cli.set_import_path(["plugins"])  # what the worker's --path does
-    functions = _executions_cli.host_functions_of(
-        argparse.Namespace(functions=f"{module}:FUNCTIONS")
-    )
+    functions = _executions.host_functions_of(argparse.Namespace(functions=f"{module}:FUNCTIONS"))
     assert functions is not None
     assert list(functions) == ["over_limit"]
     assert "" not in sys.path

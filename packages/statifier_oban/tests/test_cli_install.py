@@ -7,7 +7,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from statifier_oban import cli
+from statifier_oban.cli import _main as cli
 from statifier_oban.schema import INDEXES, OBAN_TABLES, TIMER_DEDUP_INDEX, TIMER_PENDING_INDEX
 
 PIECES = [*OBAN_TABLES, *INDEXES]

@@ -22,7 +22,7 @@ import statifier
 from oban import Oban
 from psycopg_pool import AsyncConnectionPool
 from statifier.core.events import Event
-from statifier_oban import cli
+from statifier_oban.cli import _main as cli
 from statifier_oban.executions import ObanExecutor, execution_config
 from statifier_persistence import Executions
 
@@ -201,7 +201,7 @@ def test_register_reads_no_more_of_a_file_than_a_chart_may_hold(database_url: st
     probe = (
         "import resource, sys\n"
         "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
-        "from statifier_oban import cli\n"
+        "from statifier_oban.cli import _main as cli\n"
         "sys.exit(cli.main(sys.argv[1:]))\n"
     )
     argv = ["executions", "register", "--database-url", database_url, "/dev/zero"]

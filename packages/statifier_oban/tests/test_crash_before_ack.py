@@ -1,6 +1,6 @@
 """A worker that dies after a delivery but before its batched ack: the timer is redelivered.
 
-Acks are written in batches when the producer next wakes up (``statifier_oban._acks``), so a
+Acks are written in batches when the producer next wakes up (``statifier_oban.store._acks``), so a
 process can die with outcomes it has not written yet. Those jobs stay ``executing`` and
 oban's lifeline rescues them: the delivery runs again (at-least-once; deliveries are
 idempotent), and the job completes once.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import uuid
 
-from statifier_oban import _timer
+from statifier_oban.timers import _schedule
 
 from oban_support.common import database_fixture, execute, job_row, wait_until
 from oban_support.crash_before_ack import CRASH_ENV, CREATE_TABLE, CrashAfterDelivery
@@ -35,7 +35,7 @@ async def test_a_crash_before_the_ack_flush_redelivers_the_timer(
     await running(client.pool, node, worker)
 
     config = client.config(delivery=CrashAfterDelivery)
-    job = await _timer.schedule(config, scope, send_delayed(delay_ms=200))
+    job = await _schedule.schedule(config, scope, send_delayed(delay_ms=200))
     await wait_until(lambda: worker.poll() is not None, timeout=10, interval=0.05)
     assert worker.returncode == -9, workers.log("crashing")
 

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 from oban import Snooze as ObanSnooze
 from statifier.core import effects as fx
-from statifier_oban import Config, Delivered, Discarded, Snoozed, _timer
+from statifier_oban import Config, Delivered, Discarded, Snoozed
 from statifier_oban._config import DEFAULT_DELIVERY
 from statifier_oban.telemetry import TIMER_DISCARDED, TIMER_FIRED
+from statifier_oban.timers import _schedule
 
 from oban_support.common import (
     SETTLED,
@@ -74,7 +75,7 @@ async def test_meta_without_a_delivery_uses_the_default_session_delivery(
     session = await sessions.start(WAITING, session_id=scope)
     with capture_telemetry() as seen:
         # Stored naming ScriptedDelivery, then the key is removed: the default must answer.
-        job = await _timer.schedule(scripted(server), scope, send_delayed(delay_ms=60_000))
+        job = await _schedule.schedule(scripted(server), scope, send_delayed(delay_ms=60_000))
         await set_meta_delivery(server.pool, job.job_id, REMOVE)
         assert (await job_row(server.pool, job.job_id)).meta == {}
         await set_due_now(server.pool, job.job_id)
@@ -119,7 +120,7 @@ async def test_the_configured_delivery_receives_the_scope_and_the_scheduled_effe
         round=1,
     )
     with capture_telemetry() as seen:
-        job = await _timer.schedule(config, scope, effect)
+        job = await _schedule.schedule(config, scope, effect)
         row = await wait_for_state(server.pool, job.job_id, *SETTLED)
     assert row.state == "completed", row.error_text
     assert row.meta == {"delivery": path}
@@ -152,7 +153,7 @@ async def test_a_row_naming_an_unresolvable_delivery_is_cancelled_at_once_and_de
     # delivery would feed it the event.
     session = await sessions.start(WAITING, session_id=scope)
     with capture_telemetry() as seen:
-        job = await _timer.schedule(scripted(server), scope, send_delayed(delay_ms=60_000))
+        job = await _schedule.schedule(scripted(server), scope, send_delayed(delay_ms=60_000))
         await set_meta_delivery(server.pool, job.job_id, value)
         await set_due_now(server.pool, job.job_id)
         row = await wait_for_state(server.pool, job.job_id, *SETTLED)
@@ -199,7 +200,7 @@ async def test_an_invalid_answer_retries_and_spends_the_attempt(
     SCRIPTS[scope] = lambda _scope, _effect: answer
     with capture_telemetry() as seen:
         # Read the row before it can run: due far out, then brought forward.
-        job = await _timer.schedule(scripted(server), scope, send_delayed(delay_ms=60_000))
+        job = await _schedule.schedule(scripted(server), scope, send_delayed(delay_ms=60_000))
         before = await job_row(server.pool, job.job_id)
         await set_due_now(server.pool, job.job_id)
         row = await wait_for_state(server.pool, job.job_id, *SETTLED)
@@ -218,7 +219,7 @@ async def test_a_raising_delivery_retries(server: Server, scope: str) -> None:
 
     SCRIPTS[scope] = unreachable
     with capture_telemetry() as seen:
-        job = await _timer.schedule(scripted(server), scope, send_delayed(delay_ms=100))
+        job = await _schedule.schedule(scripted(server), scope, send_delayed(delay_ms=100))
         row = await wait_for_state(server.pool, job.job_id, *SETTLED)
     assert row.state == "retryable", row.error_text
     assert row.attempt == 1
@@ -231,7 +232,7 @@ async def test_a_discarded_answer_cancels_the_job_with_the_hosts_reason(
 ) -> None:
     SCRIPTS[scope] = lambda _scope, _effect: Discarded("chart_unknown")
     with capture_telemetry() as seen:
-        job = await _timer.schedule(scripted(server), scope, send_delayed(delay_ms=100))
+        job = await _schedule.schedule(scripted(server), scope, send_delayed(delay_ms=100))
         row = await wait_for_state(server.pool, job.job_id, *SETTLED)
     assert row.state == "cancelled", row.error_text
     assert "discarded: chart_unknown" in row.error_text

@@ -1,7 +1,7 @@
 """Fan-out on a real queue: one invocation becomes N child start jobs, each starting a child.
 
 Spec 2.11-2.13, acceptance items 28 and 29. Invocations are stored with the real
-``_invocation.enqueue`` and run by a server-mode Oban on PostgreSQL; the handler
+``_enqueue.enqueue`` and run by a server-mode Oban on PostgreSQL; the handler
 (``FanOutFromParams``) fans out over whatever ``params["items"]`` holds, the child starter
 and the invoke delivery record what they receive (``oban_support.fanout_seams``). Checks that
 need no worker call ``_fan_out.start`` directly and leave the rows pending on a queue nobody
@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from statifier_oban import _fan_out, _invocation
 from statifier_oban._errors import FanOutError, InvalidScope
-from statifier_oban._fan_out import Refused
 from statifier_oban._names import CHILD_START_WORKER, INVOKE_WORKER
+from statifier_oban.invocations import _enqueue, _fan_out
+from statifier_oban.invocations._fan_out import Refused
 from statifier_oban.telemetry import (
     EVENT_KEYS,
     INVOKE_CHILD_STARTED,
@@ -64,7 +64,7 @@ def items(n: int) -> list[dict[str, int]]:
 async def run_fan_out(rig: Rig, scope: str, invoke: Any, **config: Any) -> JobRow:
     """Enqueue ``invoke`` for ``FanOutFromParams`` on the running queue; its settled row."""
     settings = rig.use(rig.config(**config))
-    job_id, conflict = await _invocation.enqueue(settings, FanOutFromParams, scope, invoke)
+    job_id, conflict = await _enqueue.enqueue(settings, FanOutFromParams, scope, invoke)
     assert not conflict
     return await rig.wait_state(job_id, *SETTLED)
 
@@ -717,7 +717,7 @@ async def test_cancel_unstarted_cancels_only_the_pending_starts_of_that_invocati
     # invoke id in another scope, and the invocation's own job (not a child start).
     await _fan_out.start(parked, parent_args(scope, other), other, items(2))
     await _fan_out.start(parked, parent_args(elsewhere, invoke), invoke, items(2))
-    invocation_job, _ = await _invocation.enqueue(parked, FanOutFromParams, scope, invoke)
+    invocation_job, _ = await _enqueue.enqueue(parked, FanOutFromParams, scope, invoke)
 
     running = rig.config()
     await _fan_out.start(running, parent_args(scope, invoke), invoke, items(5))

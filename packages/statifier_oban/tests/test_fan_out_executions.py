@@ -22,8 +22,9 @@ import pytest_asyncio
 from psycopg_pool import AsyncConnectionPool
 from statifier.core.effects import Invoke
 from statifier.core.events import Event
-from statifier_oban import Error, FanOut, cli
+from statifier_oban import Error, FanOut
 from statifier_oban.children import MapHandler
+from statifier_oban.cli import _main as cli
 from statifier_oban.executions import ObanExecutor
 from statifier_oban.workers import CHILD_START_WORKER
 from statifier_persistence import (

@@ -1,4 +1,4 @@
-"""Enqueueing and cancelling invocation jobs (``statifier_oban._invocation``).
+"""Enqueueing and cancelling invocation jobs (``statifier_oban.invocations._enqueue``).
 
 Nothing runs the queues here (a client-mode Oban): the tests read the stored rows. Entering
 an invoking state stores exactly one job with the documented layout; a replay conflicts, a
@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from statifier.core import effects as fx
 from statifier.core.events import Event
-from statifier_oban import _invocation, _invoke_args
 from statifier_oban._config import DEFAULT_INVOKE_DELIVERY
 from statifier_oban._errors import ConfigError, InvalidScope, OpaqueValueError
 from statifier_oban._names import INVOKE_WORKER
-from statifier_oban._opaque import encode_field
+from statifier_oban.invocations import _args, _enqueue
+from statifier_oban.rows._opaque import encode_field
 from statifier_oban.telemetry import INVOKE_ENQUEUE_REJECTED, INVOKE_ENQUEUED
 
 import oban_support.invoke_handlers as handlers
@@ -110,7 +110,7 @@ async def test_entering_the_invoking_state_stores_exactly_one_job_with_the_docum
     assert row.args["autoforward"] is False
     for key in ("state_index", "invoke_index", "macrostep", "microstep", "round"):
         assert row.args[key] == getattr(effect, key)
-    assert _invoke_args.decode(row.args).invoke == effect
+    assert _args.decode(row.args).invoke == effect
 
 
 async def test_meta_and_max_attempts_carry_the_options_fixed_at_enqueue(env: InvokeEnv) -> None:
@@ -122,13 +122,13 @@ async def test_meta_and_max_attempts_carry_the_options_fixed_at_enqueue(env: Inv
         unresolved_handler="cancel",
         invoke_delivery="oban_support.invoke_deliveries:RecordingInvokeDelivery",
     )
-    capped, _ = await _invocation.enqueue(
+    capped, _ = await _enqueue.enqueue(
         config, handlers.ThriceHandler, scope, invoke_effect(invoke_id="thrice")
     )
-    once, _ = await _invocation.enqueue(
+    once, _ = await _enqueue.enqueue(
         config, handlers.OnceHandler, scope, invoke_effect(invoke_id="once")
     )
-    uncapped, _ = await _invocation.enqueue(
+    uncapped, _ = await _enqueue.enqueue(
         config, handlers.CaptureHandler, scope, invoke_effect(invoke_id="uncapped")
     )
 
@@ -152,8 +152,8 @@ async def test_enqueueing_the_same_effect_twice_is_one_row_and_a_conflict(env: I
     scope = unique("scope")
     effect = invoke_effect()
 
-    first = await _invocation.enqueue(config, handlers.CaptureHandler, scope, effect)
-    replay = await _invocation.enqueue(config, handlers.CaptureHandler, scope, effect)
+    first = await _enqueue.enqueue(config, handlers.CaptureHandler, scope, effect)
+    replay = await _enqueue.enqueue(config, handlers.CaptureHandler, scope, effect)
 
     assert first[1] is False
     assert replay == (first[0], True)
@@ -164,10 +164,10 @@ async def test_the_dedup_guard_holds_in_every_state_of_the_row(env: InvokeEnv) -
     config = env.config(queue=unique("parked"))
     scope = unique("scope")
     effect = invoke_effect()
-    job_id, _ = await _invocation.enqueue(config, handlers.CaptureHandler, scope, effect)
+    job_id, _ = await _enqueue.enqueue(config, handlers.CaptureHandler, scope, effect)
     for state in ("completed", "cancelled", "discarded"):
         await execute(env.pool, "UPDATE oban_jobs SET state = %s WHERE id = %s", [state, job_id])
-        assert await _invocation.enqueue(config, handlers.CaptureHandler, scope, effect) == (
+        assert await _enqueue.enqueue(config, handlers.CaptureHandler, scope, effect) == (
             job_id,
             True,
         )
@@ -179,13 +179,13 @@ async def test_a_later_macrostep_gets_a_new_job_and_other_scopes_are_separate(
 ) -> None:
     config = env.config(queue=unique("parked"))
     scope = unique("scope")
-    first, _ = await _invocation.enqueue(
+    first, _ = await _enqueue.enqueue(
         config, handlers.CaptureHandler, scope, invoke_effect(macrostep=1)
     )
-    reentry = await _invocation.enqueue(
+    reentry = await _enqueue.enqueue(
         config, handlers.CaptureHandler, scope, invoke_effect(macrostep=4)
     )
-    elsewhere = await _invocation.enqueue(
+    elsewhere = await _enqueue.enqueue(
         config, handlers.CaptureHandler, unique("other"), invoke_effect(macrostep=1)
     )
 
@@ -229,20 +229,20 @@ async def test_cancel_reaches_every_pending_generation_but_never_an_executing_or
     states = ["available", "scheduled", "retryable", "executing", "completed"]
     ids = {}
     for macrostep, state in enumerate(states, start=1):
-        ids[state], _ = await _invocation.enqueue(
+        ids[state], _ = await _enqueue.enqueue(
             config, handlers.CaptureHandler, scope, invoke_effect(macrostep=macrostep)
         )
         await execute(
             env.pool, "UPDATE oban_jobs SET state = %s WHERE id = %s", [state, ids[state]]
         )
-    other_id, _ = await _invocation.enqueue(
+    other_id, _ = await _enqueue.enqueue(
         config, handlers.CaptureHandler, scope, invoke_effect(invoke_id="authorize")
     )
-    other_scope, _ = await _invocation.enqueue(
+    other_scope, _ = await _enqueue.enqueue(
         config, handlers.CaptureHandler, unique("other"), invoke_effect()
     )
 
-    assert await _invocation.cancel(config, scope, "capture") == 3
+    assert await _enqueue.cancel(config, scope, "capture") == 3
 
     after = {state: (await job_row(env.pool, job_id)).state for state, job_id in ids.items()}
     assert after == {
@@ -254,16 +254,16 @@ async def test_cancel_reaches_every_pending_generation_but_never_an_executing_or
     }
     assert (await job_row(env.pool, other_id)).state == "available"
     assert (await job_row(env.pool, other_scope)).state == "available"
-    assert await _invocation.cancel(config, scope, "capture") == 0  # nothing pending is left
+    assert await _enqueue.cancel(config, scope, "capture") == 0  # nothing pending is left
 
 
 async def test_cancelling_an_unknown_invocation_is_a_no_op(env: InvokeEnv) -> None:
     config = env.config(queue=unique("parked"))
     scope = unique("scope")
-    job_id, _ = await _invocation.enqueue(config, handlers.CaptureHandler, scope, invoke_effect())
+    job_id, _ = await _enqueue.enqueue(config, handlers.CaptureHandler, scope, invoke_effect())
 
-    assert await _invocation.cancel(config, scope, "never_started") == 0
-    assert await _invocation.cancel(config, unique("nobody"), "capture") == 0
+    assert await _enqueue.cancel(config, scope, "never_started") == 0
+    assert await _enqueue.cancel(config, unique("nobody"), "capture") == 0
     assert (await job_row(env.pool, job_id)).state == "available"
 
 
@@ -272,7 +272,7 @@ async def test_cancelling_under_an_invalid_scope_is_refused(env: InvokeEnv) -> N
     with capture_telemetry() as seen:
         for scope in ("", None):
             with pytest.raises(InvalidScope):
-                await _invocation.cancel(config, scope, "capture")  # type: ignore[arg-type]
+                await _enqueue.cancel(config, scope, "capture")  # type: ignore[arg-type]
     assert seen.events == []
 
 
@@ -285,7 +285,7 @@ async def test_a_config_without_an_invoke_queue_refuses_and_stores_nothing(env: 
     invoke_id = unique("inv")
 
     with pytest.raises(ConfigError) as raised:
-        await _invocation.enqueue(
+        await _enqueue.enqueue(
             config, handlers.CaptureHandler, scope, invoke_effect(invoke_id=invoke_id)
         )
 
@@ -300,7 +300,7 @@ async def test_an_invalid_scope_refuses_stores_nothing_and_leaks_no_scope(
     config = env.config(queue=unique("parked"))
     invoke_id = unique("inv")
     with capture_telemetry() as seen, pytest.raises(InvalidScope):
-        await _invocation.enqueue(
+        await _enqueue.enqueue(
             config, handlers.CaptureHandler, scope, invoke_effect(invoke_id=invoke_id)
         )
 
@@ -328,7 +328,7 @@ async def test_params_content_and_caller_context_go_through_the_codec(env: Invok
         content={"lines": [1, 2.5, None], "note": "héllo"},
         caller_context={"request": "r-1"},
     )
-    job_id, _ = await _invocation.enqueue(config, handlers.CaptureHandler, scope, effect)
+    job_id, _ = await _enqueue.enqueue(config, handlers.CaptureHandler, scope, effect)
     row = await job_row(env.pool, job_id)
 
     for field, value in [
@@ -343,7 +343,7 @@ async def test_params_content_and_caller_context_go_through_the_codec(env: Invok
         assert json.loads(decoded_text(stored)) == value
     assert row.args["scope"] == scope
     assert row.args["invoke_id"] == "capture"
-    assert _invoke_args.decode(row.args).invoke == effect
+    assert _args.decode(row.args).invoke == effect
 
 
 async def test_a_nondeterministic_codec_still_dedups_and_its_jobs_are_cancellable(
@@ -356,12 +356,12 @@ async def test_a_nondeterministic_codec_still_dedups_and_its_jobs_are_cancellabl
     encodings = {encode_field("params", effect.params, codec)["b64"] for _ in range(4)}  # type: ignore[index]
     assert len(encodings) > 1  # the codec really is nondeterministic
 
-    first = await _invocation.enqueue(config, handlers.CaptureHandler, scope, effect)
-    replay = await _invocation.enqueue(config, handlers.CaptureHandler, scope, effect)
+    first = await _enqueue.enqueue(config, handlers.CaptureHandler, scope, effect)
+    replay = await _enqueue.enqueue(config, handlers.CaptureHandler, scope, effect)
 
     assert replay == (first[0], True)
     assert len(await invoke_rows(env.pool, scope)) == 1
-    assert await _invocation.cancel(config, scope, "capture") == 1
+    assert await _enqueue.cancel(config, scope, "capture") == 1
     assert (await job_row(env.pool, first[0])).state == "cancelled"
 
 
@@ -369,7 +369,7 @@ async def test_a_codec_failing_at_encode_stores_nothing(env: InvokeEnv) -> None:
     config = env.config(queue=unique("parked"), opaque_codec="oban_support.invoke_codecs:BoomCodec")
     scope = unique("scope")
     with capture_telemetry() as seen, pytest.raises(OpaqueValueError, match="boom"):
-        await _invocation.enqueue(config, handlers.CaptureHandler, scope, invoke_effect())
+        await _enqueue.enqueue(config, handlers.CaptureHandler, scope, invoke_effect())
 
     assert await invoke_rows(env.pool, scope) == []
     (event,) = seen.named(INVOKE_ENQUEUE_REJECTED, scope)

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 from statifier.core.events import Event
-from statifier_oban import _invocation
-from statifier_oban._handler import Error
+from statifier_oban.invocations import _enqueue
+from statifier_oban.invocations._handler import Error
 from statifier_oban.telemetry import INVOKE_FAILED
 
 import oban_support.invoke_deliveries as deliveries
@@ -140,9 +140,7 @@ async def test_with_attempts_remaining_a_failure_delivers_nothing(
 
         handlers.SCRIPTS[scope] = crash
     with capture_telemetry() as seen:
-        job_id, _ = await _invocation.enqueue(
-            config, handlers.ThriceHandler, scope, invoke_effect()
-        )
+        job_id, _ = await _enqueue.enqueue(config, handlers.ThriceHandler, scope, invoke_effect())
         row = await wait_for_state(env.pool, job_id, *SETTLED)
 
     assert (row.state, row.attempt, row.max_attempts) == ("retryable", 1, 3)
@@ -157,7 +155,7 @@ async def test_an_error_retries_silently_until_the_last_attempt_then_delivers_on
     queue = unique("invokes")
     config = env.config(await env.server(queue), queue, invoke_delivery=RECORDING)
     scope = unique("scope")
-    job_id, _ = await _invocation.enqueue(config, handlers.ThriceHandler, scope, invoke_effect())
+    job_id, _ = await _enqueue.enqueue(config, handlers.ThriceHandler, scope, invoke_effect())
 
     for attempt in (1, 2):
         row = await wait_for_state(env.pool, job_id, *SETTLED)
@@ -192,7 +190,7 @@ async def test_a_custom_delivery_gets_the_failure_with_the_stored_caller_context
     context = {"request": "r-7", "trail": [1, 2.5, None]}
     handlers.SCRIPTS[scope] = lambda invoke, ctx: Error(("timeout", invoke.invoke_id))
 
-    job_id, _ = await _invocation.enqueue(
+    job_id, _ = await _enqueue.enqueue(
         config, handlers.OnceHandler, scope, invoke_effect(invoke_id="pay", caller_context=context)
     )
     await wait_for_state(env.pool, job_id, "discarded")
@@ -217,7 +215,7 @@ async def test_a_custom_delivery_gets_the_answer_with_the_stored_caller_context(
     config = env.config(await env.server(queue), queue, invoke_delivery=RECORDING)
     scope = unique("scope")
 
-    job_id, _ = await _invocation.enqueue(
+    job_id, _ = await _enqueue.enqueue(
         config,
         handlers.CaptureHandler,
         scope,

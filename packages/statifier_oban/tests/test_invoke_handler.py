@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 from statifier.core.events import Event
-from statifier_oban import _invocation
-from statifier_oban._handler import InvokeHandler, Ok, RunContext
+from statifier_oban.invocations import _enqueue
+from statifier_oban.invocations._handler import InvokeHandler, Ok, RunContext
 from statifier_oban.telemetry import INVOKE_DELIVERED, INVOKE_DISCARDED
 
 import oban_support.invoke_deliveries as deliveries
@@ -125,7 +125,7 @@ async def test_run_with_a_context_gets_the_scope_and_invoke_id_and_run_without_d
         ("two", handlers.ContextHandler),
         ("optional", handlers.OptionalContextHandler),
     ]:
-        jobs[name], _ = await _invocation.enqueue(
+        jobs[name], _ = await _enqueue.enqueue(
             config, handler, scope, invoke_effect(invoke_id=f"inv_{name}")
         )
     for job_id in jobs.values():
@@ -204,9 +204,7 @@ async def test_a_job_for_an_execution_that_is_gone_is_cancelled_as_discarded(
     config = env.config(await env.server(queue), queue)
     scope = unique("gone")  # no session was ever registered under it
     with capture_telemetry() as seen:
-        job_id, _ = await _invocation.enqueue(
-            config, handlers.CaptureHandler, scope, invoke_effect()
-        )
+        job_id, _ = await _enqueue.enqueue(config, handlers.CaptureHandler, scope, invoke_effect())
         row = await wait_for_state(env.pool, job_id, "cancelled", "completed", "retryable")
 
     assert row.state == "cancelled"

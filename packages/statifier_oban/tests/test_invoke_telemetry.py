@@ -11,10 +11,11 @@ import time
 from typing import Any
 
 import pytest
-from statifier_oban import _invocation, _invoke_args, telemetry
+from statifier_oban import telemetry
 from statifier_oban._config import DEFAULT_INVOKE_DELIVERY
 from statifier_oban._errors import ConfigError, InvalidScope
 from statifier_oban.delivery import Discarded
+from statifier_oban.invocations import _args, _enqueue
 from statifier_oban.telemetry import (
     EVENT_KEYS,
     INVOKE_CANCELLED,
@@ -161,8 +162,8 @@ async def test_enqueued_carries_the_job_and_flags_a_replay_as_a_conflict(env: In
     effect = invoke_effect(macrostep=4, params={"card": "tok_secret"})
     clock = Clock()
     with capture_telemetry() as seen:
-        job_id, _ = await _invocation.enqueue(config, handlers.CaptureHandler, scope, effect)
-        await _invocation.enqueue(config, handlers.CaptureHandler, scope, effect)
+        job_id, _ = await _enqueue.enqueue(config, handlers.CaptureHandler, scope, effect)
+        await _enqueue.enqueue(config, handlers.CaptureHandler, scope, effect)
 
     first, replay = seen.named(INVOKE_ENQUEUED, scope)
     common = {
@@ -184,7 +185,7 @@ async def test_enqueue_rejected_has_no_scope_for_an_invalid_one_and_the_scope_ot
     clock = Clock()
     with capture_telemetry() as seen:
         with pytest.raises(InvalidScope):
-            await _invocation.enqueue(
+            await _enqueue.enqueue(
                 env.config(queue=unique("parked")),
                 handlers.CaptureHandler,
                 "",
@@ -192,7 +193,7 @@ async def test_enqueue_rejected_has_no_scope_for_an_invalid_one_and_the_scope_ot
             )
         scope = unique("scope")
         with pytest.raises(ConfigError):
-            await _invocation.enqueue(
+            await _enqueue.enqueue(
                 env.config(queue=None),
                 handlers.CaptureHandler,
                 scope,
@@ -223,13 +224,13 @@ async def test_invoke_cancelled_carries_the_count_of_every_generation(env: Invok
     config = env.config(queue=unique("parked"))
     scope = unique("scope")
     for macrostep in (1, 2):
-        await _invocation.enqueue(
+        await _enqueue.enqueue(
             config, handlers.CaptureHandler, scope, invoke_effect(macrostep=macrostep)
         )
     clock = Clock()
     with capture_telemetry() as seen:
-        await _invocation.cancel(config, scope, "capture", handler=handlers.CaptureHandler)
-        await _invocation.cancel(config, scope, "capture")
+        await _enqueue.cancel(config, scope, "capture", handler=handlers.CaptureHandler)
+        await _enqueue.cancel(config, scope, "capture")
 
     swept, nothing = seen.named(INVOKE_CANCELLED, scope)
     clock.check(
@@ -245,7 +246,7 @@ async def run_job(env: InvokeEnv, handler: type, scope: str, **effect: Any) -> t
     """Enqueue onto a running queue with the recording delivery; wait until it settles."""
     queue = unique("invokes")
     config = env.config(await env.server(queue), queue, invoke_delivery=RECORDING)
-    job_id, _ = await _invocation.enqueue(config, handler, scope, invoke_effect(**effect))
+    job_id, _ = await _enqueue.enqueue(config, handler, scope, invoke_effect(**effect))
     row = await wait_for_state(env.pool, job_id, *SETTLED)
     return job_id, queue, row
 
@@ -283,9 +284,7 @@ async def test_the_default_delivery_is_named_by_its_path(
     config = env.config(await env.server(queue), queue)
     scope = unique("gone")
     with capture_telemetry() as seen:
-        job_id, _ = await _invocation.enqueue(
-            config, handlers.CaptureHandler, scope, invoke_effect()
-        )
+        job_id, _ = await _enqueue.enqueue(config, handlers.CaptureHandler, scope, invoke_effect())
         await wait_for_state(env.pool, job_id, *SETTLED)
 
     (event,) = seen.named(INVOKE_DISCARDED, scope)  # no session: discarded as terminated
@@ -349,7 +348,7 @@ async def test_failed_for_an_undecodable_row_has_no_handler(env: InvokeEnv) -> N
     queue = unique("invokes")
     env.config(await env.server(queue), queue)
     scope = unique("scope")
-    args = _invoke_args.encode(scope, CAPTURE_PATH, invoke_effect(invoke_id="corrupt"), None)
+    args = _args.encode(scope, CAPTURE_PATH, invoke_effect(invoke_id="corrupt"), None)
     args["macrostep"] = -1
     clock = Clock()
     with capture_telemetry() as seen:

@@ -18,11 +18,11 @@ import pytest
 from oban.job import Job
 from psycopg.types.json import Jsonb
 from statifier.core.events import Event
-from statifier_oban import _invocation, _invoke_args
 from statifier_oban._config import Config
-from statifier_oban._handler import Ok
 from statifier_oban._names import INVOKE_WORKER
 from statifier_oban.delivery import Delivered, SessionInvokeDelivery
+from statifier_oban.invocations import _args, _enqueue
+from statifier_oban.invocations._handler import Ok
 from statifier_oban.telemetry import (
     INVOKE_DEFERRED,
     INVOKE_DELIVERED,
@@ -114,7 +114,7 @@ async def release(env: InvokeEnv, job_id: int, queue: str, **args: Any) -> None:
 
 def valid_args(scope: str, invoke_id: str = "capture") -> dict[str, Any]:
     """The args ``enqueue`` would store for a ``CaptureHandler`` invocation."""
-    return _invoke_args.encode(
+    return _args.encode(
         scope,
         "oban_support.invoke_handlers:CaptureHandler",
         invoke_effect(invoke_id=invoke_id),
@@ -183,7 +183,7 @@ async def test_a_codec_that_fails_to_decode_retries_instead_of_cancelling(env: I
         env, opaque_codec="oban_support.invoke_codecs:DecodeFailsCodec", invoke_delivery=RECORDING
     )
     scope = unique("scope")
-    job_id, _ = await _invocation.enqueue(config, handlers.CaptureHandler, scope, invoke_effect())
+    job_id, _ = await _enqueue.enqueue(config, handlers.CaptureHandler, scope, invoke_effect())
     await release(env, job_id, queue)
     row = await wait_for_state(env.pool, job_id, *SETTLED)
 
@@ -200,7 +200,7 @@ async def test_a_codec_tag_that_is_not_registered_is_cancelled_as_undecodable(
         env, opaque_codec="oban_support.invoke_codecs:XorCodec", invoke_delivery=RECORDING
     )
     scope = unique("scope")
-    job_id, _ = await _invocation.enqueue(config, handlers.CaptureHandler, scope, invoke_effect())
+    job_id, _ = await _enqueue.enqueue(config, handlers.CaptureHandler, scope, invoke_effect())
     stored = (await invoke_rows(env.pool, scope))[0].args["params"]
     await release(
         env, job_id, queue, params={**stored, "codec": "oban_support.invoke_codecs:NoSuchCodec"}
@@ -230,9 +230,7 @@ async def test_under_the_retry_policy_an_unresolved_handler_retries_and_tells_no
     config, queue = await running(env, invoke_delivery=RECORDING, unresolved_handler="retry")
     scope = unique("scope")
     with capture_telemetry() as seen:
-        job_id, _ = await _invocation.enqueue(
-            config, handlers.CaptureHandler, scope, invoke_effect()
-        )
+        job_id, _ = await _enqueue.enqueue(config, handlers.CaptureHandler, scope, invoke_effect())
         await release(env, job_id, queue, handler=handler)
         row = await wait_for_state(env.pool, job_id, *SETTLED)
         assert (row.state, row.attempt) == ("retryable", 1)
@@ -254,7 +252,7 @@ async def test_under_the_cancel_policy_an_unresolved_handler_is_cancelled_and_re
     config, queue = await running(env, invoke_delivery=RECORDING, unresolved_handler="cancel")
     scope = unique("scope")
     with capture_telemetry() as seen:
-        job_id, _ = await _invocation.enqueue(
+        job_id, _ = await _enqueue.enqueue(
             config,
             handlers.CaptureHandler,
             scope,
@@ -290,7 +288,7 @@ async def test_under_the_cancel_policy_an_unresolvable_delivery_is_cancelled_tel
         unresolved_handler="cancel",
     )
     scope = unique("scope")
-    job_id, _ = await _invocation.enqueue(config, handlers.CaptureHandler, scope, invoke_effect())
+    job_id, _ = await _enqueue.enqueue(config, handlers.CaptureHandler, scope, invoke_effect())
     await release(env, job_id, queue, handler=MISSING_HANDLER)
     row = await wait_for_state(env.pool, job_id, *SETTLED)
 
@@ -307,7 +305,7 @@ async def test_a_delivery_without_deliver_failure_is_refused_and_the_job_cancell
         env, invoke_delivery="oban_support.invoke_deliveries:DeliverOnlyDelivery"
     )
     scope = unique("scope")
-    job_id, _ = await _invocation.enqueue(config, handlers.CaptureHandler, scope, invoke_effect())
+    job_id, _ = await _enqueue.enqueue(config, handlers.CaptureHandler, scope, invoke_effect())
     await release(env, job_id, queue)
     row = await wait_for_state(env.pool, job_id, *SETTLED)
 
@@ -351,7 +349,7 @@ async def test_an_overrun_fails_the_attempt_and_retries(env: InvokeEnv) -> None:
     config, queue = await running(env, invoke_timeout=100, invoke_delivery=RECORDING)
     scope = unique("scope")
     handlers.SCRIPTS[scope] = sleep_two_seconds
-    job_id, _ = await _invocation.enqueue(config, handlers.ThriceHandler, scope, invoke_effect())
+    job_id, _ = await _enqueue.enqueue(config, handlers.ThriceHandler, scope, invoke_effect())
     await release(env, job_id, queue)
     row = await wait_for_state(env.pool, job_id, *SETTLED)
 
@@ -365,7 +363,7 @@ async def test_an_overrun_on_the_terminal_attempt_delivers_run_crashed(env: Invo
     config, queue = await running(env, invoke_timeout=100, invoke_delivery=RECORDING)
     scope = unique("scope")
     handlers.SCRIPTS[scope] = sleep_two_seconds
-    job_id, _ = await _invocation.enqueue(config, handlers.OnceHandler, scope, invoke_effect())
+    job_id, _ = await _enqueue.enqueue(config, handlers.OnceHandler, scope, invoke_effect())
     await release(env, job_id, queue)
     row = await wait_for_state(env.pool, job_id, *SETTLED)
 
@@ -381,7 +379,7 @@ async def test_an_overrun_on_the_terminal_attempt_delivers_run_crashed(env: Invo
 async def test_a_run_within_the_bound_answers_normally(env: InvokeEnv) -> None:
     config, queue = await running(env, invoke_timeout=100, invoke_delivery=RECORDING)
     scope = unique("scope")
-    job_id, _ = await _invocation.enqueue(config, handlers.CaptureHandler, scope, invoke_effect())
+    job_id, _ = await _enqueue.enqueue(config, handlers.CaptureHandler, scope, invoke_effect())
     await release(env, job_id, queue)
     row = await wait_for_state(env.pool, job_id, *SETTLED)
 
@@ -405,7 +403,7 @@ async def test_a_timeout_error_the_handler_raises_itself_is_not_reported_as_an_o
         raise TimeoutError("upstream read timed out")
 
     handlers.SCRIPTS[scope] = upstream_timeout
-    job_id, _ = await _invocation.enqueue(config, handlers.OnceHandler, scope, invoke_effect())
+    job_id, _ = await _enqueue.enqueue(config, handlers.OnceHandler, scope, invoke_effect())
     await release(env, job_id, queue)
     row = await wait_for_state(env.pool, job_id, *SETTLED)
 

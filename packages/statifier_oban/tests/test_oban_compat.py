@@ -1,4 +1,4 @@
-"""Each oban internal that ``statifier_oban._oban_compat`` reaches, on the installed oban.
+"""Each oban internal that ``statifier_oban.store._oban_compat`` reaches, on the installed oban.
 
 Run these first when oban is upgraded: each test pins one item of the module's docstring.
 """
@@ -6,16 +6,27 @@ Run these first when oban is upgraded: each test pins one item of the module's d
 from __future__ import annotations
 
 import ast
+import dataclasses
+import inspect
 from pathlib import Path
 from typing import Any
 
+import statifier_oban
 from oban import Oban
+from oban import _notifier as oban_notifier
+from oban import _producer as oban_producer
+from oban import _query as oban_query
+from oban import _stager as oban_stager
+from oban._executor import AckAction
+from oban.telemetry import core as oban_telemetry_core
 from psycopg_pool import AsyncConnectionPool
-from statifier_oban import _oban_compat, latency
+from statifier_oban import latency
+from statifier_oban.store import _oban_compat
 
 from oban_support.common import forget_instance, unique
 
-SOURCE = Path(_oban_compat.__file__).parent
+SOURCE = Path(statifier_oban.__file__).parent
+"""The package's source, every subpackage included."""
 
 OBAN_PRIVATE_ATTRIBUTES = {
     "_query",
@@ -34,7 +45,9 @@ OBAN_PRIVATE_ATTRIBUTES = {
 
 def test_only_the_compat_module_imports_or_reads_oban_internals() -> None:
     offenders = []
-    for path in sorted(SOURCE.glob("*.py")):
+    sources = sorted(SOURCE.rglob("*.py"))
+    assert len(sources) > 30  # every subpackage is read
+    for path in sources:
         if path.name == "_oban_compat.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -89,7 +102,7 @@ def test_importing_the_package_installs_our_acks_and_fetch_and_uninstall_restore
     from oban._extensions import get_ext
     from oban._producer import _get_jobs
     from oban._query import _ack_jobs
-    from statifier_oban import _acks, _fetch
+    from statifier_oban.store import _acks, _fetch
 
     assert _oban_compat.ack_writer() is _acks.write
     assert _oban_compat.job_fetcher() is _fetch.fetch
@@ -125,3 +138,91 @@ async def test_the_stager_bridge_caps_its_interval_and_knows_its_queues(start_ob
     assert stager.runs("compat_q")
     assert not stager.runs("other")
     assert not stager.runs(None)
+
+
+# -- one contract per patch ------------------------------------------------------------------
+# Each test below pins what one patch of ``_oban_compat`` relies on in oban's internals, by
+# name, so an oban release that moves any of it fails here with the patch named, before
+# any timer is late. docs/contributing.md ("The oban seam") lists the public oban API
+# each patch waits for.
+
+
+def _calls_extension(function: Any, key: str) -> bool:
+    """Whether oban's ``function`` hands its work to the extension ``key``."""
+    return f'use_ext("{key}"' in inspect.getsource(function).replace("\n", "").replace(" ", "")
+
+
+def _parameters(function: Any) -> list[str]:
+    return list(inspect.signature(function).parameters)
+
+
+def test_contract_pool_and_prefix(pool: AsyncConnectionPool) -> None:
+    # pool_of / prefix_of: Oban keeps its Query as _query (pool in _pool) and _prefix.
+    oban = Oban(pool=pool, name=unique("contract"), prefix="p")
+    try:
+        query = vars(oban)["_query"]
+        assert isinstance(query, oban_query.Query), "patch pool/prefix: Oban._query moved"
+        assert {"_pool", "_prefix"} <= set(vars(query)), "patch pool/prefix: Query fields"
+        assert vars(oban)["_prefix"] == "p", "patch pool/prefix: Oban._prefix moved"
+    finally:
+        forget_instance(oban)
+
+
+def test_contract_telemetry_handlers() -> None:
+    # telemetry_handled: attach() files handlers per event name in core._handlers.
+    handlers = vars(oban_telemetry_core)["_handlers"]
+    assert isinstance(handlers, dict), "patch telemetry_handled: core._handlers moved"
+    assert _parameters(oban_telemetry_core.attach)[:2] == ["id", "events"]
+
+
+def test_contract_stager_build_hook() -> None:
+    # stager_builder / set_stager_builder: Oban.__init__ builds its Stager through the
+    # "stager.build" extension, with oban's build_stager as the default.
+    assert _calls_extension(Oban.__init__, _oban_compat.STAGER_HOOK), "patch stager hook"
+    assert _oban_compat.STAGER_HOOK == "stager.build"
+    # Our builder takes oban's config and passes the keywords through to the Stager.
+    assert _parameters(oban_stager.build_stager) == ["config", "notifier", "producers", "query"]
+
+
+def test_contract_stager_bridge() -> None:
+    # StagerBridge: subclasses oban's Stager and replaces its step and its loop.
+    stager = oban_stager.Stager
+    for name in ("_loop", "_stage", "_on_notification", "start", "stop"):
+        assert inspect.iscoroutinefunction(vars(stager).get(name)), f"patch bridge: {name}"
+    assert _parameters(stager._on_notification) == ["self", "channel", "payload"]
+    init = inspect.getsource(stager.__init__)
+    for field in ("_query", "_notifier", "_producers", "_interval", "_limit", "_stopping"):
+        assert f"self.{field} =" in init, f"patch bridge: Stager.{field} moved"
+    assert {"listen", "unlisten"} <= set(vars(oban_notifier.PostgresNotifier)), (
+        "patch bridge: the notifier's listen/unlisten"
+    )
+
+
+async def test_contract_stager_and_interval_read(start_oban: Any) -> None:
+    # stager_of / interval_of (checks only): Oban._stager, Stager._interval.
+    server = await start_oban({"contract_q": 1})
+    stager = vars(server)["_stager"]
+    assert isinstance(stager, oban_stager.Stager), "patch stager_of: Oban._stager moved"
+    assert isinstance(vars(stager)["_interval"], float), "patch interval_of"
+
+
+def test_contract_ack_writer() -> None:
+    # set_ack_writer: Query.ack_jobs hands a list of AckAction to "query.ack_jobs".
+    assert _calls_extension(oban_query.Query.ack_jobs, _oban_compat.ACK_HOOK), "patch acks"
+    assert _parameters(oban_query._ack_jobs) == ["query", "acks"]
+    fields = {field.name for field in dataclasses.fields(AckAction)}
+    assert {"job", "state", "attempt_change", "error", "meta", "schedule_in"} <= fields
+    assert isinstance(vars(AckAction).get("id"), property), "patch acks: AckAction.id"
+    assert isinstance(vars(AckAction).get("attempted_at"), property)
+
+
+async def test_contract_job_fetcher(start_oban: Any) -> None:
+    # set_job_fetcher: Producer._get_jobs hands the producer to "producer.get_jobs"; the
+    # fetcher reads its limit, running jobs, queue, node, uuid and query.
+    assert _calls_extension(oban_producer.Producer._get_jobs, _oban_compat.FETCH_HOOK)
+    assert _parameters(oban_producer._get_jobs) == ["producer"]
+    server = await start_oban({"contract_fetch": 1})
+    producer = vars(server)["_producers"]["contract_fetch"]
+    for field in ("_limit", "_running_jobs", "_queue", "_node", "_uuid", "_query"):
+        assert field in vars(producer), f"patch fetch: Producer.{field} moved"
+    assert callable(getattr(producer, "notify", None)), "patch fetch: Producer.notify"

@@ -15,10 +15,12 @@ from typing import Any
 import pytest
 from oban import Oban
 from psycopg_pool import AsyncConnectionPool
-from statifier_oban import OpaqueCodec, _resolve, _timer_args
+from statifier_oban import OpaqueCodec
 from statifier_oban._errors import CodecFailed, OpaqueValueError, UndecodableRow
-from statifier_oban._opaque import decode_field, encode_field
-from statifier_oban._timer import cancel_timers, schedule
+from statifier_oban.rows import _resolve
+from statifier_oban.rows._opaque import decode_field, encode_field
+from statifier_oban.timers import _args
+from statifier_oban.timers._schedule import cancel_timers, schedule
 
 from oban_support.effects_factory import (
     all_jobs,
@@ -272,10 +274,10 @@ async def test_a_codec_row_decodes_by_its_tag_without_the_writers_config(
     assert coded_args["data"] == tagged(XorCodec, xor(VALUE_TEXT.encode("utf-8")))
     assert coded_args["caller_context"]["codec"] == path(XorCodec)
     assert (await raw_args(pool, plain.job_id))["data"] == {"json": VALUE_TEXT}
-    _, decoded = _timer_args.decode(coded_args)
+    _, decoded = _args.decode(coded_args)
     assert decoded == effect
     assert decoded.caller_context == ["ctx", 0.1]
-    _, decoded_plain = _timer_args.decode(await raw_args(pool, plain.job_id))
+    _, decoded_plain = _args.decode(await raw_args(pool, plain.job_id))
     assert decoded_plain.data == VALUE
 
 
@@ -289,7 +291,7 @@ async def test_none_fields_never_reach_the_configured_codec(
     args = await raw_args(pool, timer.job_id)
     assert args["data"] is None
     assert args["caller_context"] is None
-    _, decoded = _timer_args.decode(args)
+    _, decoded = _args.decode(args)
     assert decoded.data is None
     assert decoded.caller_context is None
 
@@ -305,7 +307,7 @@ async def test_a_nondeterministic_codec_still_dedups_and_cancels(
     assert again.conflict is True
     assert again.job_id == first.job_id
     assert await cancel_timers(config, SCOPE, cancel_effect()) == 1
-    _, decoded = _timer_args.decode(await raw_args(pool, first.job_id))
+    _, decoded = _args.decode(await raw_args(pool, first.job_id))
     assert decoded.data == VALUE
 
 

@@ -15,7 +15,7 @@ from oban import Oban
 from psycopg_pool import AsyncConnectionPool
 from statifier_oban._config import Config
 from statifier_oban._errors import InvalidScope, StoreUnavailable
-from statifier_oban._timer import PENDING_CHUNK, pending_for, schedule
+from statifier_oban.timers._schedule import PENDING_CHUNK, pending_for, schedule
 
 from oban_support.effects_factory import (
     OTHER_WORKER,

@@ -15,9 +15,9 @@ import pytest
 import statifier
 from statifier.core import effects as fx
 from statifier.runtime.session import Session
-from statifier_oban import _timer
-from statifier_oban._host import DurableTimers
 from statifier_oban.telemetry import TIMER_DISCARDED, TIMER_FIRED
+from statifier_oban.timers import _schedule
+from statifier_oban.timers._host import DurableTimers
 
 from oban_support.common import (
     SETTLED,
@@ -124,7 +124,7 @@ async def test_a_timer_pending_across_a_restart_fires_exactly_once_into_the_resu
         )
         assert resumed.session_id == scope
         assert resumed.status().pending_timers == 0
-        replay = await _timer.schedule(after.config(), scope, run.hold)
+        replay = await _schedule.schedule(after.config(), scope, run.hold)
         assert replay.conflict is True
         assert replay.job_id == row.id
         await after.oban.start()
@@ -134,7 +134,7 @@ async def test_a_timer_pending_across_a_restart_fires_exactly_once_into_the_resu
         assert done.state == "completed", done.error_text
         assert done.attempt == 1
 
-        later = await _timer.schedule(after.config(), scope, run.hold)
+        later = await _schedule.schedule(after.config(), scope, run.hold)
         assert (later.conflict, later.job_id, later.state) == (True, row.id, "completed")
         await asyncio.sleep(0.4)  # several stager ticks: nothing may fire again
     assert [r.id for r in await timer_rows(after.pool, scope)] == [row.id]
@@ -160,7 +160,7 @@ async def test_a_timer_cancelled_before_a_restart_never_fires_and_its_replay_con
         resumed = await sessions.start(
             RESTARTABLE, resume=blob, delayed_sends=DurableTimers(after.config())
         )
-        replay = await _timer.schedule(after.config(), scope, run.hold)
+        replay = await _schedule.schedule(after.config(), scope, run.hold)
         assert (replay.conflict, replay.job_id, replay.state) == (True, row.id, "cancelled")
         await after.oban.start()
 
@@ -215,9 +215,9 @@ async def test_a_long_lived_host_keeps_scheduling_and_replaying_through_its_pool
     for round_ in range(2):
         for n, effect in enumerate(effects):
             if how == "schedule":
-                job = await _timer.schedule(config, f"{scope}_{n}", effect)
+                job = await _schedule.schedule(config, f"{scope}_{n}", effect)
             else:
-                [job] = await _timer.schedule_many(config, f"{scope}_{n}", [effect])
+                [job] = await _schedule.schedule_many(config, f"{scope}_{n}", [effect])
             if round_ == 0:
                 assert job.conflict is False
                 first.append(job.job_id)

@@ -23,18 +23,10 @@ import pytest_asyncio
 from oban import telemetry as oban_telemetry
 from psycopg import AsyncClientCursor, AsyncConnection
 from psycopg_pool import AsyncConnectionPool
-from statifier_oban import (
-    Config,
-    Delivered,
-    Discarded,
-    Snoozed,
-    _acks,
-    _oban_compat,
-    _sql,
-    _timer,
-    latency,
-)
+from statifier_oban import Config, Delivered, Discarded, Snoozed, latency
 from statifier_oban._names import ANNOUNCE_HORIZON_MS, DUE_CHANNEL, TIMER_WORKER
+from statifier_oban.store import _acks, _oban_compat, _sql
+from statifier_oban.timers import _schedule
 
 from oban_support.common import database_fixture, execute, job_row, wait_until
 from oban_support.deliveries import SCRIPTS, ScriptedDelivery
@@ -108,7 +100,7 @@ async def test_outcomes_finishing_together_are_acked_in_one_batch_with_oban_s_me
         return answer
 
     SCRIPTS[scope] = script
-    jobs = await _timer.schedule_many(
+    jobs = await _schedule.schedule_many(
         config, scope, [send_delayed(ordinal=n, send_id=f"t{n}", delay_ms=300) for n in answers]
     )
     ids = {job.ordinal: job.job_id for job in jobs}
@@ -238,8 +230,8 @@ async def test_the_stager_rests_until_the_next_due_time(servers: Servers, scope:
     with oban_events("oban.stager.stage.stop") as rounds:
         began = time.monotonic()
         # Announced (due within the horizon) and found by a round (due beyond it).
-        soon = await _timer.schedule(config, scope, send_delayed(ordinal=1, delay_ms=400))
-        later = await _timer.schedule(
+        soon = await _schedule.schedule(config, scope, send_delayed(ordinal=1, delay_ms=400))
+        later = await _schedule.schedule(
             config, scope, send_delayed(ordinal=2, send_id="later", delay_ms=2300)
         )
         late_soon = await lateness_s(server.pool, soon.job_id)
@@ -333,7 +325,7 @@ async def test_a_sparse_timer_costs_three_round_trips(
     client = await servers.build()  # schedules on a pool of its own (not traced)
     config = Config(oban=client.oban, timers_queue=server.queue, delivery=ScriptedDelivery)
     await asyncio.sleep(0.3)
-    job = await _timer.schedule(config, scope, send_delayed(ordinal=1, delay_ms=600))
+    job = await _schedule.schedule(config, scope, send_delayed(ordinal=1, delay_ms=600))
     await asyncio.sleep(0.4)
     since = datetime.now()
     await wait_for_completed(client.pool, job.job_id)
@@ -361,7 +353,7 @@ async def test_a_timer_scheduled_in_a_long_transaction_fires_once_committed(
     config = server.config(delivery=ScriptedDelivery)
     await asyncio.sleep(0.2)
     async with server.pool.connection() as conn:
-        job = await _timer.schedule(
+        job = await _schedule.schedule(
             config, scope, send_delayed(delay_ms=200 if announced else 1200), conn=conn
         )
         await asyncio.sleep(1.5)  # committed after the timer was due
@@ -382,7 +374,7 @@ async def test_a_schedule_announces_its_earliest_timer_due_within_the_horizon_on
     channel = f"public.oban_{DUE_CHANNEL}"
     async with await AsyncConnection.connect(database, autocommit=True) as listener:
         await listener.execute(f'LISTEN "{channel}"')
-        soon = await _timer.schedule_many(
+        soon = await _schedule.schedule_many(
             config,
             scope,
             [
@@ -391,11 +383,11 @@ async def test_a_schedule_announces_its_earliest_timer_due_within_the_horizon_on
                 send_delayed(ordinal=3, send_id="c", delay_ms=600),
             ],
         )
-        await _timer.schedule_many(  # nothing due within the horizon: no announcement
+        await _schedule.schedule_many(  # nothing due within the horizon: no announcement
             config, scope, [send_delayed(ordinal=4, send_id="d", delay_ms=ANNOUNCE_HORIZON_MS)]
         )
-        await _timer.schedule_many(config, scope, [soon_effect := send_delayed(ordinal=2)])
-        single = await _timer.schedule(
+        await _schedule.schedule_many(config, scope, [soon_effect := send_delayed(ordinal=2)])
+        single = await _schedule.schedule(
             config, scope, send_delayed(ordinal=5, send_id="e", delay_ms=200)
         )
         payloads = [json.loads(note.payload) async for note in listener.notifies(timeout=0.5)]

@@ -14,10 +14,11 @@ from typing import Any
 from oban import current_job
 from statifier.core import effects as fx
 from statifier.runtime.session import Session
-from statifier_oban import Delivered, _timer
-from statifier_oban._host import DurableTimers
+from statifier_oban import Delivered
 from statifier_oban.delivery import SessionDelivery
 from statifier_oban.telemetry import TIMER_CANCELLED, TIMER_FIRED
+from statifier_oban.timers import _schedule
+from statifier_oban.timers._host import DurableTimers
 
 from oban_support.common import (
     SETTLED,
@@ -81,7 +82,7 @@ class SelfCancelling:
         assert job.id is not None
         self.states_during.append((await job_row(self.server.pool, job.id)).state)
         cancel = cancel_effect(effect.send_id)
-        self.counts.append(await _timer.cancel_timers(self.config, scope, cancel))
+        self.counts.append(await _schedule.cancel_timers(self.config, scope, cancel))
         return Delivered()
 
 
@@ -90,7 +91,7 @@ async def test_a_delivery_cancelling_its_own_send_id_gets_zero_and_still_complet
 ) -> None:
     script = SelfCancelling(server, scope)
     with capture_telemetry() as seen:
-        job = await _timer.schedule(script.config, scope, send_delayed(delay_ms=100))
+        job = await _schedule.schedule(script.config, scope, send_delayed(delay_ms=100))
         row = await wait_for_state(server.pool, job.job_id, *SETTLED)
     assert script.states_during == ["executing"]
     assert script.counts == [0]
@@ -105,9 +106,9 @@ async def test_a_self_cancel_reaches_the_pending_twin_under_the_same_send_id(
     server: Server, scope: str
 ) -> None:
     script = SelfCancelling(server, scope)
-    fired = await _timer.schedule(script.config, scope, send_delayed(ordinal=1, delay_ms=100))
-    twin = await _timer.schedule(script.config, scope, send_delayed(ordinal=2, delay_ms=60_000))
-    other = await _timer.schedule(
+    fired = await _schedule.schedule(script.config, scope, send_delayed(ordinal=1, delay_ms=100))
+    twin = await _schedule.schedule(script.config, scope, send_delayed(ordinal=2, delay_ms=60_000))
+    other = await _schedule.schedule(
         script.config, scope, send_delayed(ordinal=3, send_id="other", delay_ms=60_000)
     )
     row = await wait_for_state(server.pool, fired.job_id, *SETTLED)

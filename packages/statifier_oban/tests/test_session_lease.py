@@ -22,13 +22,7 @@ from statifier.budget import MacrostepLimits
 from statifier.core.position import CorruptPosition, dumps
 from statifier.runtime import registry
 from statifier.runtime.session import Halted, Session
-from statifier_oban import (
-    LeaseHeld,
-    LeaseLost,
-    SessionLease,
-    session_lease,
-    start_session,
-)
+from statifier_oban import LeaseHeld, LeaseLost, SessionLease, session_lease, start_session
 
 from oban_support.common import (
     chart,

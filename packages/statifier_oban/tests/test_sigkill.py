@@ -18,8 +18,8 @@ from typing import Any
 
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
-from statifier_oban import _timer
 from statifier_oban._names import TIMER_WORKER
+from statifier_oban.timers import _schedule
 
 from oban_support.common import database_fixture, wait_until
 from oban_support.harness import Servers, send_delayed, servers_fixture
@@ -68,7 +68,7 @@ async def test_a_sigkilled_worker_loses_no_timer_and_each_is_delivered_at_least_
                 )
                 for k in range(PER_SCOPE)
             ]
-            jobs = await _timer.schedule_many(config, scope, effects, conn=conn)
+            jobs = await _schedule.schedule_many(config, scope, effects, conn=conn)
             assert [job.conflict for job in jobs] == [False] * PER_SCOPE
     schedule_s = time.monotonic() - started
 

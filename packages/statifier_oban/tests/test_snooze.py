@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from statifier.core.effects import SendDelayed
-from statifier_oban import Snoozed, _timer, pending_for
+from statifier_oban import Snoozed, pending_for
 from statifier_oban.delivery import SessionDelivery
 from statifier_oban.telemetry import TIMER_DISCARDED, TIMER_FIRED, TIMER_SCHEDULED
+from statifier_oban.timers import _schedule
 
 from oban_support.common import (
     JobRow,
@@ -88,7 +89,7 @@ async def test_a_snooze_reschedules_without_spending_an_attempt_and_stays_cancel
     config = server.config(delivery=ScriptedDelivery)
     with capture_telemetry() as seen:
         # Read the row before it can run: due far out, then brought forward.
-        job = await _timer.schedule(config, scope, send_delayed(delay_ms=60_000))
+        job = await _schedule.schedule(config, scope, send_delayed(delay_ms=60_000))
         before = await job_row(server.pool, job.job_id)
         await set_due_now(server.pool, job.job_id)
         row = await snoozed(server, job.job_id, 1)
@@ -103,7 +104,7 @@ async def test_a_snooze_reschedules_without_spending_an_attempt_and_stays_cancel
         assert await pending_for(config, [scope]) == {scope: 1}
 
         # Still reached by a cancel, which then leaves nothing pending.
-        assert await _timer.cancel_timers(config, scope, cancel_effect("hold")) == 1
+        assert await _schedule.cancel_timers(config, scope, cancel_effect("hold")) == 1
         cancelled = await job_row(server.pool, job.job_id)
         assert cancelled.state == "cancelled"
         assert await pending_for(config, [scope]) == {scope: 0}
@@ -122,7 +123,7 @@ async def test_a_parked_timer_snoozes_twice_then_fires_into_the_session_after_th
     config = server.config(delivery=ScriptedDelivery)
     with capture_telemetry() as seen:
         # Read the row before it can run: due far out, then brought forward.
-        job = await _timer.schedule(config, scope, send_delayed(delay_ms=60_000))
+        job = await _schedule.schedule(config, scope, send_delayed(delay_ms=60_000))
         before = await job_row(server.pool, job.job_id)
         await set_due_now(server.pool, job.job_id)
         await snoozed(server, job.job_id, 1)
@@ -154,7 +155,7 @@ async def test_a_snoozed_timer_of_an_execution_that_finished_meanwhile_still_dis
     parking = Parking(scope)
     config = server.config(delivery=ScriptedDelivery)
     with capture_telemetry() as seen:
-        job = await _timer.schedule(config, scope, send_delayed(delay_ms=100))
+        job = await _schedule.schedule(config, scope, send_delayed(delay_ms=100))
         await snoozed(server, job.job_id, 1)
         await session.cancel_and_wait()
         parking.parked = False

@@ -1,4 +1,4 @@
-"""The SQL loader (``statifier_oban._sql``) and the one cancel statement on a real PostgreSQL."""
+"""The SQL loader (``statifier_oban.store._sql``) and the one cancel statement, on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from psycopg import AsyncClientCursor, AsyncConnection
-from statifier_oban import InvalidPrefix, StatementError, _sql
+from statifier_oban import InvalidPrefix, StatementError
 from statifier_oban._names import (
     CHILD_START_WORKER,
     INVOKE_PENDING_INDEX,
@@ -17,13 +17,14 @@ from statifier_oban._names import (
     TIMER_PENDING_INDEX,
     TIMER_WORKER,
 )
+from statifier_oban.store import _sql
 
 PLACEHOLDER = re.compile(r"\{[a-z_]+\}")
 
 
 def statement_names() -> list[str]:
-    """Every statement shipped in ``statifier_oban/sql``."""
-    folder = resources.files("statifier_oban").joinpath("sql")
+    """Every statement shipped in ``statifier_oban/store/sql``."""
+    folder = resources.files("statifier_oban.store").joinpath("sql")
     return sorted(p.name.removesuffix(".sql") for p in folder.iterdir() if p.name.endswith(".sql"))
 
 

@@ -23,7 +23,7 @@ from statifier_oban._errors import (
     OpaqueValueError,
     StoreUnavailable,
 )
-from statifier_oban._timer import cancel_timers, schedule, schedule_many
+from statifier_oban.timers._schedule import cancel_timers, schedule, schedule_many
 
 from oban_support.effects_factory import (
     all_jobs,

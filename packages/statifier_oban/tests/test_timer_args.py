@@ -1,4 +1,4 @@
-"""The timer job's args: ``_timer_args.encode`` / ``decode`` round trip, exactly.
+"""The timer job's args: ``_args.encode`` / ``decode`` round trip, exactly.
 
 Spec 3.1 and acceptance 6: every schedulable effect survives JSON (and PostgreSQL's
 jsonb) unchanged, every owner shape included; corrupt args raise ``UndecodableRow``.
@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from oban import Oban
 from psycopg_pool import AsyncConnectionPool
 from statifier.core.effects import SendDelayed
-from statifier_oban import _timer_args
 from statifier_oban._errors import UndecodableRow
-from statifier_oban._timer import schedule, schedule_many
+from statifier_oban.timers import _args
+from statifier_oban.timers._schedule import schedule, schedule_many
 
 from oban_support.effects_factory import ARGS_KEYS, make_config, raw_args, send_delayed
 
@@ -50,7 +50,7 @@ def through_json(value: Any) -> Any:
 
 
 def round_trip(effect: SendDelayed, scope: str = SCOPE) -> tuple[str, SendDelayed]:
-    return _timer_args.decode(through_json(_timer_args.encode(scope, effect, None)))
+    return _args.decode(through_json(_args.encode(scope, effect, None)))
 
 
 def test_same_sees_what_equality_hides() -> None:
@@ -105,10 +105,10 @@ effects = st.builds(
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scope=st.text(min_size=1), effect=effects)
 def test_any_schedulable_effect_round_trips_through_json(scope: str, effect: SendDelayed) -> None:
-    args = _timer_args.encode(scope, effect, None)
+    args = _args.encode(scope, effect, None)
 
     assert set(args) == ARGS_KEYS
-    decoded_scope, decoded = _timer_args.decode(through_json(args))
+    decoded_scope, decoded = _args.decode(through_json(args))
 
     assert decoded_scope == scope
     assert decoded == effect
@@ -120,10 +120,10 @@ def test_any_schedulable_effect_round_trips_through_json(scope: str, effect: Sen
     [("onentry", 0, 0), ("onexit", 3, 7), ("transition", 12), ("finalize", 2, 1)],
 )
 def test_every_owner_shape_round_trips(owner: tuple[Any, ...]) -> None:
-    args = through_json(_timer_args.encode(SCOPE, send_delayed(owner=owner), None))
+    args = through_json(_args.encode(SCOPE, send_delayed(owner=owner), None))
 
     assert args["owner"] == list(owner)
-    _, decoded = _timer_args.decode(args)
+    _, decoded = _args.decode(args)
     assert decoded.owner == owner
     assert type(decoded.owner) is tuple
 
@@ -131,9 +131,9 @@ def test_every_owner_shape_round_trips(owner: tuple[Any, ...]) -> None:
 @pytest.mark.parametrize("target", ["#_internal", "#_parent", "#_scxml_other", "#_inv_1"])
 def test_a_targeted_timer_of_a_durable_execution_round_trips(target: str) -> None:
     """Executions schedule every target (routed when the timer fires), so rows carry it."""
-    args = through_json(_timer_args.encode(SCOPE, send_delayed(target=target), None))
+    args = through_json(_args.encode(SCOPE, send_delayed(target=target), None))
     assert args["target"] == target
-    _, decoded = _timer_args.decode(args)
+    _, decoded = _args.decode(args)
     assert decoded.target == target
 
 
@@ -141,17 +141,17 @@ def test_a_corrupt_row_is_quoted_briefly() -> None:
     args = good_args()
     args["event"] = ["x" * 100_000]
     with pytest.raises(UndecodableRow) as caught:
-        _timer_args.decode(args)
+        _args.decode(args)
     assert len(str(caught.value)) < 1_000
 
 
 def test_a_null_owner_round_trips() -> None:
     """Spec 3.1: owner on the wire is one of the four shapes *or null*; encode writes null
     for an effect without an owner, so decode must read it back as None."""
-    args = through_json(_timer_args.encode(SCOPE, send_delayed(owner=None), None))
+    args = through_json(_args.encode(SCOPE, send_delayed(owner=None), None))
 
     assert args["owner"] is None
-    _, decoded = _timer_args.decode(args)
+    _, decoded = _args.decode(args)
     assert decoded.owner is None
 
 
@@ -183,11 +183,11 @@ def test_tricky_data_and_caller_context_round_trip_exactly(value: Any) -> None:
 
 
 def test_none_data_and_caller_context_are_stored_as_null() -> None:
-    args = _timer_args.encode(SCOPE, send_delayed(data=None, caller_context=None), None)
+    args = _args.encode(SCOPE, send_delayed(data=None, caller_context=None), None)
 
     assert args["data"] is None
     assert args["caller_context"] is None
-    _, decoded = _timer_args.decode(through_json(args))
+    _, decoded = _args.decode(through_json(args))
     assert decoded.data is None
     assert decoded.caller_context is None
 
@@ -235,7 +235,7 @@ async def test_effects_round_trip_exactly_through_the_job_row(
     for timer, effect in zip(jobs, DB_EFFECTS, strict=True):
         stored = await raw_args(pool, timer.job_id)
         assert set(stored) == ARGS_KEYS
-        scope, decoded = _timer_args.decode(stored)
+        scope, decoded = _args.decode(stored)
         assert scope == SCOPE
         assert decoded == effect
         assert same(decoded, effect), effect.ordinal
@@ -245,13 +245,13 @@ async def test_effects_round_trip_exactly_through_the_job_row(
 
 
 def good_args() -> dict[str, Any]:
-    encoded = _timer_args.encode(SCOPE, send_delayed(data={"n": 1}), None)
+    encoded = _args.encode(SCOPE, send_delayed(data={"n": 1}), None)
     args: dict[str, Any] = through_json(encoded)
     return args
 
 
 def test_good_args_decode() -> None:
-    scope, effect = _timer_args.decode(good_args())
+    scope, effect = _args.decode(good_args())
     assert scope == SCOPE
     assert effect == send_delayed(data={"n": 1})
 
@@ -262,7 +262,7 @@ NOT_AN_OBJECT: list[Any] = [None, [], "args", 5, [["scope", SCOPE]]]
 @pytest.mark.parametrize("args", NOT_AN_OBJECT, ids=repr)
 def test_args_that_are_not_an_object_are_undecodable(args: Any) -> None:
     with pytest.raises(UndecodableRow):
-        _timer_args.decode(args)
+        _args.decode(args)
 
 
 MISSING = object()
@@ -335,7 +335,7 @@ def test_corrupt_args_are_undecodable(key: str, value: Any) -> None:
         args[key] = value
 
     with pytest.raises(UndecodableRow):
-        _timer_args.decode(args)
+        _args.decode(args)
 
 
 def test_optional_keys_may_be_absent_or_null() -> None:
@@ -343,7 +343,7 @@ def test_optional_keys_may_be_absent_or_null() -> None:
     for key in ["target", "type", "data", "caller_context", "id_from_author"]:
         del args[key]
 
-    _, effect = _timer_args.decode(args)
+    _, effect = _args.decode(args)
 
     assert effect.target is None
     assert effect.type is None

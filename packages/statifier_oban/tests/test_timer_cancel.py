@@ -13,7 +13,7 @@ from psycopg_pool import AsyncConnectionPool
 from statifier_oban._config import Config
 from statifier_oban._errors import InvalidScope, MissingSendId
 from statifier_oban._names import PENDING_STATES
-from statifier_oban._timer import cancel_timers, schedule
+from statifier_oban.timers._schedule import cancel_timers, schedule
 
 from oban_support.effects_factory import (
     OTHER_WORKER,

@@ -24,8 +24,8 @@ from statifier_oban._errors import (
     ValueRefused,
 )
 from statifier_oban._names import TIMER_WORKER
-from statifier_oban._timer import TimerJob, _plain, schedule, schedule_many
-from statifier_oban._timer_args import encode as encode_args
+from statifier_oban.timers._args import encode as encode_args
+from statifier_oban.timers._schedule import TimerJob, _plain, schedule, schedule_many
 
 from oban_support.effects_factory import (
     ARGS_KEYS,

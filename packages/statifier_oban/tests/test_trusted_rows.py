@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from statifier_oban import MAX_OPAQUE_BYTES, _timer, _timer_args
+from statifier_oban import MAX_OPAQUE_BYTES
 from statifier_oban._names import TIMER_WORKER
+from statifier_oban.timers import _args, _schedule
 
 from oban_support.common import SETTLED, database_fixture, insert_row, wait_for_state
 from oban_support.deliveries import CALLS, ScriptedDelivery
@@ -67,7 +68,7 @@ def probe(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 async def fire_with_delivery(server: Server, scope: str, delivery: Any) -> Any:
     """Schedule a timer, make its row name ``delivery``, run it; return the settled row."""
     config = server.config(delivery=ScriptedDelivery)
-    job = await _timer.schedule(config, scope, send_delayed(delay_ms=60_000))
+    job = await _schedule.schedule(config, scope, send_delayed(delay_ms=60_000))
     await set_meta_delivery(server.pool, job.job_id, delivery)
     await set_due_now(server.pool, job.job_id)
     return await wait_for_state(server.pool, job.job_id, *SETTLED)
@@ -114,7 +115,7 @@ def bomb(size: int) -> str:
 
 async def fire_with_data(server: Server, scope: str, stored: dict[str, str]) -> Any:
     """Insert a timer row whose ``data`` is ``stored``; run it; return the settled row."""
-    args = _timer_args.encode(scope, send_delayed(), None)
+    args = _args.encode(scope, send_delayed(), None)
     args["data"] = stored
     job_id = await insert_row(
         server.pool,

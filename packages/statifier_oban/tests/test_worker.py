@@ -13,11 +13,11 @@ import pytest
 from statifier.core import effects as fx
 from statifier.core.events import Event
 from statifier.runtime import registry
-from statifier_oban import _timer, _timer_args
 from statifier_oban._config import DEFAULT_DELIVERY
-from statifier_oban._host import DurableTimers
 from statifier_oban._names import TIMER_WORKER
 from statifier_oban.telemetry import EVENT_KEYS, TIMER_DISCARDED, TIMER_FIRED
+from statifier_oban.timers import _args, _schedule
+from statifier_oban.timers._host import DurableTimers
 
 from oban_support.common import (
     SETTLED,
@@ -154,7 +154,7 @@ async def test_a_timer_fired_into_a_dead_execution_is_cancelled_as_terminated(
     context = {"trace": "t-9"}
     assert registry.lookup(scope) is None
     with capture_telemetry() as seen:
-        job = await _timer.schedule(
+        job = await _schedule.schedule(
             server.config(), scope, send_delayed(delay_ms=100, ordinal=4, caller_context=context)
         )
         row = await wait_for_state(server.pool, job.job_id, *SETTLED)
@@ -193,7 +193,7 @@ async def test_a_halted_but_registered_session_discards_with_its_status(
     before = session.status()
     assert before.status == halt
     with capture_telemetry() as seen:
-        job = await _timer.schedule(server.config(), scope, send_delayed(delay_ms=100))
+        job = await _schedule.schedule(server.config(), scope, send_delayed(delay_ms=100))
         row = await wait_for_state(server.pool, job.job_id, *SETTLED)
     assert row.state == "cancelled", row.error_text
     assert f"discarded: {halt}" in row.error_text
@@ -213,7 +213,7 @@ async def test_a_budget_exhausted_session_counts_as_live_and_gets_the_event_queu
     before = session.status()
     assert before.status == "budget_exhausted"
     with capture_telemetry() as seen:
-        job = await _timer.schedule(server.config(), scope, send_delayed(delay_ms=100))
+        job = await _schedule.schedule(server.config(), scope, send_delayed(delay_ms=100))
         row = await wait_for_state(server.pool, job.job_id, *SETTLED)
     assert row.state == "completed", row.error_text
     assert session.status().queued_events == before.queued_events + 1
@@ -225,7 +225,7 @@ async def test_a_budget_exhausted_session_counts_as_live_and_gets_the_event_queu
 
 
 def _corrupt(kind: str, scope: str) -> Any:
-    args: Any = _timer_args.encode(scope, send_delayed(ordinal=1), None)
+    args: Any = _args.encode(scope, send_delayed(ordinal=1), None)
     if kind == "not an object":
         return [scope, 1]
     if kind == "missing event":
@@ -286,7 +286,7 @@ async def test_an_undecodable_row_is_cancelled_as_such_and_never_delivered(
 async def test_a_row_naming_an_unregistered_codec_is_cancelled_at_once(server: Server) -> None:
     """A row never chooses what the worker imports: an unregistered codec is refused."""
     scope = unique("codec")
-    args = _timer_args.encode(scope, send_delayed(), None)
+    args = _args.encode(scope, send_delayed(), None)
     args["data"] = {"codec": "no_such_codec_module_xyz:Codec", "b64": "AAAA"}
     try:
         job_id = await insert_timer_row(
@@ -319,7 +319,7 @@ async def test_a_delivery_overrunning_timer_timeout_fails_the_attempt_with_job_t
     SCRIPTS[scope] = slow
     try:
         with capture_telemetry() as seen:
-            job = await _timer.schedule(config, scope, send_delayed(delay_ms=100))
+            job = await _schedule.schedule(config, scope, send_delayed(delay_ms=100))
             assert (await job_row(server.pool, job.job_id)).meta == {
                 "delivery": "oban_support.deliveries:ScriptedDelivery",
                 "timeout": 50,

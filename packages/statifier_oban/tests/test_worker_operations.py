@@ -22,7 +22,8 @@ from typing import Any
 
 import psycopg
 from oban import Oban
-from statifier_oban import Config, _timer
+from statifier_oban import Config
+from statifier_oban.timers import _schedule
 
 from oban_support.harness import send_delayed
 from oban_support.worker_process import (
@@ -104,7 +105,9 @@ async def schedule_due(client: Oban, queue: str) -> list[int]:
     config = Config(oban=client, timers_queue=queue, delivery="ops_host:SlowFirstRun")
     scope = f"ops_{uuid.uuid4().hex[:8]}"
     jobs = [
-        await _timer.schedule(config, scope, send_delayed(ordinal=n, send_id=f"t{n}", delay_ms=0))
+        await _schedule.schedule(
+            config, scope, send_delayed(ordinal=n, send_id=f"t{n}", delay_ms=0)
+        )
         for n in range(1, TIMERS + 1)
     ]
     return [job.job_id for job in jobs]

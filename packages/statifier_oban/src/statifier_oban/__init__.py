@@ -11,6 +11,12 @@ rows), ``statifier_oban.workers`` (the oban workers, whose import paths are the 
 ``statifier_oban.cli`` (the ``statifier-oban`` command). Modules with a leading
 underscore are private.
 
+The code is in subpackages, one per part a reader looks for: ``timers`` (durable timers
+for live sessions), ``invocations`` (invocations and fan-out), ``executions`` (the
+adapters to durable executions), ``rows`` (job rows read as untrusted input: the plug-ins
+they name, the fields they hold), ``store`` (the oban seam: compat, SQL, schema) and
+``cli``. The public modules above keep their paths: job rows store some of them.
+
 Importing the package installs prompt staging for Oban instances built afterwards (see
 ``statifier_oban.latency``).
 """
@@ -54,13 +60,6 @@ from ._errors import (
     UndecodableRow,
     ValueRefused,
 )
-from ._handler import Deferred, Error, FanOut, InvokeHandler, Ok, RunContext, RunResult
-from ._host import DurableTimers, session_lease, start_session
-from ._lease import SessionLease
-from ._opaque import MAX_OPAQUE_BYTES
-from ._plugins import ChildStarter, OpaqueCodec
-from ._resolve import register as register_plugin
-from ._timer import TimerJob, cancel_timers, pending_for, schedule, schedule_many
 from .delivery import (
     Delivered,
     DeliveryAnswer,
@@ -71,6 +70,13 @@ from .delivery import (
     Snoozed,
     TimerDelivery,
 )
+from .invocations._handler import Deferred, Error, FanOut, InvokeHandler, Ok, RunContext, RunResult
+from .rows._opaque import MAX_OPAQUE_BYTES
+from .rows._plugins import ChildStarter, OpaqueCodec
+from .rows._resolve import register as register_plugin
+from .timers._host import DurableTimers, session_lease, start_session
+from .timers._lease import SessionLease
+from .timers._schedule import TimerJob, cancel_timers, pending_for, schedule, schedule_many
 
 latency.install()
 

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from oban import Oban
 
 from ._errors import ConfigError
-from ._resolve import allow_path, is_path, register
+from .rows._resolve import allow_path, is_path, register
 
 DEFAULT_DELIVERY = "statifier_oban.delivery:SessionDelivery"
 DEFAULT_INVOKE_DELIVERY = "statifier_oban.delivery:SessionInvokeDelivery"

@@ -8,6 +8,17 @@ from __future__ import annotations
 
 from typing import Final
 
+WORKERS_MODULE: Final = "statifier_oban.workers"
+"""The module rows name the timer, invocation and child start workers by (wherever their
+code lives, their ``__module__`` is this, so oban stores and resolves this path)."""
+
+EXECUTIONS_MODULE: Final = "statifier_oban.executions"
+"""The module rows name the execution deliveries by (``meta.delivery``)."""
+
+CHILDREN_MODULE: Final = "statifier_oban.children"
+"""The module rows name the fan-out's settlement and cascade workers, its child starter and
+the map handler by."""
+
 TIMER_WORKER = "statifier_oban.workers.TimerWorker"
 """``oban_jobs.worker`` of a fired-timer job (module path + class, as oban resolves it)."""
 

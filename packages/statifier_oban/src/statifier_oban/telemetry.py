@@ -20,7 +20,7 @@ from typing import Any
 
 from oban import telemetry as oban_telemetry
 
-from . import _oban_compat
+from .store import _oban_compat
 
 logger = logging.getLogger("statifier_oban.telemetry")
 

@@ -17,8 +17,8 @@ from typing import Any
 
 from oban import current_job
 from statifier.core.effects import SendDelayed
-from statifier_oban import _resolve
 from statifier_oban.delivery import Delivered
+from statifier_oban.rows import _resolve
 
 Script = Callable[[str, SendDelayed], Any | Awaitable[Any]]
 

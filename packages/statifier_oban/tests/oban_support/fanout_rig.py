@@ -18,9 +18,9 @@ from typing import Any
 from oban import Oban
 from psycopg_pool import AsyncConnectionPool
 from statifier.core.effects import Invoke
-from statifier_oban import _invoke_args
 from statifier_oban._config import Config
 from statifier_oban._names import CHILD_START_WORKER, INVOKE_WORKER
+from statifier_oban.invocations import _args
 
 import oban_support.fanout_seams as seams
 from oban_support.common import (
@@ -59,7 +59,7 @@ def make_invoke(**overrides: Any) -> Invoke:
 
 def parent_args(scope: str, invoke: Invoke) -> dict[str, Any]:
     """The args of ``invoke``'s invocation job, exactly as ``enqueue`` stores them."""
-    return _invoke_args.encode(scope, seams.HANDLER_PATH, invoke, None)
+    return _args.encode(scope, seams.HANDLER_PATH, invoke, None)
 
 
 class Rig:

@@ -23,10 +23,10 @@ from typing import Any
 
 from oban import current_job
 from statifier.core.effects import Invoke
-from statifier_oban import _resolve
 from statifier_oban._config import Config
-from statifier_oban._handler import FanOut, InvokeHandler, RunContext, RunResult
 from statifier_oban.delivery import Delivered
+from statifier_oban.invocations._handler import FanOut, InvokeHandler, RunContext, RunResult
+from statifier_oban.rows import _resolve
 
 MODULE = "oban_support.fanout_seams"
 """The import path prefix of everything here."""

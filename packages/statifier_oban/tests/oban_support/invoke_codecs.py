@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from statifier_oban import _resolve
+from statifier_oban.rows import _resolve
 
 KEY = 0x5A
 

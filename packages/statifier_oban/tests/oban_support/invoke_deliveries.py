@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from oban import current_job
-from statifier_oban import _resolve
 from statifier_oban.delivery import Delivered, Discarded, SessionInvokeDelivery
+from statifier_oban.rows import _resolve
 
 
 @dataclass(frozen=True)

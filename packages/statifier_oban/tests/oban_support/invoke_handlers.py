@@ -24,7 +24,7 @@ from typing import Any
 from oban import current_job
 from statifier.core.effects import Invoke
 from statifier_oban._config import Config
-from statifier_oban._handler import Deferred, Error, InvokeHandler, Ok, RunContext
+from statifier_oban.invocations._handler import Deferred, Error, InvokeHandler, Ok, RunContext
 
 Script = Callable[[Invoke, Any], Any | Awaitable[Any]]
 

@@ -13,7 +13,8 @@ import zlib
 from typing import ClassVar
 
 from statifier.core.effects import SendDelayed
-from statifier_oban import Delivered, _resolve
+from statifier_oban import Delivered
+from statifier_oban.rows import _resolve
 
 
 class ConstructionRecorder:

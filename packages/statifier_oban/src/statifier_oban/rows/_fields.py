@@ -1,0 +1,57 @@
+"""Reading the plain fields of a job row's args: one owner for every row decoder.
+
+Rows are as untrusted as user input (anyone who can write the jobs table writes them),
+so each field is type-checked, strings are bounded, and a refusal's message quotes the
+value in a bounded rendering, never whole.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from statifier.values import brief
+
+from .._errors import UndecodableRow
+
+MAX_ROW_STRING: Final = 4096
+"""The longest plain string field a row may hold (event names, ids, targets, paths)."""
+
+
+def string(args: dict[str, Any], key: str) -> str:
+    """A non-empty, bounded string field."""
+    value = args.get(key)
+    if not isinstance(value, str) or not value or len(value) > MAX_ROW_STRING:
+        raise UndecodableRow(
+            f"{key} must be a non-empty string of at most {MAX_ROW_STRING} characters, "
+            f"found {brief(value)}"
+        )
+    return value
+
+
+def optional_string(args: dict[str, Any], key: str) -> str | None:
+    """A bounded string field, or null."""
+    value = args.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or len(value) > MAX_ROW_STRING:
+        raise UndecodableRow(
+            f"{key} must be null or a string of at most {MAX_ROW_STRING} characters, "
+            f"found {brief(value)}"
+        )
+    return value
+
+
+def integer(args: dict[str, Any], key: str, minimum: int = 0) -> int:
+    """An integer field (never a boolean) of at least ``minimum``."""
+    value = args.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise UndecodableRow(f"{key} must be an integer >= {minimum}, found {brief(value)}")
+    return value
+
+
+def boolean(args: dict[str, Any], key: str) -> bool:
+    """A boolean field (absent: False)."""
+    value = args.get(key, False)
+    if not isinstance(value, bool):
+        raise UndecodableRow(f"{key} must be a boolean, found {brief(value)}")
+    return value

@@ -1,0 +1,464 @@
+"""Durable timers: schedule a ``SendDelayed``, cancel by send id, count what is pending.
+
+Keys: a timer is deduplicated on ``(scope, ordinal)`` for its row's whole life (a replayed
+drive gets the existing job back with ``conflict=True``) and cancelled on
+``(scope, send_id)`` (every pending match; zero is not an error). ``scope`` is the session
+id for a live host, the durable execution id otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, fields
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg import AsyncConnection
+from psycopg.rows import tuple_row
+from statifier.core.effects import Cancel, SendDelayed
+
+from .. import telemetry
+from .._config import Config
+from .._errors import (
+    DuplicateOrdinal,
+    InvalidScope,
+    MissingOrdinal,
+    MissingSendId,
+    NonSelfTarget,
+    ScheduleRejected,
+    StoreUnavailable,
+    ValueRefused,
+)
+from .._names import ANNOUNCE_HORIZON_MS, META_DELIVERY, META_TIMEOUT, TIMER_WORKER
+from ..store import _statements
+from . import _args
+
+
+@dataclass(frozen=True, slots=True)
+class TimerJob:
+    """The job row holding one timer. ``conflict`` is True when it already existed."""
+
+    job_id: int
+    scope: str
+    ordinal: int
+    send_id: str
+    state: str
+    queue: str
+    scheduled_at: datetime
+    inserted_at: datetime
+    conflict: bool
+
+
+def _check_effect(
+    scope: Any, effect: SendDelayed, *, scope_checked: bool = False, any_target: bool = False
+) -> None:
+    """The refusals shared by ``schedule`` and ``schedule_many`` (``scope_checked``: the
+    caller has checked ``scope`` already, once for a whole batch; ``any_target``: the
+    caller routes every target when the timer fires, see ``schedule``)."""
+    if effect.target is not None and not any_target:
+        raise NonSelfTarget(
+            f"only sends to the session itself are durable, not to {effect.target!r}",
+            scope=scope,
+            send_id=effect.send_id,
+        )
+    if not scope_checked:
+        _check_scope(scope)
+    ordinal = effect.ordinal
+    if isinstance(ordinal, bool) or not isinstance(ordinal, int) or ordinal < 1:
+        raise MissingOrdinal(f"ordinal must be an integer >= 1, not {ordinal!r}", scope=scope)
+    if not isinstance(effect.send_id, str) or not effect.send_id:
+        raise MissingSendId(f"send_id must be a non-empty string, not {effect.send_id!r}")
+    _statements.check_texts(
+        {
+            "event name": effect.event,
+            "send id": effect.send_id,
+            "target": effect.target,
+            "type": effect.type,
+        },
+        scope=scope,
+        send_id=effect.send_id,
+    )
+
+
+def _check_scope(scope: Any) -> str:
+    if not isinstance(scope, str) or not scope:
+        raise InvalidScope(f"scope must be a non-empty string, not {scope!r}", scope=scope)
+    return scope
+
+
+async def schedule(
+    config: Config,
+    scope: str,
+    effect: SendDelayed,
+    *,
+    conn: AsyncConnection[Any] | None = None,
+    any_target: bool = False,
+) -> TimerJob:
+    """Store one timer job firing ``effect.delay_ms`` from now (the database's clock).
+
+    Refuses (``ScheduleRejected`` subclasses, nothing stored, a ``schedule_rejected``
+    event) a non-None target unless ``any_target`` (a durable execution routes every
+    target itself when the timer fires: ``#_internal``, ``#_parent``...; a live session's
+    other routes name its process's bookkeeping and stay in-process), an empty or
+    non-string scope, an ordinal below 1, opaque
+    fields that cannot be stored exactly, and values PostgreSQL refuses (``ValueRefused``).
+    A store that cannot answer raises ``StoreUnavailable``. With ``conn`` the job is inserted in the
+    caller's own transaction (a rollback removes it). A duplicate ``(scope, ordinal)``,
+    in any state, returns the existing job with ``conflict=True``.
+    """
+    try:
+        _check_effect(scope, effect, any_target=any_target)
+        args = _args.encode(scope, effect, config.opaque_codec)
+    except ScheduleRejected as exc:
+        _rejected(scope, effect, exc.reason)
+        raise
+    params = {
+        "args": _statements.jsonb(args),
+        "meta": _statements.jsonb(_meta(config)),
+        "queue": config.timers_queue,
+        "delay_ms": effect.delay_ms,
+        "scope": scope,
+        "ordinal": str(effect.ordinal),
+        "due_channel": _statements.due_channel(config.oban),
+    }
+    try:
+        async with _statements.connection(config.oban, conn) as db:
+            row = await (
+                await db.execute(_statements.statement(config.oban, "insert_timer"), params)
+            ).fetchone()
+            if row is None:
+                # The conflicting row may have committed after this statement's snapshot:
+                # a fresh statement sees it.
+                found = await db.execute(_statements.statement(config.oban, "find_timer"), params)
+                row = await found.fetchone()
+    except StoreUnavailable:
+        _rejected(scope, effect, "store_unavailable")
+        raise
+    except psycopg.DataError as exc:
+        _rejected(scope, effect, ValueRefused.reason)
+        raise ValueRefused(
+            f"PostgreSQL refused the timer: {exc}", scope=scope, send_id=effect.send_id
+        ) from exc
+    except psycopg.Error as exc:
+        _rejected(scope, effect, "insert_failed")
+        raise StoreUnavailable(f"inserting the timer job failed: {exc}") from exc
+    if row is None:  # pragma: no cover - the follow-up SELECT sees any conflicting row
+        _rejected(scope, effect, "insert_failed")
+        raise StoreUnavailable("the timer job was neither inserted nor found")
+    return _scheduled(scope, effect, row)
+
+
+def _encode_batch(
+    config: Config, scope: str, batch: list[SendDelayed]
+) -> tuple[list[dict[str, Any]], bool]:
+    """The args of every effect of a batch, or the first refusal (announced and raised).
+
+    Also says whether every args is plain (see ``_plain``), so that the batch can take
+    ``_statements.plain_jsonb``'s fast encoder.
+    """
+    encoded: list[dict[str, Any]] = []
+    seen: set[int] = set()
+    scope_ok = isinstance(scope, str) and bool(scope)
+    all_plain = scope_ok
+    codec = config.opaque_codec
+    for effect in batch:
+        try:
+            if not (scope_ok and _plain(effect)):
+                _check_effect(scope, effect, scope_checked=scope_ok)
+                all_plain = False
+            if effect.ordinal in seen:
+                raise DuplicateOrdinal(
+                    f"ordinal {effect.ordinal} appears twice in one batch", scope=scope
+                )
+            seen.add(effect.ordinal)
+            encoded.append(_args.encode(scope, effect, codec))
+        except ScheduleRejected as exc:
+            _rejected(scope, effect, exc.reason)
+            raise
+    return encoded, all_plain
+
+
+def _plain(effect: SendDelayed) -> bool:
+    """Whether ``effect`` passes ``_check_effect`` at a glance and its args hold only plain
+    JSON: strings, ints, bools and None (no float, no other type).
+
+    The common case of a batch: no target, an int ordinal, ASCII texts without NUL. Any
+    other effect (which may be refused, or hold a float) takes the full check and the
+    standard JSON encoder, so refusals and stored values stay exactly as they were.
+    """
+    owner = effect.owner
+    kind = effect.type
+    ordinal = effect.ordinal
+    return (
+        effect.target is None
+        and type(ordinal) is int
+        and ordinal >= 1
+        and _plain_text(effect.send_id)
+        and effect.send_id != ""
+        and _plain_text(effect.event)
+        and (kind is None or _plain_text(kind))
+        and type(effect.delay_ms) is int
+        and type(effect.c_index) is int
+        and type(effect.macrostep) is int
+        and type(effect.microstep) is int
+        and type(effect.round) is int
+        and type(effect.id_from_author) is bool
+        and (owner is None or all(map(_OWNER_PART_TYPES.__contains__, map(type, owner))))
+    )
+
+
+_OWNER_PART_TYPES = frozenset({str, int})
+"""What a plain owner holds (its shape is the decoder's to check)."""
+
+
+def _plain_text(value: Any) -> bool:
+    """A ``str`` (not a subclass) that ``check_texts`` accepts at a glance."""
+    return type(value) is str and value.isascii() and "\x00" not in value
+
+
+async def schedule_many(
+    config: Config,
+    scope: str,
+    effects: Iterable[SendDelayed],
+    *,
+    conn: AsyncConnection[Any] | None = None,
+) -> list[TimerJob]:
+    """Schedule every effect of one drive in a single statement; same rules as ``schedule``.
+
+    All effects are validated before anything is stored: one refusal stores none of them.
+    Returns the jobs in the order of ``effects`` (conflicts marked as such).
+    """
+    batch = list(effects)
+    if not batch:
+        return []
+    encoded, plain = _encode_batch(config, scope, batch)
+    params = {
+        "args": _statements.plain_jsonb(encoded) if plain else _statements.jsonb(encoded),
+        "meta": _statements.jsonb(_meta(config)),
+        "queue": config.timers_queue,
+        "scope": scope,
+        "due_channel": _statements.due_channel(config.oban),
+    }
+    try:
+        async with _statements.connection(config.oban, conn) as db:
+            # Binary results: thousands of timestamps decode faster than from text.
+            cursor = db.cursor(binary=True, row_factory=tuple_row)
+            await cursor.execute(
+                _statements.statement(config.oban, _insert_statement(batch, plain)), params
+            )
+            inserted = {row[3]: row for row in await cursor.fetchall()}
+            existing: dict[int, Any] = {}
+            if len(inserted) < len(batch):  # conflicts: read the rows that were there
+                missing = [str(e.ordinal) for e in batch if e.ordinal not in inserted]
+                found = await db.execute(
+                    _statements.statement(config.oban, "find_timers"),
+                    {**params, "ordinals": missing},
+                )
+                existing = {row[6]: row for row in await found.fetchall()}
+    except psycopg.DataError as exc:
+        for effect in batch:
+            _rejected(scope, effect, ValueRefused.reason)
+        raise ValueRefused(f"PostgreSQL refused a timer: {exc}", scope=scope) from exc
+    except psycopg.Error as exc:
+        for effect in batch:
+            _rejected(scope, effect, "insert_failed")
+        raise StoreUnavailable(f"inserting timer jobs failed: {exc}") from exc
+    except StoreUnavailable:
+        for effect in batch:
+            _rejected(scope, effect, "store_unavailable")
+        raise
+    return _batch_jobs(config, scope, batch, inserted, existing)
+
+
+def _insert_statement(batch: list[SendDelayed], plain: bool) -> str:
+    """``insert_later_timers`` when no timer of a plain batch (int delays) is due within
+    the announce horizon, else ``insert_timers``, which announces the earliest one that is
+    (the same rule in SQL: due before now + the horizon)."""
+    if plain and min(effect.delay_ms for effect in batch) >= ANNOUNCE_HORIZON_MS:
+        return "insert_later_timers"
+    return "insert_timers"
+
+
+def _batch_jobs(
+    config: Config,
+    scope: str,
+    batch: list[SendDelayed],
+    inserted: dict[int, Any],
+    existing: dict[int, Any],
+) -> list[TimerJob]:
+    """The job of each effect of a batch, inserted now or found (a conflict), in order."""
+    jobs: list[TimerJob] = []
+    queue = config.timers_queue
+    announce = telemetry.handled(telemetry.TIMER_SCHEDULED)
+    for effect in batch:
+        new = inserted.get(effect.ordinal)
+        if new is not None:
+            job = _new_job(new[0], scope, effect, queue, new[1], new[2])
+        else:
+            row = existing.get(effect.ordinal)
+            if row is None:
+                _rejected(scope, effect, "insert_failed")
+                raise StoreUnavailable(
+                    f"timer ordinal {effect.ordinal} was neither inserted nor found"
+                )
+            job = _job(scope, effect, row)
+        if announce:
+            _announce(scope, effect, job)
+        jobs.append(job)
+    return jobs
+
+
+_JOB_SLOTS = tuple(getattr(TimerJob, f.name).__set__ for f in fields(TimerJob))
+"""The slot setters of ``TimerJob``'s fields, in field order (see ``_new_job``, which sets
+all nine: a test compares its jobs with ``TimerJob(...)``)."""
+
+
+def _new_job(
+    job_id: int,
+    scope: str,
+    effect: SendDelayed,
+    queue: str,
+    scheduled_at: datetime,
+    inserted_at: datetime,
+) -> TimerJob:
+    """The ``TimerJob`` of a row a batch inserted, equal to the one ``TimerJob(...)`` builds.
+
+    A batch builds thousands: filling the slots of a bare instance costs half what the
+    frozen dataclass's ``__init__`` does (it stores each field through
+    ``object.__setattr__``).
+    """
+    job = object.__new__(TimerJob)
+    slot = _JOB_SLOTS
+    slot[0](job, job_id)
+    slot[1](job, scope)
+    slot[2](job, effect.ordinal)
+    slot[3](job, effect.send_id)
+    slot[4](job, "scheduled")
+    slot[5](job, queue)
+    slot[6](job, scheduled_at)
+    slot[7](job, inserted_at)
+    slot[8](job, False)
+    return job
+
+
+def _meta(config: Config) -> dict[str, Any]:
+    """A timer job's meta: the delivery to resolve at fire time, and the bound if any."""
+    meta: dict[str, Any] = {META_DELIVERY: config.delivery}
+    if config.timer_timeout is not None:
+        meta[META_TIMEOUT] = config.timer_timeout
+    return meta
+
+
+def _scheduled(scope: str, effect: SendDelayed, row: Any) -> TimerJob:
+    """The ``TimerJob`` of a stored (or found) row, announced by ``timer.scheduled``."""
+    job = _job(scope, effect, row)
+    _announce(scope, effect, job)
+    return job
+
+
+def _job(scope: str, effect: SendDelayed, row: Any) -> TimerJob:
+    """The ``TimerJob`` of a row ``(id, state, queue, scheduled_at, inserted_at, conflict)``."""
+    return TimerJob(
+        row[0], scope, effect.ordinal, effect.send_id, row[1], row[2], row[3], row[4], row[5]
+    )
+
+
+def _announce(scope: str, effect: SendDelayed, job: TimerJob) -> None:
+    """The ``timer.scheduled`` event of ``job``."""
+    telemetry.emit(
+        telemetry.TIMER_SCHEDULED,
+        delay_ms=effect.delay_ms,
+        scope=scope,
+        send_id=effect.send_id,
+        ordinal=effect.ordinal,
+        macrostep=effect.macrostep,
+        microstep=effect.microstep,
+        round=effect.round,
+        scheduled_at=job.scheduled_at,
+        queue=job.queue,
+        conflict=job.conflict,
+        job_id=job.job_id,
+        caller_context=effect.caller_context,
+    )
+
+
+def _rejected(scope: Any, effect: SendDelayed, reason: str) -> None:
+    telemetry.emit(
+        telemetry.TIMER_SCHEDULE_REJECTED,
+        scope=scope,
+        send_id=getattr(effect, "send_id", None),
+        ordinal=getattr(effect, "ordinal", None),
+        reason=reason,
+    )
+
+
+async def cancel_timers(
+    config: Config,
+    scope: str,
+    effect: Cancel,
+    *,
+    conn: AsyncConnection[Any] | None = None,
+) -> int:
+    """Cancel every pending timer job under ``(scope, effect.send_id)``; return the count.
+
+    Pending means scheduled, available or retryable: an executing job (typically the one
+    whose delivery made the chart run this very cancel) and finished jobs are never
+    touched. Matching nothing returns 0.
+    """
+    _check_scope(scope)
+    if not isinstance(effect.send_id, str) or not effect.send_id:
+        raise MissingSendId("a cancel needs a send id", scope=scope)
+    try:
+        if _statements.unstorable(effect.send_id) is not None:
+            count = 0  # no timer has such a send id: scheduling refuses it
+        else:
+            async with _statements.connection(config.oban, conn) as db:
+                count = await _statements.cancel_pending(
+                    db,
+                    config.oban,
+                    worker=TIMER_WORKER,
+                    key="send_id",
+                    scope=scope,
+                    value=effect.send_id,
+                    reason=f"<cancel sendid={effect.send_id!r}> (ordinal {effect.ordinal})",
+                )
+    except psycopg.DataError as exc:
+        raise ValueRefused(
+            f"PostgreSQL refused the cancel: {exc}", scope=scope, send_id=effect.send_id
+        ) from exc
+    except psycopg.Error as exc:
+        raise StoreUnavailable(f"cancelling timer jobs failed: {exc}") from exc
+    telemetry.emit(
+        telemetry.TIMER_CANCELLED,
+        count=count,
+        scope=scope,
+        send_id=effect.send_id,
+        ordinal=effect.ordinal,
+        caller_context=effect.caller_context,
+    )
+    return count
+
+
+PENDING_CHUNK = 500
+
+
+async def pending_for(config: Config, scopes: Iterable[str]) -> dict[str, int]:
+    """How many timers are pending per scope; every requested scope is a key (0 included).
+
+    Raises ``StoreUnavailable`` when it cannot count: "could not count" is never 0.
+    """
+    wanted = list(dict.fromkeys(_check_scope(s) for s in scopes))
+    counts = dict.fromkeys(wanted, 0)
+    try:
+        async with _statements.connection(config.oban, None) as db:
+            for start in range(0, len(wanted), PENDING_CHUNK):
+                chunk = wanted[start : start + PENDING_CHUNK]
+                cursor = await db.execute(
+                    _statements.statement(config.oban, "count_pending_timers"), {"scopes": chunk}
+                )
+                for scope, count in await cursor.fetchall():
+                    counts[scope] = int(count)
+    except psycopg.Error as exc:
+        raise StoreUnavailable(f"counting pending timers failed: {exc}") from exc
+    return counts

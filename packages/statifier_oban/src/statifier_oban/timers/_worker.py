@@ -1,0 +1,79 @@
+"""The timer worker: a fired timer job delivered to its execution.
+
+``TimerWorker`` rebuilds the fired event from the stored effect and asks the delivery
+named on the job. Outcomes: delivered (the job completes), discarded (the job is
+cancelled with the reason on the row: the execution is gone), snoozed (rescheduled, no
+attempt spent), undecodable or refused (cancelled at once with the reason on the row,
+never silently dropped), or an error (an invalid answer, a raising delivery or codec:
+retried with oban's backoff).
+
+Its durable name is ``statifier_oban.workers.TimerWorker`` (``_names.TIMER_WORKER``),
+the module users import it from; importing that module registers it with oban.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from oban import Cancel
+from oban.job import Job
+from oban.worker import register_worker
+
+from .. import telemetry
+from .._config import DEFAULT_DELIVERY
+from .._errors import InvalidDelivery, ResolutionError, UndecodableRow
+from .._names import META_DELIVERY, WORKERS_MODULE
+from ..delivery import Delivered, Discarded
+from ..rows import _plugins
+from ..rows._outcomes import Outcome, bound_seconds, plugin, refused, snooze
+from . import _args
+
+logger = logging.getLogger("statifier_oban.workers")
+
+
+class TimerWorker:
+    """Fires one durable timer: decode, resolve the delivery, deliver, record the outcome."""
+
+    __module__ = WORKERS_MODULE  # rows name it ``statifier_oban.workers.TimerWorker``
+
+    def timeout(self, job: Job) -> float | None:
+        """The bound fixed on the job at schedule time (``timer_timeout``), if any."""
+        return bound_seconds(job)
+
+    async def process(self, job: Job) -> Outcome:
+        """Run the fired timer; see the module docstring for the outcomes."""
+        try:
+            scope, effect = _args.decode(job.args)
+        except UndecodableRow as exc:
+            logger.warning("timer job %s is undecodable: %s", job.id, exc)
+            return Cancel(f"undecodable: {exc}")
+        path = job.meta.get(META_DELIVERY) if isinstance(job.meta, dict) else None
+        try:
+            delivery = plugin(_plugins.timer_delivery, path, DEFAULT_DELIVERY, "delivery")
+        except ResolutionError as exc:
+            return refused(job, exc)
+        answer: object = await _plugins.settle(delivery.deliver(scope, effect))
+        if isinstance(answer, Delivered) and not telemetry.handled(telemetry.TIMER_FIRED):
+            return None  # the common case, when nobody listens: no event to build
+        common = {
+            "attempt": job.attempt,
+            "scope": scope,
+            "send_id": effect.send_id,
+            "ordinal": effect.ordinal,
+            "delivery": path if isinstance(path, str) else DEFAULT_DELIVERY,
+            "job_id": job.id,
+            "caller_context": effect.caller_context,
+        }
+        if isinstance(answer, Delivered):
+            telemetry.emit(telemetry.TIMER_FIRED, **common)
+            return None
+        if isinstance(answer, Discarded):
+            telemetry.emit(telemetry.TIMER_DISCARDED, reason=answer.reason, **common)
+            return Cancel(f"discarded: {answer.reason}")
+        later = snooze(answer)
+        if later is not None:
+            return later
+        raise InvalidDelivery(f"delivery answered {answer!r}, not Delivered/Discarded/Snoozed(n>0)")
+
+
+register_worker(TimerWorker)
