@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import UTC, datetime
@@ -65,6 +66,8 @@ DIAGRAM_POLICY: Final = "default-src 'none'; style-src 'unsafe-inline'; sandbox"
 
 ACTIONS: Final = ("cancel", "park", "unpark")
 
+_DIGEST: Final = re.compile(r"sha256:([0-9a-f]{12,})")
+
 Page = Callable[[Request], Awaitable[Response]]
 
 
@@ -104,6 +107,12 @@ def _execution_url(context: Mapping[str, Any], route: str, execution_id: str, **
     return str(request.url_for(route, execution_id=execution_path(execution_id), **params))
 
 
+def short_identity(identity: str) -> str:
+    """A chart revision's identity shortened for a table: its digest's first 12 digits."""
+    found = _DIGEST.search(identity)
+    return f"{found.group(1)[:12]}…" if found else identity[:16] + "…"
+
+
 def _templates(settings: WebSettings) -> Jinja2Templates:
     loaders: list[jinja2.BaseLoader] = []
     if settings.templates is not None:
@@ -115,6 +124,7 @@ def _templates(settings: WebSettings) -> Jinja2Templates:
     env.filters["pretty"] = pretty
     env.filters["when"] = when
     env.filters["relative"] = relative
+    env.filters["short_identity"] = short_identity
     env.globals["execution_url"] = _execution_url
     return Jinja2Templates(env=env)
 

@@ -36,3 +36,16 @@ CARD = statifier.compile(CARD_SOURCE)
 
 XSS = "<script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\">"
 """Markup that would run if the console rendered it as HTML."""
+
+XSS_CHART = statifier.compile(
+    """<scxml xmlns="http://www.w3.org/2005/07/scxml" initial="waiting">
+  <datamodel><data id="payload" expr="''"/></datamodel>
+  <state id="waiting">
+    <transition event="go" cond="payload != '&lt;script&gt;alert(1)&lt;/script&gt;'"
+                target="done"/>
+  </state>
+  <final id="done"/>
+</scxml>""",
+    name="<b>xss</b>",
+)
+"""A chart whose name and whose transition's condition hold markup."""

@@ -11,12 +11,13 @@ from typing import Any
 import httpx
 from oban import Oban
 from psycopg_pool import AsyncConnectionPool
+from starlette.types import ASGIApp
 from statifier_oban.executions import ObanExecutor, execution_config
 from statifier_persistence import Executions
 from statifier_web import WebSettings, create_app
 
-from web_support.charts import CARD
-from web_support.server import serving
+from web_support.charts import CARD, XSS_CHART
+from web_support.server import ServerThread, serving
 
 TOKEN = "test-token-0123456789abcdef"  # noqa: S105 - a test token
 """The bearer token of the apps the tests serve."""
@@ -56,3 +57,26 @@ async def web_rig(pool: AsyncConnectionPool, **settings: Any) -> AsyncIterator[W
         ) as client,
     ):
         yield WebRig(url, executions, client, oban)
+
+
+def console_server(database_url: str, **settings: Any) -> ServerThread:
+    """The app over ``database_url`` (CARD and XSS_CHART registered, ``TOKEN``, live
+    streams polling every 0.1 s) served in a thread of its own; not started yet."""
+    state: dict[str, Any] = {}
+
+    async def build() -> ASGIApp:
+        pool = AsyncConnectionPool(database_url, open=False, min_size=1, max_size=8)
+        await pool.open(wait=True)
+        state["pool"] = pool
+        oban = Oban(pool=pool, name=f"console_{uuid.uuid4().hex[:12]}")
+        executions = executions_on(pool, oban)
+        for chart in (CARD, XSS_CHART):
+            await executions.register(chart)
+        options: dict[str, Any] = {"tokens": (TOKEN,), "poll_interval_s": 0.1, **settings}
+        return create_app(executions, WebSettings(**options))
+
+    async def close() -> None:
+        if "pool" in state:
+            await state["pool"].close()
+
+    return ServerThread(build, close)
