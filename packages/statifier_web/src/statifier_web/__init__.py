@@ -19,6 +19,7 @@ from importlib import metadata as _metadata
 from ._app import create_app
 from ._changes import ChangeFeed, PollingFeed
 from ._errors import ApiError, WebConfigError, WebError
+from ._server import DEFAULT_HOST, DEFAULT_PORT, is_loopback, serve
 from ._settings import (
     MAX_TOKEN_LENGTH,
     MIN_TOKEN_LENGTH,
@@ -36,6 +37,8 @@ except _metadata.PackageNotFoundError:  # pragma: no cover - running from a bare
     __version__ = "0+unknown"
 
 __all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
     "MAX_TOKEN_LENGTH",
     "MIN_TOKEN_LENGTH",
     "SESSION_SECRET_ENV",
@@ -48,6 +51,8 @@ __all__ = [
     "WebSettings",
     "__version__",
     "create_app",
+    "is_loopback",
+    "serve",
     "tokens_from_environment",
     "tokens_from_file",
 ]
