@@ -105,7 +105,6 @@ def test_loopback_addresses(host: str, loopback: bool) -> None:
 
 
 async def test_an_open_app_is_served_on_loopback_only(pool: AsyncConnectionPool) -> None:
-    from oban import Oban
 
     app = create_app(
         executions_on(pool, Oban(pool=pool, name="open_check")), WebSettings(open=True)
