@@ -232,9 +232,16 @@ class Console:
         return guarded
 
     def _render(
-        self, request: Request, name: str, context: Mapping[str, Any], status: int = 200
+        self,
+        request: Request,
+        name: str,
+        context: Mapping[str, Any],
+        status: int = 200,
+        *,
+        page: bool = True,
     ) -> Response:
-        flash = request.session.pop("flash", None)
+        # A message is shown once, on the next full page (a live fragment leaves it).
+        flash = request.session.pop("flash", None) if page else None
         full = {
             "csrf_field": CSRF_FIELD,
             "csrf_token": csrf_token(request),
@@ -348,7 +355,9 @@ class Console:
     async def live(self, request: Request) -> Response:
         """The execution's changing part, for the page to swap in."""
         detail = await self.service.detail(request.path_params["execution_id"])
-        return self._render(request, "statifier_web/_execution_live.html", self._one(detail))
+        return self._render(
+            request, "statifier_web/_execution_live.html", self._one(detail), page=False
+        )
 
     def _one(self, detail: ExecutionDetail) -> dict[str, Any]:
         return {
@@ -388,7 +397,6 @@ class Console:
         await self.service.executions.get(execution_id)  # 404 before the stream starts
         if self._streams >= self.settings.max_streams:
             raise ApiError(503, "too_many_streams", "too many live streams: try again later")
-        self._streams += 1
         return StreamingResponse(
             self._events(execution_id),
             media_type="text/event-stream",
@@ -411,6 +419,9 @@ class Console:
                 await queue.put("event: gone\ndata: {}\n\n")
             await queue.put(None)
 
+        # Counted while the stream runs: a stream whose client left before it started
+        # never ran, and never counted.
+        self._streams += 1
         task = asyncio.create_task(pump())
         try:
             yield "retry: 2000\n\n"
