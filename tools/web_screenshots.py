@@ -26,19 +26,10 @@ from statifier_oban.schema import install
 from statifier_persistence import Executions
 from statifier_web import WebSettings, create_app
 
+from tools.chromium import CHROMIUM, FLAGS
+
 ROOT = Path(__file__).resolve().parents[1]
 IMAGES = ROOT / "docs" / "img"
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 async def populate(executions: Executions) -> None:
@@ -69,7 +60,7 @@ async def photograph(url: str, token: str) -> None:
     """Log in and capture the list and one execution."""
     IMAGES.mkdir(parents=True, exist_ok=True)
     async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        browser = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=list(FLAGS))
         page = await browser.new_page(viewport={"width": 1280, "height": 760})
         await page.goto(f"{url}/console/")
         await page.fill("input[name=token]", token)

@@ -10,24 +10,11 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Final
 
 import pytest
 from playwright.sync_api import Browser, sync_playwright
 
-CHROMIUM: Final = Path("/usr/bin/chromium")
-
-FLAGS: Final = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-)
+from tools.chromium import CHROMIUM, FLAGS
 
 
 def require_chromium() -> None:
