@@ -119,3 +119,13 @@ def test_base_paths_are_checked(path: str) -> None:
         check_base_path(path)
     assert check_base_path("/") == ""
     assert check_base_path("/a/b") == "/a/b"
+
+
+async def test_health_is_503_when_the_database_does_not_answer(pool: AsyncConnectionPool) -> None:
+    closed = AsyncConnectionPool(pool.conninfo, open=False)  # never opened: it cannot connect
+    app = create_app(executions_on(closed, Oban(pool=closed, name="health_check")),
+                     WebSettings(tokens=(TOKEN,)))  # fmt: skip
+    async with serving(app) as url, httpx.AsyncClient(base_url=url) as client:
+        health = await client.get("/health")
+    assert health.status_code == 503
+    assert health.json() == {"status": "unavailable", "database": "unreachable"}
