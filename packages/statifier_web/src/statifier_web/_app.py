@@ -70,12 +70,9 @@ async def _on_invalid_request(request: Request, exc: Exception) -> JSONResponse:
 
 async def _on_http_error(request: Request, exc: Exception) -> JSONResponse:
     limit = request.scope.get(TOO_LARGE_SCOPE_KEY)
-    if isinstance(limit, int):
+    if isinstance(limit, int):  # FastAPI answers a failed body read 400: it was too large
         return _json_error(too_large(limit))
-    status = exc.status_code if isinstance(exc, HTTPException) else 500
-    codes = {404: "not_found", 405: "method_not_allowed", 400: "bad_request"}
-    detail = exc.detail if isinstance(exc, HTTPException) else "error"
-    return _json_error(ApiError(status, codes.get(status, "http_error"), str(detail)))
+    return _json_error(api_error(exc))
 
 
 class _Headers:

@@ -33,10 +33,11 @@ from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
-from statifier.values import ValueRefused, brief, measure
+from statifier.values import ValueRefused, brief, clip, measure
 from statifier_persistence import STATUSES, ExecutionNotFound
 
 from ._auth import CSRF_FIELD, Gate, csrf_matches, csrf_token
+from ._body import TOO_LARGE_SCOPE_KEY, too_large
 from ._changes import ChangeFeed
 from ._diagrams import DiagramError, Diagrams
 from ._errors import ApiError, api_error, invalid
@@ -63,6 +64,9 @@ CONTENT_SECURITY_POLICY: Final = (
 
 DIAGRAM_POLICY: Final = "default-src 'none'; style-src 'unsafe-inline'; sandbox"
 """A drawing opened on its own runs nothing and loads nothing."""
+
+FLASH_CHARS: Final = 500
+"""Characters of a message shown after an action (the rest is cut)."""
 
 ACTIONS: Final = ("cancel", "park", "unpark")
 
@@ -216,18 +220,17 @@ class Console:
                 target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
                 login = request.url_for("console:login").include_query_params(next=target)
                 return RedirectResponse(str(login), status_code=303)
-            if form:
-                fields = await request.form()
-                request.state.form = fields
-                if not csrf_matches(request, fields.get(CSRF_FIELD)):
-                    return self._error(
-                        request,
-                        ApiError(403, "csrf_failed", "the form is stale: reload the page"),
-                    )
             try:
+                if form:
+                    fields = await request.form()
+                    request.state.form = fields
+                    if not csrf_matches(request, fields.get(CSRF_FIELD)):
+                        raise ApiError(403, "csrf_failed", "the form is stale: reload the page")
                 return await page(request)
             except Exception as exc:  # every failure becomes a typed error page
-                return self._error(request, api_error(exc))
+                limit = request.scope.get(TOO_LARGE_SCOPE_KEY)
+                error = too_large(limit) if isinstance(limit, int) else api_error(exc)
+                return self._error(request, error)
 
         return guarded
 
@@ -261,7 +264,9 @@ class Console:
         )
 
     def _flash(self, request: Request, kind: str, text: str) -> None:
-        request.session["flash"] = {"kind": kind, "text": text}
+        # Kept in the session cookie, which browsers bound to about 4 KB: a message naming
+        # a long event or id is clipped.
+        request.session["flash"] = {"kind": kind, "text": clip(text, FLASH_CHARS)}
 
     # -- login -------------------------------------------------------------------------
 

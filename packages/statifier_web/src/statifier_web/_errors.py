@@ -14,6 +14,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from starlette.exceptions import HTTPException
 from statifier_oban import StatifierObanError
 from statifier_persistence import (
     ChartNotRegistered,
@@ -34,6 +35,8 @@ from statifier_persistence import (
 )
 
 logger = logging.getLogger("statifier_web")
+
+_HTTP_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed"}
 
 
 class WebError(Exception):
@@ -93,6 +96,9 @@ def api_error(exc: Exception) -> ApiError:
     match exc:
         case ApiError():
             return exc
+        case HTTPException():  # the framework's own: no route, bad method, garbled form
+            code = _HTTP_CODES.get(exc.status_code, "http_error")
+            return ApiError(exc.status_code, code, str(exc.detail))
         case ExecutionNotFound():
             return not_found(exc.execution_id)
         case NeedsMigration():
