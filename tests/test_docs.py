@@ -19,7 +19,6 @@ command has: a renamed or misspelled flag fails here.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import glob
 import io
@@ -30,9 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 import statifier.cli
-import statifier_oban.cli
+from statifier.cli import kit
+
+from tools import cli_reference
 
 ROOT = Path(__file__).resolve().parents[1]
 FIRST_STEPS = [ROOT / "README.md", ROOT / "docs" / "getting-started.md"]
@@ -189,30 +191,57 @@ def _documented_commands() -> list[Any]:
     return found
 
 
-def _parser(program: str) -> argparse.ArgumentParser:
+def _root(program: str) -> click.Command:
+    """The click command tree of ``program``."""
     if program == "statifier":
-        return statifier.cli.build_parser()
-    return statifier_oban.cli._main.build_parser()
+        from statifier.cli._commands import statifier as command
+    else:
+        from statifier_oban.cli._main import statifier_oban as command
+    return command
 
 
-def _options(parser: argparse.ArgumentParser, argv: list[str]) -> set[str]:
-    """The option strings of the (sub)command ``argv`` names, following subcommands."""
-    # argparse has no public view of a parser's options and subcommands.
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction) and argv and argv[0] in action.choices:
-            return _options(action.choices[argv[0]], argv[1:])
-    return set(parser._option_string_actions)
+def _command_of(program: str, argv: list[str]) -> tuple[click.Command, click.Context, list[str]]:
+    """The (sub)command ``argv`` names, following groups, with its context and the rest."""
+    command = _root(program)
+    ctx = click.Context(command, info_name=program)
+    rest = list(argv)
+    while isinstance(command, click.Group) and rest and not rest[0].startswith("-"):
+        found = command.get_command(ctx, rest[0])
+        if found is None:
+            break
+        ctx = click.Context(found, info_name=rest[0], parent=ctx)
+        command, rest = found, rest[1:]
+    return command, ctx, rest
+
+
+def _options(program: str, argv: list[str]) -> set[str]:
+    """The option strings of the (sub)command ``argv`` names."""
+    command, ctx, _ = _command_of(program, argv)
+    return {name for param in command.get_params(ctx) for name in param.opts if name[:1] == "-"}
 
 
 @pytest.mark.parametrize(("program", "argv"), _documented_commands())
 def test_a_documented_command_line_parses(program: str, argv: list[str]) -> None:
-    parser = _parser(program)
     if any(_SYNOPSIS.search(word) for word in argv):  # a usage synopsis: its flags exist
         flags = {m for word in argv for m in re.findall(r"--[a-z][a-z-]*", word)}
-        assert flags <= _options(parser, argv), f"unknown: {flags - _options(parser, argv)}"
+        assert flags <= _options(program, argv), f"unknown: {flags - _options(program, argv)}"
         return
-    if program == "statifier":
-        parser.parse_args(argv)
-        return
-    args, rest = parser.parse_known_args(argv)
-    assert not rest or args.command == "demo", f"unknown arguments {rest}"
+    command, ctx, rest = _command_of(program, argv)
+    assert not isinstance(command, click.Group) or not rest, f"no command {rest[:1]}"
+    # Parsing only (no callback runs): an unknown option or a bad value raises here.
+    command.parse_args(ctx, rest)
+
+
+def test_the_cli_reference_is_what_the_commands_say() -> None:
+    page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    assert cli_reference.page_block(page) == cli_reference.render(), (
+        "run: uv run python -m tools.cli_reference --write"
+    )
+
+
+@pytest.mark.parametrize("program", ["statifier", "statifier-oban"])
+def test_every_command_fails_in_the_one_error_format(program: str) -> None:
+    # kit.Command turns the errors its groups declare into the one-line format.
+    root = _root(program)
+    for command, _ in cli_reference._commands(root, click.Context(root, info_name=program)):
+        assert isinstance(command, kit.Command | kit.Group), command.name

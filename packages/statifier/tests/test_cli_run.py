@@ -100,9 +100,7 @@ def test_unmatched_event_in_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_version_on_every_command(capsys: pytest.CaptureFixture[str]) -> None:
     for argv in (["--version"], ["check", "--version"], ["run", "--version"]):
-        with pytest.raises(SystemExit) as exit_info:
-            main(argv)
-        assert exit_info.value.code == 0
+        assert main(argv) == 0
     outputs = capsys.readouterr().out.splitlines()
     assert outputs == [
         f"statifier {statifier.__version__}",
@@ -112,14 +110,12 @@ def test_version_on_every_command(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_event_without_a_name_names_the_argument(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit):
-        main(["run", str(CARD), "-e", "=1"])
-    assert "argument --event/-e: '=1': expected NAME or NAME=JSON" in capsys.readouterr().err
+    assert main(["run", str(CARD), "-e", "=1"]) == 2
+    assert "'--event' / '-e': '=1': expected NAME or NAME=JSON" in capsys.readouterr().err
 
 
 def test_wait_default_is_shown_in_help(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit):
-        main(["run", "--help"])
+    assert main(["run", "--help"]) == 0
     help_text = " ".join(capsys.readouterr().out.split())
     assert "after the last event (default: 1m)" in help_text
 
@@ -191,17 +187,33 @@ def test_functions_option_loads_host_functions(
 """
     )
     monkeypatch.chdir(tmp_path)
-    # ``--functions`` imports from the working directory: the CLI puts it on ``sys.path``
-    # (its documented behaviour). A copy, restored after the test, keeps that change here.
+    # ``--path .`` puts the working directory on ``sys.path``; a copy, restored after the
+    # test, keeps that change here.
     monkeypatch.setattr(sys, "path", list(sys.path))
     assert main(["check", str(chart)]) == 1
     assert "function 'is_fraud' is not allowed" in capsys.readouterr().out
-    assert main(["check", "--functions", "hostrules:FUNCTIONS", str(chart)]) == 0
+    # The one rule: user code comes from the import path and --path, and the error says so.
+    assert main(["check", "--functions", "hostrules:FUNCTIONS", str(chart)]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "statifier check: error: --functions hostrules:FUNCTIONS: cannot import 'hostrules': "
+        "'hostrules' is in the working directory, which is not on the import path: "
+        "add --path . (or set PYTHONPATH)"
+    ]
+    assert main(["check", "--path", ".", "--functions", "hostrules:FUNCTIONS", str(chart)]) == 0
     capsys.readouterr()
-    argv = ["run", "--functions", "hostrules:FUNCTIONS", str(chart), "-e", "charge=500"]
+    argv = [
+        "run",
+        "--functions",
+        "hostrules:FUNCTIONS",
+        "--path",
+        ".",
+        str(chart),
+        "-e",
+        "charge=500",
+    ]
     assert main(argv) == 0
     assert "done (final: blocked;" in capsys.readouterr().out
-    assert main(["check", "--functions", "nosuchmodule:X", str(chart)]) == 2
+    assert main(["check", "--functions", "nosuchmodule:X", str(chart)]) == 1
     assert "cannot import 'nosuchmodule'" in capsys.readouterr().err
 
 

@@ -18,6 +18,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import click
 import psycopg
 import pytest
 from oban import Oban
@@ -25,6 +26,7 @@ from statifier.core.effects import Cancel, SendDelayed
 from statifier_oban import Config
 from statifier_oban._names import TIMER_WORKER
 from statifier_oban.cli import _main as cli
+from statifier_oban.cli import _worker
 from statifier_oban.timers import _schedule
 
 from oban_support.processes import Lines
@@ -140,9 +142,7 @@ def test_pending_without_the_schema_says_to_install_it(
 
 
 def test_pending_needs_a_scope(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exit_:
-        cli.main(["pending", "--database-url", UNREACHABLE])
-    assert exit_.value.code == 2
+    assert cli.main(["pending", "--database-url", UNREACHABLE]) == 2
     assert "SCOPE" in capsys.readouterr().err
 
 
@@ -223,7 +223,10 @@ def test_worker_with_a_module_that_does_not_import_is_status_1(
     assert cli.main([*args, "--module", "no_such_host_module_xyz"]) == 1
 
     err = capsys.readouterr().err
-    assert err.startswith("statifier-oban worker: error: cannot import module 'no_such_host_module")
+    assert err.startswith(
+        "statifier-oban worker: error: --module no_such_host_module_xyz: cannot import "
+        "'no_such_host_module_xyz': ModuleNotFoundError"
+    )
     assert err.count("\n") == 1
 
 
@@ -240,18 +243,17 @@ def test_worker_on_an_unreachable_database_is_status_1(capsys: pytest.CaptureFix
 def test_worker_queue_options_are_checked(
     queue_option: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with pytest.raises(SystemExit) as exit_:
-        cli.main(["worker", "--database-url", UNREACHABLE, "--queue", queue_option])
-    assert exit_.value.code == 2
+    assert cli.main(["worker", "--database-url", UNREACHABLE, "--queue", queue_option]) == 2
     assert "NAME=LIMIT" in capsys.readouterr().err
 
 
-def test_the_new_commands_are_registered_next_to_install() -> None:
-    assert list(cli.commands)[:1] == ["install"]
-    assert {"install", "demo", "worker", "pending"} <= set(cli.commands)
-    help_text = cli.build_parser().format_help()
-    for name in ("install", "demo", "worker", "pending"):
-        assert name in help_text
+def test_the_commands_are_listed_after_install(capsys: pytest.CaptureFixture[str]) -> None:
+    names = cli.statifier_oban.list_commands(click.Context(cli.statifier_oban))
+    assert names == ["install", "pending", "worker", "demo", "executions"]
+    assert cli.main(["--help"]) == 0
+    help_text = capsys.readouterr().out
+    for name in names:
+        assert f"  {name}  " in help_text
 
 
 def test_worker_leaves_the_current_directory_off_the_import_path(tmp_path: Path) -> None:
@@ -277,41 +279,47 @@ def test_worker_leaves_the_current_directory_off_the_import_path(tmp_path: Path)
     )
     assert result.returncode == 1
     assert "imported" not in result.stdout
-    assert "cannot import module 'cwd_host_module_xyz'" in result.stderr
+    # The error names the way to put it on the path.
+    assert result.stderr == (
+        "statifier-oban worker: error: --module cwd_host_module_xyz: cannot import "
+        "'cwd_host_module_xyz': 'cwd_host_module_xyz' is in the working directory, which is "
+        "not on the import path: add --path . (or set PYTHONPATH)\n"
+    )
 
 
-def test_set_import_path_adds_what_is_named_and_drops_the_working_directory(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "path", [str(tmp_path), "", "/lib/a", "/lib/b"])
-    cli.set_import_path([])
-    assert sys.path == ["/lib/a", "/lib/b"]
-
-    monkeypatch.setattr(sys, "path", [str(tmp_path), "/lib/a"])
-    cli.set_import_path([".", "plugins"])
-    assert sys.path == [str(tmp_path), str(tmp_path / "plugins"), "/lib/a"]
+def worker_params(args: list[str]) -> dict[str, Any]:
+    """What ``worker`` parses ``args`` into, without running it."""
+    with _worker.worker.make_context("worker", args) as ctx:
+        return dict(ctx.params)
 
 
 def test_worker_rescue_and_shutdown_flags_have_second_scale_defaults() -> None:
-    args = cli.build_parser().parse_args(
-        ["worker", "--database-url", UNREACHABLE, "--queue", "timers=1"]
-    )
-    assert (args.rescue_after, args.rescue_interval, args.shutdown_grace) == (10.0, 2.0, 10.0)
-    assert args.stuck_after == 3600.0
-    assert args.path == []
-    options = cli.WorkerOptions()
+    params = worker_params(["--database-url", UNREACHABLE, "--queue", "timers=1"])
+    assert (params["rescue_after"], params["rescue_interval"]) == (10.0, 2.0)
+    assert (params["shutdown_grace"], params["stuck_after"]) == (10.0, 3600.0)
+    assert params["paths"] == ()
+    options = _worker.WorkerOptions()
     # A crashed worker's jobs are back within rescue_after + rescue_interval (+ a heartbeat).
     assert options.rescue_after + options.rescue_interval + options.heartbeat < 30
     assert options.heartbeat == 2.0
 
     flags = ["--rescue-after", "4", "--rescue-interval", "0.5", "--stuck-after", "900"]
     grace = ["--shutdown-grace", "25"]
-    given = cli.build_parser().parse_args(
-        ["worker", "--database-url", UNREACHABLE, "--queue", "timers=1", *flags, *grace]
-    )
-    assert (given.rescue_after, given.rescue_interval) == (4.0, 0.5)
-    assert (given.stuck_after, given.shutdown_grace) == (900.0, 25.0)
+    given = worker_params(["--database-url", UNREACHABLE, "--queue", "timers=1", *flags, *grace])
+    assert (given["rescue_after"], given["rescue_interval"]) == (4.0, 0.5)
+    assert (given["stuck_after"], given["shutdown_grace"]) == (900.0, 25.0)
+
+
+def test_worker_options_read_their_environment_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DATABASE_URL", UNREACHABLE)
+    monkeypatch.setenv("STATIFIER_OBAN_QUEUES", "timers=2 invoke=3")
+    monkeypatch.setenv("STATIFIER_OBAN_RESCUE_AFTER", "4")
+    monkeypatch.setenv("STATIFIER_OBAN_PREFIX", "tenant_a")
+    params = worker_params([])
+    assert params["database_url"] == UNREACHABLE
+    assert params["queues"] == (("timers", 2), ("invoke", 3))
+    assert params["rescue_after"] == 4.0
+    assert params["prefix"] == "tenant_a"
 
 
 @pytest.mark.parametrize("flag", ["--rescue-after", "--rescue-interval", "--shutdown-grace"])
@@ -319,7 +327,22 @@ def test_worker_rescue_and_shutdown_flags_have_second_scale_defaults() -> None:
 def test_worker_seconds_flags_are_checked(
     flag: str, value: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with pytest.raises(SystemExit) as exit_:
-        cli.main(["worker", "--database-url", UNREACHABLE, "--queue", "timers=1", flag, value])
-    assert exit_.value.code == 2
+    args = ["worker", "--database-url", UNREACHABLE, "--queue", "timers=1", flag, value]
+    assert cli.main(args) == 2
     assert "positive number of seconds" in capsys.readouterr().err
+
+
+def test_pending_piped_into_a_reader_that_stops_early_ends_quietly(database_url: str) -> None:
+    # `statifier-oban pending ... | head -1`: more output than the pipe holds, the reader
+    # closes it after one line, and the command ends without a traceback (status 141).
+    scopes = [f"scope_{n:05d}_padding_to_fill_the_pipe" for n in range(6_000)]
+    argv = [sys.executable, "-m", "statifier_oban.cli", "pending", "--database-url", database_url]
+    process = subprocess.Popen(  # noqa: S603 - this interpreter, fixed arguments
+        [*argv, *scopes], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline() == f"{scopes[0]}\t0\n".encode()
+    process.stdout.close()
+    _, err = process.communicate(timeout=60)
+    assert err == b""
+    assert process.returncode == 141

@@ -8,7 +8,6 @@ registry, which is all a standalone worker needs.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import importlib
 import os
@@ -22,7 +21,7 @@ import pytest
 import statifier
 from oban import Oban
 from psycopg_pool import AsyncConnectionPool
-from statifier_oban.cli import _executions
+from statifier.cli import kit
 from statifier_oban.cli import _main as cli
 from statifier_oban.executions import ObanExecutor, execution_config
 from statifier_persistence import Executions
@@ -127,12 +126,17 @@ async def test_operators_list_show_send_and_cancel(
 
 
 def test_executions_commands_refuse_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exit_:
-        cli.main(["executions", "list", "--database-url", "x", "--status", "running"])
-    assert exit_.value.code == 2
-    with pytest.raises(SystemExit):
-        cli.main(["executions", "send", "--database-url", "x", "id", "e", "--data", "{nope"])
+    assert cli.main(["executions", "list", "--database-url", "x", "--status", "running"]) == 2
+    send = ["executions", "send", "--database-url", "x", "id", "e", "--data"]
+    assert cli.main([*send, "{nope"]) == 2
     assert "not JSON" in capsys.readouterr().err
+    # Every JSON argument is bounded: deep nesting is one line, never a RecursionError.
+    for argv in ([*send, "[" * 10_000], ["executions", "list", "--database-url", "x",
+                                          "--metadata", '{"a":' * 10_000]):  # fmt: skip
+        assert cli.main(argv) == 2
+        first, hint = capsys.readouterr().err.splitlines()
+        assert first.endswith("JSON nested more than 256 levels deep")
+        assert hint.startswith("Try 'statifier-oban executions ")
 
 
 async def test_a_standalone_worker_fires_timers_into_executions(
@@ -284,9 +288,45 @@ def test_functions_are_imported_without_putting_the_working_directory_back(
     (tmp_path / "plugins" / f"{module}.py").write_text(RULES_MODULE)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", ["", *sys.path])
-    cli.set_import_path(["plugins"])  # what the worker's --path does
-    functions = _executions.host_functions_of(argparse.Namespace(functions=f"{module}:FUNCTIONS"))
+    kit.set_import_path(["plugins"])  # what the worker's --path does
+    functions = kit.load_functions(f"{module}:FUNCTIONS")
     assert functions is not None
     assert list(functions) == ["over_limit"]
     assert "" not in sys.path
     assert str(tmp_path) not in sys.path
+
+
+WITHOUT_PERSISTENCE = """
+import sys
+
+class NotInstalled:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] == "statifier_persistence":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+sys.meta_path.insert(0, NotInstalled())
+from statifier_oban.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["executions", "list"],
+        ["executions", "--help"],
+        ["worker", "--database-url", "dbname=x", "--queue", "t=1", "--handler", "a:b=m:C"],
+    ],
+)
+def test_without_persistence_the_commands_name_the_extra(argv: list[str]) -> None:
+    done = subprocess.run(  # noqa: S603 - this interpreter, a fixed program
+        [sys.executable, "-c", WITHOUT_PERSISTENCE, *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"statifier-oban {argv[0]}: error: ")
+    assert line.endswith("statifier_persistence: pip install 'statifier-oban[persistence]'")

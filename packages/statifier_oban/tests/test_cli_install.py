@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
+import json
 from typing import Any
 
+import click
 import psycopg
 import pytest
+from statifier.cli import kit
 from statifier_oban.cli import _main as cli
 from statifier_oban.schema import INDEXES, OBAN_TABLES, TIMER_DEDUP_INDEX, TIMER_PENDING_INDEX
 
@@ -76,9 +78,7 @@ def test_an_unreachable_database_exits_1_with_one_line(
 
 
 def test_an_invalid_prefix_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exit_:
-        cli.main(["install", "--database-url", "dbname=x", "--prefix", "Bad-Name"])
-    assert exit_.value.code == 2
+    assert cli.main(["install", "--database-url", "dbname=x", "--prefix", "Bad-Name"]) == 2
     assert "not a plain identifier" in capsys.readouterr().err
 
 
@@ -86,26 +86,34 @@ def test_a_missing_database_url_is_a_usage_error(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.delenv("DATABASE_URL", raising=False)
-    with pytest.raises(SystemExit) as exit_:
-        cli.main(["install"])
-    assert exit_.value.code == 2
-    assert "--database-url" in capsys.readouterr().err
+    assert cli.main(["install"]) == 2
+    assert capsys.readouterr().err.splitlines()[0] == (
+        "statifier-oban install: error: give --database-url URL, or set DATABASE_URL"
+    )
 
 
-def test_commands_are_registered_one_function_each() -> None:
-    assert cli.commands["install"].run is cli.install_command
-    assert "install" in cli.build_parser().format_help()
+def test_install_prints_a_json_record(
+    database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["install", "--database-url", database_url, "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["installed"] == list(INDEXES)
+    assert record["schema"] == "public"
 
 
-def test_a_registered_command_gets_its_own_subparser(monkeypatch: pytest.MonkeyPatch) -> None:
-    def add_arguments(parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--code", type=int, default=0)
-
-    def run(args: argparse.Namespace) -> int:
-        code: int = args.code
+def test_a_command_added_to_the_group_runs_with_the_shared_runner(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    @click.command("probe", cls=kit.Command, help="test only")
+    @click.option("--code", type=int, default=0)
+    def probe(code: int) -> int:
+        if code < 0:
+            raise kit.CommandError("negative")
         return code
 
-    command = cli.Command(name="probe", help="test only", add_arguments=add_arguments, run=run)
-    monkeypatch.setitem(cli.commands, "probe", command)
-
+    monkeypatch.setitem(cli.statifier_oban.commands, "probe", probe)
     assert cli.main(["probe", "--code", "3"]) == 3
+    assert cli.main(["probe", "--code", "-1"]) == 1
+    assert capsys.readouterr().err == "statifier-oban probe: error: negative\n"
+    assert cli.main(["--help"]) == 0
+    assert "probe" in capsys.readouterr().out

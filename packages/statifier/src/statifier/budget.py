@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Final, Literal
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from statifier.datamodel.base import WriteResult
+    from statifier.datamodel.writes import WriteResult
 
 Reason = Literal["rounds", "steps", "effects", "internal_events", "output_bytes"]
 """Which budget ran out (``BudgetExhausted.reason``)."""

@@ -64,3 +64,10 @@ class ExecutionResourceError(StatifierError):
         self.session_id = session_id
         self.resource = resource
         super().__init__(f"execution {session_id} ran out of {resource}; the call had no effect")
+
+
+def install_hint(distribution: str, extra: str | None = None) -> str:
+    """``pip install 'statifier-oban[persistence]'``: the end of every error about a
+    missing optional package, naming the exact distribution and extra to install."""
+    requirement = f"{distribution}[{extra}]" if extra else distribution
+    return f"pip install '{requirement}'"

@@ -5,13 +5,18 @@ occupies a few kilobytes in memory and 10^8 elements once written out. Everythin
 writes a value out (a position, a job row, a log line, an error message) pays for the
 written-out form, so the engine measures that form, counting every shared reference as what
 it expands to, and gives up as soon as a limit is passed (``measure``). Messages never hold
-more than a short, truncated rendering of a value (``brief``).
+more than a short, truncated rendering of a value (``brief``). The value domain itself is
+here too: the ``Value`` type every datamodel speaks and ``is_value``, its one check.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any, Final
+
+type Value = Any
+"""A JSON-like value: ``str``, ``int``, ``float``, ``bool``, ``None``, ``list``, ``dict``."""
 
 MAX_DEPTH: Final = 256
 """Deepest nesting of containers a stored value may have (writing deeper ones out recurses)."""
@@ -239,3 +244,94 @@ def _render_container(
             return room
     parts.append(closing)
     return room - 1
+
+
+_SCALARS = (str, int, float, type(None))
+
+
+def is_value(obj: object) -> bool:
+    """Return whether ``obj`` is a JSON-like value, checking containers deeply.
+
+    Shared sub-containers are fine; cyclic structures are not values.
+    """
+    on_path: set[int] = set()
+    finished: set[int] = set()
+    # Each stack entry is (object, leaving); ``leaving`` marks the post-order visit that takes a
+    # container off the current path, which is how cycles are told apart from sharing.
+    stack: list[tuple[object, bool]] = [(obj, False)]
+    while stack:
+        item, leaving = stack.pop()
+        if leaving:
+            on_path.discard(id(item))
+            finished.add(id(item))
+            continue
+        if isinstance(item, _SCALARS):
+            continue
+        if not isinstance(item, list | dict):
+            return False
+        key = id(item)
+        if key in on_path:
+            return False
+        if key in finished:
+            continue
+        on_path.add(key)
+        stack.append((item, True))
+        if isinstance(item, dict):
+            for name, child in item.items():
+                if not isinstance(name, str):
+                    return False
+                stack.append((child, False))
+        else:
+            stack.extend((child, False) for child in item)
+    return True
+
+
+MAX_JSON_TEXT: Final = 1_000_000
+"""The most characters of JSON text :func:`parse_json` reads by default."""
+
+
+def parse_json(text: str, *, max_chars: int = MAX_JSON_TEXT, max_depth: int = MAX_DEPTH) -> Any:
+    """The JSON value of ``text``, read only if it is small and shallow enough.
+
+    For JSON from outside (a command-line argument): ``ValueRefused``, with a one-line
+    message that reads after "is" (``not JSON: ...``, ``JSON nested ...``), for text
+    longer than ``max_chars``, containers nested deeper than ``max_depth`` (counted before
+    parsing, so no nesting reaches the parser's recursion), ``NaN`` or ``Infinity`` (not
+    JSON) and anything ``json`` refuses.
+    """
+    if len(text) > max_chars:
+        raise ValueRefused(f"JSON longer than {max_chars} characters ({len(text)})")
+    if _nesting(text) > max_depth:
+        raise ValueRefused(f"JSON nested more than {max_depth} levels deep")
+    try:
+        return json.loads(text, parse_constant=_not_json)
+    except json.JSONDecodeError as exc:
+        raise ValueRefused(f"not JSON: {exc.msg} at column {exc.colno}") from None
+    except ValueError as exc:
+        raise ValueRefused(f"not JSON: {exc}") from None
+
+
+def _nesting(text: str) -> int:
+    """The deepest nesting of brackets in ``text`` outside strings (one linear pass)."""
+    deepest = depth = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def _not_json(token: str) -> Any:
+    raise ValueError(f"{token} is not a JSON value")

@@ -26,11 +26,9 @@ the hold jobs, only records and logs each delivery). The story:
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import signal
-import sys
 import threading
 import time
 import uuid
@@ -40,10 +38,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+import click
 import psycopg
 import statifier
 from oban import Oban
 from psycopg_pool import AsyncConnectionPool
+from statifier.cli import kit
 from statifier.core.events import Event
 from statifier_oban.embedded import EmbeddedPostgres
 from statifier_oban.executions import ObanExecutor, execution_config, pending_jobs
@@ -123,74 +123,63 @@ class Check:
 # -- command line -----------------------------------------------------------------------------
 
 
-def _hold_argument(value: str) -> str:
-    try:
-        hold_ms(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return value
+class HoldType(click.ParamType[str, Any]):
+    """A hold unit: a duration ``hold_ms`` reads (``3s``, ``1500ms``)."""
+
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        """The duration as given (a usage error if it is not one)."""
+        try:
+            hold_ms(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+        return str(value)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``statifier-oban demo``."""
-    parser.add_argument(
-        "--hold",
-        default=DEFAULT_HOLD,
-        type=_hold_argument,
-        metavar="DURATION",
-        help=f"the hold unit, e.g. 3s or 1500ms (default: {DEFAULT_HOLD}; the chart says 7d)",
-    )
-    parser.add_argument(
-        "--database-url",
-        metavar="URL",
-        default=None,
-        help="use this PostgreSQL instead of an embedded one (the schema is installed; "
-        "card ids get a run id so reruns do not collide)",
-    )
-    parser.add_argument(
-        "--chart",
-        type=Path,
-        default=None,
-        metavar="PATH",
-        help="the card-authorization chart (default: the one shipped with statifier_demo)",
-    )
-    parser.add_argument(
-        "--fault",
-        choices=FAULTS,
-        default="none",
-        help="inject a failure to see the checks catch it: no-capture (card A is never "
-        "captured, so its hold expires it)",
-    )
-
-
-def run_command(args: argparse.Namespace) -> int:
-    """Run the demo with parsed ``add_arguments`` options; return the exit status."""
-    options = DemoOptions(
-        hold=args.hold, database_url=args.database_url, chart=args.chart, fault=args.fault
-    )
-    return run_demo(options)
+@click.command(
+    cls=kit.Command,
+    help="Card authorizations as durable executions: a worker killed mid-flight and a "
+    "deploy of every worker, each hold applied exactly once.",
+)
+@click.option(
+    "--hold", default=DEFAULT_HOLD, type=HoldType(), metavar="DURATION",
+    help=f"the hold unit, e.g. 3s or 1500ms (default: {DEFAULT_HOLD}; the chart says 7d)",
+)  # fmt: skip
+@click.option(
+    "--database-url", metavar="URL", default=None, envvar="DATABASE_URL", show_envvar=True,
+    help="use this PostgreSQL instead of an embedded one (the schema is installed; "
+    "card ids get a run id so reruns do not collide)",
+)  # fmt: skip
+@click.option(
+    "--chart", type=click.Path(path_type=Path), default=None, metavar="PATH",
+    help="the card-authorization chart (default: the one shipped with statifier_demo)",
+)  # fmt: skip
+@click.option(
+    "--fault", type=click.Choice(FAULTS), default="none", show_default=True,
+    help="inject a failure to see the checks catch it: no-capture (card A is never "
+    "captured, so its hold expires it)",
+)  # fmt: skip
+def demo(hold: str, database_url: str | None, chart: Path | None, fault: str) -> int:
+    """Run the demo with its options; return the exit status."""
+    return run_demo(DemoOptions(hold=hold, database_url=database_url, chart=chart, fault=fault))
 
 
 def main(argv: Sequence[str] | None = None, *, prog: str = "python -m statifier_demo") -> int:
-    """Run the demo (``statifier-oban demo`` calls this); return its exit status.
+    """Run the demo (``statifier-demo``, ``python -m statifier_demo``); return its status.
 
     ``argv`` defaults to ``sys.argv[1:]``; ``prog`` names the command in usage and help.
-    Usage errors exit with status 2 through argparse, as usual.
+    Usage errors are status 2, as with every statifier command (``statifier.cli.kit``).
     """
-    parser = argparse.ArgumentParser(
-        prog=prog,
-        description="Card authorizations as durable executions: a worker killed mid-flight "
-        "and a deploy of every worker, each hold applied exactly once.",
-    )
-    add_arguments(parser)
-    return run_command(parser.parse_args(argv))
+    return kit.run(demo, argv, prog=prog)
 
 
 # -- the run ----------------------------------------------------------------------------------
 
 
 def run_demo(options: DemoOptions, out: TextIO | None = None) -> int:
-    """Run the whole demo (see the module docstring) and return its exit status."""
+    """Run the whole demo (see the module docstring) and return its exit status (0; a
+    chart that cannot be read or a check that fails is a ``CommandError``)."""
     t0 = time.time()
     timeline = Timeline(t0, out)
     try:
@@ -198,8 +187,7 @@ def run_demo(options: DemoOptions, out: TextIO | None = None) -> int:
         machine = load_machine(chart)
         declared = declared_hold(chart.read_text(encoding="utf-8"))
     except (ChartNotFound, OSError, ValueError, statifier.ChartError) as exc:
-        print(f"statifier-oban demo: error: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 1
+        raise kit.CommandError(exc) from None
     run_id = f"_{uuid.uuid4().hex[:8]}" if options.database_url else ""
     cards = Cards(*(f"card_{letter}{run_id}" for letter in "abcd"))
     for line in _intro(chart, options.hold, declared, cards):
@@ -632,10 +620,6 @@ def _report(timeline: Timeline, checks: list[Check], elapsed: float) -> int:
     timeline.print()
     if failed:
         timeline.print(f"demo FAILED: {len(failed)} of {len(checks)} checks failed")
-        print(
-            f"statifier-oban demo: error: {failed[0].claim} (found: {failed[0].found})",
-            file=sys.stderr,
-        )
-        return 1
+        raise kit.CommandError(f"{failed[0].claim} (found: {failed[0].found})")
     timeline.print(f"demo passed: all {len(checks)} checks hold; run time {elapsed:.1f} s")
     return 0

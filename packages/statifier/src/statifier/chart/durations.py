@@ -89,10 +89,12 @@ _DISPLAY_UNITS = (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000))
 
 
 def format_duration(millis: int) -> str:
-    """Milliseconds as people write them: ``7d``, ``1d6h``, ``90s`` -> ``1m30s``, ``250ms``.
+    """Milliseconds as people write them: ``7d``, ``7d 2h``, ``90s`` -> ``1m 30s``, ``250ms``.
 
-    Days, hours and minutes are whole; seconds may carry a fraction (``1.5s``). Negative
-    durations keep their sign. The inverse of ``parse_duration`` for single-unit results.
+    The one duration formatter of the engine and its command lines. Days, hours and minutes
+    are whole; seconds may carry a fraction (``1.5s``); units go from the largest down,
+    separated by a space. Negative durations keep their sign. ``parse_duration`` reads
+    every result back.
     """
     if millis < 0:
         return "-" + format_duration(-millis)
@@ -107,4 +109,4 @@ def format_duration(millis: int) -> str:
     if rest:
         seconds, fraction = divmod(rest, 1_000)
         parts.append(f"{seconds}.{fraction:03d}".rstrip("0").rstrip(".") + "s")
-    return "".join(parts)
+    return " ".join(parts)

@@ -7,60 +7,69 @@
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TextIO
 
 from statifier.chart.diagram import DiagramError, svg_of_dot, to_dot, to_mermaid
 from statifier.chart.model import Machine
-from statifier.cli import load_chart
-from statifier.cli._files import files_beside
+from statifier.cli._files import files_beside, load_chart
+from statifier.cli.kit import CommandError
 from statifier.core import position
+from statifier.core.events import Event
 from statifier.datamodel.host import HostFunction
 from statifier.errors import PositionError
 from statifier.virtual.driver import VirtualDriver
 
 
+@dataclass(frozen=True, slots=True)
+class DiagramRequest:
+    """What ``statifier diagram`` was asked to draw."""
+
+    chart: Path
+    format: str = "mermaid"
+    position: Path | None = None
+    events: tuple[Event, ...] | None = None
+    output: Path | None = None
+
+
 def diagram(
-    args: argparse.Namespace, out: TextIO, functions: Mapping[str, HostFunction] | None
+    request: DiagramRequest, out: TextIO, functions: Mapping[str, HostFunction] | None
 ) -> int:
-    """Print (or write) the diagram; returns the exit code."""
-    machine = load_chart(args.chart, functions)
+    """Print (or write) the diagram; returns the exit code (``CommandError`` for a
+    position that cannot be read or an SVG Graphviz cannot draw)."""
+    machine = load_chart(request.chart, functions)
     if not isinstance(machine, Machine):
-        for line in machine:
-            print(line, file=out)
+        for diagnostic in machine:
+            print(diagnostic.format(str(request.chart)), file=out)
         return 1
     try:
-        active = _active(machine, args)
+        active = _active(machine, request)
     except (OSError, PositionError) as exc:
-        print(f"statifier diagram: --position {args.position}: {exc}", file=sys.stderr)
-        return 1
-    if args.format == "mermaid":
+        raise CommandError(f"--position {request.position}: {exc}") from None
+    if request.format == "mermaid":
         text = to_mermaid(machine, active).encode()
     else:
         text = to_dot(machine, active).encode()
-    if args.format == "svg":
-        rendered = _svg(text)
-        if rendered is None:
-            return 1
-        text = rendered
-    if args.output is not None:
-        args.output.write_bytes(text)
+    if request.format == "svg":
+        text = _svg(text)
+    if request.output is not None:
+        request.output.write_bytes(text)
     else:
         out.write(text.decode())
     return 0
 
 
-def _active(machine: Machine, args: argparse.Namespace) -> frozenset[int]:
-    if args.position is not None:
-        return position.loads(args.position.read_bytes(), machine).configuration
-    if args.event is None:
+def _active(machine: Machine, request: DiagramRequest) -> frozenset[int]:
+    if request.position is not None:
+        return position.loads(request.position.read_bytes(), machine).configuration
+    if request.events is None:
         return frozenset()
-    driver = VirtualDriver(machine, session_id="sess_diagram", resolver=files_beside(args.chart))
+    driver = VirtualDriver(machine, session_id="sess_diagram", resolver=files_beside(request.chart))
     driver.start()
     driver.run_until_idle()
-    for event in args.event:
+    for event in request.events:
         if driver.sessions[driver.top].halted:
             break
         driver.send(event)
@@ -68,9 +77,8 @@ def _active(machine: Machine, args: argparse.Namespace) -> frozenset[int]:
     return driver.state.configuration
 
 
-def _svg(dot_source: bytes) -> bytes | None:
+def _svg(dot_source: bytes) -> bytes:
     try:
         return svg_of_dot(dot_source)
     except DiagramError as exc:
-        print(f"statifier diagram: {exc}", file=sys.stderr)
-        return None
+        raise CommandError(str(exc)) from None

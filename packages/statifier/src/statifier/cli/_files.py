@@ -1,4 +1,5 @@
-"""The command line's ``src`` resolver: files beside the chart, and nothing else.
+"""The command line's charts: a chart file compiled (:func:`load_chart`), and the ``src``
+resolver that reads files beside it, and nothing else.
 
 The library fetches nothing unless the host says how (``resolver=``). On the command line
 the host is the user running their own chart, whose ``<script src>``, ``<data src>`` and
@@ -9,10 +10,29 @@ directory are refused, and so are files larger than a chart may be.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
-from statifier.chart.compiler import MAX_CHART_BYTES, Resolver
+from statifier.chart.compiler import MAX_CHART_BYTES, Resolver, compile_chart
+from statifier.chart.model import Machine
+from statifier.datamodel.host import HostFunction, HostFunctionError
+from statifier.errors import ChartError, Diagnostic
+
+
+def load_chart(
+    path: Path, functions: Mapping[str, HostFunction] | None
+) -> Machine | list[Diagnostic]:
+    """The compiled chart, or why it cannot be compiled (a file that cannot be read is a
+    diagnostic at line 0, ``unreadable-file``)."""
+    try:
+        return compile_chart(path.read_bytes(), functions=functions, resolver=files_beside(path))
+    except ChartError as exc:
+        return sorted(exc.diagnostics, key=lambda d: d.line)
+    except OSError as exc:
+        return [Diagnostic("unreadable-file", str(exc.strerror or exc))]
+    except HostFunctionError as exc:
+        return [Diagnostic("host-functions", str(exc))]
 
 
 def files_beside(chart: Path) -> Resolver:

@@ -228,7 +228,7 @@ class Reporter:
 
 
 def describe_pending(pending: Sequence[PendingTimer], t_ms: int, top: str) -> str:
-    """``1 timer: 'x' (send_id hold) due at t=7d (in 6d23h59m)`` for an end-of-run line."""
+    """``1 timer: 'x' (send_id hold) due at t=7d (in 6d 23h 59m)`` for an end-of-run line."""
     count = f"{len(pending)} timer{'s' if len(pending) != 1 else ''}"
     return f"{count}: " + "; ".join(_timer(timer, t_ms, top) for timer in pending)
 

@@ -10,18 +10,18 @@ system variables included) and turns every :class:`EvaluationError` into ``error
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, MutableMapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from statifier._slots import setters
+from statifier.datamodel.writes import Admit as Admit
+from statifier.datamodel.writes import PathKey as PathKey
+from statifier.datamodel.writes import WriteResult as WriteResult
+from statifier.datamodel.writes import write_result as write_result
 from statifier.errors import StatifierError
+from statifier.values import Value as Value
 
 if TYPE_CHECKING:
     from statifier.budget import Budget
     from statifier.datamodel.host import HostFunctions
-
-type Value = Any
-"""A JSON-like value: ``str``, ``int``, ``float``, ``bool``, ``None``, ``list``, ``dict``."""
 
 type Variables = Mapping[str, Value]
 """The variables visible to an expression, keyed by name."""
@@ -34,49 +34,6 @@ type InState = Callable[[str], bool]
 
 type Writable = Callable[[str], bool]
 """Callback deciding whether a script may (re)bind a top-level name."""
-
-type Admit = Callable[[WriteResult], None]
-"""Callback that checks a write before it is applied; it raises to refuse it."""
-
-PathKey = str | int
-"""One step of a written path: a dict key or a (non-negative) list index."""
-
-
-@dataclass(frozen=True, slots=True)
-class WriteResult:
-    """The outcome of one write.
-
-    ``root_value`` is the new value of variable ``root``; ``path`` leads from the root to the
-    written element (empty when the variable itself was assigned); ``prior`` is the value
-    previously at that path, or ``None`` if there was none; ``value`` is the value written
-    at the path (``root_value`` when the path is empty; a datamodel that does not say
-    leaves it ``None`` and the whole root is measured).
-    """
-
-    root: str
-    root_value: Value
-    path: tuple[PathKey, ...]
-    prior: Value
-    value: Value = field(default=None, compare=False)
-
-
-_root, _root_value, _path, _prior, _value = setters(
-    WriteResult, "root", "root_value", "path", "prior", "value"
-)
-
-
-def write_result(
-    root: str, root_value: Value, path: tuple[PathKey, ...], prior: Value, value: Value
-) -> WriteResult:
-    """``WriteResult(root, root_value, path, prior, value)``, built fast (a write per
-    ``<assign>``)."""
-    result = object.__new__(WriteResult)
-    _root(result, root)
-    _root_value(result, root_value)
-    _path(result, path)
-    _prior(result, prior)
-    _value(result, value)
-    return result
 
 
 class DatamodelError(StatifierError):

@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from statifier.datamodel.python.values import is_value
 from statifier.errors import StatifierError
+from statifier.values import is_value
 
 HostFunction = Callable[..., Any]
 """A registered function: JSON-like positional and keyword arguments, a JSON-like result."""

@@ -103,9 +103,7 @@ class ScxmlInvokeHandler:
         self.children: dict[str, Session] = {}
 
     async def start(self, invoke: fx.Invoke, ctx: HandlerContext) -> None:
-        """Compile the child chart and start it as a child session."""
-        from statifier.runtime.session import Session
-
+        """Compile the child chart and start it as a child session (of the parent's class)."""
         parent = ctx.session
         parent.tree.check(parent.depth + 1)
         source: Any = invoke.content
@@ -118,7 +116,7 @@ class ScxmlInvokeHandler:
         machine = compile_chart(source, resolver=parent.resolver)
         declared = {d.id for d in machine.data}
         seed = {k: v for k, v in invoke.params.items() if k in declared}
-        child = await Session.start(
+        child = await type(parent).start(
             machine,
             datamodel=seed,
             resolver=parent.resolver,

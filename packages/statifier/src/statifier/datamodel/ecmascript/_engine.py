@@ -28,6 +28,7 @@ from statifier.datamodel.base import (
     WriteResult,
 )
 from statifier.datamodel.ecmascript.limits import DEFAULT_LIMITS, MAX_CACHED_FUNCTIONS, Limits
+from statifier.errors import install_hint
 from statifier.values import ValueRefused
 
 SYSTEM_VARIABLES: Final = frozenset({"_event", "_sessionid", "_name", "_ioprocessors"})
@@ -45,7 +46,7 @@ def load_quickjs() -> Any:
     except ImportError as exc:
         raise DatamodelUnavailable(
             "the ecmascript datamodel needs the QuickJS engine: "
-            "install the extra with `pip install 'statifier[ecmascript]'`"
+            f"install the extra with `{install_hint('statifier', 'ecmascript')}`"
         ) from exc
 
 

@@ -15,10 +15,10 @@ from statifier.datamodel.python.values import Value, type_name
 from statifier.suggest import did_you_mean
 
 if TYPE_CHECKING:
-    from statifier.datamodel.python.compiler import ExpressionCompiler, HostCalls
+    from statifier.datamodel.python.nodes import HostCalls, NodeCompiler
 
 
-def compile_call(compiler: ExpressionCompiler, node: ast.Call) -> Evaluator:
+def compile_call(compiler: NodeCompiler, node: ast.Call) -> Evaluator:
     """Compile ``f(...)`` for an allow-listed ``f`` or ``x.m(...)`` for an allowed method."""
     for argument in node.args:
         if isinstance(argument, ast.Starred):
@@ -34,7 +34,7 @@ def compile_call(compiler: ExpressionCompiler, node: ast.Call) -> Evaluator:
     raise compiler.error("only allow-listed functions and methods can be called", node)
 
 
-def _function_call(compiler: ExpressionCompiler, node: ast.Call, callee: ast.Name) -> Evaluator:
+def _function_call(compiler: NodeCompiler, node: ast.Call, callee: ast.Name) -> Evaluator:
     name = callee.id
     compiler.check_name(name, callee)
     spec = FUNCTIONS.get(name)
@@ -77,9 +77,7 @@ def _function_call(compiler: ExpressionCompiler, node: ast.Call, callee: ast.Nam
     return call_with_keywords
 
 
-def _host_call(
-    compiler: ExpressionCompiler, node: ast.Call, name: str, host: HostCalls
-) -> Evaluator:
+def _host_call(compiler: NodeCompiler, node: ast.Call, name: str, host: HostCalls) -> Evaluator:
     arguments = tuple(compiler.compile(argument) for argument in node.args)
     keywords = tuple(
         (str(keyword.arg), compiler.compile(keyword.value)) for keyword in node.keywords
@@ -99,9 +97,7 @@ def _host_call(
     return call_host
 
 
-def _check_signature(
-    compiler: ExpressionCompiler, node: ast.Call, name: str, spec: FunctionSpec
-) -> None:
+def _check_signature(compiler: NodeCompiler, node: ast.Call, name: str, spec: FunctionSpec) -> None:
     count = len(node.args)
     if not spec.min_args <= count <= spec.max_args:
         expected = (
@@ -119,7 +115,7 @@ def _check_signature(
             )
 
 
-def _method_call(compiler: ExpressionCompiler, node: ast.Call, callee: ast.Attribute) -> Evaluator:
+def _method_call(compiler: NodeCompiler, node: ast.Call, callee: ast.Attribute) -> Evaluator:
     name = callee.attr
     compiler.check_attribute_name(name, callee)
     if name not in METHOD_NAMES:

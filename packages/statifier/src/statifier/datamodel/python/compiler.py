@@ -12,7 +12,7 @@ import ast
 import operator
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Final, Protocol
+from typing import Final
 
 from statifier.datamodel.python.access import attribute, slice_of, subscript
 from statifier.datamodel.python.calls import compile_call
@@ -21,6 +21,7 @@ from statifier.datamodel.python.context import EvalContext, Evaluator
 from statifier.datamodel.python.errors import EvaluationError, ExpressionSyntaxError
 from statifier.datamodel.python.limits import MAX_INT_BITS
 from statifier.datamodel.python.literals import NONE, NOT_LITERAL, constant, literal_value
+from statifier.datamodel.python.nodes import HostCalls
 from statifier.datamodel.python.operators import (
     BINARY_OPERATORS,
     COMPARE_OPERATORS,
@@ -66,19 +67,6 @@ _FAST_COMPARISONS: Final[Mapping[type[ast.cmpop], Callable[[Value, Value], bool]
     ast.Gt: operator.gt,
     ast.GtE: operator.ge,
 }
-
-
-class HostCalls(Protocol):
-    """What the compiler needs of a host-function registry (``statifier.datamodel.host``)."""
-
-    def __contains__(self, name: object) -> bool:
-        """Whether ``name`` is registered."""
-
-    def __iter__(self) -> Iterator[str]:
-        """The registered names."""
-
-    def call(self, name: str, args: list[Value], kwargs: Mapping[str, Value]) -> Value:
-        """Call a registered function with checked JSON-like values."""
 
 
 def is_reserved_name(name: str) -> bool:

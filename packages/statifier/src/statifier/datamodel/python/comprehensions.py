@@ -13,11 +13,11 @@ from statifier.datamodel.python.sizing import check_length
 from statifier.datamodel.python.values import Value, type_name
 
 if TYPE_CHECKING:
-    from statifier.datamodel.python.compiler import ExpressionCompiler
+    from statifier.datamodel.python.nodes import NodeCompiler
 
 
 def compile_comprehension(
-    compiler: ExpressionCompiler, node: ast.ListComp | ast.GeneratorExp
+    compiler: NodeCompiler, node: ast.ListComp | ast.GeneratorExp
 ) -> Evaluator:
     """Compile ``[elt for target in iterable if cond...]`` with a single ``for`` clause."""
     if len(node.generators) != 1:
@@ -65,7 +65,7 @@ def compile_comprehension(
     return comprehension
 
 
-def _target_names(compiler: ExpressionCompiler, target: ast.expr) -> list[str]:
+def _target_names(compiler: NodeCompiler, target: ast.expr) -> list[str]:
     elements = target.elts if isinstance(target, ast.Tuple) else [target]
     names: list[str] = []
     for element in elements:

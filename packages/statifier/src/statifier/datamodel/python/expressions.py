@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from statifier.budget import Budget
-from statifier.datamodel.python.compiler import ExpressionCompiler, HostCalls, is_reserved_name
+from statifier.datamodel.python.compiler import ExpressionCompiler, is_reserved_name
 from statifier.datamodel.python.context import (
     CONTEXT_POOL,
     CONTEXT_POOL_LIMIT,
@@ -23,6 +23,7 @@ from statifier.datamodel.python.errors import (
     evaluation_error,
 )
 from statifier.datamodel.python.limits import MAX_SOURCE_LENGTH, STEP_BUDGET
+from statifier.datamodel.python.nodes import HostCalls
 from statifier.datamodel.python.parsing import parse_expression_source
 from statifier.datamodel.python.values import InState, Value, Variables
 

@@ -14,7 +14,7 @@ from typing import Final
 from statifier.budget import Budget
 from statifier.datamodel.base import PathKey, WriteResult, write_result
 from statifier.datamodel.python.access import attribute, subscript
-from statifier.datamodel.python.compiler import ExpressionCompiler, HostCalls
+from statifier.datamodel.python.compiler import ExpressionCompiler
 from statifier.datamodel.python.context import EvalContext, Evaluator
 from statifier.datamodel.python.errors import (
     EvaluationError,
@@ -23,6 +23,7 @@ from statifier.datamodel.python.errors import (
 )
 from statifier.datamodel.python.limits import MAX_SOURCE_LENGTH, STEP_BUDGET
 from statifier.datamodel.python.literals import literal_value
+from statifier.datamodel.python.nodes import HostCalls
 from statifier.datamodel.python.parsing import parse_expression_source
 from statifier.datamodel.python.values import InState, Value, Variables, type_name
 from statifier.values import brief

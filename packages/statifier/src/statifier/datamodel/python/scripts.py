@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from statifier.budget import Budget
 from statifier.datamodel.base import WriteResult
-from statifier.datamodel.python.compiler import ExpressionCompiler, HostCalls
+from statifier.datamodel.python.compiler import ExpressionCompiler
 from statifier.datamodel.python.context import EvalContext, Evaluator
 from statifier.datamodel.python.errors import (
     EvaluationError,
@@ -18,6 +18,7 @@ from statifier.datamodel.python.errors import (
 )
 from statifier.datamodel.python.limits import MAX_SCRIPT_SOURCE_LENGTH
 from statifier.datamodel.python.locations import LocationPlan, plan_location
+from statifier.datamodel.python.nodes import HostCalls
 from statifier.datamodel.python.operators import BINARY_OPERATORS, BinaryOp
 from statifier.datamodel.python.parsing import parse_script_source
 from statifier.datamodel.python.values import InState, Value
