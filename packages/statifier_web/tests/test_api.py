@@ -276,3 +276,22 @@ async def test_values_the_engine_cannot_store_are_422(web: WebRig) -> None:
         "/api/executions/v/events", content=b"{", headers={"Content-Type": "application/json"}
     )
     assert not_json.status_code == 422
+
+
+async def test_a_chart_invoking_a_type_without_a_handler_here_is_not_stepped(web: WebRig) -> None:
+    invoking = statifier.compile(
+        """<scxml xmlns="http://www.w3.org/2005/07/scxml" name="invoking" initial="a">
+  <state id="a"><transition event="go" target="b"/></state>
+  <state id="b"><invoke type="myapp:capture"/></state>
+</scxml>"""
+    )
+    await web.executions.register(invoking)
+    refused = await start(web, chart="invoking", id="i1")
+    assert refused.status_code == 501
+    assert error_of(refused)["code"] == "invoke_handler_missing"
+    assert error_of(refused)["invoke_types"] == ["myapp:capture"]
+    await web.executions.create(invoking, execution_id="i2")
+    sent = await web.client.post("/api/executions/i2/events", json={"name": "go"})
+    assert sent.status_code == 501
+    assert error_of(sent)["invoke_types"] == ["myapp:capture"]
+    assert (await web.executions.get("i2")).step_count == 1  # nothing was driven

@@ -37,6 +37,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     409: {"model": ErrorOut, "description": "The execution is terminal, parked, or exists"},
     413: {"model": ErrorOut, "description": "The request body is too large"},
     422: {"model": ErrorOut, "description": "The input is not acceptable"},
+    501: {"model": ErrorOut, "description": "The chart invokes a type this server cannot run"},
     503: {"model": ErrorOut, "description": "The database did not answer"},
 }
 

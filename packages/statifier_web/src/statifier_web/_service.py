@@ -16,11 +16,13 @@ from typing import Any, Final, Literal
 
 from oban import Oban
 from statifier.core.events import Event
+from statifier.core.state import MachineState
 from statifier.values import ValueRefused, measure
 from statifier_oban.executions import ObanExecutor, PendingJob, pending_jobs
 from statifier_persistence import (
     AlreadyApplied,
     ChartNotRegistered,
+    Decline,
     Declined,
     Discarded,
     Execution,
@@ -66,6 +68,18 @@ def keyed_id(key: str) -> str:
     return KEYED_ID_PREFIX + hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
 
 
+def unhandled(chart: str | None, invoke_types: list[str]) -> ApiError:
+    """501: the chart invokes types this server has no handler for, so a step entering an
+    invoking state would start nothing (give the server the workers' handlers)."""
+    return ApiError(
+        501,
+        "invoke_handler_missing",
+        f"chart {chart!r} invokes {', '.join(invoke_types)}, which this server has no "
+        "handler for: run it with the workers' --handler and --invoke-queue options",
+        {"invoke_types": invoke_types},
+    )
+
+
 def metadata_filter(text: str | None) -> dict[str, Any] | None:
     """A ``metadata`` filter as a query gives it: a JSON object (422 otherwise), or None."""
     if text is None:
@@ -98,6 +112,7 @@ class Service:
                 f"the executions run on {executor!r}: statifier_web needs an ObanExecutor"
             )
         self.executions = executions
+        self.executor = executor
         self.oban: Oban = executor.config.oban
         self._max_value_bytes = max_value_bytes
 
@@ -172,6 +187,9 @@ class Service:
         if request.datamodel is not None:
             check_value(request.datamodel, "datamodel", self._max_value_bytes)
         machine = await self.executions.chart(request.chart)
+        missing = self.executor.unhandled_invoke_types(machine)
+        if missing:
+            raise unhandled(machine.name, missing)
         execution_id = request.id if request.id is not None or key is None else keyed_id(key)
         created = await self.executions.create(
             machine,
@@ -196,7 +214,13 @@ class Service:
     ) -> tuple[Outcome, ExecutionDetail]:
         """Step the external event ``name`` with ``data`` into the execution."""
         check_value(data, "data", self._max_value_bytes)
-        result = await self.executions.step(execution_id, Event(name=name, data=data), key=key)
+        event = Event(name=name, data=data)
+
+        def unless_unhandled(state: MachineState) -> Event | Decline:
+            missing = self.executor.unhandled_invoke_types(state.machine)
+            return Decline(", ".join(missing)) if missing else event
+
+        result = await self.executions.step(execution_id, unless_unhandled, key=key)
         match result:
             case Stepped():
                 return "stepped", await self._after(result)
@@ -204,8 +228,8 @@ class Service:
                 return "already_applied", await self.detail(execution_id)
             case Discarded(execution=execution, status=status):
                 raise terminal(execution.id, status)
-            case Declined(execution=execution, reason=reason):  # no builder here: defensive
-                raise ApiError(409, "declined", reason, {"execution_id": execution.id})
+            case Declined(execution=execution, reason=reason):
+                raise unhandled(execution.chart_name, reason.split(", "))
 
     async def cancel(self, execution_id: str) -> ExecutionDetail:
         """Run the execution's cancel (409 if it is completed or cancelled already)."""
