@@ -8,8 +8,12 @@ reach a public address could otherwise cancel executions.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
-from collections.abc import Callable
+import signal
+import socket
+import threading
+from collections.abc import Callable, Iterator
 from typing import Final
 
 import uvicorn
@@ -21,6 +25,8 @@ from starlette.routing import Mount, Route
 from starlette.types import ASGIApp
 
 from ._errors import WebConfigError
+
+STOP_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
 
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8000
@@ -67,8 +73,9 @@ async def serve(
 ) -> None:
     """Serve ``app`` (from ``create_app``) until SIGINT or SIGTERM.
 
-    ``on_ready`` is called with the console's URL once the server listens. Raises
-    ``WebConfigError`` for an ``open`` app on an address that is not loopback.
+    ``on_ready`` is called with the app's URL (``site_url``) once the server listens. Raises
+    ``WebConfigError`` for an ``open`` app on an address that is not loopback, and for an
+    address it cannot listen on (taken, not this machine's).
     """
     settings = app.state.settings
     if settings.open and not is_loopback(host):
@@ -80,21 +87,53 @@ async def serve(
         mounted(app, base_path),
         host=host,
         port=port,
-        log_level="info",
+        # Warnings and errors only: ``on_ready`` says where it serves (uvicorn's own line
+        # would print port 0 as given), and an access log is the proxy's job.
+        log_level="warning",
+        access_log=False,
         server_header=False,
         lifespan="off",
     )
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
+    server = _Server(config)
+    task = asyncio.create_task(server.serve(sockets=[_listening(host, port)]))
     while not server.started and not task.done():
         await asyncio.sleep(0.02)
     if server.started and on_ready is not None:
-        on_ready(console_url(server, check_base_path(base_path)))
+        on_ready(site_url(server, check_base_path(base_path)))
     await task
 
 
-def console_url(server: uvicorn.Server, base_path: str) -> str:
-    """The console's URL on the address ``server`` listens on."""
+def _listening(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host:port`` (uvicorn would exit the process on a failure)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host.strip("[]"), port), family=family)
+    except OSError as exc:
+        raise WebConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, stopping gracefully on SIGINT or SIGTERM (a second SIGINT forces
+    it) and then returning: a stop asked for ends the process with status 0, as the
+    worker's does, instead of uvicorn raising the signal again once it stopped."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        """Install the stop handlers for the run (main thread only), then restore."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = {sig: signal.signal(sig, self.handle_exit) for sig in STOP_SIGNALS}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
+def site_url(server: uvicorn.Server, base_path: str) -> str:
+    """The app's URL on the address ``server`` listens on (its console is under
+    ``/console/``, its API under ``/api/``)."""
     host, port = server.servers[0].sockets[0].getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}{base_path}/console/"
+    return f"http://{shown}:{port}{base_path}"
