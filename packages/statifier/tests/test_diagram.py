@@ -169,7 +169,7 @@ def test_svg_labels_are_text_never_markup() -> None:
         '<state id="a"><transition event="go" cond="\'&lt;script&gt;x&lt;/script&gt;\' != \'\'"'
         ' target="b"/></state><final id="b"/></scxml>'
     )
-    svg = to_svg(machine, machine.states[1].ancestors + (1,)).decode()
+    svg = to_svg(machine, (*machine.states[1].ancestors, 1)).decode()
     assert "<script" not in svg
     assert "&lt;script&gt;" in svg
     assert ACTIVE_FILL in svg
