@@ -24,8 +24,8 @@ class MachineState:
     ``configuration`` is the set of active state indexes (the root is implicit).
     ``invocations`` maps ``(state_index, invoke_index)`` to the live invoke id.
     ``history`` maps a history state's index to the state indexes it recorded.
-    ``datamodel`` maps variable names (system variables included) to JSON-like values;
-    treat it as read-only.
+    ``datamodel`` maps variable names (system variables included) to JSON-like values (for
+    an ECMAScript chart, each variable's stored form, ADR 22); treat it as read-only.
     """
 
     machine: Machine
@@ -53,12 +53,14 @@ class MachineState:
     limits: MacrostepLimits = DEFAULT_LIMITS
     """The budgets of every macrostep (``statifier.budget``); rounds are
     ``max_macrostep_rounds``."""
-    _datamodel_bound: tuple[dict[str, Any], int] | None = field(
+    _datamodel_bound: tuple[dict[str, Any], Any] | None = field(
         default=None, init=False, repr=False, compare=False
     )
-    """(derived) ``(datamodel, bound)``: an upper bound of the written-out size of the
-    chart's variables in that very datamodel, carried from the call that made this state to
-    the next one (a state with another datamodel measures it afresh). Never stored."""
+    """(derived) ``(datamodel, carried)``: what the call that made this state knows of that
+    very datamodel, carried to the next call (a state with another datamodel starts
+    afresh). ``carried`` is an upper bound of the written-out size of the chart's variables
+    (an ``int``), or, for a datamodel that keeps its variables itself (ADR 22), what leads
+    back to the engine that holds them. Never stored."""
 
     def configuration_ids(self) -> tuple[str, ...]:
         """Ids of every active state, in document order."""
