@@ -138,8 +138,8 @@ class Charts:
         return _resolved(identity, resolved_text)
 
     async def latest(self, conn: AsyncConnection[Any], name: str) -> str:
-        """The identity of the newest revision of the chart ``name`` that is not retired
-        (``ChartNotRegistered`` if there is none)."""
+        """The identity of the most recently registered revision of the chart ``name`` that
+        is not retired (``ChartNotRegistered`` if there is none)."""
         cursor = await conn.execute(statement("latest_chart", self._prefix), {"name": name})
         row = await cursor.fetchone()
         if row is None:
