@@ -295,3 +295,42 @@ async def test_a_chart_invoking_a_type_without_a_handler_here_is_not_stepped(web
     assert sent.status_code == 501
     assert error_of(sent)["invoke_types"] == ["myapp:capture"]
     assert (await web.executions.get("i2")).step_count == 1  # nothing was driven
+
+
+async def test_the_history_of_an_execution_pages_oldest_first(web: WebRig) -> None:
+    await start(web, id="h1")
+    await web.client.post(
+        "/api/executions/h1/events",
+        json={"name": "capture.requested", "data": {"amount": 3}},
+        headers={KEY: "req-9"},
+    )
+    await web.client.post("/api/executions/h1/park")
+    await web.client.post("/api/executions/h1/unpark")
+    whole = await web.client.get("/api/executions/h1/history")
+    assert whole.status_code == 200, whole.text
+    entries = whole.json()["entries"]
+    assert [(e["seq"], e["kind"]) for e in entries] == [
+        (1, "created"), (2, "event"), (3, "parked"), (4, "unparked")
+    ]  # fmt: skip
+    event = entries[1]
+    assert event["event"] == {"name": "capture.requested", "data": {"amount": 3},
+                              "data_clipped": False}  # fmt: skip
+    assert (event["key"], event["trigger"]["source"]) == ("req-9", "api")
+    assert (event["configuration_before"], event["configuration_after"]) == (
+        ["authorized"], ["capturing"]
+    )  # fmt: skip
+    assert event["timers_cancelled"] == ["hold"]
+    assert entries[0]["timers_armed"][0]["send_id"] == "hold"
+    assert "due_at" in entries[0]["timers_armed"][0]
+    first = (await web.client.get("/api/executions/h1/history", params={"limit": 2})).json()
+    assert ([e["seq"] for e in first["entries"]], first["after"]) == ([1, 2], 2)
+    rest = await web.client.get("/api/executions/h1/history", params={"after": 2})
+    assert [e["seq"] for e in rest.json()["entries"]] == [3, 4]
+    last = await web.client.get("/api/executions/h1/history", params={"before": 5, "limit": 1})
+    assert [e["seq"] for e in last.json()["entries"]] == [4]
+    both = await web.client.get("/api/executions/h1/history", params={"after": 1, "before": 3})
+    assert both.status_code == 422
+    assert (await web.client.get("/api/executions/nope/history")).status_code == 404
+    assert (
+        await web.client.get("/api/executions/h1/history", params={"limit": 0})
+    ).status_code == 422

@@ -28,6 +28,7 @@ ROUTES = [
     ("GET", "/api/counts"),
     ("GET", "/api/openapi.json"),
     ("GET", "/api/executions/x"),
+    ("GET", "/api/executions/x/history"),
     ("POST", "/api/executions"),
     ("POST", "/api/executions/x/events"),
     ("POST", "/api/executions/x/cancel"),
@@ -78,6 +79,7 @@ async def test_the_openapi_document_describes_the_api(web: WebRig) -> None:
         "/api/executions/{execution_id}/cancel",
         "/api/executions/{execution_id}/park",
         "/api/executions/{execution_id}/unpark",
+        "/api/executions/{execution_id}/history",
     }
     start = paths["/api/executions"]["post"]
     assert {p["name"] for p in start["parameters"]} == {"Idempotency-Key"}

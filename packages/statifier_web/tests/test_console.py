@@ -144,6 +144,10 @@ def test_an_execution_started_from_the_page_changes_live_when_its_timer_fires(
     expect(page.locator("#configuration")).to_have_text("none (the execution has ended)")
     expect(page.locator(".row-details")).to_contain_text('"expired"')
     expect(page.locator("#diagram")).to_be_visible()
+    newest = page.locator("table.history tbody tr").first
+    expect(newest).to_contain_text("fired")
+    expect(newest).to_contain_text("authorization.expired")
+    expect(newest).to_contain_text("timer (job ")
     assert page.evaluate("window.stayed") is True  # updated in place: no reload
 
 
@@ -158,6 +162,12 @@ def test_events_are_sent_from_the_page(page: Page, api: httpx.Client) -> None:
         "Sent capture.requested: now active in capturing."
     )
     expect(page.locator("#configuration")).to_have_text("capturing")
+    sent = page.locator("table.history tbody tr").first
+    expect(sent).to_contain_text("capture.requested")
+    expect(sent).to_contain_text("operator")
+    expect(sent).to_contain_text("web console send")
+    expect(sent).to_contain_text("authorized → capturing")
+    expect(sent).to_contain_text("cancelled hold")
     page.click("button[data-dialog=send-dialog]")
     dialog.locator("input[name=name]").fill("note")
     dialog.locator("textarea[name=data]").fill('{"amount": 12')

@@ -82,3 +82,22 @@ async def test_a_form_over_the_body_limit_is_413(console: WebRig) -> None:
         assert answer.status_code == 413
         assert "request_too_large" in answer.text
     assert (await console.executions.get("f3")).step_count == 1
+
+
+async def test_the_history_shows_the_newest_entries_and_pages_back(console: WebRig) -> None:
+    await console.client.post("/api/executions", json={"chart": "card", "id": "f4"})
+    for n in range(29):
+        await console.client.post("/api/executions/f4/events", json={"name": "note", "data": n})
+    async with httpx.AsyncClient(base_url=console.url) as browser:
+        page = (await browser.get("/console/executions/f4")).text
+        seqs = [int(seq) for seq in re.findall(r'<td class="num">(\d+)</td>', page)]
+        assert seqs == list(range(30, 5, -1))  # the 25 newest, newest first
+        older = re.search(r'href="([^"]+/history\?before=6)"', page)
+        assert older is not None
+        rest = (await browser.get(older.group(1))).text
+        assert [int(seq) for seq in re.findall(r'<td class="num">(\d+)</td>', rest)] == [
+            5, 4, 3, 2, 1
+        ]  # fmt: skip
+        assert "Older entries" not in rest
+        bad = await browser.get("/console/executions/f4/history", params={"before": "x"})
+        assert bad.status_code == 422

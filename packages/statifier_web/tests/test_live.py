@@ -11,16 +11,19 @@ from typing import Any
 import httpx
 import pytest
 from psycopg_pool import AsyncConnectionPool
+from statifier_web import PollingFeed
 
 from web_support.rig import WebRig, web_rig
 
 TIMEOUT_S = 10.0
 
 
-@pytest.fixture
-async def live(pool: AsyncConnectionPool) -> AsyncIterator[WebRig]:
-    """An open app (no login) polling every 50 ms, with at most 2 streams."""
-    async with web_rig(pool, tokens=(), open=True, poll_interval_s=0.05, max_streams=2) as rig:
+@pytest.fixture(params=["notify", "polling"])
+async def live(pool: AsyncConnectionPool, request: pytest.FixtureRequest) -> AsyncIterator[WebRig]:
+    """An open app (no login) with at most 2 streams, its feed woken by NOTIFY (the
+    default) or polling every 50 ms."""
+    feed = None if request.param == "notify" else (lambda e: PollingFeed(e, 0.05))
+    async with web_rig(pool, feed, tokens=(), open=True, max_streams=2) as rig:
         yield rig
 
 
@@ -55,6 +58,23 @@ async def test_a_stream_says_when_the_execution_changes(live: WebRig) -> None:
         await live.client.post("/api/executions/s1/park")
         name, third = await asyncio.wait_for(anext(stream), TIMEOUT_S)
         assert third["status"] == "needs_migration"
+
+
+async def test_a_notified_stream_ends_with_its_execution(pool: AsyncConnectionPool) -> None:
+    async with web_rig(pool, tokens=(), open=True) as live:
+        await live.client.post("/api/executions", json={"chart": "card", "id": "s3"})
+        async with (
+            httpx.AsyncClient(base_url=live.url, timeout=TIMEOUT_S) as browser,
+            browser.stream("GET", "/console/executions/s3/stream") as response,
+        ):
+            stream = events(response)
+            assert (await asyncio.wait_for(anext(stream), TIMEOUT_S))[1]["status"] == "active"
+            await live.client.post("/api/executions/s3/cancel")
+            name, last = await asyncio.wait_for(anext(stream), TIMEOUT_S)
+            assert (name, last["status"]) == ("change", "cancelled")
+            assert (await asyncio.wait_for(anext(stream), TIMEOUT_S))[0] == "ended"
+            with pytest.raises(StopAsyncIteration):
+                await asyncio.wait_for(anext(stream), TIMEOUT_S)
 
 
 async def test_streams_are_bounded_and_freed_when_their_clients_leave(live: WebRig) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from importlib import metadata as _metadata
 
 from ._app import create_app
-from ._changes import ChangeFeed, PollingFeed
+from ._changes import ChangeFeed, NotifyFeed, PollingFeed
 from ._errors import ApiError, WebConfigError, WebError
 from ._server import DEFAULT_HOST, DEFAULT_PORT, is_loopback, serve
 from ._settings import (
@@ -45,6 +45,7 @@ __all__ = [
     "TOKENS_ENV",
     "ApiError",
     "ChangeFeed",
+    "NotifyFeed",
     "PollingFeed",
     "WebConfigError",
     "WebError",

@@ -23,6 +23,7 @@ from ._models import (
     ExecutionDetail,
     ExecutionPage,
     ExecutionSummary,
+    HistoryOut,
     StartRequest,
     Status,
     StatusCounts,
@@ -65,11 +66,18 @@ def api_router(app: FastAPI, service: Service, gate: Gate, page_size: int) -> AP
         return gate.bearer(request)
 
     router = APIRouter(prefix="/api", dependencies=[Depends(caller)], responses=_ERRORS)
-    max_page = service.executions.limits.max_page_size
 
     @router.get("/openapi.json", include_in_schema=False)
     async def openapi() -> dict[str, Any]:
         return app.openapi()
+
+    _changing_routes(router, service)
+    _reading_routes(router, service, page_size)
+    return router
+
+
+def _changing_routes(router: APIRouter, service: Service) -> None:
+    """Start, events, cancel, park, unpark."""
 
     @router.post(
         "/executions",
@@ -88,30 +96,6 @@ def api_router(app: FastAPI, service: Service, gate: Gate, page_size: int) -> AP
             request.url_for("get_execution", execution_id=execution_path(detail.id))
         )
         return StepAnswer(outcome=outcome, execution=detail)
-
-    @router.get("/executions", response_model=ExecutionPage, summary="List executions")
-    async def list_executions(
-        status: Status | None = None,
-        chart: Annotated[str | None, Query(description="The chart's name")] = None,
-        revision: Annotated[str | None, Query(description="A chart revision's identity")] = None,
-        metadata: Annotated[
-            str | None, Query(description="A JSON object the metadata must contain")
-        ] = None,
-        limit: Annotated[int, Query(ge=1, le=max_page)] = page_size,
-        after: Annotated[str | None, Query(description="The page after this id")] = None,
-    ) -> ExecutionPage:
-        filters = Filters(status, chart, revision, metadata_filter(metadata))
-        page = await service.page(filters, limit=limit, after=after)
-        return ExecutionPage(
-            executions=[ExecutionSummary.of(e) for e in page.executions], after=page.after
-        )
-
-    @router.get("/counts", response_model=StatusCounts, summary="Count executions by status")
-    async def counts(
-        chart: str | None = None, revision: str | None = None, metadata: str | None = None
-    ) -> StatusCounts:
-        found = await service.counts(Filters(None, chart, revision, metadata_filter(metadata)))
-        return StatusCounts(counts=found, total=sum(found.values()))
 
     @router.post(
         "/executions/{execution_id:path}/events",
@@ -148,6 +132,52 @@ def api_router(app: FastAPI, service: Service, gate: Gate, page_size: int) -> AP
     async def unpark(execution_id: str) -> ExecutionDetail:
         return await service.unpark(execution_id)
 
+
+def _reading_routes(router: APIRouter, service: Service, page_size: int) -> None:
+    """List, counts, history, one execution."""
+    max_page = service.executions.limits.max_page_size
+    max_history = service.executions.history_settings.max_page_size
+
+    @router.get("/executions", response_model=ExecutionPage, summary="List executions")
+    async def list_executions(
+        status: Status | None = None,
+        chart: Annotated[str | None, Query(description="The chart's name")] = None,
+        revision: Annotated[str | None, Query(description="A chart revision's identity")] = None,
+        metadata: Annotated[
+            str | None, Query(description="A JSON object the metadata must contain")
+        ] = None,
+        limit: Annotated[int, Query(ge=1, le=max_page)] = page_size,
+        after: Annotated[str | None, Query(description="The page after this id")] = None,
+    ) -> ExecutionPage:
+        filters = Filters(status, chart, revision, metadata_filter(metadata))
+        page = await service.page(filters, limit=limit, after=after)
+        return ExecutionPage(
+            executions=[ExecutionSummary.of(e) for e in page.executions], after=page.after
+        )
+
+    @router.get("/counts", response_model=StatusCounts, summary="Count executions by status")
+    async def counts(
+        chart: str | None = None, revision: str | None = None, metadata: str | None = None
+    ) -> StatusCounts:
+        found = await service.counts(Filters(None, chart, revision, metadata_filter(metadata)))
+        return StatusCounts(counts=found, total=sum(found.values()))
+
+    @router.get(
+        "/executions/{execution_id:path}/history",
+        response_model=HistoryOut,
+        summary="An execution's history: one entry per change, oldest first",
+    )
+    async def history(
+        execution_id: str,
+        after: Annotated[int | None, Query(ge=0, description="Entries after this seq")] = None,
+        before: Annotated[
+            int | None, Query(ge=1, description="The last entries before this seq")
+        ] = None,
+        limit: Annotated[int, Query(ge=1, le=max_history)] = 100,
+    ) -> HistoryOut:
+        page = await service.history(execution_id, after=after, before=before, limit=limit)
+        return HistoryOut(entries=[entry.to_json() for entry in page.entries], after=page.after)
+
     @router.get(
         "/executions/{execution_id:path}",
         response_model=ExecutionDetail,
@@ -156,5 +186,3 @@ def api_router(app: FastAPI, service: Service, gate: Gate, page_size: int) -> AP
     )
     async def get_execution(execution_id: str) -> ExecutionDetail:
         return await service.detail(execution_id)
-
-    return router

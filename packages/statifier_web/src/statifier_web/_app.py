@@ -23,7 +23,7 @@ from statifier_persistence import Executions, PersistenceError
 from ._api import api_router
 from ._auth import Gate
 from ._body import TOO_LARGE_SCOPE_KEY, BodyLimit, too_large
-from ._changes import ChangeFeed, PollingFeed
+from ._changes import ChangeFeed, NotifyFeed, PollingFeed
 from ._console import Console
 from ._diagrams import Diagrams
 from ._errors import ApiError, api_error, logger
@@ -115,12 +115,20 @@ async def _database_answers(executions: Executions) -> str:
     return "ok"
 
 
+def default_feed(executions: Executions, settings: WebSettings) -> ChangeFeed:
+    """``NotifyFeed`` when the executions write history (what it follows), else a
+    ``PollingFeed`` every ``poll_interval_s``."""
+    if executions.history_settings.enabled:
+        return NotifyFeed(executions)
+    return PollingFeed(executions, settings.poll_interval_s)
+
+
 def create_app(
     executions: Executions, settings: WebSettings, *, feed: ChangeFeed | None = None
 ) -> FastAPI:
     """The API and the console over ``executions`` (whose executor is an
     ``ObanExecutor``), as ``settings`` say. ``feed`` tells the console's live pages when
-    an execution changed (default: a ``PollingFeed``)."""
+    an execution changed (default: ``default_feed``)."""
     from . import __version__
 
     service = Service(executions, max_value_bytes=settings.max_body_bytes)
@@ -157,7 +165,7 @@ def create_app(
         service,
         gate,
         settings,
-        feed if feed is not None else PollingFeed(executions, settings.poll_interval_s),
+        feed if feed is not None else default_feed(executions, settings),
         Diagrams(settings.diagram_timeout_s),
     )
     app.mount("/console", console.app(), name="console")

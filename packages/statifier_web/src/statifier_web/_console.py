@@ -34,7 +34,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 from statifier.values import ValueRefused, brief, clip, measure
-from statifier_persistence import STATUSES, ExecutionNotFound
+from statifier_persistence import STATUSES, Execution, ExecutionNotFound, Trigger, triggered_by
 
 from ._auth import CSRF_FIELD, Gate, csrf_matches, csrf_token
 from ._body import TOO_LARGE_SCOPE_KEY, too_large
@@ -56,6 +56,9 @@ whole)."""
 SHOWN_VALUE_CHARS: Final = 2000
 """Characters of a variable shown when it is cut short."""
 
+BRIEF_CHARS: Final = 160
+"""Characters of a value a history row shows (event data, a logged value)."""
+
 CONTENT_SECURITY_POLICY: Final = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
@@ -64,6 +67,9 @@ CONTENT_SECURITY_POLICY: Final = (
 
 DIAGRAM_POLICY: Final = "default-src 'none'; style-src 'unsafe-inline'; sandbox"
 """A drawing opened on its own runs nothing and loads nothing."""
+
+HISTORY_ROWS: Final = 25
+"""History entries an execution's page shows (older ones a page at a time)."""
 
 FLASH_CHARS: Final = 500
 """Characters of a message shown after an action (the rest is cut)."""
@@ -111,6 +117,11 @@ def _execution_url(context: Mapping[str, Any], route: str, execution_id: str, **
     return str(request.url_for(route, execution_id=execution_path(execution_id), **params))
 
 
+def version_of(execution: Execution | ExecutionDetail) -> str:
+    """What changes whenever an execution does: the page and its live stream compare it."""
+    return f"{execution.history_seq}-{execution.step_count}-{execution.status}"
+
+
 def short_identity(identity: str) -> str:
     """A chart revision's identity shortened for a table: its digest's first 12 digits."""
     found = _DIGEST.search(identity)
@@ -129,6 +140,8 @@ def _templates(settings: WebSettings) -> Jinja2Templates:
     env.filters["when"] = when
     env.filters["relative"] = relative
     env.filters["short_identity"] = short_identity
+    env.filters["brief"] = lambda value: brief(value, BRIEF_CHARS)
+    env.filters["moment"] = datetime.fromisoformat
     env.globals["execution_url"] = _execution_url
     return Jinja2Templates(env=env)
 
@@ -170,6 +183,7 @@ class Console:
             Route("/logout", self.logout, methods=["POST"], name="logout"),
             Route("/start", guarded(self.start, form=True), methods=["POST"], name="start"),
             Route("/executions/{execution_id:path}/live", guarded(self.live), name="live"),
+            Route("/executions/{execution_id:path}/history", guarded(self.history), name="history"),
             Route("/executions/{execution_id:path}/stream", guarded(self.stream), name="stream"),
             Route(
                 "/executions/{execution_id:path}/diagram.svg",
@@ -355,19 +369,36 @@ class Console:
     async def execution(self, request: Request) -> Response:
         """One execution's page."""
         detail = await self.service.detail(request.path_params["execution_id"])
-        return self._render(request, "statifier_web/execution.html", self._one(detail))
+        context = await self._one(detail)
+        return self._render(request, "statifier_web/execution.html", context)
 
     async def live(self, request: Request) -> Response:
         """The execution's changing part, for the page to swap in."""
         detail = await self.service.detail(request.path_params["execution_id"])
-        return self._render(
-            request, "statifier_web/_execution_live.html", self._one(detail), page=False
-        )
+        context = await self._one(detail)
+        return self._render(request, "statifier_web/_execution_live.html", context, page=False)
 
-    def _one(self, detail: ExecutionDetail) -> dict[str, Any]:
+    async def history(self, request: Request) -> Response:
+        """A page of an execution's history, newest first, before the ``before`` seq."""
+        execution_id = request.path_params["execution_id"]
+        before = _seq(request.query_params.get("before"))
+        detail = await self.service.detail(execution_id)
+        entries = await self._recent(execution_id, before or detail.history_seq + 1)
+        context = {"execution": detail, "entries": entries}
+        return self._render(request, "statifier_web/history.html", context)
+
+    async def _recent(self, execution_id: str, before: int) -> list[dict[str, Any]]:
+        """Up to ``HISTORY_ROWS`` entries before ``before``, newest first, as JSON."""
+        if before <= 1:
+            return []
+        page = await self.service.history(execution_id, before=before, limit=HISTORY_ROWS)
+        return [entry.to_json() for entry in reversed(page.entries)]
+
+    async def _one(self, detail: ExecutionDetail) -> dict[str, Any]:
         return {
+            "entries": await self._recent(detail.id, detail.history_seq + 1),
             "execution": detail,
-            "version": f"{detail.step_count}-{detail.status}-{detail.updated_at.timestamp()}",
+            "version": version_of(detail),
             "diagrams": self.diagrams.available,
             "send_key": "console-" + secrets.token_urlsafe(12),
             "actions": {
@@ -397,7 +428,8 @@ class Console:
 
     async def stream(self, request: Request) -> Response:
         """Server-sent events: ``change`` with the execution's version whenever it changes
-        (first the current one), ``gone`` if it disappears; comments keep it open."""
+        (first the current one), then ``ended`` once it can change no more, or ``gone`` if
+        it disappears; comments keep it open."""
         execution_id = request.path_params["execution_id"]
         await self.service.executions.get(execution_id)  # 404 before the stream starts
         if self._streams >= self.settings.max_streams:
@@ -414,14 +446,12 @@ class Console:
         async def pump() -> None:
             try:
                 async for execution in self.feed.watch(execution_id):
-                    version = (
-                        f"{execution.step_count}-{execution.status}-"
-                        f"{execution.updated_at.timestamp()}"
-                    )
-                    data = {"version": version, "status": execution.status}
+                    data = {"version": version_of(execution), "status": execution.status}
                     await queue.put(f"event: change\ndata: {json.dumps(data)}\n\n")
             except ExecutionNotFound:
                 await queue.put("event: gone\ndata: {}\n\n")
+            else:  # the feed knows the execution can change no more
+                await queue.put("event: ended\ndata: {}\n\n")
             await queue.put(None)
 
         # Counted while the stream runs: a stream whose client left before it started
@@ -460,7 +490,8 @@ class Console:
                 datamodel=_json_object(fields, "datamodel"),
                 metadata=_json_object(fields, "metadata"),
             )
-            outcome, detail = await self.service.start(body, _text(fields, "key") or None)
+            with triggered_by(console_trigger("start")):
+                outcome, detail = await self.service.start(body, _text(fields, "key") or None)
         except Exception as exc:  # shown to the operator on the list
             self._flash(request, "error", f"Not started: {_message(exc)}")
             return RedirectResponse(back, status_code=303)
@@ -481,9 +512,10 @@ class Console:
             data = _json_value(fields, "data")
             if not name or any(ch.isspace() for ch in name):
                 raise invalid("an event name is one word without spaces")
-            outcome, detail = await self.service.send(
-                execution_id, name, data, _text(fields, "key") or None
-            )
+            with triggered_by(console_trigger("send")):
+                outcome, detail = await self.service.send(
+                    execution_id, name, data, _text(fields, "key") or None
+                )
         except Exception as exc:  # shown to the operator on the page
             self._flash(request, "error", f"{name or 'The event'} was not sent: {_message(exc)}")
             return RedirectResponse(back, status_code=303)
@@ -507,7 +539,8 @@ class Console:
             "unpark": self.service.unpark,
         }[action]
         try:
-            detail = await run(execution_id)
+            with triggered_by(console_trigger(action)):
+                detail = await run(execution_id)
         except Exception as exc:  # shown to the operator on the page
             self._flash(request, "error", f"Not done ({action}): {_message(exc)}")
             return RedirectResponse(back, status_code=303)
@@ -544,6 +577,20 @@ def _json_object(fields: FormData, name: str) -> dict[str, Any] | None:
     if value is not None and not isinstance(value, dict):
         raise invalid(f"{name} must be a JSON object")
     return value
+
+
+def console_trigger(action: str) -> Trigger:
+    """Who a change made from the console is recorded as in history: an operator."""
+    return Trigger("operator", detail=f"web console {action}")
+
+
+def _seq(text: str | None) -> int | None:
+    """A ``seq`` query parameter (None when absent; 422 when not a positive integer)."""
+    if text is None or text == "":
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise invalid("before must be a positive integer (a seq)")
+    return int(text)
 
 
 def _message(exc: Exception) -> str:

@@ -28,6 +28,7 @@ from statifier_persistence import (
     InvalidTransition,
     NeedsMigration,
     NotConnected,
+    NotInstalled,
     PersistenceError,
     PositionTooLarge,
     StoreError,
@@ -87,7 +88,7 @@ def invalid(message: str, **context: Any) -> ApiError:
     return ApiError(422, "invalid_argument", message, context)
 
 
-def api_error(exc: Exception) -> ApiError:
+def api_error(exc: Exception) -> ApiError:  # noqa: C901 - one case per kind of error
     """The answer a request gets for what the library raised (an unknown kind: 500).
 
     Server-side faults (a corrupt row, the database unreachable) are logged here with
@@ -124,6 +125,9 @@ def api_error(exc: Exception) -> ApiError:
             return ApiError(409, "chart_retired", str(exc), {"chart": exc.identity})
         case InvalidArgument() | PositionTooLarge() | UnstorablePosition():
             return invalid(str(exc))
+        case NotInstalled():
+            logger.error("the schema is not installed", exc_info=exc)
+            return ApiError(503, "schema_not_installed", str(exc))
         case NotConnected() | StoreError() | StatifierObanError():
             logger.error("the store failed", exc_info=exc)
             return ApiError(503, "store_unavailable", "the database did not answer: try again")

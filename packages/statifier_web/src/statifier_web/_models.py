@@ -50,7 +50,8 @@ class ExecutionSummary(BaseModel):
     id: str
     status: Status
     chart: ChartOut
-    step_count: int = Field(description="Transactions that changed it (create, steps, cancel)")
+    step_count: int = Field(description="Transactions that changed its position")
+    history_seq: int = Field(description="Transactions that changed it (its last history entry)")
     created_at: datetime
     updated_at: datetime
     metadata: dict[str, Any]
@@ -77,6 +78,7 @@ def _summary_fields(execution: Execution) -> dict[str, Any]:
             identity=execution.chart_identity,
         ),
         "step_count": execution.step_count,
+        "history_seq": execution.history_seq,
         "created_at": utc(execution.created_at),
         "updated_at": utc(execution.updated_at),
         "metadata": dict(execution.metadata),
@@ -223,6 +225,15 @@ class StepAnswer(BaseModel):
 
     outcome: Literal["stepped", "already_applied"]
     execution: ExecutionDetail
+
+
+class HistoryOut(BaseModel):
+    """A page of an execution's history, oldest first: each entry is
+    ``statifier_persistence.history.HistoryEntry.to_json()``, the one shape of an entry.
+    ``after`` continues it (null: no entry after these yet)."""
+
+    entries: list[dict[str, Any]]
+    after: int | None
 
 
 class ErrorDetail(BaseModel):

@@ -28,6 +28,7 @@ from statifier_persistence import (
     Execution,
     Executions,
     ExecutionStatus,
+    HistoryPage,
     Page,
     PersistenceError,
     Stepped,
@@ -126,6 +127,18 @@ class Service:
         """Everything about one execution (404 if there is none)."""
         execution, state = await self.executions.load(execution_id)
         return ExecutionDetail.build(execution, state, await self.jobs(execution.id))
+
+    async def history(
+        self,
+        execution_id: str,
+        *,
+        after: int | None = None,
+        before: int | None = None,
+        limit: int = 100,
+    ) -> HistoryPage:
+        """A page of the execution's history entries, oldest first (see
+        ``Executions.history``: ``after`` pages forward, ``before`` backward)."""
+        return await self.executions.history(execution_id, after=after, before=before, limit=limit)
 
     async def page(self, filters: Filters, *, limit: int, after: str | None) -> Page:
         """One page of executions by id."""

@@ -53,9 +53,10 @@ class WebSettings:
     default too). ``templates``: a folder whose templates override the console's (same
     names, e.g. ``statifier_web/base.html``). ``diagram_timeout_s``: how long Graphviz
     may draw one diagram. ``max_streams``: live-update streams served at once (more are
-    answered 503). ``poll_interval_s``: how often a live stream asks whether its execution
-    stepped. ``stream_keepalive_s``: how often an idle stream sends a comment, so proxies
-    keep it open.
+    answered 503; each holds a database connection of its own while it listens).
+    ``poll_interval_s``: how often a live stream asks whether its execution stepped, when
+    the executions write no history to follow. ``stream_keepalive_s``: how often an idle
+    stream sends a comment, so proxies keep it open.
     """
 
     tokens: tuple[str, ...] = ()
@@ -67,7 +68,7 @@ class WebSettings:
     page_size: int = 50
     templates: Path | None = None
     diagram_timeout_s: float = 10.0
-    max_streams: int = 100
+    max_streams: int = 20
     poll_interval_s: float = 0.5
     stream_keepalive_s: float = 15.0
 

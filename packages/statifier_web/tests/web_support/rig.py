@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
@@ -14,7 +14,7 @@ from psycopg_pool import AsyncConnectionPool
 from starlette.types import ASGIApp
 from statifier_oban.executions import ObanExecutor, execution_config
 from statifier_persistence import Executions
-from statifier_web import WebSettings, create_app
+from statifier_web import ChangeFeed, WebSettings, create_app
 
 from web_support.charts import CARD, XSS_CHART
 from web_support.server import ServerThread, serving
@@ -43,13 +43,20 @@ def executions_on(pool: AsyncConnectionPool, oban: Oban) -> Executions:
 
 
 @contextlib.asynccontextmanager
-async def web_rig(pool: AsyncConnectionPool, **settings: Any) -> AsyncIterator[WebRig]:
-    """Serve an app over ``pool`` with ``TOKEN`` and ``OTHER_TOKEN`` (or ``settings``)."""
+async def web_rig(
+    pool: AsyncConnectionPool,
+    feed: Callable[[Executions], ChangeFeed] | None = None,
+    **settings: Any,
+) -> AsyncIterator[WebRig]:
+    """Serve an app over ``pool`` with ``TOKEN`` and ``OTHER_TOKEN`` (or ``settings``);
+    ``feed`` makes its change feed (default: the app's)."""
     oban = Oban(pool=pool, name=f"web_{uuid.uuid4().hex[:12]}")  # a client: never started
     executions = executions_on(pool, oban)
     await executions.register(CARD)
     options: dict[str, Any] = {"tokens": (TOKEN, OTHER_TOKEN), **settings}
-    app = create_app(executions, WebSettings(**options))
+    app = create_app(
+        executions, WebSettings(**options), feed=feed(executions) if feed is not None else None
+    )
     async with (
         serving(app) as url,
         httpx.AsyncClient(

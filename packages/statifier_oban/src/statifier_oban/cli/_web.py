@@ -103,6 +103,7 @@ def web(
     handlers: tuple[tuple[str, str], ...],
     functions: str | None,
     paths: tuple[str, ...],
+    history: bool,
     host: str,
     port: int,
     base_path: str,
@@ -112,7 +113,7 @@ def web(
 ) -> None:
     """``statifier-oban web``: say where it serves, serve until stopped."""
     kit.set_import_path(paths)
-    options = ExecutionOptions(timers_queue, invoke_queue, handlers, functions)
+    options = ExecutionOptions(timers_queue, invoke_queue, handlers, functions, history)
     try:
         settings = _settings(token_file, open_, secure_cookies)
     except WebConfigError as exc:

@@ -46,8 +46,11 @@ if (live && window.EventSource) {
     version = change.version;
     fetching = (fetching || Promise.resolve()).then(refresh).catch(() => {});
   });
-  source.addEventListener("gone", () => {
-    source.close();
-    if (indicator) indicator.classList.remove("on");
-  });
+  // The execution can change no more (ended), or it is gone: stop listening.
+  for (const last of ["ended", "gone"]) {
+    source.addEventListener(last, () => {
+      source.close();
+      if (indicator) indicator.classList.remove("on");
+    });
+  }
 }
