@@ -12,6 +12,7 @@ from statifier_persistence import (
     STATUSES,
     ChartConflict,
     ChartNotRegistered,
+    ChartRetired,
     ChartUnusable,
     Executions,
     InvalidArgument,
@@ -183,8 +184,11 @@ async def test_chart_by_name_is_the_newest_revision_not_retired(
     assert (await Executions(pool, executor=TableExecutor()).chart("door")).identity == (
         new.identity
     )
+    assert (await executions.chart(old.identity)).identity == old.identity  # by identity
     await executions.retire(new.identity)
     assert (await executions.chart("door")).identity == old.identity
+    with pytest.raises(ChartRetired):
+        await executions.chart(new.identity)
     for bad in ("", "x" * 2000, 7):
         with pytest.raises(InvalidArgument):
             await executions.chart(bad)  # type: ignore[arg-type]

@@ -682,15 +682,17 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         found = {str(status): int(count) for status, count in rows}
         return {status: found.get(status, 0) for status in STATUSES}
 
-    async def chart(self, name: str, *, conn: AsyncConnection[Any] | None = None) -> Machine:
-        """The newest registered revision of the chart named ``name`` that is not retired,
-        compiled as every node compiles it (``ChartNotRegistered`` if there is none): what
-        a host starts an execution of when it knows the chart only by name."""
-        if not isinstance(name, str) or not 0 < len(name) <= MAX_IDENTITY_LENGTH:
-            raise InvalidArgument(f"name must be a chart name, not {name!r}")
+    async def chart(self, chart: str, *, conn: AsyncConnection[Any] | None = None) -> Machine:
+        """The compiled revision ``chart`` names, as ``create`` reads a name or identity:
+        the identity of a registered revision (or of its source bytes), or the name of a
+        registered chart (its most recently registered revision that is not retired).
+        Raises ``ChartNotRegistered`` if none is, ``ChartRetired`` for a retired identity.
+        For a host that looks at a chart before it starts an execution of it."""
+        if not isinstance(chart, str) or not 0 < len(chart) <= MAX_IDENTITY_LENGTH:
+            raise InvalidArgument(f"chart must be a chart name or identity, not {chart!r:.100}")
         async with transaction(self._pool, conn) as db:
-            identity = await self._charts.latest(db, name)
-            return await self._charts.machine(db, identity, f"chart {name}")
+            machine, _ = await self._chart_for(db, chart, f"chart {chart}")
+        return machine
 
     def _filters(
         self, chart: Any, revision: Any, metadata: Mapping[str, Any] | None

@@ -196,7 +196,9 @@ class StartRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     chart: str = Field(
-        min_length=1, max_length=1024, description="The chart's name (its newest revision)"
+        min_length=1,
+        max_length=1024,
+        description="The chart's name (its newest revision) or a revision's identity",
     )
     id: str | None = Field(
         default=None,
