@@ -33,7 +33,7 @@ from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
-from statifier.values import ValueRefused, brief, clip, measure
+from statifier.values import ValueRefused, brief, clip, measure, parse_json
 from statifier_persistence import STATUSES, Execution, ExecutionNotFound, Trigger, triggered_by
 
 from ._auth import CSRF_FIELD, Gate, csrf_matches, csrf_token
@@ -566,10 +566,10 @@ def _json_value(fields: FormData, name: str) -> Any:
     text = (_text(fields, name) or "").strip()
     if not text:
         return None
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise invalid(f"{name} is not JSON: {exc}") from None
+    try:  # the text is bounded by the request body's limit already
+        return parse_json(text, max_chars=len(text))
+    except ValueRefused as exc:
+        raise invalid(f"{name} is {exc}") from None
 
 
 def _json_object(fields: FormData, name: str) -> dict[str, Any] | None:

@@ -9,7 +9,6 @@ former with ``api_error``.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
@@ -17,7 +16,7 @@ from typing import Any, Final, Literal
 from oban import Oban
 from statifier.core.events import Event
 from statifier.core.state import MachineState
-from statifier.values import ValueRefused, measure
+from statifier.values import ValueRefused, measure, parse_json
 from statifier_oban.executions import ObanExecutor, PendingJob, pending_jobs
 from statifier_persistence import (
     AlreadyApplied,
@@ -35,7 +34,7 @@ from statifier_persistence import (
 )
 
 from ._errors import ApiError, WebConfigError, invalid, logger, terminal
-from ._models import ExecutionDetail, ExecutionSummary, StartRequest, timers_of
+from ._models import ExecutionDetail, ExecutionSummary, StartRequest, TimerOut, timers_of
 
 KEYED_ID_PREFIX: Final = "idem_"
 """The id of an execution started with an ``Idempotency-Key`` and no id: this prefix and
@@ -61,7 +60,7 @@ class Row:
     execution: ExecutionSummary
     active_states: tuple[str, ...] | None
     """None when the position could not be read (the list still shows the row)."""
-    timers: tuple[Any, ...]
+    timers: tuple[TimerOut, ...]
 
 
 def keyed_id(key: str) -> str:
@@ -86,9 +85,9 @@ def metadata_filter(text: str | None) -> dict[str, Any] | None:
     if text is None:
         return None
     try:
-        value = json.loads(text)
-    except ValueError:
-        raise invalid("metadata must be a JSON object") from None
+        value = parse_json(text)
+    except ValueRefused as exc:
+        raise invalid(f"metadata is {exc}") from None
     if not isinstance(value, dict):
         raise invalid("metadata must be a JSON object")
     return value
