@@ -27,7 +27,7 @@ from tools import griffe_roles, public_api
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = sorted((ROOT / "docs" / "reference").rglob("*.md"))
-PACKAGES = ("statifier", "statifier_oban", "statifier_persistence")
+PACKAGES = public_api.PACKAGES
 
 
 def _directives() -> list[tuple[Path, public_api.Directive]]:

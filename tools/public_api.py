@@ -36,7 +36,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAPSHOTS = ROOT / "tests" / "public_api"
-PACKAGES = ("statifier", "statifier_oban", "statifier_persistence")
+PACKAGES = ("statifier", "statifier_oban", "statifier_persistence", "statifier_web")
 """The library's packages (the demo is not a library)."""
 
 _DIRECTIVE = re.compile(r"^:::\s+([\w.]+)\s*$")
@@ -151,10 +151,11 @@ def attributes(obj: object) -> list[str]:
     return sorted(name for name in names if not name.startswith("_"))
 
 
-def snapshot(modules: dict[str, list[str] | None]) -> Snapshot:
-    """The public names of ``modules`` (as imported now), with their classes' attributes."""
+def snapshot(modules: dict[str, list[str] | None], packages: list[str]) -> Snapshot:
+    """The public names of ``packages`` and ``modules`` (as imported now), with their
+    classes' attributes."""
     result: Snapshot = {}
-    for name in sorted({*PACKAGES, *modules}):
+    for name in sorted({*packages, *modules}):
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError:
@@ -215,7 +216,7 @@ def write(version: str, commit: str) -> Path:
         sources = sorted(str(p) for p in (tree / "packages").glob("*/src"))
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(sources)}
         out = subprocess.run(  # noqa: S603 - this interpreter, this module
-            [sys.executable, "-m", "tools.public_api", "--print", str(tree / "docs")],
+            [sys.executable, "-m", "tools.public_api", "--print", str(tree)],
             cwd=ROOT,
             env=env,
             check=True,
@@ -228,19 +229,20 @@ def write(version: str, commit: str) -> Path:
     return path
 
 
-def _print(docs: Path) -> None:
-    """Print the snapshot of the code this interpreter imports, for ``docs``' reference."""
-    pages = [p.read_text(encoding="utf-8") for p in sorted((docs / "reference").rglob("*.md"))]
-    data: Any = snapshot(documented_modules(pages))
+def _print(tree: Path) -> None:
+    """Print the snapshot of the release extracted at ``tree`` (its packages imported)."""
+    pages = [p.read_text("utf-8") for p in sorted((tree / "docs" / "reference").rglob("*.md"))]
+    packages = [p for p in PACKAGES if list((tree / "packages").glob(f"*/src/{p}"))]
+    data: Any = snapshot(documented_modules(pages), packages)
     sys.stdout.write(json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``--write VERSION COMMIT`` records a release; ``--print DOCS`` is its helper."""
+    """``--write VERSION COMMIT`` records a release; ``--print TREE`` is its helper."""
     parser = argparse.ArgumentParser(prog="python -m tools.public_api")
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--write", nargs=2, metavar=("VERSION", "COMMIT"))
-    group.add_argument("--print", metavar="DOCS")
+    group.add_argument("--print", metavar="TREE")
     args = parser.parse_args(argv)
     if args.print:
         _print(Path(args.print))
