@@ -143,6 +143,18 @@ def test_every_block_is_checked_or_marked_a_fragment(page: Path) -> None:
     assert not unmarked, f"blocks without a doctest marker (see tests/test_docs.py): {unmarked}"
 
 
+def test_a_block_is_unmarked_unless_a_known_marker_comes_right_before_it(
+    tmp_path: Path,
+) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "Text.\n\n```python\nx = 1\n```\n\n<!-- doctest: fragmnet -->\n```xml\n<a/>\n```\n"
+        "\n<!-- doctest: fragment -->\n```xml\n<b/>\n```\n",
+        encoding="utf-8",
+    )
+    assert [(b.line, b.marker) for b in blocks(page)] == [(3, None), (8, None), (13, "fragment")]
+
+
 def test_the_first_pages_have_no_python_fragments() -> None:
     fragments = [
         str(b)
