@@ -21,8 +21,9 @@ checked; a block without one fails here:
 * ``<!-- doctest: walkthrough -->``: a console session ``tests/test_getting_started.py``
   replays;
 * ``<!-- doctest: fragment -->``: the block is a piece of something larger (an XML
-  element, a call in context, a shell session against a server) and is not run. The
-  pages a new user reads first have no Python fragments.
+  element, a call in context, a shell session against a server, output shown) and is not
+  run; a Python fragment must parse (``await`` allowed at its top level) and an XML one
+  must be well-formed. The pages a new user reads first have no Python fragments.
 
 Besides: every ``uv run statifier ...`` line of the first pages runs and exits 0, every
 concrete ``statifier``/``statifier-oban`` command line in the README and the docs parses
@@ -32,6 +33,7 @@ the command has: a renamed or misspelled flag fails here.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import glob
 import io
@@ -46,6 +48,7 @@ from typing import Any
 import click
 import pytest
 import statifier.cli
+from statifier.chart import xmltree
 from statifier.cli import kit
 
 from tools import cli_reference
@@ -197,6 +200,18 @@ def test_the_programs_of_a_page_run_on_one_database(
     for block in blocks(page):
         if block.marker == "database":
             run_block(block)
+
+
+@pytest.mark.parametrize(
+    "block", [b for b in marked("fragment") if b.lang in ("python", "xml")], ids=str
+)
+def test_a_fragment_is_well_formed(block: Block) -> None:
+    # Not run, but its Python parses (top-level await allowed) and its XML is XML.
+    if block.lang == "python":
+        compile(block.text, str(block), "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    else:
+        wrapped = f'<fragment xmlns="http://www.w3.org/2005/07/scxml">\n{block.text}\n</fragment>'
+        xmltree.parse(wrapped.encode())
 
 
 @pytest.mark.parametrize("block", marked("excerpt"), ids=str)
