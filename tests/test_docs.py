@@ -210,7 +210,7 @@ def test_a_fragment_is_well_formed(block: Block) -> None:
     if block.lang == "python":
         compile(block.text, str(block), "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
     else:
-        wrapped = f'<fragment xmlns="http://www.w3.org/2005/07/scxml">\n{block.text}\n</fragment>'
+        wrapped = f'<fragment xmlns="{xmltree.SCXML_NS}">\n{block.text}\n</fragment>'
         xmltree.parse(wrapped.encode())
 
 
