@@ -46,6 +46,11 @@ CASCADE_WORKER = "statifier_oban.children.CascadeWorker"
 """``oban_jobs.worker`` of a fan-out's cascade: cancels the children still running after
 the fan-out failed or was abandoned (durable executions only)."""
 
+META_TRACE: Final = "trace_context"
+"""Meta key: the W3C trace context (``traceparent``, ``tracestate``) of the span that stored
+the job, written only while tracing is on; the span of the job's run continues it (ADR 30).
+Durable: rows written by one release are run by the next."""
+
 META_UNRESOLVED_HANDLER = "unresolved_handler"
 """Meta key: ``"retry"`` makes an unknown handler retry; anything else (absent too) cancels."""
 META_CHILD_STARTER = "child_starter"

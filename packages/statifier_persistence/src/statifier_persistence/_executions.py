@@ -15,7 +15,7 @@ from typing import Any
 
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
-from statifier import Machine, initialize, new_session_id
+from statifier import Machine, initialize, instrumentation, new_session_id
 from statifier.chart.compiler import host_functions
 from statifier.core import position
 from statifier.core.effects import SendDelayed
@@ -66,6 +66,7 @@ from ._rows import (
 )
 from ._settlement import FanOut, FanOutExecutor, FanOutKey, Policy, Settlement
 from ._sql import check_prefix, statement
+from ._traced import event_name, traced
 
 _DriveAction = Callable[[Drive], Awaitable[Decline | None]]
 """What a keyed step does with the locked execution's drive (None: store it)."""
@@ -275,6 +276,13 @@ class Executions(RevisionMethods):
             await drive.event(built)
             return None
 
+        tracer = instrumentation.current
+        if tracer is not None:
+            work = self._keyed(execution_id, key, conn, drive_event)
+            name = event_name(event)
+            return await traced(
+                tracer, instrumentation.STEP, work, execution_id=execution_id, event=name
+            )
         return await self._keyed(execution_id, key, conn, drive_event)
 
     async def fire(
@@ -298,6 +306,18 @@ class Executions(RevisionMethods):
         async def drive_fired(drive: Drive) -> None:
             await drive.fired(delayed)
 
+        tracer = instrumentation.current
+        if tracer is not None:
+            work = self._keyed(execution_id, key, conn, drive_fired)
+            facts = {"send_id": delayed.send_id, "ordinal": delayed.ordinal}
+            return await traced(
+                tracer,
+                instrumentation.FIRE,
+                work,
+                execution_id=execution_id,
+                event=delayed.event,
+                **facts,
+            )
         return await self._keyed(execution_id, key, conn, drive_fired)
 
     async def _keyed(
@@ -362,6 +382,15 @@ class Executions(RevisionMethods):
         ``failed`` one is cancelled (its position is still running); a parked one raises
         ``NeedsMigration``.
         """
+        tracer = instrumentation.current
+        if tracer is not None:
+            work = self._cancel(execution_id, conn)
+            return await traced(tracer, instrumentation.CANCEL, work, execution_id=execution_id)
+        return await self._cancel(execution_id, conn)
+
+    async def _cancel(
+        self, execution_id: str, conn: AsyncConnection[Any] | None
+    ) -> Stepped | Discarded:
         execution_id = check_execution_id(execution_id)
         async with transaction(self._pool, conn) as db:
             execution, blob, _ = await self._locked(db, execution_id)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final, Literal, Protocol
 
+from statifier import instrumentation
 from statifier.budget import DEFAULT_LIMITS, MacrostepLimits
 from statifier.chart.model import Machine
 from statifier.core import effects as fx
@@ -166,6 +167,17 @@ class _Entry:
         self.event = event
         self.invoke_id = invoke_id
         self.timer = timer
+
+
+class _TracedEntry(_Entry):
+    """An entry queued while tracing is on: it carries the context it was sent from, the
+    parent of the macrostep that processes it (ADR 30)."""
+
+    __slots__ = ("context",)
+
+    def __init__(self, entry: _Entry, context: object) -> None:
+        super().__init__(entry.kind, entry.event, entry.invoke_id, entry.timer)
+        self.context = context
 
 
 _CANCEL = _Entry("cancel")
@@ -364,31 +376,52 @@ class Session:
         session.tree.live += 1
         session._subscribers.extend(subscribers)
         if state is None:
-            state, effects = initialize(
-                machine,
-                session_id=sid,
-                max_macrostep_rounds=max_macrostep_rounds,
-                datamodel=datamodel,
-                trace=trace,
-                invoke_types=invoke_types,
-                routes=_ROUTES[parent is not None],
-                caller_context=caller_context,
-                limits=limits,
-            )
-            try:
-                await session._commit(state, effects, retry=False)
-            except BaseException:
-                registry.unregister(sid)
-                session.tree.live -= 1
-                raise
-            await session._perform(effects)
-            session._stored.clear()
+            tracer = instrumentation.current
+            if tracer is None:
+                await session._initialize(datamodel, trace, invoke_types, caller_context)
+            else:
+                with tracer.span(
+                    instrumentation.MACROSTEP,
+                    session_id=sid,
+                    chart=machine.name,
+                    trigger="initial",
+                ) as span:
+                    await session._initialize(datamodel, trace, invoke_types, caller_context)
+                    span.set(states=session.snapshot().active_leaf_ids())
         else:
             session._state = state
         await session._stepped()
         session._started = True
         session._wake()
         return session
+
+    async def _initialize(
+        self,
+        datamodel: dict[str, Any] | None,
+        trace: bool,
+        invoke_types: frozenset[str],
+        caller_context: Any,
+    ) -> None:
+        """The first macrostep: ``initialize``, committed and performed (``start``)."""
+        state, effects = initialize(
+            self.machine,
+            session_id=self.session_id,
+            max_macrostep_rounds=self.max_macrostep_rounds,
+            datamodel=datamodel,
+            trace=trace,
+            invoke_types=invoke_types,
+            routes=_ROUTES[self._parent is not None],
+            caller_context=caller_context,
+            limits=self.limits,
+        )
+        try:
+            await self._commit(state, effects, retry=False)
+        except BaseException:
+            registry.unregister(self.session_id)
+            self.tree.live -= 1
+            raise
+        await self._perform(effects)
+        self._stored.clear()
 
     async def stop(self) -> None:
         """Stop the session: end its task, drop its timers, stop children, unregister."""
@@ -555,6 +588,9 @@ class Session:
     # -- inbox ---------------------------------------------------------------------------
 
     def _enqueue(self, entry: _Entry) -> None:
+        tracer = instrumentation.current
+        if tracer is not None and entry is not _CANCEL:
+            entry = _TracedEntry(entry, tracer.capture())
         if self._inbox is None:
             self._inbox = deque()
         self._inbox.append(entry)
@@ -613,7 +649,11 @@ class Session:
     async def _step(self, entry: _Entry) -> bool:
         """Process one entry; False when the session must stop processing."""
         try:
-            await self._process(entry)
+            tracer = instrumentation.current
+            if tracer is None:
+                await self._process(entry)
+            else:
+                await self._traced(tracer, entry)
             await self._stepped()
         except _Interrupted:
             return False
@@ -630,6 +670,25 @@ class Session:
         finally:
             self._stored.clear()  # outcomes are keyed by id(): none may outlive its step
         return True
+
+    async def _traced(self, tracer: instrumentation.Instrumentation, entry: _Entry) -> None:
+        """``_process`` inside a macrostep span, the child of the context the entry was
+        queued from (a new trace when it carries none: a cancel, or one queued while
+        tracing was off)."""
+        if entry.event is not None:
+            event: str | None = entry.event.name
+        else:
+            event = entry.timer.event if entry.timer is not None else None
+        with tracer.span(
+            instrumentation.MACROSTEP,
+            parent=getattr(entry, "context", instrumentation.NO_PARENT),
+            session_id=self.session_id,
+            chart=self.machine.name,
+            event=event,
+            trigger=entry.kind,
+        ) as span:
+            await self._process(entry)
+            span.set(states=self.snapshot().active_leaf_ids())
 
     async def _stepped(self) -> None:
         if self._on_step is None:

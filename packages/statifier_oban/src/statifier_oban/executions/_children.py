@@ -9,7 +9,9 @@ from typing import Any
 
 from oban import Cancel, Snooze
 from oban.job import Job
+from statifier import instrumentation
 from statifier.core.effects import Invoke
+from statifier.instrumentation import Span
 from statifier_persistence import (
     MAX_FAN_OUT_CHILDREN,
     ExecutionNotFound,
@@ -25,6 +27,7 @@ from ..delivery import Delivered, Discarded, Snoozed
 from ..invocations._handler import Error, FanOut, InvokeHandler, RunResult
 from ..rows._outcomes import Outcome
 from ..rows._resolve import path_of
+from ..rows._traced import consume
 from ..store import _statements
 from ._executor import (
     ExecutionInvokeDelivery,
@@ -139,9 +142,19 @@ class SettlementWorker:
 
     async def process(self, job: Job) -> Outcome:
         """Build the answer from the children, step it (keyed by this job), record it."""
+        tracer = instrumentation.current
+        if tracer is None:
+            return await self._process(job, None)
+        return await consume(
+            tracer, instrumentation.SETTLE_FAN_OUT, job, lambda span: self._process(job, span)
+        )
+
+    async def _process(self, job: Job, span: Span | None) -> Outcome:
         fan_out = _fan_out_of(job, "settlement")
         if isinstance(fan_out, Cancel):
             return fan_out
+        if span is not None:
+            span.set(scope=fan_out.parent_id, invoke_id=fan_out.invoke_id)
         answer = await current().fan_out_answer(fan_out)
         if answer is None:
             return Cancel("discarded: fan_out_not_settled")

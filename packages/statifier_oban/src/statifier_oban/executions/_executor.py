@@ -14,6 +14,7 @@ from typing import Any, Final
 import psycopg
 from oban import Oban, current_job
 from psycopg import AsyncConnection
+from statifier import instrumentation
 from statifier.core import planner
 from statifier.core.effects import Cancel, CancelInvoke, Invoke, SendDelayed
 from statifier.core.events import Event
@@ -38,6 +39,7 @@ from .._names import CASCADE_WORKER, EXECUTIONS_MODULE, INVOKE_WORKER, SETTLEMEN
 from ..delivery import DELIVERED, DeliveryAnswer, Discarded, Snoozed
 from ..invocations import _enqueue, _fan_out
 from ..invocations._handler import InvokeHandler
+from ..rows._traced import carry
 from ..store import _statements
 from ..timers import _schedule
 
@@ -225,12 +227,14 @@ class ObanExecutor:
             "invoke_id": fan_out.invoke_id,
             "macrostep": fan_out.generation,
         }
+        tracer = instrumentation.current
+        meta = carry({}, tracer) if tracer is not None else {}
         async with _statements.connection(oban, conn) as db:
             await db.execute(
                 _statements.statement(oban, "insert_fan_out_job", worker=worker),
                 {
                     "args": _statements.jsonb(args),
-                    "meta": _statements.jsonb({}),
+                    "meta": _statements.jsonb(meta),
                     "queue": self.config.invoke_queue or self.config.timers_queue,
                     "channel": _statements.insert_channel(oban),
                 },

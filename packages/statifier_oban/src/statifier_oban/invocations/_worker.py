@@ -24,6 +24,8 @@ from typing import Any
 from oban import Cancel, Snooze
 from oban.job import Job
 from oban.worker import register_worker
+from statifier import instrumentation
+from statifier.instrumentation import Span
 
 from .. import telemetry
 from .._config import DEFAULT_INVOKE_DELIVERY, INVOKE_MARGIN_MS
@@ -40,6 +42,7 @@ from .._names import META_CHILD_STARTER, META_DELIVERY, META_UNRESOLVED_HANDLER,
 from ..delivery import Delivered, Discarded, InvokeDelivery
 from ..rows import _plugins
 from ..rows._outcomes import Outcome, bound_seconds, plugin, refused, snooze
+from ..rows._traced import answered, consume
 from . import _args, _fan_out
 from ._args import InvocationRow
 from ._handler import Deferred, Error, FanOut, InvokeHandler, Ok, RunContext, invoke_handler
@@ -63,14 +66,29 @@ class InvokeWorker:
         """The ``invoke_timeout`` fixed at enqueue, plus a margin for the work around it."""
         return bound_seconds(job, INVOKE_MARGIN_MS)
 
-    async def process(self, job: Job) -> Outcome:  # noqa: C901 - one outcome per answer of run
+    async def process(self, job: Job) -> Outcome:
         """See ``statifier_oban.InvokeHandler`` for what each answer of ``run`` leads to."""
+        tracer = instrumentation.current
+        if tracer is None:
+            return await self._process(job, None)
+        return await consume(
+            tracer, instrumentation.RUN_INVOKE, job, lambda span: self._process(job, span)
+        )
+
+    async def _process(self, job: Job, span: Span | None) -> Outcome:  # noqa: C901 - one outcome per answer of run
         meta = job.meta if isinstance(job.meta, dict) else {}
         try:
             row = _args.decode(job.args)
         except UndecodableRow as exc:
             await self._fail_undecodable(job, meta, exc)
             return Cancel(f"undecodable: {exc}")
+        if span is not None:
+            span.set(
+                scope=row.scope,
+                invoke_id=row.invoke_id,
+                invoke_type=row.invoke.type,
+                handler=row.handler,
+            )
         try:
             delivery = self._delivery(meta)
         except ResolutionError as exc:
@@ -174,8 +192,13 @@ class InvokeWorker:
         row: InvocationRow,
         data: object,
     ) -> Outcome:
-        answer: object = await _plugins.settle(
-            delivery.deliver(row.scope, row.invoke_id, data, row.invoke.caller_context)
+        answer = await answered(
+            _plugins.settle(
+                delivery.deliver(row.scope, row.invoke_id, data, row.invoke.caller_context)
+            ),
+            scope=row.scope,
+            invoke_id=row.invoke_id,
+            invoke_type=row.invoke.type,
         )
         if isinstance(answer, Delivered):
             telemetry.emit(telemetry.INVOKE_DELIVERED, **self._common(job, meta, row))
@@ -228,10 +251,16 @@ class InvokeWorker:
     ) -> Snooze | None:
         """Deliver the terminal failure; a ``Snooze`` when the delivery asked to be asked
         again later (a parked execution), so the answer is not lost with the attempts."""
-        answer: object = await _plugins.settle(
-            delivery.deliver_failure(
-                row.scope, row.invoke_id, reason, job.attempt, detail, row.invoke.caller_context
-            )
+        answer = await answered(
+            _plugins.settle(
+                delivery.deliver_failure(
+                    row.scope, row.invoke_id, reason, job.attempt, detail, row.invoke.caller_context
+                )
+            ),
+            scope=row.scope,
+            invoke_id=row.invoke_id,
+            invoke_type=row.invoke.type,
+            reason=reason,
         )
         later = snooze(answer)
         if later is None:
@@ -283,6 +312,14 @@ class ChildStartWorker:
 
     async def process(self, job: Job) -> Outcome:
         """Decode, resolve the starter (refuse the row if it does not), start, record."""
+        tracer = instrumentation.current
+        if tracer is None:
+            return await self._process(job, None)
+        return await consume(
+            tracer, instrumentation.START_CHILD, job, lambda span: self._process(job, span)
+        )
+
+    async def _process(self, job: Job, span: Span | None) -> Outcome:
         try:
             row = _args.decode(job.args)
             index, count, policy = _args.child_position(job.args)
@@ -290,6 +327,8 @@ class ChildStartWorker:
         except UndecodableRow as exc:
             logger.warning("child start job %s is undecodable: %s", job.id, exc)
             return Cancel(f"undecodable: {exc}")
+        if span is not None:
+            span.set(scope=row.scope, invoke_id=row.invoke_id, index=index)
         meta = job.meta if isinstance(job.meta, dict) else {}
         path = meta.get(META_CHILD_STARTER)
         try:
