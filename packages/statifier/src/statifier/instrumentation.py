@@ -95,9 +95,10 @@ OPERATIONS: Final = (
 FACTS: Final = frozenset(
     {
         "attempt",  # the job's attempt (1 for a first delivery)
+        "cancelled",  # how many pending timers a <cancel> cancelled
         "chart",  # the chart's name
         "conflict",  # a timer that existed already (a drive replayed)
-        "count",  # how many jobs a batch stored or a cancel cancelled
+        "count",  # how many jobs a batch holds
         "delay_ms",  # a timer's delay
         "event",  # an event's name
         "execution_id",  # a durable execution's id
@@ -118,6 +119,7 @@ FACTS: Final = frozenset(
         "states",  # the active atomic states after the operation
         "status",  # a durable execution's status after the operation
         "step_count",  # a durable execution's step count after the operation
+        "stored",  # how many timers of a batch were stored anew (not found existing)
         "trigger",  # what a macrostep processed: initial, event, timer, fired, invoked...
     }
 )

@@ -57,6 +57,7 @@ from ._errors import (
     StatementError,
     StatifierObanError,
     StoreUnavailable,
+    TracingUnavailable,
     UndecodableRow,
     ValueRefused,
 )
@@ -138,6 +139,7 @@ __all__ = [
     "StoreUnavailable",
     "TimerDelivery",
     "TimerJob",
+    "TracingUnavailable",
     "UndecodableRow",
     "ValueRefused",
     "__version__",

@@ -267,7 +267,8 @@ async def schedule_many(
         instrumentation.SCHEDULE_TIMERS, scope=scope, count=len(batch), queue=config.timers_queue
     ) as span:
         jobs = await _schedule_many(config, scope, batch, conn, tracer)
-        span.set(conflict=any(job.conflict for job in jobs))
+        stored = sum(not job.conflict for job in jobs)
+        span.set(stored=stored, conflict=stored < len(jobs))
     return jobs
 
 
@@ -465,7 +466,7 @@ async def cancel_timers(
         instrumentation.CANCEL_TIMER, scope=scope, send_id=effect.send_id, ordinal=effect.ordinal
     ) as span:
         count = await _cancel_timers(config, scope, effect, conn)
-        span.set(count=count)
+        span.set(cancelled=count)
     return count
 
 
