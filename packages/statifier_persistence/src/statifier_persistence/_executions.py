@@ -201,6 +201,28 @@ class Executions(RevisionMethods):
         execution also produce the core's trace effects (microsteps, dequeued events), for
         an ``observer`` to see. Raises ``ExecutionExists`` for a taken id (nothing written).
         """
+        tracer = instrumentation.current
+        if tracer is not None:
+            work = self._create(
+                chart, execution_id, metadata, datamodel, parent, caller_context, trace, conn
+            )
+            name = chart.name if isinstance(chart, Machine) else None
+            return await traced(tracer, instrumentation.CREATE, work, chart=name)
+        return await self._create(
+            chart, execution_id, metadata, datamodel, parent, caller_context, trace, conn
+        )
+
+    async def _create(
+        self,
+        chart: Machine,
+        execution_id: str | None,
+        metadata: Mapping[str, Any] | None,
+        datamodel: Mapping[str, Any] | None,
+        parent: ParentLink | None,
+        caller_context: Any,
+        trace: bool,
+        conn: AsyncConnection[Any] | None,
+    ) -> Stepped:
         _check_machine(chart)
         execution_id = (
             new_session_id() if execution_id is None else check_execution_id(execution_id)

@@ -1,0 +1,184 @@
+"""Tracing helpers: the OpenTelemetry SDK's in-memory exporter and reader, a file exporter
+for worker processes, and the printed span tree the tests compare.
+
+``traced()`` installs ``statifier_oban.otel`` on providers of its own (service ``name``)
+for the block. A worker process exports to a file of JSON lines (``FileExporter``, each
+span written when it ends); ``read_spans`` reads it back. ``tree(spans)`` prints the spans
+as the docs show them: one line per span, children indented under their parent in start
+order, ``name (KIND) [service]``, and ``~> name`` under a span for each link.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from statifier_oban import otel
+
+SPANS_FILE_ENV = "STATIFIER_TEST_SPANS"
+"""A worker process exports its spans to the file this environment variable names."""
+
+
+@dataclass(frozen=True)
+class SpanRecord:
+    """One finished span, as both exporters record it."""
+
+    name: str
+    kind: str
+    trace_id: str
+    span_id: str
+    parent_id: str | None
+    links: tuple[str, ...]
+    attributes: dict[str, Any]
+    service: str
+    start: int
+    status: str
+    events: tuple[str, ...] = ()
+
+
+def record(span: ReadableSpan) -> SpanRecord:
+    """The record of an SDK span."""
+    context = span.get_span_context()
+    assert context is not None
+    parent = span.parent
+    return SpanRecord(
+        name=span.name,
+        kind=span.kind.name,
+        trace_id=format(context.trace_id, "032x"),
+        span_id=format(context.span_id, "016x"),
+        parent_id=format(parent.span_id, "016x") if parent is not None else None,
+        links=tuple(format(link.context.span_id, "016x") for link in span.links),
+        attributes={
+            key: list(value) if isinstance(value, tuple) else value
+            for key, value in (span.attributes or {}).items()
+        },
+        service=str(span.resource.attributes.get("service.name", "")),
+        start=span.start_time or 0,
+        status=span.status.status_code.name,
+        events=tuple(event.name for event in span.events),
+    )
+
+
+class FileExporter(SpanExporter):
+    """Appends each span as one JSON line to ``path`` (a worker process's spans)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        """Write the spans, flushed at once (the process may be killed any time)."""
+        with open(self.path, "a", encoding="utf-8") as out:
+            for span in spans:
+                out.write(json.dumps(record(span).__dict__) + "\n")
+        return SpanExportResult.SUCCESS
+
+
+def read_spans(path: Path) -> list[SpanRecord]:
+    """The spans a ``FileExporter`` wrote (none if the file does not exist yet)."""
+    if not path.exists():
+        return []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [_decoded(json.loads(line)) for line in lines if line.strip()]
+
+
+def _decoded(data: dict[str, Any]) -> SpanRecord:
+    data["links"] = tuple(data["links"])
+    data["events"] = tuple(data["events"])
+    return SpanRecord(**data)
+
+
+def providers(service: str, exporter: SpanExporter) -> TracerProvider:
+    """A tracer provider of service ``service`` exporting each span as it ends."""
+    provider = TracerProvider(resource=Resource.create({"service.name": service}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider
+
+
+@dataclass
+class Traced:
+    """What ``traced()`` yields: the exporter, the metric reader, the instrumentation."""
+
+    exporter: InMemorySpanExporter
+    reader: InMemoryMetricReader
+    instrumentation: otel.OpenTelemetry
+
+    def spans(self) -> list[SpanRecord]:
+        """Every span finished so far."""
+        return [record(span) for span in self.exporter.get_finished_spans()]
+
+    def named(self, name: str) -> list[SpanRecord]:
+        """The finished spans called ``name``."""
+        return [span for span in self.spans() if span.name == name]
+
+    def metrics(self) -> dict[tuple[str, frozenset[tuple[str, Any]]], Any]:
+        """Every data point now: ``(metric, attributes) -> value`` (a histogram's count)."""
+        points: dict[tuple[str, frozenset[tuple[str, Any]]], Any] = {}
+        data = self.reader.get_metrics_data()
+        if data is None:
+            return points
+        for resource in data.resource_metrics:
+            for scope in resource.scope_metrics:
+                for metric in scope.metrics:
+                    for point in metric.data.data_points:
+                        key = (metric.name, frozenset(point.attributes.items()))
+                        points[key] = getattr(point, "value", None)
+                        if points[key] is None:
+                            points[key] = point.count  # type: ignore[union-attr]
+        return points
+
+    def metric(self, name: str, **attributes: Any) -> Any:
+        """The value of ``name``'s point whose attributes include ``attributes`` (the sum
+        over every such point; 0 if none)."""
+        total = 0
+        wanted = set(attributes.items())
+        for (metric, labels), value in self.metrics().items():
+            if metric == name and wanted <= set(labels):
+                total += value
+        return total
+
+
+@contextmanager
+def traced(service: str = "test", *, parent: otel.ParentMode = "child") -> Iterator[Traced]:
+    """``statifier_oban.otel`` on in-memory providers for the block."""
+    exporter = InMemorySpanExporter()
+    reader = InMemoryMetricReader()
+    meter_provider = MeterProvider(metric_readers=[reader])
+    with otel.instrumented(providers(service, exporter), meter_provider, parent=parent) as made:
+        yield Traced(exporter, reader, made)
+    meter_provider.shutdown()
+
+
+def tree(spans: Sequence[SpanRecord], *, attributes: Sequence[str] = ()) -> str:
+    """The spans as a tree (see the module docstring); ``attributes`` named are shown
+    after each span's name, ``key=value``, when it has them."""
+    by_id = {span.span_id: span for span in spans}
+    children: dict[str | None, list[SpanRecord]] = {}
+    for span in spans:
+        parent = span.parent_id if span.parent_id in by_id else None
+        children.setdefault(parent, []).append(span)
+    lines: list[str] = []
+
+    def walk(parent: str | None, depth: int) -> None:
+        for span in sorted(children.get(parent, []), key=lambda s: s.start):
+            shown = " ".join(
+                f"{key}={span.attributes[key]}" for key in attributes if key in span.attributes
+            )
+            extra = f" {shown}" if shown else ""
+            lines.append(f"{'  ' * depth}{span.name} ({span.kind}) [{span.service}]{extra}")
+            for link in span.links:
+                target = by_id.get(link)
+                lines.append(f"{'  ' * (depth + 1)}~> {target.name if target else link}")
+            walk(span.span_id, depth + 1)
+
+    walk(None, 0)
+    return "\n".join(lines)
