@@ -22,7 +22,7 @@ from statifier_oban.otel._spans import read_carrier
 from statifier_oban.workers import TIMER_WORKER
 from statifier_persistence import Executions
 
-from oban_support.common import chart, database_fixture, job_rows, unique, wait_until
+from oban_support.common import chart, database_fixture, unique, wait_until
 from oban_support.executions import Rig, running_rig
 from oban_support.harness import Servers, send_delayed, servers_fixture
 from oban_support.tracing import SpanRecord, Traced, providers, traced, tree
@@ -350,17 +350,21 @@ async def test_metrics_after_a_known_workload(servers: Servers) -> None:
             assert metric(steps, **{"statifier.operation": "Fire"}) == runs
             stored = runs + 2  # the held ones, the captured one, the idle one
             assert metric("statifier.timers.scheduled") == stored
-            assert metric(
-                "statifier.timers.scheduled", **{"messaging.destination.name": queue}
-            ) == stored
+            assert (
+                metric("statifier.timers.scheduled", **{"messaging.destination.name": queue})
+                == stored
+            )
             assert metric("statifier.timers.fired") == runs
             assert metric("statifier.timers.cancelled") == 1  # the capture's; the fires' find none
             assert metric("statifier.timers.discarded") == 0
             assert metric("statifier.timer.lateness") == runs
-            assert metric(
-                "statifier.invoke.duration",
-                **{"statifier.invoke.type": "test:echo", "statifier.outcome": "completed"},
-            ) == 1
+            assert (
+                metric(
+                    "statifier.invoke.duration",
+                    **{"statifier.invoke.type": "test:echo", "statifier.outcome": "completed"},
+                )
+                == 1
+            )
             for chart_name, made in (("otel_hold", runs + 1), ("otel_echo", 1)):
                 labels = {
                     "statifier.execution.status": "completed",
@@ -391,9 +395,10 @@ async def test_a_timer_of_a_cancelled_execution_is_discarded(servers: Servers) -
             created = await rig.executions.create(LOOSE)
             await rig.executions.cancel(created.execution.id)
             fired = (await spans_named(tracing, "FireTimer:expire"))[0]
-            assert tracing.metric(
-                "statifier.timers.discarded", **{"statifier.reason": "cancelled"}
-            ) == 1
+            assert (
+                tracing.metric("statifier.timers.discarded", **{"statifier.reason": "cancelled"})
+                == 1
+            )
             assert tracing.metric("statifier.timers.fired") == 0
     assert fired.attributes["statifier.outcome"] == "discarded"
     assert fired.attributes["statifier.reason"] == "cancelled"

@@ -40,6 +40,7 @@ from ..executions import pending_jobs
 from . import _revisions
 from ._main import database_options, execution_options
 from ._persistence import ExecutionOptions, find_revision, with_executions
+from ._tracing import traced, tracing_options
 
 SYSTEM_VARIABLES = frozenset({"_event", "_sessionid", "_name", "_ioprocessors"})
 """Datamodel entries ``show`` leaves out (the SCXML system variables)."""
@@ -284,6 +285,7 @@ def invoke_types(machine: Machine) -> set[str]:
 @click.argument("event", metavar="EVENT")
 @click.option("--data", type=kit.JSON, default=None, metavar="JSON", help="the event's data")
 @click.option("--key", default=None, help="an idempotency key: applied at most once")
+@tracing_options
 @kit.json_option
 def send(
     database_url: str,
@@ -297,6 +299,9 @@ def send(
     event: str,
     data: Any,
     key: str | None,
+    otel: bool,
+    traceparent: str | None,
+    tracestate: str | None,
     as_json: bool,
 ) -> int:
     """``executions send``: refuses a chart whose invocations it could not start."""
@@ -319,13 +324,15 @@ def send(
         result = await executions.step(execution_id, Event(name=event, data=data), key=key)
         return _answer(result, "stepped", kit.Output(as_json))
 
-    return with_executions(database_url, prefix, work, options)
+    with traced(otel, traceparent, tracestate):
+        return with_executions(database_url, prefix, work, options)
 
 
 @executions.command(help="Run an execution's cancel.")
 @database_options
 @execution_options
 @click.argument("execution_id", metavar="ID")
+@tracing_options
 @kit.json_option
 def cancel(
     database_url: str,
@@ -336,6 +343,9 @@ def cancel(
     functions: str | None,
     paths: tuple[str, ...],
     execution_id: str,
+    otel: bool,
+    traceparent: str | None,
+    tracestate: str | None,
     as_json: bool,
 ) -> int:
     """``executions cancel``."""
@@ -345,7 +355,8 @@ def cancel(
     async def work(executions: Executions, oban: Oban) -> int:
         return _answer(await executions.cancel(execution_id), "cancelled", kit.Output(as_json))
 
-    return with_executions(database_url, prefix, work, options)
+    with traced(otel, traceparent, tracestate):
+        return with_executions(database_url, prefix, work, options)
 
 
 for _command in _revisions.COMMANDS:

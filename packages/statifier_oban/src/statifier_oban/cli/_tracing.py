@@ -1,0 +1,94 @@
+"""Tracing for the ``statifier-oban`` commands (ADR 30): ``--otel``, ``--traceparent``.
+
+``--otel`` (``$STATIFIER_OBAN_OTEL``) sets the OpenTelemetry SDK up from the ``OTEL_*``
+environment variables (``statifier_oban.otel.configure``) and traces the command; it needs
+``statifier-oban[otel]``, the SDK and an exporter, and says so in one line when one is
+missing. ``--traceparent`` (``$TRACEPARENT``, with ``--tracestate``/``$TRACESTATE``)
+continues the caller's trace: the command's steps are children of the caller's span, and
+the timers and invocations they arm carry that trace on. Without ``--otel`` nothing is
+exported from the command itself (the API alone propagates the context), so the caller's
+span is the parent of what the workers record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import click
+from statifier import instrumentation
+from statifier.cli import kit
+from statifier.errors import install_hint
+
+from .._errors import TracingUnavailable
+
+
+def tracing_options[F: Callable[..., Any]](function: F) -> F:
+    """``--otel``, ``--traceparent`` and ``--tracestate`` (see the module docstring)."""
+    options = [
+        click.option(
+            "--otel",
+            is_flag=True,
+            envvar="STATIFIER_OBAN_OTEL",
+            show_envvar=True,
+            help="trace and measure with OpenTelemetry, exporting as the OTEL_* environment "
+            "variables say (needs the SDK and an exporter, see docs/tracing.md)",
+        ),
+        click.option(
+            "--traceparent",
+            default=None,
+            metavar="TRACEPARENT",
+            envvar="TRACEPARENT",
+            show_envvar=True,
+            help="continue this W3C trace context (the caller's span becomes the parent)",
+        ),
+        click.option(
+            "--tracestate",
+            default=None,
+            metavar="TRACESTATE",
+            envvar="TRACESTATE",
+            show_envvar=True,
+            help="the W3C tracestate going with --traceparent",
+        ),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def load_otel() -> Any:
+    """``statifier_oban.otel``, or the one-line error naming what to install."""
+    try:
+        from .. import otel
+    except ImportError as exc:
+        if not (exc.name or "").startswith("opentelemetry"):
+            raise
+        raise kit.CommandError(
+            f"tracing needs OpenTelemetry's API: {install_hint('statifier-oban', 'otel')}"
+        ) from None
+    return otel
+
+
+@contextmanager
+def traced(otel: bool, traceparent: str | None, tracestate: str | None) -> Iterator[None]:
+    """Trace the block as the options say (nothing at all without either)."""
+    if not otel and traceparent is None:
+        yield
+        return
+    module = load_otel()
+    try:
+        providers = module.configure() if otel else None
+    except TracingUnavailable as exc:
+        raise kit.CommandError(exc) from None
+    module.instrument()
+    carrier = {"traceparent": traceparent} if traceparent is not None else None
+    if carrier is not None and tracestate is not None:
+        carrier["tracestate"] = tracestate
+    try:
+        with instrumentation.continued(carrier):
+            yield
+    finally:
+        module.uninstrument()
+        if providers is not None:
+            providers.shutdown()
