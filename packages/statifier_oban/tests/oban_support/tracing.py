@@ -130,10 +130,12 @@ class Traced:
             for scope in resource.scope_metrics:
                 for metric in scope.metrics:
                     for point in metric.data.data_points:
-                        key = (metric.name, frozenset(point.attributes.items()))
-                        points[key] = getattr(point, "value", None)
-                        if points[key] is None:
-                            points[key] = point.count  # type: ignore[union-attr]
+                        labels = frozenset((point.attributes or {}).items())
+                        # A counter's or gauge's point has a value, a histogram's a count.
+                        found = getattr(point, "value", None)
+                        points[(metric.name, labels)] = (
+                            found if found is not None else getattr(point, "count", None)
+                        )
         return points
 
     def metric(self, name: str, **attributes: Any) -> Any:
