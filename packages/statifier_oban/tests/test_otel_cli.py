@@ -16,14 +16,17 @@ import signal
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
+import click
 import pytest
 import statifier
 import statifier_oban
 from oban import Oban
 from psycopg_pool import AsyncConnectionPool
 from statifier import instrumentation
+from statifier.cli import _commands, kit
 from statifier_oban.cli import _main as cli
 from statifier_oban.executions import ObanExecutor, execution_config
 from statifier_oban.workers import TIMER_WORKER
@@ -170,3 +173,23 @@ async def test_a_worker_logs_json_lines_with_the_ids_of_the_job_it_ran(
     assert len(fired["trace_id"]) == 32
     assert len(fired["span_id"]) == 16
     assert fired["message"].startswith("statifier_oban.timer.fired scope=")
+
+
+def every_command(group: click.Group) -> Iterator[click.Command]:
+    """Every command under ``group`` (lazy ones imported)."""
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        assert command is not None
+        if isinstance(command, click.Group):
+            yield from every_command(command)
+        else:
+            yield command
+
+
+def test_every_command_takes_log_format() -> None:
+    for group in (_commands.statifier, cli.statifier_oban):
+        for command in every_command(group):
+            option = next(p for p in command.params if p.name == "log_format")
+            assert isinstance(option, click.Option)
+            assert option.envvar == kit.LOG_FORMAT_ENV
