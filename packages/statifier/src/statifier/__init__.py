@@ -3,13 +3,15 @@
 ``compile`` a chart once into an immutable ``Machine``; drive it with ``initialize``,
 ``handle_event``, ``deliver_internal`` and ``cancel``, each of which returns the new
 ``MachineState`` and the ordered list of effects (``statifier.core.effects``) for a driver
-to perform. The core never does I/O.
+to perform. The core never does I/O. Charts are SCXML text, or written in Python with
+``statifier.build`` (``export`` writes such a chart as SCXML).
 """
 
 from __future__ import annotations
 
 from importlib import metadata as _metadata
 
+from statifier.build import export
 from statifier.chart.compiler import Resolver
 from statifier.chart.compiler import compile_chart as compile
 from statifier.chart.identity import chart_identity
@@ -51,6 +53,7 @@ __all__ = [
     "compile",
     "deliver_internal",
     "effects",
+    "export",
     "external",
     "handle_event",
     "initialize",

@@ -11,7 +11,9 @@ class Diagnostic:
 
     ``code`` is a stable machine-readable slug (``unknown-element``, ``unknown-target``...),
     ``line``/``column`` are 1-based positions in the source (0 when unknown), and
-    ``severity`` is ``"error"`` (blocks compilation) or ``"warning"``.
+    ``severity`` is ``"error"`` (blocks compilation) or ``"warning"``. ``file`` names the
+    file the position is in when it is not the chart's source: the Python file whose line
+    made the element of a chart written with ``statifier.build``.
     """
 
     code: str
@@ -19,12 +21,19 @@ class Diagnostic:
     line: int = 0
     column: int = 0
     severity: str = "error"
+    file: str | None = None
 
     def format(self, filename: str = "<chart>") -> str:
-        """``file:line:col: severity: message [code]``, as compilers print it."""
-        return (
-            f"{filename}:{self.line}:{self.column}: {self.severity}: {self.message} [{self.code}]"
-        )
+        """``file:line:col: severity: message [code]``, as compilers print it (``file`` is
+        the diagnostic's own when it has one, else ``filename``)."""
+        where = self.file if self.file is not None else filename
+        return f"{where}:{self.line}:{self.column}: {self.severity}: {self.message} [{self.code}]"
+
+    @property
+    def where(self) -> str:
+        """``line:col``, preceded by ``file:`` when the diagnostic names its own file."""
+        position = f"{self.line}:{self.column}"
+        return position if self.file is None else f"{self.file}:{position}"
 
 
 class StatifierError(Exception):
@@ -39,7 +48,7 @@ class ChartError(StatifierError):
         first = diagnostics[0] if diagnostics else None
         summary = f"{len(diagnostics)} error(s) in chart"
         if first is not None:
-            summary += f"; first at {first.line}:{first.column}: {first.message}"
+            summary += f"; first at {first.where}: {first.message}"
         super().__init__(summary)
 
 

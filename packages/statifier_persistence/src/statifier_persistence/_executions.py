@@ -16,6 +16,7 @@ from typing import Any
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 from statifier import Machine, initialize, instrumentation, new_session_id
+from statifier.build import Chart
 from statifier.chart.compiler import host_functions
 from statifier.core import position
 from statifier.core.effects import SendDelayed
@@ -766,4 +767,9 @@ def _check_parent(parent: Any) -> None:
 
 def _check_machine(chart: Any) -> None:
     if not isinstance(chart, Machine):
-        raise InvalidArgument(f"chart must be a compiled statifier.Machine, not {chart!r}")
+        hint = " (compile a chart written in Python with its compile())"
+        if not isinstance(chart, Chart):
+            hint = ""
+        raise InvalidArgument(
+            f"chart must be a compiled statifier.Machine, not {type(chart).__name__}{hint}"
+        )

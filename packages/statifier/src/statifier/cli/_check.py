@@ -5,24 +5,25 @@ Text: one ``file:line:col: severity: message [code]`` line per diagnostic, then 
 ``{"record": "diagnostic", "file", "line", "column", "severity", "code", "message"}``
 object per diagnostic, then ``{"record": "chart", "file", "result": "ok" | "failed",
 "states", "transitions", "warnings", "notes"}`` per chart (``states`` and the counts
-after it are absent for a chart that does not compile).
+after it are absent for a chart that does not compile). A chart written in Python
+(``MODULE:NAME``) is compiled from its export; its diagnostics name the Python file and line
+that made each element, and its chart line names it ``MODULE:NAME``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from statifier.chart.lint import lint
 from statifier.chart.model import Machine
-from statifier.cli._files import load_chart
+from statifier.cli._files import ChartSource, load_chart
 from statifier.cli.kit import Output
 from statifier.datamodel.host import HostFunction
 from statifier.errors import Diagnostic
 
 
 def check(
-    paths: Sequence[Path],
+    sources: Sequence[ChartSource],
     output: Output,
     *,
     strict: bool,
@@ -30,15 +31,16 @@ def check(
 ) -> int:
     """Exit code 1 if any chart has an error (or, with ``strict``, a warning), else 0."""
     failed = False
-    for path in paths:
-        machine = load_chart(path, functions)
+    for source in sources:
+        path = source.name
+        machine = load_chart(source, functions)
         if not isinstance(machine, Machine):
             _print(path, machine, output)
             if output.as_json:  # in text, the diagnostics say it all
-                output.record_json({"record": "chart", "file": str(path), "result": "failed"})
+                output.record_json({"record": "chart", "file": path, "result": "failed"})
             failed = True
             continue
-        found = [*machine.warnings, *lint(machine)]
+        found = [*machine.warnings, *(source.locate(d) for d in lint(machine))]
         _print(path, found, output)
         warnings = sum(d.severity == "warning" for d in found)
         notes = len(found) - warnings
@@ -50,7 +52,7 @@ def check(
         fails = strict and warnings > 0
         record = {
             "record": "chart",
-            "file": str(path),
+            "file": path,
             "result": "failed" if fails else "ok",
             "states": len(machine.states) - 1,
             "transitions": len(machine.transitions),
@@ -65,13 +67,13 @@ def check(
     return 1 if failed else 0
 
 
-def _print(path: Path, diagnostics: Sequence[Diagnostic], output: Output) -> None:
-    for diagnostic in sorted(diagnostics, key=lambda d: (d.line, d.column)):
+def _print(path: str, diagnostics: Sequence[Diagnostic], output: Output) -> None:
+    for diagnostic in sorted(diagnostics, key=lambda d: (d.file or "", d.line, d.column)):
         output.line(
-            diagnostic.format(str(path)),
+            diagnostic.format(path),
             {
                 "record": "diagnostic",
-                "file": str(path),
+                "file": diagnostic.file or path,
                 "line": diagnostic.line,
                 "column": diagnostic.column,
                 "severity": diagnostic.severity,

@@ -1,8 +1,9 @@
-"""The ``statifier`` commands on click: ``check``, ``run`` and ``diagram``.
+"""The ``statifier`` commands on click: ``check``, ``run``, ``diagram`` and ``export``.
 
 Imported only when the command line runs (``statifier.cli.main``), since click is the
 ``statifier[cli]`` extra. Each command takes ``--functions MODULE:NAME`` and ``--path DIR``
-(the one rule of ``statifier.cli.kit`` for user code) and ``--version``.
+(the one rule of ``statifier.cli.kit`` for user code) and ``--version``. A CHART is an
+SCXML file or ``MODULE:NAME``, a chart written in Python (``statifier.cli._files``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import click
 
 from statifier.chart.durations import format_duration
 from statifier.cli import kit
-from statifier.cli._files import files_beside, load_chart
+from statifier.cli._files import chart_source, load_chart
 from statifier.core.events import Event
 from statifier.values import ValueRefused, brief, parse_json
 
@@ -59,6 +60,13 @@ def _user_code[F: Callable[..., Any]](function: F) -> F:
     return kit.version_option("statifier")(kit.path_option(kit.functions_option(function)))
 
 
+_OUTPUT = click.option(
+    "--output", "-o", type=click.Path(path_type=Path), default=None,
+    help="write here instead of stdout",
+)  # fmt: skip
+"""``--output FILE``, for the commands that print a document (diagram, export)."""
+
+
 def _functions(paths: tuple[str, ...], spec: str | None) -> Any:
     kit.set_import_path(paths)
     return kit.load_functions(spec)
@@ -70,15 +78,16 @@ def statifier() -> None:
     """The ``statifier`` command."""
 
 
-@statifier.command(help="Compile and lint charts, print every diagnostic.")
-@click.argument(
-    "charts", nargs=-1, required=True, type=click.Path(path_type=Path), metavar="CHART..."
+@statifier.command(
+    help="Compile and lint charts (SCXML files, or MODULE:NAME of charts written in Python), "
+    "print every diagnostic."
 )
+@click.argument("charts", nargs=-1, required=True, metavar="CHART...")
 @click.option("--strict", is_flag=True, help="fail on warnings too")
 @kit.json_option
 @_user_code
 def check(
-    charts: tuple[Path, ...],
+    charts: tuple[str, ...],
     strict: bool,
     as_json: bool,
     functions: str | None,
@@ -88,11 +97,12 @@ def check(
     from statifier.cli._check import check as run_check
 
     loaded = _functions(paths, functions)
-    return run_check(charts, kit.Output(as_json), strict=strict, functions=loaded)
+    sources = [chart_source(chart) for chart in charts]
+    return run_check(sources, kit.Output(as_json), strict=strict, functions=loaded)
 
 
 @statifier.command(help="Drive a chart with events on a virtual clock (or live, with --live).")
-@click.argument("chart", type=click.Path(path_type=Path), metavar="CHART")
+@click.argument("chart", metavar="CHART")
 @click.option(
     "--event", "-e", "events", multiple=True, type=EVENT,
     help="an external event (repeatable); data after '=' is JSON",
@@ -124,7 +134,7 @@ def check(
 @click.option("--session-id", default="sess_cli", show_default=True, help="the session's id")
 @_user_code
 def run(
-    chart: Path,
+    chart: str,
     events: tuple[Event, ...],
     advance: int | None,
     as_json: bool,
@@ -137,11 +147,14 @@ def run(
     paths: tuple[str, ...],
 ) -> int:
     """``statifier run``."""
-    loaded = load_chart(chart, _functions(paths, functions))
+    functions_ = _functions(paths, functions)
+    source = chart_source(chart)
+    loaded = load_chart(source, functions_)
     if isinstance(loaded, list):
         for diagnostic in loaded:
-            print(diagnostic.format(str(chart)))
+            print(diagnostic.format(chart))
         return 1
+    place = source.place if source.built is not None else None
     if live:
         from statifier.cli._live import run_live
 
@@ -155,8 +168,9 @@ def run(
                 as_json=as_json,
                 trace=trace,
                 strict=strict,
-                chart=str(chart),
-                resolver=files_beside(chart),
+                chart=chart,
+                place=place,
+                resolver=source.resolver(),
             )
         )
     from statifier.cli._virtual import run_virtual
@@ -170,13 +184,14 @@ def run(
         as_json=as_json,
         trace=trace,
         strict=strict,
-        chart=str(chart),
-        resolver=files_beside(chart),
+        chart=chart,
+        place=place,
+        resolver=source.resolver(),
     )
 
 
 @statifier.command(help="Draw a chart (Mermaid, Graphviz DOT or SVG).")
-@click.argument("chart", type=click.Path(path_type=Path), metavar="CHART")
+@click.argument("chart", metavar="CHART")
 @click.option(
     "--format", "fmt", type=click.Choice(["mermaid", "dot", "svg"]), default="mermaid",
     show_default=True, help="SVG needs Graphviz's dot",
@@ -189,13 +204,10 @@ def run(
     "--event", "-e", "events", multiple=True, type=EVENT,
     help="highlight the configuration after these events on a virtual clock",
 )  # fmt: skip
-@click.option(
-    "--output", "-o", type=click.Path(path_type=Path), default=None,
-    help="write here instead of stdout",
-)  # fmt: skip
+@_OUTPUT
 @_user_code
 def diagram(
-    chart: Path,
+    chart: str,
     fmt: str,
     position: Path | None,
     events: tuple[Event, ...],
@@ -209,5 +221,23 @@ def diagram(
 
     if position is not None and events:
         raise click.UsageError("--position and --event exclude each other")
-    request = DiagramRequest(chart, fmt, position, events or None, output)
-    return draw(request, sys.stdout, _functions(paths, functions))
+    loaded = _functions(paths, functions)
+    request = DiagramRequest(chart_source(chart), fmt, position, events or None, output)
+    return draw(request, sys.stdout, loaded)
+
+
+@statifier.command(help="Write a chart written in Python as SCXML (compiled first).")
+@click.argument("chart", metavar="MODULE:NAME")
+@_OUTPUT
+@_user_code
+def export(
+    chart: str,
+    output: Path | None,
+    functions: str | None,
+    paths: tuple[str, ...],
+) -> int:
+    """``statifier export``."""
+    from statifier.cli._export import export as write_scxml
+
+    loaded = _functions(paths, functions)
+    return write_scxml(chart_source(chart), output, sys.stdout, loaded)

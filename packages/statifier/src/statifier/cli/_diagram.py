@@ -16,7 +16,7 @@ from typing import TextIO
 
 from statifier.chart.diagram import to_dot, to_mermaid
 from statifier.chart.model import Machine
-from statifier.cli._files import files_beside, load_chart
+from statifier.cli._files import ChartSource, load_chart
 from statifier.cli.kit import CommandError
 from statifier.core import position
 from statifier.core.events import Event
@@ -36,7 +36,7 @@ DOT_TIMEOUT_S = 60
 class DiagramRequest:
     """What ``statifier diagram`` was asked to draw."""
 
-    chart: Path
+    chart: ChartSource
     format: str = "mermaid"
     position: Path | None = None
     events: tuple[Event, ...] | None = None
@@ -51,7 +51,7 @@ def diagram(
     machine = load_chart(request.chart, functions)
     if not isinstance(machine, Machine):
         for diagnostic in machine:
-            print(diagnostic.format(str(request.chart)), file=out)
+            print(diagnostic.format(request.chart.name), file=out)
         return 1
     try:
         active = _active(machine, request)
@@ -75,7 +75,7 @@ def _active(machine: Machine, request: DiagramRequest) -> frozenset[int]:
         return position.loads(request.position.read_bytes(), machine).configuration
     if request.events is None:
         return frozenset()
-    driver = VirtualDriver(machine, session_id="sess_diagram", resolver=files_beside(request.chart))
+    driver = VirtualDriver(machine, session_id="sess_diagram", resolver=request.chart.resolver())
     driver.start()
     driver.run_until_idle()
     for event in request.events:

@@ -69,6 +69,7 @@ async def run_live(
     trace: bool,
     strict: bool,
     chart: str = "<chart>",
+    place: Callable[[int], str] | None = None,
     resolver: Resolver | None = None,
 ) -> int:
     """Run a live session; returns the exit code."""
@@ -81,6 +82,7 @@ async def run_live(
         as_json=as_json,
         trace=trace,
         chart=chart,
+        place=place,
     )
 
     def show(sid: str, message: Message) -> None:

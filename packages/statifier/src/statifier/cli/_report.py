@@ -63,7 +63,9 @@ class Reporter:
     """Prints a run's effects, notices and steps, and remembers unmatched external events.
 
     ``machine_for`` maps a session id to its chart (None when unknown) so transitions can be
-    described by their source, targets and line.
+    described by their source, targets and line. ``place`` says where a line of the top
+    chart is (the Python line that made its element, for a chart written in Python);
+    without it, lines are named ``chart:line``.
     """
 
     def __init__(
@@ -75,10 +77,12 @@ class Reporter:
         as_json: bool,
         trace: bool,
         chart: str = "<chart>",
+        place: Callable[[int], str] | None = None,
     ) -> None:
         self.out = out
         self.top = top
         self.chart = chart
+        self.place = place
         self.machine_for = machine_for
         self.as_json = as_json
         self.trace = trace
@@ -164,6 +168,8 @@ class Reporter:
         if isinstance(effect, fx.ErrorRaised):
             where = self.chart if session == self.top else f"{session} chart"
             at = f"{where}:{effect.line}" if effect.line is not None else where
+            if effect.line is not None and session == self.top and self.place is not None:
+                at = self.place(effect.line)
             sendid = f" (send_id {effect.sendid})" if effect.sendid else ""
             return f"{effect.name} at {at}{sendid}: {effect.message or '(no message)'}"
         if isinstance(effect, fx.BudgetExhausted):
@@ -192,7 +198,10 @@ class Reporter:
             source = machine.states[transition.source].id
             targets = " ".join(machine.states[s].id for s in transition.targets) or "(targetless)"
             on = " ".join(transition.events) or "(eventless)"
-            parts.append(f"{on} {source} -> {targets} (line {transition.line})")
+            line = f"line {transition.line}"
+            if session == self.top and self.place is not None:
+                line = self.place(transition.line)
+            parts.append(f"{on} {source} -> {targets} ({line})")
         return "; ".join(parts)
 
     # -- steps and the end ---------------------------------------------------------------

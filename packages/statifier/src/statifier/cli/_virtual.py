@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from statifier.chart.compiler import Resolver
@@ -24,6 +24,7 @@ def run_virtual(
     trace: bool,
     strict: bool,
     chart: str = "<chart>",
+    place: Callable[[int], str] | None = None,
     resolver: Resolver | None = None,
 ) -> int:
     """Drive ``machine`` with ``events``, then let timers fire; returns the exit code."""
@@ -40,7 +41,9 @@ def run_virtual(
         session = driver.sessions.get(sid)
         return session.state.machine if session is not None else None
 
-    reporter = Reporter(out, session_id, machine_for, as_json=as_json, trace=trace, chart=chart)
+    reporter = Reporter(
+        out, session_id, machine_for, as_json=as_json, trace=trace, chart=chart, place=place
+    )
 
     def step(label: str) -> None:
         reporter.header(label, driver.now_ms)
