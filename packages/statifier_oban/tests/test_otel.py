@@ -17,7 +17,7 @@ from opentelemetry import propagate, trace
 from statifier import instrumentation
 from statifier.core.events import Event
 from statifier_oban import otel, schedule
-from statifier_oban.otel import GaugeSampler
+from statifier_oban.otel import GaugeSampler, SpanRecord
 from statifier_oban.otel._spans import read_carrier
 from statifier_oban.workers import TIMER_WORKER
 from statifier_persistence import Executions
@@ -25,7 +25,7 @@ from statifier_persistence import Executions
 from oban_support.common import chart, database_fixture, unique, wait_until
 from oban_support.executions import Rig, running_rig
 from oban_support.harness import Servers, send_delayed, servers_fixture
-from oban_support.tracing import SpanRecord, Traced, providers, traced, tree
+from oban_support.tracing import Traced, providers, traced, tree
 
 database = database_fixture()
 servers = servers_fixture()

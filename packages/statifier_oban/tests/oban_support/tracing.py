@@ -4,13 +4,11 @@ for worker processes, and the printed span tree the tests compare.
 ``traced()`` installs ``statifier_oban.otel`` on providers of its own (service ``name``)
 for the block. A worker process exports to a file of JSON lines (``FileExporter``, each
 span written when it ends); ``read_spans`` reads it back. ``tree(spans)`` prints the spans
-as the docs show them: one line per span, children indented under their parent in start
-order, ``name (KIND) [service]``, and ``~> name`` under a span for each link.
+as the docs show them (``statifier_oban.otel.span_tree``).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,49 +22,15 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from statifier_oban import otel
+from statifier_oban.otel import SpanRecord
 
 SPANS_FILE_ENV = "STATIFIER_TEST_SPANS"
 """A worker process exports its spans to the file this environment variable names."""
 
 
-@dataclass(frozen=True)
-class SpanRecord:
-    """One finished span, as both exporters record it."""
-
-    name: str
-    kind: str
-    trace_id: str
-    span_id: str
-    parent_id: str | None
-    links: tuple[str, ...]
-    attributes: dict[str, Any]
-    service: str
-    start: int
-    status: str
-    events: tuple[str, ...] = ()
-
-
 def record(span: ReadableSpan) -> SpanRecord:
     """The record of an SDK span."""
-    context = span.get_span_context()
-    assert context is not None
-    parent = span.parent
-    return SpanRecord(
-        name=span.name,
-        kind=span.kind.name,
-        trace_id=format(context.trace_id, "032x"),
-        span_id=format(context.span_id, "016x"),
-        parent_id=format(parent.span_id, "016x") if parent is not None else None,
-        links=tuple(format(link.context.span_id, "016x") for link in span.links),
-        attributes={
-            key: list(value) if isinstance(value, tuple) else value
-            for key, value in (span.attributes or {}).items()
-        },
-        service=str(span.resource.attributes.get("service.name", "")),
-        start=span.start_time or 0,
-        status=span.status.status_code.name,
-        events=tuple(event.name for event in span.events),
-    )
+    return SpanRecord.of(span)
 
 
 class FileExporter(SpanExporter):
@@ -79,7 +43,7 @@ class FileExporter(SpanExporter):
         """Write the spans, flushed at once (the process may be killed any time)."""
         with open(self.path, "a", encoding="utf-8") as out:
             for span in spans:
-                out.write(json.dumps(record(span).__dict__) + "\n")
+                out.write(record(span).to_json() + "\n")
         return SpanExportResult.SUCCESS
 
 
@@ -88,13 +52,7 @@ def read_spans(path: Path) -> list[SpanRecord]:
     if not path.exists():
         return []
     lines = path.read_text(encoding="utf-8").splitlines()
-    return [_decoded(json.loads(line)) for line in lines if line.strip()]
-
-
-def _decoded(data: dict[str, Any]) -> SpanRecord:
-    data["links"] = tuple(data["links"])
-    data["events"] = tuple(data["events"])
-    return SpanRecord(**data)
+    return [SpanRecord.from_json(line) for line in lines if line.strip()]
 
 
 def providers(service: str, exporter: SpanExporter) -> TracerProvider:
@@ -161,26 +119,5 @@ def traced(service: str = "test", *, parent: otel.ParentMode = "child") -> Itera
 
 
 def tree(spans: Sequence[SpanRecord], *, attributes: Sequence[str] = ()) -> str:
-    """The spans as a tree (see the module docstring); ``attributes`` named are shown
-    after each span's name, ``key=value``, when it has them."""
-    by_id = {span.span_id: span for span in spans}
-    children: dict[str | None, list[SpanRecord]] = {}
-    for span in spans:
-        parent = span.parent_id if span.parent_id in by_id else None
-        children.setdefault(parent, []).append(span)
-    lines: list[str] = []
-
-    def walk(parent: str | None, depth: int) -> None:
-        for span in sorted(children.get(parent, []), key=lambda s: s.start):
-            shown = " ".join(
-                f"{key}={span.attributes[key]}" for key in attributes if key in span.attributes
-            )
-            extra = f" {shown}" if shown else ""
-            lines.append(f"{'  ' * depth}{span.name} ({span.kind}) [{span.service}]{extra}")
-            for link in span.links:
-                target = by_id.get(link)
-                lines.append(f"{'  ' * (depth + 1)}~> {target.name if target else link}")
-            walk(span.span_id, depth + 1)
-
-    walk(None, 0)
-    return "\n".join(lines)
+    """The spans as ``statifier_oban.otel.span_tree`` prints them."""
+    return otel.span_tree(spans, attributes=attributes)

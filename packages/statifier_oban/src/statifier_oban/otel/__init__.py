@@ -17,7 +17,8 @@ days later) is that span's child: a timer armed in a request and fired a week la
 the request's trace. ``instrument(parent="link")`` starts a new trace per job run instead,
 linked to the one that stored it.
 
-:class:`GaugeSampler` feeds the two gauges (executions by status, queue depth).
+:func:`span_tree` prints finished spans as a tree (what tests compare, with the SDK's
+in-memory exporter). :class:`GaugeSampler` feeds the two gauges (executions by status, queue depth).
 ``statifier.instrumentation.continued(headers)`` continues a caller's trace (an HTTP API's
 ``traceparent`` header). docs/tracing.md has the tables, a trace and a Prometheus recipe.
 """
@@ -35,6 +36,7 @@ from ._configure import Providers, configure
 from ._gauges import DEFAULT_INTERVAL_S, GaugeSampler
 from ._metrics import METRICS, Metric
 from ._spans import MAX_CARRIER_ENTRIES, MAX_CARRIER_TEXT, OpenTelemetry, ParentMode
+from ._tree import SpanRecord, span_tree
 
 __all__ = [
     "ATTRIBUTES",
@@ -52,9 +54,11 @@ __all__ = [
     "OpenTelemetry",
     "ParentMode",
     "Providers",
+    "SpanRecord",
     "configure",
     "instrument",
     "instrumented",
+    "span_tree",
     "uninstrument",
 ]
 
