@@ -150,6 +150,24 @@ async def test_a_corrupt_row_with_a_readable_identity_is_reported_then_cancelled
     deliveries.forget(scope)
 
 
+async def test_a_row_with_a_timeout_no_config_writes_is_reported_then_cancelled(
+    env: InvokeEnv,
+) -> None:
+    _, queue = await running(env)
+    scope = unique("scope")
+    meta = {"delivery": RECORDING, "timeout": 10**400}
+    job_id = await insert_row(env.pool, valid_args(scope), queue=queue, meta=meta)
+    row = await wait_for_state(env.pool, job_id, *SETTLED)
+
+    assert (row.state, row.attempt) == ("cancelled", 1), row.error_text
+    assert "undecodable: meta.timeout must be an integer of milliseconds" in row.error_text
+    (call,) = deliveries.calls_for(scope)
+    assert (call.door, call.data["reason"]) == ("deliver_failure", "undecodable")
+    assert "meta.timeout" in call.data["detail"]
+    assert handlers.runs_for(scope) == []
+    deliveries.forget(scope)
+
+
 @pytest.mark.parametrize(
     "damage",
     [
@@ -293,7 +311,7 @@ async def test_under_the_cancel_policy_an_unresolvable_delivery_is_cancelled_tel
     row = await wait_for_state(env.pool, job_id, *SETTLED)
 
     assert (row.state, row.attempt) == ("cancelled", 1)
-    assert "refused: delivery" in row.error_text
+    assert "refused: meta.delivery" in row.error_text
     assert "deliver_failure" in row.error_text
     assert deliveries.calls_in_job(job_id) == []
 

@@ -19,10 +19,18 @@ import pytest
 import pytest_asyncio
 from psycopg_pool import AsyncConnectionPool
 from statifier.budget import MacrostepLimits
-from statifier.core.position import CorruptPosition, dumps
+from statifier.core import effects as fx
+from statifier.core.position import CorruptPosition, dumps, loads
 from statifier.runtime import registry
-from statifier.runtime.session import Halted, Session
-from statifier_oban import LeaseHeld, LeaseLost, SessionLease, session_lease, start_session
+from statifier.runtime.session import DelayedSendsUnavailable, Halted, Message, Session
+from statifier_oban import (
+    DurableTimers,
+    LeaseHeld,
+    LeaseLost,
+    SessionLease,
+    session_lease,
+    start_session,
+)
 
 from oban_support.common import (
     chart,
@@ -257,3 +265,88 @@ async def test_the_documented_on_step_save_is_fenced_from_the_first_step(
         assert saved == [("host",)]
     finally:
         await session.stop()
+
+
+CHATTY = chart(
+    """
+    <datamodel><data id="n" expr="0"/></datamodel>
+    <state id="talking">
+      <onentry><send id="reminder" event="remind" delay="60s"/></onentry>
+      <transition event="say">
+        <assign location="n" expr="n + 1"/><log label="said" expr="n"/>
+      </transition>
+    </state>
+    """
+)
+
+
+async def test_every_durable_session_owns_its_id_and_a_second_resume_is_refused(
+    server: Server, positions: AsyncConnectionPool
+) -> None:
+    """The README's form, ``Session.start(..., delayed_sends=DurableTimers(config))``,
+    takes the session's lease: a second process resuming the same id is refused while
+    the first runs, and resumes once it stopped."""
+    config = server.config()
+    first = await Session.start(
+        CHATTY,
+        delayed_sends=DurableTimers(config),
+        on_step=lambda session: save(positions, session_lease(session), session),
+    )
+    blob = dumps(first.snapshot())
+    assert session_lease(first).epoch == 1
+    with pytest.raises(LeaseHeld):
+        await Session.start(CHATTY, resume=blob, delayed_sends=DurableTimers(config))
+    assert registry.lookup(first.session_id) is first
+    await first.stop()
+    with pytest.raises(LookupError):
+        session_lease(first)
+    resumed = await Session.start(CHATTY, resume=blob, delayed_sends=DurableTimers(config))
+    try:
+        assert session_lease(resumed).epoch == 2
+    finally:
+        await resumed.stop()
+
+
+async def test_a_superseded_session_stops_at_its_first_refused_save(
+    server: Server, positions: AsyncConnectionPool
+) -> None:
+    """After a takeover, the old owner's next save is refused (``LeaseLost`` out of
+    ``on_step``): it stops there, as ``superseded``, with nothing queued behind that step
+    performed, long before its next lease renewal."""
+    config = server.config()
+    messages: list[Message] = []
+    first = await Session.start(
+        CHATTY,
+        delayed_sends=DurableTimers(config),
+        on_step=lambda session: save(positions, session_lease(session), session),
+        subscribers=[lambda _sid, message: messages.append(message)],
+    )
+    sid = first.session_id
+    await SessionLease.acquire(config, sid, owner="second", takeover=True)
+    for _ in range(5):
+        first.send_event("say")
+    await asyncio.wait_for(first.wait_halted(), 5)
+    assert messages[-1] == Halted("superseded")
+    assert [m.value for m in messages if isinstance(m, fx.Log)] == [1]
+    assert first.status().status == "superseded"
+    assert registry.lookup(sid) is None
+    async with positions.connection() as conn:
+        row = await (
+            await conn.execute("SELECT position FROM lease_positions WHERE session_id = %s", [sid])
+        ).fetchone()
+    assert row is not None
+    assert loads(bytes(row[0]), CHATTY).datamodel["n"] == 0  # the refused save stored nothing
+
+
+async def test_a_lease_the_store_cannot_take_starts_nothing(server: Server) -> None:
+    config = server.config()
+    async with server.pool.connection() as conn:
+        await conn.execute("ALTER TABLE statifier_session_leases RENAME TO leases_elsewhere")
+    try:
+        with pytest.raises(DelayedSendsUnavailable, match="lease of session 'no_lease'"):
+            await Session.start(CHATTY, session_id="no_lease", delayed_sends=DurableTimers(config))
+    finally:
+        async with server.pool.connection() as conn:
+            await conn.execute("ALTER TABLE leases_elsewhere RENAME TO statifier_session_leases")
+    assert registry.lookup("no_lease") is None
+    assert await timer_rows(server.pool, "no_lease") == []

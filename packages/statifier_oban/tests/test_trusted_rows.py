@@ -21,10 +21,13 @@ from typing import Any
 
 import pytest
 from statifier_oban import MAX_OPAQUE_BYTES
+from statifier_oban._config import MAX_BOUND_MS
+from statifier_oban._errors import UndecodableRow
 from statifier_oban._names import TIMER_WORKER
+from statifier_oban.rows import _fields
 from statifier_oban.timers import _args, _schedule
 
-from oban_support.common import SETTLED, database_fixture, insert_row, wait_for_state
+from oban_support.common import SETTLED, database_fixture, execute, insert_row, wait_for_state
 from oban_support.deliveries import CALLS, ScriptedDelivery
 from oban_support.harness import (
     Server,
@@ -168,3 +171,59 @@ async def test_an_unbounded_registered_codec_still_has_its_result_capped(
     assert "undecodable" in row.error_text
     assert "over" in row.error_text
     assert CALLS.get(scope, []) == []
+
+
+@pytest.mark.parametrize(
+    "delivery",
+    [
+        "statifier_oban.delivery:SessionInvokeDelivery",
+        "statifier_oban.executions:ExecutionInvokeDelivery",
+    ],
+)
+async def test_a_registered_delivery_of_the_wrong_kind_is_refused_on_first_sight(
+    server: Server, scope: str, delivery: str
+) -> None:
+    """An invoke delivery has a ``deliver`` too, taking other arguments: named on a timer
+    row, it is refused before it is called (it once raised ``TypeError``, retried until
+    discarded)."""
+    row = await fire_with_delivery(server, scope, delivery)
+    assert (row.state, row.attempt) == ("cancelled", 1), row.error_text
+    assert f"refused: meta.delivery: '{delivery}' is not a timer delivery" in row.error_text
+    assert CALLS.get(scope, []) == []
+
+
+@pytest.mark.parametrize(
+    ("timeout", "shown"),
+    [("1" + "0" * 400, "<int of 1329 bits>"), ("0", "0"), ('"5000"', "'5000'")],
+)
+async def test_a_timeout_no_config_writes_is_cancelled_on_first_sight(
+    server: Server, scope: str, timeout: str, shown: str
+) -> None:
+    """``meta.timeout = 10**400`` once raised ``OverflowError`` in oban's timeout hook,
+    retried until discarded; a bound no ``Config`` writes is a malformed row."""
+    config = server.config(delivery=ScriptedDelivery)
+    job = await _schedule.schedule(config, scope, send_delayed(delay_ms=60_000))
+    await execute(
+        server.pool,
+        "UPDATE oban_jobs SET meta = jsonb_set(meta, '{timeout}', %s::jsonb),"
+        " scheduled_at = timezone('UTC', now()) WHERE id = %s",
+        [timeout, job.job_id],
+    )
+    row = await wait_for_state(server.pool, job.job_id, *SETTLED)
+    assert (row.state, row.attempt) == ("cancelled", 1), row.error_text
+    assert (
+        f"undecodable: meta.timeout must be an integer of milliseconds in 1..{MAX_BOUND_MS},"
+        f" found {shown}"
+    ) in row.error_text
+    assert CALLS.get(scope, []) == []
+
+
+def test_a_timeout_is_read_within_its_bounds() -> None:
+    assert _fields.bound_ms({}, "timeout", 100) is None
+    assert _fields.bound_ms({"timeout": None}, "timeout", 100) is None
+    assert _fields.bound_ms(["not", "an", "object"], "timeout", 100) is None
+    assert _fields.bound_ms({"timeout": 1}, "timeout", 100) == 1
+    assert _fields.bound_ms({"timeout": 100}, "timeout", 100) == 100
+    for bad in (0, 101, -1, True, 1.5, "50"):
+        with pytest.raises(UndecodableRow, match=r"meta\.timeout must be"):
+            _fields.bound_ms({"timeout": bad}, "timeout", 100)

@@ -19,6 +19,7 @@ from statifier_persistence import (
     InvalidArgument,
     Limits,
     PositionTooLarge,
+    StalePosition,
     Stepped,
 )
 
@@ -335,3 +336,81 @@ async def test_positions_written_with_a_key_load_only_with_that_key(
             await stranger.step(execution_id, Event(name="work"))
     with pytest.raises(InvalidArgument):
         Executions(store, executor=executor, position_key=b"short")
+
+
+async def test_an_older_keyed_position_of_the_same_execution_is_refused_as_stale(
+    store: AsyncConnectionPool, executor: TableExecutor
+) -> None:
+    """The digest proves a key holder wrote the blob, not when: an earlier position of the
+    same execution written back over the current one is refused (issue 18)."""
+    keyed = Executions(store, executor=executor, position_key=b"k" * 32)
+    execution_id = unique()
+    created = await keyed.create(COUNTER, execution_id=execution_id)
+    old = await position_of(store, execution_id)
+    stepped = await keyed.step(execution_id, Event(name="work"))
+    assert isinstance(stepped, Stepped)
+    await _write_position(store, execution_id, old)
+    with pytest.raises(StalePosition) as raised:
+        await keyed.step(execution_id, Event(name="work"))
+    counters = (created.state.macrostep, created.state.round)
+    assert raised.value.stored == counters
+    assert raised.value.recorded == (stepped.state.macrostep, stepped.state.round)
+    assert raised.value.recorded > counters
+    with pytest.raises(StalePosition):
+        await keyed.load(execution_id)
+    assert isinstance(raised.value, CorruptExecution)
+    assert await position_of(store, execution_id) == old  # nothing was stored
+
+
+async def test_a_position_one_round_behind_its_row_is_stale(
+    executions: Executions, executor: TableExecutor, store: AsyncConnectionPool
+) -> None:
+    """A fired ``#_internal`` send takes no new macrostep, only rounds: the round counts."""
+    internal = chart(
+        """
+        <state id="s">
+          <onentry><send event="inner" target="#_internal" delay="1s"/></onentry>
+          <transition event="inner" target="t"/>
+        </state>
+        <state id="t"/>
+        """
+    )
+    execution_id = unique()
+    created = await executions.create(internal, execution_id=execution_id)
+    old = await position_of(store, execution_id)
+    [delayed] = executor.timers.values()
+    fired = await executions.fire(execution_id, delayed)
+    assert isinstance(fired, Stepped)
+    assert fired.state.macrostep == created.state.macrostep
+    await _write_position(store, execution_id, old)
+    with pytest.raises(StalePosition):
+        await executions.load(execution_id)
+
+
+async def test_a_finished_execution_with_a_running_position_is_corrupt(
+    executions: Executions, store: AsyncConnectionPool
+) -> None:
+    """``cancel`` runs the chart's exit without a new macrostep: a cancelled row whose
+    position was put back to the running one is refused by its status."""
+    execution_id = unique()
+    await executions.create(COUNTER, execution_id=execution_id)
+    running = await position_of(store, execution_id)
+    await executions.cancel(execution_id)
+    await _write_position(store, execution_id, running)
+    with pytest.raises(CorruptExecution, match="cancelled, but its position runs"):
+        await executions.load(execution_id)
+
+
+async def position_of(store: AsyncConnectionPool, execution_id: str) -> bytes:
+    """The stored position's bytes."""
+    blob: bytes = await scalar(
+        store, "SELECT position FROM statifier_executions WHERE id = %s", [execution_id]
+    )
+    return blob
+
+
+async def _write_position(store: AsyncConnectionPool, execution_id: str, blob: bytes) -> None:
+    async with store.connection() as conn:
+        await conn.execute(
+            "UPDATE statifier_executions SET position = %s WHERE id = %s", [blob, execution_id]
+        )

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from oban import Oban
-from statifier.core.effects import Invoke
-from statifier_oban import Config, InvokeHandler, Ok, executions
+from statifier.core.effects import Invoke, SendDelayed
+from statifier_oban import Config, DeliveryAnswer, InvokeHandler, Ok, executions
 from statifier_oban.children import MapHandler
-from statifier_oban.executions import ObanExecutor, execution_config
+from statifier_oban.executions import ExecutionDelivery, ObanExecutor, execution_config
 from statifier_persistence import Executions
 
 from oban_support.common import unique
@@ -87,6 +87,22 @@ class RaisingHandler(_Configured, InvokeHandler):
         raise RuntimeError(invoke.params["message"])
 
 
+class HeldTimerDelivery(ExecutionDelivery):
+    """``ExecutionDelivery`` held between a timer job's fetch and its fire: it sets
+    ``fetched`` and waits for ``release`` (a race the test then plays out)."""
+
+    fetched: ClassVar[asyncio.Event | None] = None
+    release: ClassVar[asyncio.Event | None] = None
+
+    async def deliver(self, scope: str, effect: SendDelayed) -> DeliveryAnswer:
+        """See the class docstring."""
+        assert HeldTimerDelivery.fetched is not None
+        assert HeldTimerDelivery.release is not None
+        HeldTimerDelivery.fetched.set()
+        await HeldTimerDelivery.release.wait()
+        return await super().deliver(scope, effect)
+
+
 HANDLERS: dict[str, type[InvokeHandler]] = {
     "test:echo": EchoHandler,
     "test:gated": GatedHandler,
@@ -133,6 +149,8 @@ async def running_rig(servers: Servers, **config_options: Any) -> AsyncIterator[
     _Configured.config_in_use = config
     GatedHandler.gate = asyncio.Event()
     GatedHandler.started = asyncio.Event()
+    HeldTimerDelivery.fetched = asyncio.Event()
+    HeldTimerDelivery.release = asyncio.Event()
     HeldHandler.gates = {}
     try:
         yield Rig(server, config, executor, store)

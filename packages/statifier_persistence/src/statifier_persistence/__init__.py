@@ -22,6 +22,7 @@ from __future__ import annotations
 from importlib import metadata as _metadata
 
 from ._answers import NOT_LIVE, SUPERSEDED, LiveAnswer, live_answer
+from ._armed import CANCELLED
 from ._children import ChildOutcome, ChildStart, child_execution_id
 from ._errors import (
     ChartConflict,
@@ -43,6 +44,7 @@ from ._errors import (
     PositionTooLarge,
     RetirementRefused,
     SchemaError,
+    StalePosition,
     StatementError,
     StoreError,
     UnstorablePosition,
@@ -84,6 +86,7 @@ except _metadata.PackageNotFoundError:  # pragma: no cover - running from a bare
     __version__ = "0+unknown"
 
 __all__ = [
+    "CANCELLED",
     "MAX_FAN_OUT_CHILDREN",
     "MAX_ID_LENGTH",
     "MAX_KEY_LENGTH",
@@ -140,6 +143,7 @@ __all__ = [
     "Revision",
     "RevisionMethods",
     "SchemaError",
+    "StalePosition",
     "StatementError",
     "StepObserver",
     "StepResult",

@@ -36,7 +36,7 @@ from ._errors import (
 )
 from ._limits import MAX_ID_LENGTH, MAX_IDENTITY_LENGTH
 from ._records import ParentLink
-from ._rows import check_execution_id, check_text
+from ._rows import StoredPosition, check_execution_id, check_text
 from ._settlement import MAX_FAN_OUT_CHILDREN, POLICIES, FanOutKey, Policy
 from ._sql import statement
 
@@ -79,11 +79,15 @@ class FanOutHost(Protocol):
         key: str | None = None,
         *,
         with_position: bool = True,
-    ) -> tuple[Execution, bytes, bool]:
+    ) -> tuple[Execution, StoredPosition, bool]:
         """The execution's row, locked, with its position."""
 
     async def _position(
-        self, db: AsyncConnection[Any], execution: Execution, blob: bytes, routes: Any
+        self,
+        db: AsyncConnection[Any],
+        execution: Execution,
+        stored: StoredPosition,
+        routes: Any,
     ) -> MachineState:
         """The execution's state from its position."""
 
@@ -205,7 +209,7 @@ async def start_child(
     child_id = child_execution_id(fan_out, index)
     async with transaction(executions.pool, conn) as db:
         try:
-            parent, blob, _ = await executions._locked(db, fan_out.parent_id)
+            parent, persisted, _ = await executions._locked(db, fan_out.parent_id)
         except ExecutionNotFound:
             return ChildStart("not_needed", child_id, "parent_not_found")
         if parent.status == "needs_migration":
@@ -213,7 +217,7 @@ async def start_child(
         if parent.status != "active":
             return ChildStart("not_needed", child_id, f"parent_{parent.status}")
         routes = executions._host.routes(parent)
-        state = await executions._position(db, parent, blob, routes)
+        state = await executions._position(db, parent, persisted, routes)
         if fan_out.invoke_id not in state.invocations.values():
             return ChildStart("not_needed", child_id, "invocation_not_live")
         if await executor.superseded(db, fan_out):

@@ -12,9 +12,10 @@ with each (ADR 12):
   the executor's ``forward``. To anyone else: the host hook's ``deliver``. Whatever
   cannot be delivered raises ``planner.undeliverable`` in the chart.
 * ``Schedule``: a delayed send, whatever its target, becomes a timer through the
-  executor; when it fires (``fired``) it is delivered as an immediate send would be.
-* ``CancelTimers``, ``StartInvocation``, ``StopInvocation``: the executor; a stopped
-  invocation's open fan-outs are abandoned too (``_settlement``).
+  executor, and is armed (``_armed``); when it fires (``fired``) it is delivered as an
+  immediate send would be if it is still armed, and declined otherwise.
+* ``CancelTimers``, ``StartInvocation``, ``StopInvocation``: the executor; the armed list
+  follows; a stopped invocation's open fan-outs are abandoned too (``_settlement``).
 * ``Forward`` (autoforward): the executor's ``forward``; a refusal is logged.
 * ``Report``: collected, and handed to the host after the transaction commits.
 * ``Halt``: ``Done`` makes the execution ``completed`` (``cancelled`` when cancelling) and
@@ -37,6 +38,7 @@ from statifier.core import planner
 from statifier.core.events import Event
 from statifier.core.state import MachineState
 
+from ._armed import Armed
 from ._errors import EffectRefused
 from ._executor import EffectExecutor, HostHook
 from ._limits import Limits
@@ -61,6 +63,7 @@ class Drive:
     failure: dict[str, Any] | None = None
     outcome: dict[str, Any] | None = None
     settlement: Settlement | None = None
+    armed: Armed = field(default_factory=Armed)
     cancelling: bool = False
     effects: list[fx.Effect] = field(default_factory=list)
     reports: list[fx.Log | fx.ErrorRaised] = field(default_factory=list)
@@ -81,11 +84,15 @@ class Drive:
         await self._perform(effects)
         await self._settle()
 
-    async def fired(self, delayed: fx.SendDelayed) -> None:
-        """A delayed send of this execution fired: deliver it as the planner says, then
-        everything that sends the execution itself (as ``event`` does)."""
+    async def fired(self, delayed: fx.SendDelayed) -> bool:
+        """A delayed send of this execution fired: if it is still armed, deliver it as the
+        planner says, then everything that sends the execution itself (as ``event``
+        does). False, having driven nothing, when it is not (cancelled since)."""
+        if not self.armed.fire(delayed):
+            return False
         await self._deliver(planner.fire(self.scope, delayed))
         await self._settle()
+        return True
 
     async def initial(self, effects: list[fx.Effect]) -> None:
         """Perform the initial drive's effects, then everything they send the execution."""
@@ -138,6 +145,7 @@ class Drive:
                 await self._schedule(effect)
             case planner.CancelTimers(effect=effect):
                 await self.executor.cancel_timers(self.conn, self.scope, effect)
+                self.armed.cancel(effect.send_id)
             case planner.StartInvocation(effect=effect):
                 await self._start(effect)
             case planner.StopInvocation(effect=effect):
@@ -194,11 +202,18 @@ class Drive:
 
     async def _schedule(self, effect: fx.SendDelayed) -> None:
         # Every target has a durable form: the timer is routed when it fires (``fired``).
+        limit = self.limits.max_armed_sends
+        if self.armed.sends >= limit:
+            message = f"the delayed send could not be stored: {limit} sends are armed already"
+            self._internal.append(planner.undeliverable(effect.send_id, message))
+            return
         try:
             await self.executor.schedule(self.conn, self.scope, effect)
         except EffectRefused as refused:
             message = f"the delayed send could not be stored: {refused.reason}"
             self._internal.append(planner.undeliverable(effect.send_id, message))
+            return
+        self.armed.arm(effect)
 
     async def _start(self, effect: fx.Invoke) -> None:
         try:
@@ -206,3 +221,5 @@ class Drive:
         except EffectRefused as refused:
             failed = planner.invocation_start_failed(effect.invoke_id, refused.reason)
             self._internal.append(failed)
+            return
+        self.armed.invoked(effect.invoke_id, effect.macrostep)

@@ -132,6 +132,27 @@ class CorruptExecution(PersistenceError):
         super().__init__(f"execution {execution_id!r}: {message}")
 
 
+class StalePosition(CorruptExecution):
+    """The stored position is older than its execution row says: an earlier position of
+    the same execution was written back over the current one (a keyed position's digest
+    proves who wrote it, not when). Nothing is driven from it.
+
+    ``stored`` and ``recorded`` are the ``(macrostep, round)`` counters of the position
+    found and of the one the row was stored with.
+    """
+
+    def __init__(
+        self, execution_id: str, stored: tuple[int, int], recorded: tuple[int, int]
+    ) -> None:
+        self.stored = stored
+        self.recorded = recorded
+        super().__init__(
+            execution_id,
+            f"the stored position is stale: it is at macrostep {stored[0]} round {stored[1]}, "
+            f"the row was stored at macrostep {recorded[0]} round {recorded[1]}",
+        )
+
+
 class UnstorablePosition(PersistenceError):
     """The position a step produced cannot be stored; the step rolled back."""
 

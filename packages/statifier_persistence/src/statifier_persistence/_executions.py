@@ -25,6 +25,7 @@ from statifier.core.state import MachineState
 from statifier.datamodel.host import HostFunction, HostFunctionError
 
 from ._answers import SUPERSEDED, LiveAnswer
+from ._armed import CANCELLED, Armed, decode_armed
 from ._charts import Charts
 from ._children import ChildStart, check_fan_out, start_child
 from ._db import transaction
@@ -38,6 +39,7 @@ from ._errors import (
     InvalidTransition,
     NeedsMigration,
     PositionTooLarge,
+    StalePosition,
     UnstorablePosition,
 )
 from ._executor import EffectExecutor, HostHook, LoggingHost
@@ -58,6 +60,7 @@ from ._records import (
 )
 from ._revisions import RevisionMethods
 from ._rows import (
+    StoredPosition,
     check_execution_id,
     check_key,
     check_text,
@@ -93,6 +96,9 @@ MIN_POSITION_KEY_BYTES = 16
 
 _NO_POSITION = -1
 """A position bound no position meets: reads that need no position do not transfer it."""
+
+_UNREAD = StoredPosition(b"", None, None)
+"""What a read that did not transfer the position has of it."""
 
 
 class Executions(RevisionMethods):
@@ -320,14 +326,17 @@ class Executions(RevisionMethods):
 
         It goes where ``statifier.core.planner.fire`` says, as an immediate send would: to
         the execution itself (a macrostep), its internal queue (``#_internal``), a live
-        invocation, or the host hook (``#_parent``, ``#_scxml_<id>``). Keys, liveness and
-        refusals as for ``step``.
+        invocation, or the host hook (``#_parent``, ``#_scxml_<id>``). Only a send the
+        execution still has armed is delivered, checked under the row lock: one cancelled
+        since it was armed (a ``<cancel>``, its state left, re-armed after a cancel) answers
+        ``Declined(reason="cancelled")`` and drives nothing (SCXML 6.3), whenever its job
+        ran. Keys, liveness and refusals as for ``step``.
         """
         if not isinstance(delayed, SendDelayed):
             raise InvalidArgument(f"delayed must be a SendDelayed, not {delayed!r}")
 
-        async def drive_fired(drive: Drive) -> None:
-            await drive.fired(delayed)
+        async def drive_fired(drive: Drive) -> Decline | None:
+            return None if await drive.fired(delayed) else Decline(CANCELLED)
 
         tracer = instrumentation.current
         if tracer is not None:
@@ -369,7 +378,7 @@ class Executions(RevisionMethods):
         conn: AsyncConnection[Any] | None,
     ) -> StepResult:
         async with transaction(self._pool, conn) as db:
-            execution, blob, applied = await self._locked(db, execution_id, key)
+            execution, persisted, applied = await self._locked(db, execution_id, key)
             if key is not None and applied:
                 return AlreadyApplied(execution, key)
             if execution.status in TERMINAL:
@@ -377,8 +386,8 @@ class Executions(RevisionMethods):
             if execution.status == "needs_migration":
                 raise NeedsMigration(execution)
             routes = self._host.routes(execution)
-            state = await self._position(db, execution, blob, routes)
-            drive = self._drive(db, execution, state, routes)
+            state = await self._position(db, execution, persisted, routes)
+            drive = self._drive(db, execution, state, routes, persisted)
             declined = await action(drive)
             if declined is not None:
                 return Declined(execution, declined.reason)
@@ -388,10 +397,15 @@ class Executions(RevisionMethods):
 
     async def _superseded(self, drive: Drive, answer: LiveAnswer) -> bool:
         """Whether the invocation answering was started again after its generation (the
-        row is locked: no re-entry commits meanwhile). Only a ``FanOutExecutor`` knows."""
+        row is locked: no re-entry commits meanwhile). The armed list knows the live
+        invocation's generation; for one it does not know (started before rows kept it),
+        only a ``FanOutExecutor`` can tell."""
         invoke_id = answer.answer.invokeid
         if answer.generation is None or invoke_id is None:
             return False
+        live = drive.armed.generation(invoke_id)
+        if live is not None:
+            return live != answer.generation
         if not isinstance(self._executor, FanOutExecutor):
             return False
         key = FanOutKey(drive.execution.id, invoke_id, answer.generation)
@@ -416,14 +430,14 @@ class Executions(RevisionMethods):
     ) -> Stepped | Discarded:
         execution_id = check_execution_id(execution_id)
         async with transaction(self._pool, conn) as db:
-            execution, blob, _ = await self._locked(db, execution_id)
+            execution, persisted, _ = await self._locked(db, execution_id)
             if execution.status in ("completed", "cancelled"):
                 return Discarded(execution, execution.status)
             if execution.status == "needs_migration":
                 raise NeedsMigration(execution)
             routes = self._host.routes(execution)
-            state = await self._position(db, execution, blob, routes)
-            drive = self._drive(db, execution, state, routes)
+            state = await self._position(db, execution, persisted, routes)
+            drive = self._drive(db, execution, state, routes, persisted)
             await drive.cancel()
             stored = await self._store(db, drive)
             await self._settlement.after_store(db, execution.status, stored)
@@ -556,9 +570,10 @@ class Executions(RevisionMethods):
         """The execution's row and its position, loaded against its registered chart."""
         execution_id = check_execution_id(execution_id)
         async with transaction(self._pool, conn) as db:
-            execution, blob, _ = await self._read(db, execution_id, lock="", with_position=True)
-            assert blob is not None  # noqa: S101 - with_position: bytes, or _read raised
-            state = await self._position(db, execution, blob, self._host.routes(execution))
+            execution, persisted, _ = await self._read(
+                db, execution_id, lock="", with_position=True
+            )
+            state = await self._position(db, execution, persisted, self._host.routes(execution))
         return execution, state
 
     async def list(
@@ -627,8 +642,9 @@ class Executions(RevisionMethods):
         lock: str,
         with_position: bool,
         key: str | None = None,
-    ) -> tuple[Execution, bytes | None, bool]:
-        """The row, its position (if asked for) and whether ``key`` was applied to it."""
+    ) -> tuple[Execution, StoredPosition, bool]:
+        """The row, its position (if asked for: else an empty one) and whether ``key`` was
+        applied to it."""
         params: dict[str, Any] = {**self._bounds(), "id": execution_id, "key": key}
         if not with_position:
             params["max_position"] = _NO_POSITION
@@ -639,8 +655,8 @@ class Executions(RevisionMethods):
         execution = decode_execution(row, self._limits)
         if execution.id != execution_id:
             raise CorruptExecution(execution_id, f"the row answers to {execution.id!r}")
-        blob = decode_position(row, execution_id, self._limits) if with_position else None
-        return execution, blob, bool(row[-1])
+        stored = decode_position(row, execution_id, self._limits) if with_position else _UNREAD
+        return execution, stored, bool(row[-1])
 
     async def _locked(
         self,
@@ -649,23 +665,22 @@ class Executions(RevisionMethods):
         key: str | None = None,
         *,
         with_position: bool = True,
-    ) -> tuple[Execution, bytes, bool]:
-        execution, blob, applied = await self._read(
+    ) -> tuple[Execution, StoredPosition, bool]:
+        return await self._read(
             db, execution_id, lock="FOR UPDATE", with_position=with_position, key=key
         )
-        return execution, blob if blob is not None else b"", applied
 
     async def _position(
         self,
         db: AsyncConnection[Any],
         execution: Execution,
-        blob: bytes,
+        stored: StoredPosition,
         routes: Any,
     ) -> MachineState:
         machine = await self._charts.machine(db, execution.chart_identity, execution.id)
         try:
             state = position.loads(
-                blob,
+                stored.blob,
                 machine,
                 invoke_types=self._executor.invoke_types,
                 routes=routes,
@@ -681,11 +696,22 @@ class Executions(RevisionMethods):
             )
         if execution.status in ("active", "failed") and not state.running:
             raise CorruptExecution(execution.id, f"{execution.status}, but its position is done")
+        if execution.status in ("completed", "cancelled") and state.running:
+            raise CorruptExecution(execution.id, f"{execution.status}, but its position runs")
+        found = (state.macrostep, state.round)
+        if stored.counters is not None and found < stored.counters:
+            raise StalePosition(execution.id, found, stored.counters)
         return state
 
     def _drive(
-        self, db: AsyncConnection[Any], execution: Execution, state: MachineState, routes: Any
+        self,
+        db: AsyncConnection[Any],
+        execution: Execution,
+        state: MachineState,
+        routes: Any,
+        stored: StoredPosition | None = None,
     ) -> Drive:
+        """The drive of ``state``; ``stored`` (None: a new execution) gives what is armed."""
         return Drive(
             execution=execution,
             state=state,
@@ -698,7 +724,22 @@ class Executions(RevisionMethods):
             failure=dict(execution.failure) if execution.failure is not None else None,
             outcome=dict(execution.outcome) if execution.outcome is not None else None,
             settlement=self._settlement,
+            armed=Armed() if stored is None else self._armed(execution, stored, state),
         )
+
+    def _armed(self, execution: Execution, stored: StoredPosition, state: MachineState) -> Armed:
+        """What the row says is armed. A row without an armed list, or whose position was
+        stored after it by a version that kept none (its counters are behind the
+        position's: a rolling upgrade), has an unknown past: every ordinal issued so far
+        is driven as before (see ``_armed``)."""
+        counters = stored.counters
+        if stored.armed is None or counters is None or (state.macrostep, state.round) > counters:
+            return Armed(since=state.timer_counter)
+
+        def corrupt(message: str) -> CorruptExecution:
+            return CorruptExecution(execution.id, message)
+
+        return decode_armed(stored.armed, corrupt)
 
     async def _store(
         self, db: AsyncConnection[Any], drive: Drive, key: str | None = None
@@ -723,10 +764,25 @@ class Executions(RevisionMethods):
             )
         except InvalidArgument as exc:  # the chart's donedata: its problem, not the caller's
             raise UnstorablePosition(execution_id, str(exc)) from exc
+        state = drive.state
+        armed = drive.armed
+        if drive.status in TERMINAL:
+            armed.clear()
+        armed_text = armed.encode(state.invocations.values())
+        armed_size = len(armed_text.encode("utf-8", "surrogatepass"))
+        if armed_size > self._limits.max_position_bytes:
+            raise UnstorablePosition(
+                execution_id,
+                f"the armed list is {armed_size} bytes, over the "
+                f"{self._limits.max_position_bytes} limit",
+            )
         params = {
             **self._bounds(),
             "id": execution_id,
             "position": blob,
+            "macrostep": state.macrostep,
+            "round": state.round,
+            "armed": armed_text,
             "status": drive.status,
             "failure": failure,
             "outcome": outcome,

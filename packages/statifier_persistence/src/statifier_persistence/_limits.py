@@ -38,6 +38,8 @@ class Limits:
     step; a chart that keeps sending itself events beyond it is stopped as ``failed``.
     ``max_macrostep_rounds``: the core's round budget for each macrostep (exhausting it
     makes the execution ``failed``).
+    ``max_armed_sends``: delayed sends an execution may have armed (stored, not yet fired
+    or cancelled) at once; one more is refused and the chart hears ``error.communication``.
     """
 
     max_position_bytes: int = 8 * 1024 * 1024
@@ -47,6 +49,7 @@ class Limits:
     max_chart_source_bytes: int = 4 * 1024 * 1024
     max_self_sends: int = 1000
     max_macrostep_rounds: int = DEFAULT_MAX_MACROSTEP_ROUNDS
+    max_armed_sends: int = 10_000
 
     def __post_init__(self) -> None:
         for field in fields(self):

@@ -51,7 +51,7 @@ from ._executor import EffectExecutor, HostHook
 from ._limits import MAX_IDENTITY_LENGTH, Limits
 from ._pins import ExecutionPins, PinReport, PinSource, ask, label_of
 from ._records import Execution, ExecutionStatus
-from ._rows import check_execution_id, decode_execution
+from ._rows import StoredPosition, check_execution_id, decode_execution
 from ._settlement import FanOutPins
 from ._sql import statement
 from ._traced import traced
@@ -153,10 +153,14 @@ class RevisionMethods:
             key: str | None = None,
             *,
             with_position: bool = True,
-        ) -> tuple[Execution, bytes, bool]: ...
+        ) -> tuple[Execution, StoredPosition, bool]: ...
 
         async def _position(
-            self, db: AsyncConnection[Any], execution: Execution, blob: bytes, routes: Any
+            self,
+            db: AsyncConnection[Any],
+            execution: Execution,
+            stored: StoredPosition,
+            routes: Any,
         ) -> MachineState: ...
 
         async def park(
@@ -265,12 +269,12 @@ class RevisionMethods:
         datamodel: Mapping[str, Any] | None,
         dry_run: bool,
     ) -> Migrated:
-        execution, blob, _ = await self._locked(db, execution_id)
+        execution, persisted, _ = await self._locked(db, execution_id)
         if execution.status not in _MIGRATABLE:
             raise MigrationRefused(execution_id, f"it is {execution.status}")
         machine, identity = await self._target(db, to, execution_id)
         routes = self._host.routes(execution)
-        state = await self._position(db, execution, blob, routes)
+        state = await self._position(db, execution, persisted, routes)
         try:
             moved = position.import_position(
                 position.export_position(state),
@@ -297,6 +301,8 @@ class RevisionMethods:
             "name": machine.name,
             "version": machine.version,
             "position": stored,
+            "macrostep": moved.macrostep,
+            "round": moved.round,
         }
         cursor = await db.execute(statement("migrate_execution", self._prefix), params)
         row = await cursor.fetchone()

@@ -2,13 +2,15 @@
 before it is used (storage is as untrusted as a caller).
 
 The column order is ``sql/execution_columns.sql``'s; a locked read adds the position's
-size and the position (None when it is over the bound, so it never crossed the wire).
+size and the position (None when it is over the bound, so it never crossed the wire), the
+position's counters as the row records them, and the armed list's size and text.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, NoReturn, cast
 
@@ -161,15 +163,41 @@ def decode_execution(row: tuple[Any, ...], limits: Limits) -> Execution:
     )
 
 
-def decode_position(row: tuple[Any, ...], execution_id: str, limits: Limits) -> bytes:
-    """The position bytes after the execution columns, within ``max_position_bytes``."""
-    size, blob = row[COLUMN_COUNT], row[COLUMN_COUNT + 1]
+@dataclass(frozen=True, slots=True)
+class StoredPosition:
+    """A stored position with what its row records beside it.
+
+    ``counters`` are the ``(macrostep, round)`` the row says its position was stored at
+    (None on rows stored before rows kept them); ``armed`` is the text of the armed list
+    (None: the row has none, see ``_armed``).
+    """
+
+    blob: bytes
+    counters: tuple[int, int] | None
+    armed: str | None
+
+
+def decode_position(row: tuple[Any, ...], execution_id: str, limits: Limits) -> StoredPosition:
+    """The position after the execution columns, within ``max_position_bytes``, with its
+    counters and the armed list (also within that bound)."""
+    size, blob, macrostep, rounds, armed_size, armed = row[COLUMN_COUNT : COLUMN_COUNT + 6]
+    bound = limits.max_position_bytes
     if blob is None:
         raise CorruptExecution(
-            execution_id,
-            f"the stored position is {size} bytes, over the {limits.max_position_bytes} limit",
+            execution_id, f"the stored position is {size} bytes, over the {bound} limit"
         )
-    return bytes(blob)
+    counters: tuple[int, int] | None = None
+    if macrostep is not None or rounds is not None:
+        if not all(isinstance(n, int) and n >= 0 for n in (macrostep, rounds)):
+            raise CorruptExecution(execution_id, "the position's counters are incomplete")
+        counters = (macrostep, rounds)
+    if armed is None and armed_size is not None:
+        raise CorruptExecution(
+            execution_id, f"the armed list is {armed_size} bytes, over the {bound} limit"
+        )
+    if armed is not None and not isinstance(armed, str):
+        raise CorruptExecution(execution_id, "the armed list is not text")
+    return StoredPosition(bytes(blob), counters, armed)
 
 
 def _json_object(

@@ -9,8 +9,10 @@ collected; if any is an error, ``ChartError`` carries them all.
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable, Iterable, Mapping
+import gc
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +61,15 @@ MAX_STATES = 20_000
 
 MAX_DIAGNOSTICS = 200
 """Compilation stops after this many problems: the rest would only repeat them."""
+
+MAX_CODE_LENGTH = 256 * 1024
+"""The most characters of expressions, locations and scripts one chart may hold in all.
+
+Compiling code costs time and memory per character (a syntax tree, then closures, about
+a microsecond and a few hundred bytes per character for the densest code), far more than
+the rest of a chart: each expression is bounded on its own, and this bounds their sum, so
+a chart at every limit compiles within a second. Beyond it the chart is refused
+(``too-much-code``) before the code past the limit is parsed."""
 _EXECUTABLE = (
     "raise",
     "if",
@@ -229,10 +240,30 @@ def compile_chart(
             ]
         )
     host = host_functions(functions)
-    root = parse(raw)
-    compiler = _Compiler(raw, name, version, resolver)
-    compiler.functions = host
-    return compiler.run(root)
+    with _collector_paused():
+        root = parse(raw)
+        compiler = _Compiler(raw, name, version, resolver)
+        compiler.functions = host
+        return compiler.run(root)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a chart compiles.
+
+    A compile allocates a syntax tree and a few closures per character of code, nearly all
+    of it kept (the machine) or freed by reference counting (the trees); the collector's
+    full passes over everything allocated so far tripled the time of a chart with much
+    code, finding nothing. A compile is bounded (``MAX_CHART_BYTES``, ``MAX_CODE_LENGTH``)
+    and synchronous, so the pause is too; the collector's state is restored after.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def host_functions(functions: Mapping[str, HostFunction] | None) -> HostFunctions | None:
@@ -300,6 +331,8 @@ class _Compiler:
         self.scripts: list[dm.Script] = []
         self.resolved: dict[str, str] = {}
         self.datamodel: dm.Datamodel = dm.PYTHON
+        self.code_length = 0
+        """Characters of code compiled so far (see ``MAX_CODE_LENGTH``)."""
 
     # -- diagnostics -------------------------------------------------------------------
 
@@ -323,6 +356,22 @@ class _Compiler:
                 )
             )
             raise ChartError(errors)
+
+    def spend(self, element: XNode, source: str) -> None:
+        """Count ``source`` against ``MAX_CODE_LENGTH`` before it is compiled; past the
+        limit, compilation stops at once (what is left would cost what the limit bounds)."""
+        self.code_length += len(source)
+        if self.code_length > MAX_CODE_LENGTH:
+            self.diagnostics.append(
+                Diagnostic(
+                    "too-much-code",
+                    f"the chart's expressions and scripts are over {MAX_CODE_LENGTH} "
+                    "characters in all",
+                    element.line,
+                    element.column,
+                )
+            )
+            raise ChartError([d for d in self.diagnostics if d.severity == "error"])
 
     # -- entry -------------------------------------------------------------------------
 
@@ -814,6 +863,7 @@ class _Compiler:
                 return None
             self.resolved[src] = body
         source = dedented(body)
+        self.spend(element, source)
         try:
             return self.datamodel.compile_script(source, self.functions)
         except dm.ExpressionSyntaxError as exc:
@@ -1079,6 +1129,7 @@ class _Compiler:
         self.error(element, "unknown-element", f"unknown SCXML element <{element.tag}>{hint}")
 
     def compile_expr(self, element: XNode, source: str) -> dm.Expression | None:
+        self.spend(element, source)
         try:
             return _expression(self.datamodel, source, self.functions)
         except dm.ExpressionSyntaxError as exc:
@@ -1099,6 +1150,7 @@ class _Compiler:
         source = element.attr(attr)
         if source is None:
             return None
+        self.spend(element, source)
         try:
             return _location(self.datamodel, source, self.functions)
         except dm.ExpressionSyntaxError as exc:
@@ -1115,6 +1167,7 @@ class _Compiler:
             return ()
         names: list[tuple[str, dm.Expression]] = []
         for name in text.split():
+            self.spend(element, name)
             try:
                 _location(self.datamodel, name, self.functions)
                 names.append((name, _expression(self.datamodel, name, self.functions)))

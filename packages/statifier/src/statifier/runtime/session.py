@@ -8,7 +8,11 @@ handlers. Subscribers see every effect in order, then exactly one ``Halted``.
 With a ``DelayedSends`` store, a step's delayed sends and cancels are stored *before* the
 step is committed (its new state taken, its effects performed): a store that cannot answer
 holds the step, retried until it can, and never falls back to an in-process timer; a
-value the store refuses becomes ``error.communication`` in the chart (ADR 14).
+value the store refuses becomes ``error.communication`` in the chart (ADR 14). A store
+that owns its sessions (``OwningDelayedSends``: durable timers take a lease) claims the
+session before its first macrostep and lets it go when it halts; once another process
+owns it (``OwnershipLost``, from the store or from an ``on_step`` save), the session
+stops at once as ``superseded``.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 from statifier import instrumentation
 from statifier.budget import DEFAULT_LIMITS, MacrostepLimits
@@ -52,7 +56,7 @@ from statifier.values import brief
 
 logger = logging.getLogger("statifier.runtime.session")
 
-SessionStatusName = Literal["running", "done", "cancelled", "budget_exhausted"]
+SessionStatusName = Literal["running", "done", "cancelled", "budget_exhausted", "superseded"]
 HaltReason = Literal["done", "cancelled", "budget_exhausted", "stopped", "superseded"]
 
 STORE_RETRY_FIRST_S = 0.05
@@ -101,10 +105,12 @@ class DelayedSendRefused(StatifierError):
 
 
 class OwnershipLost(StatifierError):
-    """A ``DelayedSends`` store says another process owns this session now.
+    """Another process owns this session now (a ``DelayedSends`` store or an ``on_step``
+    listener found out, e.g. a fenced position save).
 
-    The session writes nothing more: the step that found out is not committed, and the
-    session stops (``Halted("superseded")``).
+    The session writes and performs nothing more: a step whose store found out is not
+    committed, and the session stops at once (status ``superseded``,
+    ``Halted("superseded")``).
     """
 
 
@@ -132,7 +138,30 @@ class DelayedSends(Protocol):
         """Cancel what was stored under ``effect.send_id`` for this session."""
 
 
+@runtime_checkable
+class OwningDelayedSends(DelayedSends, Protocol):
+    """A ``DelayedSends`` store that owns the sessions it serves (ADR 14): two processes
+    must never run one session id, whose timers would merge and whose saves would race.
+
+    ``Session.start`` calls ``claim`` before the session's first macrostep (before it is
+    registered): raising refuses the start (another process owns the session, or the
+    store cannot say). ``release`` is called once the session halted, whatever the
+    reason (``superseded``: it is another's already). The store then fences its own
+    writes; a host fences its position saves and raises ``OwnershipLost`` from
+    ``on_step`` when they are refused.
+    """
+
+    async def claim(self, session: Session) -> None:
+        """Own ``session`` from now on, or raise: the session does not start."""
+
+    async def release(self, session: Session, reason: HaltReason) -> None:
+        """``session`` halted (``reason``): give up what ``claim`` took."""
+
+
 StepListener = Callable[["Session"], Awaitable[None] | None]
+"""Called after each step (``on_step``): to save the position, typically. It may raise
+``OwnershipLost`` (its save was refused: another process owns the session now), which
+stops the session at once; anything else it raises is logged."""
 
 
 class SessionNotStarted(StatifierError):
@@ -244,6 +273,7 @@ class Session:
         "_invocations",
         "_on_step",
         "_parent",
+        "_released",
         "_started",
         "_state",
         "_status",
@@ -311,6 +341,7 @@ class Session:
         self._store_error: str | None = None
         self._cancel_marks: OrderedDict[str, int] | None = None
         self._stop_requested: asyncio.Event | None = None
+        self._released = False
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -372,28 +403,51 @@ class Session:
         session.tree.check(session.depth)
         session._delayed = delayed_sends
         session._on_step = on_step
-        registry.register(session)
-        session.tree.live += 1
-        session._subscribers.extend(subscribers)
+        if isinstance(delayed_sends, OwningDelayedSends):
+            await delayed_sends.claim(session)
+        try:
+            await session._begin(state, subscribers, invoke_types, datamodel, trace, caller_context)
+        except BaseException:
+            await session._release("stopped")
+            raise
+        return session
+
+    async def _begin(
+        self,
+        state: MachineState | None,
+        subscribers: tuple[Subscriber, ...] | list[Subscriber],
+        invoke_types: frozenset[str],
+        datamodel: dict[str, Any] | None,
+        trace: bool,
+        caller_context: Any,
+    ) -> None:
+        """Register the session and run its first macrostep (or take the resumed state)."""
+        sid = self.session_id
+        registry.register(self)
+        self.tree.live += 1
+        self._subscribers.extend(subscribers)
         if state is None:
             tracer = instrumentation.current
             if tracer is None:
-                await session._initialize(datamodel, trace, invoke_types, caller_context)
+                await self._initialize(datamodel, trace, invoke_types, caller_context)
             else:
                 with tracer.span(
                     instrumentation.MACROSTEP,
                     session_id=sid,
-                    chart=machine.name,
+                    chart=self.machine.name,
                     trigger="initial",
                 ) as span:
-                    await session._initialize(datamodel, trace, invoke_types, caller_context)
-                    span.set(states=session.snapshot().active_leaf_ids())
+                    await self._initialize(datamodel, trace, invoke_types, caller_context)
+                    span.set(states=self.snapshot().active_leaf_ids())
         else:
-            session._state = state
-        await session._stepped()
-        session._started = True
-        session._wake()
-        return session
+            self._state = state
+        try:
+            await self._stepped()
+        except OwnershipLost:
+            await self._stop("superseded")
+            raise
+        self._started = True
+        self._wake()
 
     async def _initialize(
         self,
@@ -442,16 +496,33 @@ class Session:
         task = self._task
         if task is not None and task is not asyncio.current_task():
             await task
+        if reason == "superseded":
+            self._status = "superseded"
         self._drop_timers()
         await self._invocations.scxml.stop_all()
         registry.unregister(self.session_id)
         self.tree.live -= 1
+        await self._release(reason)
         if not self._halted:
             self._mark_halted()
             await self._notify(Halted(reason))
 
+    async def _release(self, reason: HaltReason) -> None:
+        """Let an owning store give the session up, once: when it is done, cancelled,
+        stopped or superseded (a session whose budget ran out can still be cancelled, and
+        its cancel still writes)."""
+        delayed = self._delayed
+        if self._released or not isinstance(delayed, OwningDelayedSends):
+            return
+        self._released = True
+        try:
+            await delayed.release(self, reason)
+        except Exception:
+            logger.exception("session %s: releasing its store's claim failed", self.session_id)
+
     async def wait_halted(self) -> None:
-        """Wait until the session halts (done, cancelled, budget exhausted or stopped)."""
+        """Wait until the session halts (done, cancelled, budget exhausted, stopped or
+        superseded)."""
         if self._halted:
             return
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -691,12 +762,16 @@ class Session:
             span.set(states=self.snapshot().active_leaf_ids())
 
     async def _stepped(self) -> None:
+        """Run the ``on_step`` listener; its ``OwnershipLost`` is raised (the session must
+        stop), anything else it raises is logged."""
         if self._on_step is None:
             return
         try:
             result = self._on_step(self)
             if inspect.isawaitable(result):
                 await result
+        except OwnershipLost:
+            raise
         except Exception:
             logger.exception("session %s: on_step listener raised", self.session_id)
 
@@ -847,9 +922,10 @@ class Session:
             return
         first = self._status == "running"
         self._status = reason
-        if reason != "budget_exhausted":
+        if reason in ("done", "cancelled"):
             # Spec 6.2: a halted session's pending delayed sends are discarded.
             self._drop_timers()
+            await self._release(reason)
         if first and reason != "running":
             self._mark_halted()
             await self._notify(Halted(reason))

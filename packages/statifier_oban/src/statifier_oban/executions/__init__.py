@@ -20,6 +20,8 @@ calls it); answers:
 * the execution is terminal: ``Discarded(status)`` (the job is cancelled with it);
 * no such execution: ``Discarded("terminated")``;
 * parked (``needs_migration``): ``Snoozed`` (a parked execution keeps its timers);
+* a timer whose send the execution no longer has armed (cancelled since it was armed,
+  even while its job ran): ``Discarded("cancelled")`` (SCXML 6.3: never delivered);
 * an invocation answer for an invocation that is no longer live: ``Discarded`` with
   ``invocation_not_live`` (SCXML 6.4: never delivered), or ``invocation_superseded``
   when its state was left and entered again (the live invoke id is a later generation's).

@@ -7,8 +7,11 @@ attempts. ``ChildStartWorker`` starts one child of a fan-out through the host's
 ``ChildStarter``.
 
 A row is refused when a delivery, codec, child starter or handler it names is not
-registered in this process, or is not the plug-in it should be (ADR 13): nothing is
-imported or built for it, and retrying could not help, so it is cancelled at once.
+registered in this process, or is not the plug-in it should be (ADR 13; a timer delivery
+is not an invoke delivery): nothing is imported or built for it, and retrying could not
+help, so it is cancelled at once, the reason naming the field (``meta.delivery``). A row
+whose ``meta.timeout`` no ``Config`` writes is undecodable, cancelled at once too (its
+execution told, as for undecodable args).
 
 Their durable names are ``statifier_oban.workers.InvokeWorker`` and
 ``statifier_oban.workers.ChildStartWorker`` (``_names``), the module users import them
@@ -28,7 +31,7 @@ from statifier import instrumentation
 from statifier.instrumentation import Span
 
 from .. import telemetry
-from .._config import DEFAULT_INVOKE_DELIVERY, INVOKE_MARGIN_MS
+from .._config import DEFAULT_INVOKE_DELIVERY, INVOKE_MARGIN_MS, MAX_INVOKE_BOUND_MS
 from .._errors import (
     InvalidDelivery,
     InvalidHandler,
@@ -41,7 +44,7 @@ from .._errors import (
 from .._names import META_CHILD_STARTER, META_DELIVERY, META_UNRESOLVED_HANDLER, WORKERS_MODULE
 from ..delivery import Delivered, Discarded, InvokeDelivery
 from ..rows import _plugins
-from ..rows._outcomes import Outcome, bound_seconds, plugin, refused, snooze
+from ..rows._outcomes import Outcome, bound_seconds, plugin, refused, snooze, timeout_ms
 from ..rows._traced import answered, consume
 from . import _args, _fan_out
 from ._args import InvocationRow
@@ -64,7 +67,7 @@ class InvokeWorker:
 
     def timeout(self, job: Job) -> float | None:
         """The ``invoke_timeout`` fixed at enqueue, plus a margin for the work around it."""
-        return bound_seconds(job, INVOKE_MARGIN_MS)
+        return bound_seconds(job, INVOKE_MARGIN_MS, MAX_INVOKE_BOUND_MS)
 
     async def process(self, job: Job) -> Outcome:
         """See ``statifier_oban.InvokeHandler`` for what each answer of ``run`` leads to."""
@@ -79,6 +82,7 @@ class InvokeWorker:
         meta = job.meta if isinstance(job.meta, dict) else {}
         try:
             row = _args.decode(job.args)
+            bound = timeout_ms(job, MAX_INVOKE_BOUND_MS)
         except UndecodableRow as exc:
             await self._fail_undecodable(job, meta, exc)
             return Cancel(f"undecodable: {exc}")
@@ -112,7 +116,8 @@ class InvokeWorker:
         context = RunContext(row.scope, row.invoke_id, job.attempt, job.max_attempts, job.id)
         terminal = job.attempt >= job.max_attempts
         try:
-            result = await self._run(handler, row, context, bound_seconds(job))
+            seconds = None if bound is None else bound / 1000
+            result = await self._run(handler, row, context, seconds)
         except Exception as exc:
             if terminal:
                 detail = str(exc) or type(exc).__name__
@@ -146,7 +151,10 @@ class InvokeWorker:
     @staticmethod
     def _delivery(meta: dict[str, Any]) -> InvokeDelivery:
         return plugin(
-            _plugins.invoke_delivery, meta.get(META_DELIVERY), DEFAULT_INVOKE_DELIVERY, "delivery"
+            _plugins.invoke_delivery,
+            meta.get(META_DELIVERY),
+            DEFAULT_INVOKE_DELIVERY,
+            META_DELIVERY,
         )
 
     @staticmethod
@@ -324,6 +332,7 @@ class ChildStartWorker:
             row = _args.decode(job.args)
             index, count, policy = _args.child_position(job.args)
             has_item, item = _args.child_item(job.args)
+            timeout_ms(job)
         except UndecodableRow as exc:
             logger.warning("child start job %s is undecodable: %s", job.id, exc)
             return Cancel(f"undecodable: {exc}")
@@ -333,8 +342,8 @@ class ChildStartWorker:
         path = meta.get(META_CHILD_STARTER)
         try:
             if path is None:
-                raise ResolutionError("the child start job names no child_starter")
-            starter = plugin(_plugins.child_starter, path, "", "child_starter")
+                raise ResolutionError("meta.child_starter: the child start job names none")
+            starter = plugin(_plugins.child_starter, path, "", META_CHILD_STARTER)
         except ResolutionError as exc:
             return refused(job, exc)
         opts: dict[str, Any] = {"policy": policy}

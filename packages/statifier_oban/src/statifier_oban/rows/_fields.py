@@ -1,8 +1,8 @@
-"""Reading the plain fields of a job row's args: one owner for every row decoder.
+"""Reading the plain fields of a job row's args and meta: one owner for every row decoder.
 
 Rows are as untrusted as user input (anyone who can write the jobs table writes them),
-so each field is type-checked, strings are bounded, and a refusal's message quotes the
-value in a bounded rendering, never whole.
+so each field is type-checked, strings are bounded, numbers are bounded, and a refusal's
+message names the field and quotes the value in a bounded rendering, never whole.
 """
 
 from __future__ import annotations
@@ -54,4 +54,20 @@ def boolean(args: dict[str, Any], key: str) -> bool:
     value = args.get(key, False)
     if not isinstance(value, bool):
         raise UndecodableRow(f"{key} must be a boolean, found {brief(value)}")
+    return value
+
+
+def bound_ms(meta: object, key: str, maximum: int) -> int | None:
+    """A run-time bound in the job's meta (``meta.<key>``): absent or null is None (no
+    bound), else an integer of milliseconds in ``1..maximum`` (what a ``Config`` writes);
+    anything else is ``UndecodableRow``, so the row is cancelled before it runs."""
+    if not isinstance(meta, dict):
+        return None
+    value = meta.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
+        raise UndecodableRow(
+            f"meta.{key} must be an integer of milliseconds in 1..{maximum}, found {brief(value)}"
+        )
     return value

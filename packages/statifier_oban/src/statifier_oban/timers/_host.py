@@ -1,8 +1,9 @@
 """Durable delayed sends for live sessions: plug into ``Session.start(delayed_sends=...)``.
 
-:class:`DurableTimers` stores a session's delayed sends as timer jobs; with a
-:class:`~statifier_oban.SessionLease` it fences every write with the lease's epoch.
-:func:`start_session` puts both together: a live session that owns its id.
+:class:`DurableTimers` stores a session's delayed sends as timer jobs, under the
+session's :class:`~statifier_oban.SessionLease`: a live session with durable timers owns
+its id, and every write is fenced with the lease's epoch. :func:`start_session` is the
+short form, which also loads a resumed blob under the budgets given.
 """
 
 from __future__ import annotations
@@ -18,11 +19,15 @@ from statifier.chart.model import Machine
 from statifier.core.effects import Cancel, SendDelayed
 from statifier.core.position import loads
 from statifier.core.state import MachineState
-from statifier.ids import new_session_id
-from statifier.runtime.session import DelayedSendRefused, Halted, Message, Session
+from statifier.runtime.session import (
+    DelayedSendRefused,
+    DelayedSendsUnavailable,
+    HaltReason,
+    Session,
+)
 
 from .._config import Config
-from .._errors import LeaseLost, ScheduleRejected
+from .._errors import LeaseLost, ScheduleRejected, StoreUnavailable
 from ..store import _statements
 from . import _schedule
 from ._lease import DEFAULT_TTL_S, SessionLease
@@ -34,17 +39,79 @@ class DurableTimers:
     The scope is the session id, so the default ``SessionDelivery`` finds the session again
     in whichever process has it registered (after a resume, the same id).
 
-    Failures reach the session, which never falls back to an in-process timer (ADR 14): a
-    refused effect (``ScheduleRejected``: a value that cannot be stored) is raised as
+    Every session it serves owns its id (ADR 14): ``Session.start`` has it take the
+    session's :class:`~statifier_oban.SessionLease` before the first macrostep
+    (:class:`~statifier_oban.LeaseHeld` while another process holds it, unless
+    ``takeover``; ``DelayedSendsUnavailable`` when the database cannot answer), renew it
+    every third of ``lease_ttl_s`` and give it up when the session halts. Each job is
+    written in a transaction that first checks the lease's epoch: once another owner took
+    the session over, ``LeaseLost`` stops this session (so does a lost renewal). Save
+    positions in transactions that call ``session_lease(session).fence(conn)`` first, and
+    let its ``LeaseLost`` out of ``on_step``: the session then stops at once. ``lease``
+    hands it a lease taken (and renewed) by the host instead.
+
+    Failures reach the session, which never falls back to an in-process timer: a refused
+    effect (``ScheduleRejected``: a value that cannot be stored) is raised as
     ``DelayedSendRefused`` (the chart hears ``error.communication``); a store that cannot
-    answer (``StoreUnavailable``) makes the session hold the step and try again. With a
-    ``lease``, each job is written in a transaction that first checks the lease's epoch:
-    once another owner took the session over, ``LeaseLost`` stops this session.
+    answer (``StoreUnavailable``) makes the session hold the step and try again.
     """
 
-    def __init__(self, config: Config, *, lease: SessionLease | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        lease: SessionLease | None = None,
+        takeover: bool = False,
+        lease_ttl_s: float = DEFAULT_TTL_S,
+        owner: str | None = None,
+    ) -> None:
         self.config = config
         self.lease = lease
+        self.takeover = takeover
+        self.lease_ttl_s = lease_ttl_s
+        self.owner = owner
+        self._owned: dict[str, tuple[SessionLease, asyncio.Task[None]]] = {}
+
+    async def claim(self, session: Session) -> None:
+        """Take ``session``'s lease (before its first macrostep); see the class docstring."""
+        scope = session.session_id
+        if self.lease is not None:
+            if self.lease.scope != scope:
+                raise LeaseLost(
+                    f"the lease is for session {self.lease.scope!r}, not {scope!r}",
+                    scope=scope,
+                    epoch=self.lease.epoch,
+                )
+            _LEASES[scope] = self.lease
+            return
+        try:
+            lease = await SessionLease.acquire(
+                self.config, scope, owner=self.owner, ttl_s=self.lease_ttl_s, takeover=self.takeover
+            )
+        except StoreUnavailable as exc:
+            raise DelayedSendsUnavailable(
+                f"the lease of session {scope!r} could not be taken, the store is unavailable: "
+                f"{exc}"
+            ) from exc
+        self._owned[scope] = (lease, lease.keep_alive(session.supersede))
+        # Known before the first macrostep runs: its on_step save fences with this lease.
+        _LEASES[scope] = lease
+
+    async def release(self, session: Session, reason: HaltReason) -> None:
+        """``session`` halted: stop renewing its lease and let it expire now (unless it was
+        taken over: the lease is another's)."""
+        scope = session.session_id
+        owned = self._owned.pop(scope, None)
+        if owned is None:
+            if self.lease is not None:
+                _forget(scope, self.lease)
+            return
+        lease, renewing = owned
+        if renewing is not asyncio.current_task():  # a lost renewal ends by itself
+            renewing.cancel()
+        _forget(scope, lease)
+        if reason != "superseded":
+            await lease.release()
 
     async def schedule(self, session: Session, effect: SendDelayed) -> bool:
         """Store the timer as a job unless it targets someone else (then: in-process)."""
@@ -66,17 +133,16 @@ class DurableTimers:
             raise DelayedSendRefused(f"{exc.reason}: {exc}") from exc
 
     @asynccontextmanager
-    async def _writing(self, session: Session) -> AsyncIterator[AsyncConnection[Any] | None]:
-        """No connection (the pool's own), or a transaction fenced by the lease."""
-        lease = self.lease
-        if lease is None:
-            yield None
-            return
-        if lease.scope != session.session_id:
+    async def _writing(self, session: Session) -> AsyncIterator[AsyncConnection[Any]]:
+        """A transaction fenced by the session's lease."""
+        scope = session.session_id
+        owned = self._owned.get(scope)
+        lease = self.lease if owned is None else owned[0]
+        if lease is None or lease.scope != scope:
             raise LeaseLost(
-                f"the lease is for session {lease.scope!r}, not {session.session_id!r}",
-                scope=session.session_id,
-                epoch=lease.epoch,
+                f"session {scope!r} holds no lease of these timers (it was not claimed)",
+                scope=scope,
+                epoch=0 if lease is None else lease.epoch,
             )
         async with _statements.connection(self.config.oban, None) as conn, conn.transaction():
             await lease.fence(conn)
@@ -98,56 +164,27 @@ async def start_session(
 ) -> Session:
     """Start or resume a live session that owns its id, with durable timers.
 
-    Takes the session's lease first (:class:`~statifier_oban.LeaseHeld` if another
-    process owns it, unless ``takeover``), starts the session with
-    ``DurableTimers(config, lease=...)``, renews the lease while it runs and gives it up
-    when the session halts. If another owner takes over, this session stops
-    (``Halted("superseded")``) and writes nothing more. ``options`` go to
-    ``Session.start``; ``limits`` are the macrostep budgets, and a resumed position is
-    loaded under them (and with ``position_key``, when the host keys its positions).
-    Save positions in transactions that first call ``session_lease(session).fence(conn)``,
-    so a superseded owner's saves are refused.
+    ``Session.start(machine, ..., delayed_sends=DurableTimers(config, takeover=...,
+    lease_ttl_s=..., owner=...))``: the session takes its lease first
+    (:class:`~statifier_oban.LeaseHeld` if another process owns it, unless ``takeover``),
+    renews it while it runs and gives it up when it halts; if another owner takes over,
+    it stops (``Halted("superseded")``) and writes nothing more. ``options`` go to
+    ``Session.start``; ``limits`` are the macrostep budgets, and a resumed position (a
+    blob) is loaded under them (and with ``position_key``, when the host keys its
+    positions) before any lease is taken. Save positions in transactions that first call
+    ``session_lease(session).fence(conn)``, so a superseded owner's saves are refused.
     """
     if resume is not None and not isinstance(resume, MachineState):
         resume = loads(resume, machine, max_limits=limits, key=position_key)
-    scope = resume.session_id if resume is not None else session_id
-    if scope is None:
-        scope = new_session_id()
-    lease = await SessionLease.acquire(
-        config, scope, owner=owner, ttl_s=lease_ttl_s, takeover=takeover
+    timers = DurableTimers(config, takeover=takeover, lease_ttl_s=lease_ttl_s, owner=owner)
+    return await Session.start(
+        machine,
+        session_id=None if resume is not None else session_id,
+        resume=resume,
+        delayed_sends=timers,
+        limits=limits,
+        **options,
     )
-    # Known before the first macrostep runs: its on_step save fences with this lease.
-    _LEASES[scope] = lease
-    try:
-        session = await Session.start(
-            machine,
-            session_id=None if resume is not None else scope,
-            resume=resume,
-            delayed_sends=DurableTimers(config, lease=lease),
-            limits=limits,
-            **options,
-        )
-    except BaseException:
-        _forget(scope, lease)
-        await lease.release()
-        raise
-    renewing = lease.keep_alive(session.supersede)
-
-    async def on_halt(_session_id: str, message: Message) -> None:
-        if isinstance(message, Halted):
-            await let_go(superseded=message.reason == "superseded")
-
-    async def let_go(*, superseded: bool) -> None:
-        if renewing is not asyncio.current_task():  # a lost renewal ends by itself
-            renewing.cancel()
-        _forget(scope, lease)
-        if not superseded:
-            await lease.release()
-
-    session.subscribe(on_halt)
-    if session.status().status != "running":  # it finished within its first macrostep
-        await let_go(superseded=False)
-    return session
 
 
 _LEASES: dict[str, SessionLease] = {}
@@ -160,8 +197,9 @@ def _forget(scope: str, lease: SessionLease) -> None:
 
 
 def session_lease(session: Session) -> SessionLease:
-    """The lease of a session started by :func:`start_session` (``LookupError`` if none)."""
+    """The lease of a session whose timers are ``DurableTimers`` (``LookupError`` if it
+    has none: it halted, or was started otherwise)."""
     lease = _LEASES.get(session.session_id)
     if lease is None:
-        raise LookupError(f"session {session.session_id!r} was not started with start_session")
+        raise LookupError(f"session {session.session_id!r} holds no lease of DurableTimers")
     return lease

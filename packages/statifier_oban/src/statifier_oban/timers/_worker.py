@@ -5,7 +5,9 @@ named on the job. Outcomes: delivered (the job completes), discarded (the job is
 cancelled with the reason on the row: the execution is gone), snoozed (rescheduled, no
 attempt spent), undecodable or refused (cancelled at once with the reason on the row,
 never silently dropped), or an error (an invalid answer, a raising delivery or codec:
-retried with oban's backoff).
+retried with oban's backoff). A row naming a registered plug-in of the wrong kind (an
+invoke delivery) is refused, and one whose ``meta.timeout`` no ``Config`` writes is
+undecodable: both are cancelled on first sight, the reason naming the field.
 
 Its durable name is ``statifier_oban.workers.TimerWorker`` (``_names.TIMER_WORKER``),
 the module users import it from; importing that module registers it with oban.
@@ -27,7 +29,7 @@ from .._errors import InvalidDelivery, ResolutionError, UndecodableRow
 from .._names import META_DELIVERY, WORKERS_MODULE
 from ..delivery import Delivered, Discarded
 from ..rows import _plugins
-from ..rows._outcomes import Outcome, bound_seconds, plugin, refused, snooze
+from ..rows._outcomes import Outcome, bound_seconds, plugin, refused, snooze, timeout_ms
 from ..rows._traced import consume, lateness_ms
 from . import _args
 
@@ -59,6 +61,7 @@ class TimerWorker:
     async def _process(self, job: Job, span: Span | None) -> Outcome:
         try:
             scope, effect = _args.decode(job.args)
+            timeout_ms(job)
         except UndecodableRow as exc:
             logger.warning("timer job %s is undecodable: %s", job.id, exc)
             return Cancel(f"undecodable: {exc}")
@@ -68,7 +71,7 @@ class TimerWorker:
             )
         path = job.meta.get(META_DELIVERY) if isinstance(job.meta, dict) else None
         try:
-            delivery = plugin(_plugins.timer_delivery, path, DEFAULT_DELIVERY, "delivery")
+            delivery = plugin(_plugins.timer_delivery, path, DEFAULT_DELIVERY, META_DELIVERY)
         except ResolutionError as exc:
             return refused(job, exc)
         answer: object = await _plugins.settle(delivery.deliver(scope, effect))

@@ -83,3 +83,15 @@ ALTER TABLE {schema}.statifier_charts ADD COLUMN IF NOT EXISTS retired_at timest
 CREATE INDEX IF NOT EXISTS statifier_charts_by_source_identity
     ON {schema}.statifier_charts (source_identity)
     WHERE source_identity IS NOT NULL;
+
+-- What each execution has armed (issue 18, ADR 12): its pending delayed sends by send id
+-- and ordinal, and its live invocations' generations, written by the step that arms or
+-- cancels them, so a timer job cancelled while it ran is never driven. Null on rows
+-- stored before executions kept it (their earlier timers fire as they always did).
+ALTER TABLE {schema}.statifier_executions ADD COLUMN IF NOT EXISTS armed jsonb;
+
+-- The counters of the stored position (macrostep, round), written with it: a position
+-- older than its row says is refused (StalePosition). Null on rows stored before.
+ALTER TABLE {schema}.statifier_executions ADD COLUMN IF NOT EXISTS position_macrostep bigint;
+
+ALTER TABLE {schema}.statifier_executions ADD COLUMN IF NOT EXISTS position_round bigint;

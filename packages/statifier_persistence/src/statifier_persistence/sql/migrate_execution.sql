@@ -1,10 +1,12 @@
 -- What a migration stores: the execution now runs the new revision, from the imported
--- position; it counts as a step.
+-- position (with its counters); it counts as a step. What it armed stays armed.
 UPDATE {schema}.statifier_executions
 SET chart_identity = %(identity)s,
     chart_name = %(name)s,
     chart_version = %(version)s,
     position = %(position)s,
+    position_macrostep = %(macrostep)s,
+    position_round = %(round)s,
     step_count = step_count + 1,
     updated_at = now()
 WHERE id = %(id)s

@@ -1,9 +1,14 @@
--- One execution with its position ({lock}: FOR UPDATE when stepping), and whether the
--- step key %(key)s was applied to it (null key: false). A position or metadata over the
--- configured bounds is not transferred, only its size.
+-- One execution with its position ({lock}: FOR UPDATE when stepping), the position's
+-- counters and what the execution has armed as the row records them, and whether the
+-- step key %(key)s was applied to it (null key: false). A position, an armed list or
+-- metadata over the configured bounds is not transferred, only its size.
 SELECT {columns},
     octet_length(position),
     CASE WHEN octet_length(position) <= %(max_position)s THEN position END,
+    position_macrostep,
+    position_round,
+    octet_length(armed::text),
+    CASE WHEN octet_length(armed::text) <= %(max_position)s THEN armed::text END,
     EXISTS (
         SELECT 1 FROM {schema}.statifier_step_keys AS k
         WHERE k.execution_id = e.id AND k.key = %(key)s::text

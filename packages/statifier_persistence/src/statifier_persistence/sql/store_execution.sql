@@ -1,10 +1,14 @@
--- What a step (or create, or cancel) stores, in one statement: the new position, status
--- and step count, and the step's key when it has one (the primary key makes it unique).
+-- What a step (or create, or cancel) stores, in one statement: the new position with its
+-- counters, status, what the execution has armed, and step count, and the step's key when
+-- it has one (the primary key makes it unique).
 -- The last column counts the key rows inserted: 0 for a keyed step means a concurrent
 -- step applied the same key first (the caller rolls back and answers "already applied").
 WITH updated AS (
     UPDATE {schema}.statifier_executions
     SET position = %(position)s,
+        position_macrostep = %(macrostep)s,
+        position_round = %(round)s,
+        armed = %(armed)s::jsonb,
         status = %(status)s,
         failure = %(failure)s::jsonb,
         outcome = %(outcome)s::jsonb,

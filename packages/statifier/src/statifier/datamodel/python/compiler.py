@@ -69,6 +69,18 @@ _FAST_COMPARISONS: Final[Mapping[type[ast.cmpop], Callable[[Value, Value], bool]
 }
 
 
+def _variable(name: str) -> Evaluator:
+    """The evaluator reading variable ``name``."""
+
+    def variable(context: EvalContext) -> Value:
+        try:
+            return context.variables[name]
+        except KeyError:
+            raise EvaluationError(f"name {name!r} is not defined") from None
+
+    return variable
+
+
 def is_reserved_name(name: str) -> bool:
     """Return whether ``name`` is refused as a variable or attribute name (dunder-prefixed)."""
     return name.startswith("__")
@@ -90,6 +102,9 @@ class ExpressionCompiler:
         """Host functions callable by name besides the built-ins (None: none)."""
         self.names_read: set[str] = set()
         """Variables the compiled code reads (comprehension variables and callees excluded)."""
+        self._variables: dict[str, Evaluator] = {}
+        self._constants: dict[tuple[type, Value], Evaluator] = {}
+        self._inner_link = False
 
     def error(self, message: str, node: Located | None) -> ExpressionSyntaxError:
         """Return a compile error located at ``node``."""
@@ -160,28 +175,33 @@ class ExpressionCompiler:
                 raise self.error("integer literal is too large", node)
         elif not (value is None or isinstance(value, str | float | bool)):
             raise self.error(f"{type(value).__name__} literals are not allowed", node)
-        return constant(value)
+        if isinstance(value, float):  # 0.0 == -0.0: floats are not shared
+            return constant(value)
+        # A literal written again is yielded by the same closure (it holds nothing else).
+        key = (type(value), value)
+        known = self._constants.get(key)
+        if known is None:
+            self._constants[key] = known = constant(value)
+        return known
 
     def _name(self, node: ast.Name) -> Evaluator:
         name = node.id
-        self.check_name(name, node)
         slot = self._scope.get(name)
         if slot is None:
+            # A variable read again is read by the same closure (it holds nothing else).
+            known = self._variables.get(name)
+            if known is not None:
+                return known
+            self.check_name(name, node)
             self.names_read.add(name)
-        if slot is not None:
+            self._variables[name] = read = _variable(name)
+            return read
+        self.check_name(name, node)
 
-            def local(context: EvalContext) -> Value:
-                return context.slots[slot]
+        def local(context: EvalContext) -> Value:
+            return context.slots[slot]
 
-            return local
-
-        def variable(context: EvalContext) -> Value:
-            try:
-                return context.variables[name]
-            except KeyError:
-                raise EvaluationError(f"name {name!r} is not defined") from None
-
-        return variable
+        return local
 
     # -- containers ---------------------------------------------------------------------------
 
@@ -309,7 +329,9 @@ class ExpressionCompiler:
     # -- access -------------------------------------------------------------------------------
 
     def _subscript(self, node: ast.Subscript) -> Evaluator:
-        container = self.compile(node.value)
+        inner = self._inner_link
+        self._inner_link = False
+        container = self._container(node.value)
         index = node.slice
         if isinstance(index, ast.Slice):
             return self._slice(container, index)
@@ -326,7 +348,7 @@ class ExpressionCompiler:
                         raise EvaluationError(f"key {brief(key)} not found") from None
                 return subscript(value, key)
 
-            return self._read_path(node, constant_key)
+            return constant_key if inner else self._read_path(node, constant_key)
         index_of = self.compile(index)
 
         def item(context: EvalContext) -> Value:
@@ -354,9 +376,11 @@ class ExpressionCompiler:
         return sliced
 
     def _attribute(self, node: ast.Attribute) -> Evaluator:
+        inner = self._inner_link
+        self._inner_link = False
         name = node.attr
         self.check_attribute_name(name, node)
-        container = self.compile(node.value)
+        container = self._container(node.value)
 
         def get(context: EvalContext) -> Value:
             value = container(context)
@@ -367,7 +391,19 @@ class ExpressionCompiler:
                     pass
             return attribute(value, name)
 
-        return self._read_path(node, get)
+        return get if inner else self._read_path(node, get)
+
+    def _container(self, value: ast.expr) -> Evaluator:
+        """Compile what an attribute or a subscript reads from.
+
+        When that is itself an attribute or a subscript (a link of a chain such as
+        ``_event.data.amount``), it builds no path shortcut of its own: it only serves as
+        the outer link's fallback, and the outer link reads the whole path (one walk of
+        the chain, not one per link).
+        """
+        if isinstance(value, ast.Attribute | ast.Subscript):
+            self._inner_link = True  # taken (and cleared) at once by the link's compile
+        return self.compile(value)
 
     def _read_path(self, node: ast.Attribute | ast.Subscript, general: Evaluator) -> Evaluator:
         """``general``, or a shortcut when ``node`` reads a variable through constant keys

@@ -12,21 +12,30 @@ NOT_LITERAL: Final = object()
 """Returned by :func:`literal_value` for nodes that are not scalar literals."""
 
 
+_SCALARS: Final = (str, int, float)
+_NUMBERS: Final = (int, float)
+_SIGNS: Final = (ast.USub, ast.UAdd)
+
+
 def literal_value(node: ast.expr) -> Value:
     """Return the scalar value of a literal (a signed number included), else NOT_LITERAL."""
-    if isinstance(node, ast.Constant) and (
-        node.value is None or isinstance(node.value, str | int | float)
-    ):
-        return node.value
-    if (
-        isinstance(node, ast.UnaryOp)
-        and isinstance(node.op, ast.USub | ast.UAdd)
-        and isinstance(node.operand, ast.Constant)
-        and isinstance(node.operand.value, int | float)
-        and not isinstance(node.operand.value, bool)
-    ):
-        number = node.operand.value
-        return -number if isinstance(node.op, ast.USub) else number
+    # Tuples, not unions, in isinstance: this runs for both sides of every comparison.
+    if isinstance(node, ast.Constant):
+        value = node.value
+        if value is None or isinstance(value, _SCALARS):
+            return value
+        return NOT_LITERAL
+    if isinstance(node, ast.UnaryOp):
+        operand = node.operand
+        op = node.op
+        if (
+            isinstance(op, _SIGNS)
+            and isinstance(operand, ast.Constant)
+            and isinstance(operand.value, _NUMBERS)
+            and not isinstance(operand.value, bool)
+        ):
+            number = operand.value
+            return -number if isinstance(op, ast.USub) else number
     return NOT_LITERAL
 
 

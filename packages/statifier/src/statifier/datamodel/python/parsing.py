@@ -131,12 +131,42 @@ def _parse(
     except (ValueError, OverflowError) as exc:
         raise ExpressionSyntaxError(str(exc), source, 1, 0) from None
     parsed = ParsedSource(source, text, tree, shifts)
-    too_deep = _find_too_deep(tree)
-    if too_deep is not False:
+    if _deeper_than(tree, MAX_AST_DEPTH):
+        too_deep = _find_too_deep(tree)
         raise parsed.error(
-            f"expression is too deeply nested (the limit is {MAX_AST_DEPTH} levels)", too_deep
+            f"expression is too deeply nested (the limit is {MAX_AST_DEPTH} levels)",
+            too_deep or None,
         )
     return parsed
+
+
+def _deeper_than(tree: ast.AST, limit: int) -> bool:
+    """Whether the tree nests deeper than ``limit`` levels (leaf node kinds not counted).
+
+    Level by level, without building a tuple per node: every expression of a chart is
+    measured, so this runs once per syntax node compiled (the slower
+    :func:`_find_too_deep` then locates the culprit, for the error only).
+    """
+    level: list[ast.AST] = [tree]
+    depth = 0
+    leaves = _LEAF_TYPES
+    while level:
+        if depth > limit:
+            return True
+        below: list[ast.AST] = []
+        add = below.append
+        for node in level:
+            for name in node._fields:
+                value = getattr(node, name, None)
+                if type(value) is list:
+                    for item in value:
+                        if isinstance(item, ast.AST) and not isinstance(item, leaves):
+                            add(item)
+                elif isinstance(value, ast.AST) and not isinstance(value, leaves):
+                    add(value)
+        level = below
+        depth += 1
+    return False
 
 
 def _find_too_deep(tree: ast.AST) -> Located | Literal[False] | None:

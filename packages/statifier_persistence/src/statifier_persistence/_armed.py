@@ -1,0 +1,153 @@
+"""What an execution has armed: its pending delayed sends and its invocations' generations.
+
+A timer job that was already running when a step cancelled its send (the cancel skips
+executing jobs) fires anyway, and so does a job a worker fetched just before the cancel
+committed. SCXML 6.3 says a cancelled send is never delivered, whatever the timing, so
+the execution itself keeps the list of what is armed, in its row (``armed``), updated by
+the same transaction that arms or cancels (ADR 12):
+
+* a delayed send is armed when the executor stored its timer; ``<cancel>`` disarms every
+  send of its send id (all were sent before it: ordinals come from one counter); firing
+  disarms the one that fired. ``Executions.fire`` drives a send only while it is armed,
+  checked under the row lock; any other is declined (:data:`CANCELLED`);
+* an invocation is armed with its generation (the macrostep that started it) while it is
+  live in the position, so the answer of an earlier generation of a re-entered state's
+  invoke id is told from the live one's without asking the executor.
+
+Rows stored before executions kept this list (the column is null), and rows whose
+position was last written by such a version during a rolling upgrade, have an unknown
+past: a send with an ordinal up to the position's ``timer_counter`` then (``since``) is
+driven unless a ``<cancel>`` of its send id ran since (``cut``), and everything armed
+from then on is checked.
+
+The column is JSON an operator can read (``since`` and ``cut`` only on such rows)::
+
+    {"sends": {"hold": [7]}, "invocations": {"charge": 3}, "since": 5, "cut": ["ping"]}
+
+It is bounded by ``Limits.max_armed_sends`` (a chart arming more hears
+``error.communication``) and, as everything read from storage, checked on the way in.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from typing import Any, Final
+
+from statifier.core.effects import SendDelayed
+
+CANCELLED: Final = "cancelled"
+"""The reason a fired delayed send that is no longer armed is declined: it was cancelled
+(by a ``<cancel>``, by leaving its state, by a re-arm's cancel) since it was armed."""
+
+
+class Armed:
+    """One execution's armed sends and invocations, changed by its drive (see the module
+    docstring). ``since``: ordinals up to it predate the list; ``cut``: send ids whose
+    sends up to ``since`` were cancelled since."""
+
+    __slots__ = ("_sends", "cut", "invocations", "sends", "since")
+
+    def __init__(
+        self,
+        sends: dict[str, list[int]] | None = None,
+        invocations: dict[str, int] | None = None,
+        since: int = 0,
+        cut: set[str] | None = None,
+    ) -> None:
+        self._sends: dict[str, list[int]] = sends if sends is not None else {}
+        self.invocations: dict[str, int] = invocations if invocations is not None else {}
+        self.since = since
+        self.cut: set[str] = cut if cut is not None else set()
+        self.sends = sum(len(ordinals) for ordinals in self._sends.values())
+        """How many delayed sends are armed."""
+
+    def arm(self, effect: SendDelayed) -> None:
+        """The executor stored ``effect``'s timer."""
+        self._sends.setdefault(effect.send_id, []).append(effect.ordinal)
+        self.sends += 1
+
+    def cancel(self, send_id: str) -> None:
+        """A ``<cancel>`` of ``send_id`` ran: every send of that id armed so far is off."""
+        self.sends -= len(self._sends.pop(send_id, ()))
+        if self.since:
+            self.cut.add(send_id)
+
+    def fire(self, effect: SendDelayed) -> bool:
+        """Whether ``effect`` is armed (then it is disarmed: it fires now)."""
+        if effect.ordinal <= self.since:
+            return effect.send_id not in self.cut
+        ordinals = self._sends.get(effect.send_id)
+        if ordinals is None or effect.ordinal not in ordinals:
+            return False
+        ordinals.remove(effect.ordinal)
+        self.sends -= 1
+        if not ordinals:
+            del self._sends[effect.send_id]
+        return True
+
+    def invoked(self, invoke_id: str, generation: int) -> None:
+        """The executor started invocation ``invoke_id`` in macrostep ``generation``."""
+        self.invocations[invoke_id] = generation
+
+    def generation(self, invoke_id: str) -> int | None:
+        """The generation of the live invocation ``invoke_id`` (None: not known here)."""
+        return self.invocations.get(invoke_id)
+
+    def clear(self) -> None:
+        """The execution is terminal: nothing it armed can fire into it any more."""
+        self._sends.clear()
+        self.invocations.clear()
+        self.since = 0
+        self.cut.clear()
+        self.sends = 0
+
+    def encode(self, live_invocations: Iterable[str]) -> str:
+        """The column's JSON text; invocations no longer live in the position are left out."""
+        live = set(live_invocations)
+        document: dict[str, Any] = {
+            "sends": self._sends,
+            "invocations": {k: v for k, v in self.invocations.items() if k in live},
+        }
+        if self.since:
+            document["since"] = self.since
+            document["cut"] = sorted(self.cut)
+        return json.dumps(document, separators=(",", ":"), ensure_ascii=False)
+
+
+def decode_armed(text: str, corrupt: Callable[[str], Exception]) -> Armed:
+    """The ``armed`` column read back (its size is bounded by the read); ``corrupt(message)``
+    is raised when it is not what a step writes: storage is as untrusted as a caller."""
+    try:
+        document = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise corrupt(f"the armed list is not valid JSON: {exc}") from None
+    if not isinstance(document, dict) or not set(document) <= _FIELDS:
+        raise corrupt("the armed list is not an object of sends, invocations, since and cut")
+    sends = document.get("sends", {})
+    invocations = document.get("invocations", {})
+    since = document.get("since", 0)
+    cut = document.get("cut", [])
+    if (
+        not isinstance(sends, dict)
+        or not isinstance(invocations, dict)
+        or not _count(since, 0)
+        or not isinstance(cut, list)
+        or not all(isinstance(send_id, str) for send_id in cut)
+    ):
+        raise corrupt("the armed list has a field of the wrong type")
+    for ordinals in sends.values():
+        if not isinstance(ordinals, list) or not ordinals:
+            raise corrupt("an armed send id holds no list of ordinals")
+        if not all(_count(ordinal, 1) for ordinal in ordinals):
+            raise corrupt("an armed ordinal is not an integer >= 1")
+    if not all(_count(generation, 0) for generation in invocations.values()):
+        raise corrupt("an armed invocation's generation is not an integer >= 0")
+    return Armed(sends, invocations, since, set(cut))
+
+
+_FIELDS: Final = frozenset({"sends", "invocations", "since", "cut"})
+
+
+def _count(value: Any, minimum: int) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int) and value >= minimum
