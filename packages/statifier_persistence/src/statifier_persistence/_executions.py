@@ -801,13 +801,19 @@ class Executions(RevisionMethods):
             try:
                 self._host.report(stored, effect)
             except Exception:
-                logger.exception("%s: the host's report hook raised", stored.id)
+                logger.exception(
+                    "%s: the host's report hook raised",
+                    stored.id,
+                    extra={"execution_id": stored.id},
+                )
         stepped = Stepped(stored, drive.state, tuple(drive.effects))
         if self._observer is not None:
             try:
                 self._observer(stepped)
             except Exception:
-                logger.exception("%s: the step observer raised", stored.id)
+                logger.exception(
+                    "%s: the step observer raised", stored.id, extra={"execution_id": stored.id}
+                )
         return stepped
 
 

@@ -518,7 +518,11 @@ class Session:
         try:
             await delayed.release(self, reason)
         except Exception:
-            logger.exception("session %s: releasing its store's claim failed", self.session_id)
+            logger.exception(
+                "session %s: releasing its store's claim failed",
+                self.session_id,
+                extra={"session_id": self.session_id},
+            )
 
     async def wait_halted(self) -> None:
         """Wait until the session halts (done, cancelled, budget exhausted, stopped or
@@ -733,11 +737,17 @@ class Session:
                 "session %s: owned by another process now, stopping without this step: %s",
                 self.session_id,
                 exc,
+                extra={"session_id": self.session_id},
             )
             await self._stop("superseded")
             return False
         except Exception:  # a bug in a driver path must not kill the session
-            logger.exception("session %s: failed to process %s", self.session_id, entry.kind)
+            logger.exception(
+                "session %s: failed to process %s",
+                self.session_id,
+                entry.kind,
+                extra={"session_id": self.session_id, "trigger": entry.kind},
+            )
         finally:
             self._stored.clear()  # outcomes are keyed by id(): none may outlive its step
         return True
@@ -773,7 +783,11 @@ class Session:
         except OwnershipLost:
             raise
         except Exception:
-            logger.exception("session %s: on_step listener raised", self.session_id)
+            logger.exception(
+                "session %s: on_step listener raised",
+                self.session_id,
+                extra={"session_id": self.session_id},
+            )
 
     async def _process(self, entry: _Entry) -> None:
         state = self.snapshot()
@@ -793,6 +807,11 @@ class Session:
                     self.session_id,
                     entry.timer.send_id,
                     entry.timer.ordinal,
+                    extra={
+                        "session_id": self.session_id,
+                        "send_id": entry.timer.send_id,
+                        "ordinal": entry.timer.ordinal,
+                    },
                 )
                 return
             await self._fire(entry.timer)
@@ -841,7 +860,10 @@ class Session:
                     await result
             except Exception:
                 logger.exception(
-                    "session %s: subscriber %r raised; dropped", self.session_id, callback
+                    "session %s: subscriber %r raised; dropped",
+                    self.session_id,
+                    callback,
+                    extra={"session_id": self.session_id},
                 )
                 if callback in self._subscribers:
                     self._subscribers.remove(callback)
@@ -861,7 +883,12 @@ class Session:
                 await self._cancel_timers(effect)
             case planner.Report(effect=fx.Log() as log):
                 logger.info(
-                    "%s [%s] %s: %s", self.session_id, log.owner, log.label, brief(log.value)
+                    "%s [%s] %s: %s",
+                    self.session_id,
+                    log.owner,
+                    log.label,
+                    brief(log.value),
+                    extra={"session_id": self.session_id},
                 )
             case planner.Report(effect=fx.ErrorRaised() as error):
                 logger.warning(
@@ -871,6 +898,12 @@ class Session:
                     self.machine.name or self.machine.identity[:19],
                     f" line {error.line}" if error.line is not None else "",
                     error.message or "(no message)",
+                    extra={
+                        "session_id": self.session_id,
+                        "chart": self.machine.name,
+                        "event": error.name,
+                        "line": error.line,
+                    },
                 )
             case planner.StartInvocation(effect=effect):
                 await self._start_invocation(effect)
@@ -981,6 +1014,7 @@ class Session:
                     type(effect).__name__,
                     effect.send_id,
                     exc,
+                    extra={"session_id": self.session_id, "send_id": effect.send_id},
                 )
                 return str(exc) or type(exc).__name__
             except (OwnershipLost, _Interrupted):
@@ -1000,6 +1034,7 @@ class Session:
                         effect.send_id,
                         failures,
                         exc,
+                        extra={"session_id": self.session_id, "send_id": effect.send_id},
                         exc_info=failures == 1,
                     )
                 await self._pause(wait)
@@ -1012,6 +1047,7 @@ class Session:
                     type(effect).__name__,
                     effect.send_id,
                     failures,
+                    extra={"session_id": self.session_id, "send_id": effect.send_id},
                 )
                 self._store_error = None
             return taken
@@ -1117,7 +1153,11 @@ class Session:
                 await result
         except Exception as exc:
             logger.warning(
-                "session %s: invocation %s failed to start: %s", self.session_id, invoke_id, exc
+                "session %s: invocation %s failed to start: %s",
+                self.session_id,
+                invoke_id,
+                exc,
+                extra={"session_id": self.session_id, "invoke_id": invoke_id},
             )
             failed = planner.invocation_start_failed(invoke_id, str(exc) or repr(exc))
             self._defer(failed)
@@ -1135,7 +1175,10 @@ class Session:
                 await result
         except Exception:
             logger.exception(
-                "session %s: cancelling invocation %s failed", self.session_id, invoke_id
+                "session %s: cancelling invocation %s failed",
+                self.session_id,
+                invoke_id,
+                extra={"session_id": self.session_id, "invoke_id": invoke_id},
             )
 
     async def _forward(self, invoke_id: str, event: Event) -> bool:
@@ -1148,7 +1191,11 @@ class Session:
                 await result
         except Exception as exc:
             logger.warning(
-                "session %s: forwarding to %s failed: %s", self.session_id, invoke_id, exc
+                "session %s: forwarding to %s failed: %s",
+                self.session_id,
+                invoke_id,
+                exc,
+                extra={"session_id": self.session_id, "invoke_id": invoke_id},
             )
             return False
         return True

@@ -175,13 +175,18 @@ async def _rescue_loop(pool: AsyncConnectionPool[Any], prefix: str, options: Wor
                 pool, prefix, name=WORKER_NAME, after_s=options.rescue_after
             )
         except Exception as exc:  # the database may be restarting: the next round retries
-            log.warning("looking for jobs of workers that are gone failed: %s", exc)
+            log.warning(
+                "looking for jobs of workers that are gone failed: %s",
+                exc,
+                extra={"error": str(exc)},
+            )
             continue
         if rescued:
             log.warning(
                 "rescued %d executing jobs of workers that are gone: %s",
                 len(rescued),
                 rescued[:20],
+                extra={"count": len(rescued), "job_ids": rescued[:20]},
             )
 
 

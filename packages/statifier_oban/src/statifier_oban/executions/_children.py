@@ -12,6 +12,7 @@ from oban.job import Job
 from statifier import instrumentation
 from statifier.core.effects import Invoke
 from statifier.instrumentation import Span
+from statifier.values import brief
 from statifier_persistence import (
     MAX_FAN_OUT_CHILDREN,
     ExecutionNotFound,
@@ -113,6 +114,7 @@ class ExecutionChildStarter:
                 invoke.invoke_id,
                 parent_scope,
                 started.reason,
+                extra={"scope": parent_scope, "invoke_id": invoke.invoke_id, "index": index},
             )
 
 
@@ -131,7 +133,9 @@ def _fan_out_of(job: Job, kind: str) -> FanOutKey | Cancel:
         and generation >= 0
     ):
         return FanOutKey(scope, invoke_id, generation)
-    logger.warning("%s job %s is undecodable: %r", kind, job.id, job.args)
+    logger.warning(
+        "%s job %s is undecodable: %s", kind, job.id, brief(job.args), extra={"job_id": job.id}
+    )
     return Cancel(f"undecodable: a {kind} job names scope, invoke_id and macrostep")
 
 
@@ -206,7 +210,11 @@ class CascadeWorker:
                 continue
         if parked:
             logger.info(
-                "cascade of %r (%s): %d parked", fan_out.invoke_id, fan_out.parent_id, len(parked)
+                "cascade of %r (%s): %d parked",
+                fan_out.invoke_id,
+                fan_out.parent_id,
+                len(parked),
+                extra={"scope": fan_out.parent_id, "invoke_id": fan_out.invoke_id},
             )
             return Snooze(installed.parked_snooze_s)
         return None

@@ -294,13 +294,23 @@ class InvokeWorker:
         """Tell the execution about a corrupt row when its identity is still readable."""
         found = _args.identity(job.args)
         if found is None:
-            logger.warning("invocation job %s is undecodable and unidentifiable: %s", job.id, exc)
+            logger.warning(
+                "invocation job %s is undecodable and unidentifiable: %s",
+                job.id,
+                exc,
+                extra={"job_id": job.id},
+            )
             return
         scope, invoke_id = found
         try:
             delivery = self._delivery(meta)
         except ResolutionError:
-            logger.warning("invocation job %s is undecodable; its delivery too: %s", job.id, exc)
+            logger.warning(
+                "invocation job %s is undecodable; its delivery too: %s",
+                job.id,
+                exc,
+                extra={"job_id": job.id, "scope": scope, "invoke_id": invoke_id},
+            )
             return
         await _plugins.settle(
             delivery.deliver_failure(scope, invoke_id, "undecodable", job.attempt, str(exc), None)
@@ -334,7 +344,9 @@ class ChildStartWorker:
             has_item, item = _args.child_item(job.args)
             timeout_ms(job)
         except UndecodableRow as exc:
-            logger.warning("child start job %s is undecodable: %s", job.id, exc)
+            logger.warning(
+                "child start job %s is undecodable: %s", job.id, exc, extra={"job_id": job.id}
+            )
             return Cancel(f"undecodable: {exc}")
         if span is not None:
             span.set(scope=row.scope, invoke_id=row.invoke_id, index=index)

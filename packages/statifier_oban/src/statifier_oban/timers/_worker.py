@@ -63,7 +63,7 @@ class TimerWorker:
             scope, effect = _args.decode(job.args)
             timeout_ms(job)
         except UndecodableRow as exc:
-            logger.warning("timer job %s is undecodable: %s", job.id, exc)
+            logger.warning("timer job %s is undecodable: %s", job.id, exc, extra={"job_id": job.id})
             return Cancel(f"undecodable: {exc}")
         if span is not None:
             span.set(
