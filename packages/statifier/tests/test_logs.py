@@ -9,8 +9,11 @@ import sys
 from collections.abc import Iterator
 
 import pytest
+import statifier
 from statifier import instrumentation, logs
 from statifier.cli import main as cli_main
+from statifier.logs import fields_of
+from statifier.runtime.session import Session
 
 from engine_support.recording import Recording
 
@@ -110,3 +113,22 @@ def test_log_format_json_configures_the_root_logger(
     logging.getLogger("statifier.test").warning("seen")
     assert json.loads(capsys.readouterr().err.splitlines()[-1])["message"] == "seen"
     assert cli_main(["check", "--log-format", "xml", chart]) == 2
+
+
+async def test_the_library_logs_with_structured_fields(caplog: pytest.LogCaptureFixture) -> None:
+    chart = statifier.compile(
+        '<scxml xmlns="http://www.w3.org/2005/07/scxml" name="noisy" initial="a">'
+        '<state id="a"><onentry><log label="hello" expr="1"/>'
+        '<assign location="nowhere" expr="1"/></onentry></state></scxml>'
+    )
+    with caplog.at_level(logging.INFO, logger="statifier.runtime.session"):
+        session = await Session.start(chart, session_id="sess_noisy")
+        await session.stop()
+    logged, failed = caplog.records[:2]
+    assert fields_of(logged) == {"session_id": "sess_noisy"}
+    assert fields_of(failed) == {
+        "session_id": "sess_noisy",
+        "chart": "noisy",
+        "event": "error.execution",
+        "line": 1,
+    }
