@@ -8,6 +8,12 @@ Goal (issue 8): **a step with its timer costs no more than 2x a bare oban job ro
 trip**, i.e. fire -> step -> commit throughput >= 0.5x raw oban job execution, with 1 and
 with 2 worker processes.
 
+Goal (issue 22, ADR 30): **tracing on, with no exporter, keeps at least 90% of the
+throughput**: fire -> step -> commit with ``statifier_oban.otel`` instrumented on the SDK's
+tracer and meter providers (no span processor, no metric reader: spans and metrics are
+recorded, nothing leaves) against the same path untraced, and the in-process steps traced
+against untraced.
+
 1. **fire -> step -> commit** (the goal). ``--jobs`` executions each hold one pending timer;
    one ``UPDATE`` makes them all due. Worker processes (this file run with ``--worker``:
    what ``statifier-oban worker`` runs for executions) fire each through ``TimerWorker``
@@ -16,7 +22,11 @@ with 2 worker processes.
    then oban acknowledges the job. **raw**, the peer: the same number of bare oban job
    round trips, each job arming its successor as a step does (its ``process`` enqueues
    the next job, an hour out, and returns), made due by the same ``UPDATE``, run and
-   acknowledged by the same processes. **bare** (context): jobs that arm nothing. Rate =
+   acknowledged by the same processes. **traced** (the tracing goal): ``ours`` served by a
+   second set of worker processes (``--traced``) that trace with the SDK and no exporter,
+   on a queue of their own, its executions created by a traced parent (so each job carries
+   a trace context to continue); both sets run throughout, one idle while the other
+   works. **bare** (context): jobs that arm nothing. Rate =
    jobs / (last ``completed_at`` - release), both on the database clock. One round per
    path in each group, the order rotating, ``--repeats`` groups per process count after
    one untimed warm-up round of each; the verdict reads the median of the groups' own
@@ -25,7 +35,8 @@ with 2 worker processes.
 2. **in-process steps** (context, no target): ``Executions.step`` called directly (one
    transaction each, a timer armed by each step), against ``Oban.enqueue`` of a bare job
    on a pooled connection (one insert transaction): the cost of a step's transaction in
-   units of the cheapest oban write. Interleaved in slices, order rotating, best of
+   units of the cheapest oban write, and the same steps traced (instrumented on the SDK,
+   no exporter) against untraced. Interleaved in slices, order rotating, best of
    ``--repeats`` rounds.
 
 The embedded PostgreSQL server is used unless ``--database-url`` names a server; one
@@ -58,6 +69,7 @@ from oban.worker import register_worker, worker_name
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from psycopg_pool import AsyncConnectionPool
+from statifier import instrumentation
 from statifier.core.events import Event
 from statifier_oban.embedded import EmbeddedPostgres
 from statifier_oban.executions import ObanExecutor, execution_config, use
@@ -69,12 +81,16 @@ from worker_processes import WorkerProcesses, serve_until_stdin_closes
 TARGET = 0.5
 """Ours/raw jobs per second must be at least this (a step with its timer <= 2x a raw job)."""
 
+TRACED_TARGET = 0.9
+"""Traced/ours (and traced/untraced in-process steps) must be at least this (ADR 30)."""
+
 PROFILE_ENV = "STATIFIER_BENCH_WORKER_PROFILE"
 """Environment variable naming a directory: worker processes run under cProfile and
 write ``<node>.prof`` there when they stop."""
 
 OURS_QUEUE = "timers"
 RAW_QUEUE = "raw"
+TRACED_QUEUE = "traced_timers"
 
 CHART = statifier.compile(
     """<scxml xmlns="http://www.w3.org/2005/07/scxml" name="bench_ticker" initial="s">
@@ -123,21 +139,37 @@ register_worker(BareTick)
 RAW_WORKER = worker_name(RawTick)
 BARE_WORKER = worker_name(BareTick)
 
-PATHS = ("ours", "raw", "bare")
-"""The paths of section 1: ours against raw (the goal); bare for context."""
+PATHS = ("ours", "traced", "raw", "bare")
+"""The paths of section 1: ours against raw (the goal); traced against ours (the tracing
+goal); bare for context."""
 
 
-async def serve(url: str, node: str, limit: int) -> None:
-    """Worker mode: run both queues, deliver timers into executions, until stdin closes."""
+def instrument_without_exporter() -> Any:
+    """``statifier_oban.otel`` on SDK providers that record and export nothing; returns the
+    instrumentation (install and uninstall it with ``statifier.instrumentation``)."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.trace import TracerProvider
+    from statifier_oban.otel import OpenTelemetry
+
+    return OpenTelemetry(TracerProvider(), MeterProvider())
+
+
+async def serve(url: str, node: str, limit: int, traced: bool) -> None:
+    """Worker mode: run the queues, deliver timers into executions, until stdin closes
+    (``traced``: only the traced queue, instrumented)."""
     import statifier_oban.workers  # noqa: F401  (registers TimerWorker)
 
     pool = AsyncConnectionPool(url, min_size=4, max_size=limit + 6, open=False)
     await pool.open(wait=True)
     global _oban
-    oban = _oban = Oban(
-        pool=pool, name=f"bench_{node}", node=node, queues={OURS_QUEUE: limit, RAW_QUEUE: limit}
+    queues: dict[str, int | dict[str, Any]] = (
+        {TRACED_QUEUE: limit} if traced else {OURS_QUEUE: limit, RAW_QUEUE: limit}
     )
-    use(Executions(pool, executor=ObanExecutor(execution_config(oban, timers_queue=OURS_QUEUE))))
+    oban = _oban = Oban(pool=pool, name=f"bench_{node}", node=node, queues=queues)
+    timers = TRACED_QUEUE if traced else OURS_QUEUE
+    use(Executions(pool, executor=ObanExecutor(execution_config(oban, timers_queue=timers))))
+    if traced:
+        instrumentation.install(instrument_without_exporter())
     try:
         await serve_until_stdin_closes(oban)
     finally:
@@ -179,6 +211,8 @@ class Bench:
         self.pool = AsyncConnectionPool(url, min_size=2, max_size=10, open=False)
         self.client: Oban | None = None
         self.executions: Executions | None = None
+        self.traced_executions: Executions | None = None
+        self.tracing: Any = None
 
     async def open(self) -> None:
         """Open the pool, build the client-mode Oban and the ``Executions`` that creates."""
@@ -186,15 +220,20 @@ class Bench:
         self.client = Oban(pool=self.pool, name=f"bench_client_{uuid.uuid4().hex[:6]}")
         config = execution_config(self.client, timers_queue=OURS_QUEUE)
         self.executions = Executions(self.pool, executor=ObanExecutor(config))
+        traced = execution_config(self.client, timers_queue=TRACED_QUEUE)
+        self.traced_executions = Executions(self.pool, executor=ObanExecutor(traced))
+        self.tracing = instrument_without_exporter()
 
     async def rows(self, query: Any, params: Sequence[Any] = ()) -> list[Any]:
         """Every row of one query."""
         async with self.pool.connection() as conn:
             return list(await (await conn.execute(query, params)).fetchall())
 
-    async def prepare_ours(self, jobs: int) -> tuple[list[str], list[int]]:
-        """``jobs`` executions, each with its first timer pending; their ids and job ids."""
-        executions = self.executions
+    async def prepare_ours(self, jobs: int, traced: bool = False) -> tuple[list[str], list[int]]:
+        """``jobs`` executions, each with its first timer pending; their ids and job ids
+        (``traced``: on the traced queue, created while traced)."""
+        executions = self.traced_executions if traced else self.executions
+        queue = TRACED_QUEUE if traced else OURS_QUEUE
         assert executions is not None  # noqa: S101 - open() ran first (main)
         tag = uuid.uuid4().hex[:8]
         ids = [f"bench_{tag}_{i}" for i in range(jobs)]
@@ -204,10 +243,11 @@ class Bench:
             async with semaphore:
                 await executions.create(CHART, execution_id=execution_id)
 
-        await asyncio.gather(*(create(execution_id) for execution_id in ids))
+        with instrumentation.installed(self.tracing if traced else None):
+            await asyncio.gather(*(create(execution_id) for execution_id in ids))
         found = await self.rows(
             "SELECT id FROM oban_jobs WHERE queue = %s AND args->>'scope' = ANY(%s)",
-            [OURS_QUEUE, ids],
+            [queue, ids],
         )
         return ids, [row[0] for row in found]
 
@@ -252,21 +292,22 @@ class Bench:
             await asyncio.sleep(0.02)
         raise VerificationError(f"the round did not finish within {timeout} s")
 
-    async def round(self, path: str, workers: WorkerProcesses) -> Round:
+    async def round(self, path: str, workers: WorkerProcesses, traced: WorkerProcesses) -> Round:
         """Prepare, release and time one round of ``path``; verify it."""
         jobs = self.args.jobs
         ids: list[str] = []
-        if path == "ours":
-            ids, job_ids = await self.prepare_ours(jobs)
+        if path in ("ours", "traced"):
+            ids, job_ids = await self.prepare_ours(jobs, traced=path == "traced")
         else:
             job_ids = await self.prepare_jobs(RAW_WORKER if path == "raw" else BARE_WORKER, jobs)
         if len(job_ids) != jobs:
             raise VerificationError(f"{path}: {len(job_ids)} jobs prepared, not {jobs}")
-        cpu = workers.cpu_seconds()
+        serving = traced if path == "traced" else workers
+        cpu = serving.cpu_seconds()
         released = await self.release(job_ids)
         last = await self.finished(job_ids, timeout=60 + jobs / 10)
-        worker_cpu = workers.cpu_seconds() - cpu
-        if path == "ours":
+        worker_cpu = serving.cpu_seconds() - cpu
+        if ids:
             await self.verify_steps(ids)
         return Round(path, jobs, (last - released).total_seconds(), worker_cpu)
 
@@ -285,23 +326,28 @@ class Bench:
             )
 
     async def in_process(self) -> dict[str, float]:
-        """Steps/s against raw enqueues/s, interleaved slices, best of the rounds."""
+        """Steps/s against raw enqueues/s, and traced steps/s, interleaved slices, best of
+        the rounds."""
         assert self.executions is not None  # noqa: S101 - open() ran first (main)
         assert self.client is not None  # noqa: S101 - open() ran first (main)
         steps = self.args.steps
-        best = {"step": float("inf"), "enqueue": float("inf")}
+        paths = ["step", "traced", "enqueue"]
+        best = dict.fromkeys(paths, float("inf"))
         later = datetime.now(UTC) + timedelta(hours=1)
         for round_number in range(self.args.repeats + 1):
             ids, _ = await self.prepare_ours(10)
-            spent = {"step": 0.0, "enqueue": 0.0}
-            order = ["step", "enqueue"] if round_number % 2 == 0 else ["enqueue", "step"]
+            spent = dict.fromkeys(paths, 0.0)
+            shift = round_number % len(paths)
+            order = paths[shift:] + paths[:shift]
             for start in range(0, steps, self.args.slice):
                 for path in order:
                     count = min(self.args.slice, steps - start)
+                    tracing = self.tracing if path == "traced" else None
                     began = time.perf_counter()
                     for i in range(start, start + count):
-                        if path == "step":
-                            result = await self.executions.step(ids[i % 10], Event(name="tick"))
+                        if path != "enqueue":
+                            with instrumentation.installed(tracing):
+                                result = await self.executions.step(ids[i % 10], Event(name="tick"))
                             if not isinstance(result, Stepped):
                                 raise VerificationError(f"a direct step answered {result!r}")
                         else:
@@ -355,19 +401,21 @@ async def report(bench: Bench, args: argparse.Namespace) -> int:
     )
     table: list[str] = []
     verdicts: list[str] = []
+    traced_verdicts: list[str] = []
     for processes in args.processes:
         rounds = await measure(bench, args, processes)
+        traced_verdicts.append(traced_line(processes, rounds))
         for path in PATHS:
             rates = [r.rate for r in rounds[path]]
             cpu = statistics.median(r.cpu_ms for r in rounds[path])
             table.append(
-                f"  {path:>4}, {processes} proc   {max(rates):9.1f}"
+                f"  {path:>6}, {processes} proc {max(rates):9.1f}"
                 f"  {statistics.median(rates):13.1f}  {cpu:17.2f}   "
                 + " ".join(f"{rate:.0f}" for rate in rates)
             )
         verdicts.append(verdict_line(processes, rounds))
     print("1. fire -> step -> commit (ours) against raw oban job round trips (raw)\n")
-    print("  path, workers  best jobs/s  median jobs/s  worker CPU ms/job   all rounds jobs/s")
+    print("  path,  workers best jobs/s  median jobs/s  worker CPU ms/job   all rounds jobs/s")
     print("\n".join(table))
     print(
         "\n  workers       ours/raw (median)  each round            raw/ours CPU"
@@ -378,6 +426,12 @@ async def report(bench: Bench, args: argparse.Namespace) -> int:
         f"\n  goal: a step with its timer costs at most 2x a raw job round trip "
         f"(ours/raw >= {TARGET})"
     )
+    print("\n  workers       traced/ours (median)  each round            verdict")
+    print("\n".join(traced_verdicts))
+    print(
+        f"\n  goal: tracing on (SDK, no exporter) keeps at least {TRACED_TARGET:.0%} of the "
+        f"throughput (traced/ours >= {TRACED_TARGET})"
+    )
 
     in_process = await bench.in_process()
     print("\n2. in-process (context, no target): Executions.step against Oban.enqueue\n")
@@ -386,6 +440,11 @@ async def report(bench: Bench, args: argparse.Namespace) -> int:
     print(f"  Oban.enqueue of a bare job (one insert)           {enqueues:8.1f} jobs/s")
     ratio = in_process["step"] / in_process["enqueue"]
     print(f"  step/enqueue                                      {ratio:8.3f}")
+    traced = in_process["traced"]
+    print(f"  Executions.step traced (SDK, no exporter)         {traced:8.1f} steps/s")
+    kept = traced / in_process["step"]
+    verdict = "PASS" if kept >= TRACED_TARGET else "BELOW"
+    print(f"  traced/untraced                                   {kept:8.3f}  {verdict}")
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
     return 0
 
@@ -393,19 +452,33 @@ async def report(bench: Bench, args: argparse.Namespace) -> int:
 async def measure(bench: Bench, args: argparse.Namespace, processes: int) -> dict[str, list[Round]]:
     """Every path's rounds with ``processes`` workers: a warm-up round of each, then
     ``--repeats`` groups of one round per path, the order rotating from group to group."""
-    workers = WorkerProcesses(str(Path(__file__).resolve()), bench.url, processes, args.limit)
+    script = str(Path(__file__).resolve())
+    workers = WorkerProcesses(script, bench.url, processes, args.limit)
+    traced = WorkerProcesses(script, bench.url, processes, args.limit, extra=["--traced"])
     await workers.start()
     try:
+        await traced.start()
         for path in PATHS:  # warm-up: imports, pools, plans
-            await bench.round(path, workers)
+            await bench.round(path, workers, traced)
         rounds: dict[str, list[Round]] = {path: [] for path in PATHS}
         for group in range(args.repeats):
             shift = group % len(PATHS)
             for path in PATHS[shift:] + PATHS[:shift]:
-                rounds[path].append(await bench.round(path, workers))
+                rounds[path].append(await bench.round(path, workers, traced))
     finally:
         await workers.stop()
+        await traced.stop()
     return rounds
+
+
+def traced_line(processes: int, rounds: dict[str, list[Round]]) -> str:
+    """The tracing goal's figures with ``processes`` workers: each group's traced/ours."""
+    ratios = [t.rate / o.rate for t, o in zip(rounds["traced"], rounds["ours"], strict=True)]
+    median = statistics.median(ratios)
+    label = f"{processes} worker{'s' if processes > 1 else ''}"
+    verdict = "PASS" if median >= TRACED_TARGET else "BELOW"
+    each = " ".join(f"{ratio:.2f}" for ratio in ratios)
+    return f"  {label:<12} {median:20.3f}  {each:<20}  {verdict}"
 
 
 def verdict_line(processes: int, rounds: dict[str, list[Round]]) -> str:
@@ -429,6 +502,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """The command line (see the module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--traced", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--node", default="w1", help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true", help="smoke run: small rounds, 2 groups")
@@ -456,7 +530,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if profiler is not None:
                 profiler.enable()
             try:
-                asyncio.run(serve(args.url, args.node, args.limit))
+                asyncio.run(serve(args.url, args.node, args.limit, args.traced))
             finally:
                 if profiler is not None and profile_dir:
                     profiler.disable()

@@ -118,14 +118,14 @@ def span_name(operation: str, subject: object) -> str:
 
 def value(raw: object) -> AttributeValue | None:
     """``raw`` as a bounded attribute value (None: leave the attribute out)."""
+    if isinstance(raw, str):  # the common case first: a name or an id
+        return raw if len(raw) <= MAX_TEXT else clip(raw, MAX_TEXT)
     if raw is None:
         return None
     if isinstance(raw, bool | float):
         return raw
     if isinstance(raw, int):
         return raw if -_INT64 <= raw < _INT64 else clip(str(raw)[: MAX_TEXT + 1], MAX_TEXT)
-    if isinstance(raw, str):
-        return clip(raw, MAX_TEXT)
     if isinstance(raw, tuple | list):
         items = [clip(item, MAX_TEXT) if isinstance(item, str) else brief(item) for item in raw]
         return items[:MAX_ITEMS]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator, Mapping
+from types import TracebackType
 from typing import Any, Final, Literal
 
 from opentelemetry import context as otel_context
@@ -52,23 +53,65 @@ def read_carrier(carried: object) -> dict[str, str] | None:
     return read
 
 
+_UNSET: Final = object()
+
+
 class _Span:
-    """The handle a traced path adds facts to (``statifier.instrumentation.Span``)."""
+    """One span: the context manager :meth:`OpenTelemetry.span` returns, and the handle a
+    traced path adds facts to (``statifier.instrumentation.Span``).
 
-    __slots__ = ("facts", "operation", "span")
+    A plain class rather than generator-based context managers: entering and leaving it
+    are on every traced step, and each generator layer costs a few microseconds there.
+    """
 
-    def __init__(self, span: trace.Span, operation: str, facts: dict[str, Any]) -> None:
-        self.span = span
+    __slots__ = ("began", "facts", "operation", "owner", "span", "token")
+
+    def __init__(
+        self, owner: OpenTelemetry, operation: str, facts: dict[str, Any], span: trace.Span
+    ) -> None:
+        self.owner = owner
         self.operation = operation
         self.facts = facts
+        self.span = span
+        self.token: object = None
+        self.began = 0.0
 
     def set(self, **facts: object) -> None:
-        """Add facts; the subject fact renames the span (``Step`` -> ``Step:card``)."""
-        self.facts.update(facts)
+        """Add facts; the subject fact renames the span (``Step`` -> ``Step:card``). A fact
+        the span has already, with the same value, is not set again (the SDK checks every
+        attribute it is given, on every traced step)."""
+        known = self.facts
+        new = {fact: value for fact, value in facts.items() if known.get(fact, _UNSET) != value}
+        if not new:
+            return
+        known.update(new)
         subject = OPERATIONS[self.operation].subject
-        if facts.get(subject) is not None:
-            self.span.update_name(span_name(self.operation, facts[subject]))
-        self.span.set_attributes(attributes(facts))
+        if new.get(subject) is not None:
+            self.span.update_name(span_name(self.operation, new[subject]))
+        self.span.set_attributes(attributes(new))
+
+    def __enter__(self) -> _Span:
+        self.token = otel_context.attach(trace.set_span_in_context(self.span))
+        self.began = time.perf_counter()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        try:
+            if kind is not None:
+                self.set(outcome="error")
+                # An exception's message may quote a caller's value: only its type is kept.
+                name = f"{kind.__module__}.{kind.__qualname__}"
+                self.span.set_attribute("error.type", name)
+                self.span.set_status(Status(StatusCode.ERROR, name))
+            self.owner.metrics.ended(self.operation, self.facts, time.perf_counter() - self.began)
+        finally:
+            otel_context.detach(self.token)  # type: ignore[arg-type]
+            self.span.end()
 
 
 class OpenTelemetry:
@@ -89,7 +132,6 @@ class OpenTelemetry:
         self.tracer = trace.get_tracer("statifier", version, tracer_provider)
         self.metrics = Metrics(metrics.get_meter("statifier", version or "", meter_provider))
 
-    @contextlib.contextmanager
     def span(
         self,
         operation: str,
@@ -97,34 +139,21 @@ class OpenTelemetry:
         parent: object = None,
         carried: object = None,
         **facts: Any,
-    ) -> Iterator[_Span]:
-        """A span of ``operation`` (see ``statifier.instrumentation.Instrumentation``)."""
+    ) -> _Span:
+        """A span of ``operation`` (see ``statifier.instrumentation.Instrumentation``),
+        started now, current inside the ``with`` block, ended when it is left."""
         made = OPERATIONS[operation]
         context, links = self._parent(parent, carried)
         attrs = dict(made.attributes)
         attrs.update(attributes(facts))
-        began = time.perf_counter()
-        with self.tracer.start_as_current_span(
+        started = self.tracer.start_span(
             span_name(operation, facts.get(made.subject)),
             context=context,
             kind=made.kind,
             attributes=attrs,
             links=links,
-            # An exception's message may quote a caller's value: only its type is recorded.
-            record_exception=False,
-            set_status_on_exception=False,
-        ) as span:
-            handle = _Span(span, operation, facts)
-            try:
-                yield handle
-            except BaseException as exc:
-                handle.set(outcome="error")
-                kind = f"{type(exc).__module__}.{type(exc).__qualname__}"
-                span.set_attribute("error.type", kind)
-                span.set_status(Status(StatusCode.ERROR, kind))
-                raise
-            finally:
-                self.metrics.ended(operation, handle.facts, time.perf_counter() - began)
+        )
+        return _Span(self, operation, facts, started)
 
     def _parent(self, parent: object, carried: object) -> tuple[Context | None, list[Link]]:
         """The context a new span starts in, and its links."""
