@@ -16,13 +16,20 @@ import pytest
 from opentelemetry import propagate, trace
 from statifier import instrumentation
 from statifier.core.events import Event
-from statifier_oban import otel, schedule
+from statifier_oban import otel, schedule, schedule_many, start_session
 from statifier_oban.otel import GaugeSampler, SpanRecord
 from statifier_oban.otel._spans import read_carrier
 from statifier_oban.workers import TIMER_WORKER
 from statifier_persistence import Executions
 
-from oban_support.common import chart, database_fixture, unique, wait_until
+from oban_support.common import (
+    chart,
+    database_fixture,
+    job_rows,
+    unique,
+    wait_for_configuration,
+    wait_until,
+)
 from oban_support.executions import Rig, running_rig
 from oban_support.harness import Servers, send_delayed, servers_fixture
 from oban_support.tracing import Traced, providers, traced, tree
@@ -422,3 +429,66 @@ async def test_an_error_marks_the_span_and_names_only_its_type(servers: Servers)
     assert step.attributes["error.type"] == "statifier_persistence._errors.ExecutionNotFound"
     assert step.attributes["statifier.outcome"] == "error"
     assert not step.events  # no exception event: its message may quote a caller's value
+
+
+LIVE = chart(
+    """
+    <state id="waiting"><transition event="start" target="holding"/></state>
+    <state id="holding">
+      <onentry><send id="hold" event="expire" delay="50ms"/></onentry>
+      <transition event="expire" target="done"/>
+    </state>
+    <state id="done"/>
+    """,
+    name="otel_live",
+)
+
+
+async def test_a_live_sessions_durable_timer_continues_the_trace_that_armed_it(
+    servers: Servers,
+) -> None:
+    server = await servers.start()
+    with traced() as tracing:
+        session = await start_session(server.config(), LIVE)
+        try:
+            tracer = tracing.instrumentation.tracer
+            with tracer.start_as_current_span("POST /sessions/events"):
+                session.send_event("start")
+            await wait_for_configuration(session, "done")
+            await wait_until(
+                lambda: len(tracing.named("Macrostep:otel_live")) >= 4, what="4 macrosteps"
+            )
+        finally:
+            await session.stop()
+    request = tracing.named("POST /sessions/events")[0]
+    assert tree(trace_of(tracing, request), attributes=["statifier.macrostep.trigger"]) == (
+        "POST /sessions/events (INTERNAL) [test]\n"
+        "  Macrostep:otel_live (INTERNAL) [test] statifier.macrostep.trigger=event\n"
+        "    ScheduleTimer:expire (PRODUCER) [test]\n"
+        "      FireTimer:expire (CONSUMER) [test]\n"
+        "        Macrostep:otel_live (INTERNAL) [test] statifier.macrostep.trigger=fired\n"
+        "          Macrostep:otel_live (INTERNAL) [test] statifier.macrostep.trigger=event"
+    )
+    initial = tracing.named("Macrostep:otel_live")[0]
+    assert initial.attributes["statifier.macrostep.trigger"] == "initial"
+    assert initial.trace_id != request.trace_id
+
+
+async def test_a_batch_of_timers_is_one_span_and_counts_what_it_stored(servers: Servers) -> None:
+    server = await servers.start()
+    scope = unique("batch")
+    batch = [send_delayed(ordinal=n, delay_ms=3_600_000) for n in (1, 2, 3)]
+    with traced() as tracing:
+        await schedule_many(server.config(), scope, batch)
+        await schedule_many(server.config(), scope, batch)  # a replayed drive: all exist
+        stored = tracing.metric("statifier.timers.scheduled")
+    first, again = tracing.named(f"ScheduleTimers:{server.queue}")
+    assert first.attributes["messaging.batch.message_count"] == 3
+    assert first.attributes["statifier.timer.stored"] == 3
+    assert first.attributes["statifier.job.conflict"] is False
+    assert again.attributes["statifier.timer.stored"] == 0
+    assert again.attributes["statifier.job.conflict"] is True
+    assert stored == 3
+    rows = await job_rows(server.pool, "args->>'scope' = %s", [scope])
+    carried = {row.meta["trace_context"]["traceparent"].rsplit("-", 1)[0] for row in rows}
+    assert carried == {f"00-{first.trace_id}-{first.span_id}"}  # the batch's span, all three
