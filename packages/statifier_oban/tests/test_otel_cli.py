@@ -9,7 +9,6 @@ package's fresh database, or, for the worker's log lines, as a real process.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
@@ -28,10 +27,9 @@ from psycopg_pool import AsyncConnectionPool
 from statifier import instrumentation
 from statifier.cli import _commands, kit
 from statifier_oban.cli import _main as cli
-from statifier_oban.executions import ObanExecutor, execution_config
 from statifier_oban.workers import TIMER_WORKER
-from statifier_persistence import Executions
 
+from oban_support.cli import executions_on, run_cli
 from oban_support.common import job_rows, wait_until
 from oban_support.processes import Lines
 
@@ -51,17 +49,6 @@ HOLD = statifier.compile(
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 TRACEPARENT = f"00-{TRACE_ID}-00f067aa0ba902b7-01"
-
-
-async def executions_on(pool: AsyncConnectionPool, oban_client: Oban) -> Executions:
-    """``Executions`` whose timers go to the ``timers`` queue."""
-    config = execution_config(oban_client, timers_queue="timers")
-    return Executions(pool, executor=ObanExecutor(config))
-
-
-async def run_cli(*argv: str) -> int:
-    """``statifier-oban ARGV`` in a thread (it runs its own event loop)."""
-    return await asyncio.to_thread(cli.main, list(argv))
 
 
 async def test_send_with_a_traceparent_carries_the_callers_trace_into_its_timer(

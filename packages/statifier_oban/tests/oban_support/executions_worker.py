@@ -70,8 +70,11 @@ class RecordingDelivery(ExecutionDelivery):
         return result
 
 
-async def serve(conninfo: str, name: str, node: str, queue: str) -> None:
-    """Run the worker until the process is killed."""
+async def serve(
+    conninfo: str, name: str, node: str, queue: str, delivery: str = DELIVERY_PATH
+) -> None:
+    """Run the worker until the process is killed (``delivery``: the one its timer jobs
+    name; ``oban_support.otel_worker`` runs the library's own)."""
     pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
         conninfo, open=False, min_size=2, max_size=QUEUE_LIMIT + 6
     )
@@ -86,7 +89,7 @@ async def serve(conninfo: str, name: str, node: str, queue: str) -> None:
         shutdown_grace_period=1.0,
     )
     # By module name, not by class: run with ``-m``, this class's module is ``__main__``.
-    config = execution_config(oban, timers_queue=queue, delivery=DELIVERY_PATH)
+    config = execution_config(oban, timers_queue=queue, delivery=delivery)
     execution_jobs.use(Executions(pool, executor=ObanExecutor(config)))
     await oban.start()
     try:
