@@ -10,9 +10,9 @@ its guards on ``_event.data``, runs four assignments (one into a nested object) 
 Both run on the same core in the same process, in turn over ``--rounds`` rounds; the best
 round of each counts, and every run is verified (the counter equals the events sent).
 
-Goal (verdict printed): the ECMAScript datamodel keeps at least a third of the Python
-datamodel's events/s on this chart (its extra cost is one QuickJS call per evaluation plus
-JSON for the values that changed).
+Goal (verdict printed, issue 19): the ECMAScript datamodel keeps at least half the Python
+datamodel's events/s on this chart (its extra cost is one QuickJS call per evaluation and
+the write-out of the variables each event changed, ADR 22).
 """
 
 from __future__ import annotations
@@ -62,8 +62,8 @@ def print_datamodel_rows(events: int = 5000, rounds: int = 3) -> dict[str, Any]:
     for name, seconds in best.items():
         print(f"  {name:<12} {events / seconds:10.0f} {seconds / events * 1e6:10.1f}")
     ratio = best["python"] / best["ecmascript"]
-    verdict = "PASS" if ratio >= 1 / 3 else "BELOW"
-    print(f"\n  ecmascript / python events/s: {ratio:.2f} -> {verdict} (goal >= 0.33)")
+    verdict = "PASS" if ratio >= 0.5 else "BELOW"
+    print(f"\n  ecmascript / python events/s: {ratio:.2f} -> {verdict} (goal >= 0.5, issue 19)")
     return {"best_seconds": best, "ratio": ratio}
 
 

@@ -10,6 +10,11 @@ Two figures, both on the card-authorization example (``examples/card_authorizati
   (``statifier.runtime.Session``, each waiting for its next event with its hold timer
   armed) take, per session, and the sessions one GiB holds at that rate.
 
+One more, on the datamodel-heavy chart (``shapes.DATAMODEL_CHARTS``), each datamodel's
+rendering after the same 100 events: ``datamodel_position_costs``, the time of
+``position.dumps`` and ``position.loads`` of that state and its size in bytes (issue 19:
+ECMAScript positions cost no more than Python ones of the same data).
+
 statifier is imported inside the functions, so a child process whose ``PYTHONPATH`` names
 another copy of the engine measures that one (``bench/interpreter.py --baseline``).
 """
@@ -63,6 +68,32 @@ def position_costs(calls: int = 2000, rounds: int = 5) -> dict[str, float]:
     dump = _per_call(lambda: position.dumps(capturing), calls, rounds)
     load = _per_call(lambda: position.loads(blob, machine), calls, rounds)
     return {"macrostep": step, "dumps": dump, "loads": load, "bytes": float(len(blob))}
+
+
+def datamodel_position_costs(calls: int = 2000, rounds: int = 5) -> dict[str, dict[str, float]]:
+    """Per datamodel (``python``, ``ecmascript``): seconds per ``dumps`` and per ``loads``
+    (medians) of the datamodel chart after 100 events, and the bytes."""
+    import statifier
+    from shapes import DATAMODEL_CHARTS
+    from statifier.core import position
+
+    found: dict[str, dict[str, float]] = {}
+    for name, text in DATAMODEL_CHARTS.items():
+        machine = statifier.compile(text)
+        state, _ = statifier.initialize(machine, session_id="sess_bench")
+        for i in range(100):
+            event = statifier.Event(name="charge", data={"amount": i % 100})
+            state, _ = statifier.handle_event(state, event)
+        if state.datamodel["count"] != 100:
+            raise RuntimeError(f"datamodel chart ({name}): count {state.datamodel['count']}")
+        blob = position.dumps(state)
+        if position.loads(blob, machine).datamodel != state.datamodel:
+            raise RuntimeError(f"datamodel chart ({name}): the position does not round-trip")
+        gc.collect()
+        dump = _per_call(lambda s=state: position.dumps(s), calls, rounds)
+        load = _per_call(lambda b=blob, m=machine: position.loads(b, m), calls, rounds)
+        found[name] = {"dumps": dump, "loads": load, "bytes": float(len(blob))}
+    return found
 
 
 def session_memory(count: int = 2000) -> dict[str, float]:

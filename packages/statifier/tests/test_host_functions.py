@@ -137,11 +137,103 @@ def test_compiled_expressions_keep_their_functions_through_pickle() -> None:
     assert copy.evaluate({"x": 500}, lambda _: False) is True
 
 
-def test_an_ecmascript_chart_refuses_host_functions_at_compile() -> None:
-    source = (
-        '<scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0" datamodel="ecmascript">'
-        '<state id="a"/></scxml>'
+# -- the ECMAScript datamodel: the same functions, copy-in/copy-out and errors (ADR 22) --
+
+ECMA = f'{NS} version="1.0" datamodel="ecmascript"'
+
+ECMA_W3C_STYLE = f"""<scxml {ECMA} initial="s0">
+  <datamodel>
+    <data id="Var1" expr="120"/>
+  </datamodel>
+  <state id="s0">
+    <onentry>
+      <send event="timeout" delay="1s"/>
+      <raise event="charge"/>
+    </onentry>
+    <transition event="charge" cond="is_fraud(Var1, 100) &amp;&amp; !is_fraud(5)" target="s1"/>
+    <transition event="*" target="fail"/>
+  </state>
+  <state id="s1">
+    <onentry>
+      <send event="review"><content expr="({{amount: Var1, tags: ['card']}})"/></send>
+    </onentry>
+    <transition event="review"
+        cond="JSON.stringify(risk(_event.data)) ===
+              JSON.stringify({{score: 120, tags: ['card', 'seen']}})"
+        target="pass"/>
+    <transition event="*" target="fail"/>
+  </state>
+  <final id="pass"><onentry><log label="Outcome" expr="'pass'"/></onentry></final>
+  <final id="fail"><onentry><log label="Outcome" expr="'fail'"/></onentry></final>
+</scxml>
+"""
+
+
+def test_an_ecmascript_guard_calls_host_functions() -> None:
+    run = run_chart(statifier.compile(ECMA_W3C_STYLE, functions=FUNCTIONS))
+    assert run.configuration == ("pass",)
+    assert ("Outcome", "pass") in run.log
+
+
+def test_ecmascript_host_functions_get_copies_and_give_copies() -> None:
+    seen: list[Any] = []
+
+    def keep(value: Any) -> Any:
+        seen.append(value)
+        value["touched"] = True  # the function's own copy
+        return {"back": [1, 2]}
+
+    machine = statifier.compile(
+        f"""<scxml {ECMA}>
+          <datamodel>
+            <data id="order" expr="({{id: 'o1'}})"/><data id="answer"/><data id="n" expr="0"/>
+          </datamodel>
+          <state id="s"><onentry>
+            <script>n = n + 1; answer = keep(order); answer.back.push(3); n = n + 10</script>
+            <log label="order" expr="JSON.stringify(order)"/>
+            <log label="answer" expr="JSON.stringify(answer)"/>
+            <log label="again" expr="JSON.stringify(keep(order))"/>
+            <log label="n" expr="n"/>
+          </onentry></state>
+        </scxml>""",
+        functions={"keep": keep},
     )
-    with pytest.raises(ChartError) as caught:
-        statifier.compile(source, functions={"double": lambda x: 2 * x})
-    assert [d.code for d in caught.value.diagnostics] == ["host-functions-unsupported"]
+    run = run_chart(machine)
+    logged = dict(run.log)
+    assert logged["order"] == '{"id":"o1"}'
+    assert logged["answer"] == '{"back":[1,2,3]}'
+    assert logged["again"] == '{"back":[1,2]}'
+    assert logged["n"] == 11  # the script's writes happen once, whatever it asked the host
+    assert seen == [{"id": "o1", "touched": True}, {"id": "o1", "touched": True}]
+
+
+def test_ecmascript_host_function_failures_are_error_execution() -> None:
+    def broken() -> bool:
+        raise LookupError("no such card")
+
+    def chart(cond: str) -> str:
+        return f"""<scxml {ECMA} initial="a">
+          <script>function indirect() {{ return broken() }}</script>
+          <state id="a">
+            <transition cond="{cond}" target="yes"/>
+            <transition event="error.execution" target="error"/>
+          </state>
+          <final id="yes"/>
+          <final id="error"><onentry><log label="why" expr="_event.data.message"/></onentry></final>
+        </scxml>"""
+
+    functions = {"broken": broken, "odd": lambda: {1, 2}}
+    for cond, reason in (
+        ("broken()", "broken() raised LookupError: no such card"),
+        ("indirect()", "broken() raised LookupError: no such card"),
+        ("odd()", "odd() returned a set, not a JSON-like value"),
+    ):
+        run = run_chart(statifier.compile(chart(cond), functions=functions))
+        assert run.configuration == ("error",), cond
+        assert reason in str(dict(run.log)["why"]), cond
+
+
+def test_ecmascript_host_functions_may_not_shadow_built_in_globals() -> None:
+    source = f'<scxml {ECMA}><state id="a"/></scxml>'
+    with pytest.raises(HostFunctionError, match="cannot shadow built-in functions: \\['JSON'\\]"):
+        statifier.compile(source, functions={"JSON": lambda: 1})

@@ -82,7 +82,7 @@ def test_ecmascript_script_variables_may_be_assigned_and_typos_are_still_reporte
     function bump(by) { return counter + by; }
     total = 0; seen += 1;
     // var commented = 1;
-    log("var quoted = 1"); config.nested = 2;
+    String("var quoted = 1"); config.nested = 2;
   </script>
   <state id="a">
     <onentry>
@@ -103,6 +103,28 @@ def test_ecmascript_script_variables_may_be_assigned_and_typos_are_still_reporte
     found = [d.message for d in lint(statifier.compile(source)) if d.code == "undefined-name"]
     assert [m.split("'")[1] for m in found] == ["countr", "commented", "quoted", "nested"]
     assert "did you mean 'counter'?" in found[0]
+
+
+def test_ecmascript_expressions_report_undefined_names_with_a_suggestion() -> None:
+    """Names are read from the syntax tree: built-in globals, host functions, a function's
+    own parameters and locals, property names and strings are not variables."""
+    source = chart(
+        """  <script>function within(a, b) { var lo = Math.min(a, b); return lo &lt; limit }
+  </script>
+  <state id="a">
+    <transition event="go" cond="within(captures, 3) &amp;&amp; score(captures) &gt; 1
+        &amp;&amp; JSON.stringify({capturez: 'capturez'}).length &gt; 0
+        &amp;&amp; [1].every(function (x) { return x &gt; 0 }) &amp;&amp; capturez" target="b"/>
+  </state>
+  <final id="b"/>
+""",
+        datamodel='  <datamodel><data id="captures" expr="0"/><data id="limit"/></datamodel>\n',
+    ).replace("<scxml ", '<scxml datamodel="ecmascript" ')
+    machine = statifier.compile(source, functions={"score": len})
+    found = [d for d in lint(machine) if d.code == "undefined-name"]
+    assert [d.message.split("reads ")[1].split(",")[0] for d in found] == ["'capturez'"]
+    assert "did you mean 'captures'?" in found[0].message
+    assert found[0].line == 6
 
 
 def test_a_const_at_the_top_of_an_ecmascript_script_read_elsewhere_is_reported() -> None:

@@ -20,6 +20,7 @@ PUBLIC_MODULES = {
     "otel",
     "schema",
     "telemetry",
+    "testing",
     "workers",
 }
 """Modules without a leading underscore, each public for a reason its docstring gives."""

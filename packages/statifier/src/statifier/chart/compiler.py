@@ -398,6 +398,12 @@ class _Compiler:
                 "host-functions-unsupported",
                 f"the {self.datamodel.name} datamodel cannot call host functions yet",
             )
+        if self.functions:
+            shadowed = sorted(set(self.functions) & self.datamodel.builtin_names)
+            if shadowed:
+                raise HostFunctionError(
+                    f"host functions cannot shadow built-in functions: {shadowed}"
+                )
         binding = root.attr("binding") or "early"
         if binding not in ("early", "late"):
             self.error(

@@ -30,7 +30,6 @@ skipped.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -147,12 +146,18 @@ def _script_locals(machine: Machine) -> Iterator[Diagnostic]:
     if not any(names for *_, names in declared):
         return
     defined = _defined(machine)
-    sources = [use.source for use in _uses(machine) if use.what != "<script>"]
+    reads = [use.reads or frozenset() for use in _uses(machine) if use.what != "<script>"]
     for script, line, column, names in declared:
-        others = [*sources, *(other.source for other, _, _ in scripts if other is not script)]
+        others = [
+            *reads,
+            *(
+                getattr(o, "names_read", None) or frozenset()
+                for o, _, _ in scripts
+                if o is not script
+            ),
+        ]
         for name in sorted((names or frozenset()) - defined):
-            word = re.compile(rf"(?<![\w$.]){re.escape(name)}(?![\w$])")
-            if any(word.search(text) for text in others):
+            if any(name in read for read in others):
                 yield Diagnostic(
                     "script-local",
                     f"<script> declares {name!r} with let, const or class at its top level, "

@@ -23,6 +23,7 @@ from statifier.budget import FIELDS as LIMIT_FIELDS
 from statifier.chart.model import Machine
 from statifier.core._payload import CorruptPosition, decode_payload
 from statifier.core.state import MachineState
+from statifier.datamodel import datamodel_for
 from statifier.errors import PositionError
 from statifier.values import brief
 
@@ -224,7 +225,7 @@ def import_position(
     if gone:
         raise UnknownInvocations(gone)
 
-    variables = _datamodel(fields, datamodel)
+    variables = _datamodel(fields, datamodel, machine)
     variables["_name"] = machine.name
     missing = []
     for data in machine.data:
@@ -315,7 +316,9 @@ def _history(fields: dict[str, Any]) -> dict[str, list[str]]:
     return value
 
 
-def _datamodel(fields: dict[str, Any], changes: Mapping[str, Any] | None) -> dict[str, Any]:
+def _datamodel(
+    fields: dict[str, Any], changes: Mapping[str, Any] | None, machine: Machine
+) -> dict[str, Any]:
     variables = fields["datamodel"]
     if not isinstance(variables, dict) or not all(isinstance(k, str) for k in variables):
         raise ImportRefused("datamodel must be an object with variable names as keys")
@@ -324,12 +327,15 @@ def _datamodel(fields: dict[str, Any], changes: Mapping[str, Any] | None) -> dic
         return result
     if not isinstance(changes, Mapping):
         raise TypeError(f"datamodel is a mapping of variables, not {type(changes).__name__}")
+    stored = datamodel_for(machine.datamodel).stored_form
     for name, value in changes.items():
         if not isinstance(name, str) or not name:
             raise TypeError(f"a variable name is a non-empty string, not {name!r}")
         if name.startswith("_"):
             raise ImportRefused(f"system variable {name!r} cannot be set")
-        result[name] = copy.deepcopy(value)
+        # An operator's value is data: the datamodel writes it in its stored form, where
+        # nothing it holds can read as anything else (ADR 22).
+        result[name] = stored(copy.deepcopy(value))
     return result
 
 

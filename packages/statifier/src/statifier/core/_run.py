@@ -19,7 +19,16 @@ from statifier.core import effects as fx
 from statifier.core._build import datamodel_change
 from statifier.core.events import Event
 from statifier.core.state import MachineState, StateBuilder, finish
-from statifier.datamodel import EvaluationError, Expression, Location, WriteResult, datamodel_for
+from statifier.datamodel import (
+    EvaluationError,
+    Expression,
+    KeptVariables,
+    Location,
+    WriteResult,
+    datamodel_for,
+    variables_of,
+)
+from statifier.errors import ExecutionResourceError
 from statifier.values import ValueRefused, ValueTooLarge, brief, clip, measure
 
 Effects = list[fx.Effect]
@@ -184,7 +193,9 @@ class Run:
         run.invocations = {}
         run.invoke_counter = run.send_counter = run.timer_counter = 0
         run.caller_context = caller_context
-        run.datamodel = {}
+        opener = variables_of(machine)
+        # A datamodel that keeps its variables itself gives the call a mapping of its own.
+        run.datamodel = {} if opener is None else opener(machine, None)  # type: ignore[assignment]
         run.running = True
         run.status = "running"
         run.macrostep, run.microstep, run.round = 1, 0, 0
@@ -221,7 +232,8 @@ class Run:
         run.send_counter = state.send_counter
         run.timer_counter = state.timer_counter
         run.caller_context = state.caller_context
-        run.datamodel = dict(state.datamodel)
+        opener = variables_of(machine)
+        run.datamodel = dict(state.datamodel) if opener is None else opener(machine, state)  # type: ignore[assignment]
         run.running = state.running
         run.status = state.status
         run.macrostep, run.microstep, run.round = state.macrostep, state.microstep, state.round
@@ -278,7 +290,15 @@ class Run:
         state.send_counter = self.send_counter
         state.timer_counter = self.timer_counter
         state.caller_context = self.caller_context
-        state.datamodel = self.datamodel
+        datamodel = self.datamodel
+        if type(datamodel) is dict:
+            state.datamodel = datamodel
+            # Derived data, not a field: carried to the next call on this very datamodel.
+            bound = self.bound
+            state._datamodel_bound = None if bound is None else (datamodel, bound)
+        else:
+            kept: Any = datamodel  # variables kept by their datamodel (ADR 22)
+            state.datamodel, state._datamodel_bound = self.kept_freeze(kept)
         state.running = self.running
         state.status = "done" if self.status == "done" else "running"
         state.macrostep = self.macrostep
@@ -289,9 +309,6 @@ class Run:
         state.invoke_types = self.invoke_types
         state.routes = self.routes
         state.limits = self.limits
-        # Derived data, not a field: carried to the next call on this very datamodel.
-        bound = self.bound
-        state._datamodel_bound = None if bound is None else (self.datamodel, bound)
         # The call ends here. The run's In() view and its budget's ``admit`` point back at
         # the run: without them the run (with the state it resumed and the effects it made)
         # is freed at once, not left to the cyclic collector.
@@ -470,12 +487,9 @@ class Run:
         root = location.root
         datamodel = self.datamodel
         if root[:1] == "_" or root not in datamodel:
-            what = "a read-only system variable" if root.startswith("_") else "not declared"
-            self.raise_error(
-                "error.execution",
-                f"cannot assign to {brief(location.source)}: {brief(root)} is {what}",
-            )
-            raise BlockAbort
+            self.undeclared(location)
+        if type(datamodel) is not dict:
+            return self.write_kept(location, None, value, c_index, owner, emit=emit)
         try:
             if location.plain:
                 # The variable itself: no datamodel call (see ``Location.plain``).
@@ -496,6 +510,54 @@ class Run:
         if emit:
             self.effects.append(change)
         return change
+
+    def undeclared(self, location: Location) -> NoReturn:
+        """A write whose root is no declared variable, or a system variable: the error."""
+        root = location.root
+        what = "a read-only system variable" if root.startswith("_") else "not declared"
+        self.raise_error(
+            "error.execution",
+            f"cannot assign to {brief(location.source)}: {brief(root)} is {what}",
+        )
+        raise BlockAbort
+
+    # -- a datamodel that keeps its variables itself (ADR 22) -----------------------------
+
+    def write_kept(
+        self,
+        location: Location,
+        expr: Expression | None,
+        value: Any,
+        c_index: int | None,
+        owner: Owner | None,
+        *,
+        emit: bool = True,
+    ) -> fx.DatamodelChange:
+        """``write`` for kept variables: ``expr``'s value (or ``value``) is stored in place,
+        admitted by the datamodel itself. The caller checked the root is declared."""
+        datamodel: Any = self.datamodel
+        root = location.root
+        try:
+            datamodel.assign(location, expr, value, root, self.in_state, self.budget)
+        except Exception as exc:
+            self.raise_error(
+                "error.execution", self.failure(f"cannot assign to {brief(location.source)}", exc)
+            )
+            raise BlockAbort from None
+        traced = self.trace
+        change = self.change(
+            location.source, (), datamodel.export(root) if traced else value, None, c_index, owner
+        )
+        if emit:
+            self.effects.append(change)
+        return change
+
+    def kept_freeze(self, datamodel: KeptVariables) -> tuple[dict[str, Any], Any]:
+        """The stored form of kept variables, and what the state carries to the next call."""
+        try:
+            return datamodel.freeze()
+        except MemoryError:
+            raise ExecutionResourceError(self.session_id, "memory") from None
 
     def change(
         self,
@@ -598,8 +660,8 @@ class Run:
             total += size
         return total
 
-    def bind(self, name: str, value: Any, c_index: int | None, owner: Owner | None) -> None:
-        """Bind a top-level variable (``<data>``, foreach item/index), creating it if needed."""
+    def bindable(self, name: str) -> None:
+        """Raise ``BlockAbort`` (after the error) unless ``name`` can be bound."""
         if name.startswith("_"):
             self.raise_error(
                 "error.execution",
@@ -610,13 +672,22 @@ class Run:
             # Only a datamodel that reports bad names at run time lets one compile (test 457).
             self.raise_error("error.execution", f"cannot bind {name!r}: not a variable name")
             raise BlockAbort
-        prior = self.datamodel.get(name)
+
+    def bind(self, name: str, value: Any, c_index: int | None, owner: Owner | None) -> None:
+        """Bind a top-level variable (``<data>``, foreach item/index), creating it if needed."""
+        self.bindable(name)
+        datamodel = self.datamodel
+        prior = datamodel.get(name) if self.trace else None
         try:
-            self.admit(name, (), value, value)
-        except ValueRefused as exc:
+            if type(datamodel) is dict:
+                self.admit(name, (), value, value)
+            else:  # kept variables admit the value themselves, before binding it
+                datamodel.bind(name, value, self.budget)  # type: ignore[attr-defined]
+        except (ValueRefused, EvaluationError) as exc:
             self.raise_error("error.execution", f"cannot bind {brief(name)}: {exc}")
             raise BlockAbort from None
-        self.datamodel[name] = value
+        if type(datamodel) is dict:
+            datamodel[name] = value
         self.effects.append(self.change(name, (name,), value, prior, c_index, owner))
 
     def initialize_data(self, data: DataNode) -> None:
@@ -625,8 +696,12 @@ class Run:
         if data.has_value:
             value = data.value
         elif data.expr is not None:
+            datamodel = self.datamodel
+            if type(datamodel) is not dict:
+                self.bind_kept(data)
+                return
             try:
-                value = data.expr.evaluate(self.datamodel, self.in_state, self.budget)
+                value = data.expr.evaluate(datamodel, self.in_state, self.budget)
             except Exception as exc:
                 self.raise_error("error.execution", self.failure(f"data {brief(data.id)}", exc))
                 return
@@ -641,6 +716,23 @@ class Run:
             self.bind(data.id, value, None, None)
         except BlockAbort:
             return
+
+    def bind_kept(self, data: DataNode) -> None:
+        """``<data expr>`` into kept variables: the value is bound in place (a variable may
+        be the very object another one or a system variable holds)."""
+        name = data.id
+        datamodel: Any = self.datamodel
+        try:
+            self.bindable(name)
+        except BlockAbort:
+            return
+        try:
+            datamodel.assign(None, data.expr, None, name, self.in_state, self.budget)
+        except Exception as exc:
+            self.raise_error("error.execution", self.failure(f"data {brief(name)}", exc))
+            return
+        value = datamodel.export(name) if self.trace else None
+        self.effects.append(self.change(name, (name,), value, None, None, None))
 
     def run_script(self, script: Any, c_index: int | None, owner: Owner | None) -> None:
         """Run a ``<script>`` and record each of its writes as a ``DatamodelChange``."""

@@ -103,6 +103,9 @@ class ContentExecutor(Run):
     def exec_assign(self, node: AssignNode) -> None:
         # ``evaluate`` and ``write`` inlined for the common assignment (an expression into a
         # declared variable): one <assign> per node is the bulk of a datamodel chart's step.
+        if type(self.datamodel) is not dict:
+            self.assign_kept(node)
+            return
         expr = node.expr
         if expr is None:
             value = node.value
@@ -145,6 +148,16 @@ class ContentExecutor(Run):
             )
         )
 
+    def assign_kept(self, node: AssignNode) -> None:
+        """``<assign>`` into kept variables (ADR 22): the expression's value is stored in
+        place, never copied through Python, so it may stay the very object it was."""
+        self.replayable = False
+        location = node.location
+        root = location.root
+        if root[:1] == "_" or root not in self.datamodel:
+            self.undeclared(location)
+        self.write_kept(location, node.expr, node.value, node.c_index, node.owner)
+
     def exec_if(self, node: IfNode) -> None:
         for cond, body in node.branches:
             if cond is None or self.condition(cond):
@@ -152,6 +165,9 @@ class ContentExecutor(Run):
                 return
 
     def exec_foreach(self, node: ForeachNode) -> None:
+        if type(self.datamodel) is not dict:
+            self.foreach_kept(node)
+            return
         array = self.evaluate(node.array)
         if not isinstance(array, list):
             self.raise_error(
@@ -166,6 +182,43 @@ class ContentExecutor(Run):
             if node.index is not None:
                 self.bind(node.index, position, node.c_index, node.owner)
             self.execute_nodes(node.body)
+
+    def foreach_kept(self, node: ForeachNode) -> None:
+        """``<foreach>`` over kept variables (ADR 22): the item is the array's very element
+        (the array is copied shallowly, as the spec says), bound in place."""
+        datamodel: Any = self.datamodel
+        self.replayable = False
+        try:
+            length = datamodel.foreach_array(node.array, self.in_state, self.budget)
+        except Exception as exc:
+            self.evaluation_failed(node.array, exc)
+        if length is None:
+            self.raise_error(
+                "error.execution", f"foreach array {brief(node.array.source)} is not a list"
+            )
+            raise BlockAbort
+        budget = self.budget
+        try:
+            for position in range(length):
+                budget.steps -= NODE_COST
+                self.check_budget()
+                for name in (node.item, node.index):
+                    if name is not None:
+                        self.bindable(name)
+                try:
+                    datamodel.foreach_item(node.item, node.index, position)
+                except Exception as exc:
+                    self.raise_error("error.execution", f"cannot bind {brief(node.item)}: {exc}")
+                    raise BlockAbort from None
+                for name in (node.item, node.index):
+                    if name is not None:
+                        value = datamodel.export(name) if self.trace else None
+                        self.effects.append(
+                            self.change(name, (name,), value, None, node.c_index, node.owner)
+                        )
+                self.execute_nodes(node.body)
+        finally:
+            datamodel.foreach_end()
 
     def exec_script(self, node: ScriptNode) -> None:
         self.run_script(node.script, node.c_index, node.owner)

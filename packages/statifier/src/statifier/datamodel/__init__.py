@@ -7,7 +7,7 @@ compile every expression, location and script; the core evaluates the compiled o
 
 ``statifier.datamodel.python`` is the safe Python-expression datamodel, the default; its
 compile functions stay re-exported here under their historical names.
-``statifier.datamodel.ecmascript`` is the sandboxed ECMAScript datamodel (ADR 10).
+``statifier.datamodel.ecmascript`` is the sandboxed ECMAScript datamodel (ADR 22).
 """
 
 from statifier.datamodel.base import (
@@ -18,6 +18,7 @@ from statifier.datamodel.base import (
     Expression,
     ExpressionSyntaxError,
     InState,
+    KeptVariables,
     Location,
     Script,
     ScriptError,
@@ -41,6 +42,7 @@ from statifier.datamodel.registry import (
     PYTHON,
     PythonDatamodel,
     datamodel_for,
+    variables_of,
 )
 
 __all__ = [
@@ -58,6 +60,7 @@ __all__ = [
     "HostFunctionError",
     "HostFunctions",
     "InState",
+    "KeptVariables",
     "Location",
     "PythonDatamodel",
     "Script",
@@ -72,4 +75,5 @@ __all__ = [
     "is_identifier",
     "is_value",
     "parse_inline_content",
+    "variables_of",
 ]

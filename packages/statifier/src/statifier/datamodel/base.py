@@ -3,14 +3,19 @@
 The compiler and the core reach a datamodel only through these names: the compiler asks a
 :class:`Datamodel` to compile expressions, locations and scripts and to turn inline content
 into a value; the core evaluates the compiled :class:`Expression`, :class:`Location` and
-:class:`Script` objects against the execution's variables (a ``dict`` of JSON-like values,
-system variables included) and turns every :class:`EvaluationError` into ``error.execution``.
+:class:`Script` objects against the execution's variables and turns every
+:class:`EvaluationError` into ``error.execution``.
+
+The variables are a ``dict`` of JSON-like values (system variables included) that the core
+keeps, or, for a datamodel that keeps its variables itself (``Datamodel.variables``, ADR
+22), a :class:`KeptVariables` mapping: the core then writes through its operations, and a
+state's ``datamodel`` holds the stored form it returns at the end of each call.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, MutableMapping
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from statifier.datamodel.writes import Admit as Admit
 from statifier.datamodel.writes import PathKey as PathKey
@@ -21,6 +26,8 @@ from statifier.values import Value as Value
 
 if TYPE_CHECKING:
     from statifier.budget import Budget
+    from statifier.chart.model import Machine
+    from statifier.core.state import MachineState
     from statifier.datamodel.host import HostFunctions
 
 type Variables = Mapping[str, Value]
@@ -166,6 +173,69 @@ class Script(Protocol):
         ...
 
 
+@runtime_checkable
+class KeptVariables(Protocol):
+    """The variables of one call of a datamodel that keeps them itself (ADR 22).
+
+    A ``MutableMapping`` of the variables (reading one gives its stored form; setting one
+    binds data), plus the writes the core makes, each admitted by the datamodel cap before
+    it happens (a refusal raises and changes nothing), and ``freeze``.
+    """
+
+    def __contains__(self, name: object) -> bool: ...
+
+    def __getitem__(self, name: str) -> Value: ...
+
+    def __setitem__(self, name: str, value: Value) -> None: ...
+
+    def assign(
+        self,
+        location: Location | None,
+        expr: Expression | None,
+        value: Value,
+        name: str,
+        in_state: InState,
+        budget: Budget | None = None,
+    ) -> None:
+        """Store ``expr``'s value (or the data ``value``) at ``location`` (or in the
+        variable ``name``); raises ``EvaluationError`` and changes nothing on failure."""
+        ...
+
+    def bind(self, name: str, value: Value, budget: Budget | None) -> None:
+        """Bind the variable ``name`` to data; raises ``ValueRefused`` or
+        ``EvaluationError`` (nothing changes then)."""
+        ...
+
+    def foreach_array(
+        self, expr: Expression, in_state: InState, budget: Budget | None = None
+    ) -> int | None:
+        """Start a ``<foreach>`` over ``expr``'s value (kept as a shallow copy): its length,
+        or None when it is not an array."""
+        ...
+
+    def foreach_item(self, item: str, index: str | None, position: int) -> None:
+        """Bind the ``position``-th item of the innermost ``<foreach>`` (and ``index``)."""
+        ...
+
+    def foreach_end(self) -> None:
+        """End the innermost ``<foreach>``."""
+        ...
+
+    def export(self, name: str) -> Value:
+        """A copy of a variable's value as plain data (a traced write's value)."""
+        ...
+
+    def freeze(self) -> tuple[dict[str, Value], Any]:
+        """End the call: the state's ``datamodel`` (the stored form) and what the state
+        carries to the next call (``MachineState._datamodel_bound``)."""
+        ...
+
+
+type OpenVariables = Callable[[Machine, MachineState | None], KeptVariables]
+"""How a datamodel that keeps its variables gives a call them: for ``machine`` starting
+(state None) or resuming a state."""
+
+
 class Datamodel(Protocol):
     """What the compiler asks of a datamodel (one object per datamodel name)."""
 
@@ -187,6 +257,12 @@ class Datamodel(Protocol):
     @property
     def supports_host_functions(self) -> bool:
         """Whether compiled code may call the host functions given to ``compile_*``."""
+        ...
+
+    @property
+    def builtin_names(self) -> frozenset[str]:
+        """The names every chart of this datamodel has (a host function may not shadow
+        one)."""
         ...
 
     def compile_expression(self, source: str, functions: HostFunctions | None = None) -> Expression:
@@ -220,4 +296,16 @@ class Datamodel(Protocol):
 
     def parse_inline_content(self, text: str) -> Value:
         """The value of inline ``<data>``/``<content>`` text, or of a fetched ``src``."""
+        ...
+
+    @property
+    def variables(self) -> OpenVariables | None:
+        """None when the core keeps the variables in a ``dict`` of JSON-like values; else
+        how a call gets its :class:`KeptVariables` (ADR 22)."""
+        ...
+
+    def stored_form(self, value: Value) -> Value:
+        """Plain data as a state's ``datamodel`` stores it (an operator's change to a
+        variable is written so): the value itself, unless the datamodel keeps a stored form
+        of its own."""
         ...

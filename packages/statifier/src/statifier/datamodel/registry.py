@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, cast
 
 from statifier.datamodel import python as py
 from statifier.datamodel.base import (
@@ -17,12 +17,14 @@ from statifier.datamodel.base import (
     DatamodelUnavailable,
     Expression,
     Location,
+    OpenVariables,
     Script,
     Value,
 )
 from statifier.datamodel.failing import FailingExpression, FailingLocation, FailingScript
 
 if TYPE_CHECKING:
+    from statifier.chart.model import Machine
     from statifier.datamodel.host import HostFunctions
 
 DATAMODEL_NAMES: Final = ("python", "null", "ecmascript")
@@ -72,6 +74,20 @@ class PythonDatamodel:
         """JSON if it parses, else the whitespace-normalised text (None when empty)."""
         return py.parse_inline_content(text)
 
+    @property
+    def variables(self) -> OpenVariables | None:
+        """None: the core keeps the variables in a plain ``dict``."""
+        return None
+
+    @property
+    def builtin_names(self) -> frozenset[str]:
+        """The built-in functions (``len``, ``str``...)."""
+        return frozenset(py.FUNCTIONS)
+
+    def stored_form(self, value: Value) -> Value:
+        """The value itself (variables are stored as they are)."""
+        return value
+
 
 PYTHON: Final = PythonDatamodel()
 """The Python datamodel."""
@@ -96,6 +112,20 @@ def datamodel_for(name: str) -> Datamodel:
     raise KeyError(name)
 
 
+_VARIABLES: Final = ("datamodel", "variables")
+"""The key, in a machine's ``_cache``, of its datamodel's ``variables`` (not a memo)."""
+
+_UNKNOWN: Final = object()
+
+
+def variables_of(machine: Machine) -> OpenVariables | None:
+    """``machine``'s datamodel's ``variables`` (None: a plain ``dict``), looked up once."""
+    found: object = machine._cache.get(_VARIABLES, _UNKNOWN)
+    if found is _UNKNOWN:
+        found = machine._cache[_VARIABLES] = datamodel_for(machine.datamodel).variables
+    return cast("OpenVariables | None", found)
+
+
 __all__ = [
     "DATAMODEL_NAMES",
     "DEFAULT_DATAMODEL",
@@ -103,4 +133,5 @@ __all__ = [
     "DatamodelUnavailable",
     "PythonDatamodel",
     "datamodel_for",
+    "variables_of",
 ]

@@ -1,24 +1,29 @@
-"""The ECMAScript datamodel: chart code runs in a sandboxed QuickJS engine (ADR 10).
+"""The ECMAScript datamodel: chart code runs in a sandboxed QuickJS engine (ADR 22).
 
 Selected by ``<scxml datamodel="ecmascript">``; needs the ``statifier[ecmascript]`` extra
-(the ``quickjs-ng`` wheel). The sandbox has no host objects and no I/O; the clock
-(``Date``, ``performance``), ``Math.random``, ``WeakRef`` and shared memory are removed;
-every built-in is frozen; each call runs under CPU-time, heap and stack limits.
+(the ``quickjs-ng`` engine and the ``tree-sitter`` JavaScript parser). Every chart instance
+(a live session, a durable execution's step, a virtual run) runs in an engine of its own:
+its own context and heap limit, no host objects and no I/O, the clock (``Date``,
+``performance``), ``Math.random``, ``WeakRef``, ``Proxy`` and shared memory removed, every
+built-in frozen, each call under CPU-time, heap and stack limits.
 
-Variables are stored as JSON-like values (so positions stay JSON): a variable holding
-``undefined`` or ``null`` is stored as ``None`` and reads back as ``undefined``; a
-function is stored as ``{"$function": source}`` and rebuilt from its source in the global
-scope; a value JSON cannot hold (a cycle, a BigInt) makes the evaluation that produced it
-fail with ``error.execution``. See ADR 10 for every rule.
+The variables live in the engine for the whole macrostep, and between the steps of a live
+session; object identity holds (``p = o`` makes one object), and a position stores shared
+and cyclic objects once. A position's datamodel is the stored form of ADR 22: plain data is
+itself, anything else is a tag; data from outside (events, parameters, answers, operators'
+changes, stored positions) is never revived as code, and the only functions a position
+brings back are the chart's own function literals. Host functions (ADR 9) are callable.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from statifier.datamodel.base import Expression, Location, Script, Value
-from statifier.datamodel.ecmascript._engine import load_quickjs
+from statifier.datamodel.ecmascript._instance import checker, load_quickjs
+from statifier.datamodel.ecmascript.analysis import load_parser
 from statifier.datamodel.ecmascript.compiled import (
     compile_expression,
     compile_location,
@@ -26,6 +31,8 @@ from statifier.datamodel.ecmascript.compiled import (
     is_identifier,
 )
 from statifier.datamodel.ecmascript.limits import DEFAULT_LIMITS, Limits
+from statifier.datamodel.ecmascript.stored import stored_form
+from statifier.datamodel.ecmascript.variables import Variables, new_variables
 from statifier.datamodel.failing import FailingExpression, FailingLocation, FailingScript
 from statifier.datamodel.python import parse_inline_content as _parse_inline_content
 
@@ -36,11 +43,13 @@ __all__ = [
     "DEFAULT_LIMITS",
     "EcmascriptDatamodel",
     "Limits",
+    "Variables",
     "compile_expression",
     "compile_location",
     "compile_script",
     "ecmascript_datamodel",
     "is_identifier",
+    "stored_form",
 ]
 
 
@@ -50,20 +59,29 @@ class EcmascriptDatamodel:
 
     name: str = "ecmascript"
     syntax_errors_at_runtime: bool = True
-    supports_host_functions: bool = False
-    """Not yet: the engine cannot call back into Python under its time limit (ADR 10)."""
+    supports_host_functions: bool = True
+
+    @property
+    def builtin_names(self) -> frozenset[str]:
+        """The sandbox's built-in globals (``Math``, ``JSON``, ``In``...)."""
+        return checker().globals
+
+    @property
+    def variables(self) -> Callable[..., Any]:
+        """The variables of a call live in the chart instance's engine (ADR 22)."""
+        return new_variables
 
     def compile_expression(self, source: str, functions: HostFunctions | None = None) -> Expression:
-        """Compile an ECMAScript expression (``functions`` are refused by the compiler)."""
-        return compile_expression(source)
+        """Compile an ECMAScript expression (it may call ``functions``)."""
+        return compile_expression(source, functions)
 
     def compile_location(self, source: str, functions: HostFunctions | None = None) -> Location:
         """Compile an ECMAScript left-hand-side expression."""
-        return compile_location(source)
+        return compile_location(source, functions)
 
     def compile_script(self, source: str, functions: HostFunctions | None = None) -> Script:
         """Compile an ECMAScript program."""
-        return compile_script(source)
+        return compile_script(source, functions)
 
     def failing_expression(self, source: str, reason: str) -> Expression:
         """An expression that raises ``reason`` (an unparsable source)."""
@@ -85,6 +103,10 @@ class EcmascriptDatamodel:
         """JSON becomes the value it denotes; other text is whitespace-normalised (B.2)."""
         return _parse_inline_content(text)
 
+    def stored_form(self, value: Value) -> Value:
+        """The stored form of plain data (``stored_form``): what an operator sets."""
+        return stored_form(value)
+
 
 _DATAMODEL: Final = EcmascriptDatamodel()
 
@@ -92,4 +114,5 @@ _DATAMODEL: Final = EcmascriptDatamodel()
 def ecmascript_datamodel() -> EcmascriptDatamodel:
     """The ECMAScript datamodel; raises ``DatamodelUnavailable`` without the extra."""
     load_quickjs()
+    load_parser()
     return _DATAMODEL

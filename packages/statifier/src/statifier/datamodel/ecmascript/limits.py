@@ -1,4 +1,4 @@
-"""Resource limits of the ECMAScript sandbox (ADR 10)."""
+"""Resource limits of the ECMAScript sandbox (ADR 22)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,13 @@ from typing import Final
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """What one call into the JavaScript engine may use.
+    """What one chart instance's engine may use.
 
-    ``cpu_seconds`` bounds each call (an evaluation, a script, the conversion of the values
-    it changed); ``memory_bytes`` bounds the engine's whole heap, the installed variables
-    included; ``stack_bytes`` bounds recursion. A call that reaches a limit fails with
-    ``error.execution``, changes nothing, and the engine is rebuilt from the stored values.
-
-    A macrostep-wide budget (issue 13) threads in here: the caller passes the remaining
-    budget's ``Limits`` for each call (``cpu_seconds`` = min(per-evaluation, remaining)).
+    ``cpu_seconds`` bounds each call (an evaluation, a script, a write); ``memory_bytes``
+    bounds the instance's whole heap (its own: every instance has a runtime of its own);
+    ``stack_bytes`` bounds recursion. A call that reaches a limit fails with
+    ``error.execution`` and changes nothing. The macrostep's budget (ADR 11) charges each
+    call too (``compiled.CALL_COST``).
     """
 
     cpu_seconds: float = 1.0
@@ -39,3 +37,13 @@ MAX_SCRIPT_SOURCE_LENGTH: Final = 100_000
 
 MAX_CACHED_FUNCTIONS: Final = 4096
 """Compiled expressions and locations kept per engine before the cache is reset."""
+
+ENCODE_SECONDS: Final = 10.0
+"""CPU time a whole-datamodel encode or decode may take (its cost grows with the datamodel,
+which ``datamodel_bytes`` bounds; an ordinary call keeps ``Limits.cpu_seconds``)."""
+
+MAX_JOBS: Final = 10_000
+"""Promise jobs one call may run before it fails (a chain that keeps queueing jobs)."""
+
+MAX_HOST_CALLS: Final = 64
+"""Distinct host function calls one evaluation may make (each reruns it, ADR 22)."""

@@ -1,44 +1,81 @@
-// Hardening and host bridge of one sandbox context (see ADR 10).
+// Hardening, variable store and host bridge of one chart instance's context (ADR 22).
 //
-// Evaluated once per context, before any chart code. It removes every way to observe the
-// clock, randomness or garbage collection, defines the SCXML system variables and In(),
-// freezes every built-in object so that one chart cannot change what the next one sees,
-// and returns the host-only functions. Chart code cannot reach them: they live in this
-// closure, and the function returned (which hands them out by name) is held by Python alone.
+// Evaluated once per context (one context per chart instance), before any chart code. It
+// removes every way to observe the clock, randomness or garbage collection, defines the
+// SCXML system variables and In(), freezes every built-in object (what a chart changed
+// there would not survive its position), and returns the host-only functions. Chart code
+// cannot reach them: they live in this closure, and the function returned (which hands
+// them out by name) is held by Python alone.
+//
+// The chart's variables are the global object's own properties beyond the built-in ones.
+// They live here between calls; encode() writes them out in the stored form: JSON where
+// plain data is itself and anything else is a tag, an object whose one key starts with a
+// single "$" ({"$ref": 3}, {"$function": "function (x) {...}"}); a data key that starts
+// with "$" gets one more. Only decode() reads tags, and the only text it ever compiles is
+// one of the chart's own function literals: no data becomes code.
 (function (global) {
   "use strict";
   const parseJSON = JSON.parse;
   const stringify = JSON.stringify;
   const indirectEval = eval;
   const makeFunction = Function;
+  const apply = Reflect.apply;
   const functionSource = Function.prototype.toString;
   const ownKeys = Reflect.ownKeys;
   const defineProperty = Object.defineProperty;
   const freezeObject = Object.freeze;
+  const isFrozen = Object.isFrozen;
+  const createObject = Object.create;
   const getPrototypeOf = Object.getPrototypeOf;
+  const setPrototypeOf = Object.setPrototypeOf;
   const getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
-  const hasOwn = Object.prototype.hasOwnProperty;
-  const sliceString = String.prototype.slice;
-  const indexOfString = String.prototype.indexOf;
-  const isWellFormed = String.prototype.isWellFormed;
+  const isArray = Array.isArray;
+  const objectKeys = Object.keys;
+  const isInteger = Number.isInteger;
+  const log2 = Math.log2;
+  const floor = Math.floor;
+  const clz32 = Math.clz32;
   const StringObject = String;
+  const MapClass = Map;
+  const SetClass = Set;
+  const RegExpClass = RegExp;
+  const BigIntFunction = BigInt;
+  const mapSize = getOwnPropertyDescriptor(Map.prototype, "size").get;
+  const setSize = getOwnPropertyDescriptor(Set.prototype, "size").get;
+  const mapEntries = Map.prototype.entries;
+  const setValues = Set.prototype.values;
+  const mapSet = Map.prototype.set;
+  const setAdd = Set.prototype.add;
+  const mapClear = Map.prototype.clear;
+  const setClear = Set.prototype.clear;
+  const regexpSource = getOwnPropertyDescriptor(RegExp.prototype, "source").get;
+  const regexpFlags = getOwnPropertyDescriptor(RegExp.prototype, "flags").get;
+  const ObjectPrototype = Object.prototype;
+  const ArrayPrototype = Array.prototype;
+  const GeneratorPrototype = getPrototypeOf(function* () {}).prototype;
+  const AsyncGeneratorPrototype = getPrototypeOf(async function* () {}).prototype;
+  const NON_ASCII = /[^\x00-\x7f]/;
+  const SURROGATE_PAIR = /[\ud800-\udbff][\udc00-\udfff]/g;
+  const TRAILING = /[\s;]+$/;
+  const INLINE_DEPTH = 48;
+  const IMPLICIT_KEYS = new Set(["valueOf", "toString", "join"]);
+  const HEAP = "#objects";
+  const REFERENCE_COST = 64;
 
   // Every string handed to Python goes through here. One built by concatenation may be a
   // rope inside the engine, which the binding cannot convert: it is made flat. The binding
   // converts through a C string in UTF-8, so a NUL would cut a string short and a lone
-  // surrogate (half an emoji, as slice() leaves it) would fail: such a string goes boxed,
-  // and Python reads it through its JSON form, as it reads strings inside objects.
+  // surrogate would fail: such a string goes boxed, and Python reads its JSON form.
   function flat(value) {
-    if (typeof value !== "string") return value;
-    if (indexOfString.call(value, "\0") !== -1 || !isWellFormed.call(value)) {
-      return new StringObject(value);
-    }
-    return sliceString.call(value, 0);
+    if (value.indexOf("\0") !== -1 || !value.isWellFormed()) return new StringObject(value);
+    return value.slice(0);
   }
+
+  // -- hardening -------------------------------------------------------------------------
 
   for (const name of [
     "Date", "performance", "WeakRef", "FinalizationRegistry", "queueMicrotask",
-    "SharedArrayBuffer", "Atomics",
+    "SharedArrayBuffer", "Atomics", "Proxy",
   ]) {
     delete global[name];
   }
@@ -57,173 +94,1359 @@
       configurable: false,
     });
   }
-  // In() answers from what the host hands over before each call: the answers for the state
+  // In() answers from what the host hands over with each call: the answers for the state
   // ids the source names literally, and the whole active configuration when it has it.
-  let inAnswers = { __proto__: null };
+  let inAnswers = null;
   let activeIds = null;
   defineProperty(global, "In", {
     value: function In(stateId) {
-      const id = String(stateId);
-      if (id in inAnswers) return inAnswers[id];
+      const id = StringObject(stateId);
+      if (inAnswers !== null && id in inAnswers) return inAnswers[id];
       if (activeIds !== null) return activeIds.has(id);
       throw new TypeError("In() needs its state id written as a string literal here");
     },
     writable: false, enumerable: false, configurable: false,
   });
+  function setIn(answers) {
+    if (answers === null) {
+      inAnswers = null;
+      activeIds = null;
+      return;
+    }
+    const parsed = parseJSON(answers);
+    inAnswers = { __proto__: null, ...parsed[0] };
+    activeIds = parsed[1] === null ? null : new SetClass(parsed[1]);
+  }
 
-  const seen = new Set();
+  const builtins = new SetClass();
   function deepFreeze(value) {
     if (value === null || (typeof value !== "object" && typeof value !== "function")) return;
-    if (seen.has(value)) return;
-    seen.add(value);
+    if (builtins.has(value)) return;
+    builtins.add(value);
     for (const key of ownKeys(value)) {
       const descriptor = getOwnPropertyDescriptor(value, key);
-      if (hasOwn.call(descriptor, "value")) deepFreeze(descriptor.value);
+      if ("value" in descriptor) deepFreeze(descriptor.value);
       else { deepFreeze(descriptor.get); deepFreeze(descriptor.set); }
     }
     deepFreeze(getPrototypeOf(value));
     freezeObject(value);
   }
-  const baseline = new Set(ownKeys(global));
+  const baseline = new SetClass(ownKeys(global));
   for (const key of baseline) {
     const descriptor = getOwnPropertyDescriptor(global, key);
-    if (hasOwn.call(descriptor, "value") && descriptor.value !== global) deepFreeze(descriptor.value);
+    if ("value" in descriptor && descriptor.value !== global) deepFreeze(descriptor.value);
     if (descriptor.configurable) {
-      if (hasOwn.call(descriptor, "value")) descriptor.writable = false;
+      if ("value" in descriptor) descriptor.writable = false;
       descriptor.configurable = false;
       defineProperty(global, key, descriptor);
     }
   }
   deepFreeze(getPrototypeOf(global));
+  // Intrinsics no global names, reachable through syntax (a generator, an iterator).
+  for (const intrinsic of [
+    getPrototypeOf(function* () {}), getPrototypeOf(async function () {}),
+    getPrototypeOf(async function* () {}), getPrototypeOf([][Symbol.iterator]()),
+    getPrototypeOf(new MapClass()[Symbol.iterator]()),
+    getPrototypeOf(new SetClass()[Symbol.iterator]()),
+    getPrototypeOf(""[Symbol.iterator]()), getPrototypeOf(/x/[Symbol.matchAll]("")),
+  ]) {
+    deepFreeze(intrinsic);
+  }
+  builtins.add(global);
 
-  // Stored form of one variable (ADR 10): JSON text; undefined and null are "null"; a
-  // function is {"$function": source}; anything JSON cannot hold throws (a cycle, a BigInt).
-  function store(value) {
-    if (value === undefined || value === null) return "null";
-    if (typeof value === "function") {
-      const source = functionSource.call(value);
-      if (/\[native code\]\s*\}$/.test(source)) return "null";
-      return stringify({ $function: source });
+  // Paths of the built-in objects ("Math.max", "Array.prototype"), made on first need.
+  let builtinPaths = null;
+  let builtinByPath = null;
+  function pathsOfBuiltins() {
+    if (builtinPaths !== null) return;
+    builtinPaths = new MapClass();
+    builtinByPath = new MapClass();
+    const queue = [];
+    for (const key of baseline) {
+      if (typeof key !== "string") continue;
+      const descriptor = getOwnPropertyDescriptor(global, key);
+      if ("value" in descriptor) queue.push([descriptor.value, key]);
     }
-    if (typeof value === "symbol") throw new TypeError("a symbol cannot be stored in the datamodel");
-    const text = stringify(value);
-    return text === undefined ? "null" : text;
+    for (let i = 0; i < queue.length; i++) {
+      const [value, path] = queue[i];
+      if (!isObject(value) || value === global || builtinPaths.has(value)) continue;
+      builtinPaths.set(value, path);
+      builtinByPath.set(path, value);
+      for (const key of ownKeys(value)) {
+        if (typeof key !== "string") continue;
+        const descriptor = getOwnPropertyDescriptor(value, key);
+        if ("value" in descriptor) queue.push([descriptor.value, path + "." + key]);
+      }
+    }
   }
 
-  function revive(text) {
-    const value = parseJSON(text);
-    if (value === null) return undefined;
-    if (typeof value === "object" && !Array.isArray(value)) {
-      const keys = ownKeys(value);
-      if (keys.length === 1 && keys[0] === "$function" && typeof value.$function === "string") {
-        try {
-          return indirectEval("(" + value.$function + "\n)");
-        } catch (error) {
-          return undefined;
+  function isObject(value) {
+    return value !== null && (typeof value === "object" || typeof value === "function");
+  }
+  // Brand checks throw for other objects, and a thrown error is costly here: they run only
+  // for an object whose prototype chain holds the class's prototype.
+  function inherits(value, proto) {
+    for (let link = getPrototypeOf(value); link !== null; link = getPrototypeOf(link)) {
+      if (link === proto) return true;
+      if (link === ObjectPrototype) return false;
+    }
+    return false;
+  }
+  function isMap(value) {
+    if (!inherits(value, MapClass.prototype)) return false;
+    try { apply(mapSize, value, []); return true; } catch (_error) { return false; }
+  }
+  function isSet(value) {
+    if (!inherits(value, SetClass.prototype)) return false;
+    try { apply(setSize, value, []); return true; } catch (_error) { return false; }
+  }
+  function isRegExp(value) {
+    if (!inherits(value, RegExpClass.prototype)) return false;
+    try { apply(regexpSource, value, []); return true; } catch (_error) { return false; }
+  }
+  // A generator object runs chart code when a spread or a for-of reads it.
+  function isGenerator(value) {
+    for (let proto = getPrototypeOf(value); proto !== null; proto = getPrototypeOf(proto)) {
+      if (proto === GeneratorPrototype || proto === AsyncGeneratorPrototype) return true;
+    }
+    return false;
+  }
+  function collectionItems(value) {
+    const items = [];
+    if (isMap(value)) {
+      for (const [key, item] of apply(mapEntries, value, [])) items.push(key, item);
+    } else if (isSet(value)) {
+      for (const item of apply(setValues, value, [])) items.push(item);
+    }
+    return items;
+  }
+
+  // -- the chart's variables -------------------------------------------------------------
+
+  // The global object's own keys beyond the built-in ones. The built-in string keys come
+  // first, in the order they were made (none can be deleted), so the chart's are the rest
+  // (unless a chart made an integer-like one, which would come first: then a filter).
+  const baselineStrings = ownKeys(global).filter((key) => typeof key === "string");
+  function userKeys() {
+    const keys = ownKeys(global);
+    const count = baselineStrings.length;
+    const out = [];
+    if (keys.length >= count && keys[0] === baselineStrings[0] &&
+        keys[count - 1] === baselineStrings[count - 1]) {
+      for (let i = count; i < keys.length; i++) {
+        const key = keys[i];
+        if (typeof key !== "string") break;
+        out.push(key);
+      }
+      return out;
+    }
+    for (const key of keys) {
+      if (typeof key === "string" && !baseline.has(key)) out.push(key);
+    }
+    return out;
+  }
+  function rootValue(key) {
+    const descriptor = getOwnPropertyDescriptor(global, key);
+    return descriptor !== undefined && "value" in descriptor ? descriptor.value : undefined;
+  }
+  function variableName(name) {
+    const first = name.charCodeAt(0);
+    return name.length > 0 && first !== 95 && first !== 35; // not "_...", not "#..."
+  }
+
+  // Objects the system variables hold, by path: a variable holding one is stored as
+  // {"$system": path} (it stays the very object after a position round trip).
+  let systemPaths = null;
+  function systemPathOf(value) {
+    // The system variables are frozen through and through: any other object is not theirs
+    // (the test is cheap; the paths are made once per event, on first need).
+    if (!isFrozen(value)) return undefined;
+    if (systemPaths === null) {
+      systemPaths = new MapClass();
+      for (const name of ["_ioprocessors", "_event"]) {
+        const queue = [[system[name], [name]]];
+        for (let i = 0; i < queue.length; i++) {
+          const [item, path] = queue[i];
+          if (!isObject(item) || systemPaths.has(item)) continue;
+          systemPaths.set(item, path);
+          for (const key of ownKeys(item)) {
+            if (typeof key === "string") queue.push([item[key], [...path, key]]);
+          }
         }
       }
     }
-    return value;
+    return systemPaths.get(value);
   }
 
-  function deepFreezeData(value) {
-    if (value !== null && typeof value === "object") {
-      for (const key of ownKeys(value)) deepFreezeData(value[key]);
-      freezeObject(value);
+  const state = {
+    cap: 16 * 1024 * 1024,
+    size: 0,          // the stored size of the variables at the last encode()
+    bound: 0,         // an upper bound of it now: writes since add what they may add
+    inert: true,      // no function the engine calls implicitly is reachable (see walk)
+    callableFree: true,  // no function at all is reachable: a call reaches only built-ins
+    full: true,       // the next encode() must walk every variable
+    dirtyRoots: new SetClass(),  // else: the variables written since (nothing else changed)
+    shared: false,    // the last encode() stored an object once for several places, or deep
+    holdsEvent: false,  // a variable holds part of _event (stored as {"$system": path})
+    known: new MapClass(),  // the objects the last encode() saw
+    texts: new MapClass(),  // each variable's stored text at the last encode()
+    sizes: new MapClass(),  // and its size
+    inertRoots: new MapClass(),  // and whether it is inert
+    callableRoots: new MapClass(),  // and whether it holds a function
+    plainRoots: new MapClass(),  // and whether JSON.stringify writes it as the stored form
+    heapSize: 0,
+    unfetched: new SetClass(),  // the entries changed since Python last read them
+    fetched: -1,      // the version Python read last
+    version: 0,       // counts the encode()s that changed something
+    revivable: new MapClass(),  // the chart's function literals: text -> how to rebuild
+  };
+
+  function dirty() { return state.full || state.dirtyRoots.size > 0; }
+
+  // Walks ``values``: counts references to each object (one referred to twice is stored
+  // once) and finds whether chart code can run without a call in the source: an accessor,
+  // a function under a key the engine calls implicitly or under a symbol, a generator.
+  // Until such a thing is gone again, every call is treated as writing.
+  function walk(values, counts) {
+    let inert = true;
+    let callableFree = true;
+    const stack = values;
+    while (stack.length > 0) {
+      const value = stack.pop();
+      if (typeof value === "function") callableFree = false;
+      if (!isObject(value) || builtins.has(value) || systemPathOf(value) !== undefined) continue;
+      const seen = counts.get(value);
+      if (seen !== undefined) { counts.set(value, seen + 1); continue; }
+      counts.set(value, 1);
+      for (const key of ownKeys(value)) {
+        const descriptor = getOwnPropertyDescriptor(value, key);
+        if (!("value" in descriptor)) { inert = false; continue; }
+        const item = descriptor.value;
+        if (typeof key !== "string") {
+          if (typeof item === "function") inert = false;
+          continue;
+        }
+        if (typeof item === "function" && IMPLICIT_KEYS.has(key)) inert = false;
+        if (descriptor.enumerable || (key === "prototype" && typeof value === "function")) {
+          stack.push(item);
+        }
+      }
+      const proto = getPrototypeOf(value);
+      if (proto !== null && proto !== ObjectPrototype && !builtins.has(proto)) stack.push(proto);
+      if (proto !== ObjectPrototype && proto !== ArrayPrototype) {
+        if (isGenerator(value)) inert = false;
+        for (const item of collectionItems(value)) stack.push(item);
+      }
     }
-    return value;
+    walked.callableFree = callableFree;
+    return inert;
+  }
+  const walked = { callableFree: true };
+
+  // Whether a variable (a global of the chart) itself lets chart code run implicitly.
+  function rootInert(key) {
+    const descriptor = getOwnPropertyDescriptor(global, key);
+    if (!("value" in descriptor)) return false;
+    return !(typeof descriptor.value === "function" && IMPLICIT_KEYS.has(key));
   }
 
-  const shadow = new Map();
-
-  function userKeys() {
-    return ownKeys(global).filter((key) => !baseline.has(key));
+  function tag(name, value) {
+    const result = createObject(null);
+    result[name] = value;
+    return result;
+  }
+  function numberTag(value) {
+    return tag("$number", value !== value ? "NaN" : value === Infinity ? "Infinity"
+      : value === -Infinity ? "-Infinity" : "-0");
+  }
+  function escapeKey(key) {
+    return key.charCodeAt(0) === 36 ? "$" + key : key;
   }
 
-  function changes() {
-    const parts = [];
-    const present = new Set();
-    for (const key of userKeys()) {
-      if (typeof key !== "string") {
-        delete global[key];
+  // Writes values in the stored form (see the top of this file). ``counts`` says which
+  // objects are referred to from several places: those go to the heap (stored once, in
+  // the order first met: object i is {"$ref": i}), and so do objects nested too deep.
+  class Encoder {
+    constructor(counts) {
+      this.counts = counts;
+      this.ids = new MapClass();
+      this.pending = [];
+      this.eventHeld = 0;
+      this.holdsEvent = false;
+    }
+
+    value(value, depth, top) {
+      switch (typeof value) {
+        case "string": case "boolean": return value;
+        case "number":
+          if (value !== value || value === Infinity || value === -Infinity ||
+              (value === 0 && 1 / value < 0)) return numberTag(value);
+          return value;
+        case "undefined": return top ? null : tag("$undefined", true);
+        case "bigint": return tag("$bigint", StringObject(value));
+        case "symbol": return tag("$undefined", true);
+      }
+      if (value === null) return top ? tag("$null", true) : null;
+      if (builtins.has(value)) {
+        pathsOfBuiltins();
+        const path = builtinPaths.get(value);
+        return path === undefined ? tag("$undefined", true) : tag("$builtin", path);
+      }
+      const path = systemPathOf(value);
+      if (path !== undefined) {
+        // The event changes with the next one: what a variable holds of it then becomes
+        // data of its own, so it counts at its full size now.
+        if (path[0] === "_event") {
+          this.eventHeld += measureNew(value, Infinity, true, false);
+          this.holdsEvent = true;
+        }
+        return tag("$system", path);
+      }
+      if (this.counts.get(value) > 1 || depth >= INLINE_DEPTH) {
+        let id = this.ids.get(value);
+        if (id === undefined) {
+          id = this.pending.length;
+          this.ids.set(value, id);
+          this.pending.push(value);
+        }
+        return tag("$ref", id);
+      }
+      return this.object(value, depth);
+    }
+
+    object(value, depth) {
+      if (isArray(value)) {
+        const length = value.length;
+        const out = [];
+        for (let i = 0; i < length; i++) {
+          const descriptor = getOwnPropertyDescriptor(value, i);
+          out.push(descriptor !== undefined && "value" in descriptor
+            ? this.value(descriptor.value, depth + 1, false) : tag("$undefined", true));
+        }
+        return out;
+      }
+      const out = createObject(null);
+      const proto = getPrototypeOf(value);
+      if (typeof value === "function") {
+        const text = apply(functionSource, value, []);
+        const how = state.revivable.get(text);
+        out.$function = how === "expression" || how === "method" ? text : null;
+        const descriptor = getOwnPropertyDescriptor(value, "prototype");
+        if (descriptor !== undefined && "value" in descriptor && isObject(descriptor.value) &&
+            (this.counts.get(descriptor.value) > 1 || hasEnumerable(descriptor.value))) {
+          out.$prototype = this.value(descriptor.value, depth + 1, false);
+        }
+      } else if (proto !== ObjectPrototype) {
+        if (isMap(value)) {
+          const entries = [];
+          for (const [key, item] of apply(mapEntries, value, [])) {
+            entries.push([this.value(key, depth + 2, false), this.value(item, depth + 2, false)]);
+          }
+          out.$map = entries;
+          return out;
+        }
+        if (isSet(value)) {
+          const items = [];
+          for (const item of apply(setValues, value, [])) {
+            items.push(this.value(item, depth + 2, false));
+          }
+          out.$set = items;
+          return out;
+        }
+        if (isRegExp(value)) {
+          out.$regexp = [apply(regexpSource, value, []), apply(regexpFlags, value, [])];
+          return out;
+        }
+        out.$proto = proto === null ? null : this.value(proto, depth + 1, false);
+      }
+      for (const key of ownKeys(value)) {
+        if (typeof key !== "string") continue;
+        const descriptor = getOwnPropertyDescriptor(value, key);
+        if (!descriptor.enumerable || !("value" in descriptor)) continue;
+        out[escapeKey(key)] = this.value(descriptor.value, depth + 1, false);
+      }
+      return out;
+    }
+
+    // One variable: [text, size].
+    root(name) {
+      const stored = this.value(rootValue(name), 0, true);
+      return [stringify(stored), measure(stored)];
+    }
+
+    // The heap, one object at a time (no second copy of the whole datamodel is ever
+    // built): [text, size], or null when nothing is stored once.
+    heap() {
+      if (this.pending.length === 0) return null;
+      const texts = [];
+      let size = HEAP.length + 6;
+      for (let i = 0; i < this.pending.length; i++) {
+        const stored = this.object(this.pending[i], 0);
+        texts.push(stringify(stored));
+        size += measure(stored) + 1;
+      }
+      return ["[" + texts.join(",") + "]", size];
+    }
+  }
+
+  // Brings the stored form up to date: every variable (after a call that may have written
+  // anything), or only those written since when nothing is shared. Returns the variables
+  // whose stored text changed.
+  function encode() {
+    if (!state.full && !state.shared) return encodeRoots();
+    const names = userKeys();
+    const counts = new MapClass();
+    let inert = true;
+    for (const name of names) {
+      if (!rootInert(name)) inert = false;
+      state.inertRoots.set(name, true);
+    }
+    inert = walk(names.map(rootValue), counts) && inert;
+    const callableFree = walked.callableFree;
+    const encoder = new Encoder(counts);
+    const texts = new MapClass();
+    const sizes = new MapClass();
+    let size = 0;
+    for (const name of names) {
+      const [text, rootSize] = encoder.root(name);
+      texts.set(name, text);
+      sizes.set(name, rootSize);
+      size += rootSize;
+    }
+    const heap = encoder.heap();
+    if (heap !== null) {
+      texts.set(HEAP, heap[0]);
+      size += heap[1];
+    }
+    state.heapSize = heap === null ? 0 : heap[1];
+    size += encoder.eventHeld;
+    const changed = [];
+    for (const [name, text] of texts) {
+      if (state.texts.get(name) !== text) changed.push(name);
+    }
+    for (const name of state.texts.keys()) {
+      if (!texts.has(name)) changed.push(name);
+    }
+    state.texts = texts;
+    state.sizes = sizes;
+    state.inertRoots = new MapClass();
+    state.callableRoots = new MapClass();
+    state.plainRoots = new MapClass();
+    for (const name of names) {
+      state.inertRoots.set(name, inert);
+      state.callableRoots.set(name, callableFree);
+    }
+    state.callableFree = callableFree;
+    state.shared = heap !== null || encoder.holdsEvent;
+    state.holdsEvent = encoder.holdsEvent;
+    state.inert = inert;
+    state.known = counts;
+    return finish(changed, size);
+  }
+
+  // Only the variables written since the last encode(), each walked on its own: nothing is
+  // shared (no object of one variable is reachable from another), so no other changed.
+  function encodeRoots() {
+    const changed = [];
+    let size = state.size;
+    for (const name of state.dirtyRoots) {
+      const descriptor = getOwnPropertyDescriptor(global, name);
+      const oldSize = state.sizes.get(name) || 0;
+      if (descriptor === undefined) {
+        state.texts.delete(name);
+        state.sizes.delete(name);
+        state.inertRoots.delete(name);
+        state.callableRoots.delete(name);
+        size -= oldSize;
+        changed.push(name);
         continue;
       }
-      present.add(key);
-      const text = store(global[key]);
-      if (shadow.get(key) !== text) parts.push(stringify(key) + ":" + text);
+      const value = "value" in descriptor ? descriptor.value : undefined;
+      // A plain variable (see admitted) while nothing can run implicitly: JSON.stringify
+      // writes it, and its size is bounded by 12 bytes per character of that text (exact
+      // sizes are worked out again as the bound nears the cap).
+      if (state.plainRoots.get(name) === true && state.inert && state.callableFree &&
+          state.bound < state.cap / 2) {
+        const text = value === undefined ? "null" : stringify(value);
+        const bound = 12 * text.length;
+        state.sizes.set(name, bound);
+        size += bound - oldSize;
+        if (state.texts.get(name) !== text) {
+          state.texts.set(name, text);
+          changed.push(name);
+        }
+        continue;
+      }
+      const plain = state.inert ? plainText(value) : null;
+      if (plain !== null) {
+        state.plainRoots.set(name, value !== null);
+        state.sizes.set(name, plain[1]);
+        size += plain[1] - oldSize;
+        if (state.texts.get(name) !== plain[0]) {
+          state.texts.set(name, plain[0]);
+          changed.push(name);
+        }
+        continue;
+      }
+      const counts = new MapClass();
+      const inert = walk([value], counts) && rootInert(name);
+      for (const count of counts.values()) {
+        if (count > 1) {  // shared after all: every variable must be walked
+          state.full = true;
+          return encode();
+        }
+      }
+      const encoder = new Encoder(counts);
+      const [text, rootSize] = encoder.root(name);
+      if (encoder.pending.length > 0 || encoder.holdsEvent) {
+        state.full = true;
+        return encode();
+      }
+      for (const object of counts.keys()) state.known.set(object, 1);
+      state.inertRoots.set(name, inert);
+      state.callableRoots.set(name, walked.callableFree);
+      state.sizes.set(name, rootSize);
+      size += rootSize - oldSize;
+      if (state.texts.get(name) !== text) {
+        state.texts.set(name, text);
+        changed.push(name);
+      }
     }
-    for (const key of shadow.keys()) {
-      if (!present.has(key)) parts.push(stringify(key) + ":null");
-    }
-    return parts.length === 0 ? "" : flat("{" + parts.join(",") + "}");
+    let inert = true;
+    for (const value of state.inertRoots.values()) inert = inert && value;
+    let callableFree = true;
+    for (const value of state.callableRoots.values()) callableFree = callableFree && value;
+    state.inert = inert;
+    state.callableFree = callableFree;
+    return finish(changed, size);
   }
 
-  function install(name, text) {
-    global[name] = revive(text);
-    shadow.set(name, text);
+  // [text, size] of a variable holding plain data (JSON writes it exactly as the stored
+  // form does: no undefined, NaN or -0, no "$" key, nothing shared or too deep, only plain
+  // objects and arrays), read without descriptors: the caller knows no accessor is
+  // reachable. Null for any other value.
+  function plainText(value) {
+    switch (typeof value) {
+      case "undefined": return ["null", 5];
+      case "string": return [stringify(value), textSize(value)];
+      case "boolean": return [value ? "true" : "false", 5];
+      case "number":
+        if (value !== value || value === Infinity || value === -Infinity ||
+            (value === 0 && 1 / value < 0)) return null;
+        return [stringify(value), numberSize(value)];
+      case "object": break;
+      default: return null;
+    }
+    if (value === null) return null;
+    let size = 0;
+    const seen = new SetClass();
+    const stack = [value, 0];
+    while (stack.length > 0) {
+      const depth = stack.pop();
+      const item = stack.pop();
+      switch (typeof item) {
+        case "string": size += textSize(item); continue;
+        case "boolean": size += 5; continue;
+        case "number":
+          if (item !== item || item === Infinity || item === -Infinity ||
+              (item === 0 && 1 / item < 0)) return null;
+          size += numberSize(item);
+          continue;
+        case "object": break;
+        default: return null;
+      }
+      if (item === null) { size += 5; continue; }
+      if (seen.has(item) || depth >= INLINE_DEPTH || systemPathOf(item) !== undefined ||
+          builtins.has(item)) return null;
+      seen.add(item);
+      const proto = getPrototypeOf(item);
+      if (proto === ArrayPrototype && isArray(item)) {
+        const length = item.length;
+        size += 2 + length;
+        for (let i = 0; i < length; i++) {
+          const element = item[i];
+          // Numbers and strings inline: most arrays hold nothing else.
+          if (typeof element === "number" && (element | 0) === element) {
+            size += (((32 - clz32(element < 0 ? -element : element)) * 77) >> 8) + 2;
+          } else if (typeof element === "string") {
+            size += textSize(element);
+          } else {
+            if (element === undefined && !(i in item)) return null;
+            stack.push(element, depth + 1);
+          }
+        }
+      } else if (proto === ObjectPrototype) {
+        const keys = objectKeys(item);
+        size += 2 + 4 * keys.length;
+        for (const key of keys) {
+          if (key.charCodeAt(0) === 36) return null;
+          size += textSize(key);
+          stack.push(item[key], depth + 1);
+        }
+      } else {
+        return null;
+      }
+    }
+    for (const object of seen) state.known.set(object, 1);
+    return [stringify(value), size];
+  }
+
+  function finish(changed, size) {
+    state.size = size;
+    state.bound = size;
+    state.full = false;
+    state.dirtyRoots.clear();
+    if (changed.length > 0) {
+      state.version += 1;
+      for (const name of changed) state.unfetched.add(name);
+    }
+    return { size, changed };
+  }
+
+  // What Python has not read yet, as JSON: {"version": v, "set": {name: stored text...},
+  // "gone": [names]}; null when Python (which holds ``known``) is current.
+  function fetch(known) {
+    if (dirty()) encode();
+    let names;
+    if (known !== state.fetched) {
+      names = state.texts.keys();
+    } else {
+      if (state.unfetched.size === 0) return null;
+      names = state.unfetched;
+    }
+    let set = "";
+    let gone = "";
+    for (const name of names) {
+      const text = state.texts.get(name);
+      if (text === undefined) gone += (gone === "" ? "" : ",") + stringify(name);
+      else set += (set === "" ? "" : ",") + stringify(name) + ":" + text;
+    }
+    state.unfetched.clear();
+    state.fetched = state.version;
+    // JSON text: no NUL, no lone surrogate; only made flat (not a rope) for the binding.
+    return ("{\"version\":" + state.version + ",\"set\":{" + set + "},\"gone\":[" + gone +
+      "]}").slice(0);
+  }
+
+  function hasEnumerable(value) {
+    for (const key of ownKeys(value)) {
+      if (getOwnPropertyDescriptor(value, key).enumerable) return true;
+    }
+    return false;
+  }
+
+  // The size Python's statifier.values.measure gives a stored value: its JSON text length
+  // (an integer by its bits, a float as 24), non-ASCII characters counted as the \uXXXX
+  // escapes a position writes.
+  function measure(stored) {
+    let total = 0;
+    const stack = [stored];
+    while (stack.length > 0) {
+      const item = stack.pop();
+      switch (typeof item) {
+        case "string": total += textSize(item); break;
+        case "boolean": total += 5; break;
+        case "number": total += numberSize(item); break;
+        default:
+          if (item === null) { total += 5; break; }
+          if (isArray(item)) {
+            total += 2 + item.length;
+            for (let i = 0; i < item.length; i++) stack.push(item[i]);
+          } else {
+            const keys = ownKeys(item);
+            total += 2 + 4 * keys.length;
+            for (const key of keys) { total += textSize(key); stack.push(item[key]); }
+          }
+      }
+    }
+    return total;
+  }
+  function textSize(text) {
+    if (!NON_ASCII.test(text)) return text.length + 2;
+    // Python counts code points: a surrogate pair is one (and makes every one count 12).
+    const pairs = (text.length - text.replace(SURROGATE_PAIR, "").length) / 2;
+    return (pairs > 0 ? 12 : 6) * (text.length - pairs) + 2;
+  }
+  function numberSize(value) {
+    if ((value | 0) === value) {  // a 32-bit integer: its bits counted exactly
+      const magnitude = value < 0 ? -value : value;
+      return (((32 - clz32(magnitude)) * 77) >> 8) + 2;
+    }
+    if (isInteger(value) && value < 1e21 && value > -1e21) {
+      const magnitude = value < 0 ? -value : value;
+      const bits = floor(log2(magnitude)) + 2;
+      return ((bits * 77) >> 8) + 2;
+    }
+    return 24;
+  }
+
+  // An upper bound of what storing ``value`` adds to the stored size: an object the last
+  // encode() saw costs a reference (it is stored once); anything new is walked (with
+  // ``whole``, everything is). Throws a RangeError past ``room``. Also says whether the
+  // value is inert (see walk()).
+  let addedInert = true;
+  let addedKnown = false;
+  let addedCallable = false;
+  let addedPlain = false;
+  let addedObjects = null;
+  function measureNew(value, room, whole, plain) {
+    let total = 0;
+    let inert = true;
+    let known = false;
+    let callable = false;
+    // Whether JSON.stringify writes the value as the stored form does (plain data only,
+    // read without descriptors, nested less than INLINE_DEPTH deep).
+    let flat = plain;
+    const seen = new SetClass();
+    const stack = [value];
+    const depths = [0];
+    while (stack.length > 0) {
+      const item = stack.pop();
+      const depth = depths.pop();
+      if (typeof item === "function") callable = true;
+      if (plain && typeof item === "object" && item !== null && !seen.has(item) &&
+          !state.known.has(item) && !builtins.has(item) && systemPathOf(item) === undefined) {
+        // A new object built by a source that makes no accessor: read directly.
+        const proto = getPrototypeOf(item);
+        if (depth >= INLINE_DEPTH) flat = false;
+        if (proto === ArrayPrototype && isArray(item)) {
+          seen.add(item);
+          const length = item.length;
+          total += REFERENCE_COST + length;
+          for (let i = 0; i < length; i++) {
+            const element = item[i];
+            if (typeof element === "number") {
+              total += 24;
+              if (element !== element || element === Infinity || element === -Infinity ||
+                  (element === 0 && 1 / element < 0)) flat = false;
+            } else if (typeof element === "string") {
+              total += textSize(element);
+            } else {
+              if (element === undefined) flat = false;
+              stack.push(element);
+              depths.push(depth + 1);
+            }
+          }
+          if (total > room) throw new RangeError("the value is larger than " + room + " bytes stored");
+          continue;
+        }
+        if (proto === ObjectPrototype) {
+          seen.add(item);
+          total += REFERENCE_COST;
+          for (const key of objectKeys(item)) {
+            total += 4 + textSize(key);
+            if (key.charCodeAt(0) === 36) flat = false;
+            const element = item[key];
+            if (element === undefined) flat = false;
+            stack.push(element);
+            depths.push(depth + 1);
+          }
+          if (total > room) throw new RangeError("the value is larger than " + room + " bytes stored");
+          continue;
+        }
+      }
+      switch (typeof item) {
+        case "number":
+          if (item !== item || item === Infinity || item === -Infinity ||
+              (item === 0 && 1 / item < 0)) flat = false;
+          break;
+        case "string": case "boolean": break;
+        case "undefined": if (depth > 0) flat = false; break;
+        default: if (item !== null || depth === 0) flat = false;
+      }
+      switch (typeof item) {
+        case "string": total += textSize(item); break;
+        case "number": total += 24; break;
+        case "boolean": total += 5; break;
+        case "undefined": case "symbol": total += 24; break;
+        case "bigint": total += 24 + StringObject(item).length; break;
+        default:
+          if (item === null) { total += 5; break; }
+          if (seen.has(item) || (!whole && state.known.has(item))) {
+            total += REFERENCE_COST;
+            known = true;
+            break;
+          }
+          if (builtins.has(item) || (!whole && systemPathOf(item) !== undefined)) {
+            total += REFERENCE_COST;
+            if (systemPathOf(item) !== undefined) known = true;
+            if (whole || systemPathOf(item) === undefined || systemPathOf(item)[0] !== "_event") break;
+          }
+          seen.add(item);
+          flat = false;
+          total += REFERENCE_COST;
+          for (const key of ownKeys(item)) {
+            const descriptor = getOwnPropertyDescriptor(item, key);
+            if (!("value" in descriptor)) { inert = false; continue; }
+            if (typeof key !== "string") {
+              if (typeof descriptor.value === "function") inert = false;
+              continue;
+            }
+            if (typeof descriptor.value === "function" && IMPLICIT_KEYS.has(key)) inert = false;
+            total += 4 + textSize(key);
+            stack.push(descriptor.value);
+            depths.push(depth + 1);
+          }
+          if (typeof item === "function") total += textSize(apply(functionSource, item, []));
+          if (isGenerator(item)) inert = false;
+          const proto = getPrototypeOf(item);
+          if (proto !== null && !builtins.has(proto)) { stack.push(proto); depths.push(depth + 1); }
+          for (const entry of collectionItems(item)) {
+            total += 4;
+            stack.push(entry);
+            depths.push(depth + 1);
+          }
+      }
+      if (total > room) {
+        throw new RangeError("the value is larger than " + room + " bytes stored");
+      }
+    }
+    addedInert = inert;
+    addedKnown = known;
+    addedCallable = callable;
+    addedPlain = flat;
+    addedObjects = seen;
+    return total;
+  }
+
+  // -- decoding --------------------------------------------------------------------------
+
+  // A tag that does not read right gives undefined: stored data can come from anywhere, it
+  // is never trusted to be well formed, and no text in it is ever compiled unless it is one
+  // of the chart's own function literals.
+  const TAGS = new SetClass(["$ref", "$undefined", "$null", "$number", "$bigint", "$builtin",
+    "$system", "$function", "$prototype", "$map", "$set", "$regexp", "$proto"]);
+
+  function decodeAll(text) {
+    const stored = parseJSON(text);
+    const heapIn = isArray(stored[HEAP]) ? stored[HEAP] : [];
+    const heap = [];
+    for (let i = 0; i < heapIn.length; i++) heap.push(shell(heapIn[i]));
+    for (let i = 0; i < heapIn.length; i++) fill(heap[i], heapIn[i], heap);
+    const values = [];
+    for (const name of ownKeys(stored)) {
+      if (name !== HEAP) values.push([name, decodeValue(stored[name], heap, true)]);
+    }
+    return values;
+  }
+
+  function tagOf(stored) {
+    let found = null;
+    for (const key of ownKeys(stored)) {
+      if (key.charCodeAt(0) === 36 && key.charCodeAt(1) !== 36) {
+        if (!TAGS.has(key)) return "invalid";
+        if (found === null || key === "$function") found = key;
+      }
+    }
+    return found;
+  }
+
+  function shell(stored) {
+    if (isArray(stored)) return [];
+    if (!isObject(stored)) return undefined;
+    switch (tagOf(stored)) {
+      case null: case "$proto": return {};
+      case "$function": return revive(stored.$function);
+      case "$map": return new MapClass();
+      case "$set": return new SetClass();
+      case "$regexp": return regexpOf(stored.$regexp);
+      default: return undefined;
+    }
+  }
+
+  function fill(target, stored, heap) {
+    if (!isObject(target) || !isObject(stored)) return;
+    if (isArray(stored)) {
+      for (let i = 0; i < stored.length; i++) target.push(decodeValue(stored[i], heap, false));
+      return;
+    }
+    const kind = tagOf(stored);
+    if (kind === "$map") {
+      if (!isArray(stored.$map)) return;
+      for (const entry of stored.$map) {
+        if (isArray(entry) && entry.length === 2) {
+          apply(mapSet, target, [decodeValue(entry[0], heap, false), decodeValue(entry[1], heap, false)]);
+        }
+      }
+      return;
+    }
+    if (kind === "$set") {
+      if (isArray(stored.$set)) {
+        for (const item of stored.$set) apply(setAdd, target, [decodeValue(item, heap, false)]);
+      }
+      return;
+    }
+    if (kind === "$regexp") return;
+    for (const key of ownKeys(stored)) {
+      if (key.charCodeAt(0) !== 36) {
+        defineData(target, key, decodeValue(stored[key], heap, false));
+      } else if (key.charCodeAt(1) === 36) {
+        defineData(target, key.slice(1), decodeValue(stored[key], heap, false));
+      }
+    }
+    if (kind === "$proto") {
+      const proto = stored.$proto === null ? null : decodeValue(stored.$proto, heap, false);
+      if (proto === null || isObject(proto)) {
+        try { setPrototypeOf(target, proto); } catch (_error) { /* a cycle: left as it is */ }
+      }
+    }
+    if (kind === "$function" && "$prototype" in stored) {
+      const proto = decodeValue(stored.$prototype, heap, false);
+      if (isObject(proto)) {
+        try {
+          defineProperty(target, "prototype", { value: proto });
+          if (getOwnPropertyDescriptor(proto, "constructor") === undefined) {
+            defineProperty(proto, "constructor", { value: target, writable: true, configurable: true });
+          }
+        } catch (_error) { /* not a constructor */ }
+      }
+    }
+  }
+
+  function defineData(target, key, value) {
+    try {
+      defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
+    } catch (_error) { /* a key the target refuses (an array's length...) */ }
+  }
+
+  function decodeValue(stored, heap, top) {
+    if (stored === null) return top ? undefined : null;
+    if (!isObject(stored)) return stored;
+    if (isArray(stored)) {
+      const out = [];
+      fill(out, stored, heap);
+      return out;
+    }
+    switch (tagOf(stored)) {
+      case null: case "$proto": case "$function": case "$map": case "$set": case "$regexp": {
+        const out = shell(stored);
+        fill(out, stored, heap);
+        return out;
+      }
+      case "$ref": {
+        const id = stored.$ref;
+        return isInteger(id) && id >= 0 && id < heap.length ? heap[id] : undefined;
+      }
+      case "$null": return null;
+      case "$number":
+        switch (stored.$number) {
+          case "NaN": return NaN;
+          case "Infinity": return Infinity;
+          case "-Infinity": return -Infinity;
+          case "-0": return -0;
+          default: return undefined;
+        }
+      case "$bigint":
+        try { return BigIntFunction(stored.$bigint); } catch (_error) { return undefined; }
+      case "$builtin":
+        pathsOfBuiltins();
+        return typeof stored.$builtin === "string" ? builtinByPath.get(stored.$builtin) : undefined;
+      case "$system": {
+        const path = stored.$system;
+        if (!isArray(path) || path.length === 0) return undefined;
+        let value = path[0] === "_event" || path[0] === "_ioprocessors" ? system[path[0]] : undefined;
+        for (let i = 1; i < path.length && isObject(value); i++) {
+          const key = path[i];
+          value = typeof key === "string" && getOwnPropertyDescriptor(value, key) !== undefined
+            ? value[key] : undefined;
+        }
+        return value;
+      }
+      default: return undefined;
+    }
+  }
+
+  function regexpOf(parts) {
+    if (!isArray(parts) || typeof parts[0] !== "string" || typeof parts[1] !== "string") return undefined;
+    try { return new RegExpClass(parts[0], parts[1]); } catch (_error) { return undefined; }
+  }
+
+  // Only the chart's own function literals are ever compiled from a stored value, and only
+  // in forms that run nothing: a function expression, or the one method of an object.
+  function revive(text) {
+    if (typeof text !== "string") return undefined;
+    const how = state.revivable.get(text);
+    try {
+      if (how === "expression") return indirectEval("(" + text + "\n)");
+      if (how === "method") {
+        const holder = indirectEval("({" + text + "\n})");
+        const keys = ownKeys(holder);
+        return keys.length === 1 ? holder[keys[0]] : undefined;
+      }
+    } catch (_error) { /* a text this engine does not compile */ }
+    return undefined;
+  }
+
+  // -- copy-out --------------------------------------------------------------------------
+
+  // A value handed to Python (an event's data, a logged value): JSON.stringify's rules,
+  // read through property descriptors (no getter, no toJSON runs), a shared object written
+  // out each time it occurs, at most ``limit`` characters.
+  function exportTree(value, limit) {
+    let size = 0;
+    const active = new SetClass();
+    function check() {
+      if (size > limit) {
+        throw new RangeError("the value is larger than " + limit + " bytes written out");
+      }
+    }
+    function out(item, depth) {
+      switch (typeof item) {
+        case "string": size += item.length + 2; check(); return item;
+        case "number":
+          size += 24;
+          check();
+          return item === item && item !== Infinity && item !== -Infinity ? item : null;
+        case "boolean": size += 5; return item;
+        case "bigint": throw new TypeError("a BigInt cannot be handed out (not JSON)");
+        case "undefined": case "symbol": case "function": return undefined;
+      }
+      if (item === null) { size += 5; return null; }
+      if (active.has(item)) throw new TypeError("circular structure: the value contains itself");
+      if (depth >= 256) throw new RangeError("the value is nested more than 256 levels deep");
+      active.add(item);
+      let result;
+      if (isArray(item)) {
+        result = [];
+        size += 2 + item.length;
+        for (let i = 0; i < item.length; i++) {
+          const descriptor = getOwnPropertyDescriptor(item, i);
+          const element = descriptor !== undefined && "value" in descriptor
+            ? out(descriptor.value, depth + 1) : undefined;
+          result.push(element === undefined ? null : element);
+        }
+      } else {
+        result = createObject(null);
+        size += 2;
+        for (const key of ownKeys(item)) {
+          if (typeof key !== "string") continue;
+          const descriptor = getOwnPropertyDescriptor(item, key);
+          if (!descriptor.enumerable || !("value" in descriptor)) continue;
+          const element = out(descriptor.value, depth + 1);
+          if (element !== undefined) { size += key.length + 4; result[key] = element; }
+        }
+      }
+      active.delete(item);
+      check();
+      return result;
+    }
+    return out(value, 0);
+  }
+
+  // What crosses back to Python: a scalar as itself, a string made flat (see flat), any
+  // other value as its exported tree in a one-element array (Python reads its JSON).
+  function result(value, limit) {
+    switch (typeof value) {
+      case "number": case "boolean": case "undefined": return value;
+      case "string": return flat(value);
+      case "bigint": throw new TypeError("a BigInt cannot be handed out (not JSON)");
+      case "symbol": case "function": return undefined;
+    }
+    if (value === null) return null;
+    return [exportTree(value, limit)];
+  }
+
+  // -- checkpoints: a failed or refused call changes nothing -----------------------------
+
+  // Everything a call could change, object by object. restore() puts the properties back
+  // on the very objects, so identity, closures and references all stay as they were.
+  function checkpoint() {
+    const objects = [];
+    const seen = new SetClass();
+    const roots = [];
+    const stack = [];
+    for (const key of userKeys()) {
+      const descriptor = getOwnPropertyDescriptor(global, key);
+      roots.push([key, descriptor]);
+      if ("value" in descriptor) stack.push(descriptor.value);
+      else stack.push(descriptor.get, descriptor.set);
+    }
+    while (stack.length > 0) {
+      const value = stack.pop();
+      if (!isObject(value) || builtins.has(value) || seen.has(value)) continue;
+      seen.add(value);
+      const keys = ownKeys(value);
+      const descriptors = [];
+      for (const key of keys) {
+        const descriptor = getOwnPropertyDescriptor(value, key);
+        descriptors.push(descriptor);
+        if ("value" in descriptor) stack.push(descriptor.value);
+        else stack.push(descriptor.get, descriptor.set);
+      }
+      const proto = getPrototypeOf(value);
+      stack.push(proto);
+      const items = collectionItems(value);
+      for (const item of items) stack.push(item);
+      if (!isFrozen(value)) objects.push([value, keys, descriptors, proto, items]);
+    }
+    return { roots, objects };
+  }
+
+  function restore(saved) {
+    const keep = new SetClass();
+    for (const [key] of saved.roots) keep.add(key);
+    for (const key of userKeys()) {
+      if (!keep.has(key)) { try { delete global[key]; } catch (_error) { /* not configurable */ } }
+    }
+    for (const [key, descriptor] of saved.roots) redefine(global, key, descriptor);
+    for (const [value, keys, descriptors, proto, items] of saved.objects) {
+      const wanted = new SetClass(keys);
+      if (isArray(value)) {
+        try { value.length = 0; } catch (_error) { /* sealed */ }
+      }
+      for (const key of ownKeys(value)) {
+        if (!wanted.has(key)) { try { delete value[key]; } catch (_error) { /* kept */ } }
+      }
+      for (let i = 0; i < keys.length; i++) redefine(value, keys[i], descriptors[i]);
+      try { setPrototypeOf(value, proto); } catch (_error) { /* not extensible any more */ }
+      if (isMap(value)) {
+        apply(mapClear, value, []);
+        for (let i = 0; i < items.length; i += 2) apply(mapSet, value, [items[i], items[i + 1]]);
+      } else if (isSet(value)) {
+        apply(setClear, value, []);
+        for (const item of items) apply(setAdd, value, [item]);
+      }
+    }
+    state.full = true;
+  }
+  function redefine(target, key, descriptor) {
+    try { defineProperty(target, key, descriptor); } catch (_error) { /* not configurable */ }
+  }
+
+  // -- host functions --------------------------------------------------------------------
+
+  // A chart's call of a host function takes its answer from those Python handed over;
+  // without one it records the request and fails, and Python reruns the whole call with
+  // the answer (a host function is pure: the answer for the same arguments is the same).
+  const hostAnswers = new MapClass();
+  let hostRequest = null;
+  function hostFunction(name) {
+    return function (...args) {
+      const key = stringify([name, exportTree(args, 1 << 24)]);
+      const answer = hostAnswers.get(key);
+      if (answer !== undefined) {
+        if (answer[1] !== null) throw new Error(answer[1]);
+        return answer[0] === null ? undefined : parseJSON(answer[0]);
+      }
+      if (hostRequest === null) hostRequest = key;
+      throw new Error("the host function " + name + " has not answered");
+    };
+  }
+
+  // -- calls -----------------------------------------------------------------------------
+
+  // A call that may write runs between begin() (a checkpoint) and settle() (every variable
+  // written out, then checked) or abort(); Python drains the promise jobs in between. A
+  // failure, a datamodel past its cap, a variable the call may not create, or a host
+  // function's question put everything back.
+  let open = null;
+  let pendingCopy = null;
+  const foreachStack = [];
+
+  function begin() {
+    open = checkpoint();
+    hostRequest = null;
+  }
+
+  // Runs ``run`` in a guarded call: a failure after a host function asked for its answer
+  // is that question (settle() returns it), not the call's error.
+  function attempt(run) {
+    try {
+      return run();
+    } catch (error) {
+      if (hostRequest === null) throw error;
+      return undefined;
+    }
+  }
+
+  function abort() {
+    if (open !== null) restore(open);
+    open = null;
+    pendingCopy = null;
+  }
+
+  // A call that may have written anything: every variable is walked again.
+  function written() {
+    state.full = true;
+    return encode();
+  }
+
+  function settle(writable) {
+    const saved = open;
+    const copy = pendingCopy;
+    open = null;
+    pendingCopy = null;
+    if (hostRequest !== null) {
+      restore(saved);
+      return ["ask", hostRequest];
+    }
+    let out;
+    try {
+      out = written();
+    } catch (error) {
+      restore(saved);
+      throw error;
+    }
+    const present = [];
+    for (const name of out.changed) {
+      if (name === HEAP) continue;
+      if (!writable(name)) {
+        restore(saved);
+        written();
+        throw new TypeError("cannot create or assign the variable " + stringify(name));
+      }
+      if (getOwnPropertyDescriptor(global, name) !== undefined) present.push(name);
+    }
+    if (out.size > state.cap) {
+      restore(saved);
+      written();
+      const names = out.changed.filter((name) => name !== HEAP).slice(0, 5);
+      throw new RangeError("the datamodel would be larger than its cap of " + state.cap +
+        " bytes stored" + (names.length > 0 ? " (writing " + names.join(", ") + ")" : ""));
+    }
+    if (copy !== null) foreachStack.push(copy);
+    return ["done", out.changed, present];
+  }
+
+  function guardedResult(value, limit) {
+    const tree = typeof value === "string" || !isObject(value) ? scalarOut(value) : exportTree(value, limit);
+    return { guarded: tree === undefined ? null : tree };
+  }
+  function scalarOut(value) {
+    switch (typeof value) {
+      case "number": return value === value && value !== Infinity && value !== -Infinity ? value : null;
+      case "bigint": throw new TypeError("a BigInt cannot be handed out (not JSON)");
+      case "symbol": case "function": case "undefined": return undefined;
+      default: return value;
+    }
+  }
+
+  // Admits ``value`` for a write into the variable ``root`` that needs no checkpoint
+  // (``key``: the variable or property it goes under, null when unknown), then runs
+  // ``write``; when the bound cannot vouch for the cap, the exact size decides (with a
+  // checkpoint).
+  function admitted(value, root, key, write, plain, member) {
+    if (root !== null && (typeof value === "number" || typeof value === "boolean" ||
+        (typeof value === "string" && value.length < 4096) || value === undefined)) {
+      // A scalar: its size without a walk, and nothing it could share or run.
+      const added = (typeof value === "string" ? textSize(value) : 24) +
+        (key === null ? REFERENCE_COST : textSize(key) + 4);
+      if (added <= state.cap - state.bound) {
+        write();
+        state.bound += added;
+        state.dirtyRoots.add(root);
+        const flat = typeof value !== "number" || (value === value && value !== Infinity &&
+          value !== -Infinity && !(value === 0 && 1 / value < 0));
+        if (key === root) {
+          state.plainRoots.set(root, flat);
+        } else if (state.plainRoots.get(root) === true) {
+          state.plainRoots.set(root, flat && value !== undefined &&
+            typeof member === "string" && member.charCodeAt(0) !== 36 && member !== "__proto__");
+        }
+        return;
+      }
+    }
+    let added;
+    try {
+      added = measureNew(value, state.cap - state.bound, false, plain === true);
+    } catch (error) {
+      if (!(error instanceof RangeError)) throw error;
+      begin();
+      try { write(); } catch (failure) { abort(); throw failure; }
+      settle(variableName);
+      return;
+    }
+    write();
+    state.bound += added + (key === null ? REFERENCE_COST : textSize(key) + 4);
+    if (!addedInert || (typeof value === "function" && (key === null || IMPLICIT_KEYS.has(key)))) {
+      state.inert = false;
+    }
+    if (addedCallable) state.callableFree = false;
+    for (const object of addedObjects) state.known.set(object, 1);
+    // A value that holds an object stored already moves or shares it: every variable is
+    // walked again; else only this one changed.
+    if (addedKnown || root === null) {
+      state.full = true;
+      return;
+    }
+    state.dirtyRoots.add(root);
+    // Whether JSON.stringify still writes the variable as the stored form does: the whole
+    // variable was this value, or a plain variable got a plain value under a plain key.
+    if (key === root) {
+      state.plainRoots.set(root, addedPlain && value !== null);
+    } else {
+      const wasPlain = state.plainRoots.get(root) === true;
+      state.plainRoots.set(root, wasPlain && addedPlain && value !== undefined &&
+        typeof member === "string" && member.charCodeAt(0) !== 36 && member !== "__proto__");
+    }
+  }
+
+  function produce(expr, text) {
+    return expr === null ? (text === null ? undefined : parseJSON(text)) : expr();
   }
 
   const api = freezeObject({
-    install,
-    remove(name) {
-      delete global[name];
-      shadow.delete(name);
+    setup(revivable, cap) {
+      state.revivable = new MapClass(parseJSON(revivable));
+      state.cap = cap;
     },
+    setCap(cap) { state.cap = cap; },
     setSystem(name, text) {
-      if (name === "_event") {
-        const event = parseJSON(text);
-        if (event !== null) {
-          for (const key of ownKeys(event)) {
-            if (event[key] === null) event[key] = undefined;
-          }
+      const value = parseJSON(text);
+      system[name] = value === null ? undefined : deepFreezeData(value);
+      systemPaths = null;
+    },
+    // The event's fields (null: blank, undefined in the chart) and its data as JSON text.
+    setEvent(name, type, sendid, origin, origintype, invokeid, data) {
+      const event = name === null ? undefined : deepFreezeData({
+        name, type,
+        sendid: sendid === null ? undefined : sendid,
+        origin: origin === null ? undefined : origin,
+        origintype: origintype === null ? undefined : origintype,
+        invokeid: invokeid === null ? undefined : invokeid,
+        data: data === null ? undefined : parseJSON(data),
+      });
+      system._event = event;
+      systemPaths = null;
+      if (state.holdsEvent) state.full = true;
+    },
+    // The same, from the whole event as JSON (fields a plain string cannot carry).
+    setEventJSON(text) {
+      const event = parseJSON(text);
+      for (const key of ownKeys(event)) if (event[key] === null) event[key] = undefined;
+      system._event = deepFreezeData(event);
+      systemPaths = null;
+      // What a variable held of the old event is data of its own now.
+      if (state.holdsEvent) state.full = true;
+    },
+    declare(name) {
+      if (getOwnPropertyDescriptor(global, name) === undefined) {
+        global[name] = undefined;
+        state.dirtyRoots.add(name);
+      }
+    },
+    // Binds a variable to data (JSON text; null at the top is undefined): never decoded.
+    bind(name, text) {
+      const value = text === null ? undefined : parseJSON(text);
+      admitted(value, name, name, () => { global[name] = value; }, true, null);
+    },
+    // Installs a position's stored variables (the chart's own functions come back).
+    decode(text) {
+      for (const [name, value] of decodeAll(text)) {
+        if (variableName(name) && !baseline.has(name)) {
+          try { global[name] = value; } catch (_error) { /* refused by the engine */ }
         }
-        system[name] = event === null ? undefined : deepFreezeData(event);
-      } else {
-        const value = parseJSON(text);
-        system[name] = value === null ? undefined : deepFreezeData(value);
       }
-    },
-    setIn(answersText, activeText) {
-      inAnswers = { __proto__: null, ...parseJSON(answersText) };
-      const active = parseJSON(activeText);
-      activeIds = active === null ? null : new Set(active);
-    },
-    changes,
-    accept(text) {
-      const changed = parseJSON(text);
-      for (const key of ownKeys(changed)) install(key, stringify(changed[key]));
-    },
-    revert() {
-      for (const key of userKeys()) {
-        if (typeof key !== "string" || !shadow.has(key)) delete global[key];
-      }
-      for (const [key, text] of shadow) {
-        if (!hasOwn.call(global, key) || store(global[key]) !== text) global[key] = revive(text);
-      }
-    },
-    exportValue(value) {
-      return store(value);
-    },
-    assignWith(assign, text, topLevel) {
-      assign(topLevel ? revive(text) : parseJSON(text));
-    },
-    // For a location that can change nothing but its root variable: assign, then return
-    // the root's new stored form, installed as the engine's value, or "" if it is unchanged.
-    assignRoot(assign, text, topLevel, root) {
-      assign(topLevel ? revive(text) : parseJSON(text));
-      const stored = store(global[root]);
-      if (shadow.get(root) === stored) return "";
-      install(root, stored);
-      return stored;
+      written();
     },
     compileExpression(source) {
       // A trailing semicolon is tolerated: charts write expr="new Foo();".
-      const body = source.replace(/[\s;]+$/, "");
+      const body = source.replace(TRAILING, "");
       // The parenthesised form first: its syntax errors name the chart's own tokens. The
       // bracketed one then refuses what only parses by closing the parenthesis, "a), (b".
       const evaluate = makeFunction("return (" + body + "\n);");
       makeFunction("return [" + body + "\n];");
-      return function expression() { return flat(evaluate()); };
+      return evaluate;
     },
     compileLocation(source) {
       makeFunction("return (" + source + "\n);");
@@ -234,9 +1457,115 @@
       makeFunction(source);
       return true;
     },
-    runScript(source) {
-      indirectEval(source);
+    // The names of the built-in globals, as JSON (a chart reads them without defining them).
+    globals() {
+      return stringify([...baseline].filter((key) => typeof key === "string"));
     },
+    // An expression that cannot write by its syntax: evaluated as it is, unless the
+    // datamodel holds a function the engine may call implicitly; then the call is guarded
+    // and the result comes as {guarded: value} (settle() must follow).
+    read(fn, answers, limit, pure) {
+      setIn(answers);
+      if (state.inert && (!pure || state.callableFree)) return result(fn(), limit);
+      begin();
+      return attempt(() => guardedResult(fn(), limit));
+    },
+    // An expression that may write (settle() must follow).
+    evaluate(fn, answers, limit) {
+      setIn(answers);
+      begin();
+      return attempt(() => guardedResult(fn(), limit));
+    },
+    // <assign>, <data expr>: evaluate ``expr`` (or parse JSON ``text`` when ``expr`` is
+    // null) and store the value at ``location`` (or in the variable ``name``). Returns
+    // true when the call is guarded (settle() must follow). ``root`` is the variable
+    // ``location`` writes into (null: not known).
+    assign(location, expr, text, name, root, answers, guard, pure, plain, member) {
+      setIn(answers);
+      if (guard || !state.inert || (pure && !state.callableFree)) {
+        begin();
+        attempt(() => {
+          const value = produce(expr, text);
+          if (location === null) global[name] = value;
+          else location(value);
+        });
+        return true;
+      }
+      const value = produce(expr, text);
+      // ``member`` "" says the location is the variable itself.
+      const whole = location === null || member === "";
+      admitted(value, location === null ? name : root, whole ? (location === null ? name : root) : null, () => {
+        if (location === null) global[name] = value;
+        else location(value);
+      }, plain, member);
+      return false;
+    },
+    // A <script> (settle() must follow).
+    runScript(source, answers) {
+      setIn(answers);
+      begin();
+      attempt(() => indirectEval(source));
+    },
+    // Ends a guarded call: JSON of ["done", changed, still present] or ["ask", request].
+    settle() {
+      return flat(stringify(settle(variableName)));
+    },
+    abort,
+    // <foreach>: a shallow copy of the array, whose items foreachItem binds one at a
+    // time until foreachEnd. Returns the length (null: not an array), or {guarded: length}
+    // when the call is guarded (settle() must follow; the copy is kept once it settles).
+    foreachArray(fn, answers, guard, pure) {
+      setIn(answers);
+      const guarded = guard || !state.inert || (pure && !state.callableFree);
+      if (guarded) begin();
+      const array = guarded ? attempt(fn) : fn();
+      let length = null;
+      if (isArray(array)) {
+        const copy = [];
+        for (let i = 0; i < array.length; i++) {
+          const descriptor = getOwnPropertyDescriptor(array, i);
+          copy.push(descriptor !== undefined && "value" in descriptor ? descriptor.value : undefined);
+        }
+        length = copy.length;
+        if (guarded) pendingCopy = copy;
+        else foreachStack.push(copy);
+      }
+      return guarded ? { guarded: length } : length;
+    },
+    foreachItem(item, index, position) {
+      const copy = foreachStack[foreachStack.length - 1];
+      const value = copy[position];
+      admitted(value, item, item, () => { global[item] = value; }, false, null);
+      if (index !== null) {
+        admitted(position, index, index, () => { global[index] = position; }, true, null);
+      }
+    },
+    foreachEnd() { foreachStack.pop(); },
+    fetch,
+    exportVariable(name, limit) {
+      const tree = exportTree(rootValue(name), limit);
+      return tree === undefined ? "null" : flat(stringify(tree));
+    },
+    defineHost(names) {
+      for (const name of parseJSON(names)) {
+        const fn = hostFunction(name);
+        defineProperty(global, name, { value: fn, writable: false, enumerable: false, configurable: false });
+        baseline.add(name);
+        builtins.add(fn);
+      }
+      builtinPaths = null;
+    },
+    answerHost(key, value, error) { hostAnswers.set(key, [value, error]); },
+    forgetHostAnswers() { hostAnswers.clear(); },
   });
+
+  function deepFreezeData(value) {
+    if (value !== null && typeof value === "object") {
+      for (const key of ownKeys(value)) deepFreezeData(value[key]);
+      freezeObject(value);
+    }
+    return value;
+  }
+
   return function pick(name) { return api[name]; };
 })

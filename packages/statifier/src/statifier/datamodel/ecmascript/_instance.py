@@ -1,0 +1,343 @@
+"""One QuickJS context per chart instance: where its variables live between calls (ADR 22).
+
+An :class:`Instance` is a hardened context (``prelude.js``) of its own runtime, so its heap
+limit, its pending jobs and everything a chart does to its globals belong to it alone. It
+compiles the sources it runs once and keeps them. Nothing here knows about states: the
+store (:mod:`.variables`) decides which instance a call runs in.
+
+Compile-time checks run in one more context per thread, which only compiles (chart code
+never runs there).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import fields, is_dataclass
+from importlib import resources
+from typing import TYPE_CHECKING, Any, Final
+
+from statifier.datamodel.base import DatamodelUnavailable, EvaluationError
+from statifier.datamodel.ecmascript.limits import (
+    DEFAULT_LIMITS,
+    ENCODE_SECONDS,
+    MAX_CACHED_FUNCTIONS,
+    MAX_JOBS,
+    Limits,
+)
+from statifier.datamodel.host import HostFunctions
+
+if TYPE_CHECKING:
+    from statifier.chart.model import Machine
+
+_PRELUDE: Final = resources.files(__package__).joinpath("prelude.js").read_text(encoding="utf-8")
+_LIMIT_MARKERS: Final = ("out of memory", "interrupted", "stack size exceeded", "stack overflow")
+_CONFIG: Final = ("ecmascript", "setup")
+"""The key, in a machine's ``_cache``, of what every instance of that chart is set up with."""
+
+
+def load_quickjs() -> Any:
+    """Import the QuickJS binding, or raise :class:`DatamodelUnavailable`."""
+    try:
+        return importlib.import_module("_quickjs")
+    except ImportError as exc:
+        raise DatamodelUnavailable(
+            "the ecmascript datamodel needs the QuickJS engine: "
+            "install the extra with `pip install 'statifier[ecmascript]'`"
+        ) from exc
+
+
+BOX: Final[type] = load_quickjs().Object if importlib.util.find_spec("_quickjs") else object
+"""The binding's type for a JavaScript object handed to Python (a box to read as JSON)."""
+
+
+class JSFailure(Exception):
+    """A call into the engine raised; ``limit`` when a resource limit stopped it."""
+
+    def __init__(self, message: str, limit: bool) -> None:
+        super().__init__(message)
+        self.message = message
+        self.limit = limit
+
+    def error(self) -> EvaluationError:
+        """The evaluation error the chart sees."""
+        return EvaluationError(self.message)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0].strip() if text else ""
+
+
+class Context:
+    """A hardened QuickJS context: the prelude's functions, and calls that map errors."""
+
+    def __init__(self, limits: Limits) -> None:
+        quickjs = load_quickjs()
+        self._quickjs = quickjs
+        context = quickjs.Context()
+        context.set_memory_limit(limits.memory_bytes)
+        context.set_time_limit(limits.cpu_seconds)
+        context.set_max_stack_size(limits.stack_bytes)
+        self.context = context
+        self.limits = limits
+        self.api = context.eval(_PRELUDE)(context.globalThis)
+
+    def pick(self, name: str) -> Any:
+        """A function of the prelude's API, by name."""
+        return self.api(name)
+
+    def call(self, function: Callable[..., Any], *args: Any) -> Any:
+        """``function(*args)``; a JavaScript error becomes :class:`JSFailure`."""
+        try:
+            return function(*args)
+        except self._quickjs.StackOverflow as exc:
+            raise JSFailure(_first_line(exc), limit=True) from None
+        except self._quickjs.JSException as exc:
+            message = _first_line(exc)
+            lowered = message.lower()
+            limit = message in ("", "null") or any(m in lowered for m in _LIMIT_MARKERS)
+            raise JSFailure("out of memory" if message == "null" else message, limit) from None
+        except (TypeError, ValueError, OverflowError) as exc:
+            # The binding could not convert an argument or a result.
+            raise JSFailure(f"the value cannot be converted: {exc}", limit=False) from None
+
+    def call_long(self, function: Callable[..., Any], *args: Any) -> Any:
+        """``call`` under the time limit of a whole-datamodel encode or decode (its cost
+        grows with the datamodel, which the cap bounds)."""
+        self.context.set_time_limit(max(self.limits.cpu_seconds, ENCODE_SECONDS))
+        try:
+            return self.call(function, *args)
+        finally:
+            self.context.set_time_limit(self.limits.cpu_seconds)
+
+
+class Setup:
+    """What every instance of one chart starts with: the chart's function literals (the
+    only functions a stored position may bring back) and its host functions."""
+
+    __slots__ = ("functions", "host", "revivable")
+
+    def __init__(self, revivable: dict[str, str], host: HostFunctions) -> None:
+        self.revivable = json.dumps(sorted(revivable.items()))
+        self.host = host
+        self.functions = json.dumps(sorted(host))
+
+
+def setup_of(machine: Machine) -> Setup:
+    """The :class:`Setup` of ``machine``'s instances (worked out once per machine)."""
+    found: Setup | None = machine._cache.get(_CONFIG)
+    if found is None:
+        revivable: dict[str, str] = {}
+        host: HostFunctions | None = None
+        for compiled in _compiled(machine):
+            for text, how in compiled.analysis.functions:
+                revivable.setdefault(text, how)
+            if host is None and compiled.functions:
+                host = compiled.functions
+        found = machine._cache[_CONFIG] = Setup(revivable, host or HostFunctions())
+    return found
+
+
+def _compiled(machine: Machine) -> Iterator[Any]:
+    """Every ECMAScript expression, location and script the compiled chart holds."""
+    from statifier.datamodel.ecmascript.compiled import Compiled
+
+    seen: set[int] = set()
+    pending: list[Any] = [
+        machine.states,
+        machine.transitions,
+        machine.content,
+        machine.data,
+        machine.scripts,
+    ]
+    while pending:
+        item = pending.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, Compiled):
+            yield item
+        elif isinstance(item, tuple | list):
+            pending.extend(item)
+        elif is_dataclass(item) and not isinstance(item, type):
+            pending.extend(
+                getattr(item, f.name) for f in fields(item) if not f.name.startswith("_")
+            )
+
+
+class Instance:
+    """One chart instance's context and what it keeps: compiled sources, the Python values
+    of the system variables it holds, and the stored form Python last read."""
+
+    __slots__ = (
+        "api",
+        "cap",
+        "context",
+        "functions",
+        "generation",
+        "host",
+        "limits",
+        "names",
+        "plans",
+        "setup",
+        "stored",
+        "system",
+        "version",
+    )
+
+    def __init__(self, setup: Setup, cap: int, limits: Limits = DEFAULT_LIMITS) -> None:
+        context = Context(limits)
+        self.context = context
+        self.setup = setup
+        self.api = _Api(context)
+        self.functions: dict[tuple[str, str], Any] = {}
+        self.plans: dict[Any, Any] = {}
+        """How each source runs here (``variables._Plan``), by compiled source."""
+        self.limits: Any = None
+        """The macrostep limits the engine was last held to (by identity)."""
+        self.generation = 0
+        self.host = setup.host
+        self.system: dict[str, Any] = {}
+        self.names: set[str] = set()
+        """The user variables, kept here between calls."""
+        self.stored: dict[str, Any] = {}
+        """The user variables' stored form as of ``version``."""
+        self.version = -1
+        self.cap = cap
+        context.call(self.api.setup, setup.revivable, float(cap))
+        if setup.host:
+            context.call(self.api.define_host, setup.functions)
+
+    def compiled(self, kind: str, source: str) -> Any:
+        """The JavaScript function ``source`` compiles to here (compiled once)."""
+        key = (kind, source)
+        function = self.functions.get(key)
+        if function is None:
+            api = self.api
+            compile_ = api.compile_expression if kind == "expression" else api.compile_location
+            function = self.context.call(compile_, source)
+            if len(self.functions) >= MAX_CACHED_FUNCTIONS:
+                self.functions.clear()
+                self.plans.clear()
+            self.functions[key] = function
+        return function
+
+    def drain(self) -> None:
+        """Run the promise jobs the last call queued, within the call's limits.
+
+        Jobs left over (a chain that keeps queueing, or one past the time limit) fail the
+        call: the caller aborts it, and the instance must not be used again (QuickJS
+        cannot drop a queued job).
+        """
+        execute = self.context.context.execute_pending_job
+        deadline = time.process_time() + self.context.limits.cpu_seconds
+        for _ in range(MAX_JOBS):
+            if not self.context.call(execute):
+                return
+            if time.process_time() > deadline:
+                break
+        raise JSFailure("promise jobs did not settle within the call's limits", limit=True)
+
+
+class _Api:
+    """The prelude's functions, looked up once."""
+
+    __slots__ = (
+        "abort",
+        "answer_host",
+        "assign",
+        "bind",
+        "compile_expression",
+        "compile_location",
+        "declare",
+        "decode",
+        "define_host",
+        "evaluate",
+        "export_variable",
+        "fetch",
+        "foreach_array",
+        "foreach_end",
+        "foreach_item",
+        "forget_host_answers",
+        "read",
+        "run_script",
+        "set_cap",
+        "set_event",
+        "set_event_json",
+        "set_system",
+        "settle",
+        "setup",
+    )
+
+    def __init__(self, context: Context) -> None:
+        pick = context.pick
+        self.abort = pick("abort")
+        self.answer_host = pick("answerHost")
+        self.assign = pick("assign")
+        self.bind = pick("bind")
+        self.compile_expression = pick("compileExpression")
+        self.compile_location = pick("compileLocation")
+        self.declare = pick("declare")
+        self.decode = pick("decode")
+        self.define_host = pick("defineHost")
+        self.evaluate = pick("evaluate")
+        self.export_variable = pick("exportVariable")
+        self.fetch = pick("fetch")
+        self.foreach_array = pick("foreachArray")
+        self.foreach_end = pick("foreachEnd")
+        self.foreach_item = pick("foreachItem")
+        self.forget_host_answers = pick("forgetHostAnswers")
+        self.read = pick("read")
+        self.run_script = pick("runScript")
+        self.set_cap = pick("setCap")
+        self.set_event = pick("setEvent")
+        self.set_event_json = pick("setEventJSON")
+        self.set_system = pick("setSystem")
+        self.settle = pick("settle")
+        self.setup = pick("setup")
+
+
+class Checker:
+    """A context that only compiles: the syntax checks of ``statifier.compile``."""
+
+    def __init__(self) -> None:
+        self.context = Context(DEFAULT_LIMITS)
+        self._expression = self.context.pick("compileExpression")
+        self._location = self.context.pick("compileLocation")
+        self._script = self.context.pick("checkScript")
+        self.globals: frozenset[str] = frozenset(
+            json.loads(self.context.call(self.context.pick("globals")))
+        )
+
+    def syntax_error(self, kind: str, source: str) -> str | None:
+        """Why ``source`` does not compile as a ``kind`` (expression, location, script)."""
+        check = (
+            self._script
+            if kind == "script"
+            else self._expression
+            if kind == "expression"
+            else self._location
+        )
+        try:
+            self.context.call(check, source)
+        except JSFailure as failure:
+            if failure.limit:
+                _local.checker = Checker()
+            return failure.message
+        return None
+
+
+_local = threading.local()
+
+
+def checker() -> Checker:
+    """This thread's compile-time checker (made on first use)."""
+    current: Checker | None = getattr(_local, "checker", None)
+    if current is None:
+        current = _local.checker = Checker()
+    return current

@@ -1,0 +1,699 @@
+"""The variables of an ECMAScript chart instance, as the core sees them (ADR 22).
+
+The core works on one mapping of variables per call (``Run.datamodel``). For an ECMAScript
+chart that mapping is a :class:`Variables`: the values themselves live in the instance's
+engine for the whole call and, while nothing else asks for them, from one call to the next.
+The core reads and writes through the store's own operations (``assign``, ``bind``,
+``foreach_*``) so that a value never makes a round trip through Python: object identity
+holds, and a write is admitted (the datamodel cap) before it happens.
+
+A call ends with ``freeze``: the stored form of every variable (a dict of JSON values, what
+positions store) and a :class:`Link` back to the instance. The next call that resumes that
+very state continues in the same instance; any other (an older state, a state read from a
+position) gets an instance of its own, built from the stored form.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, MutableMapping
+from typing import TYPE_CHECKING, Any, Final
+
+from statifier.datamodel.base import (
+    EvaluationError,
+    InState,
+    Value,
+    Writable,
+    WriteResult,
+)
+from statifier.datamodel.ecmascript._instance import BOX, Instance, JSFailure, setup_of
+from statifier.datamodel.ecmascript.charges import NO_LIMIT, charge, charge_time
+from statifier.datamodel.ecmascript.limits import MAX_HOST_CALLS
+from statifier.datamodel.host import HostFunctionError
+from statifier.values import ValueRefused
+
+if TYPE_CHECKING:
+    from statifier.budget import Budget
+    from statifier.chart.model import Machine
+    from statifier.core.state import MachineState
+    from statifier.datamodel.ecmascript.compiled import Compiled
+
+SYSTEM_VARIABLES: Final = ("_sessionid", "_name", "_ioprocessors", "_event")
+"""Read-only variables the core binds; the engine exposes them through throwing setters."""
+
+_SYSTEM: Final = frozenset(SYSTEM_VARIABLES)
+_HEAP: Final = "#objects"
+"""The stored form's entry holding objects stored once (shared, cyclic or deep ones)."""
+_ENCODER: Final = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+
+
+class Link:
+    """Ties a state's stored variables to the instance that still holds them live.
+
+    Only the instance's newest link can be taken; taking it moves the instance on, so
+    every older link (an older state, a copy of this one) builds an instance of its own.
+    """
+
+    __slots__ = ("generation", "instance")
+
+    def __init__(self, instance: Instance) -> None:
+        self.instance: Instance | None = instance
+        self.generation = instance.generation
+
+    def take(self) -> Instance | None:
+        """The instance, moved on for a new call, if it still holds these variables."""
+        instance = self.instance
+        self.instance = None
+        if instance is None or instance.generation != self.generation:
+            return None
+        instance.generation += 1
+        return instance
+
+
+def new_variables(machine: Machine, state: MachineState | None) -> Variables:
+    """The variables of a call that starts ``machine`` (``state`` None) or resumes ``state``."""
+    if state is None:
+        return Variables(Instance(setup_of(machine), NO_LIMIT), set())
+    # The cap is the state's (the engine holds to it from the first call on).
+    cap = NO_LIMIT if state.limits.datamodel_bytes is None else state.limits.datamodel_bytes
+    datamodel = state.datamodel
+    carried = state._datamodel_bound
+    if carried is not None and carried[0] is datamodel and isinstance(carried[1], Link):
+        instance = carried[1].take()
+        if instance is not None:
+            variables = Variables(instance, instance.names)
+            variables.sync(datamodel, cap)
+            return variables
+    variables = Variables(Instance(setup_of(machine), cap), set())
+    variables.load(datamodel)
+    return variables
+
+
+class Variables(MutableMapping[str, Value]):
+    """One call's variables of an ECMAScript chart (see the module docstring).
+
+    Reading an item gives its stored form (as ``MachineState.datamodel`` holds it); setting
+    one binds data (never decoded: data is never code).
+    """
+
+    __slots__ = ("instance", "names")
+
+    def __init__(self, instance: Instance, names: set[str]) -> None:
+        self.instance = instance
+        self.names = names
+
+    # -- the mapping ---------------------------------------------------------------------
+
+    def __getitem__(self, name: str) -> Value:
+        system = self.instance.system
+        if name in system:
+            return system[name]
+        if name not in self.names:
+            raise KeyError(name)
+        return self.stored().get(name)
+
+    def __setitem__(self, name: str, value: Value) -> None:
+        if name in _SYSTEM:
+            self.set_system(name, value)
+            return
+        self.bind(name, value, None)
+
+    def __delitem__(self, name: str) -> None:
+        raise TypeError("variables of an ECMAScript chart are never deleted by the core")
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.names or name in self.instance.system
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.instance.system
+        yield from sorted(self.names)
+
+    def __len__(self) -> int:
+        return len(self.instance.system) + len(self.names)
+
+    def setdefault(self, name: str, default: Value = None) -> Value:
+        """Declare ``name`` (unbound: undefined) unless it exists; ``default`` must be None."""
+        if name in self:
+            return self[name]
+        if default is not None:
+            self.bind(name, default, None)
+        else:
+            self._call(self.instance.api.declare, name)
+            self.names.add(name)
+        return default
+
+    # -- stored form ---------------------------------------------------------------------
+
+    def stored(self) -> dict[str, Value]:
+        """The stored form of the user variables (the ``#objects`` entry included).
+
+        The engine sends what changed since the version this instance last read, which
+        replaces those entries in a new dict (states share no dict)."""
+        instance = self.instance
+        answer = instance.context.call_long(instance.api.fetch, instance.version)
+        if answer is not None:
+            news = json.loads(_text(answer))
+            if instance.version < 0:
+                stored = news["set"]
+            else:
+                stored = {**instance.stored, **news["set"]}
+                for name in news["gone"]:
+                    stored.pop(name, None)
+            instance.stored = stored
+            instance.version = news["version"]
+        return instance.stored
+
+    def freeze(self) -> tuple[dict[str, Value], tuple[dict[str, Value], Link]]:
+        """The state's ``datamodel`` and what the state carries to the next call."""
+        instance = self.instance
+        try:
+            stored = self.stored()
+        except JSFailure as failure:
+            if failure.limit:  # the engine's own limits: the call cannot end
+                raise MemoryError(failure.message) from None
+            raise failure.error() from None
+        datamodel = {**instance.system, **stored}
+        instance.names = self.names
+        return datamodel, (datamodel, Link(instance))
+
+    def load(self, datamodel: Mapping[str, Value]) -> None:
+        """Install a state's stored variables in this (fresh) instance."""
+        for name in SYSTEM_VARIABLES:
+            if name in datamodel:
+                self.set_system(name, datamodel[name])
+        user = {k: v for k, v in datamodel.items() if k not in _SYSTEM}
+        try:
+            text = _ENCODER.encode(user)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise EvaluationError(f"the stored variables are not JSON: {exc}") from None
+        instance = self.instance
+        instance.context.call_long(instance.api.decode, text)
+        self.names = {name for name in user if name != _HEAP}
+
+    def sync(self, datamodel: Mapping[str, Value], cap: int) -> None:
+        """Bring the system variables up to the state's (a replayed step changes ``_event``)."""
+        system = self.instance.system
+        for name in SYSTEM_VARIABLES:
+            value = datamodel.get(name)
+            if system.get(name, _MISSING) is not value:
+                self.set_system(name, value)
+        if cap != self.instance.cap:
+            self._call(self.instance.api.set_cap, float(cap))
+            self.instance.cap = cap
+
+    def set_system(self, name: str, value: Value) -> None:
+        """Bind a system variable (the core's, read-only for the chart)."""
+        instance = self.instance
+        if name == "_event":
+            fields = _event_fields(value)
+            if fields is not None:
+                self._call(instance.api.set_event, *fields)
+            else:
+                self._call(instance.api.set_event_json, _dumps(value, "the event"))
+        else:
+            text = "null" if value is None else _dumps(value, f"the system variable {name}")
+            self._call(instance.api.set_system, name, text)
+        instance.system[name] = value
+
+    # -- the core's operations -----------------------------------------------------------
+
+    def bind(self, name: str, value: Value, budget: Budget | None) -> None:
+        """Bind the variable ``name`` to data (``<data>``, a seed, a ``<foreach>`` index).
+
+        Raises ``ValueRefused`` when the datamodel cap refuses it (nothing changes)."""
+        text = None if value is None else _dumps(value, f"the value of {name!r}")
+        self._meter(budget)
+        try:
+            self.instance.context.call(self.instance.api.bind, name, text)
+        except JSFailure as failure:
+            raise _refusal(failure) from None
+        self.names.add(name)
+
+    def assign(
+        self,
+        location: Compiled | None,
+        expr: Compiled | None,
+        value: Value,
+        name: str,
+        in_state: InState,
+        budget: Budget | None = None,
+    ) -> None:
+        """Store ``expr``'s value (or the data ``value`` when there is no ``expr``) at
+        ``location`` (or in the variable ``name`` when there is no location).
+
+        Raises ``EvaluationError`` (the evaluation failed, or the datamodel cap refused the
+        value: a ``ValueRefused`` too); nothing changes then."""
+        instance = self.instance
+        # Keyed by identity: compiled sources live as long as their machine, and a key
+        # that hashes their fields would cost more than the call.
+        key = (id(location), id(expr))
+        plan = instance.plans.get(key)
+        if plan is None:
+            plan = instance.plans[key] = _WritePlan(instance, location, expr)
+        text = None if expr is not None or value is None else _dumps(value, "the value")
+        answers = _answers(plan, in_state) if plan.asks else None
+        if budget is not None and budget.limits is not instance.limits:
+            self._meter(budget)
+        call = instance.context.call
+        api = instance.api
+
+        def send(guard: bool, pure: bool) -> bool:
+            return bool(
+                call(
+                    api.assign,
+                    plan.location,
+                    plan.expr,
+                    text,
+                    name,
+                    plan.root,
+                    answers,
+                    guard,
+                    pure,
+                    plan.plain,
+                    plan.member,
+                )
+            )
+
+        started = charge(budget)
+        try:
+            try:
+                opened = send(plan.guard, plan.pure)
+            except JSFailure as failure:
+                self._abort_after(failure)
+                raise _refusal(failure) from None
+            if opened:  # the call is guarded: rerun as one if a host function asks
+                self._settle(lambda: send(True, False))
+        finally:
+            charge_time(budget, started)
+        if location is None:
+            self.names.add(name)
+
+    def evaluate(self, expr: Compiled, in_state: InState, budget: Budget | None = None) -> Value:
+        """The value of ``expr`` (a copy: JSON-like data)."""
+        instance = self.instance
+        plan = instance.plans.get(id(expr))
+        if plan is None:
+            plan = instance.plans[id(expr)] = _ReadPlan(instance, expr)
+        answers = _answers(plan, in_state) if plan.asks else None
+        if budget is not None and budget.limits is not instance.limits:
+            self._meter(budget)
+        limit = NO_LIMIT_FLOAT if budget is None else float(max(budget.output, 0))
+        context = instance.context
+        api = instance.api
+        started = charge(budget)
+        try:
+            try:
+                if plan.guard:
+                    result = context.call(api.evaluate, plan.function, answers, limit)
+                else:
+                    result = context.call(api.read, plan.function, answers, limit, plan.pure)
+                    if not isinstance(result, BOX):
+                        return _scalar(result)
+            except JSFailure as failure:
+                self._abort_after(failure)
+                raise failure.error() from None
+            # A guarded call's value comes as {guarded: value} (nothing, when a host
+            # function asked for its answer: then it runs again).
+            decoded = _json(result) if isinstance(result, BOX) else {}
+            if type(decoded) is not dict:
+                return _unboxed(decoded)
+            outcome = [decoded]
+            self._settle(
+                lambda: outcome.append(
+                    _boxed(context.call(api.evaluate, plan.function, answers, limit))
+                )
+            )
+            return outcome[-1].get("guarded")
+        finally:
+            charge_time(budget, started)
+
+    def run_script(
+        self,
+        script: Compiled,
+        in_state: InState,
+        writable: Writable,
+        budget: Budget | None = None,
+    ) -> list[WriteResult]:
+        """Run a ``<script>``; one write per variable whose stored form it changed."""
+        started = charge(budget)
+        self._meter(budget)
+        try:
+            return self._run_script(script, in_state, writable)
+        finally:
+            charge_time(budget, started)
+
+    def _run_script(
+        self, script: Compiled, in_state: InState, writable: Writable
+    ) -> list[WriteResult]:
+        instance = self.instance
+        plan = instance.plans.get(id(script))
+        if plan is None:
+            plan = instance.plans[id(script)] = _ScriptPlan(script)
+        answers = _answers(plan, in_state)
+
+        def run() -> bool:
+            instance.context.call(instance.api.run_script, script.source, answers)
+            return True
+
+        try:
+            run()
+        except JSFailure as failure:
+            self._abort_after(failure)
+            raise failure.error() from None
+        # The engine holds to the core's rule itself (no variable whose name starts with
+        # "_"): a call into the engine cannot call back into Python.
+        changed = self._settle(run)
+        return [WriteResult(name, None, (), None) for name in changed if name != _HEAP]
+
+    def foreach_array(
+        self, expr: Compiled, in_state: InState, budget: Budget | None = None
+    ) -> int | None:
+        """Start a ``<foreach>``: the array's length (a shallow copy of it is kept until
+        ``foreach_end``), or None when the value is not an array."""
+        started = charge(budget)
+        self._meter(budget)
+        try:
+            return self._foreach_array(expr, in_state)
+        finally:
+            charge_time(budget, started)
+
+    def _foreach_array(self, expr: Compiled, in_state: InState) -> int | None:
+        instance = self.instance
+        api = instance.api
+        plan = instance.plans.get(id(expr))
+        if plan is None:
+            plan = instance.plans[id(expr)] = _ReadPlan(instance, expr)
+        answers = _answers(plan, in_state) if plan.asks else None
+        call = instance.context.call
+        try:
+            result = call(api.foreach_array, plan.function, answers, plan.guard, plan.pure)
+        except JSFailure as failure:
+            self._abort_after(failure)
+            raise failure.error() from None
+        if not isinstance(result, BOX):
+            return result  # type: ignore[no-any-return]
+        outcome = [_json(result)]
+        self._settle(
+            lambda: outcome.append(
+                _boxed(call(api.foreach_array, plan.function, answers, True, False))
+            )
+        )
+        length = outcome[-1].get("guarded")
+        return length if isinstance(length, int) else None
+
+    def foreach_item(self, item: str, index: str | None, position: int) -> None:
+        """Bind the ``position``-th item of the array (and ``index``)."""
+        try:
+            self.instance.context.call(self.instance.api.foreach_item, item, index, position)
+        except JSFailure as failure:
+            raise _refusal(failure) from None
+        self.names.add(item)
+        if index is not None:
+            self.names.add(index)
+
+    def foreach_end(self) -> None:
+        """End the innermost ``<foreach>``."""
+        self.instance.context.call(self.instance.api.foreach_end)
+
+    def export(self, name: str, limit: int = NO_LIMIT) -> Value:
+        """A copy of one variable's value as plain data (a traced write's value)."""
+        instance = self.instance
+        try:
+            text = instance.context.call(instance.api.export_variable, name, float(limit))
+        except JSFailure:
+            return self.stored().get(name)
+        return json.loads(_text(text))
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _meter(self, budget: Budget | None) -> None:
+        """Hold the engine to the call's datamodel cap (the limits a budget carries)."""
+        if budget is not None:
+            instance = self.instance
+            instance.limits = budget.limits
+            cap = budget.limits.cap
+            if cap != instance.cap:
+                instance.context.call(instance.api.set_cap, float(min(cap, NO_LIMIT)))
+                instance.cap = cap
+
+    def _call(self, function: Any, *args: Any) -> Any:
+        try:
+            return self.instance.context.call(function, *args)
+        except JSFailure as failure:
+            raise failure.error() from None
+
+    def _abort_after(self, failure: JSFailure) -> None:
+        """Put back what a guarded call that ``failure`` ended had changed (its promise
+        jobs run first, so that they are put back too). An engine left with jobs it cannot
+        run, or past a resource limit while putting back, is replaced by one built from the
+        variables' stored form (QuickJS cannot drop a queued job)."""
+        instance = self.instance
+        try:
+            instance.drain()
+            instance.context.call(instance.api.abort)
+        except JSFailure:
+            self._replace_instance()
+            return
+        if failure.limit:
+            self._replace_instance()
+
+    def _replace_instance(self) -> None:
+        old = self.instance
+        try:
+            old.context.call(old.api.abort)
+            stored = self.stored()
+        except JSFailure:
+            stored = old.stored  # the last stored form read: nothing better survives
+        datamodel = {**old.system, **stored}
+        instance = Instance(old.setup, old.cap, old.context.limits)
+        instance.generation = old.generation
+        old.generation += 1
+        self.instance = instance
+        self.load(datamodel)
+
+    def _settle(self, rerun: Any) -> list[str]:
+        """Finish a guarded call: run its promise jobs, write every variable out and check
+        it (the engine puts everything back if the cap or a name refuses it); answer the
+        host functions it asked for and ``rerun`` it. Returns the variables it changed."""
+        instance = self.instance
+        api = instance.api
+        context = instance.context
+        asked = 0
+        try:
+            while True:
+                try:
+                    instance.drain()
+                except JSFailure as failure:
+                    self._abort_after(failure)
+                    raise failure.error() from None
+                try:
+                    outcome = json.loads(_text(context.call(api.settle)))
+                except JSFailure as failure:
+                    raise _refusal(failure) from None
+                if outcome[0] == "done":
+                    return self._changed(outcome[1], set(outcome[2]))
+                asked += 1
+                if asked > MAX_HOST_CALLS:
+                    raise EvaluationError(
+                        f"more than {MAX_HOST_CALLS} host function calls in one evaluation"
+                    )
+                self._answer(outcome[1])
+                try:
+                    rerun()
+                except JSFailure as failure:
+                    self._abort_after(failure)
+                    raise failure.error() from None
+        finally:
+            if asked:
+                context.call(api.forget_host_answers)
+
+    def _changed(self, changed: list[str], present: set[str]) -> list[str]:
+        for name in changed:
+            if name == _HEAP:
+                continue
+            if name in present:
+                self.names.add(name)
+            else:
+                self.names.discard(name)
+        return changed
+
+    def _answer(self, key: str) -> None:
+        name, args = json.loads(key)
+        instance = self.instance
+        try:
+            value = instance.host.call(name, args, {})
+        except HostFunctionError as exc:
+            instance.context.call(instance.api.answer_host, key, None, str(exc))
+            return
+        text = None if value is None else _dumps(value, f"the result of {name}()")
+        instance.context.call(instance.api.answer_host, key, text, None)
+
+
+_MISSING: Final = object()
+NO_LIMIT_FLOAT: Final = float(NO_LIMIT)
+
+
+_EVENT_FIELDS: Final = ("name", "type", "sendid", "origin", "origintype", "invokeid")
+
+
+def _event_fields(event: Value) -> tuple[Any, ...] | None:
+    """``setEvent``'s arguments: the event's fields as they are, its data as JSON text; None
+    when a field is not a string the binding carries as it is (ASCII without NUL)."""
+    if not isinstance(event, dict):
+        return (None,) * 7
+    fields = tuple(event.get(key) for key in _EVENT_FIELDS)
+    spelled = [field for field in fields if field is not None]
+    if not all(type(field) is str for field in spelled):
+        return None
+    text = "".join(spelled)
+    if not text.isascii() or "\x00" in text:
+        return None  # rare: the whole event goes as JSON
+    data = event.get("data")
+    return (*fields, None if data is None else _dumps(data, "the event's data"))
+
+
+def _dumps(value: Value, what: str) -> str:
+    try:
+        return _ENCODER.encode(value)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise EvaluationError(f"{what} is not a JSON value: {exc}") from None
+
+
+def _text(value: Any) -> str:
+    """A string from the engine (a boxed one comes as an object: read its JSON)."""
+    if isinstance(value, str):
+        return value
+    decoded = json.loads(value.json())
+    return decoded if isinstance(decoded, str) else json.dumps(decoded)
+
+
+def _json(box: Any) -> Any:
+    try:
+        return json.loads(box.json())
+    except RecursionError:
+        raise EvaluationError("the value is nested too deeply to hand out") from None
+
+
+def _boxed(result: Any) -> Any:
+    """A guarded call's answer: its JSON, or nothing (a host function asked)."""
+    return _json(result) if isinstance(result, BOX) else {}
+
+
+def _guarded_value(box: Any) -> Value:
+    """The value of a guarded call's ``{guarded: value}``."""
+    decoded = _json(box)
+    return decoded.get("guarded") if isinstance(decoded, dict) else None
+
+
+def _scalar(value: Any) -> Value:
+    """A scalar the engine handed out, as JSON reads it."""
+    if isinstance(value, float):
+        if value != value or abs(value) == float("inf"):
+            return None
+        # Numbers are doubles in JavaScript; integral ones come back as int, as JSON reads them.
+        return int(value) if value.is_integer() and abs(value) < 2**53 else value
+    return value
+
+
+def _unboxed(decoded: Any) -> Value:
+    """A boxed value the engine handed out: ``[tree]`` for an object, a string's JSON."""
+    if isinstance(decoded, list) and len(decoded) == 1:
+        return decoded[0]
+    return decoded
+
+
+def _refusal(failure: JSFailure) -> EvaluationError:
+    """A write the datamodel refused, as the core reports it."""
+    error = failure.error()
+    if failure.message.startswith("RangeError: the"):
+        return _Refused(failure.message.removeprefix("RangeError: "))
+    return error
+
+
+class _Refused(EvaluationError, ValueRefused):
+    """A write the datamodel cap refused (nothing was written)."""
+
+
+def _answers(plan: _Plan, in_state: InState) -> str | None:
+    """What ``In()`` answers from in one call: the state ids the sources name literally,
+    and, for a call that may run other code, the whole active configuration."""
+    active = getattr(in_state, "active_state_ids", None) if plan.dynamic else None
+    active_ids = list(active()) if callable(active) else None
+    if not plan.ids and active_ids is None:
+        return None
+    answers = {state_id: bool(in_state(state_id)) for state_id in plan.ids}
+    return _ENCODER.encode([answers, active_ids])
+
+
+class _Plan:
+    """How one instance runs one source (worked out on its first run there)."""
+
+    __slots__ = ("asks", "dynamic", "guard", "ids", "pure")
+
+    ids: tuple[str, ...]
+    dynamic: bool
+    asks: bool
+    guard: bool
+    pure: bool
+
+    def _sources(self, *compiled: Compiled | None) -> None:
+        """``ids``, ``dynamic``, ``guard``, ``pure`` and ``asks`` of these sources."""
+        ids: tuple[str, ...] = ()
+        guard = pure = False
+        for source in compiled:
+            if source is None:
+                continue
+            analysis = source.analysis
+            ids += analysis.in_ids
+            if analysis.writes:
+                if analysis.pure:
+                    pure = True
+                else:
+                    guard = True
+        self.ids = ids
+        # Only a call that may run chart code can call In() with an id it computes (the
+        # pure built-ins cannot): it gets the whole configuration.
+        self.dynamic = guard
+        self.guard = guard
+        self.pure = pure
+        self.asks = bool(ids) or guard
+
+
+class _ReadPlan(_Plan):
+    """An expression: its compiled function here."""
+
+    __slots__ = ("function",)
+
+    def __init__(self, instance: Instance, expr: Compiled) -> None:
+        self._sources(expr)
+        self.function = instance.compiled("expression", expr.source)
+
+
+class _ScriptPlan(_Plan):
+    """A ``<script>``: it runs as it is written (always guarded)."""
+
+    __slots__ = ()
+
+    def __init__(self, script: Compiled) -> None:
+        self._sources(script)
+        self.dynamic = self.guard = self.asks = True
+
+
+class _WritePlan(_Plan):
+    """An ``<assign>`` (or ``<data expr>``): the compiled location and expression here, the
+    variable it writes into, and whether its value is read without descriptors."""
+
+    __slots__ = ("expr", "location", "member", "plain", "root")
+
+    def __init__(
+        self, instance: Instance, location: Compiled | None, expr: Compiled | None
+    ) -> None:
+        self._sources(expr, location)
+        self.location = None if location is None else instance.compiled("location", location.source)
+        self.expr = None if expr is None else instance.compiled("expression", expr.source)
+        self.root = None if location is None else location.analysis.root or None
+        # The variable itself (``count``), or a property of it the source spells out.
+        whole = location is not None and location.source.strip() == location.analysis.root
+        self.member = "" if whole else None if location is None else location.analysis.member
+        # A value built by a source that makes no accessor is measured without descriptors.
+        self.plain = expr is None or not expr.analysis.accessors

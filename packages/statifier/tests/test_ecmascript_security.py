@@ -1,0 +1,281 @@
+"""The ECMAScript datamodel tried as a hostile chart or a hostile sender would (issue 19).
+
+Data from outside never becomes code; two chart instances never see each other's engine
+state, even run alternately in one thread; a write the datamodel bounds refuse changes
+nothing; side effects are found wherever chart code can run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import statifier
+from statifier.budget import MacrostepLimits
+from statifier.core import effects as fx
+from statifier.core.position import dumps, export_position, import_position, loads
+from statifier.virtual import run_chart
+
+from engine_support.ecmascript import chart, ended_in, errors, logged
+
+PAYLOAD = "globalThis.approved = true, function () {}"
+"""Code an attacker hopes to see revived (the shape positions once gave functions)."""
+
+
+# -- data from outside is never revived as code ------------------------------------------
+
+GATE = chart(
+    """
+    <datamodel><data id="approved" expr="false"/><data id="order"/></datamodel>
+    <state id="open">
+      <transition event="order"><assign location="order" expr="_event.data"/></transition>
+      <transition event="check" cond="approved === true" target="hacked"/>
+      <transition event="check" target="safe"/>
+    </state>
+    <final id="hacked"/><final id="safe"/>
+    """
+)
+
+
+def test_event_data_shaped_like_a_stored_function_stays_data() -> None:
+    state, _ = statifier.initialize(GATE, session_id="sess_gate")
+    state, _ = statifier.handle_event(
+        state, statifier.Event(name="order", data={"$function": PAYLOAD})
+    )
+    state, effects = statifier.handle_event(state, "check")
+    assert ended_in(effects) == [("safe",)]
+    assert errors(effects) == []
+    probe = chart(
+        '<datamodel><data id="order"/></datamodel><state id="s"><transition event="look">'
+        "<log expr=\"typeof order + ':' + order['$function']\"/></transition></state>"
+    )
+    state, _ = statifier.initialize(probe, session_id="sess_probe")
+    state, _ = statifier.handle_event(state, statifier.Event(name="look"))
+    seeded, _ = statifier.initialize(
+        probe, session_id="sess_seed", datamodel={"order": {"$function": PAYLOAD}}
+    )
+    _, effects = statifier.handle_event(seeded, "look")
+    assert logged(effects) == [f"object:{PAYLOAD}"]
+
+
+def test_a_position_cannot_smuggle_code_into_a_variable() -> None:
+    state, _ = statifier.initialize(GATE, session_id="sess_gate")
+    tampered = dataclasses.replace(
+        state, datamodel={**state.datamodel, "order": {"$function": PAYLOAD}}
+    )
+    restored = loads(dumps(tampered), GATE)
+    _, effects = statifier.handle_event(restored, "check")
+    assert ended_in(effects) == [("safe",)]
+
+
+def test_an_operators_datamodel_change_stays_data() -> None:
+    state, _ = statifier.initialize(GATE, session_id="sess_gate")
+    imported = import_position(
+        export_position(state), GATE, datamodel={"order": {"$function": PAYLOAD}}
+    )
+    _, effects = statifier.handle_event(imported, "check")
+    assert ended_in(effects) == [("safe",)]
+
+
+def test_an_invocation_answer_stays_data() -> None:
+    parent = chart(
+        """
+        <datamodel><data id="approved" expr="false"/><data id="answer"/></datamodel>
+        <state id="waiting">
+          <invoke type="scxml">
+            <content>
+              <scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0"
+                  datamodel="ecmascript">
+                <final id="end"><donedata>
+                  <param name="$function" expr="'globalThis.approved = true, function () {}'"/>
+                </donedata></final>
+              </scxml>
+            </content>
+          </invoke>
+          <transition event="done.invoke" target="checking">
+            <assign location="answer" expr="_event.data"/>
+          </transition>
+        </state>
+        <state id="checking">
+          <transition cond="approved === true" target="hacked"/>
+          <transition target="safe"/>
+        </state>
+        <final id="hacked"/><final id="safe"/>
+        """
+    )
+    run = run_chart(parent)
+    assert run.configuration == ("safe",)
+
+
+# -- every instance has an engine of its own ---------------------------------------------
+
+VICTIM = chart(
+    """
+    <datamodel><data id="approved" expr="false"/><data id="count" expr="1"/></datamodel>
+    <state id="s">
+      <transition event="check" cond="approved === true" target="hacked"/>
+      <transition event="check">
+        <assign location="count" expr="count + 1"/><log expr="count"/>
+      </transition>
+      <transition event="grow">
+        <assign location="count" expr="'x'.repeat(40 * 1024 * 1024).length"/>
+        <log expr="count"/>
+      </transition>
+    </state>
+    <final id="hacked"/>
+    """
+)
+
+
+def attacker(script: str, *, cond: str = "true") -> statifier.Machine:
+    return chart(
+        f"""
+        <datamodel>
+          <data id="f"/><data id="n" expr="0"/><data id="approved" expr="false"/>
+        </datamodel>
+        <state id="s">
+          <onentry><script>{script}</script></onentry>
+          <transition event="poke" cond="{cond}"><assign location="n" expr="n + 1"/></transition>
+        </state>
+        """
+    )
+
+
+def alternate(hostile: statifier.Machine, event: str = "check") -> list[fx.Effect]:
+    """Start the victim, start the attacker, poke it, then let the victim go on."""
+    victim, _ = statifier.initialize(VICTIM, session_id="sess_victim")
+    other, _ = statifier.initialize(hostile, session_id="sess_attacker")
+    other, _ = statifier.handle_event(other, "poke")
+    victim, effects = statifier.handle_event(victim, event)
+    assert victim.configuration_ids() == ("s",)
+    return effects
+
+
+def test_an_implicit_call_cannot_reach_another_charts_variables() -> None:
+    hostile = attacker(
+        "f = function () { approved = true; count = 'hijacked'; return 1 }",
+        cond="{valueOf: f} &gt; 0",
+    )
+    effects = alternate(hostile)
+    assert errors(effects) == []
+    assert logged(effects) == [2]
+
+
+def test_a_lone_surrogate_global_breaks_nothing_elsewhere() -> None:
+    effects = alternate(attacker("globalThis['\\ud800'] = 1; globalThis['a\\udfff'] = 2"))
+    assert errors(effects) == []
+    assert logged(effects) == [2]
+
+
+def test_a_non_configurable_global_of_one_chart_is_not_anothers() -> None:
+    hostile = attacker(
+        "Object.defineProperty(globalThis, 'count', {value: 'taken', writable: false,"
+        " configurable: false}); Object.defineProperty(globalThis, 'approved',"
+        " {get: function () { return true }, configurable: false})"
+    )
+    statifier.initialize(hostile, session_id="sess_attacker")
+    fresh, init_effects = statifier.initialize(VICTIM, session_id="sess_victim")
+    assert errors(init_effects) == []
+    assert fresh.datamodel["count"] == 1
+    _, effects = statifier.handle_event(fresh, "check")
+    assert errors(effects) == []
+    assert logged(effects) == [2]
+
+
+def test_promise_jobs_of_one_chart_hold_no_memory_of_another() -> None:
+    hostile = attacker(
+        "var keep = []; for (var i = 0; i &lt; 200000; i++) {"
+        " keep.push(Promise.resolve(i).then(function (v) { return 'x'.repeat(64) + v })) }"
+        " keep = null"
+    )
+    effects = alternate(hostile, "grow")
+    assert errors(effects) == []
+    assert logged(effects) == [40 * 1024 * 1024]
+
+
+# -- a refused write changes nothing -----------------------------------------------------
+
+
+def test_writes_refused_by_the_datamodel_cap_are_not_stored() -> None:
+    six_mib = 6 * 1024 * 1024
+    machine = chart(
+        f"""
+        <datamodel>
+          <data id="a" expr="0"/><data id="b" expr="0"/><data id="c" expr="0"/>
+          <data id="d" expr="0"/>
+        </datamodel>
+        <state id="s"><onentry>
+          <assign location="a" expr="'a'.repeat({six_mib})"/>
+          <assign location="b" expr="'b'.repeat({six_mib})"/>
+        </onentry>
+        <transition event="more">
+          <assign location="c" expr="'c'.repeat({six_mib})"/>
+        </transition>
+        <transition event="again">
+          <script>d = 'd'.repeat({six_mib})</script>
+        </transition>
+        </state>
+        """
+    )
+    state, effects = statifier.initialize(machine, session_id="sess_cap")
+    assert errors(effects) == []
+    for event in ("more", "again"):
+        state, effects = statifier.handle_event(state, event)
+        assert len(errors(effects)) == 1, event
+    assert state.datamodel["c"] == 0
+    assert state.datamodel["d"] == 0
+    stored = len(json.dumps(state.datamodel))
+    assert 2 * six_mib < stored <= MacrostepLimits().cap
+    assert loads(dumps(state), machine).datamodel == state.datamodel
+
+
+DEEP = (
+    "(function () { var o = {leaf: true}; for (var i = 0; i &lt; 300; i++) o = {o: o};"
+    " return o })()"
+)
+
+
+def test_a_deep_value_is_storable_or_not_stored() -> None:
+    machine = chart(
+        f"""
+        <datamodel><data id="v" expr="0"/></datamodel>
+        <state id="s">
+          <transition event="deep"><assign location="v" expr="{DEEP}"/></transition>
+          <transition event="measure">
+            <log expr="(function () {{ var d = 0, o = v; while (o.o) {{ o = o.o; d++ }}
+              return d + ':' + o.leaf }})()"/>
+          </transition>
+        </state>
+        """
+    )
+    state, _ = statifier.initialize(machine, session_id="sess_deep")
+    state, effects = statifier.handle_event(state, "deep")
+    restored = loads(dumps(state), machine)
+    _, effects = statifier.handle_event(restored, "measure")
+    if errors(effects):
+        assert restored.datamodel["v"] == 0
+    else:
+        assert logged(effects) == ["300:true"]
+
+
+# -- side effects are found wherever chart code runs -------------------------------------
+
+
+def test_a_condition_that_runs_chart_code_implicitly_keeps_its_writes() -> None:
+    machine = chart(
+        """
+        <datamodel><data id="n" expr="0"/><data id="bump"/></datamodel>
+        <script>bump = function () { n = n + 1; return 1 }</script>
+        <state id="s">
+          <transition event="go" cond="{valueOf: bump} &gt; 0" target="t"/>
+        </state>
+        <state id="t"><transition event="look"><log expr="n"/></transition></state>
+        """
+    )
+    state, _ = statifier.initialize(machine, session_id="sess_implicit")
+    state, _ = statifier.handle_event(state, "go")
+    assert state.datamodel["n"] == 1
+    _, effects = statifier.handle_event(state, "look")
+    assert logged(effects) == [1]
+    _, effects = statifier.handle_event(loads(dumps(state), machine), "look")
+    assert logged(effects) == [1]
