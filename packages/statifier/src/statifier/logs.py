@@ -90,17 +90,18 @@ def configure(
 ) -> logging.Handler | None:
     """Log to ``stream`` (stderr) in ``log_format`` through one handler on the root logger,
     replacing the one installed before (see the module docstring for when text adds none);
-    ``level`` sets the root's level when given. Returns the handler installed."""
+    ``level`` sets the root's level when given and a handler is installed. Returns the
+    handler installed."""
     if log_format not in FORMATS:
         raise ValueError(f"log_format must be one of {', '.join(FORMATS)}, not {log_format!r}")
     root = logging.getLogger()
-    if level is not None:
-        root.setLevel(level)
     for handler in list(root.handlers):
         if isinstance(handler, _Handler):
             root.removeHandler(handler)
     if log_format == "text" and root.handlers:
         return None
+    if level is not None:
+        root.setLevel(level)
     installed = _Handler(stream if stream is not None else sys.stderr)
     formatter = JsonFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT)
     installed.setFormatter(formatter)

@@ -385,7 +385,6 @@ def worker(
 ) -> int:
     """``statifier-oban worker``: import the host modules, then run the queues."""
     logs.configure(kit.log_format(), log_level)
-    providers = _start_tracing() if otel else None
     by_name: dict[str, int] = {}
     for name, limit in queues:
         if name in by_name:
@@ -415,6 +414,7 @@ def worker(
         stuck_after=stuck_after,
         shutdown_grace=shutdown_grace,
     )
+    providers = _start_tracing() if otel else None
     try:
         return asyncio.run(
             run_worker(
