@@ -159,6 +159,8 @@ async def serve(url: str, node: str, limit: int, traced: bool) -> None:
     (``traced``: only the traced queue, instrumented)."""
     import statifier_oban.workers  # noqa: F401  (registers TimerWorker)
 
+    if traced:
+        node = f"traced_{node}"  # its own oban node beside the untraced worker of that number
     pool = AsyncConnectionPool(url, min_size=4, max_size=limit + 6, open=False)
     await pool.open(wait=True)
     global _oban
@@ -534,7 +536,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             finally:
                 if profiler is not None and profile_dir:
                     profiler.disable()
-                    profiler.dump_stats(os.path.join(profile_dir, f"{args.node}.prof"))
+                    name = f"traced_{args.node}" if args.traced else args.node
+                    profiler.dump_stats(os.path.join(profile_dir, f"{name}.prof"))
             return 0
         return asyncio.run(run(args))
     except VerificationError as exc:

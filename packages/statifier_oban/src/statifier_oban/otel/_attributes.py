@@ -135,9 +135,16 @@ def value(raw: object) -> AttributeValue | None:
 def attributes(facts: Mapping[str, Any]) -> dict[str, AttributeValue]:
     """The attributes of ``facts`` (unknown facts and None values left out)."""
     mapped: dict[str, AttributeValue] = {}
+    names = ATTRIBUTES
     for fact, raw in facts.items():
-        key = ATTRIBUTES.get(fact)
-        if key is None:
+        key = names.get(fact)
+        if key is None or raw is None:
+            continue
+        kind = type(raw)
+        # Inlined for the common values (short texts, small ints): every traced step
+        # converts a dozen of them.
+        if (kind is str and len(raw) <= MAX_TEXT) or (kind is int and -_INT64 <= raw < _INT64):
+            mapped[key] = raw
             continue
         converted = value(raw)
         if converted is not None:

@@ -55,6 +55,9 @@ def read_carrier(carried: object) -> dict[str, str] | None:
 
 _UNSET: Final = object()
 
+_NO_LINKS: Final[list[Link]] = []
+"""The links of a span with none (never changed: the SDK copies what it is given)."""
+
 
 class _Span:
     """One span: the context manager :meth:`OpenTelemetry.span` returns, and the handle a
@@ -84,7 +87,9 @@ class _Span:
         new = {fact: value for fact, value in facts.items() if known.get(fact, _UNSET) != value}
         if not new:
             return
-        known.update(new)
+        known.update(new)  # the metrics read them whether the span records or not
+        if not self.span.is_recording():
+            return
         subject = OPERATIONS[self.operation].subject
         if new.get(subject) is not None:
             self.span.update_name(span_name(self.operation, new[subject]))
@@ -143,9 +148,12 @@ class OpenTelemetry:
         """A span of ``operation`` (see ``statifier.instrumentation.Instrumentation``),
         started now, current inside the ``with`` block, ended when it is left."""
         made = OPERATIONS[operation]
-        context, links = self._parent(parent, carried)
-        attrs = dict(made.attributes)
-        attrs.update(attributes(facts))
+        if parent is None and carried is None:
+            context, links = None, _NO_LINKS
+        else:
+            context, links = self._parent(parent, carried)
+        attrs = attributes(facts)
+        attrs.update(made.attributes)
         started = self.tracer.start_span(
             span_name(operation, facts.get(made.subject)),
             context=context,
