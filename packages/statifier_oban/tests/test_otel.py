@@ -492,3 +492,24 @@ async def test_a_batch_of_timers_is_one_span_and_counts_what_it_stored(servers: 
     rows = await job_rows(server.pool, "args->>'scope' = %s", [scope])
     carried = {row.meta["trace_context"]["traceparent"].rsplit("-", 1)[0] for row in rows}
     assert carried == {f"00-{first.trace_id}-{first.span_id}"}  # the batch's span, all three
+
+
+async def test_a_migration_is_a_span_naming_the_revision_it_moved_to(servers: Servers) -> None:
+    moved_to = chart(
+        """
+        <state id="waiting"><transition event="start" target="done"/></state>
+        <final id="done"/>
+        """,
+        name="otel_hold",
+    )
+    async with running_rig(servers) as rig:
+        created = await rig.executions.create(HOLD)
+        with traced() as tracing:
+            await rig.executions.migrate(created.execution.id, moved_to, dry_run=True)
+            await rig.executions.migrate(created.execution.id, moved_to)
+    dry, real = tracing.named("Migrate:otel_hold")
+    assert dry.attributes["statifier.outcome"] == "dry_run"
+    assert real.attributes["statifier.outcome"] == "migrated"
+    assert real.attributes["statifier.chart.revision"] == moved_to.identity
+    assert real.attributes["statifier.states"] == ["waiting"]
+    assert tracing.metric("statifier.steps", **{"statifier.operation": "Migrate"}) == 2
