@@ -513,3 +513,18 @@ async def test_a_migration_is_a_span_naming_the_revision_it_moved_to(servers: Se
     assert real.attributes["statifier.chart.revision"] == moved_to.identity
     assert real.attributes["statifier.states"] == ["waiting"]
     assert tracing.metric("statifier.steps", **{"statifier.operation": "Migrate"}) == 2
+
+
+def test_a_failing_metric_never_breaks_the_traced_step(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    with traced() as tracing:
+
+        def broken(*_args: object) -> None:
+            raise RuntimeError("meter gone")
+
+        monkeypatch.setattr(tracing.instrumentation.metrics, "ended", broken)
+        with tracing.instrumentation.span("Step", chart="c") as span:
+            span.set(outcome="stepped")
+    assert tracing.named("Step:c")[0].attributes["statifier.outcome"] == "stepped"
+    assert "recording the metrics of Step failed" in caplog.text

@@ -13,6 +13,7 @@ a new trace linked to it. When a span ends, its facts feed the metrics.
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Iterator, Mapping
 from types import TracebackType
@@ -26,6 +27,8 @@ from statifier import instrumentation as seam
 
 from ._attributes import OPERATIONS, attributes, span_name
 from ._metrics import Metrics
+
+logger = logging.getLogger("statifier_oban.otel")
 
 ParentMode = Literal["child", "link"]
 """How a job run's span relates to the span that stored the job (ADR 30)."""
@@ -114,6 +117,8 @@ class _Span:
                 self.span.set_attribute("error.type", name)
                 self.span.set_status(Status(StatusCode.ERROR, name))
             self.owner.metrics.ended(self.operation, self.facts, time.perf_counter() - self.began)
+        except Exception:  # telemetry must never break the traced step
+            logger.exception("recording the metrics of %s failed", self.operation)
         finally:
             otel_context.detach(self.token)  # type: ignore[arg-type]
             self.span.end()
