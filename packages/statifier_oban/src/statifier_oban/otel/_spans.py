@@ -157,15 +157,16 @@ class OpenTelemetry:
             context, links = None, _NO_LINKS
         else:
             context, links = self._parent(parent, carried)
-        attrs = attributes(facts)
-        attrs.update(made.attributes)
         started = self.tracer.start_span(
             span_name(operation, facts.get(made.subject)),
             context=context,
             kind=made.kind,
-            attributes=attrs,
             links=links,
         )
+        if started.is_recording():  # nothing to convert for a span that is not kept
+            attrs = attributes(facts)
+            attrs.update(made.attributes)
+            started.set_attributes(attrs)
         return _Span(self, operation, facts, started)
 
     def _parent(self, parent: object, carried: object) -> tuple[Context | None, list[Link]]:
