@@ -4,24 +4,26 @@ Run from the repository root::
 
     uv run python bench/executions.py [--quick] [--database-url CONNINFO]
 
-Goal (issue 8): **a step with its timer costs no more than 2x a bare oban job round
-trip**, i.e. fire -> step -> commit throughput >= 0.5x raw oban job execution, with 1 and
-with 2 worker processes.
-
-Goal (issue 22, ADR 30): **tracing on, with no exporter, keeps at least 90% of the
-throughput**: fire -> step -> commit with ``statifier_oban.otel`` instrumented against the
-same path untraced, and the in-process steps traced against untraced. ``--otel api`` (the
-default) instruments through the OpenTelemetry API with no SDK configured, what
-``instrument()`` costs an application that exports nothing; ``--otel sdk`` through the
-SDK's tracer and meter providers with no span processor and no metric reader (every span
-and metric recorded, nothing leaves). Section 2 always measures both.
+Goals: **a step with its timer costs no more than 2x a bare oban job round trip**
+(issue 8), i.e. fire -> step -> commit throughput >= 0.5x raw oban job execution, with 1
+and with 2 worker processes; **history costs at most 15%** (issue 20): steps that
+write their history entry run at >= 0.85x the throughput of steps with history off; and
+**tracing on, with no exporter, keeps at least 90% of the throughput** (issue 22, ADR 30):
+fire -> step -> commit with ``statifier_oban.otel`` instrumented, against the same path
+untraced. ``--otel api`` (the default) instruments through the OpenTelemetry API with no
+SDK configured, what ``instrument()`` costs an application that exports nothing; ``--otel
+sdk`` through the SDK's tracer and meter providers with no span processor and no metric
+reader (every span and metric recorded, nothing leaves). Section 2 measures both.
 
 1. **fire -> step -> commit** (the goal). ``--jobs`` executions each hold one pending timer;
    one ``UPDATE`` makes them all due. Worker processes (this file run with ``--worker``:
    what ``statifier-oban worker`` runs for executions) fire each through ``TimerWorker``
    and ``ExecutionDelivery`` into ``Executions.step``: lock the row, load the position,
    drive ``tick``, arm the next timer (a job insert), store, record the job's key, commit;
-   then oban acknowledges the job. **raw**, the peer: the same number of bare oban job
+   then oban acknowledges the job, and the step writes its history entry (ADR 25).
+   **quiet**: the same, with history off (its own queue, whose delivery steps into an
+   ``Executions(history=False)``): the peer of the history goal. **raw**, the peer of
+   the first goal: the same number of bare oban job
    round trips, each job arming its successor as a step does (its ``process`` enqueues
    the next job, an hour out, and returns), made due by the same ``UPDATE``, run and
    acknowledged by the same processes. **traced** (the tracing goal): ``ours`` served by a
@@ -33,13 +35,16 @@ and metric recorded, nothing leaves). Section 2 always measures both.
    path in each group, the order rotating, ``--repeats`` groups per process count after
    one untimed warm-up round of each; the verdict reads the median of the groups' own
    ours/raw ratios (a shared machine drifts 2x within minutes; two rounds seconds apart
-   see the same machine). Worker CPU per job (``/proc``) is reported as well.
+   see the same machine); the history verdict reads the median of ours/quiet likewise.
+   Worker CPU per job (``/proc``) is reported as well, and the history table's size per
+   entry at the end.
 2. **in-process steps** (context, no target): ``Executions.step`` called directly (one
    transaction each, a timer armed by each step), against ``Oban.enqueue`` of a bare job
    on a pooled connection (one insert transaction): the cost of a step's transaction in
-   units of the cheapest oban write, and the same steps traced (through the API alone, and
-   recorded by the SDK, no exporter either way) against untraced. Interleaved in slices,
-   order rotating, best of ``--repeats`` rounds.
+   units of the cheapest oban write; and the same steps with history off (one step's own
+   cost of its history entry, without the queue around it), and traced (through the API
+   alone, and recorded by the SDK, no exporter either way). Interleaved in slices, order
+   rotating, best of ``--repeats`` rounds.
 
 The embedded PostgreSQL server is used unless ``--database-url`` names a server; one
 database is created there and dropped at the end. Exit status 1 only on a crash or a
@@ -72,16 +77,21 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from psycopg_pool import AsyncConnectionPool
 from statifier import instrumentation
+from statifier.core.effects import SendDelayed
 from statifier.core.events import Event
+from statifier_oban import register_plugin
 from statifier_oban.embedded import EmbeddedPostgres
-from statifier_oban.executions import ObanExecutor, execution_config, use
+from statifier_oban.executions import ExecutionDelivery, ObanExecutor, execution_config, use
 from statifier_oban.schema import install
-from statifier_persistence import Executions, Stepped
+from statifier_persistence import Executions, Stepped, StepResult
 from statifier_persistence import install as install_persistence
 from worker_processes import WorkerProcesses, serve_until_stdin_closes
 
 TARGET = 0.5
 """Ours/raw jobs per second must be at least this (a step with its timer <= 2x a raw job)."""
+
+HISTORY_TARGET = 0.85
+"""Ours/quiet jobs per second must be at least this (history costs at most 15%)."""
 
 TRACED_TARGET = 0.9
 """Traced/ours (and traced/untraced in-process steps) must be at least this (ADR 30)."""
@@ -91,8 +101,9 @@ PROFILE_ENV = "STATIFIER_BENCH_WORKER_PROFILE"
 write ``<node>.prof`` there when they stop."""
 
 OURS_QUEUE = "timers"
-RAW_QUEUE = "raw"
+QUIET_QUEUE = "quiet"
 TRACED_QUEUE = "traced_timers"
+RAW_QUEUE = "raw"
 
 CHART = statifier.compile(
     """<scxml xmlns="http://www.w3.org/2005/07/scxml" name="bench_ticker" initial="s">
@@ -136,15 +147,32 @@ class BareTick:
         _ = job.args["scope"]
 
 
+_quiet: Executions | None = None
+"""The worker process's ``Executions`` with history off (set by :func:`serve`)."""
+
+
+class QuietDelivery(ExecutionDelivery):
+    """The quiet path's timer delivery: ``ExecutionDelivery`` into the history-less
+    ``Executions`` (the installed one, for the ours path, writes history)."""
+
+    async def fire(
+        self, executions: Executions, execution_id: str, delayed: SendDelayed, key: str | None
+    ) -> StepResult:
+        """Fire into the quiet ``Executions``."""
+        assert _quiet is not None  # noqa: S101 - serve() sets it before the queue runs
+        return await _quiet.fire(execution_id, delayed, key=key)
+
+
 register_worker(RawTick)
 register_worker(BareTick)
+register_plugin(QuietDelivery)
 RAW_WORKER = worker_name(RawTick)
 BARE_WORKER = worker_name(BareTick)
+QUIET_DELIVERY = f"{QuietDelivery.__module__}:{QuietDelivery.__qualname__}"
 
-PATHS = ("ours", "traced", "raw", "bare")
-"""The paths of section 1: ours against raw (the goal); traced against ours (the tracing
-goal); bare for context."""
-
+PATHS = ("ours", "quiet", "traced", "raw", "bare")
+"""The paths of section 1: ours against raw (the first goal), against quiet (the history
+goal) and traced against ours (the tracing goal); bare for context."""
 
 OTEL_MODES = ("api", "sdk")
 """How a traced path is instrumented: the API with no SDK configured, or the SDK's
@@ -166,20 +194,24 @@ def instrument_without_exporter(mode: str) -> Any:
 
 async def serve(url: str, node: str, limit: int, traced: str | None) -> None:
     """Worker mode: run the queues, deliver timers into executions, until stdin closes
-    (``traced``: only the traced queue, instrumented)."""
+    (``traced``: only the traced queue, instrumented as that mode says)."""
     import statifier_oban.workers  # noqa: F401  (registers TimerWorker)
 
     if traced:
         node = f"traced_{node}"  # its own oban node beside the untraced worker of that number
     pool = AsyncConnectionPool(url, min_size=4, max_size=limit + 6, open=False)
     await pool.open(wait=True)
-    global _oban
+    global _oban, _quiet
     queues: dict[str, int | dict[str, Any]] = (
-        {TRACED_QUEUE: limit} if traced else {OURS_QUEUE: limit, RAW_QUEUE: limit}
+        {TRACED_QUEUE: limit}
+        if traced
+        else {OURS_QUEUE: limit, QUIET_QUEUE: limit, RAW_QUEUE: limit}
     )
     oban = _oban = Oban(pool=pool, name=f"bench_{node}", node=node, queues=queues)
     timers = TRACED_QUEUE if traced else OURS_QUEUE
     use(Executions(pool, executor=ObanExecutor(execution_config(oban, timers_queue=timers))))
+    quiet = execution_config(oban, timers_queue=QUIET_QUEUE, delivery=QUIET_DELIVERY)
+    _quiet = Executions(pool, executor=ObanExecutor(quiet), history=False)
     if traced:
         instrumentation.install(instrument_without_exporter(traced))
     try:
@@ -223,18 +255,23 @@ class Bench:
         self.pool = AsyncConnectionPool(url, min_size=2, max_size=10, open=False)
         self.client: Oban | None = None
         self.executions: Executions | None = None
-        self.traced_executions: Executions | None = None
+        self.quiet: Executions | None = None
+        self.traced: Executions | None = None
         self.tracing: Any = None
+        self.api: Any = None
         self.recording: Any = None
 
     async def open(self) -> None:
-        """Open the pool, build the client-mode Oban and the ``Executions`` that creates."""
+        """Open the pool, build the client-mode Oban and the ``Executions`` that create
+        (the quiet one with history off, its timers on the quiet queue)."""
         await self.pool.open(wait=True)
         self.client = Oban(pool=self.pool, name=f"bench_client_{uuid.uuid4().hex[:6]}")
         config = execution_config(self.client, timers_queue=OURS_QUEUE)
         self.executions = Executions(self.pool, executor=ObanExecutor(config))
+        quiet = execution_config(self.client, timers_queue=QUIET_QUEUE, delivery=QUIET_DELIVERY)
+        self.quiet = Executions(self.pool, executor=ObanExecutor(quiet), history=False)
         traced = execution_config(self.client, timers_queue=TRACED_QUEUE)
-        self.traced_executions = Executions(self.pool, executor=ObanExecutor(traced))
+        self.traced = Executions(self.pool, executor=ObanExecutor(traced))
         self.tracing = instrument_without_exporter(self.args.otel)
         self.api = instrument_without_exporter("api")
         self.recording = instrument_without_exporter("sdk")
@@ -244,11 +281,14 @@ class Bench:
         async with self.pool.connection() as conn:
             return list(await (await conn.execute(query, params)).fetchall())
 
-    async def prepare_ours(self, jobs: int, traced: bool = False) -> tuple[list[str], list[int]]:
+    async def prepare_ours(
+        self, jobs: int, *, quiet: bool = False, traced: bool = False
+    ) -> tuple[list[str], list[int]]:
         """``jobs`` executions, each with its first timer pending; their ids and job ids
-        (``traced``: on the traced queue, created while traced)."""
-        executions = self.traced_executions if traced else self.executions
-        queue = TRACED_QUEUE if traced else OURS_QUEUE
+        (``quiet``: with history off, timers on the quiet queue; ``traced``: on the traced
+        queue, created while traced)."""
+        executions = self.quiet if quiet else self.traced if traced else self.executions
+        queue = QUIET_QUEUE if quiet else TRACED_QUEUE if traced else OURS_QUEUE
         assert executions is not None  # noqa: S101 - open() ran first (main)
         tag = uuid.uuid4().hex[:8]
         ids = [f"bench_{tag}_{i}" for i in range(jobs)]
@@ -311,8 +351,10 @@ class Bench:
         """Prepare, release and time one round of ``path``; verify it."""
         jobs = self.args.jobs
         ids: list[str] = []
-        if path in ("ours", "traced"):
-            ids, job_ids = await self.prepare_ours(jobs, traced=path == "traced")
+        if path in ("ours", "quiet", "traced"):
+            ids, job_ids = await self.prepare_ours(
+                jobs, quiet=path == "quiet", traced=path == "traced"
+            )
         else:
             job_ids = await self.prepare_jobs(RAW_WORKER if path == "raw" else BARE_WORKER, jobs)
         if len(job_ids) != jobs:
@@ -322,47 +364,72 @@ class Bench:
         released = await self.release(job_ids)
         last = await self.finished(job_ids, timeout=60 + jobs / 10)
         worker_cpu = serving.cpu_seconds() - cpu
-        if ids:
-            await self.verify_steps(ids)
+        if path in ("ours", "quiet", "traced"):
+            await self.verify_steps(ids, entries=0 if path == "quiet" else 2)
         return Round(path, jobs, (last - released).total_seconds(), worker_cpu)
 
-    async def verify_steps(self, ids: list[str]) -> None:
-        """Each execution stepped exactly once, by one key."""
+    async def verify_steps(self, ids: list[str], *, entries: int) -> None:
+        """Each execution stepped exactly once, by one key, with ``entries`` history
+        entries (its creation and its step, or none)."""
         rows = await self.rows(
             "SELECT count(*) FILTER (WHERE step_count = 2),"
-            " (SELECT count(*) FROM statifier_step_keys WHERE execution_id = ANY(%s))"
+            " (SELECT count(*) FROM statifier_step_keys WHERE execution_id = ANY(%s)),"
+            " (SELECT count(*) FROM statifier_history WHERE execution_id = ANY(%s))"
             " FROM statifier_executions WHERE id = ANY(%s)",
-            [ids, ids],
+            [ids, ids, ids],
         )
-        stepped, keys = rows[0]
-        if (stepped, keys) != (len(ids), len(ids)):
+        stepped, keys, history = rows[0]
+        if (stepped, keys, history) != (len(ids), len(ids), entries * len(ids)):
             raise VerificationError(
-                f"{stepped} executions stepped once, {keys} keys; not {len(ids)}"
+                f"{stepped} executions stepped once, {keys} keys, {history} history entries;"
+                f" not {len(ids)}, {len(ids)}, {entries * len(ids)}"
             )
 
+    async def history_bytes(self) -> tuple[int, float]:
+        """History entries stored, and the table's bytes per entry (with its indexes)."""
+        rows = await self.rows(
+            "SELECT count(*), pg_total_relation_size('statifier_history') FROM statifier_history"
+        )
+        count, size = rows[0]
+        return count, size / max(count, 1)
+
     async def in_process(self) -> dict[str, float]:
-        """Steps/s against raw enqueues/s, and traced steps/s, interleaved slices, best of
-        the rounds."""
+        """Steps/s (history on, and off; traced through the API, and recorded by the SDK)
+        against raw enqueues/s, interleaved slices, best of the rounds."""
         assert self.executions is not None  # noqa: S101 - open() ran first (main)
+        assert self.quiet is not None  # noqa: S101 - open() ran first (main)
         assert self.client is not None  # noqa: S101 - open() ran first (main)
         steps = self.args.steps
-        paths = ["step", "api", "sdk", "enqueue"]
+        paths = ("step", "quiet", "api", "sdk", "enqueue")
         best = dict.fromkeys(paths, float("inf"))
         later = datetime.now(UTC) + timedelta(hours=1)
+        stepping = {
+            "step": self.executions,
+            "quiet": self.quiet,
+            "api": self.executions,
+            "sdk": self.executions,
+        }
+        tracings = {"api": self.api, "sdk": self.recording}
         for round_number in range(self.args.repeats + 1):
-            ids, _ = await self.prepare_ours(10)
+            ids = {
+                "step": (await self.prepare_ours(10))[0],
+                "quiet": (await self.prepare_ours(10, quiet=True))[0],
+                "api": (await self.prepare_ours(10))[0],
+                "sdk": (await self.prepare_ours(10))[0],
+            }
             spent = dict.fromkeys(paths, 0.0)
             shift = round_number % len(paths)
             order = paths[shift:] + paths[:shift]
             for start in range(0, steps, self.args.slice):
                 for path in order:
                     count = min(self.args.slice, steps - start)
-                    tracing = {"api": self.api, "sdk": self.recording}.get(path)
+                    tracing = tracings.get(path)
                     began = time.perf_counter()
                     for i in range(start, start + count):
-                        if path != "enqueue":
+                        if path in stepping:
+                            execution_id = ids[path][i % 10]
                             with instrumentation.installed(tracing):
-                                result = await self.executions.step(ids[i % 10], Event(name="tick"))
+                                result = await stepping[path].step(execution_id, Event(name="tick"))
                             if not isinstance(result, Stepped):
                                 raise VerificationError(f"a direct step answered {result!r}")
                         else:
@@ -416,6 +483,7 @@ async def report(bench: Bench, args: argparse.Namespace) -> int:
     )
     table: list[str] = []
     verdicts: list[str] = []
+    history_verdicts: list[str] = []
     traced_verdicts: list[str] = []
     for processes in args.processes:
         rounds = await measure(bench, args, processes)
@@ -429,6 +497,7 @@ async def report(bench: Bench, args: argparse.Namespace) -> int:
                 + " ".join(f"{rate:.0f}" for rate in rates)
             )
         verdicts.append(verdict_line(processes, rounds))
+        history_verdicts.append(history_line(processes, rounds))
     print("1. fire -> step -> commit (ours) against raw oban job round trips (raw)\n")
     print("  path,  workers best jobs/s  median jobs/s  worker CPU ms/job   all rounds jobs/s")
     print("\n".join(table))
@@ -441,6 +510,14 @@ async def report(bench: Bench, args: argparse.Namespace) -> int:
         f"\n  goal: a step with its timer costs at most 2x a raw job round trip "
         f"(ours/raw >= {TARGET})"
     )
+    print("\n  workers       ours/quiet (median)  each round            verdict")
+    print("\n".join(history_verdicts))
+    entries, per_entry = await bench.history_bytes()
+    print(
+        f"\n  goal: history costs at most 15% (steps with history / steps without >= "
+        f"{HISTORY_TARGET})\n  history: {entries} entries stored, {per_entry:.0f} bytes "
+        "each on disk (table, TOAST and indexes)"
+    )
     print("\n  workers       traced/ours (median)  each round            verdict")
     print("\n".join(traced_verdicts))
     print(
@@ -451,10 +528,13 @@ async def report(bench: Bench, args: argparse.Namespace) -> int:
     in_process = await bench.in_process()
     print("\n2. in-process (context, no target): Executions.step against Oban.enqueue\n")
     print(f"  Executions.step (one transaction, a timer armed)  {in_process['step']:8.1f} steps/s")
+    print(f"  the same with history off                         {in_process['quiet']:8.1f} steps/s")
     enqueues = in_process["enqueue"]
     print(f"  Oban.enqueue of a bare job (one insert)           {enqueues:8.1f} jobs/s")
     ratio = in_process["step"] / in_process["enqueue"]
     print(f"  step/enqueue                                      {ratio:8.3f}")
+    history = in_process["step"] / in_process["quiet"]
+    print(f"  step with history / without                       {history:8.3f}")
     api, sdk = in_process["api"], in_process["sdk"]
     print(f"  Executions.step traced (API, no SDK)              {api:8.1f} steps/s")
     print(f"  Executions.step recorded (SDK, no exporter)       {sdk:8.1f} steps/s")
@@ -515,6 +595,16 @@ def verdict_line(processes: int, rounds: dict[str, list[Round]]) -> str:
         f"  {label:<12} {median:18.3f}  {each:<20}  {cpu:12.3f}"
         f"  {statistics.median(bare):19.3f}  {verdict}"
     )
+
+
+def history_line(processes: int, rounds: dict[str, list[Round]]) -> str:
+    """The history goal's figures with ``processes`` workers: each group's ours/quiet."""
+    ratios = [o.rate / q.rate for o, q in zip(rounds["ours"], rounds["quiet"], strict=True)]
+    median = statistics.median(ratios)
+    label = f"{processes} worker{'s' if processes > 1 else ''}"
+    verdict = "PASS" if median >= HISTORY_TARGET else "BELOW"
+    each = " ".join(f"{ratio:.2f}" for ratio in ratios)
+    return f"  {label:<12} {median:19.3f}  {each:<20}  {verdict}"
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

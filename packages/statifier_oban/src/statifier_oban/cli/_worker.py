@@ -382,6 +382,7 @@ def worker(
     handlers: tuple[tuple[str, str], ...],
     functions: str | None,
     paths: tuple[str, ...],
+    history: bool,
 ) -> int:
     """``statifier-oban worker``: import the host modules, then run the queues."""
     logs.configure(kit.log_format(), log_level)
@@ -406,7 +407,7 @@ def worker(
             ) from None
     else:
         on_start = _persistence.worker_hook(
-            _persistence.ExecutionOptions(timers_queue, invoke_queue, handlers, functions)
+            _persistence.ExecutionOptions(timers_queue, invoke_queue, handlers, functions, history)
         )
     options = WorkerOptions(
         rescue_after=rescue_after,
