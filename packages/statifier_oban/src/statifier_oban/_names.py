@@ -51,6 +51,10 @@ META_TRACE: Final = "trace_context"
 the job, written only while tracing is on; the span of the job's run continues it (ADR 30).
 Durable: rows written by one release are run by the next."""
 
+MESSAGE_WORKER = "statifier_oban.executions.MessageWorker"
+"""``oban_jobs.worker`` of a message's delivery between a parent execution and a chart it
+invoked: steps the receiver's oldest message into it (durable executions only)."""
+
 META_UNRESOLVED_HANDLER = "unresolved_handler"
 """Meta key: ``"retry"`` makes an unknown handler retry; anything else (absent too) cancels."""
 META_CHILD_STARTER = "child_starter"
