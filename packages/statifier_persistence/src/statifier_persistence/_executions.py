@@ -267,16 +267,16 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         """
         tracer = instrumentation.current
         if tracer is not None:
-            work = self._create(
+            work = self._create_checked(
                 chart, execution_id, metadata, datamodel, parent, caller_context, trace, conn
             )
             name = chart.name if isinstance(chart, Machine) else None
             return await traced(tracer, instrumentation.CREATE, work, chart=name)
-        return await self._create(
+        return await self._create_checked(
             chart, execution_id, metadata, datamodel, parent, caller_context, trace, conn
         )
 
-    async def _create(
+    async def _create_checked(
         self,
         chart: Machine | str,
         execution_id: str | None,

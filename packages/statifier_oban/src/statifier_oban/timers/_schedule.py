@@ -487,17 +487,23 @@ async def cancel_send(
         raise MissingSendId("a cancel needs a send id", scope=scope)
     tracer = instrumentation.current
     if tracer is None:
-        return await _cancel_timers(config, scope, effect, conn)
+        return await _cancel_send(config, scope, send_id, reason, ordinal, caller_context, conn)
     with tracer.span(
-        instrumentation.CANCEL_TIMER, scope=scope, send_id=effect.send_id, ordinal=effect.ordinal
+        instrumentation.CANCEL_TIMER, scope=scope, send_id=send_id, ordinal=ordinal
     ) as span:
-        count = await _cancel_timers(config, scope, effect, conn)
+        count = await _cancel_send(config, scope, send_id, reason, ordinal, caller_context, conn)
         span.set(cancelled=count)
     return count
 
 
-async def _cancel_timers(
-    config: Config, scope: str, effect: Cancel, conn: AsyncConnection[Any] | None
+async def _cancel_send(
+    config: Config,
+    scope: str,
+    send_id: str,
+    reason: str,
+    ordinal: int | None,
+    caller_context: Any,
+    conn: AsyncConnection[Any] | None,
 ) -> int:
     try:
         if _statements.unstorable(send_id) is not None:
