@@ -572,12 +572,7 @@ async def measure(bench: Bench, args: argparse.Namespace, processes: int) -> dic
 
 def traced_line(processes: int, rounds: dict[str, list[Round]]) -> str:
     """The tracing goal's figures with ``processes`` workers: each group's traced/ours."""
-    ratios = [t.rate / o.rate for t, o in zip(rounds["traced"], rounds["ours"], strict=True)]
-    median = statistics.median(ratios)
-    label = f"{processes} worker{'s' if processes > 1 else ''}"
-    verdict = "PASS" if median >= TRACED_TARGET else "BELOW"
-    each = " ".join(f"{ratio:.2f}" for ratio in ratios)
-    return f"  {label:<12} {median:20.3f}  {each:<20}  {verdict}"
+    return ratio_line(processes, rounds["traced"], rounds["ours"], TRACED_TARGET, 20)
 
 
 def verdict_line(processes: int, rounds: dict[str, list[Round]]) -> str:
@@ -599,12 +594,20 @@ def verdict_line(processes: int, rounds: dict[str, list[Round]]) -> str:
 
 def history_line(processes: int, rounds: dict[str, list[Round]]) -> str:
     """The history goal's figures with ``processes`` workers: each group's ours/quiet."""
-    ratios = [o.rate / q.rate for o, q in zip(rounds["ours"], rounds["quiet"], strict=True)]
+    return ratio_line(processes, rounds["ours"], rounds["quiet"], HISTORY_TARGET, 19)
+
+
+def ratio_line(
+    processes: int, top: list[Round], bottom: list[Round], target: float, width: int
+) -> str:
+    """A goal's line: the median of each group's own top/bottom rate ratio, every ratio,
+    and the verdict against ``target``."""
+    ratios = [t.rate / b.rate for t, b in zip(top, bottom, strict=True)]
     median = statistics.median(ratios)
     label = f"{processes} worker{'s' if processes > 1 else ''}"
-    verdict = "PASS" if median >= HISTORY_TARGET else "BELOW"
+    verdict = "PASS" if median >= target else "BELOW"
     each = " ".join(f"{ratio:.2f}" for ratio in ratios)
-    return f"  {label:<12} {median:19.3f}  {each:<20}  {verdict}"
+    return f"  {label:<12} {median:{width}.3f}  {each:<20}  {verdict}"
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
