@@ -4,8 +4,8 @@ bounds on what spans carry; nothing at all when tracing is off.
 
 Each test runs a rig (``oban_support.executions``: a server-mode Oban with a timers and an
 invoke queue of its own, an ``Executions`` installed for the deliveries) under
-``oban_support.tracing.traced``: the SDK's in-memory exporter and metric reader. Trees are
-compared as ``oban_support.tracing.tree`` prints them.
+``tests.spans.traced``: the SDK's in-memory exporter and metric reader. Trees are
+compared as ``tests.spans.tree`` prints them.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from oban_support.common import (
 )
 from oban_support.executions import Rig, running_rig
 from oban_support.harness import Servers, send_delayed, servers_fixture
-from oban_support.tracing import Traced, providers, traced, tree
+from tests.spans import Traced, providers, traced, tree
 
 database = database_fixture()
 servers = servers_fixture()

@@ -1,5 +1,5 @@
 """A worker process that traces: what ``statifier-oban worker --otel`` runs, exporting each
-span to a file the test reads (``oban_support.tracing.FileExporter``).
+span to a file the test reads (``tests.spans.FileExporter``).
 
 Run as a module, with the tests' import path (``oban_support.processes.WorkerProcesses``
 passes ``PYTHONPATH``) and ``STATIFIER_TEST_SPANS`` naming the file::
@@ -26,7 +26,7 @@ from statifier_oban.executions import ObanExecutor, execution_config
 from statifier_persistence import Executions
 
 from oban_support.executions_worker import serve
-from oban_support.tracing import SPANS_FILE_ENV, FileExporter, providers
+from tests.spans import SPANS_FILE_ENV, FileExporter, providers
 
 
 def plain(pool: AsyncConnectionPool[Any], oban: Oban, queue: str) -> Executions:

@@ -24,17 +24,23 @@ from statifier.errors import install_hint
 from .._errors import TracingUnavailable
 
 
+def otel_option[F: Callable[..., Any]](what: str) -> Callable[[F], F]:
+    """``--otel`` (``$STATIFIER_OBAN_OTEL``): trace and measure ``what`` (see the module
+    docstring)."""
+    return click.option(
+        "--otel",
+        is_flag=True,
+        envvar="STATIFIER_OBAN_OTEL",
+        show_envvar=True,
+        help=f"trace and measure {what} with OpenTelemetry, exporting as the OTEL_* "
+        "environment variables say (needs the SDK and an exporter, see docs/tracing.md)",
+    )
+
+
 def tracing_options[F: Callable[..., Any]](function: F) -> F:
     """``--otel``, ``--traceparent`` and ``--tracestate`` (see the module docstring)."""
     options = [
-        click.option(
-            "--otel",
-            is_flag=True,
-            envvar="STATIFIER_OBAN_OTEL",
-            show_envvar=True,
-            help="trace and measure with OpenTelemetry, exporting as the OTEL_* environment "
-            "variables say (needs the SDK and an exporter, see docs/tracing.md)",
-        ),
+        otel_option("the command"),
         click.option(
             "--traceparent",
             default=None,
@@ -70,6 +76,24 @@ def load_otel() -> Any:
     return otel
 
 
+def start_tracing() -> Any:
+    """Set the SDK up from ``OTEL_*`` and instrument; the providers to shut down at the end
+    with :func:`stop_tracing` (one line naming what to install when something is missing)."""
+    otel = load_otel()
+    try:
+        providers = otel.configure()
+    except TracingUnavailable as exc:
+        raise kit.CommandError(exc) from None
+    otel.instrument()
+    return providers
+
+
+def stop_tracing(providers: Any) -> None:
+    """Stop tracing and flush and shut down what :func:`start_tracing` set up."""
+    load_otel().uninstrument()
+    providers.shutdown()
+
+
 @contextmanager
 def traced(otel: bool, traceparent: str | None, tracestate: str | None) -> Iterator[None]:
     """Trace the block as the options say (nothing at all without either)."""
@@ -77,11 +101,9 @@ def traced(otel: bool, traceparent: str | None, tracestate: str | None) -> Itera
         yield
         return
     module = load_otel()
-    try:
-        providers = module.configure() if otel else None
-    except TracingUnavailable as exc:
-        raise kit.CommandError(exc) from None
-    module.instrument()
+    providers = start_tracing() if otel else None
+    if providers is None:
+        module.instrument()  # the API alone: the caller's context flows into the jobs
     carrier = {"traceparent": traceparent} if traceparent is not None else None
     if carrier is not None and tracestate is not None:
         carrier["tracestate"] = tracestate
@@ -89,6 +111,7 @@ def traced(otel: bool, traceparent: str | None, tracestate: str | None) -> Itera
         with instrumentation.continued(carrier):
             yield
     finally:
-        module.uninstrument()
         if providers is not None:
-            providers.shutdown()
+            stop_tracing(providers)
+        else:
+            module.uninstrument()

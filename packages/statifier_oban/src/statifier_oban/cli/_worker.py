@@ -34,12 +34,12 @@ from statifier.cli import kit
 from statifier.errors import install_hint
 
 from .. import telemetry
-from .._errors import StatifierObanError, TracingUnavailable
+from .._errors import StatifierObanError
 from ..rows import _resolve
 from ..store import _operations
 from ..store._schema import OBAN_TABLES, describe
 from ._main import DEFAULT_TIMERS_QUEUE, PROG, checked_pool, database_options, execution_options
-from ._tracing import load_otel
+from ._tracing import otel_option, start_tracing, stop_tracing
 
 WORKER_NAME = "statifier-oban-worker"
 """The oban instance name of ``statifier-oban worker``."""
@@ -353,11 +353,7 @@ async def _put_back(
     show_default=True, envvar="STATIFIER_OBAN_LOG_LEVEL", show_envvar=True,
     help="logging level",
 )  # fmt: skip
-@click.option(
-    "--otel", is_flag=True, envvar="STATIFIER_OBAN_OTEL", show_envvar=True,
-    help="trace and measure the jobs with OpenTelemetry, exporting as the OTEL_* environment "
-    "variables say (needs the SDK and an exporter, see docs/tracing.md)",
-)  # fmt: skip
+@otel_option("the jobs")
 @click.option(
     "--otel-interval", type=Seconds(), default=DEFAULT_GAUGE_INTERVAL_S, show_default=True,
     metavar="S", envvar="STATIFIER_OBAN_OTEL_INTERVAL", show_envvar=True,
@@ -415,7 +411,7 @@ def worker(
         stuck_after=stuck_after,
         shutdown_grace=shutdown_grace,
     )
-    providers = _start_tracing() if otel else None
+    providers = start_tracing() if otel else None
     try:
         return asyncio.run(
             run_worker(
@@ -432,17 +428,4 @@ def worker(
         if on_start is not None:
             _persistence.use(None)
         if providers is not None:
-            load_otel().uninstrument()
-            providers.shutdown()
-
-
-def _start_tracing() -> Any:
-    """Set the SDK up from ``OTEL_*`` and instrument; the providers to shut down at the end
-    (one line naming what to install when something is missing)."""
-    otel = load_otel()
-    try:
-        providers = otel.configure()
-    except TracingUnavailable as exc:
-        raise kit.CommandError(exc) from None
-    otel.instrument()
-    return providers
+            stop_tracing(providers)

@@ -1,5 +1,6 @@
-"""Tracing helpers: the OpenTelemetry SDK's in-memory exporter and reader, a file exporter
-for worker processes, and the printed span tree the tests compare.
+"""Tracing helpers of the tests of every package (statifier_oban's, statifier_web's): the
+OpenTelemetry SDK's in-memory exporter and reader, a file exporter for worker processes,
+and the printed span tree the tests compare.
 
 ``traced()`` installs ``statifier_oban.otel`` on providers of its own (service ``name``)
 for the block. A worker process exports to a file of JSON lines (``FileExporter``, each
