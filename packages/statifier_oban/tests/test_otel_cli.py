@@ -52,8 +52,12 @@ TRACEPARENT = f"00-{TRACE_ID}-00f067aa0ba902b7-01"
 
 
 async def test_send_with_a_traceparent_carries_the_callers_trace_into_its_timer(
-    pool: AsyncConnectionPool, oban_client: Oban, database_url: str
+    pool: AsyncConnectionPool,
+    oban_client: Oban,
+    database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("BAGGAGE", "tenant=t-17")  # OpenTelemetry's environment carrier
     executions = await executions_on(pool, oban_client)
     execution_id = f"card_{uuid.uuid4().hex[:10]}"
     await executions.create(HOLD, execution_id=execution_id)
@@ -70,6 +74,7 @@ async def test_send_with_a_traceparent_carries_the_callers_trace_into_its_timer(
     assert carried["traceparent"].split("-")[1] == TRACE_ID
     assert carried["traceparent"].endswith("-01")
     assert carried["tracestate"] == "vendor=1"
+    assert carried["baggage"] == "tenant=t-17"
 
 
 def test_otel_without_the_sdk_says_what_to_install(

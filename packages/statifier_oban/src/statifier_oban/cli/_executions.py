@@ -341,6 +341,7 @@ def send(
     otel: bool,
     traceparent: str | None,
     tracestate: str | None,
+    baggage: str | None,
     as_json: bool,
 ) -> int:
     """``executions send``: refuses a chart whose invocations it could not start; says when
@@ -355,7 +356,7 @@ def send(
             result = await executions.step(execution_id, Event(name=event, data=data), key=key)
         return _answer(result, "stepped", kit.Output(as_json), strict=strict)
 
-    with traced(otel, traceparent, tracestate):
+    with traced(otel, traceparent, tracestate, baggage):
         return with_executions(database_url, prefix, work, options)
 
 
@@ -496,6 +497,7 @@ def cancel(
     otel: bool,
     traceparent: str | None,
     tracestate: str | None,
+    baggage: str | None,
     as_json: bool,
 ) -> int:
     """``executions cancel``."""
@@ -507,7 +509,7 @@ def cancel(
             result = await executions.cancel(execution_id)
         return _answer(result, "cancelled", kit.Output(as_json))
 
-    with traced(otel, traceparent, tracestate):
+    with traced(otel, traceparent, tracestate, baggage):
         return with_executions(database_url, prefix, work, options)
 
 

@@ -201,6 +201,7 @@ def migrate(
     otel: bool,
     traceparent: str | None,
     tracestate: str | None,
+    baggage: str | None,
     revision: str | None,
     execution_ids: tuple[str, ...],
     dry_run: bool,
@@ -231,7 +232,7 @@ def migrate(
             executions, revision, execution_ids, dry_run, words, page, given, kit.Output(as_json)
         )
 
-    with traced(otel, traceparent, tracestate):
+    with traced(otel, traceparent, tracestate, baggage):
         return with_executions(database_url, prefix, work, ExecutionOptions(functions=functions))
 
 

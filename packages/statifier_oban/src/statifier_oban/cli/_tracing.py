@@ -3,11 +3,13 @@
 ``--otel`` (``$STATIFIER_OBAN_OTEL``) sets the OpenTelemetry SDK up from the ``OTEL_*``
 environment variables (``statifier_oban.otel.configure``) and traces the command; it needs
 ``statifier-oban[otel]``, the SDK and an exporter, and says so in one line when one is
-missing. ``--traceparent`` (``$TRACEPARENT``, with ``--tracestate``/``$TRACESTATE``)
-continues the caller's trace: the command's steps are children of the caller's span, and
-the timers and invocations they arm carry that trace on. Without ``--otel`` nothing is
-exported from the command itself (the API alone propagates the context), so the caller's
-span is the parent of what the workers record.
+missing. ``--traceparent`` (``$TRACEPARENT``, with ``--tracestate``/``$TRACESTATE`` and
+``--baggage``/``$BAGGAGE``: the names OpenTelemetry's specification gives environment
+variables carrying a context to a child process) continues the caller's trace: the
+command's steps are children of the caller's span, and the timers and invocations they arm
+carry that trace on. Without ``--otel`` nothing is exported from the command itself (the
+API alone propagates the context), so the caller's span is the parent of what the workers
+record.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ def otel_option[F: Callable[..., Any]](what: str) -> Callable[[F], F]:
 
 
 def tracing_options[F: Callable[..., Any]](function: F) -> F:
-    """``--otel``, ``--traceparent`` and ``--tracestate`` (see the module docstring)."""
+    """``--otel``, ``--traceparent``, ``--tracestate`` and ``--baggage`` (see the module
+    docstring)."""
     options = [
         otel_option("the command"),
         click.option(
@@ -56,6 +59,14 @@ def tracing_options[F: Callable[..., Any]](function: F) -> F:
             envvar="TRACESTATE",
             show_envvar=True,
             help="the W3C tracestate going with --traceparent",
+        ),
+        click.option(
+            "--baggage",
+            default=None,
+            metavar="BAGGAGE",
+            envvar="BAGGAGE",
+            show_envvar=True,
+            help="the W3C baggage going with --traceparent",
         ),
     ]
     for option in reversed(options):
@@ -95,7 +106,9 @@ def stop_tracing(providers: Any) -> None:
 
 
 @contextmanager
-def traced(otel: bool, traceparent: str | None, tracestate: str | None) -> Iterator[None]:
+def traced(
+    otel: bool, traceparent: str | None, tracestate: str | None, baggage: str | None
+) -> Iterator[None]:
     """Trace the block as the options say (nothing at all without either)."""
     if not otel and traceparent is None:
         yield
@@ -104,9 +117,12 @@ def traced(otel: bool, traceparent: str | None, tracestate: str | None) -> Itera
     providers = start_tracing() if otel else None
     if providers is None:
         module.instrument()  # the API alone: the caller's context flows into the jobs
-    carrier = {"traceparent": traceparent} if traceparent is not None else None
-    if carrier is not None and tracestate is not None:
-        carrier["tracestate"] = tracestate
+    carrier = None
+    if traceparent is not None:
+        carrier = {"traceparent": traceparent}
+        for name, value in (("tracestate", tracestate), ("baggage", baggage)):
+            if value is not None:
+                carrier[name] = value
     try:
         with instrumentation.continued(carrier):
             yield
