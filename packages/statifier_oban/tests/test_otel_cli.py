@@ -77,6 +77,36 @@ async def test_send_with_a_traceparent_carries_the_callers_trace_into_its_timer(
     assert carried["baggage"] == "tenant=t-17"
 
 
+async def test_start_continues_the_trace_of_the_traceparent_in_its_environment(
+    pool: AsyncConnectionPool,
+    oban_client: Oban,
+    database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    executions = await executions_on(pool, oban_client)
+    await executions.register(HOLD)
+    execution_id = f"card_{uuid.uuid4().hex[:10]}"
+    monkeypatch.setenv("TRACEPARENT", TRACEPARENT)
+    status = await run_cli(
+        "executions", "start", "--database-url", database_url, "cli_hold",
+        "--id", execution_id, "--event", "authorize",
+    )  # fmt: skip
+    assert status == 0
+    (row,) = await job_rows(
+        pool, "worker = %s AND args->>'scope' = %s", [TIMER_WORKER, execution_id]
+    )
+    assert row.meta["trace_context"]["traceparent"].split("-")[1] == TRACE_ID
+    monkeypatch.delenv("TRACEPARENT")
+    other = f"card_{uuid.uuid4().hex[:10]}"
+    status = await run_cli(
+        "executions", "start", "--database-url", database_url, "cli_hold",
+        "--id", other, "--event", "authorize",
+    )  # fmt: skip
+    assert status == 0
+    (row,) = await job_rows(pool, "worker = %s AND args->>'scope' = %s", [TIMER_WORKER, other])
+    assert "trace_context" not in row.meta
+
+
 def test_otel_without_the_sdk_says_what_to_install(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -391,6 +391,7 @@ def _check_handlers(executions: Executions, execution_id: str, machine: Machine)
 @click.option("--event", default=None, metavar="NAME", help="an event to step at once")
 @click.option("--data", type=kit.JSON, default=None, metavar="JSON", help="that event's data")
 @click.option("--strict", is_flag=True, help="fail when --event takes no transition")
+@tracing_options
 @kit.json_option
 def start(
     database_url: str,
@@ -408,6 +409,10 @@ def start(
     event: str | None,
     data: Any,
     strict: bool,
+    otel: bool,
+    traceparent: str | None,
+    tracestate: str | None,
+    baggage: str | None,
     as_json: bool,
 ) -> int:
     """``executions start``: create (and with ``--event``, step) in one transaction."""
@@ -440,7 +445,8 @@ def start(
                     stepped = await executions.step(new_id, Event(name=event, data=data), conn=conn)
         return _started(created, stepped, output, strict=strict)
 
-    return with_executions(database_url, prefix, work, options)
+    with traced(otel, traceparent, tracestate, baggage):
+        return with_executions(database_url, prefix, work, options)
 
 
 def configuration_of(execution: Execution, state: MachineState) -> tuple[str, ...]:
