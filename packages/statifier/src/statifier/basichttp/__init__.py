@@ -25,7 +25,7 @@ from __future__ import annotations
 from statifier.core.events import BASIC_HTTP_EVENT_PROCESSOR
 from statifier.core.planner import BASIC_HTTP, BASIC_HTTP_SEND_TYPES, HTTP_POST_EVENT
 
-from ._capability import CAPABILITY_LENGTH, Kind, Locations
+from ._capability import CAPABILITY_LENGTH, KEY_ENV, URL_ENV, Kind, Locations
 from ._errors import BasicHTTPError, PostFailed, PostRefused, PostRejected
 from ._host import BasicHTTP, Poster, post_with_retries
 from ._message import (
@@ -46,9 +46,11 @@ __all__ = [
     "CAPABILITY_LENGTH",
     "EVENT_NAME_FIELD",
     "HTTP_POST_EVENT",
+    "KEY_ENV",
     "MAX_BODY_BYTES",
     "MAX_INBOUND_BYTES",
     "TIMEOUT_S",
+    "URL_ENV",
     "BasicHTTP",
     "BasicHTTPError",
     "Endpoint",

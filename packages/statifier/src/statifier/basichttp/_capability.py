@@ -14,7 +14,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-from typing import Final, Literal
+from collections.abc import Mapping
+from typing import Final, Literal, Self
 from urllib.parse import quote
 
 from statifier.core.planner import is_http_url
@@ -29,6 +30,12 @@ MIN_KEY_BYTES: Final = 16
 
 PATH: Final = "basichttp"
 """The path segment under the base URL that every location starts with."""
+
+URL_ENV: Final = "STATIFIER_BASICHTTP_URL"
+"""The environment variable holding the base URL of the locations (``Locations.from_env``)."""
+
+KEY_ENV: Final = "STATIFIER_BASICHTTP_KEY"
+"""The environment variable holding the key of the capabilities (UTF-8, at least 16 bytes)."""
 
 Kind = Literal["execution", "session"]
 """What a location reaches: a durable execution, or a live session."""
@@ -53,6 +60,22 @@ class Locations:
             raise BasicHTTPError(f"the BasicHTTP key must be bytes, at least {MIN_KEY_BYTES}")
         self._base = base_url.rstrip("/")
         self._key = key
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Self | None:
+        """The locations the environment describes: ``STATIFIER_BASICHTTP_URL`` (the base
+        URL) and ``STATIFIER_BASICHTTP_KEY`` (the key, UTF-8); None when the URL is unset.
+        ``BasicHTTPError`` names the variable that is wrong or missing."""
+        url = environ.get(URL_ENV, "").strip()
+        if not url:
+            return None
+        key = environ.get(KEY_ENV, "")
+        if not key:
+            raise BasicHTTPError(f"${URL_ENV} is set: ${KEY_ENV} must hold the key too")
+        try:
+            return cls(url, key.encode("utf-8"))
+        except BasicHTTPError as exc:
+            raise BasicHTTPError(f"${URL_ENV}/${KEY_ENV}: {exc}") from None
 
     @property
     def base_url(self) -> str:

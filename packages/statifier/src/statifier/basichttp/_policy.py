@@ -11,8 +11,9 @@ address actually connected to.
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, Self
 from urllib.parse import urlsplit
 
 from statifier.core.planner import is_http_url
@@ -100,6 +101,38 @@ class OutboundPolicy:
         suffixes = tuple(h[1:] for h in hosts if h.startswith("*.") or h == "*")
         object.__setattr__(self, "_suffixes", suffixes)
 
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Self:
+        """The policy the environment describes (every process that steps executions or
+        runs their jobs reads the same): ``STATIFIER_BASICHTTP_ALLOW`` (``hosts``),
+        ``STATIFIER_BASICHTTP_NETWORKS`` (``networks``), ``STATIFIER_BASICHTTP_PORTS``
+        (``ports``, or ``any``), each a list separated by commas or spaces, and
+        ``STATIFIER_BASICHTTP_TIMEOUT`` (seconds), ``STATIFIER_BASICHTTP_ATTEMPTS`` and
+        ``STATIFIER_BASICHTTP_MAX_BODY`` (bytes); an unset variable keeps the default.
+        ``BasicHTTPError`` names the variable that is wrong."""
+        options: dict[str, object] = {}
+        for name, key in (("ALLOW", "hosts"), ("NETWORKS", "networks")):
+            items = _items(environ, name)
+            if items is not None:
+                options[key] = items
+        ports = _items(environ, "PORTS")
+        if ports is not None:
+            options["ports"] = None if ports == ("any",) else _numbers(ports, "PORTS", int)
+        for name, key, kind in (
+            ("TIMEOUT", "timeout_s", float),
+            ("ATTEMPTS", "attempts", int),
+            ("MAX_BODY", "max_body_bytes", int),
+        ):
+            items = _items(environ, name)
+            if items is not None:
+                if len(items) != 1:
+                    raise BasicHTTPError(f"${ENV_PREFIX}{name} must hold one number")
+                (options[key],) = _numbers(items, name, kind)
+        try:
+            return cls(**options)  # type: ignore[arg-type]
+        except BasicHTTPError as exc:
+            raise BasicHTTPError(f"${ENV_PREFIX}*: {exc}") from None
+
     @property
     def enabled(self) -> bool:
         """Whether any host is allowed at all."""
@@ -160,6 +193,27 @@ class OutboundPolicy:
         if literal is not None:
             return literal in self._names
         return any(host.endswith(suffix) for suffix in self._suffixes if suffix)
+
+
+ENV_PREFIX: Final = "STATIFIER_BASICHTTP_"
+"""The prefix of the environment variables ``OutboundPolicy.from_env`` and
+``Locations.from_env`` read."""
+
+
+def _items(environ: Mapping[str, str], name: str) -> tuple[str, ...] | None:
+    """The items of ``$STATIFIER_BASICHTTP_<name>`` (None: unset or blank)."""
+    text = environ.get(ENV_PREFIX + name)
+    if text is None or not text.strip():
+        return None
+    return tuple(item for item in text.replace(",", " ").split() if item)
+
+
+def _numbers[N: (int, float)](items: tuple[str, ...], name: str, kind: type[N]) -> tuple[N, ...]:
+    try:
+        return tuple(kind(item) for item in items)
+    except ValueError:
+        what = "integers" if kind is int else "numbers"
+        raise BasicHTTPError(f"${ENV_PREFIX}{name} must hold {what}, not {items!r:.100}") from None
 
 
 def _strings(values: object, what: str) -> tuple[str, ...]:

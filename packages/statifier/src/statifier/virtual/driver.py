@@ -321,7 +321,7 @@ class VirtualDriver:
             if instruction is not None:
                 self._execute(session_id, instruction)
 
-    def _execute(self, session_id: str, instruction: planner.Instruction) -> None:
+    def _execute(self, session_id: str, instruction: planner.Instruction) -> None:  # noqa: C901 - one case per planner instruction
         match instruction:
             case planner.Deliver():
                 self._deliver(session_id, instruction)

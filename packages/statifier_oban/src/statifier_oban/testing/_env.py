@@ -40,6 +40,7 @@ from .._names import (
     CHILD_START_WORKER,
     INVOKE_WORKER,
     MESSAGE_WORKER,
+    POST_WORKER,
     SETTLEMENT_WORKER,
     TIMER_WORKER,
 )
@@ -72,6 +73,7 @@ _WORKER_NAMES: Final = {
     SETTLEMENT_WORKER: "settlement",
     CASCADE_WORKER: "cascade",
     MESSAGE_WORKER: "message",
+    POST_WORKER: "basichttp post",
 }
 
 _job_label: contextvars.ContextVar[str] = contextvars.ContextVar(
