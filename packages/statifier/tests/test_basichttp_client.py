@@ -18,8 +18,7 @@ from statifier.basichttp import (
 )
 from statifier.basichttp.client import USER_AGENT, BasicHTTPClient
 from statifier.runtime.session import NO_HTTP_CLIENT, Session
-
-from engine_support.receiver import Receiver
+from statifier.testing import HttpReceiver
 
 NS = 'xmlns="http://www.w3.org/2005/07/scxml"'
 LOOPBACK = ("127.0.0.0/8", "::1/128")
@@ -40,12 +39,12 @@ def request(url: str, body: bytes = b"a=1") -> OutboundRequest:
 
 
 @pytest.fixture
-async def receiver() -> AsyncIterator[Receiver]:
-    async with Receiver() as running:
+async def receiver() -> AsyncIterator[HttpReceiver]:
+    async with HttpReceiver() as running:
         yield running
 
 
-async def test_a_post_arrives_with_its_body_type_and_key(receiver: Receiver) -> None:
+async def test_a_post_arrives_with_its_body_type_and_key(receiver: HttpReceiver) -> None:
     async with BasicHTTPClient(policy()) as client:
         status = await client.post(request(receiver.url("/in?x=1")), idempotency_key="e/7")
     assert status == 204
@@ -57,7 +56,7 @@ async def test_a_post_arrives_with_its_body_type_and_key(receiver: Receiver) -> 
     assert got.headers["host"] == f"127.0.0.1:{receiver.port}"
 
 
-async def test_a_name_is_checked_on_the_addresses_it_resolves_to(receiver: Receiver) -> None:
+async def test_a_name_is_checked_on_the_addresses_it_resolves_to(receiver: HttpReceiver) -> None:
     # "localhost" is on the allow-list by name, but resolves to loopback: refused unless
     # the loopback network is allowed too.
     url = receiver.url(host="localhost")
@@ -69,7 +68,7 @@ async def test_a_name_is_checked_on_the_addresses_it_resolves_to(receiver: Recei
         assert await client.post(request(url)) == 204
 
 
-async def test_the_allow_list_is_checked_before_anything_is_sent(receiver: Receiver) -> None:
+async def test_the_allow_list_is_checked_before_anything_is_sent(receiver: HttpReceiver) -> None:
     async with BasicHTTPClient(OutboundPolicy()) as client:
         with pytest.raises(PostRefused, match="allow-list is empty"):
             await client.post(request(receiver.url()))
@@ -87,7 +86,7 @@ async def test_the_allow_list_is_checked_before_anything_is_sent(receiver: Recei
     [(500, True), (503, True), (429, True), (408, True), (404, False), (400, False), (302, False)],
 )
 async def test_an_answer_other_than_2xx_fails(status: int, retry: bool) -> None:
-    async with Receiver(statuses=[status]) as receiver, BasicHTTPClient(policy()) as client:
+    async with HttpReceiver(statuses=[status]) as receiver, BasicHTTPClient(policy()) as client:
         with pytest.raises(PostFailed) as caught:
             await client.post(request(receiver.url()))
     assert (caught.value.status, caught.value.retry) == (status, retry)
@@ -95,7 +94,8 @@ async def test_an_answer_other_than_2xx_fails(status: int, retry: bool) -> None:
 
 
 async def test_an_attempt_is_bounded_in_time() -> None:
-    async with Receiver(hang=True) as receiver, BasicHTTPClient(policy(timeout_s=0.3)) as client:
+    hanging = HttpReceiver(hang=True)
+    async with hanging as receiver, BasicHTTPClient(policy(timeout_s=0.3)) as client:
         started = asyncio.get_running_loop().time()
         with pytest.raises(PostFailed, match=r"0\.3 s") as caught:
             await client.post(request(receiver.url()))
@@ -103,7 +103,7 @@ async def test_an_attempt_is_bounded_in_time() -> None:
     assert caught.value.retry
 
 
-async def test_nobody_listening_fails_and_may_be_retried(receiver: Receiver) -> None:
+async def test_nobody_listening_fails_and_may_be_retried(receiver: HttpReceiver) -> None:
     closed = receiver.url().replace(str(receiver.port), "9")
     async with BasicHTTPClient(policy()) as client:
         with pytest.raises(PostFailed) as caught:
@@ -126,7 +126,7 @@ def sender(target: str, extra: str = "") -> statifier.Machine:
     )
 
 
-async def test_a_live_session_posts_in_process(receiver: Receiver) -> None:
+async def test_a_live_session_posts_in_process(receiver: HttpReceiver) -> None:
     async with BasicHTTPClient(policy()) as client:
         session = await Session.start(
             sender(receiver.url()), session_id="live1", basichttp=BasicHTTP(client)
@@ -139,7 +139,7 @@ async def test_a_live_session_posts_in_process(receiver: Receiver) -> None:
 
 
 async def test_a_live_session_hears_error_communication_when_its_post_fails() -> None:
-    async with Receiver(statuses=[404]) as receiver, BasicHTTPClient(policy()) as client:
+    async with HttpReceiver(statuses=[404]) as receiver, BasicHTTPClient(policy()) as client:
         session = await Session.start(sender(receiver.url()), basichttp=BasicHTTP(client))
         await asyncio.wait_for(session.wait_halted(), 5)
         assert session.status().configuration == ("failed",)

@@ -1,10 +1,13 @@
-"""A small HTTP/1.1 server on loopback that records what it is sent: the other end of the
-BasicHTTP sends under test (outbound POSTs from live sessions and from durable jobs).
+"""``HttpReceiver``: a small HTTP/1.1 server on loopback that records what it is sent, the
+other end of a chart's BasicHTTP sends under test (``<send type="basichttp">`` from a live
+session or a durable execution's job).
 
-Each request is read whole (its ``Content-Length`` body), recorded, and answered with the
-next status of ``statuses`` (the last one repeats; 204 when none are given), with a
-``Location`` header for a 3xx. ``hang=True`` reads requests and never answers (for
-timeouts). ``wait_for(n)`` returns once ``n`` requests have arrived.
+Each request is read whole (its ``Content-Length`` body, at most 1 MiB), recorded, and
+answered with the next status of ``statuses`` (the last one repeats; 204 when none are
+given), with a ``Location`` header for a 3xx. ``hang=True`` reads requests and never
+answers (to test timeouts). ``wait_for(n)`` returns once ``n`` requests have arrived. Allow
+its address in the test's ``OutboundPolicy``: ``hosts=("127.0.0.1",),
+networks=("127.0.0.0/8",), ports=None``.
 """
 
 from __future__ import annotations
@@ -13,11 +16,14 @@ import asyncio
 import contextlib
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Self
+from typing import Final, Self
+
+MAX_BODY: Final = 1 << 20
+"""The largest request body an ``HttpReceiver`` reads."""
 
 
 @dataclass(frozen=True, slots=True)
-class Received:
+class ReceivedRequest:
     """One request as it arrived: method, target (path and query), headers (names in lower
     case) and body."""
 
@@ -28,12 +34,13 @@ class Received:
 
 
 @dataclass
-class Receiver:
-    """See the module docstring; ``url(path)`` is an address on it (``http://127.0.0.1:P``)."""
+class HttpReceiver:
+    """See the module docstring: an async context manager; ``url(path)`` is an address on it
+    (``http://127.0.0.1:<port><path>``) and ``requests`` what it received, in order."""
 
     statuses: list[int] = field(default_factory=lambda: [204])
     hang: bool = False
-    requests: list[Received] = field(default_factory=list)
+    requests: list[ReceivedRequest] = field(default_factory=list)
     port: int = 0
     _server: asyncio.Server | None = None
     _arrived: asyncio.Condition = field(default_factory=asyncio.Condition)
@@ -54,13 +61,14 @@ class Receiver:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        assert self._server is not None
+        if self._server is None:
+            return
         self._server.close()
         for writer in list(self._open):
             writer.close()
         await self._server.wait_closed()
 
-    async def wait_for(self, count: int, timeout: float = 10.0) -> list[Received]:
+    async def wait_for(self, count: int, timeout: float = 10.0) -> list[ReceivedRequest]:
         """The requests, once at least ``count`` have arrived (``TimeoutError`` otherwise)."""
         async with asyncio.timeout(timeout), self._arrived:
             await self._arrived.wait_for(lambda: len(self.requests) >= count)
@@ -93,7 +101,7 @@ class Receiver:
                 writer.close()
 
 
-async def _read(reader: asyncio.StreamReader) -> Received | None:
+async def _read(reader: asyncio.StreamReader) -> ReceivedRequest | None:
     line = await reader.readline()
     if not line:
         return None
@@ -102,5 +110,8 @@ async def _read(reader: asyncio.StreamReader) -> Received | None:
     while (header := await reader.readline()) not in (b"\r\n", b"\n", b""):
         name, _, value = header.decode("latin-1").partition(":")
         headers[name.strip().lower()] = value.strip()
-    body = await reader.readexactly(int(headers.get("content-length", "0")))
-    return Received(method, target, headers, body)
+    length = int(headers.get("content-length", "0"))
+    if not 0 <= length <= MAX_BODY:
+        return None
+    body = await reader.readexactly(length)
+    return ReceivedRequest(method, target, headers, body)
