@@ -165,4 +165,4 @@ async def running_rig(
     finally:
         executions.use(None)
         _Configured.config_in_use = None
-        await executor.basichttp_client().aclose()
+        await executor.close()

@@ -319,6 +319,12 @@ class ObanExecutor:
             self._client = BasicHTTPClient(self.basichttp)
         return self._client
 
+    async def close(self) -> None:
+        """Close this process's BasicHTTP client (its pooled connections), if it made one."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
+
 
 _Run = Callable[[Executions, str | None], Awaitable[StepResult]]
 """A step of an execution delivery, given the installed ``Executions`` and the job's key."""
