@@ -86,11 +86,11 @@ _job_label: contextvars.ContextVar[str] = contextvars.ContextVar(
 class RanJob:
     """A job the environment ran: its id, kind (``timer``, ``invocation``, ``child
     start``, ``settlement``, ``cascade``, ``message``: one between a parent and a chart
-    it invoked, ``basichttp post``: a BasicHTTP send), execution (``scope``: a message's receiver), what it carried
-    (``event``/``send_id`` of a timer, ``invoke_id``), the attempt, the state its outcome
-    left it in (``completed``, ``retryable``, ``cancelled``, ``discarded``, ``scheduled``
-    for a snooze) or ``held`` (a scripted invocation waiting for the test), and the
-    environment's time (``DurableEnv.now_ms``) when it ended or was held."""
+    it invoked, ``basichttp post``: a BasicHTTP send), execution (``scope``: a message's
+    receiver), what it carried (``event``/``send_id`` of a timer, ``invoke_id``), the
+    attempt, the state its outcome left it in (``completed``, ``retryable``, ``cancelled``,
+    ``discarded``, ``scheduled`` for a snooze) or ``held`` (a scripted invocation waiting
+    for the test), and the environment's time (``DurableEnv.now_ms``) when it ended or was held."""
 
     job_id: int
     kind: str
