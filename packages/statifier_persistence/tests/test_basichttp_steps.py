@@ -47,11 +47,11 @@ class PostingExecutor(TableExecutor):
     def __init__(self, refuse: str | None = None) -> None:
         super().__init__()
         self.posts: list[tuple[str, planner.Post]] = []
-        self.refuse = refuse
+        self.refuse_posts = refuse
 
     async def post(self, conn: AsyncConnection[Any], execution_id: str, post: planner.Post) -> None:
-        if self.refuse is not None:
-            raise EffectRefused(self.refuse)
+        if self.refuse_posts is not None:
+            raise EffectRefused(self.refuse_posts)
         self.posts.append((execution_id, post))
 
 
