@@ -2,8 +2,8 @@
 ``tests/w3c/passing_ecmascript.txt`` (ECMAScript profile), and
 ``tests/w3c/passing_durable_invoke.txt`` (the invoke tests of the Python profile that pass as
 durable executions, with real jobs and a worker), and ``tests/w3c/passing_basichttp.txt`` and
-``tests/w3c/passing_basichttp_ecmascript.txt`` (the BasicHTTP tests that pass as durable
-executions against the real web app on loopback, per profile).
+``tests/w3c/passing_basichttp_ecmascript.txt`` (the BasicHTTP tests that pass against the
+real web app on loopback, as durable executions and as live sessions, per profile).
 
 Format: one test id per line (``144``; ``403`` means all three of its start documents),
 ``#`` starts a comment (a whole line or the rest of a line).  The list only grows: CI
@@ -35,7 +35,7 @@ PASSING_FILE = _TESTS / "passing.txt"
 DURABLE_INVOKE_FILE = _TESTS / "passing_durable_invoke.txt"
 
 #: The ratchets of the BasicHTTP Event I/O processor's tests (SCXML D.2, and test 201) that
-#: pass as durable executions against the real web app, per profile
+#: pass against the real web app, as durable executions and live sessions, per profile
 #: (``packages/statifier_web/tests/test_w3c_basichttp.py``).
 BASICHTTP_FILES = {
     "python": _TESTS / "passing_basichttp.txt",
