@@ -52,7 +52,7 @@ async def test_a_post_arrives_with_its_body_type_and_key(receiver: HttpReceiver)
     assert (got.method, got.target, got.body) == ("POST", "/in?x=1", b"a=1")
     assert got.headers["content-type"] == "application/x-www-form-urlencoded"
     assert got.headers["idempotency-key"] == "e/7"
-    assert got.headers["user-agent"] == USER_AGENT
+    assert got.headers["user-agent"] == USER_AGENT == f"statifier-basichttp/{statifier.__version__}"
     assert got.headers["host"] == f"127.0.0.1:{receiver.port}"
 
 

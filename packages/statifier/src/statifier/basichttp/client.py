@@ -19,12 +19,15 @@ from typing import Final, Self
 
 import httpcore
 
+from statifier import __version__
+
 from ._errors import PostFailed, PostRefused
 from ._message import OutboundRequest
 from ._policy import OutboundPolicy
 
-USER_AGENT: Final = "statifier-basichttp/0.1"
-"""The ``User-Agent`` of outbound POSTs."""
+USER_AGENT: Final = f"statifier-basichttp/{__version__}"
+"""The ``User-Agent`` of outbound POSTs: ``statifier-basichttp/`` and the installed
+statifier's version."""
 
 _RETRIED_STATUSES: Final = frozenset({408, 425, 429})
 """4xx answers that may go otherwise later (besides every 5xx)."""
