@@ -194,6 +194,8 @@ def test_without_a_location_there_is_no_basichttp_entry() -> None:
 def test_a_received_post_is_an_external_event_with_its_raw_message() -> None:
     event = planner.received_post(None, {"a": "1"}, "POST / HTTP/1.1\r\n\r\na=1")
     assert (event.name, event.type, event.origintype) == ("HTTP.POST", "external", HTTP_TYPE)
+    # A POST names no address to answer at: the sender passes one as data if it wants one.
+    assert (event.origin, event.sendid, event.invokeid) == (None, None, None)
     variable = event.as_system_variable()
     assert variable["raw"] == "POST / HTTP/1.1\r\n\r\na=1"
     assert "caller_context" not in variable

@@ -10,6 +10,7 @@ import pytest
 import statifier
 from statifier.basichttp import (
     BasicHTTP,
+    BasicHTTPError,
     Locations,
     OutboundPolicy,
     OutboundRequest,
@@ -158,6 +159,45 @@ async def test_a_live_session_without_a_client_or_allowance_is_refused_at_once()
         assert session.status().configuration == ("failed",)
         assert "allow-list is empty" in session.snapshot().datamodel["why"]["message"]
         await session.stop()
+
+
+async def test_a_live_session_bounds_the_posts_under_way() -> None:
+    gate = asyncio.Event()
+    arrived: list[bytes] = []
+
+    async def held(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        arrived.append(await reader.readuntil(b"\r\n\r\n"))
+        await gate.wait()  # answers only once the test has seen the third send refused
+        writer.write(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(held, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    three = statifier.compile(
+        f'<scxml {NS} initial="s"><datamodel><data id="errors" expr="[]"/></datamodel>'
+        '<state id="s"><onentry><foreach array="[1, 2, 3]" item="n">'
+        f'<send type="basichttp" event="ping" target="http://127.0.0.1:{port}/" namelist="n"/>'
+        '</foreach></onentry><transition event="error.communication">'
+        '<assign location="errors" expr="errors + [_event.data]"/></transition></state></scxml>'
+    )
+    async with server, BasicHTTPClient(policy()) as client:
+        session = await Session.start(three, basichttp=BasicHTTP(client, max_pending=2))
+        try:
+            while len(arrived) < 2:
+                await asyncio.sleep(0.01)
+            errors = session.snapshot().datamodel["errors"]
+            assert errors == [{"message": "more than 2 BasicHTTP sends under way"}]
+        finally:
+            gate.set()
+            await session.stop()
+    assert len(arrived) == 2
+
+
+@pytest.mark.parametrize("bound", [0, -1, True, 1.5])
+def test_max_pending_is_a_positive_integer(bound: object) -> None:
+    with pytest.raises(BasicHTTPError, match="max_pending"):
+        BasicHTTP(max_pending=bound)  # type: ignore[arg-type]
 
 
 async def test_a_live_session_has_the_location_its_host_gives() -> None:

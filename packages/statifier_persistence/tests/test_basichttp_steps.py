@@ -17,6 +17,7 @@ from statifier_persistence import (
     EffectRefused,
     Executions,
     InvalidArgument,
+    Limits,
     PostExecutor,
     Stepped,
 )
@@ -111,6 +112,42 @@ async def test_a_failure_after_the_execution_ended_is_discarded(store: AsyncConn
     await executions.step(execution_id, Event(name="stop"))
     answer = await executions.send_failed(execution_id, planner.post_failed("h", "late"))
     assert isinstance(answer, Discarded)
+
+
+MANY = chart(
+    """
+    <datamodel><data id="errors" expr="[]"/></datamodel>
+    <state id="s">
+      <transition event="go">
+        <foreach array="[1, 2, 3]" item="n">
+          <send type="basichttp" event="ping" target="https://a.example/in" namelist="n"/>
+        </foreach>
+      </transition>
+      <transition event="error.communication">
+        <assign location="errors" expr="errors + [_event.data]"/>
+      </transition>
+    </state>
+    """,
+    name="many",
+)
+
+
+async def test_the_posts_of_one_step_are_bounded(store: AsyncConnectionPool) -> None:
+    executor = PostingExecutor()
+    executions = Executions(store, executor=executor, limits=Limits(max_posts=2))
+    execution_id = unique()
+    await executions.create(MANY, execution_id=execution_id)
+    stepped = await executions.step(execution_id, Event(name="go"))
+    assert isinstance(stepped, Stepped)
+    assert [post.effect.data for _, post in executor.posts] == [{"n": 1}, {"n": 2}]
+    assert stepped.state.datamodel["errors"] == [
+        {"message": "more than 2 BasicHTTP sends in one step"}
+    ]
+    # The bound is per step: the next one may make as many again.
+    again = await executions.step(execution_id, Event(name="go"))
+    assert isinstance(again, Stepped)
+    assert len(executor.posts) == 4
+    assert len(again.state.datamodel["errors"]) == 2
 
 
 @pytest.mark.parametrize("failure", [Event(name="ping"), "error.communication", None])

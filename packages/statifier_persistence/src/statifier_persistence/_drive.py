@@ -14,8 +14,9 @@ with each (ADR 12):
   To anyone else: the host hook's ``deliver``. Whatever cannot be delivered raises
   ``planner.undeliverable`` in the chart.
 * ``Post`` (a BasicHTTP send): the executor's ``post``, when it is a ``PostExecutor``
-  (a durable job); refused (``planner.post_failed``, at once) when it is not or it
-  refuses. A failure after the step comes back as ``Executions.send_failed`` (``failed``).
+  (a durable job), up to ``Limits.max_posts`` per transaction; refused
+  (``planner.post_failed``, at once) past it, or when the executor is none or refuses.
+  A failure after the step comes back as ``Executions.send_failed`` (``failed``).
 * ``Schedule``: a delayed send, whatever its target, becomes a timer through the
   executor, and is armed (``_armed``); when it fires (``fired``) it is delivered as an
   immediate send would be if it is still armed, and declined otherwise.
@@ -97,6 +98,8 @@ class Drive:
     """The notice when ``driven`` took no transition (``statifier.chart.matching``)."""
     refused: set[str] = field(default_factory=set)
     """Send and invoke ids whose timer or invocation the executor refused."""
+    posts: int = 0
+    """The BasicHTTP POSTs the executor stored in this drive (``Limits.max_posts``)."""
     _own: deque[Event] = field(default_factory=deque)
     _internal: deque[Event] = field(default_factory=deque)
 
@@ -274,13 +277,19 @@ class Drive:
     async def _post(self, post: planner.Post) -> None:
         send_id = post.effect.send_id
         if not isinstance(self.executor, PostExecutor):
-            self._internal.append(planner.post_failed(send_id, NO_POSTS))
-            return
-        try:
-            await self.executor.post(self.conn, self.scope, post)
-        except EffectRefused as refused:
-            self.refused.add(send_id)
-            self._internal.append(planner.post_failed(send_id, refused.reason))
+            reason = NO_POSTS
+        elif self.posts >= self.limits.max_posts:
+            reason = f"more than {self.limits.max_posts} BasicHTTP sends in one step"
+        else:
+            try:
+                await self.executor.post(self.conn, self.scope, post)
+            except EffectRefused as refused:
+                self.refused.add(send_id)
+                reason = refused.reason
+            else:
+                self.posts += 1
+                return
+        self._internal.append(planner.post_failed(send_id, reason))
 
     async def _forward(self, invoke_id: str, event: Event) -> bool:
         """Hand ``event`` to live invocation ``invoke_id``: its child execution's mailbox

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Final, Protocol, runtime_checkable
 
 from ._capability import Locations
-from ._errors import PostFailed
+from ._errors import BasicHTTPError, PostFailed
 from ._message import OutboundRequest
 from ._policy import OutboundPolicy
 
@@ -16,6 +16,9 @@ RETRY_FIRST_S: Final = 1.0
 
 RETRY_MAX_S: Final = 30.0
 """The longest wait between two attempts at a live session's POST."""
+
+MAX_PENDING_POSTS: Final = 100
+"""The POSTs a live session may have under way at once, by default."""
 
 
 @runtime_checkable
@@ -37,10 +40,18 @@ class BasicHTTP:
     ``client`` makes its outbound POSTs (None: every one is refused with
     ``error.communication``), ``locations`` gives it a location, so a host serving the
     location (``statifier_web``) can deliver POSTs to it (None: no ``basichttp`` entry in
-    its ``_ioprocessors``). Sessions it invokes share it."""
+    its ``_ioprocessors``). ``max_pending`` bounds the POSTs one session may have under
+    way at once (retries included): one more is refused with ``error.communication``.
+    Sessions it invokes share it."""
 
     client: Poster | None = None
     locations: Locations | None = None
+    max_pending: int = MAX_PENDING_POSTS
+
+    def __post_init__(self) -> None:
+        pending = self.max_pending
+        if isinstance(pending, bool) or not isinstance(pending, int) or pending < 1:
+            raise BasicHTTPError(f"max_pending must be a positive integer, not {pending!r}")
 
 
 async def post_with_retries(client: Poster, request: OutboundRequest, key: str) -> int:

@@ -1044,12 +1044,18 @@ class Session:
 
     def _post(self, post: planner.Post) -> None:
         """POST a BasicHTTP send in a task of its own; the chart hears
-        ``error.communication`` if the client refuses it (at once) or it fails for good
-        (when it does, in the order of the session's other events)."""
-        client = self.basichttp.client if self.basichttp is not None else None
+        ``error.communication`` if the client refuses it or ``max_pending`` are under way
+        (at once) or it fails for good (when it does, in the order of the session's other
+        events)."""
+        http = self.basichttp
+        client = http.client if http is not None else None
         send_id = post.effect.send_id
-        if client is None:
+        if http is None or client is None:
             self._defer(planner.post_failed(send_id, NO_HTTP_CLIENT))
+            return
+        if self._posts is not None and len(self._posts) >= http.max_pending:
+            message = f"more than {http.max_pending} BasicHTTP sends under way"
+            self._defer(planner.post_failed(send_id, message))
             return
         request = outbound(post)
         try:
