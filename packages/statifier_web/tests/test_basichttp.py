@@ -17,7 +17,7 @@ from psycopg_pool import AsyncConnectionPool
 from statifier.basichttp import BasicHTTP, Kind, Locations
 from statifier.core.events import BASIC_HTTP_EVENT_PROCESSOR
 from statifier.runtime.session import Session
-from statifier_web._basichttp import RateLimit
+from statifier_web._basichttp import SESSION_KEYS, RateLimit, RecentKeys
 
 from web_support.basichttp import KEY, BasicHTTPRig, basichttp_rig
 from web_support.rig import web_rig
@@ -241,6 +241,62 @@ async def test_a_live_session_in_the_app_s_process_has_a_location(rig: BasicHTTP
     await session.stop()
     gone = await rig.client.post(urlsplit(location).path, content=b"", headers=FORM)
     assert gone.status_code == 404
+
+
+COUNTER = statifier.compile(
+    f"""<scxml {NS} name="counter" initial="s">
+      <datamodel><data id="paid" expr="0"/></datamodel>
+      <state id="s">
+        <transition event="paid"><assign location="paid" expr="paid + 1"/></transition>
+        <transition event="stop" target="end"/>
+      </state>
+      <final id="end"/>
+    </scxml>"""
+)
+
+
+async def test_a_live_session_applies_a_key_once(rig: BasicHTTPRig) -> None:
+    session = await Session.start(
+        COUNTER, session_id="live2", basichttp=BasicHTTP(locations=rig.locations)
+    )
+    path = urlsplit(rig.locations.location("live2", "session")).path
+    answers = [
+        await rig.client.post(path, content=b"_scxmleventname=paid", headers=headers)
+        for headers in (
+            {**FORM, "Idempotency-Key": "k1"},
+            {**FORM, "Idempotency-Key": "k1"},
+            {**FORM, "Idempotency-Key": "k2"},
+            FORM,
+        )
+    ]
+    assert [a.status_code for a in answers] == [202, 200, 202, 202]
+    assert answers[1].json() == {"already_applied": True}
+    await rig.client.post(path, content=b"_scxmleventname=stop", headers=FORM)
+    await asyncio.wait_for(session.wait_halted(), 5)  # events are taken in order
+    assert session.snapshot().datamodel["paid"] == 3
+    await session.stop()
+    # A session of the same id started later has seen no key.
+    again = await Session.start(
+        COUNTER, session_id="live2", basichttp=BasicHTTP(locations=rig.locations)
+    )
+    headers = {**FORM, "Idempotency-Key": "k1"}
+    response = await rig.client.post(path, content=b"_scxmleventname=paid", headers=headers)
+    assert response.status_code == 202
+    await again.stop()
+
+
+async def test_a_session_remembers_its_last_keys() -> None:
+    assert SESSION_KEYS == 1000
+    one, two = await Session.start(COUNTER), await Session.start(COUNTER)
+    recent = RecentKeys(2)
+    assert [recent.first_use(one, key) for key in ("a", "b", "a", "c")] == [
+        True, True, False, True
+    ]  # fmt: skip
+    assert recent.first_use(two, "a")  # each session has its own
+    assert not recent.first_use(one, "a")  # used last: kept
+    assert recent.first_use(one, "b")  # the oldest: forgotten
+    for session in (one, two):
+        await session.stop()
 
 
 ECHO = statifier.compile(

@@ -6,7 +6,8 @@ capability being the credential (``statifier.basichttp.Locations``, from the app
 ``Executions``). A capability of an execution steps it once (``Service.step``, with the
 ``Idempotency-Key`` header as the step key, the history's trigger ``http``); a capability
 of a live session (its kind ``session``) queues the event on the session of this process
-that holds the id. The id is the location's next to last segment as it arrived
+that holds the id, once per ``Idempotency-Key`` (the session remembers its last
+``SESSION_KEYS`` keys). The id is the location's next to last segment as it arrived
 (percent-decoded, so an id holding ``/`` is one segment). Every POST is bounded: its body
 (``WebSettings.basichttp_max_bytes``, 413) and its rate per location
 (``basichttp_rate`` a second, bursts of ``basichttp_burst``; 429 with ``Retry-After``). A
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import math
 import time
+import weakref
 from collections import OrderedDict
 from typing import Final
 from urllib.parse import unquote
@@ -26,6 +28,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from statifier.basichttp import Kind, Locations, PostRejected, read_post
 from statifier.runtime import registry
+from statifier.runtime.session import Session
 from statifier_persistence import (
     MAX_KEY_LENGTH,
     AlreadyApplied,
@@ -43,6 +46,9 @@ ROUTE: Final = "/basichttp/{location:path}"
 
 MAX_BUCKETS: Final = 10_000
 """Locations whose rate is remembered; the least recently used is forgotten first."""
+
+SESSION_KEYS: Final = 1000
+"""The ``Idempotency-Key``s remembered per live session; the oldest is forgotten first."""
 
 TRIGGER: Final = Trigger("http", detail="BasicHTTP POST")
 """Who the history says asked for a step from a POST."""
@@ -78,6 +84,28 @@ class RateLimit:
         return wait
 
 
+class RecentKeys:
+    """The last ``size`` idempotency keys used with each live session, for as long as the
+    session lives (held weakly: a stopped session's keys go with it)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._keys: weakref.WeakKeyDictionary[Session, OrderedDict[str, None]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def first_use(self, session: Session, key: str) -> bool:
+        """Whether ``key`` is new to ``session`` (it is remembered from now on)."""
+        keys = self._keys.setdefault(session, OrderedDict())
+        if key in keys:
+            keys.move_to_end(key)
+            return False
+        keys[key] = None
+        while len(keys) > self.size:
+            keys.popitem(last=False)
+        return True
+
+
 class BasicHTTPRoute:
     """The route's handler over ``service``'s executions (see the module docstring)."""
 
@@ -85,6 +113,7 @@ class BasicHTTPRoute:
         self.service = service
         self.settings = settings
         self.limit = RateLimit(settings.basichttp_rate, settings.basichttp_burst)
+        self.session_keys = RecentKeys(SESSION_KEYS)
 
     @property
     def locations(self) -> Locations | None:
@@ -128,6 +157,8 @@ class BasicHTTPRoute:
             session = registry.lookup(id_)
             if session is None:
                 raise nowhere()
+            if key is not None and not self.session_keys.first_use(session, key):
+                return JSONResponse({"already_applied": True}, status_code=200)
             session.send_event(received.event())
             return Response(status_code=202)
         try:

@@ -261,7 +261,9 @@ class Session:
     and its queues, timers, invocation bookkeeping and halt waiters exist only once used.
     """
 
+    # __weakref__: hosts keep per-session bookkeeping that must not keep a session alive.
     __slots__ = (
+        "__weakref__",
         "_cancel_marks",
         "_cancel_requested",
         "_deferred",
