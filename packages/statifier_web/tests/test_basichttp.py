@@ -6,6 +6,7 @@ to its own location through a job."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -17,7 +18,8 @@ from psycopg_pool import AsyncConnectionPool
 from statifier.basichttp import BasicHTTP, Kind, Locations
 from statifier.core.events import BASIC_HTTP_EVENT_PROCESSOR
 from statifier.runtime.session import Session
-from statifier_web._basichttp import SESSION_KEYS, RateLimit, RecentKeys
+from statifier_persistence import MAX_ID_LENGTH
+from statifier_web._basichttp import MAX_IDEMPOTENCY_KEY, SESSION_KEYS, RateLimit, RecentKeys
 
 from web_support.basichttp import KEY, BasicHTTPRig, basichttp_rig
 from web_support.rig import web_rig
@@ -319,16 +321,39 @@ ECHO = statifier.compile(
 )
 
 
-async def test_a_chart_posts_to_its_own_location_through_a_job(rig: BasicHTTPRig) -> None:
-    await rig.executions.create(ECHO, execution_id="echo")
+async def echoed(rig: BasicHTTPRig, execution_id: str) -> Any:
+    """Create an ``ECHO`` execution; its state once it heard itself (or failed)."""
+    await rig.executions.create(ECHO, execution_id=execution_id)
     state: Any = None
     for _ in range(300):
-        _, state = await rig.executions.load("echo")
+        _, state = await rig.executions.load(execution_id)
         if state.active_leaf_ids() != ("s",):
             break
         await asyncio.sleep(0.02)
+    return state
+
+
+async def test_a_chart_posts_to_its_own_location_through_a_job(rig: BasicHTTPRig) -> None:
+    state = await echoed(rig, "echo")
     assert state.active_leaf_ids() == ("heard",)
     assert state.datamodel["got"] == {"n": "1"}
     entry = (await rig.executions.history("echo")).entries[-1]
     assert entry.key is not None  # the job's Idempotency-Key was the step's key
     assert entry.key.startswith("echo/")
+
+
+async def test_a_key_longer_than_a_step_key_is_taken_by_its_digest(rig: BasicHTTPRig) -> None:
+    # The longest execution id makes an Idempotency-Key ("<id>/<job id>") over 200.
+    execution_id = "e" * MAX_ID_LENGTH
+    state = await echoed(rig, execution_id)
+    assert state.active_leaf_ids() == ("heard",)
+    entry = (await rig.executions.history(execution_id)).entries[-1]
+    assert entry.key is not None
+    assert re.fullmatch(r"sha256:[0-9a-f]{64}", entry.key)
+    path = urlsplit(rig.locations.location(execution_id)).path
+    longest = {**FORM, "Idempotency-Key": "k" * MAX_IDEMPOTENCY_KEY}
+    answers = [
+        await rig.client.post(path, content=b"_scxmleventname=ping", headers=headers)
+        for headers in (longest, longest, {**FORM, "Idempotency-Key": "k" * 1025})
+    ]
+    assert [a.status_code for a in answers] == [204, 200, 400]

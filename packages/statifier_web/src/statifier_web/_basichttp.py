@@ -17,6 +17,7 @@ about which ids exist.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 import weakref
@@ -46,6 +47,10 @@ ROUTE: Final = "/basichttp/{location:path}"
 
 MAX_BUCKETS: Final = 10_000
 """Locations whose rate is remembered; the least recently used is forgotten first."""
+
+MAX_IDEMPOTENCY_KEY: Final = 1024
+"""The longest ``Idempotency-Key`` a POST may carry; one longer than a step key
+(``MAX_KEY_LENGTH``) is stepped under its digest, ``sha256:<hex>``."""
 
 SESSION_KEYS: Final = 1000
 """The ``Idempotency-Key``s remembered per live session; the oldest is forgotten first."""
@@ -200,16 +205,21 @@ def _kind(locations: Locations, id_: str, capability: str) -> Kind:
 
 
 def _key(text: str | None) -> str | None:
-    """The ``Idempotency-Key`` header as a step key (400 if it is no key)."""
+    """The ``Idempotency-Key`` header as a step key (400 if it is no key): itself, or
+    its digest when it is longer than a step key may be (a sender's key names its own
+    execution, whose id may already be as long as a step key)."""
     if text is None:
         return None
-    if not 0 < len(text) <= MAX_KEY_LENGTH or not text.isprintable() or " " in text:
+    if not 0 < len(text) <= MAX_IDEMPOTENCY_KEY or not text.isprintable() or " " in text:
         raise ApiError(
             400,
             "bad_request",
-            f"Idempotency-Key must be 1 to {MAX_KEY_LENGTH} printable characters without spaces",
+            f"Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY} printable characters"
+            " without spaces",
         )
-    return text
+    if len(text) <= MAX_KEY_LENGTH:
+        return text
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _too_large(limit: int) -> ApiError:
