@@ -22,7 +22,7 @@ from statifier.basichttp import PostFailed, PostRefused
 from statifier.core import planner
 from statifier.core.events import Event
 
-from .._errors import StatifierObanError, UndecodableRow
+from .._errors import PostFailedAgain, UndecodableRow
 from .._names import EXECUTIONS_MODULE
 from ..delivery import Delivered, Discarded, Snoozed
 from ..rows._outcomes import Outcome, snooze
@@ -30,10 +30,6 @@ from . import _post_jobs
 from ._executor import _Steps, current_executor
 
 logger = logging.getLogger("statifier_oban.executions")
-
-
-class PostFailedAgain(StatifierObanError):
-    """A BasicHTTP POST failed and will be tried again (oban retries the job)."""
 
 
 class PostWorker:
