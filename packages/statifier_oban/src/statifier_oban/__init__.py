@@ -60,6 +60,7 @@ from ._errors import (
     StatementError,
     StatifierObanError,
     StoreUnavailable,
+    TracingUnavailable,
     UndecodableRow,
     ValueRefused,
 )
@@ -143,6 +144,7 @@ __all__ = [
     "StoreUnavailable",
     "TimerDelivery",
     "TimerJob",
+    "TracingUnavailable",
     "UndecodableRow",
     "ValueRefused",
     "__version__",

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final, Literal, Protocol, runtime_checkable
 
+from statifier import instrumentation
 from statifier.basichttp import (
     BasicHTTP,
     OutboundRequest,
@@ -208,6 +209,17 @@ class _Entry:
         self.event = event
         self.invoke_id = invoke_id
         self.timer = timer
+
+
+class _TracedEntry(_Entry):
+    """An entry queued while tracing is on: it carries the context it was sent from, the
+    parent of the macrostep that processes it (ADR 30)."""
+
+    __slots__ = ("context",)
+
+    def __init__(self, entry: _Entry, context: object) -> None:
+        super().__init__(entry.kind, entry.event, entry.invoke_id, entry.timer)
+        self.context = context
 
 
 _CANCEL = _Entry("cancel")
@@ -449,26 +461,18 @@ class Session:
         self.tree.live += 1
         self._subscribers.extend(subscribers)
         if state is None:
-            state, effects = initialize(
-                self.machine,
-                session_id=sid,
-                max_macrostep_rounds=self.max_macrostep_rounds,
-                datamodel=datamodel,
-                trace=trace,
-                invoke_types=invoke_types,
-                routes=_ROUTES[self._parent is not None],
-                caller_context=caller_context,
-                limits=self.limits,
-                basichttp_location=self._location(),
-            )
-            try:
-                await self._commit(state, effects, retry=False)
-            except BaseException:
-                registry.unregister(sid)
-                self.tree.live -= 1
-                raise
-            await self._perform(effects)
-            self._stored.clear()
+            tracer = instrumentation.current
+            if tracer is None:
+                await self._initialize(datamodel, trace, invoke_types, caller_context)
+            else:
+                with tracer.span(
+                    instrumentation.MACROSTEP,
+                    session_id=sid,
+                    chart=self.machine.name,
+                    trigger="initial",
+                ) as span:
+                    await self._initialize(datamodel, trace, invoke_types, caller_context)
+                    span.set(states=self.snapshot().active_leaf_ids())
         else:
             self._state = state
         try:
@@ -485,6 +489,35 @@ class Session:
         if http is None or http.locations is None:
             return None
         return http.locations.location(self.session_id, "session")
+
+    async def _initialize(
+        self,
+        datamodel: dict[str, Any] | None,
+        trace: bool,
+        invoke_types: frozenset[str],
+        caller_context: Any,
+    ) -> None:
+        """The first macrostep: ``initialize``, committed and performed (``start``)."""
+        state, effects = initialize(
+            self.machine,
+            session_id=self.session_id,
+            max_macrostep_rounds=self.max_macrostep_rounds,
+            datamodel=datamodel,
+            trace=trace,
+            invoke_types=invoke_types,
+            routes=_ROUTES[self._parent is not None],
+            caller_context=caller_context,
+            limits=self.limits,
+            basichttp_location=self._location(),
+        )
+        try:
+            await self._commit(state, effects, retry=False)
+        except BaseException:
+            registry.unregister(self.session_id)
+            self.tree.live -= 1
+            raise
+        await self._perform(effects)
+        self._stored.clear()
 
     async def stop(self) -> None:
         """Stop the session: end its task, drop its timers, stop children, unregister."""
@@ -528,7 +561,11 @@ class Session:
         try:
             await delayed.release(self, reason)
         except Exception:
-            logger.exception("session %s: releasing its store's claim failed", self.session_id)
+            logger.exception(
+                "session %s: releasing its store's claim failed",
+                self.session_id,
+                extra={"session_id": self.session_id},
+            )
 
     async def wait_halted(self) -> None:
         """Wait until the session halts (done, cancelled, budget exhausted, stopped or
@@ -669,6 +706,9 @@ class Session:
     # -- inbox ---------------------------------------------------------------------------
 
     def _enqueue(self, entry: _Entry) -> None:
+        tracer = instrumentation.current
+        if tracer is not None and entry is not _CANCEL:
+            entry = _TracedEntry(entry, tracer.capture())
         if self._inbox is None:
             self._inbox = deque()
         self._inbox.append(entry)
@@ -727,7 +767,11 @@ class Session:
     async def _step(self, entry: _Entry) -> bool:
         """Process one entry; False when the session must stop processing."""
         try:
-            await self._process(entry)
+            tracer = instrumentation.current
+            if tracer is None:
+                await self._process(entry)
+            else:
+                await self._traced(tracer, entry)
             await self._stepped()
         except _Interrupted:
             return False
@@ -736,14 +780,39 @@ class Session:
                 "session %s: owned by another process now, stopping without this step: %s",
                 self.session_id,
                 exc,
+                extra={"session_id": self.session_id},
             )
             await self._stop("superseded")
             return False
         except Exception:  # a bug in a driver path must not kill the session
-            logger.exception("session %s: failed to process %s", self.session_id, entry.kind)
+            logger.exception(
+                "session %s: failed to process %s",
+                self.session_id,
+                entry.kind,
+                extra={"session_id": self.session_id, "trigger": entry.kind},
+            )
         finally:
             self._stored.clear()  # outcomes are keyed by id(): none may outlive its step
         return True
+
+    async def _traced(self, tracer: instrumentation.Instrumentation, entry: _Entry) -> None:
+        """``_process`` inside a macrostep span, the child of the context the entry was
+        queued from (a new trace when it carries none: a cancel, or one queued while
+        tracing was off)."""
+        if entry.event is not None:
+            event: str | None = entry.event.name
+        else:
+            event = entry.timer.event if entry.timer is not None else None
+        with tracer.span(
+            instrumentation.MACROSTEP,
+            parent=getattr(entry, "context", instrumentation.NO_PARENT),
+            session_id=self.session_id,
+            chart=self.machine.name,
+            event=event,
+            trigger=entry.kind,
+        ) as span:
+            await self._process(entry)
+            span.set(states=self.snapshot().active_leaf_ids())
 
     async def _stepped(self) -> None:
         """Run the ``on_step`` listener; its ``OwnershipLost`` is raised (the session must
@@ -757,7 +826,11 @@ class Session:
         except OwnershipLost:
             raise
         except Exception:
-            logger.exception("session %s: on_step listener raised", self.session_id)
+            logger.exception(
+                "session %s: on_step listener raised",
+                self.session_id,
+                extra={"session_id": self.session_id},
+            )
 
     async def _process(self, entry: _Entry) -> None:
         state = self.snapshot()
@@ -777,6 +850,11 @@ class Session:
                     self.session_id,
                     entry.timer.send_id,
                     entry.timer.ordinal,
+                    extra={
+                        "session_id": self.session_id,
+                        "send_id": entry.timer.send_id,
+                        "ordinal": entry.timer.ordinal,
+                    },
                 )
                 return
             await self._fire(entry.timer)
@@ -831,7 +909,10 @@ class Session:
                     await result
             except Exception:
                 logger.exception(
-                    "session %s: subscriber %r raised; dropped", self.session_id, callback
+                    "session %s: subscriber %r raised; dropped",
+                    self.session_id,
+                    callback,
+                    extra={"session_id": self.session_id},
                 )
                 if callback in self._subscribers:
                     self._subscribers.remove(callback)
@@ -853,7 +934,12 @@ class Session:
                 await self._cancel_timers(effect)
             case planner.Report(effect=fx.Log() as log):
                 logger.info(
-                    "%s [%s] %s: %s", self.session_id, log.owner, log.label, brief(log.value)
+                    "%s [%s] %s: %s",
+                    self.session_id,
+                    log.owner,
+                    log.label,
+                    brief(log.value),
+                    extra={"session_id": self.session_id},
                 )
             case planner.Report(effect=fx.ErrorRaised() as error):
                 logger.warning(
@@ -863,6 +949,12 @@ class Session:
                     self.machine.name or self.machine.identity[:19],
                     f" line {error.line}" if error.line is not None else "",
                     error.message or "(no message)",
+                    extra={
+                        "session_id": self.session_id,
+                        "chart": self.machine.name,
+                        "event": error.name,
+                        "line": error.line,
+                    },
                 )
             case planner.StartInvocation(effect=effect):
                 await self._start_invocation(effect)
@@ -973,6 +1065,7 @@ class Session:
                     type(effect).__name__,
                     effect.send_id,
                     exc,
+                    extra={"session_id": self.session_id, "send_id": effect.send_id},
                 )
                 return str(exc) or type(exc).__name__
             except (OwnershipLost, _Interrupted):
@@ -992,6 +1085,7 @@ class Session:
                         effect.send_id,
                         failures,
                         exc,
+                        extra={"session_id": self.session_id, "send_id": effect.send_id},
                         exc_info=failures == 1,
                     )
                 await self._pause(wait)
@@ -1004,6 +1098,7 @@ class Session:
                     type(effect).__name__,
                     effect.send_id,
                     failures,
+                    extra={"session_id": self.session_id, "send_id": effect.send_id},
                 )
                 self._store_error = None
             return taken
@@ -1164,7 +1259,11 @@ class Session:
                 await result
         except Exception as exc:
             logger.warning(
-                "session %s: invocation %s failed to start: %s", self.session_id, invoke_id, exc
+                "session %s: invocation %s failed to start: %s",
+                self.session_id,
+                invoke_id,
+                exc,
+                extra={"session_id": self.session_id, "invoke_id": invoke_id},
             )
             failed = planner.invocation_start_failed(invoke_id, str(exc) or repr(exc))
             self._defer(failed)
@@ -1182,7 +1281,10 @@ class Session:
                 await result
         except Exception:
             logger.exception(
-                "session %s: cancelling invocation %s failed", self.session_id, invoke_id
+                "session %s: cancelling invocation %s failed",
+                self.session_id,
+                invoke_id,
+                extra={"session_id": self.session_id, "invoke_id": invoke_id},
             )
 
     async def _forward(self, invoke_id: str, event: Event) -> bool:
@@ -1195,7 +1297,11 @@ class Session:
                 await result
         except Exception as exc:
             logger.warning(
-                "session %s: forwarding to %s failed: %s", self.session_id, invoke_id, exc
+                "session %s: forwarding to %s failed: %s",
+                self.session_id,
+                invoke_id,
+                exc,
+                extra={"session_id": self.session_id, "invoke_id": invoke_id},
             )
             return False
         return True
