@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 import statifier
+from statifier import instrumentation
 from statifier.basichttp import (
     BasicHTTP,
     BasicHTTPError,
@@ -20,6 +21,8 @@ from statifier.basichttp import (
 from statifier.basichttp.client import USER_AGENT, BasicHTTPClient
 from statifier.runtime.session import NO_HTTP_CLIENT, Session
 from statifier.testing import HttpReceiver
+
+from engine_support.recording import Recording
 
 NS = 'xmlns="http://www.w3.org/2005/07/scxml"'
 LOOPBACK = ("127.0.0.0/8", "::1/128")
@@ -55,6 +58,27 @@ async def test_a_post_arrives_with_its_body_type_and_key(receiver: HttpReceiver)
     assert got.headers["idempotency-key"] == "e/7"
     assert got.headers["user-agent"] == USER_AGENT == f"statifier-basichttp/{statifier.__version__}"
     assert got.headers["host"] == f"127.0.0.1:{receiver.port}"
+
+
+class Carrying(Recording):
+    """A recorder whose context travels as W3C headers (and baggage)."""
+
+    def carrier(self) -> dict[str, str] | None:
+        return {"traceparent": TRACEPARENT, "tracestate": "k=v", "baggage": "user=secret"}
+
+
+TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+async def test_a_post_carries_the_trace_but_not_the_baggage(receiver: HttpReceiver) -> None:
+    async with BasicHTTPClient(policy()) as client:
+        with instrumentation.installed(Carrying()):
+            await client.post(request(receiver.url()))
+        await client.post(request(receiver.url()))  # tracing off: no trace headers
+    traced, untraced = receiver.requests
+    assert (traced.headers["traceparent"], traced.headers["tracestate"]) == (TRACEPARENT, "k=v")
+    assert "baggage" not in traced.headers
+    assert not {"traceparent", "tracestate", "baggage"} & set(untraced.headers)
 
 
 async def test_a_name_is_checked_on_the_addresses_it_resolves_to(receiver: HttpReceiver) -> None:

@@ -15,13 +15,14 @@ from statifier.basichttp import Locations, OutboundPolicy
 from statifier.core import planner
 from statifier.testing import HttpReceiver
 from statifier_oban import Config
-from statifier_oban.executions import PostWorker
+from statifier_oban.executions import PostWorker, _post_jobs
 from statifier_oban.testing import Clock
 from statifier_persistence import Executions, Stepped
 
 from oban_support.common import NS, database_fixture, wait_until
 from oban_support.executions import running_rig
 from oban_support.harness import Servers, servers_fixture
+from tests.spans import traced
 
 database = database_fixture()
 servers = servers_fixture()
@@ -227,3 +228,21 @@ async def test_executions_have_the_location_the_host_gives(servers: Servers) -> 
 
 def test_the_worker_is_public_at_the_path_rows_name() -> None:
     assert f"{PostWorker.__module__}.{PostWorker.__name__}" == POST_WORKER
+
+
+async def test_a_post_continues_the_trace_of_the_step_that_sent_it(servers: Servers) -> None:
+    async with HttpReceiver() as receiver, running_rig(servers, basichttp=LOOPBACK) as rig:
+        with traced() as tracing:
+            await rig.executions.create(sender(receiver.url()), execution_id="traced")
+            (got,) = await receiver.wait_for(1)
+    (create,) = tracing.named("Create:sender")
+    version, trace_id, parent_id, _flags = got.headers["traceparent"].split("-")
+    assert (version, trace_id, parent_id) == ("00", create.trace_id, create.span_id)
+    assert "baggage" not in got.headers
+
+
+def test_a_post_job_s_carried_trace_is_read_as_untrusted() -> None:
+    good = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+    assert _post_jobs.carried({"trace_context": good}) == good
+    for meta in (None, [], {}, {"trace_context": "x"}, {"trace_context": {"traceparent": 1}}):
+        assert _post_jobs.carried(meta) is None

@@ -21,6 +21,7 @@ from statifier.runtime.session import Session
 from statifier_persistence import MAX_ID_LENGTH
 from statifier_web._basichttp import MAX_IDEMPOTENCY_KEY, SESSION_KEYS, RateLimit, RecentKeys
 
+from tests.spans import traced
 from web_support.basichttp import KEY, BasicHTTPRig, basichttp_rig
 from web_support.rig import web_rig
 
@@ -357,3 +358,16 @@ async def test_a_key_longer_than_a_step_key_is_taken_by_its_digest(rig: BasicHTT
         for headers in (longest, longest, {**FORM, "Idempotency-Key": "k" * 1025})
     ]
     assert [a.status_code for a in answers] == [204, 200, 400]
+
+
+async def test_a_chart_posting_to_a_chart_stays_in_one_trace(rig: BasicHTTPRig) -> None:
+    with traced() as tracing:
+        state = await echoed(rig, "echo_traced")
+        for _ in range(200):
+            if tracing.named("Step:echo"):
+                break
+            await asyncio.sleep(0.01)
+    assert state.active_leaf_ids() == ("heard",)
+    (create,) = tracing.named("Create:echo")
+    (step,) = tracing.named("Step:echo")  # the POST, received by the route
+    assert step.trace_id == create.trace_id

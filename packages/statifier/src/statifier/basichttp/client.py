@@ -19,7 +19,7 @@ from typing import Final, Self
 
 import httpcore
 
-from statifier import __version__
+from statifier import __version__, instrumentation
 
 from ._errors import PostFailed, PostRefused
 from ._message import OutboundRequest
@@ -115,7 +115,9 @@ class BasicHTTPClient:
     async def post(self, request: OutboundRequest, *, idempotency_key: str | None = None) -> int:
         """POST ``request``; its 2xx status (see the class docstring). ``idempotency_key``
         is sent as the ``Idempotency-Key`` header: the same for every attempt of one send,
-        so a receiver that honours it applies the send once."""
+        so a receiver that honours it applies the send once. With tracing on, the current
+        trace goes along as ``traceparent`` (and ``tracestate``), so a receiver that reads
+        them continues the sender's trace; baggage is not sent."""
         policy = self.policy
         policy.check(request)
         headers = [
@@ -125,6 +127,7 @@ class BasicHTTPClient:
         ]
         if idempotency_key is not None:
             headers.append(("Idempotency-Key", idempotency_key))
+        headers.extend(_trace_headers())
         limit = policy.timeout_s
         timeouts = {"connect": limit, "read": limit, "write": limit, "pool": limit}
         try:
@@ -165,6 +168,19 @@ class BasicHTTPClient:
         traceback: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+_TRACE_HEADERS: Final = ("traceparent", "tracestate")
+"""The W3C trace-context headers an outbound POST carries (never ``baggage``: what a host
+puts there is not for every partner a chart names)."""
+
+
+def _trace_headers() -> list[tuple[str, str]]:
+    """The current trace context as headers (none when tracing is off)."""
+    carried = instrumentation.carrier()
+    if not carried:
+        return []
+    return [(name, carried[name]) for name in _TRACE_HEADERS if name in carried]
 
 
 def _judged(status: int) -> int:

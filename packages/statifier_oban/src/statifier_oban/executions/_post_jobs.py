@@ -10,11 +10,14 @@ from typing import Any, Final
 
 from oban import Oban
 from psycopg import AsyncConnection
+from statifier import instrumentation
 from statifier.basichttp import OutboundRequest
 from statifier.values import brief
 
 from .._errors import UndecodableRow
+from .._names import META_TRACE
 from ..rows import _fields
+from ..rows._traced import carry
 from ..store import _statements
 
 MAX_BODY_TEXT: Final = 4 * (16 * 1024 * 1024 // 3 + 1)
@@ -61,6 +64,24 @@ def decode(args: object) -> PostRow:
     return PostRow(_fields.string(args, "scope"), request)
 
 
+def _meta() -> dict[str, Any]:
+    """A POST job's meta: the trace context of the step that made the send, when tracing
+    is on (the POST then continues that trace)."""
+    tracer = instrumentation.current
+    return carry({}, tracer) if tracer is not None else {}
+
+
+def carried(job_meta: object) -> dict[str, str] | None:
+    """The trace context a POST job's meta carries (None: none, or not text). Untrusted:
+    the instrumentation reads only its trace-context entries, bounded."""
+    found = job_meta.get(META_TRACE) if isinstance(job_meta, dict) else None
+    if not isinstance(found, dict):
+        return None
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in found.items()):
+        return None
+    return found
+
+
 async def store(
     conn: AsyncConnection[Any],
     oban: Oban,
@@ -75,7 +96,7 @@ async def store(
             _statements.statement(oban, "insert_post_job"),
             {
                 "args": _statements.jsonb(encode(scope, request)),
-                "meta": _statements.jsonb({}),
+                "meta": _statements.jsonb(_meta()),
                 "queue": queue,
                 "max_attempts": attempts,
                 "channel": _statements.insert_channel(oban),

@@ -18,6 +18,7 @@ import logging
 
 from oban import Cancel
 from oban.job import Job
+from statifier import instrumentation
 from statifier.basichttp import PostFailed, PostRefused
 from statifier.core import planner
 from statifier.core.events import Event
@@ -53,7 +54,9 @@ class PostWorker:
         executor = current_executor()
         request = row.request
         try:
-            await executor.basichttp_client().post(request, idempotency_key=f"{row.scope}/{job.id}")
+            with instrumentation.continued(_post_jobs.carried(job.meta)):
+                key = f"{row.scope}/{job.id}"
+                await executor.basichttp_client().post(request, idempotency_key=key)
             return None
         except PostRefused as refused:
             failure = planner.post_failed(request.send_id, refused.reason, attempts=job.attempt)
