@@ -244,5 +244,8 @@ async def test_a_post_continues_the_trace_of_the_step_that_sent_it(servers: Serv
 def test_a_post_job_s_carried_trace_is_read_as_untrusted() -> None:
     good = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
     assert _post_jobs.carried({"trace_context": good}) == good
-    for meta in (None, [], {}, {"trace_context": "x"}, {"trace_context": {"traceparent": 1}}):
+    garbage: tuple[object, ...] = (
+        None, [], {}, {"trace_context": "x"}, {"trace_context": {"traceparent": 1}}
+    )  # fmt: skip
+    for meta in garbage:
         assert _post_jobs.carried(meta) is None
