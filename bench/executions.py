@@ -471,12 +471,13 @@ async def measure(bench: Bench, args: argparse.Namespace, processes: int) -> dic
     workers = WorkerProcesses(str(Path(__file__).resolve()), bench.url, processes, args.limit)
     await workers.start()
     try:
-        for path in PATHS:  # warm-up: imports, pools, plans
+        paths = args.paths
+        for path in paths:  # warm-up: imports, pools, plans
             await bench.round(path, workers)
         rounds: dict[str, list[Round]] = {path: [] for path in PATHS}
         for group in range(args.repeats):
-            shift = group % len(PATHS)
-            for path in PATHS[shift:] + PATHS[:shift]:
+            shift = group % len(paths)
+            for path in paths[shift:] + paths[:shift]:
                 rounds[path].append(await bench.round(path, workers))
     finally:
         await workers.stop()
@@ -523,11 +524,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--processes", default="1,2", help="worker process counts (1,2)")
     parser.add_argument("--steps", type=int, default=500, help="in-process steps per round")
     parser.add_argument("--slice", type=int, default=50, help="in-process slice size")
+    parser.add_argument("--paths", default=",".join(PATHS), help="paths to run")
     parser.add_argument("--database-url", default=None, help="server to use (default: embedded)")
     args = parser.parse_args(argv)
     if args.quick:
         args.jobs, args.repeats, args.steps = 150, 2, 150
     args.processes = [int(n) for n in str(args.processes).split(",")]
+    args.paths = tuple(str(args.paths).split(","))
     return args
 
 
@@ -537,7 +540,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.worker:
             profile_dir = os.environ.get(PROFILE_ENV)
-            profiler = cProfile.Profile() if profile_dir else None
+            profiler = cProfile.Profile(time.process_time) if profile_dir else None
             if profiler is not None:
                 profiler.enable()
             try:
