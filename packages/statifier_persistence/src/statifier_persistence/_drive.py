@@ -12,8 +12,11 @@ with each (ADR 12):
   the executor's ``forward``. To anyone else: the host hook's ``deliver``. Whatever
   cannot be delivered raises ``planner.undeliverable`` in the chart.
 * ``Schedule``: a delayed send, whatever its target, becomes a timer through the
-  executor, and is armed (``_armed``); when it fires (``fired``) it is delivered as an
-  immediate send would be if it is still armed, and declined otherwise.
+  executor, and is armed (``_armed``). An executor with ``TimerBatches`` checks it at
+  once and the drive keeps it in ``timers``, stored before anything else reaches the
+  executor or the host, or by whoever stores the drive (ADR 32). When it fires
+  (``fired``) it is delivered as an immediate send would be if it is still armed, and
+  declined otherwise.
 * ``CancelTimers``, ``StartInvocation``, ``StopInvocation``: the executor; the armed list
   follows; a stopped invocation's open fan-outs are abandoned too (``_settlement``).
 * ``Forward`` (autoforward): the executor's ``forward``; a refusal is logged.
@@ -41,7 +44,7 @@ from statifier.core.state import MachineState
 
 from ._armed import Armed
 from ._errors import EffectRefused
-from ._executor import EffectExecutor, HostHook
+from ._executor import EffectExecutor, HostHook, TimerBatches
 from ._limits import Limits
 from ._records import Execution, ExecutionStatus
 from ._settlement import Settlement
@@ -79,6 +82,10 @@ class Drive:
     """The notice when ``driven`` took no transition (``statifier.chart.matching``)."""
     refused: set[str] = field(default_factory=set)
     """Send and invoke ids whose timer or invocation the executor refused."""
+    batches: TimerBatches | None = None
+    """The executor, when it stores timers in batches (``TimerBatches``)."""
+    timers: list[Any] = field(default_factory=list)
+    """Timers prepared by ``batches`` and not stored yet (``flush_timers``)."""
     _own: deque[Event] = field(default_factory=deque)
     _internal: deque[Event] = field(default_factory=deque)
 
@@ -157,6 +164,12 @@ class Drive:
         self._own.clear()
         self._internal.clear()
 
+    async def flush_timers(self) -> None:
+        """Store the timers prepared so far (the executor's ``store_timers``)."""
+        if self.timers and self.batches is not None:
+            timers, self.timers = self.timers, []
+            await self.batches.store_timers(self.conn, timers)
+
     async def _perform(self, effects: list[fx.Effect]) -> None:
         for effect in effects:
             self.effects.append(effect)
@@ -171,15 +184,18 @@ class Drive:
             case planner.Schedule(effect=effect):
                 await self._schedule(effect)
             case planner.CancelTimers(effect=effect):
+                await self.flush_timers()  # the cancel must see every timer armed before it
                 await self.executor.cancel_timers(self.conn, self.scope, effect)
                 self.armed.cancel(effect.send_id)
             case planner.StartInvocation(effect=effect):
                 await self._start(effect)
             case planner.StopInvocation(effect=effect):
+                await self.flush_timers()
                 await self.executor.stop_invocation(self.conn, self.scope, effect)
                 if self.settlement is not None:
                     await self.settlement.abandon(self.conn, self.scope, effect.invoke_id)
             case planner.Forward(invoke_id=invoke_id, event=event):
+                await self.flush_timers()
                 if not await self.executor.forward(self.conn, self.scope, invoke_id, event):
                     logger.warning(
                         "%s: autoforward of %r to invocation %r: it takes no events",
@@ -217,11 +233,14 @@ class Drive:
                 return
             case planner.InvocationTarget(invoke_id=invoke_id):
                 live = invoke_id in self.state.invocations.values()
+                if live:
+                    await self.flush_timers()
                 if live and await self.executor.forward(
                     self.conn, self.scope, invoke_id, instruction.event
                 ):
                     return
             case planner.ParentTarget() | planner.SessionTarget():
+                await self.flush_timers()
                 if await self.host.deliver(self.conn, self.execution, instruction):
                     return
         message = f"send target {planner.address(target)!r} is unreachable"
@@ -236,7 +255,10 @@ class Drive:
             self._internal.append(planner.undeliverable(effect.send_id, message))
             return
         try:
-            await self.executor.schedule(self.conn, self.scope, effect)
+            if self.batches is not None:
+                self.timers.append(self.batches.prepare_timer(self.scope, effect))
+            else:
+                await self.executor.schedule(self.conn, self.scope, effect)
         except EffectRefused as refused:
             self.refused.add(effect.send_id)
             message = f"the delayed send could not be stored: {refused.reason}"
@@ -245,6 +267,7 @@ class Drive:
         self.armed.arm(effect)
 
     async def _start(self, effect: fx.Invoke) -> None:
+        await self.flush_timers()
         try:
             await self.executor.start_invocation(self.conn, self.scope, effect)
         except EffectRefused as refused:

@@ -7,7 +7,7 @@ Public as ``statifier_oban.executions`` (its docstring tells the whole story); r
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
@@ -171,6 +171,27 @@ class ObanExecutor:
             await _schedule.schedule(self.config, execution_id, effect, conn=conn, any_target=True)
         except ScheduleRejected as exc:
             raise EffectRefused(exc.reason, str(exc)) from exc
+
+    @property
+    def timer_batches(self) -> bool:
+        """Steps store their timers in batches (``prepare_timer``, ``store_timers``), unless
+        a subclass overrides ``schedule``: then every timer goes through it, as before."""
+        return type(self).schedule is ObanExecutor.schedule
+
+    def prepare_timer(self, execution_id: str, effect: SendDelayed) -> _schedule.PreparedTimer:
+        """A timer checked as ``schedule`` checks it, for ``store_timers`` (``TimerBatches``:
+        a step stores its timers, or a group commit several executions' timers, at once)."""
+        try:
+            return _schedule.prepare(self.config, execution_id, effect, any_target=True)
+        except ScheduleRejected as exc:
+            raise EffectRefused(exc.reason, str(exc)) from exc
+
+    async def store_timers(
+        self, conn: AsyncConnection[Any], timers: Sequence[_schedule.PreparedTimer]
+    ) -> None:
+        """Timer jobs for every prepared timer, in one statement on the step's connection
+        (read back only for ``timer.scheduled`` handlers)."""
+        await _schedule.store_prepared(self.config, timers, conn=conn, jobs=False)
 
     async def cancel_timers(
         self, conn: AsyncConnection[Any], execution_id: str, effect: Cancel
