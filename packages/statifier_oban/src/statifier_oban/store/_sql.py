@@ -50,6 +50,7 @@ from .._names import (
     INVOKE_DEDUP_INDEX,
     INVOKE_PENDING_INDEX,
     INVOKE_WORKER,
+    MESSAGE_WORKER,
     PENDING_STATES,
     SCOPE_STATISTICS,
     SETTLEMENT_WORKER,
@@ -59,7 +60,14 @@ from .._names import (
 )
 
 WORKERS: Final = frozenset(
-    {TIMER_WORKER, INVOKE_WORKER, CHILD_START_WORKER, SETTLEMENT_WORKER, CASCADE_WORKER}
+    {
+        TIMER_WORKER,
+        INVOKE_WORKER,
+        CHILD_START_WORKER,
+        SETTLEMENT_WORKER,
+        CASCADE_WORKER,
+        MESSAGE_WORKER,
+    }
 )
 """The worker names a statement may be rendered for."""
 
