@@ -9,7 +9,7 @@ SELECT {columns},
         WHERE k.execution_id = e.id AND k.key = asked.step_key
     )
 FROM {schema}.statifier_executions AS e
-JOIN unnest(%(ids)s::text[], %(keys)s::text[]) AS asked (execution_id, step_key)
+JOIN unnest(%(ids)b::text[], %(keys)b::text[]) AS asked (execution_id, step_key)
     ON asked.execution_id = e.id
 ORDER BY e.id
 FOR UPDATE OF e
