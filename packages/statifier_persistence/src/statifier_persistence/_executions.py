@@ -75,6 +75,7 @@ from ._rows import (
     check_text,
     decode_execution,
     decode_position,
+    decode_stored,
     encode_json_object,
 )
 from ._settlement import FanOut, FanOutExecutor, FanOutKey, Policy, Settlement
@@ -1201,7 +1202,8 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         for each in ready:
             row = rows.get(each.drive.execution.id)
             assert row is not None  # noqa: S101 - locked (or inserted) by this transaction
-            stored.append(decode_execution(row, self._limits))
+            execution = each.drive.execution
+            stored.append(decode_stored(execution, row, each.failure, each.outcome, self._limits))
         return tuple(stored)
 
     def _stepped(self, stored: Execution, drive: Drive, draft: Draft | None) -> Stepped:

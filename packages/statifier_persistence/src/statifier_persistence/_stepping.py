@@ -41,6 +41,16 @@ class Ready:
     draft: Draft | None
     row: tuple[Any, ...]
 
+    @property
+    def failure(self) -> str | None:
+        """The failure's JSON text the row stores (None: no failure)."""
+        return self.row[_FAILURE]  # type: ignore[no-any-return]
+
+    @property
+    def outcome(self) -> str | None:
+        """The outcome's JSON text the row stores (None: no outcome)."""
+        return self.row[_OUTCOME]  # type: ignore[no-any-return]
+
 
 STORE_ARRAYS: Final = (
     "ids",
@@ -56,3 +66,6 @@ STORE_ARRAYS: Final = (
     "entries",
 )
 """The array parameters of ``store_executions.sql``, in the order of a ``Ready`` row."""
+
+_FAILURE: Final = STORE_ARRAYS.index("failures")
+_OUTCOME: Final = STORE_ARRAYS.index("outcomes")

@@ -10,7 +10,10 @@
 -- this step waited for the row lock, after the locked read's snapshot) fails the whole
 -- statement with a unique violation of statifier_step_keys_unique; the caller rolls back
 -- and steps again, and the locked read then answers "already applied".
--- The last column counts the notifications sent (it makes the notifying CTE run).
+-- It returns what the store changed of each row (the rest is as the locked read, or the
+-- insert, returned it: the row stayed locked since): id, status, step count, update time
+-- and history sequence; the last column counts the notifications sent (it makes the
+-- notifying CTE run).
 WITH stepped AS (
     SELECT *
     FROM unnest(
@@ -43,4 +46,5 @@ keyed AS (
     WHERE step_key IS NOT NULL
 ),
 {journal}
-SELECT {columns}, (SELECT count(*) FROM notified) FROM updated
+SELECT id, status, step_count, updated_at, history_seq, (SELECT count(*) FROM notified)
+FROM updated
