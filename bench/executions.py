@@ -651,6 +651,8 @@ def verdicts(rounds: Rounds, args: argparse.Namespace) -> None:
             cpu,
             statistics.median(cpu) <= CPU_TARGET_MS,
         )
+        if statistics.median(cpu) > CPU_TARGET_MS:
+            floor(rounds, statistics.median(cpu))
         if median < STEPS_TARGET:
             bound(found)
     if one in rounds and two in rounds:
@@ -690,6 +692,22 @@ def verdicts(rounds: Rounds, args: argparse.Namespace) -> None:
                 each,
                 statistics.median(each) >= HISTORY_TARGET,
             )
+
+
+def floor(rounds: Rounds, step_ms: float) -> None:
+    """Why the worker CPU per step stays above its target: what oban's own handling of a
+    job (fetch, run, acknowledge) costs the same worker, measured by the bare path, and
+    what is left for the step itself."""
+    bare = rounds.get(("bare", 1))
+    if not bare:
+        print("      floor: run the bare path too (--paths) to see oban's own cost per job")
+        return
+    oban_ms = statistics.median(r.cpu_ms for r in bare)
+    print(
+        f"      floor: a bare oban job (fetch, run, acknowledge; no step) costs {oban_ms:.3f} ms"
+        f" worker CPU in the same run, which leaves {CPU_TARGET_MS - oban_ms:.3f} ms of the"
+        f" target for the step; the step itself takes {step_ms - oban_ms:.3f} ms"
+    )
 
 
 def bound(found: Sequence[Round]) -> None:
