@@ -1180,24 +1180,27 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         (``TimerBatches``) and one for the rows (``store_executions.sql``), the mailboxes
         of those that ended emptied; the rows as stored, in order. A key a concurrent step
         applied first raises ``KeyRace`` (at the latest when the transaction ends)."""
-        if self._batches is not None:
-            timers = [timer for each in ready for timer in each.drive.timers]
-            for each in ready:
-                each.drive.timers.clear()
-            if timers:
-                await self._batches.store_timers(db, timers)
-        if self._invoked is not None:
-            for each in ready:
-                if each.drive.status in TERMINAL:
-                    await self._invoked.mailbox.purge(db, each.drive.execution.id)
         columns = [list(column) for column in zip(*(each.row for each in ready), strict=True)]
         params = {
             **self._bounds(),
             "schema": self._prefix,
             **dict(zip(STORE_ARRAYS, columns, strict=True)),
         }
-        cursor = await db.execute(statement("store_executions", self._prefix), params)
-        rows = {row[0]: row for row in await cursor.fetchall()}
+        # In pipeline mode the timer insert, the mailbox purges and the store travel to the
+        # server together and come back together: one round trip for all of them.
+        async with db.pipeline():
+            if self._batches is not None:
+                timers = [timer for each in ready for timer in each.drive.timers]
+                for each in ready:
+                    each.drive.timers.clear()
+                if timers:
+                    await self._batches.store_timers(db, timers)
+            if self._invoked is not None:
+                for each in ready:
+                    if each.drive.status in TERMINAL:
+                        await self._invoked.mailbox.purge(db, each.drive.execution.id)
+            cursor = await db.execute(statement("store_executions", self._prefix), params)
+            rows = {row[0]: row for row in await cursor.fetchall()}
         stored = []
         for each in ready:
             row = rows.get(each.drive.execution.id)
