@@ -108,7 +108,12 @@ PROFILE_ENV = "STATIFIER_BENCH_WORKER_PROFILE"
 time) and write ``<node>.prof`` there when they stop."""
 
 POOL_JOBS = 14
-"""A worker process's pool holds at most this many connections for jobs (and 6 more)."""
+"""A worker process's pool holds at most this many connections for jobs (and 6 more),
+fewer when the server's ``max_connections`` shared among every worker process of the run
+allows fewer (``--pool``)."""
+
+SPARE_CONNECTIONS = 20
+"""Connections of the server left to the parent process and PostgreSQL's own."""
 
 PACKAGES = ("statifier", "statifier_persistence", "statifier_oban")
 """The packages a ``--baseline`` folder provides (``packages/<name>/src``)."""
@@ -191,14 +196,17 @@ BARE_WORKER = worker_name(BareTick)
 QUIET_DELIVERY = f"{QuietDelivery.__module__}:{QuietDelivery.__qualname__}"
 
 
-async def serve(url: str, node: str, limit: int, role: str, processes: int) -> None:
+async def serve(url: str, node: str, limit: int, role: str, processes: int, pool_max: int) -> None:
     """Worker mode: run the queues of ``role`` (``current``: ours, quiet, raw and bare;
     ``today``: today) for ``processes`` worker processes, until stdin closes."""
     import statifier_oban.workers  # noqa: F401  (registers TimerWorker)
 
     # A group commit takes one connection for all its steps; the raw path takes one per
     # job, so a pool of the queue limit would hold 2 x 56 connections on the server.
-    pool = AsyncConnectionPool(url, min_size=4, max_size=min(limit, POOL_JOBS) + 6, open=False)
+    size = min(limit, POOL_JOBS) + 6
+    if pool_max:
+        size = min(size, pool_max)
+    pool = AsyncConnectionPool(url, min_size=min(4, size), max_size=size, open=False)
     await pool.open(wait=True)
     global _oban, _quiet
     paths = ("today",) if role == "today" else ("ours", "quiet", "raw", "bare")
@@ -508,13 +516,18 @@ async def measure(bench: Bench, args: argparse.Namespace) -> Rounds:
     order rotating from group to group."""
     script = str(Path(__file__).resolve())
     sets: dict[tuple[str, int], WorkerProcesses] = {}
+    # Every worker process of the run is up at once: their pools share the server's
+    # connections (a refused connection would starve a path, and the pool retries noisily).
+    allowed = await bench.rows("SHOW max_connections")
+    everyone = sum(args.processes) * (2 if args.baseline else 1)
+    pool = str(max(6, (int(allowed[0][0]) - SPARE_CONNECTIONS) // everyone))
     for processes in args.processes:
         sets[("current", processes)] = WorkerProcesses(
             script,
             bench.url,
             processes,
             args.limit,
-            extra=["--role", "current", "--procs", str(processes)],
+            extra=["--role", "current", "--procs", str(processes), "--pool", pool],
             node_prefix=f"c{processes}_",
         )
         if args.baseline:
@@ -523,7 +536,7 @@ async def measure(bench: Bench, args: argparse.Namespace) -> Rounds:
                 bench.url,
                 processes,
                 args.today_limit,
-                extra=["--role", "today", "--procs", str(processes)],
+                extra=["--role", "today", "--procs", str(processes), "--pool", pool],
                 env={"PYTHONPATH": baseline_path(args.baseline)},
                 node_prefix=f"t{processes}_",
             )
@@ -738,6 +751,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--node", default="w1", help=argparse.SUPPRESS)
     parser.add_argument("--role", default="current", help=argparse.SUPPRESS)
     parser.add_argument("--procs", type=int, default=1, help=argparse.SUPPRESS)
+    parser.add_argument("--pool", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true", help="smoke run: small rounds, 2 groups")
     parser.add_argument("--jobs", type=int, default=2000, help="jobs per round (default 2000)")
     parser.add_argument("--repeats", type=int, default=5, help="groups of rounds")
@@ -776,7 +790,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if profiler is not None:
                 profiler.enable()
             try:
-                asyncio.run(serve(args.url, args.node, args.limit, args.role, args.procs))
+                asyncio.run(
+                    serve(args.url, args.node, args.limit, args.role, args.procs, args.pool)
+                )
             finally:
                 if profiler is not None and profile_dir:
                     profiler.disable()

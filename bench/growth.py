@@ -437,7 +437,7 @@ async def report(dbs: list[Database], args: argparse.Namespace) -> int:
             verdict = "PASS" if ratio <= TARGET else "BELOW"
             failed = failed or verdict != "PASS"
         print(f"  {op:<18} {a:9.2f} {b:9.2f}  {ratio:9.2f}  {verdict}")
-    print(f"\n  goal: each operation with {args.executions:,} executions at most {TARGET}x ")
+    print(f"\n  goal: each operation with {args.executions:,} executions at most {TARGET}x")
     print(f"  its cost with {args.small:,} (big/small of the median call)")
     print("\n2. size on disk per execution (big)\n")
     print(f"  {'table':<22} {'rows':>12} {'heap B':>9} {'TOAST B':>9} {'index B':>9}")
