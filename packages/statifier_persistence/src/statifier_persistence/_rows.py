@@ -32,7 +32,9 @@ def check_text(value: Any, what: str, limit: int) -> str:
         raise InvalidArgument(f"{what} must be a non-empty string, not {value!r}")
     if len(value) > limit:
         raise InvalidArgument(f"{what} is {len(value)} characters, over the {limit} limit")
-    if not value.isprintable() or any(ch.isspace() for ch in value):
+    # A printable string's only possible whitespace is the ASCII space: every other
+    # whitespace character is a control character or a separator, none printable.
+    if not value.isprintable() or " " in value:
         raise InvalidArgument(f"{what} {value!r} has whitespace or unprintable characters")
     return value
 
