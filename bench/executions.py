@@ -13,6 +13,12 @@ Goals, each a verdict at the end (``bench/README.md`` has the procedure and a ru
 - **issue 8**: a step with its timer costs at most 2x a raw oban job round trip (ours/raw
   at least 0.5), with 1 and with 2 worker processes.
 - **issue 20**: history costs at most 15% (ours/quiet at least 0.85).
+- **issue 22** (ADR 30): tracing on, with no exporter, keeps at least 90% of the
+  throughput (traced/ours at least 0.9, and traced/untraced in-process steps).
+  ``--otel api`` (the default) instruments through the OpenTelemetry API with no SDK
+  configured, what ``instrument()`` costs an application that exports nothing; ``--otel
+  sdk`` through the SDK's tracer and meter providers with no span processor and no metric
+  reader (every span and metric recorded, nothing leaves).
 
 1. **fire -> step -> commit.** Paths, each on queues of its own and run by worker
    processes of its own (this file with ``--worker``: what ``statifier-oban worker`` runs
@@ -28,6 +34,9 @@ Goals, each a verdict at the end (``bench/README.md`` has the procedure and a ru
      packages in ``DIR`` first (``PYTHONPATH``: ``DIR/packages/<name>/src``), e.g.
      ``git archive`` of main before the change;
    - **quiet**: ours with history off (the peer of the history goal);
+   - **traced**: ours served by worker processes of their own that trace as ``--otel``
+     says, its executions created by a traced parent (with the SDK, each job then carries
+     a trace context to continue) (the tracing goal);
    - **raw**: a bare oban job that, like a step, arms its successor (``process`` enqueues
      the next job, an hour out) (the peer of issue 8's goal);
    - **bare** (context): a job that arms nothing.
@@ -43,10 +52,11 @@ Goals, each a verdict at the end (``bench/README.md`` has the procedure and a ru
    within minutes; rounds of one group are seconds apart). Verification: every job
    ``completed``, every execution stepped exactly once with one step key and its history
    entries.
-2. **in-process steps** (context, no target): ``Executions.step`` called directly (one
-   transaction each, a timer armed by each step), with history and without, against
-   ``Oban.enqueue`` of a bare job; interleaved slices, order rotating, best of
-   ``--repeats`` rounds.
+2. **in-process steps**: ``Executions.step`` called directly (one transaction each, a
+   timer armed by each step), with history and without, traced (through the API alone,
+   and recorded by the SDK, no exporter either way: traced/untraced is the tracing goal's
+   second verdict), against ``Oban.enqueue`` of a bare job; interleaved slices, order
+   rotating, best of ``--repeats`` rounds.
 
 The embedded PostgreSQL server is used unless ``--database-url`` names a server; one
 database is created there and dropped at the end. Exit status 1 only on a crash or a
@@ -64,7 +74,7 @@ import sys
 import time
 import traceback
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -103,6 +113,13 @@ RAW_TARGET = 0.5
 HISTORY_TARGET = 0.85
 """Ours/quiet jobs per second (issue 20: history costs at most 15%)."""
 
+TRACED_TARGET = 0.9
+"""Traced/ours (and traced/untraced in-process steps) must be at least this (ADR 30)."""
+
+OTEL_MODES = ("api", "sdk")
+"""How a traced path is instrumented: the API with no SDK configured, or the SDK's
+providers with no processor and no reader."""
+
 PROFILE_ENV = "STATIFIER_BENCH_WORKER_PROFILE"
 """Environment variable naming a directory: worker processes run under cProfile (CPU
 time) and write ``<node>.prof`` there when they stop."""
@@ -132,10 +149,10 @@ CHART = statifier.compile(
 )
 """Every step (a fired ``tick``) counts and arms the next timer, an hour out."""
 
-ALL_PATHS = ("ours", "today", "quiet", "raw", "bare")
+ALL_PATHS = ("ours", "today", "quiet", "traced", "raw", "bare")
 """The paths of section 1 (today only with ``--baseline``)."""
 
-STEPPING = frozenset({"ours", "today", "quiet"})
+STEPPING = frozenset({"ours", "today", "quiet", "traced"})
 """The paths whose jobs are timers of executions."""
 
 
@@ -196,9 +213,25 @@ BARE_WORKER = worker_name(BareTick)
 QUIET_DELIVERY = f"{QuietDelivery.__module__}:{QuietDelivery.__qualname__}"
 
 
-async def serve(url: str, node: str, limit: int, role: str, processes: int, pool_max: int) -> None:
+def instrument_without_exporter(mode: str) -> Any:
+    """``statifier_oban.otel`` that exports nothing (``mode``: see ``OTEL_MODES``); returns
+    the instrumentation (install and uninstall it with ``statifier.instrumentation``)."""
+    from statifier_oban.otel import OpenTelemetry
+
+    if mode == "api":
+        return OpenTelemetry()  # the global providers: the API's, no SDK set in this process
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.trace import TracerProvider
+
+    return OpenTelemetry(TracerProvider(), MeterProvider())
+
+
+async def serve(
+    url: str, node: str, limit: int, role: str, processes: int, pool_max: int, otel: str
+) -> None:
     """Worker mode: run the queues of ``role`` (``current``: ours, quiet, raw and bare;
-    ``today``: today) for ``processes`` worker processes, until stdin closes."""
+    ``today``: today; ``traced``: traced, instrumented as ``otel`` says) for ``processes``
+    worker processes, until stdin closes."""
     import statifier_oban.workers  # noqa: F401  (registers TimerWorker)
 
     # A group commit takes one connection for all its steps; the raw path takes one per
@@ -209,13 +242,18 @@ async def serve(url: str, node: str, limit: int, role: str, processes: int, pool
     pool = AsyncConnectionPool(url, min_size=min(4, size), max_size=size, open=False)
     await pool.open(wait=True)
     global _oban, _quiet
-    paths = ("today",) if role == "today" else ("ours", "quiet", "raw", "bare")
+    alone = role in ("today", "traced")
+    paths = (role,) if alone else ("ours", "quiet", "raw", "bare")
     queues: dict[str, int | dict[str, Any]] = {queue_of(p, processes): limit for p in paths}
     oban = _oban = Oban(pool=pool, name=f"bench_{node}", node=node, queues=queues)
-    stepping = "today" if role == "today" else "ours"
+    stepping = role if alone else "ours"
     config = execution_config(oban, timers_queue=queue_of(stepping, processes))
     use(Executions(pool, executor=ObanExecutor(config)))
-    if role != "today":
+    if role == "traced":
+        from statifier import instrumentation  # not at the top: a baseline may predate it
+
+        instrumentation.install(instrument_without_exporter(otel))
+    if not alone:
         quiet = execution_config(
             oban, timers_queue=queue_of("quiet", processes), delivery=QUIET_DELIVERY
         )
@@ -277,6 +315,9 @@ class Bench:
         self.client: Oban | None = None
         self.server: ServerCpu | None = None
         self.executions: dict[str, Executions] = {}
+        self.tracing = instrument_without_exporter(args.otel)
+        self.api = instrument_without_exporter("api")
+        self.recording = instrument_without_exporter("sdk")
 
     async def open(self) -> None:
         """Open the pool, the client-mode Oban and find the server's processes."""
@@ -319,7 +360,10 @@ class Bench:
             async with semaphore:
                 await executions.create(CHART, execution_id=execution_id)
 
-        await asyncio.gather(*(create(execution_id) for execution_id in ids))
+        from statifier import instrumentation  # not at the top: a baseline may predate it
+
+        with instrumentation.installed(self.tracing if path == "traced" else None):
+            await asyncio.gather(*(create(execution_id) for execution_id in ids))
         found = await self.rows(
             "SELECT id FROM oban_jobs WHERE queue = %s AND args->>'scope' = ANY(%s)",
             [queue_of(path, processes), ids],
@@ -424,21 +468,28 @@ class Bench:
         return count, size / max(count, 1)
 
     async def in_process(self) -> dict[str, float]:
-        """Steps/s (history on, and off) against raw enqueues/s, interleaved slices, best
-        of the rounds."""
+        """Steps/s (history on, and off; traced through the API, and recorded by the SDK)
+        against raw enqueues/s, interleaved slices, best of the rounds."""
+        from statifier import instrumentation
+
         assert self.client is not None  # noqa: S101 - open() ran first (main)
         steps = self.args.steps
-        paths = ("step", "quiet", "enqueue")
+        paths = ("step", "quiet", "api", "sdk", "enqueue")
         best = dict.fromkeys(paths, float("inf"))
         later = datetime.now(UTC) + timedelta(hours=1)
         stepping = {
             "step": self.executions_for("ours", 0),
             "quiet": self.executions_for("quiet", 0),
+            "api": self.executions_for("ours", 0),
+            "sdk": self.executions_for("ours", 0),
         }
+        tracings = {"api": self.api, "sdk": self.recording}
         for round_number in range(self.args.repeats + 1):
             ids = {
                 "step": (await self.prepare_steps("ours", 0, 10))[0],
                 "quiet": (await self.prepare_steps("quiet", 0, 10))[0],
+                "api": (await self.prepare_steps("ours", 0, 10))[0],
+                "sdk": (await self.prepare_steps("ours", 0, 10))[0],
             }
             spent = dict.fromkeys(paths, 0.0)
             shift = round_number % len(paths)
@@ -446,11 +497,13 @@ class Bench:
             for start in range(0, steps, self.args.slice):
                 for path in order:
                     count = min(self.args.slice, steps - start)
+                    tracing = tracings.get(path)
                     began = time.perf_counter()
                     for i in range(start, start + count):
                         if path in stepping:
                             execution_id = ids[path][i % 10]
-                            result = await stepping[path].step(execution_id, Event(name="tick"))
+                            with instrumentation.installed(tracing):
+                                result = await stepping[path].step(execution_id, Event(name="tick"))
                             if not isinstance(result, Stepped):
                                 raise VerificationError(f"a direct step answered {result!r}")
                         else:
@@ -519,7 +572,8 @@ async def measure(bench: Bench, args: argparse.Namespace) -> Rounds:
     # Every worker process of the run is up at once: their pools share the server's
     # connections (a refused connection would starve a path, and the pool retries noisily).
     allowed = await bench.rows("SHOW max_connections")
-    everyone = sum(args.processes) * (2 if args.baseline else 1)
+    sets_per_count = 1 + bool(args.baseline) + ("traced" in args.paths)
+    everyone = sum(args.processes) * sets_per_count
     pool = str(max(6, (int(allowed[0][0]) - SPARE_CONNECTIONS) // everyone))
     for processes in args.processes:
         sets[("current", processes)] = WorkerProcesses(
@@ -540,6 +594,18 @@ async def measure(bench: Bench, args: argparse.Namespace) -> Rounds:
                 env={"PYTHONPATH": baseline_path(args.baseline)},
                 node_prefix=f"t{processes}_",
             )
+        if "traced" in args.paths:
+            sets[("traced", processes)] = WorkerProcesses(
+                script,
+                bench.url,
+                processes,
+                args.limit,
+                extra=[
+                    *("--role", "traced", "--procs", str(processes)),
+                    *("--pool", pool, "--otel", args.otel),
+                ],
+                node_prefix=f"o{processes}_",
+            )
     kinds = [
         (path, processes)
         for processes in args.processes
@@ -551,7 +617,8 @@ async def measure(bench: Bench, args: argparse.Namespace) -> Rounds:
             await workers.start()
 
         def workers_of(path: str, processes: int) -> WorkerProcesses:
-            return sets[("today" if path == "today" else "current", processes)]
+            role = path if path in ("today", "traced") else "current"
+            return sets[(role, processes)]
 
         for path, processes in kinds:  # warm-up: imports, pools, plans
             await bench.round(path, processes, workers_of(path, processes))
@@ -623,7 +690,7 @@ async def report(bench: Bench, args: argparse.Namespace) -> int:
         " (table, TOAST and indexes)"
     )
     in_process = await bench.in_process()
-    print("\n2. in-process (context, no target): Executions.step against Oban.enqueue\n")
+    print("\n2. in-process: Executions.step against Oban.enqueue, traced against untraced\n")
     print(f"  Executions.step (one transaction, a timer armed)  {in_process['step']:8.1f} steps/s")
     print(f"  the same with history off                         {in_process['quiet']:8.1f} steps/s")
     enqueues = in_process["enqueue"]
@@ -633,6 +700,13 @@ async def report(bench: Bench, args: argparse.Namespace) -> int:
     )
     history = in_process["step"] / in_process["quiet"]
     print(f"  step with history / without                       {history:8.3f}")
+    api, sdk = in_process["api"], in_process["sdk"]
+    print(f"  Executions.step traced (API, no SDK)              {api:8.1f} steps/s")
+    print(f"  Executions.step recorded (SDK, no exporter)       {sdk:8.1f} steps/s")
+    kept = api / in_process["step"]
+    verdict = "PASS" if kept >= TRACED_TARGET else "BELOW"
+    print(f"  traced/untraced (>= {TRACED_TARGET}, ADR 30)                {kept:8.3f}  {verdict}")
+    print(f"  recorded/untraced (context)                       {sdk / in_process['step']:8.3f}")
     print(f"\nload average at the start: {started:.1f}, at the end: {os.getloadavg()[0]:.1f}")
     return 0
 
@@ -689,22 +763,29 @@ def verdicts(rounds: Rounds, args: argparse.Namespace) -> None:
             goal = f"ours/today, {processes} worker(s) (context: about 5x)"
             shown = " ".join(f"{v:.2f}" for v in each)
             print(f"  {goal:<44} {statistics.median(each):10.3f}  {shown}")
-        if ("raw", processes) in rounds:
-            each = ratios(rounds, ours, ("raw", processes))
-            line(
-                f"ours/raw, {processes} worker(s) (>= {RAW_TARGET}, issue 8)",
-                statistics.median(each),
-                each,
-                statistics.median(each) >= RAW_TARGET,
-            )
-        if ("quiet", processes) in rounds:
-            each = ratios(rounds, ours, ("quiet", processes))
-            line(
-                f"ours/quiet, {processes} worker(s) (>= {HISTORY_TARGET}, issue 20)",
-                statistics.median(each),
-                each,
-                statistics.median(each) >= HISTORY_TARGET,
-            )
+        peer_verdicts(rounds, processes, args.otel, line)
+
+
+def peer_verdicts(rounds: Rounds, processes: int, otel: str, line: Callable[..., None]) -> None:
+    """The verdicts that compare ours with a peer path in the same groups: raw (issue 8),
+    quiet (issue 20) and traced (ADR 30), for ``processes`` worker processes."""
+    ours = ("ours", processes)
+    goals = (
+        (ours, ("raw", processes), RAW_TARGET, "issue 8"),
+        (ours, ("quiet", processes), HISTORY_TARGET, "issue 20"),
+        (("traced", processes), ours, TRACED_TARGET, otel),
+    )
+    for top, bottom, target, why in goals:
+        if top not in rounds or bottom not in rounds:
+            continue
+        each = ratios(rounds, top, bottom)
+        name = f"{top[0]}/{bottom[0]}"
+        line(
+            f"{name}, {processes} worker(s) (>= {target}, {why})",
+            statistics.median(each),
+            each,
+            statistics.median(each) >= target,
+        )
 
 
 def floor(rounds: Rounds, step_ms: float) -> None:
@@ -752,6 +833,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--role", default="current", help=argparse.SUPPRESS)
     parser.add_argument("--procs", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("--pool", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--otel", choices=OTEL_MODES, default="api", help="how the traced path traces (api)"
+    )
     parser.add_argument("--quick", action="store_true", help="smoke run: small rounds, 2 groups")
     parser.add_argument("--jobs", type=int, default=2000, help="jobs per round (default 2000)")
     parser.add_argument("--repeats", type=int, default=5, help="groups of rounds")
@@ -791,7 +875,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 profiler.enable()
             try:
                 asyncio.run(
-                    serve(args.url, args.node, args.limit, args.role, args.procs, args.pool)
+                    serve(
+                        args.url,
+                        args.node,
+                        args.limit,
+                        args.role,
+                        args.procs,
+                        args.pool,
+                        args.otel,
+                    )
                 )
             finally:
                 if profiler is not None and profile_dir:

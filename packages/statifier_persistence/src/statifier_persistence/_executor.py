@@ -92,7 +92,8 @@ class TimerBatches(Protocol):
     @property
     def timer_batches(self) -> bool:
         """Whether steps use ``prepare_timer`` and ``store_timers`` (False: ``schedule``,
-        e.g. for a subclass that overrides ``schedule``)."""
+        e.g. for a subclass that overrides ``schedule``, or while tracing is on); asked
+        when each step begins its drive."""
 
     def prepare_timer(self, execution_id: str, effect: SendDelayed) -> Any:
         """Check and encode a timer as ``schedule`` would, storing nothing; raises
@@ -150,7 +151,13 @@ class LoggingHost:
         """Log the effect, naming the execution."""
         # The chart controls labels, values and messages: a line shows their start only.
         if isinstance(effect, Log):
-            logger.info("%s [log] %s: %s", execution.id, _cut(effect.label), brief(effect.value))
+            logger.info(
+                "%s [log] %s: %s",
+                execution.id,
+                _cut(effect.label),
+                brief(effect.value),
+                extra={"execution_id": execution.id, "chart": execution.chart_name},
+            )
         else:
             logger.warning(
                 "%s [%s] %s (line %s)",
@@ -158,6 +165,12 @@ class LoggingHost:
                 effect.name,
                 _cut(effect.message or "(no message)"),
                 effect.line,
+                extra={
+                    "execution_id": execution.id,
+                    "chart": execution.chart_name,
+                    "event": effect.name,
+                    "line": effect.line,
+                },
             )
 
 
