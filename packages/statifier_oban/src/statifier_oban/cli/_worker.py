@@ -30,6 +30,7 @@ from oban import Oban
 from oban import telemetry as oban_telemetry
 from psycopg_pool import AsyncConnectionPool
 from statifier import logs
+from statifier.chart.durations import InvalidDuration, format_duration, parse_duration
 from statifier.cli import kit
 from statifier.errors import install_hint
 
@@ -67,21 +68,45 @@ several in a row before it looks gone."""
 
 
 class Seconds(click.ParamType[float, Any]):
-    """A positive number of seconds (below 10^7)."""
+    """A positive span below 10^7 seconds, in seconds: a duration as every command reads it
+    (``30s``, ``1h``, ``1m 30s``) or a bare number of seconds (``10``, ``0.5``), which
+    deployments of 0.1.0 set in their environment."""
 
-    name = "seconds"
+    name = "duration"
 
     def convert(
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
     ) -> float:
         """The seconds (a usage error otherwise)."""
-        try:
-            seconds = float(value)
-        except (TypeError, ValueError):
-            seconds = -1.0
+        seconds = _seconds(value)
         if not 0 < seconds < 1e7:
-            self.fail(f"expected a positive number of seconds, not {value!r}", param, ctx)
+            self.fail(
+                f"expected a positive duration (such as 30s, 1h or a number of seconds), "
+                f"not {value!r}",
+                param,
+                ctx,
+            )
         return seconds
+
+
+def _seconds(value: Any) -> float:
+    """``value`` in seconds, or -1 when it is neither a number nor a duration."""
+    if isinstance(value, int | float):
+        return float(value)
+    text = str(value).strip()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        return parse_duration(text) / 1000
+    except InvalidDuration:
+        return -1.0
+
+
+def _shown(seconds: float) -> str:
+    """A default as ``--help`` shows it: ``10s``, ``1h``."""
+    return format_duration(round(seconds * 1000))
 
 
 class QueueType(click.ParamType[tuple[str, int], Any]):
@@ -328,25 +353,29 @@ async def _put_back(
     help="oban node name, unique per process (default: host.pid)",
 )  # fmt: skip
 @click.option(
-    "--rescue-after", type=Seconds(), default=DEFAULT_RESCUE_AFTER_S, show_default=True,
-    metavar="S", envvar="STATIFIER_OBAN_RESCUE_AFTER", show_envvar=True,
-    help="a worker whose heartbeat stops for S seconds is gone: its executing jobs run again",
+    "--rescue-after", type=Seconds(), default=_shown(DEFAULT_RESCUE_AFTER_S),
+    show_default=True, metavar="DURATION",
+    envvar="STATIFIER_OBAN_RESCUE_AFTER", show_envvar=True,
+    help="a worker whose heartbeat stops this long is gone: its executing jobs run again",
 )  # fmt: skip
 @click.option(
-    "--rescue-interval", type=Seconds(), default=DEFAULT_RESCUE_INTERVAL_S, show_default=True,
-    metavar="S", envvar="STATIFIER_OBAN_RESCUE_INTERVAL", show_envvar=True,
-    help="look for jobs of workers that are gone every S seconds",
+    "--rescue-interval", type=Seconds(), default=_shown(DEFAULT_RESCUE_INTERVAL_S),
+    show_default=True, metavar="DURATION",
+    envvar="STATIFIER_OBAN_RESCUE_INTERVAL", show_envvar=True,
+    help="how often to look for jobs of workers that are gone",
 )  # fmt: skip
 @click.option(
-    "--stuck-after", type=Seconds(), default=DEFAULT_STUCK_AFTER_S, show_default=True,
-    metavar="S", envvar="STATIFIER_OBAN_STUCK_AFTER", show_envvar=True,
-    help="a job executing for S seconds on a live worker runs again (oban's Lifeline); "
+    "--stuck-after", type=Seconds(), default=_shown(DEFAULT_STUCK_AFTER_S),
+    show_default=True, metavar="DURATION",
+    envvar="STATIFIER_OBAN_STUCK_AFTER", show_envvar=True,
+    help="a job executing this long on a live worker runs again (oban's Lifeline); "
     "keep it above your longest job",
 )  # fmt: skip
 @click.option(
-    "--shutdown-grace", type=Seconds(), default=DEFAULT_SHUTDOWN_GRACE_S, show_default=True,
-    metavar="S", envvar="STATIFIER_OBAN_SHUTDOWN_GRACE", show_envvar=True,
-    help="on SIGINT/SIGTERM, let running jobs finish for S seconds, then put the rest back",
+    "--shutdown-grace", type=Seconds(), default=_shown(DEFAULT_SHUTDOWN_GRACE_S),
+    show_default=True, metavar="DURATION",
+    envvar="STATIFIER_OBAN_SHUTDOWN_GRACE", show_envvar=True,
+    help="on SIGINT/SIGTERM, let running jobs finish this long, then put the rest back",
 )  # fmt: skip
 @click.option(
     "--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]), default="INFO",
@@ -355,9 +384,10 @@ async def _put_back(
 )  # fmt: skip
 @otel_option("the jobs")
 @click.option(
-    "--otel-interval", type=Seconds(), default=DEFAULT_GAUGE_INTERVAL_S, show_default=True,
-    metavar="S", envvar="STATIFIER_OBAN_OTEL_INTERVAL", show_envvar=True,
-    help="with --otel, sample the gauges (executions by status, queue depth) every S seconds",
+    "--otel-interval", type=Seconds(), default=_shown(DEFAULT_GAUGE_INTERVAL_S),
+    show_default=True, metavar="DURATION",
+    envvar="STATIFIER_OBAN_OTEL_INTERVAL", show_envvar=True,
+    help="with --otel, how often to sample the gauges (executions by status, queue depth)",
 )  # fmt: skip
 @execution_options
 def worker(
