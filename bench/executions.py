@@ -575,36 +575,24 @@ async def measure(bench: Bench, args: argparse.Namespace) -> Rounds:
     sets_per_count = 1 + bool(args.baseline) + ("traced" in args.paths)
     everyone = sum(args.processes) * sets_per_count
     pool = str(max(6, (int(allowed[0][0]) - SPARE_CONNECTIONS) // everyone))
+    roles = {"current": "c", "today": "t", "traced": "o"}  # role: its nodes' prefix
     for processes in args.processes:
-        sets[("current", processes)] = WorkerProcesses(
-            script,
-            bench.url,
-            processes,
-            args.limit,
-            extra=["--role", "current", "--procs", str(processes), "--pool", pool],
-            node_prefix=f"c{processes}_",
-        )
-        if args.baseline:
-            sets[("today", processes)] = WorkerProcesses(
+        for role, prefix in roles.items():
+            if (role == "today" and not args.baseline) or (
+                role == "traced" and "traced" not in args.paths
+            ):
+                continue
+            sets[(role, processes)] = WorkerProcesses(
                 script,
                 bench.url,
                 processes,
-                args.today_limit,
-                extra=["--role", "today", "--procs", str(processes), "--pool", pool],
-                env={"PYTHONPATH": baseline_path(args.baseline)},
-                node_prefix=f"t{processes}_",
-            )
-        if "traced" in args.paths:
-            sets[("traced", processes)] = WorkerProcesses(
-                script,
-                bench.url,
-                processes,
-                args.limit,
+                args.today_limit if role == "today" else args.limit,
                 extra=[
-                    *("--role", "traced", "--procs", str(processes)),
+                    *("--role", role, "--procs", str(processes)),
                     *("--pool", pool, "--otel", args.otel),
                 ],
-                node_prefix=f"o{processes}_",
+                env={"PYTHONPATH": baseline_path(args.baseline)} if role == "today" else None,
+                node_prefix=f"{prefix}{processes}_",
             )
     kinds = [
         (path, processes)
