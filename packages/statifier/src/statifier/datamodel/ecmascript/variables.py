@@ -541,6 +541,8 @@ def _event_fields(event: Value) -> tuple[Any, ...] | None:
     when a field is not a string the binding carries as it is (ASCII without NUL)."""
     if not isinstance(event, dict):
         return (None,) * 7
+    if "raw" in event:
+        return None  # a received message's event (rare): the whole event goes as JSON
     fields = tuple(event.get(key) for key in _EVENT_FIELDS)
     spelled = [field for field in fields if field is not None]
     if not all(type(field) is str for field in spelled):
