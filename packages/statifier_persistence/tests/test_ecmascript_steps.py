@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from statifier.core import effects as fx
 from statifier.core.events import Event
+from statifier.datamodel import stored_variables
 from statifier_persistence import Executions, Stepped
 
 from persistence_support.common import chart, unique
@@ -45,8 +46,10 @@ async def test_event_data_sent_to_an_execution_is_never_code(executions: Executi
     assert isinstance(stepped, Stepped)
     done = [e.configuration for e in stepped.effects if isinstance(e, fx.Done)]
     assert done == [("safe",)]
-    # Stored as data: its "$" key escaped, so that it can never read as a tag.
-    assert stepped.state.datamodel["order"] == {"$$function": PAYLOAD}
+    # Stored as data: its "$" key escaped, so that it can never read as a tag; read back as
+    # the data it is.
+    assert stored_variables(stepped.state.datamodel)["order"] == {"$$function": PAYLOAD}
+    assert stepped.state.datamodel["order"] == {"$function": PAYLOAD}
 
 
 async def test_a_deep_value_stores_and_the_next_step_reads_it(executions: Executions) -> None:

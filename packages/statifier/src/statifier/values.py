@@ -286,6 +286,30 @@ def is_value(obj: object) -> bool:
     return True
 
 
+def same_data(a: object, b: object) -> bool:
+    """Whether ``a`` and ``b`` are the same JSON-like data: equal, and of the same types
+    all the way down (``1``, ``1.0`` and ``True`` differ). Nesting past ``MAX_DEPTH``
+    counts as different."""
+    stack: list[tuple[object, object, int]] = [(a, b, 0)]
+    while stack:
+        left, right, depth = stack.pop()
+        if type(left) is not type(right) or depth > MAX_DEPTH:
+            return False
+        if isinstance(left, dict):
+            assert isinstance(right, dict)  # noqa: S101 - the types are the same
+            if left.keys() != right.keys():
+                return False
+            stack.extend((item, right[key], depth + 1) for key, item in left.items())
+        elif isinstance(left, list):
+            assert isinstance(right, list)  # noqa: S101 - the types are the same
+            if len(left) != len(right):
+                return False
+            stack.extend((x, y, depth + 1) for x, y in zip(left, right, strict=True))
+        elif left != right:
+            return False
+    return True
+
+
 MAX_JSON_TEXT: Final = 1_000_000
 """The most characters of JSON text :func:`parse_json` reads by default."""
 

@@ -24,6 +24,7 @@ from statifier.budget import NODE_COST
 from statifier.core._run import Keep
 from statifier.core.events import Event
 from statifier.core.state import MachineState, StateBuilder, finish
+from statifier.datamodel.base import with_system
 
 STEPS: Final = "steps"
 """The key of the step memo in a machine's ``_cache``."""
@@ -62,8 +63,7 @@ def replay(
         state.limits.start_steps < rounds * NODE_COST
     ):
         return None
-    datamodel = state.datamodel.copy()
-    datamodel["_event"] = event.as_system_variable()
+    datamodel = with_system(state.datamodel, "_event", event.as_system_variable())
     new: Any = _new(StateBuilder)
     new.machine = state.machine
     new.session_id = state.session_id

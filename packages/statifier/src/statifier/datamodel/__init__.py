@@ -22,9 +22,12 @@ from statifier.datamodel.base import (
     Location,
     Script,
     ScriptError,
+    StoredVariables,
     Value,
     Variables,
     WriteResult,
+    stored_variables,
+    with_system,
 )
 from statifier.datamodel.host import HostFunction, HostFunctionError, HostFunctions
 from statifier.datamodel.python import (
@@ -42,6 +45,7 @@ from statifier.datamodel.registry import (
     PYTHON,
     PythonDatamodel,
     datamodel_for,
+    state_variables,
     variables_of,
 )
 
@@ -65,6 +69,7 @@ __all__ = [
     "PythonDatamodel",
     "Script",
     "ScriptError",
+    "StoredVariables",
     "Value",
     "Variables",
     "WriteResult",
@@ -75,5 +80,8 @@ __all__ = [
     "is_identifier",
     "is_value",
     "parse_inline_content",
+    "state_variables",
+    "stored_variables",
     "variables_of",
+    "with_system",
 ]

@@ -9,13 +9,15 @@ into a value; the core evaluates the compiled :class:`Expression`, :class:`Locat
 The variables are a ``dict`` of JSON-like values (system variables included) that the core
 keeps, or, for a datamodel that keeps its variables itself (``Datamodel.variables``, ADR
 22), a :class:`KeptVariables` mapping: the core then writes through its operations, and a
-state's ``datamodel`` holds the stored form it returns at the end of each call.
+state's ``datamodel`` is the :class:`StoredVariables` each call ends with: plain values to
+read, and a stored form of the datamodel's own that only positions read
+(:func:`stored_variables`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, MutableMapping
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from statifier.datamodel.writes import Admit as Admit
 from statifier.datamodel.writes import PathKey as PathKey
@@ -177,7 +179,7 @@ class Script(Protocol):
 class KeptVariables(Protocol):
     """The variables of one call of a datamodel that keeps them itself (ADR 22).
 
-    A ``MutableMapping`` of the variables (reading one gives its stored form; setting one
+    A ``MutableMapping`` of the variables (reading one gives its plain value; setting one
     binds data), plus the writes the core makes, each admitted by the datamodel cap before
     it happens (a refusal raises and changes nothing), and ``freeze``.
     """
@@ -222,13 +224,54 @@ class KeptVariables(Protocol):
         ...
 
     def export(self, name: str) -> Value:
-        """A copy of a variable's value as plain data (a traced write's value)."""
+        """A variable's value as plain data (a traced write's value)."""
         ...
 
-    def freeze(self) -> tuple[dict[str, Value], Any]:
-        """End the call: the state's ``datamodel`` (the stored form) and what the state
-        carries to the next call (``MachineState._datamodel_bound``)."""
+    def freeze(self) -> tuple[Mapping[str, Value], Any]:
+        """End the call: the state's ``datamodel`` and what the state carries to the next
+        call (``MachineState._datamodel_bound``)."""
         ...
+
+
+@runtime_checkable
+class StoredVariables(Protocol):
+    """A state's variables, kept by their datamodel in a stored form of its own (ADR 22).
+
+    A read-only ``Mapping`` of the variables as plain JSON-like data (what users read:
+    ``MachineState.datamodel``), plus the stored form positions keep."""
+
+    def __getitem__(self, name: str) -> Value: ...
+
+    def __iter__(self) -> Iterator[str]: ...
+
+    def __len__(self) -> int: ...
+
+    def __contains__(self, name: object) -> bool: ...
+
+    def stored(self) -> dict[str, Value]:
+        """The variables in the stored form (system variables included), as a position
+        keeps them."""
+        ...
+
+    def with_system(self, name: str, value: Value) -> Mapping[str, Value]:
+        """The same variables with the system variable ``name`` bound to ``value``."""
+        ...
+
+
+def stored_variables(datamodel: Mapping[str, Value]) -> dict[str, Value]:
+    """What a position keeps of a state's ``datamodel``: the ``dict`` itself, or the stored
+    form of variables a datamodel keeps (:class:`StoredVariables`)."""
+    if type(datamodel) is dict:
+        return datamodel
+    return cast("StoredVariables", datamodel).stored()
+
+
+def with_system(datamodel: Mapping[str, Value], name: str, value: Value) -> Mapping[str, Value]:
+    """A state's ``datamodel`` with the system variable ``name`` bound to ``value`` (a new
+    one: states share nothing they change)."""
+    if type(datamodel) is dict:
+        return {**datamodel, name: value}
+    return cast("StoredVariables", datamodel).with_system(name, value)
 
 
 type OpenVariables = Callable[[Machine, MachineState | None], KeptVariables]
@@ -308,4 +351,9 @@ class Datamodel(Protocol):
         """Plain data as a state's ``datamodel`` stores it (an operator's change to a
         variable is written so): the value itself, unless the datamodel keeps a stored form
         of its own."""
+        ...
+
+    def state_variables(self, stored: dict[str, Value]) -> Mapping[str, Value]:
+        """A state's ``datamodel`` from what a position keeps of it: the ``dict`` itself,
+        or the :class:`StoredVariables` of a datamodel with a stored form of its own."""
         ...

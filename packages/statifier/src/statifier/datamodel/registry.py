@@ -8,6 +8,7 @@ code in a sandboxed QuickJS engine and needs the ``statifier[ecmascript]`` extra
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, cast
 
@@ -88,6 +89,10 @@ class PythonDatamodel:
         """The value itself (variables are stored as they are)."""
         return value
 
+    def state_variables(self, stored: dict[str, Value]) -> dict[str, Value]:
+        """The ``dict`` itself (variables are stored as they are)."""
+        return stored
+
 
 PYTHON: Final = PythonDatamodel()
 """The Python datamodel."""
@@ -124,6 +129,14 @@ def variables_of(machine: Machine) -> OpenVariables | None:
     if found is _UNKNOWN:
         found = machine._cache[_VARIABLES] = datamodel_for(machine.datamodel).variables
     return cast("OpenVariables | None", found)
+
+
+def state_variables(machine: Machine, stored: dict[str, Value]) -> Mapping[str, Value]:
+    """The ``datamodel`` of a state of ``machine`` whose position keeps ``stored``: the
+    ``dict`` itself, unless the datamodel keeps a stored form of its own (ADR 22)."""
+    if variables_of(machine) is None:
+        return stored
+    return datamodel_for(machine.datamodel).state_variables(stored)
 
 
 __all__ = [

@@ -7,10 +7,11 @@ The core reads and writes through the store's own operations (``assign``, ``bind
 ``foreach_*``) so that a value never makes a round trip through Python: object identity
 holds, and a write is admitted (the datamodel cap) before it happens.
 
-A call ends with ``freeze``: the stored form of every variable (a dict of JSON values, what
-positions store) and a :class:`Link` back to the instance. The next call that resumes that
-very state continues in the same instance; any other (an older state, a state read from a
-position) gets an instance of its own, built from the stored form.
+A call ends with ``freeze``: the state's ``datamodel``, a :class:`~.view.VariablesView`
+(plain values to read, the stored form positions keep), and a :class:`Link` back to the
+instance. The next call that resumes that very state continues in the same instance; any
+other (an older state, a state read from a position) gets an instance of its own, built
+from the stored form.
 """
 
 from __future__ import annotations
@@ -25,10 +26,14 @@ from statifier.datamodel.base import (
     Value,
     Writable,
     WriteResult,
+    stored_variables,
 )
 from statifier.datamodel.ecmascript._instance import BOX, Instance, JSFailure, setup_of
 from statifier.datamodel.ecmascript.charges import NO_LIMIT, charge, charge_time
 from statifier.datamodel.ecmascript.limits import MAX_HOST_CALLS
+from statifier.datamodel.ecmascript.plain import HEAP as _HEAP
+from statifier.datamodel.ecmascript.plain import PlainDecoder
+from statifier.datamodel.ecmascript.view import SYSTEM_VARIABLES, VariablesView
 from statifier.datamodel.host import HostFunctionError
 from statifier.values import ValueRefused
 
@@ -38,12 +43,9 @@ if TYPE_CHECKING:
     from statifier.core.state import MachineState
     from statifier.datamodel.ecmascript.compiled import Compiled
 
-SYSTEM_VARIABLES: Final = ("_sessionid", "_name", "_ioprocessors", "_event")
-"""Read-only variables the core binds; the engine exposes them through throwing setters."""
+__all__ = ["SYSTEM_VARIABLES", "Link", "Variables", "new_variables"]
 
 _SYSTEM: Final = frozenset(SYSTEM_VARIABLES)
-_HEAP: Final = "#objects"
-"""The stored form's entry holding objects stored once (shared, cyclic or deep ones)."""
 _ENCODER: Final = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"))
 
 
@@ -78,22 +80,28 @@ def new_variables(machine: Machine, state: MachineState | None) -> Variables:
     cap = NO_LIMIT if state.limits.datamodel_bytes is None else state.limits.datamodel_bytes
     datamodel = state.datamodel
     carried = state._datamodel_bound
-    if carried is not None and carried[0] is datamodel and isinstance(carried[1], Link):
+    if (
+        carried is not None
+        and carried[0] is datamodel
+        and isinstance(carried[1], Link)
+        and isinstance(datamodel, VariablesView)
+    ):
         instance = carried[1].take()
         if instance is not None:
             variables = Variables(instance, instance.names)
             variables.sync(datamodel, cap)
             return variables
     variables = Variables(Instance(setup_of(machine), cap), set())
-    variables.load(datamodel)
+    variables.load(stored_variables(datamodel))
     return variables
 
 
 class Variables(MutableMapping[str, Value]):
     """One call's variables of an ECMAScript chart (see the module docstring).
 
-    Reading an item gives its stored form (as ``MachineState.datamodel`` holds it); setting
-    one binds data (never decoded: data is never code).
+    Reading an item gives its value as plain data (``.plain``), which writes the variables
+    out first: the core reads only in trace mode. Setting one binds data (never decoded:
+    data is never code).
     """
 
     __slots__ = ("instance", "names")
@@ -110,7 +118,7 @@ class Variables(MutableMapping[str, Value]):
             return system[name]
         if name not in self.names:
             raise KeyError(name)
-        return self.stored().get(name)
+        return self.export(name)
 
     def __setitem__(self, name: str, value: Value) -> None:
         if name in _SYSTEM:
@@ -163,7 +171,7 @@ class Variables(MutableMapping[str, Value]):
             instance.version = news["version"]
         return instance.stored
 
-    def freeze(self) -> tuple[dict[str, Value], tuple[dict[str, Value], Link]]:
+    def freeze(self) -> tuple[VariablesView, tuple[VariablesView, Link]]:
         """The state's ``datamodel`` and what the state carries to the next call."""
         instance = self.instance
         try:
@@ -172,8 +180,9 @@ class Variables(MutableMapping[str, Value]):
             if failure.limit:  # the engine's own limits: the call cannot end
                 raise MemoryError(failure.message) from None
             raise failure.error() from None
-        datamodel = {**instance.system, **stored}
-        instance.names = self.names
+        names = self.names
+        datamodel = VariablesView(dict(instance.system), frozenset(names), stored)
+        instance.names = names
         return datamodel, (datamodel, Link(instance))
 
     def load(self, datamodel: Mapping[str, Value]) -> None:
@@ -190,11 +199,12 @@ class Variables(MutableMapping[str, Value]):
         instance.context.call_long(instance.api.decode, text)
         self.names = {name for name in user if name != _HEAP}
 
-    def sync(self, datamodel: Mapping[str, Value], cap: int) -> None:
+    def sync(self, datamodel: VariablesView, cap: int) -> None:
         """Bring the system variables up to the state's (a replayed step changes ``_event``)."""
         system = self.instance.system
+        wanted = datamodel.system
         for name in SYSTEM_VARIABLES:
-            value = datamodel.get(name)
+            value = wanted.get(name)
             if system.get(name, _MISSING) is not value:
                 self.set_system(name, value)
         if cap != self.instance.cap:
@@ -415,14 +425,18 @@ class Variables(MutableMapping[str, Value]):
         """End the innermost ``<foreach>``."""
         self.instance.context.call(self.instance.api.foreach_end)
 
-    def export(self, name: str, limit: int = NO_LIMIT) -> Value:
-        """A copy of one variable's value as plain data (a traced write's value)."""
-        instance = self.instance
+    def export(self, name: str) -> Value:
+        """One variable's value as plain data (a traced write's value), as the state's
+        ``datamodel`` will show it (the variables are written out first)."""
+        system = self.instance.system
+        if name in system:
+            return system[name]
         try:
-            text = instance.context.call(instance.api.export_variable, name, float(limit))
+            stored = self.stored()
         except JSFailure:
-            return self.stored().get(name)
-        return json.loads(_text(text))
+            # Past the engine's limits: the call's freeze reports it (a trace never does).
+            return None
+        return PlainDecoder(stored, system).variable(name) if name in stored else None
 
     # -- helpers -------------------------------------------------------------------------
 
