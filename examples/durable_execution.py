@@ -4,12 +4,14 @@ Run from the repository root::
 
     uv run python examples/durable_execution.py
 
-Two card authorizations are created as executions of the card-authorization chart (its
-seven-day hold here one second). Card A is captured by a request that arrives twice: the
-step key applies it once. Card B's hold is a job; this process runs the timers queue, so
-it is also the worker that fires the hold and steps card B (lock, drive, store: one
-transaction). Any process running the queue would do, such as a plain ``statifier-oban
-worker``. It starts a throwaway PostgreSQL of its own and removes it at the end.
+Two card authorizations are created as executions of the card-authorization chart, its
+seven-day hold unchanged. Card A is captured by a request that arrives twice: the step key
+applies it once. Card B's hold is a job; this process runs the timers queue, so it is also
+the worker that fires the hold and steps card B (lock, drive, store: one transaction).
+Any process running the queue would do, such as a plain ``statifier-oban worker``. The
+week passes on the test clock of ``statifier_oban.testing``, which moves the job's due
+time; the queue fires it as it would a week later. It starts a throwaway PostgreSQL of its
+own and removes it at the end.
 """
 
 from __future__ import annotations
@@ -23,10 +25,10 @@ from psycopg_pool import AsyncConnectionPool
 from statifier_oban.embedded import EmbeddedPostgres
 from statifier_oban.executions import ObanExecutor, execution_config, use
 from statifier_oban.schema import install
+from statifier_oban.testing import Clock
 from statifier_persistence import Executions
 
-SOURCE = Path(__file__).with_name("card_authorization.scxml").read_text()
-machine = statifier.compile(SOURCE.replace('delay="7d"', 'delay="1s"'))  # 7 days is long
+machine = statifier.compile(Path(__file__).with_name("card_authorization.scxml").read_text())
 
 
 async def main(url: str) -> None:
@@ -46,8 +48,9 @@ async def main(url: str) -> None:
         again = await executions.step("card_a", capture, key="req-88")  # a retried request
         print(type(first).__name__, type(again).__name__)  # Stepped AlreadyApplied
 
+        await Clock(oban, ["timers"]).advance("7d")  # a week passes (a test clock)
         while (await executions.get("card_b")).status == "active":
-            await asyncio.sleep(0.1)  # card_b's hold fires after a second: one step
+            await asyncio.sleep(0.1)  # the queue fires card_b's hold: one step
         for execution in (await executions.list()).executions:
             print(execution.id, execution.status)  # card_a active, card_b completed
         await oban.stop()

@@ -4,12 +4,14 @@ Run from the repository root::
 
     uv run python examples/durable_timer.py
 
-The card-authorization chart arms a seven-day hold when a card is authorized (here one
-second, so the story ends quickly). With ``DurableTimers`` the hold is a job row in
-PostgreSQL, not an event-loop timer: the session stops (as a process does in a deploy),
-the position it stored is resumed, and the job fires into the resumed session, which
-expires the card. It starts a throwaway PostgreSQL of its own (``statifier_oban.embedded``)
-and removes it at the end.
+The card-authorization chart arms a seven-day hold when a card is authorized. With
+``DurableTimers`` the hold is a job row in PostgreSQL, not an event-loop timer: the
+session stops (as a process does in a deploy), the position it stored is resumed, and the
+job fires into the resumed session, which expires the card. The chart is the production
+chart, seven days and all: the test clock of ``statifier_oban.testing`` moves the job's
+due time a week earlier, and this process's queue fires it as it would a week later. It
+starts a throwaway PostgreSQL of its own (``statifier_oban.embedded``) and removes it at
+the end.
 """
 
 from __future__ import annotations
@@ -26,9 +28,9 @@ from statifier.runtime.session import Session
 from statifier_oban import Config, DurableTimers
 from statifier_oban.embedded import EmbeddedPostgres
 from statifier_oban.schema import install
+from statifier_oban.testing import Clock
 
-SOURCE = Path(__file__).with_name("card_authorization.scxml").read_text()
-machine = statifier.compile(SOURCE.replace('delay="7d"', 'delay="1s"'))  # 7 days is long
+machine = statifier.compile(Path(__file__).with_name("card_authorization.scxml").read_text())
 
 positions: dict[str, bytes] = {}  # your store: a table, a key-value store...
 
@@ -54,7 +56,8 @@ async def main(url: str) -> None:
         # after a restart, in any process: resume first, then run the queue
         blob = positions["card_1"]
         session = await Session.start(machine, resume=blob, delayed_sends=DurableTimers(config))
-        await session.wait_halted()  # a second later the job fires into the session
+        await Clock(oban, ["timers"]).advance("7d")  # a week passes (a test clock)
+        await session.wait_halted()  # the queue fires the hold's job into the session
         print(session.status().configuration)  # ('expired',)
         await session.stop()  # a halted session stays registered until its owner stops it
         await oban.stop()

@@ -7,7 +7,10 @@ line of its own comes right before it:
   each ``print(...)  # text`` line must print ``text``;
 * ``<!-- doctest: excerpt PATH -->``: the block is a verbatim excerpt of ``PATH`` (at any
   indentation), a file that is itself tested (the examples run in
-  ``packages/statifier_oban/tests/test_examples.py``).
+  ``packages/statifier_oban/tests/test_examples.py``);
+* ``<!-- doctest: pytest -->``: the block is a test module; a page's such blocks run
+  together under pytest (``pytester``), with the ``examples/`` charts beside them and the
+  plugins' fixtures on this run's database server, and every test they define must pass.
 
 Every Python block of the README and of the getting-started page must carry one of them.
 Besides: the README's Mermaid diagram is what ``statifier diagram`` draws, every
@@ -24,6 +27,7 @@ import glob
 import io
 import re
 import shlex
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +45,7 @@ FIRST_STEPS = [ROOT / "README.md", ROOT / "docs" / "getting-started.md"]
 """The pages a new user reads first: every Python block there is checked."""
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
-_MARKER = re.compile(r"^<!-- doctest: (run|excerpt (\S+)) -->$")
+_MARKER = re.compile(r"^<!-- doctest: (run|pytest|excerpt (\S+)) -->$")
 _FENCE = re.compile(r"^```(\w*)$")
 _PRINT = re.compile(r"^print\((.*)\)\s+# (.+)$")
 _SYNOPSIS = re.compile(r"[\[\]()|]|\.\.\.")
@@ -149,6 +153,46 @@ def test_an_excerpt_is_in_its_file(block: Block) -> None:
         if body in source:
             return
     pytest.fail(f"{block} is not an excerpt of {block.marker.split()[1]}")
+
+
+_TEST = re.compile(r"^(async )?def test_", re.MULTILINE)
+
+
+@pytest.mark.parametrize(
+    "page",
+    [page for page in PAGES if any(b.marker == "pytest" for b in blocks(page))],
+    ids=lambda page: str(page.relative_to(ROOT)),
+)
+def test_the_test_modules_of_a_page_pass(
+    page: Path,
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    statifier_postgres: Any,
+    statifier_schema_template: str,
+) -> None:
+    modules = [b for b in blocks(page) if b.marker == "pytest"]
+    for block in modules:
+        pytester.makepyfile(**{f"test_{page.stem}_{block.line}": block.text})
+    shutil.copytree(ROOT / "examples", pytester.path / "examples", ignore=_not_charts)
+    # The durable fixtures use this run's server and template (statifier_oban's plugin).
+    monkeypatch.setenv("DATABASE_URL", statifier_postgres.url)
+    pytester.makeconftest(
+        "import pytest\n\n\n"
+        '@pytest.fixture(scope="session")\n'
+        "def statifier_schema_template():\n"
+        f"    return {statifier_schema_template!r}\n"
+    )
+    pytester.makeini(
+        "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    defined = sum(len(_TEST.findall(block.text)) for block in modules)
+    result.assert_outcomes(passed=defined)
+
+
+def _not_charts(directory: str, names: list[str]) -> list[str]:
+    """``shutil.copytree``'s filter: only the charts of ``examples/`` are copied."""
+    return [name for name in names if not name.endswith(".scxml")]
 
 
 def test_the_readme_diagram_is_what_statifier_draws(capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from statifier.chart.durations import (
     MAX_DURATION_LENGTH,
     InvalidDuration,
     parse_duration,
+    span_ms,
 )
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "charts.md"
@@ -98,3 +100,27 @@ def test_a_century_is_the_longest_delay() -> None:
     assert parse_duration("36500d") == MAX_DELAY_MS
     with pytest.raises(InvalidDuration, match="longer than a century"):
         parse_duration(f"{MAX_DELAY_MS + 1}ms")
+
+
+def test_a_span_is_a_duration_milliseconds_or_a_timedelta() -> None:
+    assert span_ms("1h 30m") == 5_400_000
+    assert span_ms(0) == 0
+    assert span_ms(MAX_DELAY_MS) == MAX_DELAY_MS
+    assert span_ms(timedelta(days=7)) == 604_800_000
+    assert span_ms(timedelta(microseconds=1_500)) == 2  # half a millisecond rounds up
+    assert span_ms(timedelta(microseconds=1_499)) == 1
+
+
+@pytest.mark.parametrize(
+    ("span", "message"),
+    [
+        (-1, "cannot be negative"),
+        (timedelta(microseconds=-501), "cannot be negative"),
+        (MAX_DELAY_MS + 1, "longer than a century"),
+        (True, "not True"),
+        (1.5, "not 1.5"),
+    ],
+)
+def test_a_span_that_is_no_span_is_refused(span: object, message: str) -> None:
+    with pytest.raises(InvalidDuration, match=message):
+        span_ms(span)  # type: ignore[arg-type]

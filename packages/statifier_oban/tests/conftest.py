@@ -8,6 +8,9 @@ The shared database fixtures (``pg_server``, ``schema_templates``, ``make_databa
 * ``oban_client`` (function, async): a client-mode ``Oban`` on ``pool`` (not started).
 * ``start_oban`` (function, async): factory ``await start_oban(queues, **options) -> Oban``
   starting server-mode instances that are all stopped at teardown.
+* ``statifier_schema_template``: the pytest plugin's (``statifier_oban.testing``)
+  template is ``template_database``, so ``durable_env`` and ``statifier_database_url``
+  install the schema no second time (the server is the plugin's already: ``pg_server``).
 """
 
 from __future__ import annotations
@@ -31,6 +34,12 @@ STAGER_INTERVAL_S = 0.1
 def template_database(schema_templates: Any) -> str:
     """Name of a database holding the full schema, copied for every test's database."""
     return str(schema_templates.get("statifier_oban", install))
+
+
+@pytest.fixture(scope="session")
+def statifier_schema_template(template_database: str) -> str:
+    """The plugin's template is this run's full-schema template."""
+    return template_database
 
 
 @pytest_asyncio.fixture

@@ -11,6 +11,7 @@ import inspect
 from pathlib import Path
 from typing import Any
 
+import pytest
 import statifier_oban
 from oban import Oban
 from oban import _notifier as oban_notifier
@@ -39,6 +40,8 @@ OBAN_PRIVATE_ATTRIBUTES = {
     "_running_jobs",
     "_uuid",
     "_limit",
+    "_name",
+    "_instances",
 }
 """Private attributes of oban objects that only the compat module may read."""
 
@@ -140,6 +143,44 @@ async def test_the_stager_bridge_caps_its_interval_and_knows_its_queues(start_ob
     assert not stager.runs(None)
 
 
+async def test_run_job_runs_a_fetched_job_through_obans_executor_and_our_ack(
+    oban_client: Oban, pool: AsyncConnectionPool
+) -> None:
+    from statifier_oban.store import _fetch
+    from statifier_oban.workers import TIMER_WORKER
+
+    async with pool.connection() as conn:
+        await conn.execute(
+            "INSERT INTO oban_jobs (args, queue, worker, state) "
+            "VALUES ('{}', 'compat_q', %s, 'available')",
+            [TIMER_WORKER],
+        )
+    fetched = await _fetch.fetch(
+        _oban_compat.FetchRequest(
+            pool=pool, prefix="public", queue="compat_q", node="n", uuid="u", demand=1
+        )
+    )
+    (job,) = fetched.jobs
+    assert await _oban_compat.run_job(oban_client, job) == "cancelled"  # undecodable args
+    async with pool.connection() as conn:
+        row = await (
+            await conn.execute("SELECT state::text, errors FROM oban_jobs WHERE id = %s", [job.id])
+        ).fetchone()
+    assert row is not None
+    assert row[0] == "cancelled"
+    assert "undecodable" in row[1][0]["error"]
+
+
+def test_forget_instance_takes_an_oban_out_of_the_registry(pool: AsyncConnectionPool) -> None:
+    name = unique("compat")
+    oban = Oban(pool=pool, name=name)
+    assert Oban.get_instance(name) is oban
+    _oban_compat.forget_instance(oban)
+    _oban_compat.forget_instance(oban)  # twice: no error
+    with pytest.raises(RuntimeError, match=name):
+        Oban.get_instance(name)
+
+
 # -- one contract per patch ------------------------------------------------------------------
 # Each test below pins what one patch of ``_oban_compat`` relies on in oban's internals, by
 # name, so an oban release that moves any of it fails here with the patch named, before
@@ -226,3 +267,29 @@ async def test_contract_job_fetcher(start_oban: Any) -> None:
     for field in ("_limit", "_running_jobs", "_queue", "_node", "_uuid", "_query"):
         assert field in vars(producer), f"patch fetch: Producer.{field} moved"
     assert callable(getattr(producer, "notify", None)), "patch fetch: Producer.notify"
+
+
+def test_contract_run_job() -> None:
+    # run_job: a producer runs a job with Executor(job=..., safe=True), awaits execute()
+    # and acks executor.action through Query.ack_jobs.
+    from oban import _executor as oban_executor
+
+    executor = oban_executor.Executor
+    assert _parameters(executor.__init__) == ["self", "job", "safe"], "patch run_job: Executor"
+    assert inspect.iscoroutinefunction(executor.execute), "patch run_job: Executor.execute"
+    assert "self.action" in inspect.getsource(executor.__init__), "patch run_job: action"
+    produced = inspect.getsource(oban_producer.Producer._execute)
+    assert "Executor(job=job, safe=True)" in produced, "patch run_job: how a producer runs"
+
+
+def test_contract_instance_registry(pool: AsyncConnectionPool) -> None:
+    # forget_instance: every Oban files itself under its name in oban.oban._instances.
+    import oban.oban as oban_module
+
+    name = unique("contract")
+    oban = Oban(pool=pool, name=name)
+    try:
+        assert vars(oban_module)["_instances"][name] is oban, "patch forget_instance"
+        assert vars(oban)["_name"] == name
+    finally:
+        forget_instance(oban)

@@ -19,6 +19,7 @@ PUBLIC_MODULES = {
     "latency",
     "schema",
     "telemetry",
+    "testing",
     "workers",
 }
 """Modules without a leading underscore, each public for a reason its docstring gives."""

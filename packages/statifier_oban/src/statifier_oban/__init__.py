@@ -7,9 +7,10 @@ rows), ``statifier_oban.workers`` (the oban workers, whose import paths are the 
 (event names), ``statifier_oban.latency`` (prompt staging), ``statifier_oban.embedded``
 (a throwaway PostgreSQL, extra ``statifier-oban[embedded]``), ``statifier_oban.executions``
 (durable executions on oban jobs: the executor and the deliveries, extra
-``statifier-oban[persistence]``; its job rows name its deliveries) and
-``statifier_oban.cli`` (the ``statifier-oban`` command). Modules with a leading
-underscore are private.
+``statifier-oban[persistence]``; its job rows name its deliveries),
+``statifier_oban.testing`` (durable executions under test on a clock the test moves, and
+the pytest fixtures; extra ``statifier-oban[testing]``) and ``statifier_oban.cli`` (the
+``statifier-oban`` command). Modules with a leading underscore are private.
 
 The code is in subpackages, one per part a reader looks for: ``timers`` (durable timers
 for live sessions), ``invocations`` (invocations and fan-out), ``executions`` (the

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from decimal import Decimal
 
 from statifier.errors import StatifierError
@@ -110,3 +111,29 @@ def format_duration(millis: int) -> str:
         seconds, fraction = divmod(rest, 1_000)
         parts.append(f"{seconds}.{fraction:03d}".rstrip("0").rstrip(".") + "s")
     return " ".join(parts)
+
+
+def span_ms(span: str | int | timedelta) -> int:
+    """A span of time as whole milliseconds: a duration string (``"7d"``, ``"1h 30m"``,
+    read by :func:`parse_duration`), an ``int`` of milliseconds, or a ``timedelta``
+    (rounded half up to the millisecond). Negative spans and spans longer than a century
+    raise ``InvalidDuration``."""
+    if isinstance(span, str):
+        return parse_duration(span)
+    if isinstance(span, timedelta):
+        millis = int(
+            (Decimal(span // timedelta(microseconds=1)) / 1000).to_integral_value(
+                rounding="ROUND_HALF_UP"
+            )
+        )
+    elif isinstance(span, int) and not isinstance(span, bool):
+        millis = span
+    else:
+        raise InvalidDuration(
+            f"a span is a duration string, milliseconds or a timedelta, not {brief(span)}"
+        )
+    if millis < 0:
+        raise InvalidDuration("a span of time cannot be negative")
+    if millis > MAX_DELAY_MS:
+        raise InvalidDuration("a span of time longer than a century is almost certainly a mistake")
+    return millis

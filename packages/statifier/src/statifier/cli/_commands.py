@@ -20,6 +20,7 @@ from statifier.chart.durations import format_duration
 from statifier.cli import kit
 from statifier.cli._files import chart_source, load_chart
 from statifier.core.events import Event
+from statifier.testing import MAX_STATES_LIMIT
 from statifier.values import ValueRefused, brief, parse_json
 
 DEFAULT_WAIT_MS = 60_000
@@ -84,11 +85,18 @@ def statifier() -> None:
 )
 @click.argument("charts", nargs=-1, required=True, metavar="CHART...")
 @click.option("--strict", is_flag=True, help="fail on warnings too")
+@click.option(
+    "--explore", type=click.IntRange(1, MAX_STATES_LIMIT), default=None, metavar="N",
+    help="also search up to N positions of each chart, over the events it names, its "
+    "timers and invocation answers: states never reached and actions that raise errors "
+    "(findings fail --strict)",
+)  # fmt: skip
 @kit.json_option
 @_user_code
 def check(
     charts: tuple[str, ...],
     strict: bool,
+    explore: int | None,
     as_json: bool,
     functions: str | None,
     paths: tuple[str, ...],
@@ -98,7 +106,7 @@ def check(
 
     loaded = _functions(paths, functions)
     sources = [chart_source(chart) for chart in charts]
-    return run_check(sources, kit.Output(as_json), strict=strict, functions=loaded)
+    return run_check(sources, kit.Output(as_json), strict=strict, functions=loaded, explore=explore)
 
 
 @statifier.command(help="Drive a chart with events on a virtual clock (or live, with --live).")

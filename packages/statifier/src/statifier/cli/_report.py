@@ -35,6 +35,7 @@ from statifier.core import effects as fx
 from statifier.core.events import name_matches
 from statifier.suggest import did_you_mean
 from statifier.values import brief
+from statifier.virtual.driver import describe_timer
 
 _COUNTERS = ("macrostep", "microstep", "round")
 
@@ -243,11 +244,7 @@ def describe_pending(pending: Sequence[PendingTimer], t_ms: int, top: str) -> st
 
 
 def _timer(timer: PendingTimer, t_ms: int, top: str) -> str:
-    where = "" if timer.session == top else f"[{timer.session}] "
-    return (
-        f"{where}{timer.event!r} (send_id {timer.send_id}) due at "
-        f"t={format_duration(timer.due_ms)} (in {format_duration(max(timer.due_ms - t_ms, 0))})"
-    )
+    return describe_timer(timer.session, timer.event, timer.send_id, timer.due_ms, t_ms, top)
 
 
 def _fields(effect: fx.Effect) -> dict[str, Any]:

@@ -74,6 +74,24 @@ class MachineState:
         states = self.machine.states
         return tuple(states[i].id for i in sorted(self.configuration) if states[i].atomic)
 
+    @property
+    def final_configuration(self) -> tuple[str, ...]:
+        """Where a finished execution ended: ``(final_id,)`` once it reached a top-level
+        ``<final>``; ``()`` while it runs, and after a ``cancel`` that reached none.
+
+        The core exits every state when an execution ends (SCXML ``exitInterpreter``), so
+        ``configuration`` and ``active_leaf_ids()`` are empty then; this is what a test or
+        a host asks instead. It is derived from ``entered`` (entering a top-level final
+        ends the execution, so at most one of them is ever in it), so positions carry it
+        without a field of its own, positions written before it existed included. The
+        ``Done`` effect's ``configuration`` says the same for a completed execution, and
+        for a cancelled one where it stood when it was cancelled.
+        """
+        if self.status != "done":
+            return ()
+        states = self.machine.states
+        return tuple(states[i].id for i in _top_level_finals(self.machine) if i in self.entered)
+
     def is_active(self, state_id: str) -> bool:
         """Whether the state with this id is in the configuration."""
         index = self.machine.state_ids.get(state_id)
@@ -82,6 +100,18 @@ class MachineState:
     def live_invocations(self) -> dict[str, tuple[int, int]]:
         """Invoke id -> ``(state_index, invoke_index)`` of every live invocation."""
         return {invoke_id: key for key, invoke_id in self.invocations.items()}
+
+
+_TOP_LEVEL_FINALS = "top_level_finals"
+
+
+def _top_level_finals(machine: Machine) -> tuple[int, ...]:
+    """Indexes of the ``<final>`` children of the root, in document order (memoized)."""
+    found: tuple[int, ...] | None = machine._cache.get(_TOP_LEVEL_FINALS)
+    if found is None:
+        found = tuple(s.index for s in machine.states if s.kind == "final" and s.parent == 0)
+        machine._cache[_TOP_LEVEL_FINALS] = found
+    return found
 
 
 class StateBuilder:

@@ -2,20 +2,24 @@
 
 It owns each session's external queue, performs the core's effects, and fires delayed
 sends in virtual time (no real sleeping). It also runs ``<invoke type="scxml">`` child
-sessions, so an entire tree of executions is reproducible event for event.
+sessions, so an entire tree of executions is reproducible event for event. Invocations of
+the host's own types (``invoke_types``) stay open until the caller answers them
+(``answer_invocation``, ``fail_invocation``), as a host's handler would.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import itertools
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from statifier.budget import DEFAULT_LIMITS, MacrostepLimits
 from statifier.chart.compiler import Resolver, compile_chart
+from statifier.chart.durations import format_duration
 from statifier.chart.model import Machine
 from statifier.core import effects as fx
 from statifier.core import planner
@@ -46,6 +50,30 @@ class Timer:
     session_id: str
     effect: fx.SendDelayed
 
+    def describe(self, now_ms: int, top: str) -> str:
+        """The timer as :func:`describe_timer` writes it."""
+        return describe_timer(
+            self.session_id, self.effect.event, self.effect.send_id, self.due_ms, now_ms, top
+        )
+
+
+def describe_timer(
+    session_id: str, event: str, send_id: str, due_ms: int, now_ms: int, top: str
+) -> str:
+    """``'x' (send_id hold) due at t=7d (in 6d 23h)``: a pending timer as the CLI's runs and
+    the test reports show it (``[session] `` first when it is not ``top``'s)."""
+    where = "" if session_id == top else f"[{session_id}] "
+    left = format_duration(max(due_ms - now_ms, 0))
+    return f"{where}{event!r} (send_id {send_id}) due at t={format_duration(due_ms)} (in {left})"
+
+
+@dataclass(frozen=True)
+class OpenInvocation:
+    """An invocation of one of the host's invoke types, waiting for its answer."""
+
+    session_id: str
+    effect: fx.Invoke
+
 
 @dataclass
 class VirtualRun:
@@ -66,6 +94,10 @@ class VirtualDriver:
     ``observer`` (if given) is called with ``(session_id, effect)`` for every effect, in
     order. ``resolver`` maps an ``<invoke src>`` to chart text. ``limits`` are the
     macrostep budgets of every session; ``tree_limits`` bound the tree of invocations.
+    ``invoke_types`` are the host's ``<invoke type>`` values (besides SCXML) the sessions
+    may start: each such invocation stays open until ``answer_invocation`` or
+    ``fail_invocation`` (None: none, and the core refuses them with ``error.execution``).
+    ``datamodel`` seeds the top-level session's variables (over their ``<data>`` values).
     """
 
     def __init__(
@@ -80,6 +112,8 @@ class VirtualDriver:
         caller_context: Any = None,
         limits: MacrostepLimits = DEFAULT_LIMITS,
         tree_limits: TreeLimits | None = None,
+        invoke_types: Iterable[str] | None = None,
+        datamodel: Mapping[str, Any] | None = None,
     ) -> None:
         self.machine = machine
         self.top = session_id
@@ -90,6 +124,8 @@ class VirtualDriver:
         self.tree_limits = tree_limits or TreeLimits()
         self.trace = trace
         self.caller_context = caller_context
+        self.invoke_types = frozenset(invoke_types) if invoke_types is not None else None
+        self.seed = dict(datamodel or {})
         self.now_ms = 0
         self.sessions: dict[str, _Session] = {}
         self._timers: list[tuple[int, int, Timer]] = []
@@ -100,6 +136,7 @@ class VirtualDriver:
         self.log: list[tuple[str | None, Any]] = []
         self.errors: list[tuple[str, fx.ErrorRaised]] = []
         """Every ``error.*`` raised in any session, as ``(session_id, effect)``, in order."""
+        self._open: dict[tuple[str, str], fx.Invoke] = {}
 
     # -- public surface ------------------------------------------------------------------
 
@@ -110,7 +147,9 @@ class VirtualDriver:
 
     def start(self) -> list[fx.Effect]:
         """Initialize the top-level session; returns the effects it produced."""
-        return self._start_session(self.machine, self.top, None, {}, self.caller_context)
+        return self._start_session(
+            self.machine, self.top, None, dict(self.seed), self.caller_context
+        )
 
     def send(self, event: Event | str) -> None:
         """Queue an external event for the top-level session."""
@@ -121,6 +160,64 @@ class VirtualDriver:
     def pending_timers(self) -> list[Timer]:
         """Delayed sends not yet fired, earliest first."""
         return [entry[2] for entry in sorted(self._timers)]
+
+    def open_invocations(self) -> list[OpenInvocation]:
+        """Invocations of the host's invoke types not answered yet, oldest first."""
+        return [OpenInvocation(sid, effect) for (sid, _), effect in self._open.items()]
+
+    def answer_invocation(
+        self, invoke_id: str, data: Any = None, *, session_id: str | None = None
+    ) -> None:
+        """Queue ``done.invoke.<invoke_id>`` with ``data`` for the session that started the
+        open invocation (the top-level session unless ``session_id`` names another).
+
+        Raises ``LookupError`` when no such invocation is open. Run the driver
+        (``run_until_idle``, ``advance``) to process it.
+        """
+        session_id, effect = self._close(invoke_id, session_id)
+        answer = planner.invocation_done(invoke_id, data, caller_context=effect.caller_context)
+        self.sessions[session_id].queue.append(answer)
+
+    def fail_invocation(
+        self, invoke_id: str, reason: Any, *, session_id: str | None = None
+    ) -> None:
+        """Queue ``error.communication.invoke.<invoke_id>`` with ``reason`` (a string is
+        wrapped as ``{"reason": ...}``); otherwise as ``answer_invocation``."""
+        session_id, effect = self._close(invoke_id, session_id)
+        failure = planner.invocation_failed(invoke_id, reason, caller_context=effect.caller_context)
+        self.sessions[session_id].queue.append(failure)
+
+    def _close(self, invoke_id: str, session_id: str | None) -> tuple[str, fx.Invoke]:
+        sid = self.top if session_id is None else session_id
+        effect = self._open.pop((sid, invoke_id), None)
+        if effect is None:
+            raise LookupError(f"no open invocation {invoke_id!r} in session {sid!r}")
+        return sid, effect
+
+    def fork(self) -> VirtualDriver:
+        """An independent copy of this run as it stands: its sessions, queues, timers,
+        clock and open invocations. The copy's ``effects``, ``log`` and ``errors`` start
+        empty; what either run does next does not touch the other."""
+        twin = VirtualDriver.__new__(VirtualDriver)
+        twin.__dict__.update(self.__dict__)
+        twin.sessions = {
+            sid: dataclasses.replace(
+                session,
+                queue=deque(session.queue),
+                children=dict(session.children),
+                invoke_context=dict(session.invoke_context),
+            )
+            for sid, session in self.sessions.items()
+        }
+        twin._timers = list(self._timers)
+        twin._seq = itertools.count(next(self._seq))
+        twin._child_ids = itertools.count(next(self._child_ids))
+        twin._deferred = deque(self._deferred)
+        twin._open = dict(self._open)
+        twin.effects = []
+        twin.log = []
+        twin.errors = []
+        return twin
 
     def run_until_idle(self, max_steps: int = 100_000) -> None:
         """Process queued events of every session until no queue has work (timers wait)."""
@@ -167,6 +264,7 @@ class VirtualDriver:
             routes=self._routes(session),
             caller_context=caller_context,
             limits=self.limits,
+            invoke_types=self.invoke_types,
         )
         session.state = state
         self._perform(session_id, effects)
@@ -288,6 +386,8 @@ class VirtualDriver:
 
     def _start_invocation(self, session_id: str, effect: fx.Invoke) -> None:
         if effect.type not in planner.SCXML_INVOKE_TYPES:
+            if self.invoke_types is not None and effect.type in self.invoke_types:
+                self._open[(session_id, effect.invoke_id)] = effect
             return
         source = effect.content
         try:
@@ -324,6 +424,7 @@ class VirtualDriver:
         tree.check(depth)
 
     def _stop_invocation(self, session_id: str, invoke_id: str) -> None:
+        self._open.pop((session_id, invoke_id), None)
         child = self._child(session_id, invoke_id)
         self.sessions[session_id].children.pop(invoke_id, None)
         if child is None:

@@ -152,6 +152,10 @@ class ObanExecutor:
         """The invoke types with a handler."""
         return frozenset(self._handlers)
 
+    def handler_for(self, invoke_type: str) -> type[InvokeHandler] | None:
+        """The handler class of ``invoke_type`` (None: the type has none)."""
+        return self._handlers.get(invoke_type)
+
     async def schedule(
         self, conn: AsyncConnection[Any], execution_id: str, effect: SendDelayed
     ) -> None:
@@ -175,7 +179,7 @@ class ObanExecutor:
         self, conn: AsyncConnection[Any], execution_id: str, effect: Invoke
     ) -> None:
         """An invocation job for the handler registered under the invoke type."""
-        handler = self._handlers.get(effect.type)
+        handler = self.handler_for(effect.type)
         if handler is None:
             raise EffectRefused(f"no handler for invoke type {effect.type!r}")
         try:

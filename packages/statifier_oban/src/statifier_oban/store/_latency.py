@@ -7,6 +7,7 @@ import asyncio
 from typing import Any
 
 from oban import telemetry
+from psycopg_pool import AsyncConnectionPool
 
 from .._names import ANNOUNCE_HORIZON_MS, DUE_CHANNEL
 from . import _acks, _fetch, _sql, _statements
@@ -72,16 +73,9 @@ class PromptStager(StagerBridge):
     async def stage(self, round: StagingRound) -> float | None:
         """Stage due jobs, announce and wake; return the rest until the next due job."""
         loop = asyncio.get_running_loop()
-        statement = _sql.statement("stage_jobs", round.prefix)
-        params = {
-            "queues": round.queues,
-            "limit": round.limit,
-            "channel": f"{round.prefix}.oban_insert",
-        }
         with telemetry.span("oban.stager.stage", {}) as context:
             sent = loop.time()
-            async with _statements.autocommit(round.pool) as conn:
-                rows = await (await conn.execute(statement, params)).fetchall()
+            rows = await stage_due(round.pool, round.prefix, round.queues, round.limit)
             received = loop.time()
             self._last_step = received
             staged: dict[str, int] = {}
@@ -109,6 +103,18 @@ class PromptStager(StagerBridge):
         if next_due is None or self._db_offset is None:
             return None
         return max(MIN_GAP_S, next_due - self._db_offset - loop.time())
+
+
+async def stage_due(
+    pool: AsyncConnectionPool[Any], prefix: str, queues: list[str], limit: int
+) -> list[tuple[Any, ...]]:
+    """One staging statement (``sql/stage_jobs.sql``): make at most ``limit`` due
+    scheduled and retryable jobs of ``queues`` available and announce them; its rows
+    (``staged``, ``available`` and ``clock``, see the file)."""
+    statement = _sql.statement("stage_jobs", prefix)
+    params = {"queues": queues, "limit": limit, "channel": f"{prefix}.oban_insert"}
+    async with _statements.autocommit(pool) as conn:
+        return list(await (await conn.execute(statement, params)).fetchall())
 
 
 def _build(config: dict[str, Any], **kwargs: Any) -> PromptStager:

@@ -55,6 +55,17 @@ which exercises every one of them on the installed oban.
     and nothing has announced new jobs since (a staging NOTIFY, oban's insert NOTIFY, our
     stager finding available jobs). Only producers whose Stager is a :class:`StagerBridge`
     are ever skipped: that Stager is what announces new jobs to them.
+``oban._executor.Executor`` (built with ``job`` and ``safe``, ``execute()``, ``action``) and
+``Oban._query.ack_jobs`` (issue 23)
+    How a producer runs one fetched job (``Producer._execute``: an ``Executor`` with
+    ``safe=True``, whose ``action`` is the outcome) and writes the outcome (its
+    ``Query.ack_jobs``, which calls the ``query.ack_jobs`` extension, our writer once
+    ``latency.install`` ran). :func:`run_job` does the same for one job outside any
+    producer: the time-skipping test environment (``statifier_oban.testing``) runs due jobs
+    through it, one at a time, so they take the path a worker's jobs take.
+``oban.oban._instances`` (issue 23)
+    oban's registry of instances by name, which every ``Oban`` joins when it is built.
+    :func:`forget_instance` takes a test environment's instance out when it closes.
 """
 
 from __future__ import annotations
@@ -67,8 +78,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+import oban.oban as oban_module
 from oban import Oban
-from oban._executor import AckAction
+from oban._executor import AckAction, Executor
 from oban._extensions import get_ext, put_ext
 from oban._producer import Producer as ObanProducer
 from oban._producer import _get_jobs as oban_get_jobs
@@ -104,6 +116,27 @@ def prefix_of(oban: Oban) -> str:
     """The schema prefix ``oban`` was built with (unchecked: callers validate it)."""
     prefix: str = oban._prefix
     return prefix
+
+
+async def run_job(oban: Oban, job: Job) -> str | None:
+    """Run a fetched (``executing``) ``job`` as oban's producer does, its worker's errors
+    caught and recorded by oban's executor, and write the outcome through ``oban``'s ack
+    path. Returns the state written (``completed``, ``retryable``, ``scheduled`` for a
+    snooze...), None when the executor decided nothing."""
+    executor = await Executor(job=job, safe=True).execute()
+    action = executor.action
+    if action is None:
+        return None
+    await oban._query.ack_jobs([action])
+    state: str = action.state
+    return state
+
+
+def forget_instance(oban: Oban) -> None:
+    """Take ``oban`` out of oban's registry of instances by name (if it is still there)."""
+    name: str = oban._name
+    if oban_module._instances.get(name) is oban:
+        del oban_module._instances[name]
 
 
 def telemetry_handled(name: str) -> bool:

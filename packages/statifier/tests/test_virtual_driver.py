@@ -1,0 +1,75 @@
+"""The virtual driver's host invocations (answered by the caller) and its forks."""
+
+from __future__ import annotations
+
+import pytest
+import statifier
+from statifier.virtual import VirtualDriver
+
+from engine_support import charts
+
+CAPTURE = statifier.compile(charts.CAPTURE)
+
+
+def started(invoke_types: list[str] | None = None) -> VirtualDriver:
+    driver = VirtualDriver(CAPTURE, invoke_types=invoke_types)
+    driver.start()
+    driver.run_until_idle()
+    return driver
+
+
+def test_a_host_invocation_stays_open_until_answered() -> None:
+    driver = started(invoke_types=["payments:capture"])
+    (open_,) = driver.open_invocations()
+    assert (open_.session_id, open_.effect.invoke_id) == ("sess_virtual", "cap")
+    assert open_.effect.params == {"amount": 125}
+    driver.answer_invocation("cap", {"capture_id": "c1"})
+    driver.run_until_idle()
+    assert driver.state.final_configuration == ("settled",)
+    assert driver.state.datamodel["result"] == {"capture_id": "c1"}
+    assert driver.open_invocations() == []
+    assert driver.errors == []
+
+
+def test_a_failed_host_invocation_is_heard_as_its_error_event() -> None:
+    driver = started(invoke_types=["payments:capture"])
+    driver.fail_invocation("cap", "declined")
+    driver.run_until_idle()
+    assert driver.state.final_configuration == ("failed",)
+    assert driver.state.datamodel["result"] == {"reason": "declined"}
+
+
+def test_an_unregistered_invoke_type_is_refused_by_the_core() -> None:
+    driver = started()
+    assert [error.name for _, error in driver.errors] == ["error.execution"]
+    assert driver.open_invocations() == []
+
+
+def test_leaving_the_state_closes_the_invocation() -> None:
+    driver = started(invoke_types=["payments:capture"])
+    driver.advance(30_000)
+    assert driver.state.final_configuration == ("failed",)
+    assert driver.open_invocations() == []
+    with pytest.raises(LookupError, match="no open invocation 'cap'"):
+        driver.answer_invocation("cap")
+
+
+def test_a_fork_goes_its_own_way() -> None:
+    driver = started(invoke_types=["payments:capture"])
+    effects_before = list(driver.effects)
+    twin = driver.fork()
+    assert twin.effects == []
+    assert twin.errors == []
+    assert twin.pending_timers() == driver.pending_timers()
+    twin.answer_invocation("cap")
+    twin.run_until_idle()
+    assert twin.state.final_configuration == ("settled",)
+    assert twin.pending_timers() == []
+    # The original still waits for its answer, its timer pending, its records unchanged.
+    assert driver.state.active_leaf_ids() == ("capturing",)
+    assert [timer.effect.send_id for timer in driver.pending_timers()] == ["give_up"]
+    assert len(driver.open_invocations()) == 1
+    assert driver.effects == effects_before
+    driver.advance(30_000)
+    assert driver.state.final_configuration == ("failed",)
+    assert twin.state.final_configuration == ("settled",)
