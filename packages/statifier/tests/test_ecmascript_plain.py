@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import statifier
+import statifier.testing
 from statifier.cli import main
 from statifier.core import effects as fx
 from statifier.core.position import dumps, export_position, import_position, loads
@@ -325,3 +326,14 @@ async def test_a_live_session_shows_plain_values() -> None:
     session.send_event("end")
     await session.wait_halted()
     assert user(session.snapshot().datamodel) == {"o": {"k": 2}, "p": {"k": 2}}
+
+
+def test_the_testing_toolkit_checks_plain_values() -> None:
+    run = statifier.testing.start(SHARED)
+    run.assert_datamodel(o={"k": 1}, p={"k": 1})
+    run.send("loop")
+    run.assert_datamodel(p={"k": 1, "self": CIRCULAR})
+    assert run.datamodel == {"o": {"k": 1, "self": CIRCULAR}, "p": {"k": 1, "self": CIRCULAR}}
+    with pytest.raises(statifier.testing.ChartAssertionError) as failed:
+        run.assert_datamodel(o={"k": 2})
+    assert "$ref" not in str(failed.value)
