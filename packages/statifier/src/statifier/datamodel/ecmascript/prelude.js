@@ -38,6 +38,7 @@
   const StringObject = String;
   const MapClass = Map;
   const SetClass = Set;
+  const WeakSetClass = WeakSet;
   const RegExpClass = RegExp;
   const BigIntFunction = BigInt;
   const mapSize = getOwnPropertyDescriptor(Map.prototype, "size").get;
@@ -288,7 +289,10 @@
     dirtyRoots: new SetClass(),  // else: the variables written since (nothing else changed)
     shared: false,    // the last encode() stored an object once for several places, or deep
     holdsEvent: false,  // a variable holds part of _event (stored as {"$system": path})
-    known: new MapClass(),  // the objects the last encode() saw
+    // The objects the last encode() saw, and those written since: weakly held, so that an
+    // object the variables dropped is not kept alive (a variable replaced on every event
+    // would otherwise fill the heap).
+    known: new WeakSetClass(),
     texts: new MapClass(),  // each variable's stored text at the last encode()
     sizes: new MapClass(),  // and its size
     inertRoots: new MapClass(),  // and whether it is inert
@@ -540,7 +544,8 @@
     state.shared = heap !== null || encoder.holdsEvent;
     state.holdsEvent = encoder.holdsEvent;
     state.inert = inert;
-    state.known = counts;
+    state.known = new WeakSetClass();
+    for (const object of counts.keys()) state.known.add(object);
     return finish(changed, size);
   }
 
@@ -602,7 +607,7 @@
         state.full = true;
         return encode();
       }
-      for (const object of counts.keys()) state.known.set(object, 1);
+      for (const object of counts.keys()) state.known.add(object);
       state.inertRoots.set(name, inert);
       state.callableRoots.set(name, walked.callableFree);
       state.sizes.set(name, rootSize);
@@ -687,7 +692,7 @@
         return null;
       }
     }
-    for (const object of seen) state.known.set(object, 1);
+    for (const object of seen) state.known.add(object);
     return [stringify(value), size];
   }
 
@@ -1362,7 +1367,7 @@
       state.inert = false;
     }
     if (addedCallable) state.callableFree = false;
-    for (const object of addedObjects) state.known.set(object, 1);
+    for (const object of addedObjects) state.known.add(object);
     // A value that holds an object stored already moves or shares it: every variable is
     // walked again; else only this one changed.
     if (addedKnown || root === null) {
