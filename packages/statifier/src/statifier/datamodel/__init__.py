@@ -26,6 +26,7 @@ from statifier.datamodel.base import (
     Value,
     Variables,
     WriteResult,
+    WritesFailed,
     stored_variables,
     with_system,
 )
@@ -73,6 +74,7 @@ __all__ = [
     "Value",
     "Variables",
     "WriteResult",
+    "WritesFailed",
     "compile_expression",
     "compile_location",
     "compile_script",

@@ -93,6 +93,19 @@ class ScriptError(EvaluationError):
         self.line = line
 
 
+class WritesFailed(DatamodelError):
+    """One of a run of writes (``KeptVariables.assign_all``) failed: ``done`` of them had
+    run before it, and ``error`` is what the failing one raised (nothing of it stayed)."""
+
+    done: int
+    error: EvaluationError
+
+    def __init__(self, done: int, error: EvaluationError) -> None:
+        super().__init__(str(error))
+        self.done = done
+        self.error = error
+
+
 class DatamodelUnavailable(DatamodelError):
     """The chart names a datamodel whose optional dependency is not installed."""
 
@@ -206,6 +219,28 @@ class KeptVariables(Protocol):
     def bind(self, name: str, value: Value, budget: Budget | None) -> None:
         """Bind the variable ``name`` to data; raises ``ValueRefused`` or
         ``EvaluationError`` (nothing changes then)."""
+        ...
+
+    @property
+    def call_cost(self) -> int:
+        """Steps of the macrostep budget one call into the datamodel costs at least."""
+        ...
+
+    def assign_all(
+        self,
+        writes: tuple[tuple[Location, Expression | None, Value], ...],
+        log: Expression | None,
+        count: int,
+        in_state: InState,
+        budget: Budget | None = None,
+    ) -> tuple[int, Value]:
+        """The first ``count`` of ``writes`` (``(location, expr, value)``, each as
+        ``assign`` would store it), then ``log``'s value when ``count`` reaches it (it
+        comes after the writes), in as few calls as the datamodel can, each charging the
+        budget as its own call would: how many it ran, and the log's value. It stops
+        before one it cannot run so (the core runs that one alone); a failing one raises
+        ``WritesFailed`` (the writes before it stay). ``writes`` is the caller's own tuple,
+        the same at every call (the datamodel may prepare it once)."""
         ...
 
     def foreach_array(

@@ -252,6 +252,9 @@ class _Api:
         "answer_host",
         "assign",
         "bind",
+        "block_assign",
+        "block_log",
+        "block_progress",
         "compile_expression",
         "compile_location",
         "declare",
@@ -264,7 +267,9 @@ class _Api:
         "foreach_end",
         "foreach_item",
         "forget_host_answers",
+        "new_block",
         "read",
+        "run_block",
         "run_script",
         "set_cap",
         "set_event",
@@ -280,6 +285,9 @@ class _Api:
         self.answer_host = pick("answerHost")
         self.assign = pick("assign")
         self.bind = pick("bind")
+        self.block_assign = pick("blockAssign")
+        self.block_log = pick("blockLog")
+        self.block_progress = pick("blockProgress")
         self.compile_expression = pick("compileExpression")
         self.compile_location = pick("compileLocation")
         self.declare = pick("declare")
@@ -292,7 +300,9 @@ class _Api:
         self.foreach_end = pick("foreachEnd")
         self.foreach_item = pick("foreachItem")
         self.forget_host_answers = pick("forgetHostAnswers")
+        self.new_block = pick("newBlock")
         self.read = pick("read")
+        self.run_block = pick("runBlock")
         self.run_script = pick("runScript")
         self.set_cap = pick("setCap")
         self.set_event = pick("setEvent")

@@ -1390,6 +1390,19 @@
     return expr === null ? (text === null ? undefined : parseJSON(text)) : expr();
   }
 
+  // An unguarded <assign>: ``expr``'s value (or the JSON ``text``) admitted, then stored at
+  // ``location`` (or in the variable ``name``).
+  function store(location, expr, text, name, root, plain, member) {
+    const value = produce(expr, text);
+    // ``member`` "" says the location is the variable itself.
+    const whole = location === null || member === "";
+    admitted(value, location === null ? name : root, whole ? (location === null ? name : root) : null, () => {
+      if (location === null) global[name] = value;
+      else location(value);
+    }, plain, member);
+  }
+  let blockStep = 0;
+
   const api = freezeObject({
     setup(revivable, cap) {
       state.revivable = new MapClass(parseJSON(revivable));
@@ -1496,15 +1509,34 @@
         });
         return true;
       }
-      const value = produce(expr, text);
-      // ``member`` "" says the location is the variable itself.
-      const whole = location === null || member === "";
-      admitted(value, location === null ? name : root, whole ? (location === null ? name : root) : null, () => {
-        if (location === null) global[name] = value;
-        else location(value);
-      }, plain, member);
+      store(location, expr, text, name, root, plain, member);
       return false;
     },
+    // Runs of <assign> (and a <log> ending one), made once per block and run in one call.
+    newBlock() { return []; },
+    blockAssign(block, location, expr, text, name, root, pure, plain, member) {
+      block.push({ log: null, location, expr, text, name, root, pure, plain, member });
+    },
+    blockLog(block, fn, pure) {
+      block.push({ log: fn, pure });
+    },
+    // Runs the first ``count`` steps of ``block``, each as assign() and read() would run
+    // it unguarded: true when every one ran (or the log's value, when the log did), or
+    // {stopped: i} before a step that needs a guarded call (Python runs it alone). A
+    // failure throws; blockProgress() then says which step failed.
+    runBlock(block, count, answers, limit) {
+      setIn(answers);
+      for (let i = 0; i < count; i++) {
+        blockStep = i;
+        const step = block[i];
+        if (!state.inert || (step.pure && !state.callableFree)) return { stopped: i };
+        if (step.log !== null) return result(step.log(), limit);
+        store(step.location, step.expr, step.text, step.name, step.root, step.plain, step.member);
+      }
+      blockStep = count;
+      return true;
+    },
+    blockProgress() { return blockStep; },
     // A <script> (settle() must follow).
     runScript(source, answers) {
       setIn(answers);

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, MutableMapping
+from time import perf_counter_ns
 from typing import TYPE_CHECKING, Any, Final
 
 from statifier.datamodel.base import (
@@ -26,10 +27,17 @@ from statifier.datamodel.base import (
     Value,
     Writable,
     WriteResult,
+    WritesFailed,
     stored_variables,
 )
 from statifier.datamodel.ecmascript._instance import BOX, Instance, JSFailure, setup_of
-from statifier.datamodel.ecmascript.charges import NO_LIMIT, charge, charge_time
+from statifier.datamodel.ecmascript.charges import (
+    CALL_COST,
+    NO_LIMIT,
+    NS_PER_STEP,
+    charge,
+    charge_time,
+)
 from statifier.datamodel.ecmascript.limits import MAX_HOST_CALLS
 from statifier.datamodel.ecmascript.plain import HEAP as _HEAP
 from statifier.datamodel.ecmascript.plain import PlainDecoder
@@ -259,6 +267,9 @@ class Variables(MutableMapping[str, Value]):
         key = (id(location), id(expr))
         plan = instance.plans.get(key)
         if plan is None:
+            reason = _failing(location, expr)
+            if reason is not None:
+                raise EvaluationError(reason)
             plan = instance.plans[key] = _WritePlan(instance, location, expr)
         text = None if expr is not None or value is None else _dumps(value, "the value")
         answers = _answers(plan, in_state) if plan.asks else None
@@ -297,6 +308,63 @@ class Variables(MutableMapping[str, Value]):
             charge_time(budget, started)
         if location is None:
             self.names.add(name)
+
+    call_cost: Final = CALL_COST
+    """Steps of the macrostep budget one call into the engine costs at least."""
+
+    def assign_all(
+        self,
+        writes: tuple[tuple[Compiled, Compiled | None, Value], ...],
+        log: Compiled | None,
+        count: int,
+        in_state: InState,
+        budget: Budget | None = None,
+    ) -> tuple[int, Value]:
+        """Run the first ``count`` of ``writes`` and (when ``count`` reaches it) ``log`` in
+        one call, as ``assign`` and ``evaluate`` would run each unguarded; stop before one
+        that needs a guarded call. Returns how many ran and the log's value; a failing one
+        raises ``WritesFailed``. Each charges the budget as its own call would."""
+        instance = self.instance
+        plan = instance.plans.get(id(writes))
+        if plan is None:
+            plan = instance.plans[id(writes)] = _BlockPlan(instance, writes, log)
+        count = min(count, plan.runnable)
+        if count <= 0:
+            return 0, None
+        answers = _answers(plan, in_state) if plan.asks else None
+        if budget is not None and budget.limits is not instance.limits:
+            self._meter(budget)
+        limit = NO_LIMIT_FLOAT if budget is None else float(max(budget.output, 0))
+        context = instance.context
+        started = 0 if budget is None else perf_counter_ns()
+        ran = count
+        try:
+            try:
+                result = context.call(instance.api.run_block, plan.handle, count, answers, limit)
+            except JSFailure as failure:
+                ran = self._block_progress() + 1
+                self._abort_after(failure)
+                error = failure.error() if ran > len(writes) else _refusal(failure)
+                raise WritesFailed(ran - 1, error) from None
+            if isinstance(result, BOX):
+                decoded = _json(result)
+                if type(decoded) is dict:  # before a step that needs a guarded call
+                    ran = int(decoded["stopped"])
+                    return ran, None
+                return count, _unboxed(decoded)
+            return count, (_scalar(result) if count > len(writes) else None)
+        finally:
+            if budget is not None and ran:
+                spent = (perf_counter_ns() - started) // NS_PER_STEP
+                budget.spend(max(spent, CALL_COST * ran))
+
+    def _block_progress(self) -> int:
+        """The step a failed block call was at (its last one when the engine cannot say)."""
+        instance = self.instance
+        try:
+            return int(instance.context.call(instance.api.block_progress))
+        except JSFailure:
+            return 0
 
     def evaluate(self, expr: Compiled, in_state: InState, budget: Budget | None = None) -> Value:
         """The value of ``expr`` (a copy: JSON-like data)."""
@@ -392,6 +460,9 @@ class Variables(MutableMapping[str, Value]):
         api = instance.api
         plan = instance.plans.get(id(expr))
         if plan is None:
+            reason = _failing(expr)
+            if reason is not None:
+                raise EvaluationError(reason)
             plan = instance.plans[id(expr)] = _ReadPlan(instance, expr)
         answers = _answers(plan, in_state) if plan.asks else None
         call = instance.context.call
@@ -628,6 +699,15 @@ class _Refused(EvaluationError, ValueRefused):
     """A write the datamodel cap refused (nothing was written)."""
 
 
+def _failing(*sources: Any) -> str | None:
+    """Why one of ``sources`` cannot run: the reason a source that did not compile gives
+    (``datamodel.failing``); None when all compiled."""
+    for source in sources:
+        if source is not None and not hasattr(source, "analysis"):
+            return str(getattr(source, "reason", "the source did not compile"))
+    return None
+
+
 def _answers(plan: _Plan, in_state: InState) -> str | None:
     """What ``In()`` answers from in one call: the state ids the sources name literally,
     and, for a call that may run other code, the whole active configuration."""
@@ -691,6 +771,62 @@ class _ScriptPlan(_Plan):
     def __init__(self, script: Compiled) -> None:
         self._sources(script)
         self.dynamic = self.guard = self.asks = True
+
+
+class _BlockPlan(_Plan):
+    """A run of ``<assign>`` (and a ``<log>`` ending it), made once in this instance: the
+    steps that can run unguarded come first (``runnable``)."""
+
+    __slots__ = ("handle", "runnable")
+
+    def __init__(
+        self,
+        instance: Instance,
+        writes: tuple[tuple[Compiled, Compiled | None, Value], ...],
+        log: Compiled | None,
+    ) -> None:
+        plans: list[_Plan] = []
+        for location, expr, _value in writes:
+            if _failing(location, expr) is not None:
+                break  # run alone: it reports why
+            key = (id(location), id(expr))
+            write = instance.plans.get(key)
+            if write is None:
+                write = instance.plans[key] = _WritePlan(instance, location, expr)
+            plans.append(write)
+        if log is not None and len(plans) == len(writes) and _failing(log) is None:
+            read = instance.plans.get(id(log))
+            if read is None:
+                read = instance.plans[id(log)] = _ReadPlan(instance, log)
+            plans.append(read)
+        runnable = next((i for i, plan in enumerate(plans) if plan.guard), len(plans))
+        self.runnable = runnable
+        self.ids = tuple(state_id for plan in plans[:runnable] for state_id in plan.ids)
+        self.dynamic = self.guard = self.pure = False
+        self.asks = bool(self.ids)
+        call = instance.context.call
+        api = instance.api
+        handle = call(api.new_block)
+        for (location, expr, value), plan in zip(writes, plans, strict=False):
+            assert isinstance(plan, _WritePlan)  # noqa: S101 - made above
+            text = None if expr is not None or value is None else _dumps(value, "the value")
+            call(
+                api.block_assign,
+                handle,
+                plan.location,
+                plan.expr,
+                text,
+                location.analysis.root,
+                plan.root,
+                plan.pure,
+                plan.plain,
+                plan.member,
+            )
+        if len(plans) > len(writes):
+            read = plans[-1]
+            assert isinstance(read, _ReadPlan)  # noqa: S101 - made above
+            call(api.block_log, handle, read.function, read.pure)
+        self.handle = handle
 
 
 class _WritePlan(_Plan):
