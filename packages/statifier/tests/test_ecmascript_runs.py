@@ -45,7 +45,9 @@ RUN = """
     <assign location="recent" expr="'x'.repeat(_event.data.size)"/>
     <assign location="total" expr="-1"/>
   </transition>
-  <transition event="arm"><script>f = {valueOf: function () { count = 100; return 1 }}</script></transition>
+  <transition event="arm">
+    <script>f = {valueOf: function () { count = 100; return 1 }}</script>
+  </transition>
   <transition event="implicit">
     <assign location="count" expr="count + 1"/>
     <assign location="total" expr="f &gt; 0 ? 5 : 6"/>
