@@ -178,12 +178,14 @@ class Instance:
         "api",
         "cap",
         "context",
+        "current",
         "functions",
         "generation",
         "host",
         "limits",
         "names",
         "plans",
+        "previous",
         "setup",
         "stored",
         "system",
@@ -195,12 +197,17 @@ class Instance:
         self.context = context
         self.setup = setup
         self.api = _Api(context)
-        self.functions: dict[tuple[str, str], Any] = {}
+        self.functions: dict[tuple[Any, ...], Any] = {}
         self.plans: dict[Any, Any] = {}
         """How each source runs here (``variables._Plan``), by compiled source."""
         self.limits: Any = None
         """The macrostep limits the engine was last held to (by identity)."""
         self.generation = 0
+        self.current: Callable[[], Any] | None = None
+        """A weak reference to what holds the variables of the state the last call made
+        (``variables.Generation``), while the engine alone holds them."""
+        self.previous: Callable[[], Any] | None = None
+        """The same for the state the current (or last) call resumed."""
         self.host = setup.host
         self.system: dict[str, Any] = {}
         self.names: set[str] = set()
@@ -225,6 +232,19 @@ class Instance:
                 self.functions.clear()
                 self.plans.clear()
             self.functions[key] = function
+        return function
+
+    def target(self, object_source: str, key: str, computed: bool) -> Any:
+        """The function giving ``[object, key]`` a member location writes into (None when
+        its parts do not compile on their own)."""
+        cache_key = ("target", object_source, key, computed)
+        function = self.functions.get(cache_key)
+        if function is None:
+            try:
+                function = self.context.call(self.api.compile_target, object_source, key, computed)
+            except JSFailure:
+                return None
+            self.functions[cache_key] = function
         return function
 
     def drain(self) -> None:
@@ -257,17 +277,19 @@ class _Api:
         "block_progress",
         "compile_expression",
         "compile_location",
+        "compile_target",
         "declare",
         "decode",
         "define_host",
         "evaluate",
-        "export_variable",
         "fetch",
         "foreach_array",
         "foreach_end",
         "foreach_item",
         "forget_host_answers",
         "new_block",
+        "next_generation",
+        "previous_stored",
         "read",
         "run_block",
         "run_script",
@@ -290,17 +312,19 @@ class _Api:
         self.block_progress = pick("blockProgress")
         self.compile_expression = pick("compileExpression")
         self.compile_location = pick("compileLocation")
+        self.compile_target = pick("compileTarget")
         self.declare = pick("declare")
         self.decode = pick("decode")
         self.define_host = pick("defineHost")
         self.evaluate = pick("evaluate")
-        self.export_variable = pick("exportVariable")
         self.fetch = pick("fetch")
         self.foreach_array = pick("foreachArray")
         self.foreach_end = pick("foreachEnd")
         self.foreach_item = pick("foreachItem")
         self.forget_host_answers = pick("forgetHostAnswers")
         self.new_block = pick("newBlock")
+        self.next_generation = pick("nextGeneration")
+        self.previous_stored = pick("previousStored")
         self.read = pick("read")
         self.run_block = pick("runBlock")
         self.run_script = pick("runScript")

@@ -1238,6 +1238,83 @@
     };
   }
 
+  // -- the state before the call (lazy write-out) ----------------------------------------
+
+  // Python takes a state's variables out of the engine only when something needs them (a
+  // position, a read). While the state a call resumed may still be read, every write of
+  // the call first logs the property it replaces, so that the old values can be put back
+  // for a moment and written out (undone, written out, redone). A write that cannot be
+  // logged so (a guarded call, a location of no known object) writes the state out first.
+  let logging = false;
+  let undoLog = [];  // target, key, the descriptor it replaced (undefined: none) ...
+  let previousText = null;
+
+  function logWrite(target, key) {
+    if (!logging) return;
+    const name = typeof key === "symbol" ? key : StringObject(key);
+    if (name === "__proto__") {
+      snapshotPrevious();  // it sets the prototype, not a property
+      return;
+    }
+    if (isArray(target)) {
+      // An index past the end moves the length; a shorter length drops the items past it.
+      const length = getOwnPropertyDescriptor(target, "length");
+      undoLog.push(target, "length", length);
+      if (name === "length") {
+        for (let i = 0; i < length.value; i++) {
+          undoLog.push(target, StringObject(i), getOwnPropertyDescriptor(target, i));
+        }
+        return;
+      }
+    }
+    undoLog.push(target, name, getOwnPropertyDescriptor(target, name));
+  }
+
+  function snapshotPrevious() {
+    if (!logging) return;
+    logging = false;
+    previousText = writtenBefore();
+    undoLog = [];
+  }
+
+  function writtenBefore() {
+    // What every logged property holds now is kept first (putting one back can move
+    // another: an array's item, its length), then the old values go back, newest first;
+    // afterwards what was kept goes back.
+    const now = [];
+    for (let i = 0; i < undoLog.length; i += 3) {
+      now.push(getOwnPropertyDescriptor(undoLog[i], undoLog[i + 1]));
+    }
+    for (let i = undoLog.length - 3; i >= 0; i -= 3) put(undoLog[i], undoLog[i + 1], undoLog[i + 2]);
+    systemPaths = null;
+    try {
+      return encodeDetached();
+    } finally {
+      for (let i = 0; i < undoLog.length; i += 3) put(undoLog[i], undoLog[i + 1], now[i / 3]);
+      systemPaths = null;
+    }
+  }
+
+  function put(target, key, descriptor) {
+    if (descriptor === undefined) delete target[key];
+    else defineProperty(target, key, descriptor);
+  }
+
+  // Every variable in the stored form, as JSON text, leaving ``state`` as it is.
+  function encodeDetached() {
+    const names = userKeys();
+    const counts = new MapClass();
+    walk(names.map(rootValue), counts);
+    const encoder = new Encoder(counts);
+    let out = "";
+    for (const name of names) {
+      out += (out === "" ? "" : ",") + stringify(name) + ":" + encoder.root(name)[0];
+    }
+    const heap = encoder.heap();
+    if (heap !== null) out += (out === "" ? "" : ",") + stringify(HEAP) + ":" + heap[0];
+    return ("{" + out + "}").slice(0);
+  }
+
   // -- calls -----------------------------------------------------------------------------
 
   // A call that may write runs between begin() (a checkpoint) and settle() (every variable
@@ -1249,6 +1326,7 @@
   const foreachStack = [];
 
   function begin() {
+    snapshotPrevious();
     open = checkpoint();
     hostRequest = null;
   }
@@ -1356,6 +1434,12 @@
       added = measureNew(value, state.cap - state.bound, false, plain === true);
     } catch (error) {
       if (!(error instanceof RangeError)) throw error;
+      // The bound only grows between write-outs: one makes it exact again.
+      if (dirty()) {
+        encode();
+        admitted(value, root, key, write, plain, member);
+        return;
+      }
       begin();
       try { write(); } catch (failure) { abort(); throw failure; }
       settle(variableName);
@@ -1392,13 +1476,27 @@
 
   // An unguarded <assign>: ``expr``'s value (or the JSON ``text``) admitted, then stored at
   // ``location`` (or in the variable ``name``).
-  function store(location, expr, text, name, root, plain, member) {
+  function store(location, expr, text, name, root, plain, member, target) {
     const value = produce(expr, text);
     // ``member`` "" says the location is the variable itself.
     const whole = location === null || member === "";
     admitted(value, location === null ? name : root, whole ? (location === null ? name : root) : null, () => {
-      if (location === null) global[name] = value;
-      else location(value);
+      if (location === null) {
+        logWrite(global, name);
+        global[name] = value;
+        return;
+      }
+      if (whole) {
+        logWrite(global, root);
+      } else if (target !== null) {
+        // The object and key the location writes into (the location reads nothing that
+        // can change: it is write-free, and no accessor is reachable).
+        const place = target();
+        if (isObject(place[0])) logWrite(place[0], place[1]);
+      } else {
+        snapshotPrevious();
+      }
+      location(value);
     }, plain, member);
   }
   let blockStep = 0;
@@ -1410,12 +1508,14 @@
     },
     setCap(cap) { state.cap = cap; },
     setSystem(name, text) {
+      logWrite(system, name);
       const value = parseJSON(text);
       system[name] = value === null ? undefined : deepFreezeData(value);
       systemPaths = null;
     },
     // The event's fields (null: blank, undefined in the chart) and its data as JSON text.
     setEvent(name, type, sendid, origin, origintype, invokeid, data) {
+      logWrite(system, "_event");
       const event = name === null ? undefined : deepFreezeData({
         name, type,
         sendid: sendid === null ? undefined : sendid,
@@ -1430,6 +1530,7 @@
     },
     // The same, from the whole event as JSON (fields a plain string cannot carry).
     setEventJSON(text) {
+      logWrite(system, "_event");
       const event = parseJSON(text);
       for (const key of ownKeys(event)) if (event[key] === null) event[key] = undefined;
       system._event = deepFreezeData(event);
@@ -1439,6 +1540,7 @@
     },
     declare(name) {
       if (getOwnPropertyDescriptor(global, name) === undefined) {
+        logWrite(global, name);
         global[name] = undefined;
         state.dirtyRoots.add(name);
       }
@@ -1446,10 +1548,11 @@
     // Binds a variable to data (JSON text; null at the top is undefined): never decoded.
     bind(name, text) {
       const value = text === null ? undefined : parseJSON(text);
-      admitted(value, name, name, () => { global[name] = value; }, true, null);
+      admitted(value, name, name, () => { logWrite(global, name); global[name] = value; }, true, null);
     },
     // Installs a position's stored variables (the chart's own functions come back).
     decode(text) {
+      snapshotPrevious();
       for (const [name, value] of decodeAll(text)) {
         if (variableName(name) && !baseline.has(name)) {
           try { global[name] = value; } catch (_error) { /* refused by the engine */ }
@@ -1470,6 +1573,25 @@
       makeFunction("return (" + source + "\n);");
       makeFunction("return [" + source + "\n];");
       return makeFunction("__statifier_value", "(" + source + "\n) = __statifier_value;");
+    },
+    // The object and key a member location writes into: [object, key] (the location's
+    // own parts, ``key`` an expression when ``computed``).
+    compileTarget(objectSource, key, computed) {
+      const object = makeFunction("return (" + objectSource + "\n);");
+      const index = computed ? makeFunction("return (" + key + "\n);") : null;
+      return function () { return [object(), index === null ? key : index()]; };
+    },
+    // The state before the current call, written out (a JSON object of its stored
+    // variables), or null when the engine holds no call's writes to undo.
+    previousStored() {
+      snapshotPrevious();
+      return previousText;
+    },
+    // A call starts: the state it resumes is the one previousStored() gives from now on.
+    nextGeneration() {
+      logging = true;
+      undoLog = [];
+      previousText = null;
     },
     checkScript(source) {
       makeFunction(source);
@@ -1498,7 +1620,7 @@
     // null) and store the value at ``location`` (or in the variable ``name``). Returns
     // true when the call is guarded (settle() must follow). ``root`` is the variable
     // ``location`` writes into (null: not known).
-    assign(location, expr, text, name, root, answers, guard, pure, plain, member) {
+    assign(location, expr, text, name, root, answers, guard, pure, plain, member, target) {
       setIn(answers);
       if (guard || !state.inert || (pure && !state.callableFree)) {
         begin();
@@ -1509,13 +1631,13 @@
         });
         return true;
       }
-      store(location, expr, text, name, root, plain, member);
+      store(location, expr, text, name, root, plain, member, target);
       return false;
     },
     // Runs of <assign> (and a <log> ending one), made once per block and run in one call.
     newBlock() { return []; },
-    blockAssign(block, location, expr, text, name, root, pure, plain, member) {
-      block.push({ log: null, location, expr, text, name, root, pure, plain, member });
+    blockAssign(block, location, expr, text, name, root, pure, plain, member, target) {
+      block.push({ log: null, location, expr, text, name, root, pure, plain, member, target });
     },
     blockLog(block, fn, pure) {
       block.push({ log: fn, pure });
@@ -1531,7 +1653,8 @@
         const step = block[i];
         if (!state.inert || (step.pure && !state.callableFree)) return { stopped: i };
         if (step.log !== null) return result(step.log(), limit);
-        store(step.location, step.expr, step.text, step.name, step.root, step.plain, step.member);
+        store(step.location, step.expr, step.text, step.name, step.root, step.plain, step.member,
+          step.target);
       }
       blockStep = count;
       return true;
@@ -1572,17 +1695,13 @@
     foreachItem(item, index, position) {
       const copy = foreachStack[foreachStack.length - 1];
       const value = copy[position];
-      admitted(value, item, item, () => { global[item] = value; }, false, null);
+      admitted(value, item, item, () => { logWrite(global, item); global[item] = value; }, false, null);
       if (index !== null) {
-        admitted(position, index, index, () => { global[index] = position; }, true, null);
+        admitted(position, index, index, () => { logWrite(global, index); global[index] = position; }, true, null);
       }
     },
     foreachEnd() { foreachStack.pop(); },
     fetch,
-    exportVariable(name, limit) {
-      const tree = exportTree(rootValue(name), limit);
-      return tree === undefined ? "null" : flat(stringify(tree));
-    },
     defineHost(names) {
       for (const name of parseJSON(names)) {
         const fn = hostFunction(name);

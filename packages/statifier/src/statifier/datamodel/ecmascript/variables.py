@@ -12,11 +12,18 @@ A call ends with ``freeze``: the state's ``datamodel``, a :class:`~.view.Variabl
 instance. The next call that resumes that very state continues in the same instance; any
 other (an older state, a state read from a position) gets an instance of its own, built
 from the stored form.
+
+The variables are written out of the engine only when something asks for a state's stored
+form (a position, a read): a :class:`Generation` stands for them until then. The engine
+logs what each call's writes replace, so the state a call resumed can still be written out
+after it; when the next call starts, that older state is written out if anything still
+holds it, and forgotten otherwise.
 """
 
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Iterator, Mapping, MutableMapping
 from time import perf_counter_ns
 from typing import TYPE_CHECKING, Any, Final
@@ -57,6 +64,75 @@ _SYSTEM: Final = frozenset(SYSTEM_VARIABLES)
 _ENCODER: Final = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"))
 
 
+class Generation:
+    """The variables of one state while only its instance's engine holds them: written
+    out (and kept) the first time something asks for them.
+
+    The engine can write out the state the last call made (the instance's ``generation``)
+    and the one that call resumed; an older one was written out when the instance moved
+    past it, if anything held it still (``Instance.previous``)."""
+
+    __slots__ = ("__weakref__", "instance", "number", "stored")
+
+    def __init__(self, instance: Instance) -> None:
+        self.instance = instance
+        self.number = instance.generation
+        self.stored: dict[str, Value] | None = None
+
+    def __call__(self) -> dict[str, Value]:
+        """The stored form of the variables (``#objects`` included)."""
+        stored = self.stored
+        if stored is None:
+            instance = self.instance
+            try:
+                if instance.generation == self.number:
+                    stored = written_out(instance)
+                elif instance.generation == self.number + 1:
+                    stored = written_before(instance)
+                else:  # pragma: no cover - written out when the instance moved past it
+                    raise RuntimeError("the variables of this state were not kept")
+            except JSFailure as failure:
+                if failure.limit:
+                    raise MemoryError(failure.message) from None
+                raise failure.error() from None
+            self.stored = stored
+        return stored
+
+
+def written_out(instance: Instance) -> dict[str, Value]:
+    """The stored form of the variables the engine holds now (a new dict whenever they
+    changed: states share no dict). The engine sends what changed since the version the
+    instance last read."""
+    answer = instance.context.call_long(instance.api.fetch, instance.version)
+    if answer is not None:
+        news = json.loads(_text(answer))
+        if instance.version < 0:
+            stored = news["set"]
+        else:
+            stored = {**instance.stored, **news["set"]}
+            for name in news["gone"]:
+                stored.pop(name, None)
+        instance.stored = stored
+        instance.version = news["version"]
+    return instance.stored
+
+
+def written_before(instance: Instance) -> dict[str, Value]:
+    """The stored form of the variables as they were when the current (or last) call
+    started (the engine puts back what the call replaced, for a moment)."""
+    context = instance.context
+    # Putting values back takes memory: the heap may be full after a call that failed.
+    context.context.set_memory_limit(2 * context.limits.memory_bytes)
+    try:
+        text = context.call_long(instance.api.previous_stored)
+    finally:
+        context.context.set_memory_limit(context.limits.memory_bytes)
+    if text is None:  # pragma: no cover - every call logs from its start
+        raise RuntimeError("the engine kept no state before this call")
+    stored: dict[str, Value] = json.loads(_text(text))
+    return stored
+
+
 class Link:
     """Ties a state's stored variables to the instance that still holds them live.
 
@@ -71,12 +147,20 @@ class Link:
         self.generation = instance.generation
 
     def take(self) -> Instance | None:
-        """The instance, moved on for a new call, if it still holds these variables."""
+        """The instance, moved on for a new call, if it still holds these variables.
+
+        The state before these (what the last call resumed) is written out first if
+        anything still holds it; the engine logs the new call's writes from here."""
         instance = self.instance
         self.instance = None
         if instance is None or instance.generation != self.generation:
             return None
+        previous = None if instance.previous is None else instance.previous()
+        if previous is not None and previous.stored is None:
+            previous()
+        instance.context.call(instance.api.next_generation)
         instance.generation += 1
+        instance.previous, instance.current = instance.current, None
         return instance
 
 
@@ -161,35 +245,17 @@ class Variables(MutableMapping[str, Value]):
     # -- stored form ---------------------------------------------------------------------
 
     def stored(self) -> dict[str, Value]:
-        """The stored form of the user variables (the ``#objects`` entry included).
-
-        The engine sends what changed since the version this instance last read, which
-        replaces those entries in a new dict (states share no dict)."""
-        instance = self.instance
-        answer = instance.context.call_long(instance.api.fetch, instance.version)
-        if answer is not None:
-            news = json.loads(_text(answer))
-            if instance.version < 0:
-                stored = news["set"]
-            else:
-                stored = {**instance.stored, **news["set"]}
-                for name in news["gone"]:
-                    stored.pop(name, None)
-            instance.stored = stored
-            instance.version = news["version"]
-        return instance.stored
+        """The stored form of the user variables now (the ``#objects`` entry included)."""
+        return written_out(self.instance)
 
     def freeze(self) -> tuple[VariablesView, tuple[VariablesView, Link]]:
-        """The state's ``datamodel`` and what the state carries to the next call."""
+        """The state's ``datamodel`` and what the state carries to the next call: nothing
+        is written out of the engine until something asks (``Generation``)."""
         instance = self.instance
-        try:
-            stored = self.stored()
-        except JSFailure as failure:
-            if failure.limit:  # the engine's own limits: the call cannot end
-                raise MemoryError(failure.message) from None
-            raise failure.error() from None
         names = self.names
-        datamodel = VariablesView(dict(instance.system), frozenset(names), stored)
+        generation = Generation(instance)
+        instance.current = weakref.ref(generation)
+        datamodel = VariablesView(dict(instance.system), frozenset(names), None, generation)
         instance.names = names
         return datamodel, (datamodel, Link(instance))
 
@@ -292,6 +358,7 @@ class Variables(MutableMapping[str, Value]):
                     pure,
                     plan.plain,
                     plan.member,
+                    plan.target,
                 )
             )
 
@@ -441,7 +508,8 @@ class Variables(MutableMapping[str, Value]):
         # The engine holds to the core's rule itself (no variable whose name starts with
         # "_"): a call into the engine cannot call back into Python.
         changed = self._settle(run)
-        return [WriteResult(name, None, (), None) for name in changed if name != _HEAP]
+        # By name: the order of the engine's globals depends on how the instance was built.
+        return [WriteResult(name, None, (), None) for name in sorted(changed) if name != _HEAP]
 
     def foreach_array(
         self, expr: Compiled, in_state: InState, budget: Budget | None = None
@@ -544,6 +612,10 @@ class Variables(MutableMapping[str, Value]):
 
     def _replace_instance(self) -> None:
         old = self.instance
+        # The state this call resumed lives on in the old engine alone: written out now.
+        previous = None if old.previous is None else old.previous()
+        if previous is not None:
+            previous()
         try:
             old.context.call(old.api.abort)
             stored = self.stored()
@@ -821,6 +893,7 @@ class _BlockPlan(_Plan):
                 plan.pure,
                 plan.plain,
                 plan.member,
+                plan.target,
             )
         if len(plans) > len(writes):
             read = plans[-1]
@@ -833,13 +906,16 @@ class _WritePlan(_Plan):
     """An ``<assign>`` (or ``<data expr>``): the compiled location and expression here, the
     variable it writes into, and whether its value is read without descriptors."""
 
-    __slots__ = ("expr", "location", "member", "plain", "root")
+    __slots__ = ("expr", "location", "member", "plain", "root", "target")
 
     def __init__(
         self, instance: Instance, location: Compiled | None, expr: Compiled | None
     ) -> None:
         self._sources(expr, location)
         self.location = None if location is None else instance.compiled("location", location.source)
+        # Where an unguarded write into a property goes, logged before it (lazy write-out).
+        parts = None if location is None or self.guard else location.analysis.target
+        self.target = None if parts is None else instance.target(*parts)
         self.expr = None if expr is None else instance.compiled("expression", expr.source)
         self.root = None if location is None else location.analysis.root or None
         # The variable itself (``count``), or a property of it the source spells out.

@@ -10,7 +10,7 @@ values are plain JSON data (:mod:`.plain`), decoded when first read. The stored 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
 from statifier.datamodel.ecmascript.plain import HEAP, PlainDecoder
@@ -27,14 +27,21 @@ class VariablesView(Mapping[str, Any]):
     other mapping when their plain values are.
     """
 
-    __slots__ = ("_decoder", "_names", "_plain", "_stored", "_system")
+    __slots__ = ("_decoder", "_names", "_plain", "_source", "_stored", "_system")
 
     def __init__(
-        self, system: dict[str, Any], names: frozenset[str], stored: dict[str, Any]
+        self,
+        system: dict[str, Any],
+        names: frozenset[str],
+        stored: dict[str, Any] | None,
+        source: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         self._system = system
         self._names = names
         self._stored = stored
+        self._source = source
+        """Gives the stored form when it is first needed (``stored`` None: the engine still
+        holds the variables)."""
         self._plain: dict[str, Any] = {}
         self._decoder: PlainDecoder | None = None
 
@@ -57,7 +64,12 @@ class VariablesView(Mapping[str, Any]):
 
     def user_stored(self) -> dict[str, Any]:
         """The chart's variables in the stored form (``#objects`` included): not a copy."""
-        return self._stored
+        stored = self._stored
+        if stored is None:
+            assert self._source is not None  # noqa: S101 - a view has one or the other
+            stored = self._stored = self._source()
+            self._source = None
+        return stored
 
     # -- the mapping ---------------------------------------------------------------------
 
@@ -104,4 +116,5 @@ class VariablesView(Mapping[str, Any]):
 
     def with_system(self, name: str, value: Any) -> VariablesView:
         """The same variables with the system variable ``name`` bound to ``value``."""
-        return VariablesView({**self._system, name: value}, self._names, self._stored)
+        # Both views read the one stored form, whoever asks for it first.
+        return VariablesView({**self._system, name: value}, self._names, self._stored, self._source)
