@@ -201,6 +201,8 @@ async def test_install_is_idempotent_and_works_in_another_schema(
         "statifier_step_keys",
         "statifier_fan_outs",
         "statifier_fan_out_children",
+        "statifier_history",
+        "statifier_watches",
     ]
     await install(url)
     await install(url)

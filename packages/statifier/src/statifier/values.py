@@ -6,14 +6,16 @@ writes a value out (a position, a job row, a log line, an error message) pays fo
 written-out form, so the engine measures that form, counting every shared reference as what
 it expands to, and gives up as soon as a limit is passed (``measure``). Messages never hold
 more than a short, truncated rendering of a value (``brief``). The value domain itself is
-here too: the ``Value`` type every datamodel speaks and ``is_value``, its one check.
+here too: the ``Value`` type every datamodel speaks and ``is_value``, its one check; and the
+one way a time is written out (``format_time``).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from typing import Any, Final
+from datetime import UTC, datetime
+from typing import Any, Final, Literal
 
 type Value = Any
 """A JSON-like value: ``str``, ``int``, ``float``, ``bool``, ``None``, ``list``, ``dict``."""
@@ -177,6 +179,18 @@ def clip(text: str, limit: int = MESSAGE_LENGTH) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}... ({len(text) - limit} more characters)"
+
+
+def format_time(
+    moment: datetime, *, timespec: Literal["seconds", "microseconds"] = "seconds"
+) -> str:
+    """A time as UTC ISO-8601: ``2026-12-02T09:30:00Z``, or with ``timespec=
+    "microseconds"`` ``2026-12-02T09:30:00.250000Z`` (records keep every digit they have).
+    A naive time is taken as UTC."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    text = moment.astimezone(UTC).isoformat(timespec=timespec)
+    return text.removesuffix("+00:00") + "Z"
 
 
 def brief(value: Any, limit: int = BRIEF_LENGTH) -> str:

@@ -157,6 +157,11 @@ class DataDirectoryInUse(StatifierObanError, FileExistsError):
     """The folder given to ``EmbeddedPostgres.start`` already holds a ``data`` directory."""
 
 
+class KeptPostgresError(StatifierObanError):
+    """A kept embedded server (``statifier_oban.embedded.KeptPostgres``) cannot do what was
+    asked: it does not run, or its data directory cannot hold its socket."""
+
+
 class LeaseHeld(StatifierObanError):
     """Another owner holds the lease of this session id (ask to take over, or wait)."""
 

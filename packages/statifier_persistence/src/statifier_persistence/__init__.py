@@ -8,7 +8,10 @@ parks and lists them, and moves them between chart revisions (``migrate``; a rev
 is retired once no ``PinSource`` counts anything on it). A step given a ``key`` applies
 at most once. A fan-out's children are executions too (``Executions.start_child``);
 their finishing settles the parent's invocation once (``Executions.fan_out_answer``,
-through a ``FanOutExecutor``). ``install`` creates the tables.
+through a ``FanOutExecutor``). Every change writes a history entry in its own
+transaction (``statifier_persistence.history``; ``Executions.history``,
+``prune_history``), and ``Executions.wait`` and ``follow`` are woken by the commits of
+changes. ``install`` creates the tables.
 ``statifier_oban.executions`` joins this package to oban jobs: timers, invocations, the
 deliveries a standalone ``statifier-oban worker`` runs, and the pin source of pending
 timers; ``statifier_oban.children`` runs fan-outs.
@@ -40,6 +43,7 @@ from ._errors import (
     MigrationRefused,
     NeedsMigration,
     NotConnected,
+    NotInstalled,
     PersistenceError,
     PositionTooLarge,
     RetirementRefused,
@@ -48,6 +52,8 @@ from ._errors import (
     StatementError,
     StoreError,
     UnstorablePosition,
+    WaitTimeout,
+    WaitUnreachable,
 )
 from ._executions import EventBuilder, Executions, StepObserver
 from ._executor import EffectExecutor, HostHook, LoggingHost
@@ -77,6 +83,7 @@ from ._settlement import (
     FanOutState,
     Policy,
 )
+from .history import History, HistoryEntry, HistoryPage, Trigger, triggered_by
 from .schema import install, install_sql, verify
 
 try:
@@ -120,6 +127,9 @@ __all__ = [
     "FanOutExecutor",
     "FanOutKey",
     "FanOutState",
+    "History",
+    "HistoryEntry",
+    "HistoryPage",
     "HostHook",
     "IdentityMismatch",
     "InvalidArgument",
@@ -132,6 +142,7 @@ __all__ = [
     "MigrationRefused",
     "NeedsMigration",
     "NotConnected",
+    "NotInstalled",
     "Page",
     "ParentLink",
     "PersistenceError",
@@ -149,11 +160,15 @@ __all__ = [
     "StepResult",
     "Stepped",
     "StoreError",
+    "Trigger",
     "UnstorablePosition",
+    "WaitTimeout",
+    "WaitUnreachable",
     "__version__",
     "child_execution_id",
     "install",
     "install_sql",
     "live_answer",
+    "triggered_by",
     "verify",
 ]

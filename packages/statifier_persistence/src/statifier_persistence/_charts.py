@@ -137,6 +137,15 @@ class Charts:
             raise ChartUnusable(identity, "its resolved src documents are over the bound")
         return _resolved(identity, resolved_text)
 
+    async def latest(self, conn: AsyncConnection[Any], name: str) -> str:
+        """The identity of the most recently registered revision of the chart ``name`` that
+        is not retired (``ChartNotRegistered`` if there is none)."""
+        cursor = await conn.execute(statement("latest_chart", self._prefix), {"name": name})
+        row = await cursor.fetchone()
+        if row is None:
+            raise ChartNotRegistered(name)
+        return str(row[0])
+
     async def machine(
         self, conn: AsyncConnection[Any], identity: str, execution_id: str
     ) -> Machine:

@@ -28,7 +28,6 @@ from psycopg import AsyncConnection
 
 from ._db import transaction
 from ._errors import (
-    ChartNotRegistered,
     CorruptExecution,
     ExecutionNotFound,
     InvalidArgument,
@@ -229,7 +228,7 @@ async def start_child(
         }
         found = await _locked_fan_out(db, executions, params)
         if found is None:
-            identity = await _latest_chart(db, executions, chart)
+            identity = await executions._charts.latest(db, chart)
             await db.execute(
                 statement("insert_fan_out", executions.prefix),
                 {
@@ -280,11 +279,3 @@ async def _locked_fan_out(
 ) -> tuple[Any, ...] | None:
     cursor = await db.execute(statement("lock_fan_out", executions.prefix), params)
     return await cursor.fetchone()
-
-
-async def _latest_chart(db: AsyncConnection[Any], executions: FanOutHost, name: str) -> str:
-    cursor = await db.execute(statement("latest_chart", executions.prefix), {"name": name})
-    row = await cursor.fetchone()
-    if row is None:
-        raise ChartNotRegistered(name)
-    return str(row[0])

@@ -10,7 +10,12 @@ import psycopg
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from ._errors import NotConnected, StoreError
+from ._errors import NotConnected, NotInstalled, StoreError
+
+INSTALL_HINT = (
+    "run `statifier-oban install --database-url URL` (or statifier_persistence.install) "
+    "against this database; it installs and upgrades the tables"
+)
 
 
 @asynccontextmanager
@@ -21,7 +26,9 @@ async def transaction(
     which commits or rolls back with it), else on a connection from ``pool``.
 
     Leaving the block by an exception rolls it back; a psycopg error (the database failed,
-    or could not be reached) surfaces as ``StoreError`` with the cause chained.
+    or could not be reached) surfaces as ``StoreError`` with the cause chained, and a
+    missing table or column (nothing installed, or by an older release) as
+    ``NotInstalled``.
     """
     try:
         if conn is not None:
@@ -33,7 +40,17 @@ async def transaction(
         async with pool.connection() as pooled, pooled.transaction():
             yield pooled
     except psycopg.Error as exc:
-        raise StoreError(f"the execution store failed: {one_line(exc)}") from exc
+        raise store_error(exc) from exc
+
+
+def store_error(exc: psycopg.Error) -> StoreError:
+    """The error a psycopg error surfaces as (raise it ``from exc``): ``NotInstalled`` for
+    a missing table or column (nothing installed, or by an older release), else
+    ``StoreError``."""
+    if isinstance(exc, psycopg.errors.UndefinedTable | psycopg.errors.UndefinedColumn):
+        missing = exc.diag.message_primary or one_line(exc)
+        return NotInstalled(f"the execution tables are not installed ({missing}): {INSTALL_HINT}")
+    return StoreError(f"the execution store failed: {one_line(exc)}")
 
 
 def one_line(exc: BaseException) -> str:

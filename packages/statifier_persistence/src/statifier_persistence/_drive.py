@@ -33,6 +33,7 @@ from typing import Any
 
 from psycopg import AsyncConnection
 from statifier import cancel, deliver_internal, handle_event
+from statifier.chart.matching import unmatched_notice
 from statifier.core import effects as fx
 from statifier.core import planner
 from statifier.core.events import Event
@@ -67,6 +68,17 @@ class Drive:
     cancelling: bool = False
     effects: list[fx.Effect] = field(default_factory=list)
     reports: list[fx.Log | fx.ErrorRaised] = field(default_factory=list)
+    start: MachineState | None = None
+    """The position the drive started from (None: a creation, which started from none)."""
+    driven: Event | None = None
+    """The event the drive was asked to drive (a step's, or a fired timer's)."""
+    transition_taken: bool | None = None
+    """Whether ``driven``'s macrostep took a transition (None: it was not the execution's
+    own macrostep, e.g. a timer sent elsewhere)."""
+    unmatched: str | None = None
+    """The notice when ``driven`` took no transition (``statifier.chart.matching``)."""
+    refused: set[str] = field(default_factory=set)
+    """Send and invoke ids whose timer or invocation the executor refused."""
     _own: deque[Event] = field(default_factory=deque)
     _internal: deque[Event] = field(default_factory=deque)
 
@@ -80,7 +92,15 @@ class Drive:
 
     async def event(self, event: Event) -> None:
         """Drive an external event, then everything it sends the execution itself."""
-        self.state, effects = handle_event(self.state, event, routes=self.routes)
+        before = self.state
+        self.driven = event
+        self.state, effects = handle_event(before, event, routes=self.routes)
+        # The core starts each macrostep's microstep count at 0 and counts the event's
+        # transition set as the first: none taken leaves it at 0, unless an eventless
+        # transition the event enabled (a condition on _event) was taken after all.
+        self.transition_taken = self.state.microstep > 0
+        if not self.transition_taken:
+            self.unmatched = unmatched_notice(before.machine, event.name, before.configuration)
         await self._perform(effects)
         await self._settle()
 
@@ -90,7 +110,14 @@ class Drive:
         does). False, having driven nothing, when it is not (cancelled since)."""
         if not self.armed.fire(delayed):
             return False
-        await self._deliver(planner.fire(self.scope, delayed))
+        instruction = planner.fire(self.scope, delayed)
+        if isinstance(instruction.target, planner.SelfTarget) and self._live():
+            # What the queue would drive next anyway (it is empty): driven here, the
+            # macrostep is judged as a step's event is.
+            await self.event(instruction.event)
+            return True
+        self.driven = instruction.event
+        await self._deliver(instruction)
         await self._settle()
         return True
 
@@ -204,12 +231,14 @@ class Drive:
         # Every target has a durable form: the timer is routed when it fires (``fired``).
         limit = self.limits.max_armed_sends
         if self.armed.sends >= limit:
+            self.refused.add(effect.send_id)
             message = f"the delayed send could not be stored: {limit} sends are armed already"
             self._internal.append(planner.undeliverable(effect.send_id, message))
             return
         try:
             await self.executor.schedule(self.conn, self.scope, effect)
         except EffectRefused as refused:
+            self.refused.add(effect.send_id)
             message = f"the delayed send could not be stored: {refused.reason}"
             self._internal.append(planner.undeliverable(effect.send_id, message))
             return
@@ -219,6 +248,7 @@ class Drive:
         try:
             await self.executor.start_invocation(self.conn, self.scope, effect)
         except EffectRefused as refused:
+            self.refused.add(effect.invoke_id)
             failed = planner.invocation_start_failed(effect.invoke_id, refused.reason)
             self._internal.append(failed)
             return

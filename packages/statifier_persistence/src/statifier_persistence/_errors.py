@@ -44,6 +44,38 @@ class SchemaError(PersistenceError):
     """The persistence tables could not be installed or checked (cause chained)."""
 
 
+class NotInstalled(StoreError):
+    """The database lacks our tables or columns: they were never installed into this
+    schema, or by an older release. Run ``statifier-oban install`` (or
+    ``statifier_persistence.install``) against it; the installer also upgrades."""
+
+
+class WaitTimeout(PersistenceError, TimeoutError):
+    """``Executions.wait`` gave up: the execution did not get where it was waited for in
+    time. ``execution`` is the row as last seen."""
+
+    def __init__(self, execution: Execution, wanted: str, timeout: float) -> None:
+        self.execution = execution
+        self.wanted = wanted
+        self.timeout = timeout
+        super().__init__(
+            f"execution {execution.id!r} did not reach {wanted} within {timeout:g} s "
+            f"(it is {execution.status})"
+        )
+
+
+class WaitUnreachable(PersistenceError):
+    """``Executions.wait``: the execution ended without getting where it was waited for,
+    and can no longer change. ``execution`` is its row."""
+
+    def __init__(self, execution: Execution, wanted: str) -> None:
+        self.execution = execution
+        self.wanted = wanted
+        super().__init__(
+            f"execution {execution.id!r} is {execution.status} and will never reach {wanted}"
+        )
+
+
 class ExecutionNotFound(PersistenceError, LookupError):
     """No execution has this id (it never existed, or was deleted)."""
 

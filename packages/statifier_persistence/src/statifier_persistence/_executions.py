@@ -24,6 +24,7 @@ from statifier.core.events import Event
 from statifier.core.state import MachineState
 from statifier.datamodel.host import HostFunction, HostFunctionError
 
+from . import _journal
 from ._answers import SUPERSEDED, LiveAnswer
 from ._armed import CANCELLED, Armed, decode_armed
 from ._charts import Charts
@@ -31,6 +32,8 @@ from ._children import ChildStart, check_fan_out, start_child
 from ._db import transaction
 from ._drive import Drive
 from ._errors import (
+    ChartNotRegistered,
+    ChartRetired,
     CorruptExecution,
     ExecutionExists,
     ExecutionNotFound,
@@ -43,6 +46,8 @@ from ._errors import (
     UnstorablePosition,
 )
 from ._executor import EffectExecutor, HostHook, LoggingHost
+from ._history_reads import HistoryMethods
+from ._journal import Draft
 from ._limits import MAX_ID_LENGTH, MAX_IDENTITY_LENGTH, Limits
 from ._records import (
     STATUSES,
@@ -70,6 +75,8 @@ from ._rows import (
 )
 from ._settlement import FanOut, FanOutExecutor, FanOutKey, Policy, Settlement
 from ._sql import check_prefix, statement
+from ._wait import WaitMethods
+from .history import EntryKind, History
 
 _DriveAction = Callable[[Drive], Awaitable[Decline | None]]
 """What a keyed step does with the locked execution's drive (None: store it)."""
@@ -100,7 +107,7 @@ _UNREAD = StoredPosition(b"", None, None)
 """What a read that did not transfer the position has of it."""
 
 
-class Executions(RevisionMethods):
+class Executions(RevisionMethods, HistoryMethods, WaitMethods):
     """Durable executions in PostgreSQL (tables from ``statifier_persistence.install``).
 
     ``pool`` gives connections to calls without ``conn=`` (None: every call passes one).
@@ -114,8 +121,11 @@ class Executions(RevisionMethods):
     are compiled with (see ``statifier.compile``): every process stepping the executions
     needs the same ones, and a chart calling any other is refused when registered
     (``ChartUnusable``). ``observer`` (a ``StepObserver``) sees every drive
-    this instance commits, with its effects. Chart revisions (``revisions``, ``migrate``,
-    ``park_all``, ``retire``...) are ``RevisionMethods``'.
+    this instance commits, with its effects. ``history`` (a
+    ``statifier_persistence.history.History``, or a bool) says whether every change writes
+    a history entry (on by default). Chart revisions (``revisions``, ``migrate``,
+    ``park_all``, ``retire``...) are ``RevisionMethods``'; ``history`` and
+    ``prune_history`` are ``HistoryMethods``'; ``wait`` and ``follow`` ``WaitMethods``'.
     """
 
     def __init__(
@@ -129,6 +139,7 @@ class Executions(RevisionMethods):
         position_key: bytes | None = None,
         observer: StepObserver | None = None,
         functions: Mapping[str, HostFunction] | None = None,
+        history: History | bool = True,
     ) -> None:
         if not isinstance(executor, EffectExecutor):
             raise InvalidArgument(f"executor must implement EffectExecutor, not {executor!r}")
@@ -151,6 +162,11 @@ class Executions(RevisionMethods):
         self._position_key = position_key
         self._observer = observer
         self._settlement = Settlement(self._prefix, self._limits, executor)
+        if isinstance(history, bool):
+            history = History(enabled=history)
+        if not isinstance(history, History):
+            raise InvalidArgument(f"history must be a History or a bool, not {history!r}")
+        self._history = history
 
     @property
     def pool(self) -> AsyncConnectionPool[Any] | None:
@@ -172,6 +188,11 @@ class Executions(RevisionMethods):
         """The executor performing every step's durable effects."""
         return self._executor
 
+    @property
+    def history_settings(self) -> History:
+        """Whether changes write history, and the bounds of reading it."""
+        return self._history
+
     # -- charts ----------------------------------------------------------------------
 
     async def register(self, chart: Machine, *, conn: AsyncConnection[Any] | None = None) -> str:
@@ -188,7 +209,7 @@ class Executions(RevisionMethods):
 
     async def create(
         self,
-        chart: Machine,
+        chart: Machine | str,
         *,
         execution_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
@@ -198,16 +219,23 @@ class Executions(RevisionMethods):
         trace: bool = False,
         conn: AsyncConnection[Any] | None = None,
     ) -> Stepped:
-        """Register ``chart``, run its initial drive as execution ``execution_id`` (a fresh
+        """Run the chart's initial drive as execution ``execution_id`` (a fresh
         ``sess_...`` id by default; it is the chart's ``_sessionid``) and store it.
 
+        ``chart`` is a compiled ``Machine`` (registered here if it is not yet), the
+        identity of a registered revision (or of its source bytes), or the name of a
+        registered chart: its most recently registered revision that is not retired
+        (``ChartNotRegistered`` if there is none, ``ChartRetired`` for a retired identity).
         ``metadata`` is the host's JSON object (queryable by ``list``); ``datamodel`` seeds
         variables; ``parent`` links a child execution to its invocation; ``caller_context``
         is the first macrostep's opaque host term. ``trace`` makes every step of the
         execution also produce the core's trace effects (microsteps, dequeued events), for
         an ``observer`` to see. Raises ``ExecutionExists`` for a taken id (nothing written).
         """
-        _check_machine(chart)
+        if not isinstance(chart, str):
+            _check_machine(chart)
+        elif not chart or len(chart) > MAX_IDENTITY_LENGTH:
+            raise InvalidArgument(f"chart must be a chart name or identity, not {chart!r:.100}")
         execution_id = (
             new_session_id() if execution_id is None else check_execution_id(execution_id)
         )
@@ -215,19 +243,19 @@ class Executions(RevisionMethods):
         seed = dict(datamodel) if datamodel is not None else None
         if parent is not None:
             _check_parent(parent)
-        params = {
-            **self._bounds(),
-            "id": execution_id,
-            "identity": chart.identity,
-            "name": chart.name,
-            "version": chart.version,
-            "metadata": meta,
-            "parent_id": parent.execution_id if parent else None,
-            "parent_invoke_id": parent.invoke_id if parent else None,
-            "child_index": parent.index if parent else None,
-        }
         async with transaction(self._pool, conn) as db:
-            await self._charts.register(db, chart)
+            machine, identity = await self._chart_for(db, chart, execution_id)
+            params = {
+                **self._bounds(),
+                "id": execution_id,
+                "identity": identity,
+                "name": machine.name,
+                "version": machine.version,
+                "metadata": meta,
+                "parent_id": parent.execution_id if parent else None,
+                "parent_invoke_id": parent.invoke_id if parent else None,
+                "child_index": parent.index if parent else None,
+            }
             cursor = await db.execute(statement("insert_execution", self._prefix), params)
             row = await cursor.fetchone()
             if row is None:
@@ -235,7 +263,7 @@ class Executions(RevisionMethods):
             execution = decode_execution(row, self._limits)
             routes = self._host.routes(execution)
             state, effects = initialize(
-                chart,
+                machine,
                 session_id=execution_id,
                 max_macrostep_rounds=self._limits.max_macrostep_rounds,
                 datamodel=seed,
@@ -246,9 +274,29 @@ class Executions(RevisionMethods):
             )
             drive = self._drive(db, execution, state, routes)
             await drive.initial(effects)
-            stored = await self._store(db, drive)
+            chart_detail = {"identity": identity, "name": machine.name, "version": machine.version}
+            draft = self._draft(drive, "created", detail={"chart": chart_detail})
+            stored = await self._store(db, drive, draft)
             await self._settlement.after_store(db, execution.status, stored)
-        return self._stepped(stored, drive)
+        return self._stepped(stored, drive, draft)
+
+    async def _chart_for(
+        self, db: AsyncConnection[Any], chart: Machine | str, execution_id: str
+    ) -> tuple[Machine, str]:
+        """The machine ``create`` runs and the identity its row names, the revision locked
+        against retirement until the transaction ends."""
+        if isinstance(chart, Machine):
+            await self._charts.register(db, chart)
+            return chart, chart.identity
+        try:
+            revision = await self._revision(db, chart, "FOR SHARE")
+        except ChartNotRegistered:
+            latest = await self._charts.latest(db, chart)
+            revision = await self._revision(db, latest, "FOR SHARE")
+        if revision.retired_at is not None:
+            raise ChartRetired(revision.identity)
+        machine = await self._charts.machine(db, revision.identity, execution_id)
+        return machine, revision.identity
 
     async def step(
         self,
@@ -282,7 +330,7 @@ class Executions(RevisionMethods):
             await drive.event(built)
             return None
 
-        return await self._keyed(execution_id, key, conn, drive_event)
+        return await self._keyed(execution_id, key, conn, drive_event, "event")
 
     async def fire(
         self,
@@ -308,7 +356,7 @@ class Executions(RevisionMethods):
         async def drive_fired(drive: Drive) -> Decline | None:
             return None if await drive.fired(delayed) else Decline(CANCELLED)
 
-        return await self._keyed(execution_id, key, conn, drive_fired)
+        return await self._keyed(execution_id, key, conn, drive_fired, "fired")
 
     async def _keyed(
         self,
@@ -316,17 +364,18 @@ class Executions(RevisionMethods):
         key: str | None,
         conn: AsyncConnection[Any] | None,
         action: _DriveAction,
+        kind: EntryKind,
     ) -> StepResult:
         execution_id = check_execution_id(execution_id)
         if key is not None:
             key = check_key(key)
         try:
-            return await self._step(execution_id, action, key, conn)
+            return await self._step(execution_id, action, key, conn, kind)
         except _KeyRace:
             # A concurrent step applied this key while this one waited for the row lock
             # (the key check read the snapshot from before the wait). This transaction
             # rolled back; checked again, the key is seen.
-            return await self._step(execution_id, action, key, conn)
+            return await self._step(execution_id, action, key, conn, kind)
 
     async def _step(
         self,
@@ -334,6 +383,7 @@ class Executions(RevisionMethods):
         action: _DriveAction,
         key: str | None,
         conn: AsyncConnection[Any] | None,
+        kind: EntryKind,
     ) -> StepResult:
         async with transaction(self._pool, conn) as db:
             execution, persisted, applied = await self._locked(db, execution_id, key)
@@ -349,9 +399,10 @@ class Executions(RevisionMethods):
             declined = await action(drive)
             if declined is not None:
                 return Declined(execution, declined.reason)
-            stored = await self._store(db, drive, key)
+            draft = self._draft(drive, kind, key=key)
+            stored = await self._store(db, drive, draft, key)
             await self._settlement.after_store(db, execution.status, stored)
-        return self._stepped(stored, drive)
+        return self._stepped(stored, drive, draft)
 
     async def _superseded(self, drive: Drive, answer: LiveAnswer) -> bool:
         """Whether the invocation answering was started again after its generation (the
@@ -388,9 +439,10 @@ class Executions(RevisionMethods):
             state = await self._position(db, execution, persisted, routes)
             drive = self._drive(db, execution, state, routes, persisted)
             await drive.cancel()
-            stored = await self._store(db, drive)
+            draft = self._draft(drive, "cancelled")
+            stored = await self._store(db, drive, draft)
             await self._settlement.after_store(db, execution.status, stored)
-        return self._stepped(stored, drive)
+        return self._stepped(stored, drive, draft)
 
     # -- parking ---------------------------------------------------------------------
 
@@ -419,9 +471,13 @@ class Executions(RevisionMethods):
             execution, _, _ = await self._locked(db, execution_id, with_position=False)
             if execution.status != expected:
                 raise InvalidTransition(execution_id, execution.status, wanted)
+            kind: EntryKind = "parked" if wanted == "needs_migration" else "unparked"
+            draft = (
+                _journal.draft(execution, kind, status=wanted) if self._history.enabled else None
+            )
             cursor = await db.execute(
                 statement("set_status", self._prefix),
-                {**self._bounds(), "id": execution_id, "status": wanted},
+                {**self._bounds(), **self._journal(draft), "id": execution_id, "status": wanted},
             )
             row = await cursor.fetchone()
         assert row is not None  # noqa: S101 - the row is locked by this transaction
@@ -660,10 +716,12 @@ class Executions(RevisionMethods):
         routes: Any,
         stored: StoredPosition | None = None,
     ) -> Drive:
-        """The drive of ``state``; ``stored`` (None: a new execution) gives what is armed."""
+        """The drive of ``state``; ``stored`` (None: a new execution, which starts from no
+        position) gives what is armed."""
         return Drive(
             execution=execution,
             state=state,
+            start=None if stored is None else state,
             conn=db,
             executor=self._executor,
             host=self._host,
@@ -675,6 +733,49 @@ class Executions(RevisionMethods):
             settlement=self._settlement,
             armed=Armed() if stored is None else self._armed(execution, stored, state),
         )
+
+    def _draft(
+        self,
+        drive: Drive,
+        kind: EntryKind,
+        *,
+        key: str | None = None,
+        detail: Mapping[str, Any] | None = None,
+    ) -> Draft | None:
+        """The history entry of a drive (None with history off)."""
+        if not self._history.enabled:
+            return None
+        found: dict[str, Any] = dict(detail or {})
+        ended = None
+        if drive.status != drive.execution.status:
+            if drive.failure is not None:
+                found["failure"] = drive.failure
+            if drive.outcome is not None:
+                found["outcome"] = drive.outcome
+                ended = drive.outcome["configuration"]
+        return _journal.draft(
+            drive.execution,
+            kind,
+            key=key,
+            event=drive.driven,
+            transition_taken=drive.transition_taken,
+            unmatched=drive.unmatched,
+            before=drive.start,
+            after=drive.state,
+            status=drive.status,
+            ended=ended,
+            effects=drive.effects,
+            refused=frozenset(drive.refused),
+            detail=found,
+        )
+
+    def _journal(self, draft: Draft | None) -> dict[str, Any]:
+        """The parameters of ``sql/journal.sql`` for ``draft`` (None: write no entry)."""
+        return {
+            "schema": self._prefix,
+            "kind": draft.kind if draft is not None else None,
+            "entry": draft.body if draft is not None else None,
+        }
 
     def _armed(self, execution: Execution, stored: StoredPosition, state: MachineState) -> Armed:
         """What the row says is armed. A row without an armed list, or whose position was
@@ -691,7 +792,11 @@ class Executions(RevisionMethods):
         return decode_armed(stored.armed, corrupt)
 
     async def _store(
-        self, db: AsyncConnection[Any], drive: Drive, key: str | None = None
+        self,
+        db: AsyncConnection[Any],
+        drive: Drive,
+        draft: Draft | None,
+        key: str | None = None,
     ) -> Execution:
         execution_id = drive.execution.id
         try:
@@ -727,6 +832,7 @@ class Executions(RevisionMethods):
             )
         params = {
             **self._bounds(),
+            **self._journal(draft),
             "id": execution_id,
             "position": blob,
             "macrostep": state.macrostep,
@@ -740,18 +846,25 @@ class Executions(RevisionMethods):
         cursor = await db.execute(statement("store_execution", self._prefix), params)
         row = await cursor.fetchone()
         assert row is not None  # noqa: S101 - locked (or inserted) by this transaction
-        if key is not None and row[-1] == 0:
+        if key is not None and row[-2] == 0:
             raise _KeyRace
         return decode_execution(row, self._limits)
 
-    def _stepped(self, stored: Execution, drive: Drive) -> Stepped:
+    def _stepped(self, stored: Execution, drive: Drive, draft: Draft | None) -> Stepped:
         """The answer of a committed drive; its reports go to the host now."""
         for effect in drive.reports:
             try:
                 self._host.report(stored, effect)
             except Exception:
                 logger.exception("%s: the host's report hook raised", stored.id)
-        stepped = Stepped(stored, drive.state, tuple(drive.effects))
+        stepped = Stepped(
+            stored,
+            drive.state,
+            tuple(drive.effects),
+            drive.transition_taken,
+            drive.unmatched,
+            _journal.stored(draft, stored),
+        )
         if self._observer is not None:
             try:
                 self._observer(stepped)

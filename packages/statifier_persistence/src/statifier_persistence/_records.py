@@ -11,10 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final, Literal, get_args
+from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 
 from statifier.core.effects import Effect
 from statifier.core.state import MachineState
+from statifier.values import format_time
+
+if TYPE_CHECKING:
+    from .history import HistoryEntry
 
 ExecutionStatus = Literal["active", "completed", "failed", "cancelled", "needs_migration"]
 """Where an execution stands.
@@ -29,6 +33,12 @@ STATUSES: Final[tuple[ExecutionStatus, ...]] = get_args(ExecutionStatus)
 
 TERMINAL: Final[frozenset[ExecutionStatus]] = frozenset({"completed", "failed", "cancelled"})
 """Statuses that discard every event (a ``failed`` execution can still be cancelled)."""
+
+
+def utc_text(moment: datetime) -> str:
+    """``moment`` as records write it: UTC ISO-8601 to the microsecond
+    (``2025-01-31T09:30:00.250000Z``, ``statifier.values.format_time``)."""
+    return format_time(moment, timespec="microseconds")
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +61,9 @@ class Execution:
     ``failed`` execution failed (``{"reason": ..., ...}``), else None. ``outcome`` is how a
     ``completed`` or ``cancelled`` execution ended: ``{"configuration": [state ids active
     at exit], "donedata": ...}`` (else None). ``step_count`` counts the transactions that
-    changed the execution (create, steps, cancel).
+    changed the execution's position (create, steps, cancel, migrate). ``history_seq`` is
+    the ``seq`` of its latest history entry (every transaction that changed it, parking
+    included, counts; ``statifier_persistence.history``).
     """
 
     id: str
@@ -66,6 +78,44 @@ class Execution:
     step_count: int
     created_at: datetime
     updated_at: datetime
+    history_seq: int = 0
+
+    def __repr__(self) -> str:
+        chart = self.chart_name or self.chart_identity[:24]
+        return (
+            f"<Execution {self.id} {self.status} chart={chart} steps={self.step_count} "
+            f"updated={utc_text(self.updated_at)}>"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The execution as a JSON object: the one shape of an execution record (the
+        ``--json`` of ``statifier-oban executions`` prints it). Times are UTC ISO-8601."""
+        parent = self.parent
+        return {
+            "id": self.id,
+            "status": self.status,
+            "chart": {
+                "identity": self.chart_identity,
+                "name": self.chart_name,
+                "version": self.chart_version,
+            },
+            "metadata": dict(self.metadata),
+            "parent": (
+                None
+                if parent is None
+                else {
+                    "execution_id": parent.execution_id,
+                    "invoke_id": parent.invoke_id,
+                    "index": parent.index,
+                }
+            ),
+            "failure": None if self.failure is None else dict(self.failure),
+            "outcome": None if self.outcome is None else dict(self.outcome),
+            "step_count": self.step_count,
+            "history_seq": self.history_seq,
+            "created_at": utc_text(self.created_at),
+            "updated_at": utc_text(self.updated_at),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,11 +124,27 @@ class Stepped:
 
     ``execution`` is the row as committed, ``state`` the new position, ``effects`` every
     effect the transaction performed, in order (self-sends drained in it included).
+    ``transition_taken`` says whether the event's macrostep took a transition (None when
+    the execution drove no event of its own: a creation, a cancel, a timer sent
+    elsewhere); when it took none, ``unmatched`` is the notice, with a "did you mean"
+    over the events the configuration accepts (``statifier.chart.matching``). ``entry``
+    is the history entry the transaction wrote (None with history off).
     """
 
     execution: Execution
     state: MachineState
     effects: tuple[Effect, ...]
+    transition_taken: bool | None = None
+    unmatched: str | None = None
+    entry: HistoryEntry | None = None
+
+    def __repr__(self) -> str:
+        active = " ".join(self.state.active_leaf_ids()) or "-"
+        taken = {True: ", transition taken", False: ", no transition taken", None: ""}
+        return (
+            f"<Stepped {self.execution.id} {self.execution.status} in {active}, "
+            f"{len(self.effects)} effects{taken[self.transition_taken]}>"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +154,9 @@ class AlreadyApplied:
     execution: Execution
     key: str
 
+    def __repr__(self) -> str:
+        return f"<AlreadyApplied {self.execution.id} key={self.key!r}>"
+
 
 @dataclass(frozen=True, slots=True)
 class Discarded:
@@ -96,6 +165,9 @@ class Discarded:
     execution: Execution
     status: ExecutionStatus
 
+    def __repr__(self) -> str:
+        return f"<Discarded {self.execution.id} {self.status}>"
+
 
 @dataclass(frozen=True, slots=True)
 class Declined:
@@ -103,6 +175,9 @@ class Declined:
 
     execution: Execution
     reason: str
+
+    def __repr__(self) -> str:
+        return f"<Declined {self.execution.id} {self.reason!r}>"
 
 
 StepResult = Stepped | AlreadyApplied | Discarded | Declined
@@ -122,3 +197,6 @@ class Page:
 
     executions: tuple[Execution, ...]
     after: str | None
+
+    def __repr__(self) -> str:
+        return f"<Page {len(self.executions)} executions, after={self.after!r}>"

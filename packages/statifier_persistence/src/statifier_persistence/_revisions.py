@@ -31,6 +31,7 @@ from statifier import Machine
 from statifier.core import position
 from statifier.core.state import MachineState
 
+from . import _journal
 from ._charts import Charts
 from ._db import transaction
 from ._errors import (
@@ -48,12 +49,14 @@ from ._errors import (
     UnstorablePosition,
 )
 from ._executor import EffectExecutor, HostHook
+from ._journal import Draft
 from ._limits import MAX_IDENTITY_LENGTH, Limits
 from ._pins import ExecutionPins, PinReport, PinSource, ask, label_of
 from ._records import Execution, ExecutionStatus
 from ._rows import StoredPosition, check_execution_id, decode_execution
 from ._settlement import FanOutPins
 from ._sql import statement
+from .history import History, HistoryEntry
 
 MAX_BULK: Final = 10_000
 """The most executions one ``migrate_all``, ``park_all`` or ``unpark_all`` call handles."""
@@ -87,13 +90,22 @@ class Migrated:
     """An execution moved to another revision (or, with ``dry_run``, would have been).
 
     ``execution`` is its row as stored (as it was, for a dry run), ``state`` the imported
-    position, ``from_identity`` the revision it ran before.
+    position, ``from_identity`` the revision it ran before, ``entry`` the history entry
+    the migration wrote (None for a dry run, or with history off).
     """
 
     execution: Execution
     state: MachineState
     from_identity: str
     dry_run: bool
+    entry: HistoryEntry | None = None
+
+    def __repr__(self) -> str:
+        done = "would migrate" if self.dry_run else "migrated"
+        return (
+            f"<Migrated {self.execution.id} {done} from {self.from_identity[:24]} "
+            f"to {self.execution.chart_identity[:24]}>"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +121,12 @@ class Bulk:
     refused: tuple[tuple[str, str], ...]
     after: str | None
     dry_run: bool
+
+    def __repr__(self) -> str:
+        run = " (dry run)" if self.dry_run else ""
+        return (
+            f"<Bulk {len(self.done)} done, {len(self.refused)} refused{run}, after={self.after!r}>"
+        )
 
 
 class _DryRun(Exception):
@@ -140,10 +158,13 @@ class RevisionMethods:
     _executor: EffectExecutor
     _host: HostHook
     _position_key: bytes | None
+    _history: History
 
     if TYPE_CHECKING:  # provided by Executions
 
         def _bounds(self) -> dict[str, int]: ...
+
+        def _journal(self, draft: Draft | None) -> dict[str, Any]: ...
 
         async def _locked(
             self,
@@ -278,8 +299,19 @@ class RevisionMethods:
             raise PositionTooLarge(execution_id, len(stored), self._limits.max_position_bytes)
         if dry_run:
             return Migrated(execution, moved, execution.chart_identity, True)
+        draft = None
+        if self._history.enabled:
+            draft = _journal.draft(
+                execution,
+                "migrated",
+                before=state,
+                after=moved,
+                status=execution.status,
+                detail={"from": execution.chart_identity, "to": identity},
+            )
         params = {
             **self._bounds(),
+            **self._journal(draft),
             "id": execution_id,
             "identity": identity,
             "name": machine.name,
@@ -291,7 +323,9 @@ class RevisionMethods:
         cursor = await db.execute(statement("migrate_execution", self._prefix), params)
         row = await cursor.fetchone()
         assert row is not None  # noqa: S101 - the row is locked by this very transaction
-        return Migrated(decode_execution(row, self._limits), moved, execution.chart_identity, False)
+        migrated = decode_execution(row, self._limits)
+        entry = _journal.stored(draft, migrated)
+        return Migrated(migrated, moved, execution.chart_identity, False, entry)
 
     async def _target(
         self, db: AsyncConnection[Any], to: Machine | str, execution_id: str

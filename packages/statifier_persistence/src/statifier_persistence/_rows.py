@@ -18,7 +18,7 @@ from ._errors import CorruptExecution, InvalidArgument
 from ._limits import MAX_ID_LENGTH, MAX_KEY_LENGTH, Limits
 from ._records import STATUSES, Execution, ExecutionStatus, ParentLink
 
-COLUMN_COUNT: Final = 17
+COLUMN_COUNT: Final = 18
 """Columns of ``execution_columns.sql``."""
 
 
@@ -116,6 +116,7 @@ def decode_execution(row: tuple[Any, ...], limits: Limits) -> Execution:
         step_count,
         created_at,
         updated_at,
+        history_seq,
     ) = row[:COLUMN_COUNT]
 
     def corrupt(message: str) -> CorruptExecution:
@@ -127,15 +128,15 @@ def decode_execution(row: tuple[Any, ...], limits: Limits) -> Execution:
         raise corrupt("a text column holds something else")
     if status not in STATUSES:
         raise corrupt(f"unknown status {status!r}")
-    metadata = _json_object(
+    metadata = decode_json_object(
         metadata_text, metadata_size, "metadata", limits.max_metadata_bytes, corrupt
     )
     if metadata is None:
         raise corrupt("the metadata is missing")
-    failure = _json_object(
+    failure = decode_json_object(
         failure_text, failure_size, "failure", limits.max_metadata_bytes, corrupt
     )
-    outcome = _json_object(
+    outcome = decode_json_object(
         outcome_text, outcome_size, "outcome", limits.max_position_bytes, corrupt
     )
     parent: ParentLink | None = None
@@ -145,6 +146,8 @@ def decode_execution(row: tuple[Any, ...], limits: Limits) -> Execution:
         parent = ParentLink(parent_id, parent_invoke_id, child_index)
     if isinstance(step_count, bool) or not isinstance(step_count, int) or step_count < 0:
         raise corrupt(f"step_count {step_count!r} is not a count")
+    if isinstance(history_seq, bool) or not isinstance(history_seq, int) or history_seq < 0:
+        raise corrupt(f"history_seq {history_seq!r} is not a count")
     if not isinstance(created_at, datetime) or not isinstance(updated_at, datetime):
         raise corrupt("a timestamp is missing")
     return Execution(
@@ -160,6 +163,7 @@ def decode_execution(row: tuple[Any, ...], limits: Limits) -> Execution:
         step_count=step_count,
         created_at=created_at,
         updated_at=updated_at,
+        history_seq=history_seq,
     )
 
 
@@ -200,9 +204,12 @@ def decode_position(row: tuple[Any, ...], execution_id: str, limits: Limits) -> 
     return StoredPosition(bytes(blob), counters, armed)
 
 
-def _json_object(
+def decode_json_object(
     text: Any, size: Any, what: str, limit: int, corrupt: Any
 ) -> dict[str, Any] | None:
+    """A JSON object read from storage as text (None for SQL null), or ``corrupt(message)``
+    raised: over ``limit`` (the text was not transferred, ``size`` says how large it is),
+    not text, not JSON, not an object."""
     if text is None:
         if size is not None:
             raise corrupt(f"the {what} is {size} bytes, over the {limit} limit")

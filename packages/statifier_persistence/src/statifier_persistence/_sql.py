@@ -11,6 +11,9 @@ a stored row:
     ``statifier_persistence._rows`` decodes them;
 ``{revision_columns}``
     the columns of a ``Revision`` (the fragment ``revision_columns.sql``);
+``{journal}``
+    the history entry and the notification of a statement that changed an execution (the
+    fragment ``journal.sql``: two CTEs after the ``updated`` one);
 ``{lock}``
     chosen per use: empty, ``FOR UPDATE`` (a step locks the row it drives) or
     ``FOR SHARE`` (a chart revision taking executions, against its retirement).
@@ -34,7 +37,11 @@ _PLACEHOLDER: Final = re.compile(r"\{([a-z_]+)\}")
 _CHOICES: Final = {"lock": frozenset({"", "FOR UPDATE", "FOR SHARE"})}
 """Placeholders chosen per use, and the values each may take."""
 
-_FRAGMENTS: Final = {"columns": "execution_columns", "revision_columns": "revision_columns"}
+_FRAGMENTS: Final = {
+    "columns": "execution_columns",
+    "revision_columns": "revision_columns",
+    "journal": "journal",
+}
 """Placeholders filled with another file's text (its own placeholders filled in turn)."""
 
 RENDERED_CACHE_SIZE: Final = 128

@@ -27,6 +27,8 @@ TABLES: Final = (
     "statifier_step_keys",
     "statifier_fan_outs",
     "statifier_fan_out_children",
+    "statifier_history",
+    "statifier_watches",
 )
 """Our tables, in creation order."""
 
@@ -41,9 +43,12 @@ def install_sql(prefix: str = "public") -> LiteralString:
     """The DDL of our tables and indexes in schema ``prefix`` (every statement idempotent).
 
     The schema itself must exist (``install`` creates it). ``sql/install.sql`` holds the
-    executions, ``sql/fan_out_tables.sql`` the fan-outs.
+    executions, ``sql/fan_out_tables.sql`` the fan-outs, ``sql/history_tables.sql`` the
+    history and the watches of waiters.
     """
-    return statement("install", prefix) + "\n" + statement("fan_out_tables", prefix)
+    return "\n".join(
+        statement(name, prefix) for name in ("install", "fan_out_tables", "history_tables")
+    )
 
 
 def _lock_key(prefix: str) -> int:

@@ -30,10 +30,9 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from statifier.chart.durations import format_duration
+from statifier.chart.matching import unmatched_notice
 from statifier.chart.model import Machine
 from statifier.core import effects as fx
-from statifier.core.events import name_matches
-from statifier.suggest import did_you_mean
 from statifier.values import brief
 from statifier.virtual.driver import describe_timer
 
@@ -116,12 +115,10 @@ class Reporter:
         if name is None or effect.t_indexes:
             return
         machine = self.machine_for(session)
-        message = f"no transition matched external event {name!r}"
-        transitions = machine.transitions if machine is not None else ()
-        if any(name_matches(t.events, name) for t in transitions):
-            message += ": no transition for it is enabled in the active states"
+        if machine is not None:
+            message = unmatched_notice(machine, name)
         else:
-            message += did_you_mean(name, {d for t in transitions for d in t.events})
+            message = f"no transition matched external event {name!r}"
         if session == self.top:
             self.unmatched.append(name)
         if self.as_json:

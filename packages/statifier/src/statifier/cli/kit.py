@@ -37,7 +37,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
@@ -48,7 +48,7 @@ import click
 from statifier.chart.durations import InvalidDuration, format_duration, parse_duration
 from statifier.datamodel.host import HostFunctionError, HostFunctions, import_functions
 from statifier.errors import install_hint
-from statifier.values import ValueRefused, brief, parse_json
+from statifier.values import ValueRefused, brief, format_time, parse_json
 
 __all__ = [
     "DURATION",
@@ -404,13 +404,6 @@ class Duration:
     """A duration to print: ``7d 2h`` in text, whole milliseconds in JSON."""
 
     ms: int
-
-
-def format_time(moment: datetime) -> str:
-    """A time as UTC ISO-8601 to the second: ``2026-12-02T09:30:00Z`` (naive means UTC)."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def text_of(value: object) -> str:

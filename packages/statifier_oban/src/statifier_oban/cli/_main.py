@@ -11,9 +11,13 @@
 ``demo``
     The card-authorization demo, the package ``statifier_demo`` (imported only by this
     subcommand; without it, the command says what to install).
+``db``
+    A local PostgreSQL in a data directory it keeps, started and left running until
+    stopped (``statifier_oban.cli._db``; needs ``statifier-oban[embedded]``, and says so).
 ``executions``
-    List, show, step and cancel durable executions and move them between chart revisions
-    (``statifier_oban.cli._executions``; needs ``statifier-oban[persistence]``, and says so).
+    Start, list, show, step, wait for and cancel durable executions, read their history,
+    and move them between chart revisions (``statifier_oban.cli._executions``; needs
+    ``statifier-oban[persistence]``, and says so).
 
 Every ``--database-url`` reads ``$DATABASE_URL`` when it is not given, every ``--prefix``
 ``$STATIFIER_OBAN_PREFIX``. A new command goes into the module of its part and onto the
@@ -227,6 +231,11 @@ statifier_oban.lazy(
     hint=f"{install_hint('statifier-demo')} (in the repository, uv sync installs it)",
 )
 statifier_oban.lazy(
+    "db",
+    "statifier_oban.cli._db:db",
+    help="A local PostgreSQL that stays up until stopped (start, stop, status, url).",
+)
+statifier_oban.lazy(
     "executions",
     "statifier_oban.cli._executions:executions",
     help="List, show, step, cancel and migrate durable executions.",
@@ -242,9 +251,9 @@ DEFAULT_TIMERS_QUEUE = "timers"
 
 
 def execution_options[F: Callable[..., Any]](function: F) -> F:
-    """``--timers-queue``, ``--invoke-queue``, ``--handler`` (repeatable), ``--functions``
-    and ``--path``: what a process stepping executions needs (``worker``, ``executions
-    send``, ``executions cancel``)."""
+    """``--timers-queue``, ``--invoke-queue``, ``--handler`` (repeatable), ``--functions``,
+    ``--path`` and ``--history/--no-history``: what a process stepping executions needs
+    (``worker``, ``executions start``, ``send``, ``cancel``)."""
     options = [
         click.option(
             "--timers-queue",
@@ -275,6 +284,15 @@ def execution_options[F: Callable[..., Any]](function: F) -> F:
         ),
         kit.functions_option,
         kit.path_option,
+        click.option(
+            "--history/--no-history",
+            default=True,
+            show_default=True,
+            envvar="STATIFIER_OBAN_HISTORY",
+            show_envvar=True,
+            help="write each change's history entry (every process stepping the executions "
+            "should agree)",
+        ),
     ]
     for option in reversed(options):
         function = option(function)

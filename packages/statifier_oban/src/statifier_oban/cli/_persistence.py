@@ -52,6 +52,7 @@ class ExecutionOptions:
     invoke_queue: str | None = None
     handlers: tuple[tuple[str, str], ...] = ()
     functions: str | None = None
+    history: bool = True
 
 
 def handler_classes(pairs: tuple[tuple[str, str], ...]) -> dict[str, type[InvokeHandler]]:
@@ -92,6 +93,7 @@ def executions_for(
             prefix=prefix,
             position_key=key.encode("utf-8") if key else None,
             functions=functions,
+            history=options.history,
         )
     except PersistenceError as exc:
         raise kit.CommandError(f"${POSITION_KEY_ENV}: {exc}") from None

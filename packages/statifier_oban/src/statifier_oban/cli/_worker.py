@@ -332,6 +332,7 @@ def worker(
     handlers: tuple[tuple[str, str], ...],
     functions: str | None,
     paths: tuple[str, ...],
+    history: bool,
 ) -> int:
     """``statifier-oban worker``: import the host modules, then run the queues."""
     logging.basicConfig(level=log_level, format="%(asctime)s [%(levelname)s] %(name)s: %(message)s")
@@ -356,7 +357,7 @@ def worker(
             ) from None
     else:
         on_start = _persistence.worker_hook(
-            _persistence.ExecutionOptions(timers_queue, invoke_queue, handlers, functions)
+            _persistence.ExecutionOptions(timers_queue, invoke_queue, handlers, functions, history)
         )
     options = WorkerOptions(
         rescue_after=rescue_after,

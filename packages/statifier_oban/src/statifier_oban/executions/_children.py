@@ -15,7 +15,9 @@ from statifier_persistence import (
     ExecutionNotFound,
     FanOutKey,
     NeedsMigration,
+    Trigger,
     live_answer,
+    triggered_by,
 )
 
 from .. import telemetry
@@ -33,6 +35,7 @@ from ._executor import (
     current,
     current_config,
     current_executor,
+    job_trigger,
 )
 
 __all__ = ["CascadeWorker", "ExecutionChildStarter", "MapHandler", "SettlementWorker"]
@@ -93,16 +96,17 @@ class ExecutionChildStarter:
         params = invoke.params if isinstance(invoke.params, dict) else {}
         chart: Any = params.get("chart")  # checked by start_child
         fan_out = FanOutKey(parent_scope, invoke.invoke_id, invoke.macrostep)
-        started = await current().start_child(
-            fan_out,
-            index,
-            count,
-            chart=chart,
-            policy=opts.get("policy", "all"),
-            datamodel=self.datamodel(invoke, index, opts.get("item")),
-            failed_states=params.get("failed_states", ()),
-            caller_context=invoke.caller_context,
-        )
+        with triggered_by(job_trigger("parent")):
+            started = await current().start_child(
+                fan_out,
+                index,
+                count,
+                chart=chart,
+                policy=opts.get("policy", "all"),
+                datamodel=self.datamodel(invoke, index, opts.get("item")),
+                failed_states=params.get("failed_states", ()),
+                caller_context=invoke.caller_context,
+            )
         if started.outcome == "not_needed":
             logger.info(
                 "child %s of %r (%s): not started, %s",
@@ -186,7 +190,8 @@ class CascadeWorker:
         parked: list[str] = []
         for child_id in await installed.executions.unfinished_children(fan_out):
             try:
-                await installed.executions.cancel(child_id)
+                with triggered_by(Trigger("parent", job_id=job.id)):
+                    await installed.executions.cancel(child_id)
             except NeedsMigration:
                 parked.append(child_id)
             except ExecutionNotFound:

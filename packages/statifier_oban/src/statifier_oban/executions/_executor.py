@@ -28,9 +28,12 @@ from statifier_persistence import (
     NeedsMigration,
     Stepped,
     StepResult,
+    Trigger,
     live_answer,
+    triggered_by,
 )
 from statifier_persistence import Discarded as DiscardedStep
+from statifier_persistence.history import TriggerSource
 
 from .._config import DEFAULT_DELIVERY, DEFAULT_INVOKE_DELIVERY, Config
 from .._errors import ConfigError, NoExecutions, ScheduleRejected, StoreUnavailable
@@ -251,8 +254,20 @@ _Run = Callable[[Executions, str | None], Awaitable[StepResult]]
 """A step of an execution delivery, given the installed ``Executions`` and the job's key."""
 
 
+def job_trigger(source: TriggerSource) -> Trigger:
+    """The history trigger of a change the running job asks for (its id as ``job_id``)."""
+    job = current_job()
+    return Trigger(source, job_id=job.id if job is not None else None)
+
+
 class _Steps:
-    """What both execution deliveries share: step with the job's key, map the answer."""
+    """What both execution deliveries share: step with the job's key, map the answer.
+
+    Each step is recorded in the execution's history as triggered by the job
+    (``trigger_source``: an invocation's answer, unless a subclass says otherwise).
+    """
+
+    trigger_source: TriggerSource = "invocation"
 
     async def step(
         self,
@@ -284,7 +299,8 @@ class _Steps:
         job = current_job()
         key = f"job:{job.id}" if job is not None and job.id is not None else None
         try:
-            result = await run(installed.executions, key)
+            with triggered_by(job_trigger(self.trigger_source)):
+                result = await run(installed.executions, key)
         except ExecutionNotFound:
             return Discarded("terminated")
         except NeedsMigration:
@@ -302,6 +318,7 @@ class ExecutionDelivery(_Steps):
     """The timer delivery of durable executions (the scope is the execution id)."""
 
     __module__ = EXECUTIONS_MODULE  # durable: rows name it by this module's path
+    trigger_source: TriggerSource = "timer"
 
     async def deliver(self, scope: str, effect: SendDelayed) -> DeliveryAnswer:
         """Fire the timer into the execution (``Executions.fire``), applied once."""

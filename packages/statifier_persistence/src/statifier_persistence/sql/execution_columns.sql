@@ -6,4 +6,4 @@ CASE WHEN octet_length(failure::text) <= %(max_metadata)s THEN failure::text END
 octet_length(failure::text),
 CASE WHEN octet_length(outcome::text) <= %(max_outcome)s THEN outcome::text END,
 octet_length(outcome::text),
-step_count, created_at, updated_at
+step_count, created_at, updated_at, history_seq

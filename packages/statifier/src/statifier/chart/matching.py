@@ -1,0 +1,64 @@
+"""Which events a chart accepts where, and the notice for an event nothing took.
+
+``statifier run`` and the durable executions' steps both tell a user when an external
+event matched no transition (most often a misspelt name); this is the one wording of that
+notice, with a "did you mean" over the events the states accept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Final
+
+from statifier.chart.model import Machine
+from statifier.core.events import name_matches
+from statifier.suggest import did_you_mean
+
+LISTED_EVENTS: Final = 10
+"""Accepted events a notice lists when it has no close spelling to suggest."""
+
+
+def accepted_events(machine: Machine, configuration: Collection[int]) -> tuple[str, ...]:
+    """The event descriptors of the transitions of the states in ``configuration`` (state
+    indexes, ancestors included as a configuration has them), sorted."""
+    states = machine.states
+    transitions = machine.transitions
+    return tuple(
+        sorted(
+            {
+                descriptor
+                for s in configuration
+                for t in states[s].transitions
+                for descriptor in transitions[t].events
+            }
+        )
+    )
+
+
+def unmatched_notice(
+    machine: Machine, name: str, configuration: Collection[int] | None = None
+) -> str:
+    """The notice for external event ``name`` that matched no transition.
+
+    When a transition for ``name`` exists (in the active states with ``configuration``,
+    else anywhere in the chart), none of them was enabled; otherwise the notice suggests
+    the closest event the active states accept (every event of the chart without
+    ``configuration``), or lists what they accept when none is close.
+    """
+    notice = f"no transition matched external event {name!r}"
+    everywhere = [t.events for t in machine.transitions]
+    if configuration is None:
+        if any(name_matches(events, name) for events in everywhere):
+            return notice + ": no transition for it is enabled in the active states"
+        return notice + did_you_mean(name, {d for events in everywhere for d in events})
+    accepted = accepted_events(machine, configuration)
+    if name_matches(accepted, name):
+        return notice + ": no transition for it is enabled in the active states"
+    if any(name_matches(events, name) for events in everywhere):
+        notice += ": the active states take no such event"
+    suggestion = did_you_mean(name, accepted)
+    if suggestion or not accepted:
+        return notice + suggestion
+    listed = ", ".join(accepted[:LISTED_EVENTS])
+    more = f" and {len(accepted) - LISTED_EVENTS} more" if len(accepted) > LISTED_EVENTS else ""
+    return f"{notice}; the active states accept {listed}{more}"
