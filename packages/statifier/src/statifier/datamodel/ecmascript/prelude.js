@@ -1476,28 +1476,57 @@
 
   // An unguarded <assign>: ``expr``'s value (or the JSON ``text``) admitted, then stored at
   // ``location`` (or in the variable ``name``).
-  function store(location, expr, text, name, root, plain, member, target) {
-    const value = produce(expr, text);
+  // ``keyCost`` is what the variable's name adds when the value is the whole variable.
+  function store(location, expr, text, name, root, plain, member, target, keyCost) {
+    const value = expr === null ? (text === null ? undefined : parseJSON(text)) : expr();
     // ``member`` "" says the location is the variable itself.
     const whole = location === null || member === "";
-    admitted(value, location === null ? name : root, whole ? (location === null ? name : root) : null, () => {
-      if (location === null) {
-        logWrite(global, name);
-        global[name] = value;
+    const variable = location === null ? name : root;
+    const kind = typeof value;
+    if (variable !== null && (kind === "number" || kind === "boolean" || value === undefined ||
+        (kind === "string" && value.length < 4096))) {
+      // admitted()'s scalar case, inline: the most common write of all.
+      const added = (kind === "string" ? textSize(value) : 24) + (whole ? keyCost : REFERENCE_COST);
+      if (added <= state.cap - state.bound) {
+        place(location, value, name, whole, target);
+        state.bound += added;
+        state.dirtyRoots.add(variable);
+        const flat = kind !== "number" || (value === value && value !== Infinity &&
+          value !== -Infinity && !(value === 0 && 1 / value < 0));
+        if (whole) {
+          state.plainRoots.set(variable, flat);
+        } else if (state.plainRoots.get(variable) === true) {
+          state.plainRoots.set(variable, flat && value !== undefined &&
+            typeof member === "string" && member.charCodeAt(0) !== 36 && member !== "__proto__");
+        }
         return;
       }
+    }
+    admitted(value, variable, whole ? variable : null,
+      () => place(location, value, name, whole, target), plain, member);
+  }
+
+  // Writes ``value`` at ``location`` (or into the variable ``name``), logging first what
+  // it replaces.
+  function place(location, value, name, whole, target) {
+    if (location === null) {
+      logWrite(global, name);
+      global[name] = value;
+      return;
+    }
+    if (logging) {
       if (whole) {
-        logWrite(global, root);
+        logWrite(global, name);
       } else if (target !== null) {
         // The object and key the location writes into (the location reads nothing that
         // can change: it is write-free, and no accessor is reachable).
-        const place = target();
-        if (isObject(place[0])) logWrite(place[0], place[1]);
+        const where = target();
+        if (isObject(where[0])) logWrite(where[0], where[1]);
       } else {
         snapshotPrevious();
       }
-      location(value);
-    }, plain, member);
+    }
+    location(value);
   }
   let blockStep = 0;
 
@@ -1621,6 +1650,7 @@
     // true when the call is guarded (settle() must follow). ``root`` is the variable
     // ``location`` writes into (null: not known).
     assign(location, expr, text, name, root, answers, guard, pure, plain, member, target) {
+      if (location !== null) name = root;
       setIn(answers);
       if (guard || !state.inert || (pure && !state.callableFree)) {
         begin();
@@ -1631,13 +1661,16 @@
         });
         return true;
       }
-      store(location, expr, text, name, root, plain, member, target);
+      store(location, expr, text, name, root, plain, member, target,
+        name === null ? 0 : textSize(name) + 4);
       return false;
     },
     // Runs of <assign> (and a <log> ending one), made once per block and run in one call.
     newBlock() { return []; },
     blockAssign(block, location, expr, text, name, root, pure, plain, member, target) {
-      block.push({ log: null, location, expr, text, name, root, pure, plain, member, target });
+      if (location !== null) name = root;
+      block.push({ log: null, location, expr, text, name, root, pure, plain, member, target,
+        keyCost: name === null ? 0 : textSize(name) + 4 });
     },
     blockLog(block, fn, pure) {
       block.push({ log: fn, pure });
@@ -1654,7 +1687,7 @@
         if (!state.inert || (step.pure && !state.callableFree)) return { stopped: i };
         if (step.log !== null) return result(step.log(), limit);
         store(step.location, step.expr, step.text, step.name, step.root, step.plain, step.member,
-          step.target);
+          step.target, step.keyCost);
       }
       blockStep = count;
       return true;
