@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
@@ -324,7 +325,7 @@ def same_data(a: object, b: object) -> bool:
     return True
 
 
-def _json_writer() -> Any:
+def _json_writer() -> Callable[[Any], str]:
     """``json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"))``'s
     ``encode``, without building a new C encoder per call."""
     encoder = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"))
@@ -341,7 +342,7 @@ def _json_writer() -> Any:
     return lambda value: join(make(value, 0))
 
 
-json_text: Final = _json_writer()
+json_text: Final[Callable[[Any], str]] = _json_writer()
 """Compact JSON text of a JSON-like value, ASCII only, keys in their order; raises
 ``TypeError``, ``ValueError`` (``NaN``, the infinities) or ``RecursionError`` (a cycle, or
 nesting too deep) for anything else."""

@@ -114,12 +114,6 @@ class ContentExecutor(Run):
             budget.steps // (NODE_COST + datamodel.call_cost),
             limits.max_effects - len(self.effects),
         )
-        for position, node in enumerate(run.nodes[:count]):
-            if type(node) is AssignNode:
-                root = node.location.root
-                if root[:1] == "_" or root not in datamodel:
-                    count = position  # run alone: it reports the error
-                    break
         if count <= 0:
             return 0
         self.replayable = False

@@ -238,9 +238,10 @@ class KeptVariables(Protocol):
         ``assign`` would store it), then ``log``'s value when ``count`` reaches it (it
         comes after the writes), in as few calls as the datamodel can, each charging the
         budget as its own call would: how many it ran, and the log's value. It stops
-        before one it cannot run so (the core runs that one alone); a failing one raises
-        ``WritesFailed`` (the writes before it stay). ``writes`` is the caller's own tuple,
-        the same at every call (the datamodel may prepare it once)."""
+        before one it cannot run so, a write into no declared variable among them (the
+        core runs that one alone, and reports it); a failing one raises ``WritesFailed``
+        (the writes before it stay). ``writes`` is the caller's own tuple, the same at
+        every call (the datamodel may prepare it once)."""
         ...
 
     def foreach_array(

@@ -95,16 +95,24 @@ class Context:
         """``function(*args)``; a JavaScript error becomes :class:`JSFailure`."""
         try:
             return function(*args)
-        except self._quickjs.StackOverflow as exc:
-            raise JSFailure(_first_line(exc), limit=True) from None
-        except self._quickjs.JSException as exc:
+        except Exception as exc:
+            raise self.failure(exc) from None
+
+    def failure(self, exc: Exception) -> JSFailure:
+        """The :class:`JSFailure` a call into the engine that raised ``exc`` failed with
+        (``exc`` itself is raised again when it is none of the engine's). Hot paths call
+        the engine's functions themselves and send what they raise here."""
+        if isinstance(exc, self._quickjs.StackOverflow):
+            return JSFailure(_first_line(exc), limit=True)
+        if isinstance(exc, self._quickjs.JSException):
             message = _first_line(exc)
             lowered = message.lower()
             limit = message in ("", "null") or any(m in lowered for m in _LIMIT_MARKERS)
-            raise JSFailure("out of memory" if message == "null" else message, limit) from None
-        except (TypeError, ValueError, OverflowError) as exc:
+            return JSFailure("out of memory" if message == "null" else message, limit)
+        if isinstance(exc, TypeError | ValueError | OverflowError):
             # The binding could not convert an argument or a result.
-            raise JSFailure(f"the value cannot be converted: {exc}", limit=False) from None
+            return JSFailure(f"the value cannot be converted: {exc}", limit=False)
+        raise exc
 
     def call_long(self, function: Callable[..., Any], *args: Any) -> Any:
         """``call`` under the time limit of a whole-datamodel encode or decode (its cost

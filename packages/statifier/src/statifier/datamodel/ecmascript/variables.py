@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import weakref
 from collections.abc import Iterator, Mapping, MutableMapping
+from operator import itemgetter
 from time import perf_counter_ns
 from typing import TYPE_CHECKING, Any, Final
 
@@ -50,7 +51,7 @@ from statifier.datamodel.ecmascript.plain import HEAP as _HEAP
 from statifier.datamodel.ecmascript.plain import PlainDecoder
 from statifier.datamodel.ecmascript.view import SYSTEM_VARIABLES, VariablesView
 from statifier.datamodel.host import HostFunctionError
-from statifier.values import ValueRefused
+from statifier.values import ValueRefused, json_text
 
 if TYPE_CHECKING:
     from statifier.budget import Budget
@@ -61,7 +62,6 @@ if TYPE_CHECKING:
 __all__ = ["SYSTEM_VARIABLES", "Link", "Variables", "new_variables"]
 
 _SYSTEM: Final = frozenset(SYSTEM_VARIABLES)
-_ENCODER: Final = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"))
 
 
 class Generation:
@@ -266,7 +266,7 @@ class Variables(MutableMapping[str, Value]):
                 self.set_system(name, datamodel[name])
         user = {k: v for k, v in datamodel.items() if k not in _SYSTEM}
         try:
-            text = _ENCODER.encode(user)
+            text = json_text(user)
         except (TypeError, ValueError, RecursionError) as exc:
             raise EvaluationError(f"the stored variables are not JSON: {exc}") from None
         instance = self.instance
@@ -396,6 +396,11 @@ class Variables(MutableMapping[str, Value]):
         if plan is None:
             plan = instance.plans[id(writes)] = _BlockPlan(instance, writes, log)
         count = min(count, plan.runnable)
+        if not plan.roots <= self.names:
+            # Up to a write into no declared variable (the core reports it).
+            count = min(
+                count, next(i for i, root in enumerate(plan.order) if root not in self.names)
+            )
         if count <= 0:
             return 0, None
         answers = _answers(plan, in_state) if plan.asks else None
@@ -451,7 +456,14 @@ class Variables(MutableMapping[str, Value]):
                 if plan.guard:
                     result = context.call(api.evaluate, plan.function, answers, limit)
                 else:
-                    result = context.call(api.read, plan.function, answers, limit, plan.pure)
+                    # ``context.call``, inlined: conditions are the most frequent call.
+                    try:
+                        result = api.read(plan.function, answers, limit, plan.pure)
+                    except Exception as exc:
+                        raise context.failure(exc) from None
+                    kind = type(result)
+                    if kind is bool or kind is str:
+                        return result
                     if not isinstance(result, BOX):
                         return _scalar(result)
             except JSFailure as failure:
@@ -691,6 +703,7 @@ NO_LIMIT_FLOAT: Final = float(NO_LIMIT)
 
 
 _EVENT_FIELDS: Final = ("name", "type", "sendid", "origin", "origintype", "invokeid")
+_FIELDS: Final = itemgetter(*_EVENT_FIELDS)
 
 
 def _event_fields(event: Value) -> tuple[Any, ...] | None:
@@ -698,20 +711,20 @@ def _event_fields(event: Value) -> tuple[Any, ...] | None:
     when a field is not a string the binding carries as it is (ASCII without NUL)."""
     if not isinstance(event, dict):
         return (None,) * 7
-    fields = tuple(event.get(key) for key in _EVENT_FIELDS)
-    spelled = [field for field in fields if field is not None]
-    if not all(type(field) is str for field in spelled):
-        return None
-    text = "".join(spelled)
-    if not text.isascii() or "\x00" in text:
-        return None  # rare: the whole event goes as JSON
+    try:
+        fields = _FIELDS(event)
+    except KeyError:
+        fields = tuple(event.get(key) for key in _EVENT_FIELDS)
+    for field in fields:
+        if field is not None and (type(field) is not str or not field.isascii() or "\x00" in field):
+            return None  # rare: the whole event goes as JSON
     data = event.get("data")
     return (*fields, None if data is None else _dumps(data, "the event's data"))
 
 
 def _dumps(value: Value, what: str) -> str:
     try:
-        return _ENCODER.encode(value)
+        return json_text(value)
     except (TypeError, ValueError, RecursionError) as exc:
         raise EvaluationError(f"{what} is not a JSON value: {exc}") from None
 
@@ -788,7 +801,7 @@ def _answers(plan: _Plan, in_state: InState) -> str | None:
     if not plan.ids and active_ids is None:
         return None
     answers = {state_id: bool(in_state(state_id)) for state_id in plan.ids}
-    return _ENCODER.encode([answers, active_ids])
+    return json_text([answers, active_ids])
 
 
 class _Plan:
@@ -849,7 +862,7 @@ class _BlockPlan(_Plan):
     """A run of ``<assign>`` (and a ``<log>`` ending it), made once in this instance: the
     steps that can run unguarded come first (``runnable``)."""
 
-    __slots__ = ("handle", "runnable")
+    __slots__ = ("handle", "order", "roots", "runnable")
 
     def __init__(
         self,
@@ -873,6 +886,9 @@ class _BlockPlan(_Plan):
             plans.append(read)
         runnable = next((i for i, plan in enumerate(plans) if plan.guard), len(plans))
         self.runnable = runnable
+        # The variable each write goes into, in turn ("" for none: never declared).
+        self.order = tuple(location.analysis.root for location, _, _ in writes[:runnable])
+        self.roots = frozenset(self.order)
         self.ids = tuple(state_id for plan in plans[:runnable] for state_id in plan.ids)
         self.dynamic = self.guard = self.pure = False
         self.asks = bool(self.ids)
