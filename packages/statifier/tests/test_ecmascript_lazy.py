@@ -165,3 +165,21 @@ def test_a_call_that_replaces_its_engine_keeps_the_state_it_resumed() -> None:
     again, _ = statifier.handle_event(after, "bump")
     assert again.datamodel["o"] == {"k": 103}
     assert stored_variables(state.datamodel)["o"] == {"k": 2}
+
+
+def test_a_call_whose_first_write_is_no_event_logs_it_too() -> None:
+    # Cancelling runs the exit content at once: its first write is an assign, not _event.
+    machine = chart(
+        """
+        <datamodel><data id="o" expr="({k: 1})"/><data id="n" expr="0"/></datamodel>
+        <state id="s">
+          <onexit><assign location="o.k" expr="o.k + 1"/><assign location="n" expr="9"/></onexit>
+          <transition event="bump"><assign location="o.k" expr="o.k * 10"/></transition>
+        </state>
+        """
+    )
+    state, _ = statifier.initialize(machine, session_id="sess_cancel")
+    state, _ = statifier.handle_event(state, "bump")
+    cancelled, _ = statifier.cancel(state)
+    assert (state.datamodel["o"], state.datamodel["n"]) == ({"k": 10}, 0)
+    assert (cancelled.datamodel["o"], cancelled.datamodel["n"]) == ({"k": 11}, 9)

@@ -195,6 +195,7 @@ class Instance:
         "plans",
         "previous",
         "setup",
+        "starting",
         "stored",
         "system",
         "version",
@@ -216,6 +217,9 @@ class Instance:
         (``variables.Generation``), while the engine alone holds them."""
         self.previous: Callable[[], Any] | None = None
         """The same for the state the current (or last) call resumed."""
+        self.starting = False
+        """A call resumed the instance and has not written yet (the engine's log of what
+        its writes replace starts with its first write)."""
         self.host = setup.host
         self.system: dict[str, Any] = {}
         self.names: set[str] = set()

@@ -1543,15 +1543,18 @@
       systemPaths = null;
     },
     // The event's fields (null: blank, undefined in the chart) and its data as JSON text.
-    setEvent(name, type, sendid, origin, origintype, invokeid, data) {
+    // ``starting``: the first write of a call (nextGeneration() first).
+    setEvent(starting, name, type, sendid, origin, origintype, invokeid, data) {
+      if (starting) api.nextGeneration();
       logWrite(system, "_event");
-      const event = name === null ? undefined : deepFreezeData({
+      // Only the data can hold objects: the event itself is frozen as it is.
+      const event = name === null ? undefined : freezeObject({
         name, type,
         sendid: sendid === null ? undefined : sendid,
         origin: origin === null ? undefined : origin,
         origintype: origintype === null ? undefined : origintype,
         invokeid: invokeid === null ? undefined : invokeid,
-        data: data === null ? undefined : parseJSON(data),
+        data: data === null ? undefined : deepFreezeData(parseJSON(data)),
       });
       system._event = event;
       systemPaths = null;

@@ -85,7 +85,9 @@ class Generation:
         if stored is None:
             instance = self.instance
             try:
-                if instance.generation == self.number:
+                if instance.generation == self.number or (
+                    instance.starting and instance.generation == self.number + 1
+                ):  # the engine holds these very variables (a call may have begun)
                     stored = written_out(instance)
                 elif instance.generation == self.number + 1:
                     stored = written_before(instance)
@@ -158,7 +160,8 @@ class Link:
         previous = None if instance.previous is None else instance.previous()
         if previous is not None and previous.stored is None:
             previous()
-        instance.context.call(instance.api.next_generation)
+        # The engine starts logging with the call's first write (``Variables._begin``).
+        instance.starting = True
         instance.generation += 1
         instance.previous, instance.current = instance.current, None
         return instance
@@ -238,6 +241,7 @@ class Variables(MutableMapping[str, Value]):
         if default is not None:
             self.bind(name, default, None)
         else:
+            self._begin()
             self._call(self.instance.api.declare, name)
             self.names.add(name)
         return default
@@ -291,10 +295,15 @@ class Variables(MutableMapping[str, Value]):
         if name == "_event":
             fields = _event_fields(value)
             if fields is not None:
-                self._call(instance.api.set_event, *fields)
+                # The event comes first in a call: it starts the engine's log too.
+                starting = instance.starting
+                instance.starting = False
+                self._call(instance.api.set_event, starting, *fields)
             else:
+                self._begin()
                 self._call(instance.api.set_event_json, _dumps(value, "the event"))
         else:
+            self._begin()
             text = "null" if value is None else _dumps(value, f"the system variable {name}")
             self._call(instance.api.set_system, name, text)
         instance.system[name] = value
@@ -306,6 +315,7 @@ class Variables(MutableMapping[str, Value]):
 
         Raises ``ValueRefused`` when the datamodel cap refuses it (nothing changes)."""
         text = None if value is None else _dumps(value, f"the value of {name!r}")
+        self._begin()
         self._meter(budget)
         try:
             self.instance.context.call(self.instance.api.bind, name, text)
@@ -327,6 +337,7 @@ class Variables(MutableMapping[str, Value]):
 
         Raises ``EvaluationError`` (the evaluation failed, or the datamodel cap refused the
         value: a ``ValueRefused`` too); nothing changes then."""
+        self._begin()
         instance = self.instance
         # Keyed by identity: compiled sources live as long as their machine, and a key
         # that hashes their fields would cost more than the call.
@@ -391,6 +402,7 @@ class Variables(MutableMapping[str, Value]):
         one call, as ``assign`` and ``evaluate`` would run each unguarded; stop before one
         that needs a guarded call. Returns how many ran and the log's value; a failing one
         raises ``WritesFailed``. Each charges the budget as its own call would."""
+        self._begin()
         instance = self.instance
         plan = instance.plans.get(id(writes))
         if plan is None:
@@ -441,6 +453,8 @@ class Variables(MutableMapping[str, Value]):
     def evaluate(self, expr: Compiled, in_state: InState, budget: Budget | None = None) -> Value:
         """The value of ``expr`` (a copy: JSON-like data)."""
         instance = self.instance
+        if instance.starting:
+            self._begin()
         plan = instance.plans.get(id(expr))
         if plan is None:
             plan = instance.plans[id(expr)] = _ReadPlan(instance, expr)
@@ -492,6 +506,7 @@ class Variables(MutableMapping[str, Value]):
         budget: Budget | None = None,
     ) -> list[WriteResult]:
         """Run a ``<script>``; one write per variable whose stored form it changed."""
+        self._begin()
         started = charge(budget)
         self._meter(budget)
         try:
@@ -528,6 +543,7 @@ class Variables(MutableMapping[str, Value]):
     ) -> int | None:
         """Start a ``<foreach>``: the array's length (a shallow copy of it is kept until
         ``foreach_end``), or None when the value is not an array."""
+        self._begin()
         started = charge(budget)
         self._meter(budget)
         try:
@@ -600,6 +616,15 @@ class Variables(MutableMapping[str, Value]):
             if cap != instance.cap:
                 instance.context.call(instance.api.set_cap, float(min(cap, NO_LIMIT)))
                 instance.cap = cap
+
+    def _begin(self) -> None:
+        """Before the first write of a call that resumed this instance: the engine logs
+        what the call's writes replace from here (see ``Generation``). Every operation that
+        may write calls it first."""
+        instance = self.instance
+        if instance.starting:
+            instance.starting = False
+            self._call(instance.api.next_generation)
 
     def _call(self, function: Any, *args: Any) -> Any:
         try:
