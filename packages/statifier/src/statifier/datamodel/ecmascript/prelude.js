@@ -795,6 +795,20 @@
   let addedPlain = false;
   let addedObjects = null;
   function measureNew(value, room, whole, plain) {
+    if (plain && isArray(value) && !state.known.has(value) && !isFrozen(value) &&
+        getPrototypeOf(value) === ArrayPrototype) {
+      // A new array of numbers and strings (a list kept in a variable): one loop.
+      const size = flatArraySize(value);
+      if (size >= 0) {
+        if (size > room) throw new RangeError("the value is larger than " + room + " bytes stored");
+        addedInert = true;
+        addedKnown = false;
+        addedCallable = false;
+        addedPlain = true;
+        addedObjects = [value];
+        return size;
+      }
+    }
     let total = 0;
     let inert = true;
     let known = false;
@@ -911,6 +925,25 @@
     addedCallable = callable;
     addedPlain = flat;
     addedObjects = seen;
+    return total;
+  }
+
+  // What measureNew() counts for an array of finite numbers (not -0) and strings, read
+  // without descriptors; -1 for any other array.
+  function flatArraySize(array) {
+    const length = array.length;
+    let total = REFERENCE_COST + length;
+    for (let i = 0; i < length; i++) {
+      const item = array[i];
+      if (typeof item === "number") {
+        if (item !== item || item === Infinity || item === -Infinity || (item === 0 && 1 / item < 0)) return -1;
+        total += 24;
+      } else if (typeof item === "string") {
+        total += textSize(item);
+      } else {
+        return -1;
+      }
+    }
     return total;
   }
 

@@ -259,7 +259,7 @@ class Variables(MutableMapping[str, Value]):
         names = self.names
         generation = Generation(instance)
         instance.current = weakref.ref(generation)
-        datamodel = VariablesView(dict(instance.system), frozenset(names), None, generation)
+        datamodel = VariablesView(instance.system, frozenset(names), None, generation)
         instance.names = names
         return datamodel, (datamodel, Link(instance))
 
@@ -281,13 +281,18 @@ class Variables(MutableMapping[str, Value]):
         """Bring the system variables up to the state's (a replayed step changes ``_event``)."""
         system = self.instance.system
         wanted = datamodel.system
+        # The very dict when the state is the one the last call left (none is ever changed).
+        if wanted is not system:
+            self._sync_system(system, wanted)
+        if cap != self.instance.cap:
+            self._call(self.instance.api.set_cap, float(cap))
+            self.instance.cap = cap
+
+    def _sync_system(self, system: dict[str, Value], wanted: dict[str, Value]) -> None:
         for name in SYSTEM_VARIABLES:
             value = wanted.get(name)
             if system.get(name, _MISSING) is not value:
                 self.set_system(name, value)
-        if cap != self.instance.cap:
-            self._call(self.instance.api.set_cap, float(cap))
-            self.instance.cap = cap
 
     def set_system(self, name: str, value: Value) -> None:
         """Bind a system variable (the core's, read-only for the chart)."""
@@ -306,7 +311,8 @@ class Variables(MutableMapping[str, Value]):
             self._begin()
             text = "null" if value is None else _dumps(value, f"the system variable {name}")
             self._call(instance.api.set_system, name, text)
-        instance.system[name] = value
+        # A new dict: states share the one a call leaves (see ``freeze``).
+        instance.system = {**instance.system, name: value}
 
     # -- the core's operations -----------------------------------------------------------
 
