@@ -109,11 +109,13 @@ class ContentExecutor(Run):
         if budget.exhausted is not None or len(self.internal_queue) >= limits.max_queue:
             return 0
         # Each node charges NODE_COST, then its call; both checks pass while steps remain.
-        count = min(
-            len(run.nodes),
-            budget.steps // (NODE_COST + datamodel.call_cost),
-            limits.max_effects - len(self.effects),
-        )
+        count = len(run.nodes)
+        affordable = budget.steps // (NODE_COST + datamodel.call_cost)
+        if affordable < count:
+            count = affordable
+        room = limits.max_effects - len(self.effects)
+        if room < count:
+            count = room
         if count <= 0:
             return 0
         self.replayable = False
@@ -136,7 +138,7 @@ class ContentExecutor(Run):
             raise BlockAbort from None
         done, value = ran
         budget.steps -= NODE_COST * done
-        self.record_kept(run, min(done, writes))
+        self.record_kept(run, done if done < writes else writes)
         if done > writes:
             node = run.nodes[writes]
             assert type(node) is LogNode  # noqa: S101 - a run ends with its log
@@ -155,14 +157,29 @@ class ContentExecutor(Run):
         return done
 
     def record_kept(self, run: KeptRun, count: int) -> None:
-        """The ``DatamodelChange`` of each of the first ``count`` writes of ``run``."""
-        effects = self.effects
+        """The ``DatamodelChange`` of each of the first ``count`` writes of ``run`` (no
+        values: a run never goes to the engine in trace mode)."""
+        append = self.effects.append
+        macrostep, microstep, rounds = self.macrostep, self.microstep, self.round
+        unrecorded = fx.NOT_RECORDED
         for node in run.nodes[:count]:
             assert type(node) is AssignNode  # noqa: S101 - writes come first
-            self.node, self.line = node, node.line
-            effects.append(
-                self.change(node.location.source, (), None, None, node.c_index, node.owner)
+            append(
+                datamodel_change(
+                    node.location.source,
+                    (),
+                    unrecorded,
+                    unrecorded,
+                    node.c_index,
+                    node.owner,
+                    macrostep,
+                    microstep,
+                    rounds,
+                )
             )
+        if count:
+            node = run.nodes[count - 1]
+            self.node, self.line = node, node.line
 
     def exec_raise(self, node: RaiseNode) -> None:
         self.internal_queue.append(Event(name=node.event, type="internal"))

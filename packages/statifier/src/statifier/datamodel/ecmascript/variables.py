@@ -303,7 +303,10 @@ class Variables(MutableMapping[str, Value]):
                 # The event comes first in a call: it starts the engine's log too.
                 starting = instance.starting
                 instance.starting = False
-                self._call(instance.api.set_event, starting, *fields)
+                try:
+                    instance.api.set_event(starting, *fields)
+                except Exception as exc:
+                    raise instance.context.failure(exc).error() from None
             else:
                 self._begin()
                 self._call(instance.api.set_event_json, _dumps(value, "the event"))
@@ -413,12 +416,12 @@ class Variables(MutableMapping[str, Value]):
         plan = instance.plans.get(id(writes))
         if plan is None:
             plan = instance.plans[id(writes)] = _BlockPlan(instance, writes, log)
-        count = min(count, plan.runnable)
+        if plan.runnable < count:
+            count = plan.runnable
         if not plan.roots <= self.names:
             # Up to a write into no declared variable (the core reports it).
-            count = min(
-                count, next(i for i, root in enumerate(plan.order) if root not in self.names)
-            )
+            names = self.names
+            count = min(count, next(i for i, root in enumerate(plan.order) if root not in names))
         if count <= 0:
             return 0, None
         answers = _answers(plan, in_state) if plan.asks else None
