@@ -468,9 +468,13 @@ class Variables(MutableMapping[str, Value]):
         if plan is None:
             plan = instance.plans[id(expr)] = _ReadPlan(instance, expr)
         answers = _answers(plan, in_state) if plan.asks else None
-        if budget is not None and budget.limits is not instance.limits:
-            self._meter(budget)
-        limit = NO_LIMIT_FLOAT if budget is None else float(max(budget.output, 0))
+        if budget is None:
+            limit = NO_LIMIT_FLOAT
+        else:
+            if budget.limits is not instance.limits:
+                self._meter(budget)
+            output = budget.output
+            limit = float(output) if output > 0 else 0.0
         context = instance.context
         api = instance.api
         started = charge(budget)
