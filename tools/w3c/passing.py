@@ -1,5 +1,7 @@
 """Read and grow the conformance ratchets: ``tests/w3c/passing.txt`` (Python profile) and
-``tests/w3c/passing_ecmascript.txt`` (ECMAScript profile).
+``tests/w3c/passing_ecmascript.txt`` (ECMAScript profile), and
+``tests/w3c/passing_durable_invoke.txt`` (the invoke tests of the Python profile that pass as
+durable executions, with real jobs and a worker).
 
 Format: one test id per line (``144``; ``403`` means all three of its start documents),
 ``#`` starts a comment (a whole line or the rest of a line).  The list only grows: CI
@@ -11,12 +13,23 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["PASSING_FILE", "PASSING_FILES", "add_passing", "passing_file", "read_passing"]
+__all__ = [
+    "DURABLE_INVOKE_FILE",
+    "PASSING_FILE",
+    "PASSING_FILES",
+    "add_passing",
+    "passing_file",
+    "read_passing",
+]
 
 _TESTS = Path(__file__).resolve().parents[2] / "tests" / "w3c"
 
 #: The ratchet file of the Python profile.
 PASSING_FILE = _TESTS / "passing.txt"
+
+#: The ratchet of the invoke tests (spec 6.4) that pass as durable executions
+#: (``packages/statifier_oban/tests/test_w3c_durable_invoke.py``).
+DURABLE_INVOKE_FILE = _TESTS / "passing_durable_invoke.txt"
 
 #: The ratchet file of each datamodel profile (see ``tools.w3c.transform.PROFILES``).
 PASSING_FILES = {"python": PASSING_FILE, "ecmascript": _TESTS / "passing_ecmascript.txt"}

@@ -237,3 +237,70 @@ def test_ecmascript_host_functions_may_not_shadow_built_in_globals() -> None:
     source = f'<scxml {ECMA}><state id="a"/></scxml>'
     with pytest.raises(HostFunctionError, match="cannot shadow built-in functions: \\['JSON'\\]"):
         statifier.compile(source, functions={"JSON": lambda: 1})
+
+
+# Test: a child chart an <invoke type="scxml"> starts (inline, and by src through the
+# resolver) calls the host's function; only a child compiled with the parent's functions
+# answers the right donedata, and a child without them would not compile at all.
+INVOKING = f"""<scxml {NS} initial="s0" version="1.0" datamodel="python">
+  <state id="s0">
+    <onentry><send event="timeout" delay="1s"/></onentry>
+    <invoke id="inline" type="scxml">
+      <content>
+        <scxml {NS} initial="k" version="1.0" datamodel="python">
+          <state id="k"><transition cond="is_fraud(120)" target="kdone"/></state>
+          <final id="kdone"><donedata>
+            <param name="score" expr="risk({{'amount': 7, 'tags': []}})['score']"/>
+          </donedata></final>
+        </scxml>
+      </content>
+    </invoke>
+    <transition event="done.invoke.inline" cond="_event.data == {{'score': 7}}" target="s1"/>
+    <transition event="*" target="fail"/>
+  </state>
+  <state id="s1">
+    <invoke id="by_src" type="scxml" src="child"/>
+    <transition event="done.invoke.by_src" cond="_event.data == {{'fraud': True}}" target="pass"/>
+    <transition event="*" target="fail"/>
+  </state>
+  <final id="pass"/>
+  <final id="fail"/>
+</scxml>
+"""
+
+CHILD_BY_SRC = f"""<scxml {NS} initial="k" version="1.0" datamodel="python">
+  <final id="k"><donedata><param name="fraud" expr="is_fraud(500)"/></donedata></final>
+</scxml>"""
+
+
+def _child_source(src: str) -> str:
+    assert src == "child"
+    return CHILD_BY_SRC
+
+
+def test_child_charts_get_the_host_functions_of_their_parent_in_virtual_runs() -> None:
+    machine = statifier.compile(INVOKING, functions=FUNCTIONS)
+    assert machine.functions == HostFunctions.of(FUNCTIONS)
+    result = run_chart(machine, resolver=_child_source)
+    assert result.configuration == ("pass",)
+
+
+async def test_child_charts_get_the_host_functions_of_their_parent_in_live_sessions() -> None:
+    import asyncio
+
+    from statifier.runtime.session import Session
+
+    machine = statifier.compile(INVOKING, functions=FUNCTIONS)
+    session = await Session.start(machine, resolver=_child_source)
+    try:
+        await asyncio.wait_for(session.wait_halted(), 5)
+        assert session.status().configuration == ("pass",)
+    finally:
+        await session.stop()
+
+
+def test_a_chart_compiled_without_functions_gives_its_children_none() -> None:
+    machine = statifier.compile(INVOKING.replace("is_fraud(120)", "True"))
+    assert machine.functions is None
+    result = run_chart(machine, resolver=_child_source)
+    assert result.configuration == ("fail",)  # the child's donedata cannot call risk()

@@ -21,6 +21,8 @@ from statifier.core.position import (
     UnserializablePosition,
     UnsupportedVersion,
     dumps,
+    event_from_payload,
+    event_payload,
     loads,
 )
 from statifier.errors import PositionError
@@ -667,3 +669,25 @@ def test_errors_are_position_errors() -> None:
     ):
         assert issubclass(error, PositionError)
         assert issubclass(error, statifier.StatifierError)
+
+
+def test_an_event_payload_round_trips_every_field_and_refuses_what_json_cannot_carry() -> None:
+    event = Event(
+        name="hello",
+        type="internal",
+        data={"x": [1, 2.5, None, "é"]},
+        sendid="s1",
+        origin="#_scxml_a",
+        origintype="scxml",
+        invokeid="kid",
+        caller_context={"trace": "T"},
+    )
+    payload = event_payload(event)
+    assert event_from_payload(json.loads(json.dumps(payload))) == event
+    assert event_from_payload(event_payload(Event(name="bare"))) == Event(name="bare")
+    with pytest.raises(UnserializablePosition, match=r"message\.data"):
+        event_payload(Event(name="e", data=(1, 2)), "message")
+    with pytest.raises(CorruptPosition, match=r"message\.type"):
+        event_from_payload({**payload, "type": "bogus"}, "message")
+    with pytest.raises(CorruptPosition):
+        event_from_payload({"name": "e"}, "message")

@@ -25,7 +25,7 @@ from psycopg_pool import AsyncConnectionPool
 from statifier.cli import kit
 from statifier_oban.cli import _main as cli
 from statifier_oban.executions import ObanExecutor, execution_config
-from statifier_persistence import Executions
+from statifier_persistence import Executions, invoked_child_id
 
 from oban_support.common import wait_until
 from oban_support.processes import Lines
@@ -157,6 +157,57 @@ async def test_show_prints_an_ecmascript_charts_variables_as_plain_data(
     record = json.loads(capsys.readouterr().out)
     circular = {"k": 1, "self": "[Circular]"}
     assert record["datamodel"] == {"o": circular, "p": circular}
+
+
+TREE = statifier.compile(
+    """<scxml xmlns="http://www.w3.org/2005/07/scxml" name="tree" initial="run">
+  <state id="run">
+    <invoke id="left" type="scxml"><content>
+      <scxml xmlns="http://www.w3.org/2005/07/scxml" name="leaf" initial="w"><state id="w"/></scxml>
+    </content></invoke>
+    <invoke id="right" type="scxml"><content>
+      <scxml xmlns="http://www.w3.org/2005/07/scxml" name="leaf" initial="w"><state id="w"/></scxml>
+    </content></invoke>
+  </state>
+</scxml>"""
+)
+
+
+async def test_operators_see_the_tree_of_invoked_charts(
+    pool: AsyncConnectionPool,
+    oban_client: Oban,
+    database_url: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    executions = await executions_on(pool, oban_client)
+    top = unique("tree")
+    created = await executions.create(TREE, execution_id=top)
+    children = {
+        invoke_id: invoked_child_id(top, invoke_id, created.state.macrostep)
+        for invoke_id in ("left", "right")
+    }
+    url = ["--database-url", database_url]
+    assert await run_cli("executions", "list", *url, "--parent", top) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert sorted(line.split("\t")[:3] for line in listed[1:]) == sorted(
+        [[child, "active", "leaf"] for child in children.values()]
+    )
+    assert await run_cli("executions", "list", *url, "--parent", children["left"]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == []
+    assert await run_cli("executions", "show", *url, top) == 0
+    out = capsys.readouterr().out.splitlines()
+    shown = sorted(line.split(None, 1)[1] for line in out if line.startswith("child "))
+    assert shown == sorted(
+        f"{child} active, invoke {invoke_id}, chart leaf" for invoke_id, child in children.items()
+    )
+    assert await run_cli("executions", "show", *url, "--json", children["left"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["parent"] == {"execution_id": top, "invoke_id": "left", "index": None}
+    assert record["children"] == []
+    assert await run_cli("executions", "show", *url, "--json", top) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert sorted(child["id"] for child in record["children"]) == sorted(children.values())
+    assert {child["chart"]["name"] for child in record["children"]} == {"leaf"}
 
 
 def test_executions_commands_refuse_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:

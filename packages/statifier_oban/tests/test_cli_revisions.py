@@ -110,6 +110,7 @@ async def test_operators_migrate_a_revision_and_retire_the_old_one(
     assert json.loads(out) == {
         "executions": {"active": 1, "needs_migration": 0},
         "fan_outs": {"open": 0},
+        "invoked_by": {"revisions": 0},
         "timers": {"timers": 0},  # its pickup timer was cancelled on the way to review
     }
     assert err == "would be refused: executions: active=1\n"

@@ -24,7 +24,7 @@ from statifier_oban.executions import ObanExecutor, execution_config
 from statifier_persistence import Executions, Stepped
 
 from oban_support.common import StartOban, wait_until
-from tests.drivers.agreement import CALLER_CONTEXT_CHART, CHARTS, CONTEXT, SESSION, delivered
+from tests.drivers.agreement import CHARTS, CONTEXT, SESSION, delivered
 
 
 def run_virtual(source: str) -> list[tuple[Any, ...]]:
@@ -86,12 +86,14 @@ async def test_durable_timers_deliver_what_the_virtual_driver_delivers(
     assert delivered(seen) == run_virtual(CHARTS[name])
 
 
+@pytest.mark.parametrize("name", sorted(CHARTS))
 async def test_a_durable_execution_delivers_what_the_virtual_driver_delivers(
-    start_oban: StartOban, pool: AsyncConnectionPool
+    name: str, start_oban: StartOban, pool: AsyncConnectionPool
 ) -> None:
-    """The caller-context chart as an execution: both delayed sends (to itself, and to
-    ``#_internal``) are jobs, routed when they fire. (The ``<invoke type="scxml">`` chart
-    has no durable form in an execution: in-process child sessions are the live drivers'.)"""
+    """Each chart as an execution. Caller context: both delayed sends (to itself, and to
+    ``#_internal``) are jobs, routed when they fire. Invoke: the child is an execution,
+    and its ``hello``, the parent's ``go`` and its ``done`` are messages, each delivered
+    by a job (``MessageWorker``)."""
     oban = await start_oban({"timers": 5})
     steps: list[Stepped] = []
     store = Executions(
@@ -102,7 +104,7 @@ async def test_a_durable_execution_delivers_what_the_virtual_driver_delivers(
     executions.use(store)
     try:
         await store.create(
-            statifier.compile(CALLER_CONTEXT_CHART),
+            statifier.compile(CHARTS[name]),
             execution_id=SESSION,
             caller_context=CONTEXT,
             trace=True,
@@ -116,10 +118,14 @@ async def test_a_durable_execution_delivers_what_the_virtual_driver_delivers(
         executions.use(None)
     async with pool.connection() as conn:
         cursor = await conn.execute(
-            "SELECT args->>'event', args->>'target' FROM oban_jobs"
-            " WHERE args->>'scope' = %s ORDER BY id",
-            (SESSION,),
+            "SELECT worker, args->>'event', args->>'target' FROM oban_jobs ORDER BY id"
         )
-        assert await cursor.fetchall() == [("tick", None), ("inner", "#_internal")]
-    seen = [effect for step in steps for effect in step.effects]
-    assert delivered(seen) == run_virtual(CALLER_CONTEXT_CHART)
+        jobs = await cursor.fetchall()
+    if name == "caller_context":
+        timer = "statifier_oban.workers.TimerWorker"
+        assert jobs == [(timer, "tick", None), (timer, "inner", "#_internal")]
+    else:
+        message = "statifier_oban.executions.MessageWorker"
+        assert jobs == [(message, None, None)] * 3  # hello, go, done.invoke.kid
+    seen = [effect for step in steps if step.execution.id == SESSION for effect in step.effects]
+    assert delivered(seen) == run_virtual(CHARTS[name])

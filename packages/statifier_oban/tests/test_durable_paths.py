@@ -23,6 +23,7 @@ STORED_WORKERS = {
     "statifier_oban.workers.ChildStartWorker": _names.CHILD_START_WORKER,
     "statifier_oban.children.SettlementWorker": _names.SETTLEMENT_WORKER,
     "statifier_oban.children.CascadeWorker": _names.CASCADE_WORKER,
+    "statifier_oban.executions.MessageWorker": _names.MESSAGE_WORKER,
 }
 """The worker names rows of 0.1.0 hold, spelled out (a rename must fail here)."""
 

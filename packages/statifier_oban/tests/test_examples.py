@@ -176,6 +176,20 @@ def test_durable_execution_applies_a_request_once_and_fires_the_hold(
     ]
 
 
+def test_child_charts_pay_one_order_and_cancel_the_payment_of_the_other(
+    database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    try:
+        asyncio.run(example("child_charts").main(database_url))
+    finally:
+        use(None)  # the example installs its Executions for this process's deliveries
+    assert capsys.readouterr().out.splitlines() == [
+        "order_1 charged 40",
+        "payment active",
+        "payment cancelled",
+    ]
+
+
 @pytest.mark.parametrize("name", ["durable_timer", "durable_execution"])
 def test_a_first_steps_example_runs_as_the_docs_say(name: str) -> None:
     # README and docs/getting-started.md: `uv run python examples/<name>.py`, which starts

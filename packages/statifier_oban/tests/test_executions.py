@@ -155,13 +155,20 @@ async def test_a_timer_into_a_finished_execution_is_discarded(rig: Rig) -> None:
     assert "discarded: completed" in row.error_text
 
 
-async def test_a_timer_into_a_cancelled_execution_is_discarded(rig: Rig) -> None:
+async def test_cancelling_an_execution_cancels_its_timers_and_a_late_one_is_discarded(
+    rig: Rig,
+) -> None:
     execution_id = unique("exe")
     await rig.executions.create(NO_CANCEL, execution_id=execution_id)
     (job,) = await timer_jobs(rig, execution_id)
     await rig.executions.cancel(execution_id)
-    await set_due_now(rig.server.pool, job.id)
-    row = await wait_for_state(rig.server.pool, job.id, "cancelled")
+    row = await job_row(rig.server.pool, job.id)
+    assert row.state == "cancelled"  # by the cancel's own transaction
+    assert "cancelled: the execution was cancelled" in row.error_text
+    # A timer the cancel could not reach (already running, or stored by anyone else) is
+    # discarded when it fires.
+    late = await schedule(rig.config, execution_id, send_delayed(delay_ms=10, ordinal=99))
+    row = await wait_for_state(rig.server.pool, late.job_id, "cancelled")
     assert "discarded: cancelled" in row.error_text
 
 

@@ -137,6 +137,7 @@ async def test_a_pending_pickup_timer_pins_the_chart_until_it_fires(rig: Rig) ->
     assert caught.value.pins.counts == {
         "executions": {"active": 1, "needs_migration": 0},
         "fan_outs": {"open": 0},
+        "invoked_by": {"revisions": 0},
         "timers": {"timers": 1},
     }
     job = await only_timer(rig, execution_id)

@@ -537,3 +537,46 @@ async def test_max_jobs_is_a_positive_integer(statifier_database_url: str, bound
     with pytest.raises(ConfigError, match="max_jobs must be a positive integer"):
         async with DurableEnv.open(statifier_database_url, max_jobs=bound):
             pass
+
+
+RENEWAL = statifier.compile(
+    f"""<scxml {NS} name="renewal" initial="running">
+      <datamodel><data id="notices" expr="[]"/></datamodel>
+      <state id="running">
+        <invoke id="trial" type="scxml">
+          <content>
+            <scxml {NS} initial="trying">
+              <state id="trying">
+                <onentry>
+                  <send event="reminder" delay="6d"/><send event="over" delay="7d"/>
+                </onentry>
+                <transition event="reminder">
+                  <send target="#_parent" event="trial.reminder"/>
+                </transition>
+                <transition event="over" target="ended"/>
+              </state>
+              <final id="ended"><donedata><param name="days" expr="7"/></donedata></final>
+            </scxml>
+          </content>
+        </invoke>
+        <transition event="trial.reminder">
+          <assign location="notices" expr="notices + ['reminder']"/>
+        </transition>
+        <transition event="done.invoke.trial" target="billed">
+          <assign location="notices" expr="notices + [_event.data['days']]"/>
+        </transition>
+      </state>
+      <final id="billed"/>
+    </scxml>"""
+)
+
+
+async def test_a_child_charts_week_passes_in_one_advance(durable_env: DurableEnv) -> None:
+    await durable_env.executions.create(RENEWAL, execution_id="renewal")
+    ran = await durable_env.advance("6d")
+    assert [job.kind for job in ran] == ["timer", "message"]  # the reminder, told upward
+    await durable_env.assert_active("renewal", "running")
+    ran = await durable_env.advance("1d")
+    assert [job.kind for job in ran] == ["timer", "message"]  # over, then done.invoke.trial
+    await durable_env.assert_done("renewal", "billed")
+    await durable_env.assert_datamodel("renewal", notices=["reminder", 7])

@@ -183,7 +183,15 @@ async def test_metadata_is_bounded_and_must_be_json(executions: Executions) -> N
 
 @pytest.mark.parametrize(
     "field",
-    ["max_position_bytes", "max_page_size", "max_cached_charts", "max_self_sends"],
+    [
+        "max_position_bytes",
+        "max_page_size",
+        "max_cached_charts",
+        "max_self_sends",
+        "max_invoke_depth",
+        "max_tree_executions",
+        "max_pending_messages",
+    ],
 )
 def test_limits_must_be_positive_integers(field: str) -> None:
     for bad in (0, -1, True, 1.5, "10"):
@@ -203,6 +211,8 @@ async def test_install_is_idempotent_and_works_in_another_schema(
         "statifier_fan_out_children",
         "statifier_history",
         "statifier_watches",
+        "statifier_chart_links",
+        "statifier_messages",
     ]
     await install(url)
     await install(url)

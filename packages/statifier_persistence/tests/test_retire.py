@@ -67,6 +67,7 @@ async def test_an_unfinished_execution_pins_its_revision(executions: Executions)
     assert report.counts == {
         "executions": {"active": 1, "needs_migration": 0},
         "fan_outs": {"open": 0},
+        "invoked_by": {"revisions": 0},
     }
     assert "executions: active=1" in str(caught.value)
     assert (await executions.revision(machine.identity)).retired_at is None
@@ -191,6 +192,7 @@ async def test_pins_reports_without_retiring(executions: Executions) -> None:
     assert report.counts == {
         "executions": {"active": 1, "needs_migration": 0},
         "fan_outs": {"open": 0},
+        "invoked_by": {"revisions": 0},
         "counting": {"x": 3},
     }
     assert (await executions.revision(machine.identity)).retired_at is None

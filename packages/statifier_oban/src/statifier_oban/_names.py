@@ -46,6 +46,10 @@ CASCADE_WORKER = "statifier_oban.children.CascadeWorker"
 """``oban_jobs.worker`` of a fan-out's cascade: cancels the children still running after
 the fan-out failed or was abandoned (durable executions only)."""
 
+MESSAGE_WORKER = "statifier_oban.executions.MessageWorker"
+"""``oban_jobs.worker`` of a message's delivery between a parent execution and a chart it
+invoked: steps the receiver's oldest message into it (durable executions only)."""
+
 META_UNRESOLVED_HANDLER = "unresolved_handler"
 """Meta key: ``"retry"`` makes an unknown handler retry; anything else (absent too) cancels."""
 META_CHILD_STARTER = "child_starter"

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from oban import Oban, current_job
@@ -70,8 +71,22 @@ class RecordingDelivery(ExecutionDelivery):
         return result
 
 
-async def serve(conninfo: str, name: str, node: str, queue: str) -> None:
-    """Run the worker until the process is killed."""
+def recording(pool: AsyncConnectionPool[Any], oban: Oban, queue: str) -> Executions:
+    """The ``Executions`` this worker runs: its timers delivered by ``RecordingDelivery``."""
+    # By module name, not by class: run with ``-m``, this class's module is ``__main__``.
+    config = execution_config(oban, timers_queue=queue, delivery=DELIVERY_PATH)
+    return Executions(pool, executor=ObanExecutor(config))
+
+
+async def serve(
+    conninfo: str,
+    name: str,
+    node: str,
+    queue: str,
+    build: Callable[[AsyncConnectionPool[Any], Oban, str], Executions] = recording,
+) -> None:
+    """Run the worker until the process is killed: ``build(pool, oban, queue)`` is the
+    ``Executions`` it installs (the other worker modules of executions reuse this)."""
     pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
         conninfo, open=False, min_size=2, max_size=QUEUE_LIMIT + 6
     )
@@ -85,9 +100,7 @@ async def serve(conninfo: str, name: str, node: str, queue: str) -> None:
         lifeline={"interval": 0.5, "rescue_after": RESCUE_AFTER_S},
         shutdown_grace_period=1.0,
     )
-    # By module name, not by class: run with ``-m``, this class's module is ``__main__``.
-    config = execution_config(oban, timers_queue=queue, delivery=DELIVERY_PATH)
-    execution_jobs.use(Executions(pool, executor=ObanExecutor(config)))
+    execution_jobs.use(build(pool, oban, queue))
     await oban.start()
     try:
         await asyncio.Event().wait()

@@ -8,8 +8,10 @@ parks and lists them, and moves them between chart revisions (``migrate``; a rev
 is retired once no ``PinSource`` counts anything on it). A step given a ``key`` applies
 at most once. A fan-out's children are executions too (``Executions.start_child``);
 their finishing settles the parent's invocation once (``Executions.fan_out_answer``,
-through a ``FanOutExecutor``). Every change writes a history entry in its own
-transaction (``statifier_persistence.history``; ``Executions.history``,
+through a ``FanOutExecutor``). An ``<invoke type="scxml">`` starts its chart as a child
+execution in the parent's step, and the two talk through mailboxes
+(``Executions.receive``, through a ``MailboxExecutor``). Every change writes a history
+entry in its own transaction (``statifier_persistence.history``; ``Executions.history``,
 ``prune_history``), and ``Executions.wait`` and ``follow`` are woken by the commits of
 changes. ``install`` creates the tables.
 ``statifier_oban.executions`` joins this package to oban jobs: timers, invocations, the
@@ -40,6 +42,7 @@ from ._errors import (
     InvalidArgument,
     InvalidPrefix,
     InvalidTransition,
+    MailboxFull,
     MigrationRefused,
     NeedsMigration,
     NotConnected,
@@ -57,8 +60,10 @@ from ._errors import (
 )
 from ._executions import EventBuilder, Executions, StepObserver
 from ._executor import EffectExecutor, HostHook, LoggingHost
+from ._invoked import NOT_FROM_PARENT, invoked_child_id
 from ._limits import MAX_ID_LENGTH, MAX_KEY_LENGTH, Limits
-from ._pins import ExecutionPins, PinReport, PinSource
+from ._messages import NO_MESSAGE, UNREADABLE, MailboxExecutor, MessageKind
+from ._pins import ExecutionPins, LinkPins, PinReport, PinSource
 from ._records import (
     STATUSES,
     TERMINAL,
@@ -97,11 +102,14 @@ __all__ = [
     "MAX_FAN_OUT_CHILDREN",
     "MAX_ID_LENGTH",
     "MAX_KEY_LENGTH",
+    "NOT_FROM_PARENT",
     "NOT_LIVE",
+    "NO_MESSAGE",
     "POLICIES",
     "STATUSES",
     "SUPERSEDED",
     "TERMINAL",
+    "UNREADABLE",
     "AlreadyApplied",
     "Bulk",
     "ChartConflict",
@@ -136,8 +144,12 @@ __all__ = [
     "InvalidPrefix",
     "InvalidTransition",
     "Limits",
+    "LinkPins",
     "LiveAnswer",
     "LoggingHost",
+    "MailboxExecutor",
+    "MailboxFull",
+    "MessageKind",
     "Migrated",
     "MigrationRefused",
     "NeedsMigration",
@@ -168,6 +180,7 @@ __all__ = [
     "child_execution_id",
     "install",
     "install_sql",
+    "invoked_child_id",
     "live_answer",
     "triggered_by",
     "verify",

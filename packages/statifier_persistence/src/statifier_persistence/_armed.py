@@ -12,7 +12,12 @@ the same transaction that arms or cancels (ADR 12):
   checked under the row lock; any other is declined (:data:`CANCELLED`);
 * an invocation is armed with its generation (the macrostep that started it) while it is
   live in the position, so the answer of an earlier generation of a re-entered state's
-  invoke id is told from the live one's without asking the executor.
+  invoke id is told from the live one's without asking the executor;
+* an invocation that is a child execution (``<invoke type="scxml">``) is armed with that
+  execution's id too (``children``): a message from any other execution under its invoke
+  id is from a cancelled or superseded child, and declined. A child that finished before
+  its invocation was stopped (its ``done`` was waiting when the state was left) keeps its
+  messages, as in live sessions: it moves to ``finished`` until its ``done`` is applied.
 
 Rows stored before executions kept this list (the column is null), and rows whose
 position was last written by such a version during a rolling upgrade, have an unknown
@@ -22,7 +27,11 @@ from then on is checked.
 
 The column is JSON an operator can read (``since`` and ``cut`` only on such rows)::
 
-    {"sends": {"hold": [7]}, "invocations": {"charge": 3}, "since": 5, "cut": ["ping"]}
+    {"sends": {"hold": [7]}, "invocations": {"charge": 3, "kid": 4},
+     "children": {"kid": "inv_6f1c..."}, "finished": {"old": "inv_90ab..."},
+     "since": 5, "cut": ["ping"]}
+
+(``children`` and ``finished`` only when not empty.)
 
 It is bounded by ``Limits.max_armed_sends`` (a chart arming more hears
 ``error.communication``) and, as everything read from storage, checked on the way in.
@@ -36,6 +45,8 @@ from typing import Any, Final
 
 from statifier.core.effects import SendDelayed
 
+from ._limits import MAX_ID_LENGTH
+
 CANCELLED: Final = "cancelled"
 """The reason a fired delayed send that is no longer armed is declined: it was cancelled
 (by a ``<cancel>``, by leaving its state, by a re-arm's cancel) since it was armed."""
@@ -46,7 +57,7 @@ class Armed:
     docstring). ``since``: ordinals up to it predate the list; ``cut``: send ids whose
     sends up to ``since`` were cancelled since."""
 
-    __slots__ = ("_sends", "cut", "invocations", "sends", "since")
+    __slots__ = ("_sends", "children", "cut", "finished", "invocations", "sends", "since")
 
     def __init__(
         self,
@@ -54,9 +65,16 @@ class Armed:
         invocations: dict[str, int] | None = None,
         since: int = 0,
         cut: set[str] | None = None,
+        children: dict[str, str] | None = None,
+        finished: dict[str, str] | None = None,
     ) -> None:
         self._sends: dict[str, list[int]] = sends if sends is not None else {}
         self.invocations: dict[str, int] = invocations if invocations is not None else {}
+        self.children: dict[str, str] = children if children is not None else {}
+        """Invoke id -> the id of the child execution it started (``<invoke type="scxml">``)."""
+        self.finished: dict[str, str] = finished if finished is not None else {}
+        """Invoke id -> a child that finished before its invocation stopped (its ``done``
+        is still to be applied)."""
         self.since = since
         self.cut: set[str] = cut if cut is not None else set()
         self.sends = sum(len(ordinals) for ordinals in self._sends.values())
@@ -90,6 +108,10 @@ class Armed:
         """The executor started invocation ``invoke_id`` in macrostep ``generation``."""
         self.invocations[invoke_id] = generation
 
+    def send_ids(self) -> list[str]:
+        """The send ids of every armed delayed send (ordinals past ``since`` only)."""
+        return sorted(self._sends)
+
     def generation(self, invoke_id: str) -> int | None:
         """The generation of the live invocation ``invoke_id`` (None: not known here)."""
         return self.invocations.get(invoke_id)
@@ -98,6 +120,8 @@ class Armed:
         """The execution is terminal: nothing it armed can fire into it any more."""
         self._sends.clear()
         self.invocations.clear()
+        self.children.clear()
+        self.finished.clear()
         self.since = 0
         self.cut.clear()
         self.sends = 0
@@ -109,6 +133,11 @@ class Armed:
             "sends": self._sends,
             "invocations": {k: v for k, v in self.invocations.items() if k in live},
         }
+        children = {k: v for k, v in self.children.items() if k in live}
+        if children:
+            document["children"] = children
+        if self.finished:
+            document["finished"] = self.finished
         if self.since:
             document["since"] = self.since
             document["cut"] = sorted(self.cut)
@@ -123,14 +152,21 @@ def decode_armed(text: str, corrupt: Callable[[str], Exception]) -> Armed:
     except (ValueError, RecursionError) as exc:
         raise corrupt(f"the armed list is not valid JSON: {exc}") from None
     if not isinstance(document, dict) or not set(document) <= _FIELDS:
-        raise corrupt("the armed list is not an object of sends, invocations, since and cut")
+        raise corrupt(
+            "the armed list is not an object of sends, invocations, children, finished, since"
+            " and cut"
+        )
     sends = document.get("sends", {})
     invocations = document.get("invocations", {})
     since = document.get("since", 0)
     cut = document.get("cut", [])
+    children = document.get("children", {})
+    finished = document.get("finished", {})
     if (
         not isinstance(sends, dict)
         or not isinstance(invocations, dict)
+        or not _ids(children)
+        or not _ids(finished)
         or not _count(since, 0)
         or not isinstance(cut, list)
         or not all(isinstance(send_id, str) for send_id in cut)
@@ -143,10 +179,17 @@ def decode_armed(text: str, corrupt: Callable[[str], Exception]) -> Armed:
             raise corrupt("an armed ordinal is not an integer >= 1")
     if not all(_count(generation, 0) for generation in invocations.values()):
         raise corrupt("an armed invocation's generation is not an integer >= 0")
-    return Armed(sends, invocations, since, set(cut))
+    return Armed(sends, invocations, since, set(cut), children, finished)
 
 
-_FIELDS: Final = frozenset({"sends", "invocations", "since", "cut"})
+_FIELDS: Final = frozenset({"sends", "invocations", "since", "cut", "children", "finished"})
+
+
+def _ids(value: Any) -> bool:
+    """Whether ``value`` maps invoke ids to execution ids."""
+    return isinstance(value, dict) and all(
+        isinstance(child, str) and 0 < len(child) <= MAX_ID_LENGTH for child in value.values()
+    )
 
 
 def _count(value: Any, minimum: int) -> bool:

@@ -15,6 +15,13 @@ A chart is found by its identity or by the identity of its source bytes (what id
 were before canonical forms, ADR 16): rows and positions written under the old identity
 keep finding their chart. A retired revision is refused to anything that would start
 executions on it.
+
+``<invoke type="scxml" src="NAME">`` names a registered chart by its name, and a revision
+pins what its ``src`` values start (``statifier_chart_links``): a ``src`` written in the
+chart is linked when the revision is first registered (to the newest revision of that name
+that is not retired; none refuses the registration), a ``srcexpr``'s value at its first
+use. Inline ``<content>`` charts are registered by identity only, without their name, so a
+chart's author cannot make them what a name resolves to.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from psycopg import AsyncConnection
 from statifier import ChartError, Machine
 from statifier import compile as compile_chart
 from statifier.chart.identity import identity_suffix
+from statifier.core import planner
 from statifier.datamodel.host import HostFunctions
 
 from ._errors import (
@@ -77,14 +85,19 @@ class Charts:
         self._functions = functions
         self.cache = MachineCache(limits.max_cached_charts)
 
-    async def register(self, conn: AsyncConnection[Any], machine: Machine) -> None:
-        """Store ``machine``'s chart unless its identity is registered already.
+    async def register(
+        self, conn: AsyncConnection[Any], machine: Machine, *, named: bool = True
+    ) -> None:
+        """Store ``machine``'s chart unless its identity is registered already, linking the
+        ``src`` of its ``<invoke type="scxml">``s when it is new (see the module docstring).
 
         Raises ``ChartConflict`` when that identity is registered with other resolved
-        ``src`` documents, ``ChartUnusable`` when the source is over the bound or does not
-        compile here as it is registered (a host function this node lacks),
-        ``ChartRetired`` when the revision is retired. A registered revision is locked
-        against retirement (``FOR SHARE``) until the caller's transaction ends.
+        ``src`` documents, ``ChartUnusable`` when the source is over the bound, does not
+        compile here as it is registered (a host function this node lacks) or invokes a
+        ``src`` no chart is registered as, ``ChartRetired`` when the revision is retired.
+        A registered revision is locked against retirement (``FOR SHARE``) until the
+        caller's transaction ends. ``named=False`` stores it without its name (an inline
+        ``<content>`` chart: found by identity only).
         """
         if len(machine.identity) > MAX_IDENTITY_LENGTH:
             raise ChartUnusable(machine.identity[:80], "the identity is too long")
@@ -99,7 +112,7 @@ class Charts:
             )
         params = {
             "identity": machine.identity,
-            "name": machine.name,
+            "name": machine.name if named else None,
             "version": machine.version,
             "source": machine.source,
             "resolved": resolved,
@@ -121,7 +134,39 @@ class Charts:
             stored = await self._share(conn, machine.identity)
             if stored != machine.resolved_sources:
                 raise ChartConflict(machine.identity)
+        else:
+            for src in invoked_sources(machine):
+                problem = src_problem(src)
+                if problem is not None:
+                    raise ChartUnusable(machine.identity, problem)
+                if await self.link(conn, machine.identity, src) is None:
+                    raise ChartUnusable(
+                        machine.identity,
+                        f"it invokes src {src!r}, but no chart is registered under the name"
+                        f" {src!r} (or every revision of it is retired): register it first",
+                    )
         self.cache.put(machine)
+
+    async def link(self, conn: AsyncConnection[Any], identity: str, src: str) -> str | None:
+        """The revision ``<invoke src>`` of revision ``identity`` starts: its link, made now
+        (to the newest revision named ``src`` that is not retired) if it has none; None
+        when no revision of that name that is not retired is registered."""
+        params = {"identity": identity, "src": src}
+        for name in ("select_link", "link_chart", "select_link"):
+            cursor = await conn.execute(statement(name, self._prefix), params)
+            row = await cursor.fetchone()
+            if row is not None:
+                return str(row[0])
+        return None
+
+    def compile_text(self, source: str, identity_hint: str) -> Machine:
+        """Compile a chart given as text (an inline ``<content>``) as registered charts are
+        compiled here: with this node's functions, nothing resolved. ``ChartUnusable``
+        (naming ``identity_hint``) if it does not compile."""
+        try:
+            return compile_chart(source, functions=self._functions)
+        except ChartError as exc:
+            raise ChartUnusable(identity_hint, f"it does not compile: {exc}") from exc
 
     async def _share(self, conn: AsyncConnection[Any], identity: str) -> dict[str, str]:
         """The resolved documents of a registered revision, locked against retirement."""
@@ -210,6 +255,28 @@ class Charts:
             )
         except ChartError as exc:
             raise ChartUnusable(identity, f"it does not compile here: {exc}") from exc
+
+
+def src_problem(src: str) -> str | None:
+    """Why ``src`` cannot name a registered chart (None: it can): a chart name is at most
+    ``MAX_IDENTITY_LENGTH`` characters, without NUL (which PostgreSQL text cannot hold)."""
+    if len(src) > MAX_IDENTITY_LENGTH:
+        return f"src is {len(src)} characters: no chart name is longer than {MAX_IDENTITY_LENGTH}"
+    if "\x00" in src:
+        return "src holds a NUL character: no chart name does"
+    return None
+
+
+def invoked_sources(machine: Machine) -> list[str]:
+    """The ``src`` values written in ``machine``'s ``<invoke>``s of the ``scxml`` type, in
+    document order, each once (a ``srcexpr`` or a ``typeexpr`` is known only at run time)."""
+    found: dict[str, None] = {}
+    for state in machine.states:
+        for invoke in state.invokes:
+            scxml = invoke.type is None or invoke.type in planner.SCXML_INVOKE_TYPES
+            if invoke.src is not None and invoke.typeexpr is None and scxml:
+                found.setdefault(invoke.src, None)
+    return list(found)
 
 
 def _resolved(identity: str, text: Any) -> dict[str, str]:

@@ -18,9 +18,8 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
@@ -35,7 +34,7 @@ from ._errors import (
 )
 from ._limits import MAX_ID_LENGTH, MAX_IDENTITY_LENGTH
 from ._records import ParentLink
-from ._rows import StoredPosition, check_execution_id, check_text
+from ._rows import StoredPosition, check_execution_id, check_text, derived_id
 from ._settlement import MAX_FAN_OUT_CHILDREN, POLICIES, FanOutKey, Policy
 from ._sql import statement
 
@@ -45,7 +44,6 @@ if TYPE_CHECKING:
     from statifier.core.state import MachineState
 
     from ._charts import Charts
-    from ._executor import HostHook
     from ._limits import Limits
     from ._records import Execution
     from ._settlement import Settlement
@@ -56,12 +54,14 @@ class FanOutHost(Protocol):
     module never imports the one that imports it)."""
 
     _charts: Charts
-    _host: HostHook
     _settlement: Settlement
 
     @property
     def pool(self) -> AsyncConnectionPool[Any] | None:
         """The pool calls without ``conn=`` use."""
+
+    def _routes(self, execution: Execution) -> Container[str]:
+        """The send targets the execution reaches besides itself and its invocations."""
 
     @property
     def prefix(self) -> str:
@@ -134,11 +134,8 @@ def child_execution_id(fan_out: FanOutKey, index: int) -> str:
     """The id of child ``index`` of ``fan_out``: ``fan_<20 hex digits>_<index>``, the hex a
     digest of the parent's id, the invoke id and the generation (so the children of one
     fan-out share it, and any delivery of a start derives the same id)."""
-    digest = hashlib.blake2b(digest_size=10)
-    for part in (fan_out.parent_id, fan_out.invoke_id, str(fan_out.generation)):
-        encoded = part.encode("utf-8")
-        digest.update(len(encoded).to_bytes(4, "big") + encoded)
-    return f"{CHILD_ID_PREFIX}{digest.hexdigest()}_{index}"
+    parts = (fan_out.parent_id, fan_out.invoke_id, str(fan_out.generation))
+    return f"{derived_id(CHILD_ID_PREFIX, *parts)}_{index}"
 
 
 def check_fan_out(fan_out: Any) -> FanOutKey:
@@ -215,7 +212,7 @@ async def start_child(
             raise NeedsMigration(parent)
         if parent.status != "active":
             return ChildStart("not_needed", child_id, f"parent_{parent.status}")
-        routes = executions._host.routes(parent)
+        routes = executions._routes(parent)
         state = await executions._position(db, parent, persisted, routes)
         if fan_out.invoke_id not in state.invocations.values():
             return ChildStart("not_needed", child_id, "invocation_not_live")

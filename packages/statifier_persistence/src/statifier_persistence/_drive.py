@@ -8,19 +8,24 @@ with each (ADR 12):
 * ``Deliver`` to the execution itself (an immediate ``<send>`` with no target): queued,
   then driven as the next macrostep *in the same transaction*, in order, at most
   ``Limits.max_self_sends`` per transaction (beyond it the execution fails, reason
-  ``self_send_limit``). To ``#_internal``: ``deliver_internal``. To a live invocation:
-  the executor's ``forward``. To anyone else: the host hook's ``deliver``. Whatever
-  cannot be delivered raises ``planner.undeliverable`` in the chart.
+  ``self_send_limit``). To ``#_internal``: ``deliver_internal``. To a live invocation: a
+  message to its child execution when it is an invoked chart (``_invoked``), else the
+  executor's ``forward``. To ``#_parent`` from an invoked chart: a message to the parent.
+  To anyone else: the host hook's ``deliver``. Whatever cannot be delivered raises
+  ``planner.undeliverable`` in the chart.
 * ``Schedule``: a delayed send, whatever its target, becomes a timer through the
   executor, and is armed (``_armed``); when it fires (``fired``) it is delivered as an
   immediate send would be if it is still armed, and declined otherwise.
 * ``CancelTimers``, ``StartInvocation``, ``StopInvocation``: the executor; the armed list
-  follows; a stopped invocation's open fan-outs are abandoned too (``_settlement``).
-* ``Forward`` (autoforward): the executor's ``forward``; a refusal is logged.
+  follows; a stopped invocation's open fan-outs are abandoned too (``_settlement``). An
+  ``<invoke type="scxml">`` starts (and its stop cancels) a child execution instead.
+* ``Forward`` (autoforward): a message to an invoked child, else the executor's
+  ``forward``; a refusal is logged.
 * ``Report``: collected, and handed to the host after the transaction commits.
 * ``Halt``: ``Done`` makes the execution ``completed`` (``cancelled`` when cancelling) and
-  records its outcome (the configuration at exit, the donedata); ``BudgetExhausted``
-  makes it ``failed``.
+  records its outcome (the configuration at exit, the donedata), and an invoked chart
+  that completed tells its parent (``done``); ``BudgetExhausted`` makes it ``failed``.
+  Cancelling also cancels the timers it had armed.
 """
 
 from __future__ import annotations
@@ -42,7 +47,10 @@ from statifier.core.state import MachineState
 from ._armed import Armed
 from ._errors import EffectRefused
 from ._executor import EffectExecutor, HostHook
+from ._invoked import InvokedCharts, StartRefused, invoked_by
+from ._journal import Draft
 from ._limits import Limits
+from ._messages import MailboxExecutor
 from ._records import Execution, ExecutionStatus
 from ._settlement import Settlement
 
@@ -64,10 +72,14 @@ class Drive:
     failure: dict[str, Any] | None = None
     outcome: dict[str, Any] | None = None
     settlement: Settlement | None = None
+    invoked: InvokedCharts | None = None
     armed: Armed = field(default_factory=Armed)
     cancelling: bool = False
     effects: list[fx.Effect] = field(default_factory=list)
     reports: list[fx.Log | fx.ErrorRaised] = field(default_factory=list)
+    started: list[tuple[Execution, Drive, Draft | None]] = field(default_factory=list)
+    """The child executions this drive started (stored, their drives and history drafts),
+    answered once it commits."""
     start: MachineState | None = None
     """The position the drive started from (None: a creation, which started from none)."""
     driven: Event | None = None
@@ -132,6 +144,9 @@ class Drive:
         self.state, effects = cancel(self.state)
         await self._perform(effects)
         await self._settle()
+        send_ids = self.armed.send_ids()
+        if send_ids and isinstance(self.executor, MailboxExecutor):
+            await self.executor.drop_timers(self.conn, self.scope, send_ids)
 
     async def _settle(self) -> None:
         """Drain internal deliveries, then sends to self (each a macrostep), in order."""
@@ -176,13 +191,11 @@ class Drive:
             case planner.StartInvocation(effect=effect):
                 await self._start(effect)
             case planner.StopInvocation(effect=effect):
-                await self.executor.stop_invocation(self.conn, self.scope, effect)
-                if self.settlement is not None:
-                    await self.settlement.abandon(self.conn, self.scope, effect.invoke_id)
+                await self._stop(effect)
             case planner.Forward(invoke_id=invoke_id, event=event):
-                if not await self.executor.forward(self.conn, self.scope, invoke_id, event):
+                if not await self._forward(invoke_id, event):
                     logger.warning(
-                        "%s: autoforward of %r to invocation %r: it takes no events",
+                        "%s: autoforward of %r to invocation %r: not delivered",
                         self.scope,
                         event.name,
                         invoke_id,
@@ -195,6 +208,9 @@ class Drive:
                     "configuration": list(done.configuration),
                     "donedata": done.donedata,
                 }
+                link = invoked_by(self.execution)
+                if link is not None and self.invoked is not None and not self.cancelling:
+                    await self.invoked.done(self, link, done.donedata)
             case planner.Halt(effect=fx.BudgetExhausted() as exhausted):
                 self.status = "failed"
                 self.failure = {
@@ -217,15 +233,35 @@ class Drive:
                 return
             case planner.InvocationTarget(invoke_id=invoke_id):
                 live = invoke_id in self.state.invocations.values()
-                if live and await self.executor.forward(
-                    self.conn, self.scope, invoke_id, instruction.event
-                ):
+                if live and await self._forward(invoke_id, instruction.event):
                     return
+            case planner.ParentTarget() if self.invoked is not None and (
+                link := invoked_by(self.execution)
+            ):
+                refused = await self.invoked.to_parent(self, link, instruction.event)
+                if refused is None:
+                    return
+                message = f"send target {planner.PARENT!r} is unreachable: {refused}"
+                self._internal.append(planner.undeliverable(instruction.send_id, message))
+                return
             case planner.ParentTarget() | planner.SessionTarget():
                 if await self.host.deliver(self.conn, self.execution, instruction):
                     return
         message = f"send target {planner.address(target)!r} is unreachable"
         self._internal.append(planner.undeliverable(instruction.send_id, message))
+
+    async def _forward(self, invoke_id: str, event: Event) -> bool:
+        """Hand ``event`` to live invocation ``invoke_id``: its child execution's mailbox
+        when it is an invoked chart, else the executor. False when it cannot take it."""
+        child_id = self.armed.children.get(invoke_id)
+        if child_id is None or self.invoked is None:
+            return await self.executor.forward(self.conn, self.scope, invoke_id, event)
+        refused = await self.invoked.to_child(self, invoke_id, child_id, event)
+        if refused is not None:
+            logger.warning(
+                "%s: %r for invocation %r: %s", self.scope, event.name, invoke_id, refused
+            )
+        return refused is None
 
     async def _schedule(self, effect: fx.SendDelayed) -> None:
         # Every target has a durable form: the timer is routed when it fires (``fired``).
@@ -245,11 +281,30 @@ class Drive:
         self.armed.arm(effect)
 
     async def _start(self, effect: fx.Invoke) -> None:
-        try:
-            await self.executor.start_invocation(self.conn, self.scope, effect)
-        except EffectRefused as refused:
-            self.refused.add(effect.invoke_id)
-            failed = planner.invocation_start_failed(effect.invoke_id, refused.reason)
-            self._internal.append(failed)
-            return
+        if self.invoked is not None and effect.type in planner.SCXML_INVOKE_TYPES:
+            try:
+                child_id = await self.invoked.start(self, effect)
+            except StartRefused as refused:
+                self.refused.add(effect.invoke_id)
+                failed = planner.invocation_start_failed(effect.invoke_id, str(refused))
+                self._internal.append(failed)
+                return
+            self.armed.children[effect.invoke_id] = child_id
+        else:
+            try:
+                await self.executor.start_invocation(self.conn, self.scope, effect)
+            except EffectRefused as refused:
+                self.refused.add(effect.invoke_id)
+                failed = planner.invocation_start_failed(effect.invoke_id, refused.reason)
+                self._internal.append(failed)
+                return
         self.armed.invoked(effect.invoke_id, effect.macrostep)
+
+    async def _stop(self, effect: fx.CancelInvoke) -> None:
+        child_id = self.armed.children.pop(effect.invoke_id, None)
+        if child_id is not None and self.invoked is not None:
+            await self.invoked.stop(self, effect.invoke_id, child_id)
+            return
+        await self.executor.stop_invocation(self.conn, self.scope, effect)
+        if self.settlement is not None:
+            await self.settlement.abandon(self.conn, self.scope, effect.invoke_id)

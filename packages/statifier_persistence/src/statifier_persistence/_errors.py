@@ -245,3 +245,14 @@ class RetirementRefused(PersistenceError):
         self.identity = identity
         self.pins = pins
         super().__init__(f"chart {identity!r} cannot be retired: {message}")
+
+
+class MailboxFull(PersistenceError):
+    """A message that must arrive (a child's ``done``, a parent's ``cancel``) found the
+    receiver's mailbox full (``Limits.max_pending_messages``); the step rolled back, and
+    its job retries once the receiver has taken some of its messages."""
+
+    def __init__(self, receiver: str, reason: str) -> None:
+        self.receiver = receiver
+        self.reason = reason
+        super().__init__(f"execution {receiver!r} cannot take the message: {reason}")

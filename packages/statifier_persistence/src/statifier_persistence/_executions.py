@@ -10,7 +10,8 @@ commit. A failure anywhere rolls all of it back: the previous position, and no j
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Container, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from psycopg import AsyncConnection
@@ -18,7 +19,7 @@ from psycopg_pool import AsyncConnectionPool
 from statifier import Machine, initialize, new_session_id
 from statifier.build import Chart
 from statifier.chart.compiler import host_functions
-from statifier.core import position
+from statifier.core import planner, position
 from statifier.core.effects import SendDelayed
 from statifier.core.events import Event
 from statifier.core.state import MachineState
@@ -47,8 +48,10 @@ from ._errors import (
 )
 from ._executor import EffectExecutor, HostHook, LoggingHost
 from ._history_reads import HistoryMethods
+from ._invoked import NOT_FROM_PARENT, InvokedCharts, from_parent, invoked_by
 from ._journal import Draft
 from ._limits import MAX_ID_LENGTH, MAX_IDENTITY_LENGTH, Limits
+from ._messages import FROM_PARENT, NO_MESSAGE, Mailbox, MailboxExecutor
 from ._records import (
     STATUSES,
     TERMINAL,
@@ -76,7 +79,7 @@ from ._rows import (
 from ._settlement import FanOut, FanOutExecutor, FanOutKey, Policy, Settlement
 from ._sql import check_prefix, statement
 from ._wait import WaitMethods
-from .history import EntryKind, History
+from .history import EntryKind, History, TriggerSource, current_trigger, triggered_by
 
 _DriveAction = Callable[[Drive], Awaitable[Decline | None]]
 """What a keyed step does with the locked execution's drive (None: store it)."""
@@ -95,6 +98,30 @@ EventBuilder = Callable[[MachineState], Event | Decline]
 
 class _KeyRace(Exception):
     """The step's key was applied by a concurrent step first (see ``Executions.step``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Tree:
+    """Where a new execution sits in its tree of invoked charts (a top by default), the
+    caller context of the ``<invoke>`` that started it, and whether its chart is
+    registered under its name (inline ``<content>`` is not)."""
+
+    root: str | None = None
+    depth: int = 0
+    invoke_context: str | None = None
+    named: bool = True
+
+
+class _WithParent:
+    """The routes of an invoked chart: its host's, and ``#_parent`` (its parent's mailbox)."""
+
+    __slots__ = ("_routes",)
+
+    def __init__(self, routes: Container[str]) -> None:
+        self._routes = routes
+
+    def __contains__(self, target: object) -> bool:
+        return target == planner.PARENT or target in self._routes
 
 
 MIN_POSITION_KEY_BYTES = 16
@@ -167,6 +194,11 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         if not isinstance(history, History):
             raise InvalidArgument(f"history must be a History or a bool, not {history!r}")
         self._history = history
+        self._mailbox: Mailbox | None = None
+        self._invoked: InvokedCharts | None = None
+        if isinstance(executor, MailboxExecutor):
+            self._mailbox = Mailbox(self._prefix, self._limits, executor)
+            self._invoked = InvokedCharts(self, self._mailbox)
 
     @property
     def pool(self) -> AsyncConnectionPool[Any] | None:
@@ -243,8 +275,53 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         seed = dict(datamodel) if datamodel is not None else None
         if parent is not None:
             _check_parent(parent)
+        stepped = await self._create(
+            chart, execution_id, meta, seed, parent, caller_context, trace, conn, _Tree()
+        )
+        assert stepped is not None  # noqa: S101 - answered at once without ``after``
+        return stepped
+
+    async def _create_child(
+        self,
+        machine: Machine,
+        child_id: str,
+        parent: ParentLink,
+        datamodel: Mapping[str, Any],
+        tree: tuple[str, int],
+        invoke_context: str | None,
+        trace: bool,
+        drive: Drive,
+    ) -> None:
+        """Create an invoked chart's child execution in the step of ``drive``, its parent
+        (``_invoked``): in a savepoint, placed in its tree, its chart registered by
+        identity only (inline content: its name is not the host's; a chart a ``src``
+        names is registered already). Its history entry is ``created`` by the ``parent``;
+        its reports wait for the parent's commit."""
+        root, depth = tree
+        place = _Tree(root, depth, invoke_context, named=False)
+        with triggered_by(replace(current_trigger(), source="parent")):
+            await self._create(
+                machine, child_id, "{}", dict(datamodel), parent, None, trace, drive.conn,
+                place, after=drive.started,
+            )  # fmt: skip
+
+    async def _create(
+        self,
+        chart: Machine | str,
+        execution_id: str,
+        meta: str,
+        seed: dict[str, Any] | None,
+        parent: ParentLink | None,
+        caller_context: Any,
+        trace: bool,
+        conn: AsyncConnection[Any] | None,
+        tree: _Tree,
+        after: list[tuple[Execution, Drive, Draft | None]] | None = None,
+    ) -> Stepped | None:
+        """Create and store the execution; its answer (None when ``after`` is given: the
+        drive is added to it, to be answered once the enclosing step commits)."""
         async with transaction(self._pool, conn) as db:
-            machine, identity = await self._chart_for(db, chart, execution_id)
+            machine, identity = await self._chart_for(db, chart, execution_id, tree.named)
             params = {
                 **self._bounds(),
                 "id": execution_id,
@@ -255,13 +332,16 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
                 "parent_id": parent.execution_id if parent else None,
                 "parent_invoke_id": parent.invoke_id if parent else None,
                 "child_index": parent.index if parent else None,
+                "tree_root": tree.root,
+                "tree_depth": tree.depth,
+                "invoke_context": tree.invoke_context,
             }
             cursor = await db.execute(statement("insert_execution", self._prefix), params)
             row = await cursor.fetchone()
             if row is None:
                 raise ExecutionExists(execution_id)
             execution = decode_execution(row, self._limits)
-            routes = self._host.routes(execution)
+            routes = self._routes(execution)
             state, effects = initialize(
                 machine,
                 session_id=execution_id,
@@ -278,15 +358,22 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
             draft = self._draft(drive, "created", detail={"chart": chart_detail})
             stored = await self._store(db, drive, draft)
             await self._settlement.after_store(db, execution.status, stored)
+        if after is not None:
+            after.append((stored, drive, draft))
+            return None
         return self._stepped(stored, drive, draft)
 
     async def _chart_for(
-        self, db: AsyncConnection[Any], chart: Machine | str, execution_id: str
+        self,
+        db: AsyncConnection[Any],
+        chart: Machine | str,
+        execution_id: str,
+        named: bool = True,
     ) -> tuple[Machine, str]:
         """The machine ``create`` runs and the identity its row names, the revision locked
-        against retirement until the transaction ends."""
+        against retirement until the transaction ends (``named``: see ``Charts.register``)."""
         if isinstance(chart, Machine):
-            await self._charts.register(db, chart)
+            await self._charts.register(db, chart, named=named)
             return chart, chart.identity
         try:
             revision = await self._revision(db, chart, "FOR SHARE")
@@ -358,6 +445,81 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
 
         return await self._keyed(execution_id, key, conn, drive_fired, "fired")
 
+    async def receive(
+        self,
+        execution_id: str,
+        *,
+        key: str | None = None,
+        conn: AsyncConnection[Any] | None = None,
+    ) -> StepResult:
+        """Apply the oldest message in the execution's mailbox, in one transaction: an
+        event or the ``done`` of a chart it invoked, an event or the ``cancel`` of the
+        parent that invoked it (see ``_invoked``). The message is taken (deleted) by the
+        transaction that applies it, so it applies once, in the order it was sent. Its
+        history entry is an ``event`` (or ``cancelled``) triggered by the ``parent``, or
+        by the ``invocation`` for a child's message, the job's id kept.
+
+        Answers ``Declined("no_message")`` when the mailbox is empty (another delivery took
+        it), ``Declined`` with ``invocation_not_live`` or ``invocation_superseded`` for a
+        message from a child that is no longer its invocation's (the message is dropped),
+        ``Discarded`` when the execution finished (its mailbox is emptied). A parked
+        execution raises ``NeedsMigration`` (the message waits). Keys as for ``step``.
+        """
+        execution_id = check_execution_id(execution_id)
+        if key is not None:
+            key = check_key(key)
+        if self._invoked is None:
+            raise InvalidArgument(
+                "the executor does not run invoked charts (it implements no MailboxExecutor)"
+            )
+        try:
+            try:
+                return await self._receive(execution_id, key, conn)
+            except _KeyRace:
+                return await self._receive(execution_id, key, conn)
+        except ExecutionNotFound:
+            async with transaction(self._pool, conn) as db:
+                await self._invoked.mailbox.purge(db, execution_id)
+            raise
+
+    async def _receive(
+        self, execution_id: str, key: str | None, conn: AsyncConnection[Any] | None
+    ) -> StepResult:
+        assert self._invoked is not None  # noqa: S101 - receive checked it
+        mailbox = self._invoked.mailbox
+        async with transaction(self._pool, conn) as db:
+            execution, persisted, applied = await self._locked(db, execution_id, key)
+            if key is not None and applied:
+                return AlreadyApplied(execution, key)
+            message = await mailbox.take(db, execution_id)
+            if message is None:
+                return Declined(execution, NO_MESSAGE)
+            if execution.status == "needs_migration":
+                raise NeedsMigration(execution)  # rolled back: the message waits
+            cancel = message.kind == "cancel"
+            ended = ("completed", "cancelled") if cancel else TERMINAL
+            if execution.status in ended:
+                await mailbox.purge(db, execution_id)
+                return Discarded(execution, execution.status)
+            routes = self._routes(execution)
+            state = await self._position(db, execution, persisted, routes)
+            drive = self._drive(db, execution, state, routes, persisted)
+            if cancel:
+                if not from_parent(execution, message):
+                    return Declined(execution, NOT_FROM_PARENT)
+                await drive.cancel()
+            else:
+                built = self._invoked.accept(drive, message)
+                if isinstance(built, Decline):
+                    return Declined(execution, built.reason)
+                await drive.event(built)
+            source: TriggerSource = "parent" if message.kind in FROM_PARENT else "invocation"
+            with triggered_by(replace(current_trigger(), source=source)):
+                draft = self._draft(drive, "cancelled" if cancel else "event", key=key)
+            stored = await self._store(db, drive, draft, key)
+            await self._settlement.after_store(db, execution.status, stored)
+        return self._stepped(stored, drive, draft)
+
     async def _keyed(
         self,
         execution_id: str,
@@ -393,7 +555,7 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
                 return Discarded(execution, execution.status)
             if execution.status == "needs_migration":
                 raise NeedsMigration(execution)
-            routes = self._host.routes(execution)
+            routes = self._routes(execution)
             state = await self._position(db, execution, persisted, routes)
             drive = self._drive(db, execution, state, routes, persisted)
             declined = await action(drive)
@@ -435,7 +597,7 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
                 return Discarded(execution, execution.status)
             if execution.status == "needs_migration":
                 raise NeedsMigration(execution)
-            routes = self._host.routes(execution)
+            routes = self._routes(execution)
             state = await self._position(db, execution, persisted, routes)
             drive = self._drive(db, execution, state, routes, persisted)
             await drive.cancel()
@@ -578,7 +740,7 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
             execution, persisted, _ = await self._read(
                 db, execution_id, lock="", with_position=True
             )
-            state = await self._position(db, execution, persisted, self._host.routes(execution))
+            state = await self._position(db, execution, persisted, self._routes(execution))
         return execution, state
 
     async def list(
@@ -588,12 +750,14 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         chart: str | None = None,
         revision: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        parent: str | None = None,
         limit: int = 100,
         after: str | None = None,
         conn: AsyncConnection[Any] | None = None,
     ) -> Page:
         """Executions by id, filtered by status, chart name, chart revision (the identity
-        the execution runs) and metadata containment.
+        the execution runs), metadata containment and parent (the children an execution's
+        invocations started: invoked charts and fan-out children).
 
         ``limit`` is 1 to ``Limits.max_page_size``; pass the page's ``after`` to get the
         next page.
@@ -621,6 +785,7 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
                 else None
             ),
             "after": check_execution_id(after) if after is not None else None,
+            "parent": check_execution_id(parent) if parent is not None else None,
             "limit": limit,
         }
         async with transaction(self._pool, conn) as db:
@@ -708,6 +873,14 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
             raise StalePosition(execution.id, found, stored.counters)
         return state
 
+    def _routes(self, execution: Execution) -> Container[str]:
+        """The send targets the execution reaches besides itself and its invocations: its
+        host's, and its parent when it is an invoked chart."""
+        routes = self._host.routes(execution)
+        if self._invoked is not None and invoked_by(execution) is not None:
+            return _WithParent(routes)
+        return routes
+
     def _drive(
         self,
         db: AsyncConnection[Any],
@@ -731,6 +904,7 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
             failure=dict(execution.failure) if execution.failure is not None else None,
             outcome=dict(execution.outcome) if execution.outcome is not None else None,
             settlement=self._settlement,
+            invoked=self._invoked,
             armed=Armed() if stored is None else self._armed(execution, stored, state),
         )
 
@@ -822,6 +996,8 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         armed = drive.armed
         if drive.status in TERMINAL:
             armed.clear()
+            if self._invoked is not None:
+                await self._invoked.mailbox.purge(db, execution_id)
         armed_text = armed.encode(state.invocations.values())
         armed_size = len(armed_text.encode("utf-8", "surrogatepass"))
         if armed_size > self._limits.max_position_bytes:
@@ -851,7 +1027,10 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         return decode_execution(row, self._limits)
 
     def _stepped(self, stored: Execution, drive: Drive, draft: Draft | None) -> Stepped:
-        """The answer of a committed drive; its reports go to the host now."""
+        """The answer of a committed drive; its reports go to the host now (first those of
+        the children it started, which committed with it)."""
+        for child, started, child_draft in drive.started:
+            self._stepped(child, started, child_draft)
         for effect in drive.reports:
             try:
                 self._host.report(stored, effect)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, fields
 from typing import Final
 
 from statifier import DEFAULT_MAX_MACROSTEP_ROUNDS
+from statifier.runtime.invoke import DEFAULT_TREE_DEPTH, DEFAULT_TREE_SESSIONS, TreeLimits
 
 from ._errors import InvalidArgument
 
@@ -40,6 +41,13 @@ class Limits:
     makes the execution ``failed``).
     ``max_armed_sends``: delayed sends an execution may have armed (stored, not yet fired
     or cancelled) at once; one more is refused and the chart hears ``error.communication``.
+    ``max_invoke_depth`` and ``max_tree_executions``: how deep a tree of charts invoked as
+    child executions (``<invoke type="scxml">``) may nest below its top, and how many of
+    its executions may be live at once, the top included (the defaults are live sessions'
+    ``statifier.runtime.invoke.TreeLimits``); a child past either does not start.
+    ``max_pending_messages``: messages waiting in one execution's mailbox (from its parent
+    or its invoked children); one more is refused and its sender hears
+    ``error.communication``.
     """
 
     max_position_bytes: int = 8 * 1024 * 1024
@@ -50,9 +58,17 @@ class Limits:
     max_self_sends: int = 1000
     max_macrostep_rounds: int = DEFAULT_MAX_MACROSTEP_ROUNDS
     max_armed_sends: int = 10_000
+    max_invoke_depth: int = DEFAULT_TREE_DEPTH
+    max_tree_executions: int = DEFAULT_TREE_SESSIONS
+    max_pending_messages: int = 10_000
 
     def __post_init__(self) -> None:
         for field in fields(self):
             value = getattr(self, field.name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InvalidArgument(f"{field.name} must be a positive integer, not {value!r}")
+
+    @property
+    def tree(self) -> TreeLimits:
+        """The bounds of a tree of invoked charts, as live sessions spell them."""
+        return TreeLimits(depth=self.max_invoke_depth, sessions=self.max_tree_executions)

@@ -136,3 +136,40 @@ async def ask(source: Any, identity: str, page: Sequence[str]) -> dict[str, int]
             return f"answered {count!r:.80} for {kind!r:.80}, not a count"
         counts[kind] = count
     return counts
+
+
+class RevisionPins:
+    """A pin source that counts about the revision itself, not its executions: one
+    statement (``count_statement``, given the identity) counting ``kind``, asked on
+    the first page only (0 after), so make one per question. It reads through ``conn`` in
+    schema ``prefix``."""
+
+    name = "revision"
+    kind = "pins"
+    count_statement = ""
+
+    def __init__(self, *, prefix: str, conn: AsyncConnection[Any]) -> None:
+        self._prefix = prefix
+        self._conn = conn
+        self._counted = False
+
+    async def pins(self, chart_identity: str, execution_ids: Sequence[str]) -> Mapping[str, int]:
+        """``{kind: n}`` for ``chart_identity`` on the first page, ``{kind: 0}`` after."""
+        if self._counted:
+            return {self.kind: 0}
+        self._counted = True
+        cursor = await self._conn.execute(
+            statement(self.count_statement, self._prefix), {"identity": chart_identity}
+        )
+        row = await cursor.fetchone()
+        return {self.kind: int(row[0]) if row is not None else 0}
+
+
+class LinkPins(RevisionPins):
+    """The pin source of chart links (asked on every retirement): a revision that is not
+    retired and whose ``<invoke type="scxml" src>`` is linked to this one may still start
+    children on it (``{"revisions": n}``). Retire the invoking revisions first."""
+
+    name = "invoked_by"
+    kind = "revisions"
+    count_statement = "count_link_pins"

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
@@ -51,7 +51,7 @@ from ._errors import (
 from ._executor import EffectExecutor, HostHook
 from ._journal import Draft
 from ._limits import MAX_IDENTITY_LENGTH, Limits
-from ._pins import ExecutionPins, PinReport, PinSource, ask, label_of
+from ._pins import ExecutionPins, LinkPins, PinReport, PinSource, ask, label_of
 from ._records import Execution, ExecutionStatus
 from ._rows import StoredPosition, check_execution_id, decode_execution
 from ._settlement import FanOutPins
@@ -163,6 +163,8 @@ class RevisionMethods:
     if TYPE_CHECKING:  # provided by Executions
 
         def _bounds(self) -> dict[str, int]: ...
+
+        def _routes(self, execution: Execution) -> Container[str]: ...
 
         def _journal(self, draft: Draft | None) -> dict[str, Any]: ...
 
@@ -278,7 +280,7 @@ class RevisionMethods:
         if execution.status not in _MIGRATABLE:
             raise MigrationRefused(execution_id, f"it is {execution.status}")
         machine, identity = await self._target(db, to, execution_id)
-        routes = self._host.routes(execution)
+        routes = self._routes(execution)
         state = await self._position(db, execution, persisted, routes)
         try:
             moved = position.import_position(
@@ -509,6 +511,7 @@ class RevisionMethods:
         ours: list[PinSource] = [
             ExecutionPins(prefix=self._prefix, conn=db),
             FanOutPins(prefix=self._prefix, conn=db),  # counts once per question
+            LinkPins(prefix=self._prefix, conn=db),  # counts once per question
         ]
         for source in (*ours, *extra):
             sources[label_of(source, sources)] = source

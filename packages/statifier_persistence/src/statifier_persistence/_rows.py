@@ -8,6 +8,7 @@ position's counters as the row records them, and the armed list's size and text.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -44,6 +45,17 @@ def check_execution_id(value: Any) -> str:
 def check_key(value: Any) -> str:
     """A step key: 1 to ``MAX_KEY_LENGTH`` printable characters, no whitespace."""
     return check_text(value, "step key", MAX_KEY_LENGTH)
+
+
+def derived_id(prefix: str, *parts: str) -> str:
+    """An id derived from ``parts``: ``prefix`` and 20 hex digits of their digest (each part
+    length-prefixed, so no two lists of parts share one). Any delivery of a start that
+    derives it again finds the execution the first one created."""
+    digest = hashlib.blake2b(digest_size=10)
+    for part in parts:
+        encoded = part.encode("utf-8")
+        digest.update(len(encoded).to_bytes(4, "big") + encoded)
+    return f"{prefix}{digest.hexdigest()}"
 
 
 def encode_json_object(value: Any, what: str, limit: int) -> str:

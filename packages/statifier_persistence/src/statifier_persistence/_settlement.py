@@ -35,6 +35,7 @@ from statifier.core.events import Event
 
 from ._errors import CorruptExecution, InvalidArgument
 from ._limits import Limits
+from ._pins import RevisionPins
 from ._records import TERMINAL, Execution, ExecutionStatus
 from ._sql import statement
 
@@ -109,33 +110,14 @@ MAX_LISTED_FAN_OUTS: Final = 100
 """The most fan-outs ``Executions.fan_outs`` lists for one parent."""
 
 
-class FanOutPins:
+class FanOutPins(RevisionPins):
     """The pin source of fan-outs (asked on every retirement, beside ``ExecutionPins``):
     an open fan-out still creates children of its chart revision, so it pins it
-    (``{"open": n}``).
-
-    The count is about the revision, not about its executions: an instance counts on the
-    first page it is asked about and answers 0 after, so make one per question. It reads
-    through ``conn`` in schema ``prefix``.
-    """
+    (``{"open": n}``)."""
 
     name = "fan_outs"
-
-    def __init__(self, *, prefix: str, conn: AsyncConnection[Any]) -> None:
-        self._prefix = prefix
-        self._conn = conn
-        self._counted = False
-
-    async def pins(self, chart_identity: str, execution_ids: Sequence[str]) -> Mapping[str, int]:
-        """``{"open": n}``: the open fan-outs whose children run ``chart_identity``."""
-        if self._counted:
-            return {"open": 0}
-        self._counted = True
-        cursor = await self._conn.execute(
-            statement("count_fan_out_pins", self._prefix), {"identity": chart_identity}
-        )
-        row = await cursor.fetchone()
-        return {"open": int(row[0]) if row is not None else 0}
+    kind = "open"
+    count_statement = "count_fan_out_pins"
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,9 +47,10 @@ ENTRY_KINDS: Final[tuple[EntryKind, ...]] = get_args(EntryKind)
 
 TriggerSource = Literal["api", "timer", "invocation", "operator", "parent"]
 """Who asked for a change: ``api`` (a host's call, the default), ``timer`` (a fired timer
-job), ``invocation`` (an invocation's answer, or a fan-out's settled answer, as a job),
-``operator`` (a ``statifier-oban`` command), ``parent`` (a fan-out's child start, or the
-cancelling of a parent's children)."""
+job), ``invocation`` (an invocation's answer, or a fan-out's settled answer, as a job, or
+a message from a chart the execution invoked), ``operator`` (a ``statifier-oban``
+command), ``parent`` (a fan-out's child start, the cancelling of a parent's children, an
+invoked chart's start in its parent's step, or a message from its parent)."""
 
 TRIGGER_SOURCES: Final[tuple[TriggerSource, ...]] = get_args(TriggerSource)
 """Every trigger source, in the order above."""

@@ -29,6 +29,8 @@ TABLES: Final = (
     "statifier_fan_out_children",
     "statifier_history",
     "statifier_watches",
+    "statifier_chart_links",
+    "statifier_messages",
 )
 """Our tables, in creation order."""
 
@@ -44,10 +46,12 @@ def install_sql(prefix: str = "public") -> LiteralString:
 
     The schema itself must exist (``install`` creates it). ``sql/install.sql`` holds the
     executions, ``sql/fan_out_tables.sql`` the fan-outs, ``sql/history_tables.sql`` the
-    history and the watches of waiters.
+    history and the watches of waiters, ``sql/invoked_chart_tables.sql`` the charts invoked
+    as child executions (tree columns, chart links, mailboxes).
     """
     return "\n".join(
-        statement(name, prefix) for name in ("install", "fan_out_tables", "history_tables")
+        statement(name, prefix)
+        for name in ("install", "fan_out_tables", "history_tables", "invoked_chart_tables")
     )
 
 

@@ -9,8 +9,8 @@ leaves no row (which is what the tests check). It can refuse an effect kind
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
 
 import statifier
 from psycopg import AsyncConnection
@@ -19,7 +19,14 @@ from psycopg_pool import AsyncConnectionPool
 from statifier.core import effects as fx
 from statifier.core.events import Event
 from statifier.core.planner import Deliver
-from statifier_persistence import EffectRefused, Execution, FanOutKey, install
+from statifier_persistence import (
+    EffectRefused,
+    Execution,
+    ExecutionNotFound,
+    Executions,
+    FanOutKey,
+    install,
+)
 
 NS = 'xmlns="http://www.w3.org/2005/07/scxml"'
 
@@ -244,3 +251,64 @@ async def scalar(pool: AsyncConnectionPool, query: Any, params: Any = None) -> A
         row = await (await conn.execute(query, params)).fetchone()
     assert row is not None
     return row[0]
+
+
+class MailboxTableExecutor(FanOutTableExecutor):
+    """A ``FanOutTableExecutor`` that runs invoked charts: a message's delivery is a
+    ``deliver`` row (``execution_id`` the receiver), in the sender's transaction; dropped
+    timers a ``drop`` row per send id. ``pump`` plays the deliveries as jobs would."""
+
+    async def deliver_message(self, conn: AsyncConnection[Any], execution_id: str) -> None:
+        """A ``deliver`` row for the receiver."""
+        await self._write(conn, "deliver", execution_id=execution_id)
+
+    async def drop_timers(
+        self, conn: AsyncConnection[Any], execution_id: str, send_ids: Sequence[str]
+    ) -> None:
+        """A ``drop`` row per send id; the send's ``schedule`` rows marked cancelled."""
+        for send_id in send_ids:
+            await conn.execute(
+                "UPDATE test_effects SET cancelled = true WHERE kind = 'schedule'"
+                " AND execution_id = %s AND send_id = %s",
+                [execution_id, send_id],
+            )
+            await self._write(conn, "drop", execution_id=execution_id, send_id=send_id)
+
+
+_TAKE = (
+    "UPDATE test_effects SET cancelled = true WHERE id = (SELECT id FROM test_effects"
+    " WHERE kind = 'deliver' AND NOT cancelled AND (execution_id = %(root)s OR execution_id"
+    " IN (SELECT id FROM statifier_executions WHERE tree_root = %(root)s))"
+    " ORDER BY id {} LIMIT 1)"
+    " RETURNING id, execution_id"
+)
+_TAKE_OLDEST: Final = _TAKE.format("ASC")
+_TAKE_NEWEST: Final = _TAKE.format("DESC")
+
+
+async def pump(
+    executions: Executions, root: str, *, newest_first: bool = False, limit: int = 200
+) -> list[tuple[str, str]]:
+    """Run every pending ``deliver`` row of the tree of invoked charts under ``root`` (and
+    those they write) as a job would, keyed by the row, oldest first (``newest_first``:
+    the other way round, as racing workers might); returns ``(receiver, answer)`` per
+    delivery, the answer the result's class name (and a declined one's reason)."""
+    pool = executions.pool
+    assert pool is not None
+    answers: list[tuple[str, str]] = []
+    take = _TAKE_NEWEST if newest_first else _TAKE_OLDEST
+    for _ in range(limit):
+        async with pool.connection() as conn:
+            cursor = await conn.execute(take, {"root": root})
+            row = await cursor.fetchone()
+        if row is None:
+            return answers
+        job_id, receiver = row
+        try:
+            result = await executions.receive(receiver, key=f"deliver:{job_id}")
+        except ExecutionNotFound:
+            answers.append((receiver, "ExecutionNotFound"))
+            continue
+        reason = getattr(result, "reason", None)
+        answers.append((receiver, type(result).__name__ + (f":{reason}" if reason else "")))
+    raise AssertionError(f"deliveries still pending after {limit}")

@@ -1254,6 +1254,7 @@ class _Compiler:
                 not transitions[t].events for state in states for t in state.transitions
             ),
             has_invokes=any(state.invokes for state in states),
+            functions=self.functions,
         )
 
     def freeze_transition(

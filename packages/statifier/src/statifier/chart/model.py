@@ -16,6 +16,7 @@ from statifier.errors import Diagnostic
 
 if TYPE_CHECKING:
     from statifier.datamodel import Expression, Location, Script
+    from statifier.datamodel.host import HostFunctions
 
 Owner = tuple[str, int] | tuple[str, int, int]
 StateKind = Literal["scxml", "state", "parallel", "final", "history"]
@@ -250,6 +251,9 @@ class Machine:
     """Whether any state has an eventless transition (else eventless selection is skipped)."""
     has_invokes: bool = True
     """Whether any state has an ``<invoke>`` (else the invoke passes are skipped)."""
+    functions: HostFunctions | None = field(default=None, compare=False, repr=False)
+    """The host functions the chart was compiled with (None: none). Charts an
+    ``<invoke type="scxml">`` starts are compiled with them too (ADR 9)."""
     # Memoized, deterministic derived data (entry sets and the like); never observable.
     _cache: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 

@@ -157,7 +157,8 @@ def _indexes(value: Any, count: int, where: str) -> list[int]:
     return items
 
 
-def _decode_event(obj: Any, where: str) -> Event:
+def decode_event(obj: Any, where: str) -> Event:
+    """An ``Event`` from its payload object (every field present); ``CorruptPosition``."""
     fields = _keys(obj, _EVENT_KEYS, where)
     kind = fields["type"]
     if not isinstance(kind, str) or kind not in _EVENT_TYPES:
@@ -322,7 +323,7 @@ def decode_parts(  # noqa: C901 - every field of the payload, checked in turn
         if len(events) > queue_limit + _QUEUE_SLACK:
             corrupt(f"the internal queue holds {len(events)} events (the limit is {queue_limit})")
         parts.queue = tuple(
-            _decode_event(event, f"internal_queue[{i}]") for i, event in enumerate(events)
+            decode_event(event, f"internal_queue[{i}]") for i, event in enumerate(events)
         )
 
     datamodel = payload["datamodel"]

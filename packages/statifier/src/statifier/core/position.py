@@ -90,6 +90,7 @@ from statifier.core._payload import (
     MAX_QUEUE,
     CorruptPosition,
     corrupt,
+    decode_event,
     decode_history,
     decode_invocations,
     decode_parts,
@@ -125,6 +126,8 @@ __all__ = [
     "UnserializablePosition",
     "UnsupportedVersion",
     "dumps",
+    "event_from_payload",
+    "event_payload",
     "export_position",
     "import_position",
     "loads",
@@ -469,27 +472,10 @@ def _encode_state(state: MachineState) -> tuple[dict[str, Any], str]:
         raise
     if state.caller_context is not None:
         _check_json(state.caller_context, "caller_context")
-    queue: list[dict[str, Any]] = []
-    for position, event in enumerate(state.internal_queue):
-        if not isinstance(event, Event):
-            raise UnserializablePosition(
-                f"internal_queue[{position}] is a {type(event).__name__}, not an Event"
-            )
-        where = f"internal_queue[{position}]"
-        _check_json(event.data, f"{where}.data")
-        _check_json(event.caller_context, f"{where}.caller_context")
-        queue.append(
-            {
-                "name": event.name,
-                "type": event.type,
-                "data": event.data,
-                "sendid": event.sendid,
-                "origin": event.origin,
-                "origintype": event.origintype,
-                "invokeid": event.invokeid,
-                "caller_context": event.caller_context,
-            }
-        )
+    queue = [
+        event_payload(event, f"internal_queue[{position}]")
+        for position, event in enumerate(state.internal_queue)
+    ]
     try:
         history = [[key, list(value)] for key, value in sorted(state.history.items())]
         invocations = [[s, i, invoke_id] for (s, i), invoke_id in sorted(state.invocations.items())]
@@ -521,6 +507,36 @@ def _encode_state(state: MachineState) -> tuple[dict[str, Any], str]:
         "limits": dict(zip(LIMIT_FIELDS, limit_values(limits), strict=True)),
     }
     return payload, datamodel_text
+
+
+def event_payload(event: Event, where: str = "event") -> dict[str, Any]:
+    """The JSON object a position stores for a queued ``event``: every field, by name.
+
+    Hosts that store events of their own (a durable execution's messages to another)
+    store this too, and read it back with :func:`event_from_payload`. Raises
+    ``UnserializablePosition`` (naming ``where``) when a field JSON cannot carry faithfully.
+    """
+    if not isinstance(event, Event):
+        raise UnserializablePosition(f"{where} is a {type(event).__name__}, not an Event")
+    _check_json(event.data, f"{where}.data")
+    _check_json(event.caller_context, f"{where}.caller_context")
+    return {
+        "name": event.name,
+        "type": event.type,
+        "data": event.data,
+        "sendid": event.sendid,
+        "origin": event.origin,
+        "origintype": event.origintype,
+        "invokeid": event.invokeid,
+        "caller_context": event.caller_context,
+    }
+
+
+def event_from_payload(payload: Any, where: str = "event") -> Event:
+    """The ``Event`` an :func:`event_payload` object describes; ``CorruptPosition`` (naming
+    ``where``) when it is not one. Its values are taken as they are: bound their size
+    where the payload is read (``statifier.values.parse_json``, ``measure``)."""
+    return decode_event(payload, where)
 
 
 class _NotJson(Exception):

@@ -8,9 +8,9 @@ through ``Session.done_invocation`` / ``Session.failed_invocation``.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 from statifier.chart.compiler import compile_chart
 from statifier.core import effects as fx
@@ -18,6 +18,7 @@ from statifier.core.events import Event
 from statifier.errors import StatifierError
 
 if TYPE_CHECKING:
+    from statifier.chart.model import Machine
     from statifier.runtime.session import Session
 
 SourceResolver = Callable[[str], str]
@@ -53,6 +54,13 @@ class InvocationLimitExceeded(InvocationStartError):
     """Starting this child would make its tree of sessions too deep or too large."""
 
 
+DEFAULT_TREE_DEPTH: Final = 16
+"""How deep a tree of invoked charts nests below its top by default."""
+
+DEFAULT_TREE_SESSIONS: Final = 1_000
+"""How many sessions one tree of invoked charts holds at once by default (the top one too)."""
+
+
 @dataclass(frozen=True, slots=True)
 class TreeLimits:
     """How far ``<invoke type="scxml">`` may grow one tree of sessions.
@@ -60,11 +68,13 @@ class TreeLimits:
     A chart that invokes copies of itself would otherwise grow until the process runs out
     of memory. ``depth`` bounds the nesting below the top session, ``sessions`` the
     sessions alive in the tree at once (the top one included). A child past either limit
-    does not start: its parent receives ``error.execution`` like any failed invocation.
+    does not start: its parent receives ``error.communication.invoke.<id>`` like any
+    invocation that cannot start. Durable executions bound their trees with the same
+    defaults (``statifier_persistence.Limits``).
     """
 
-    depth: int = 16
-    sessions: int = 1_000
+    depth: int = DEFAULT_TREE_DEPTH
+    sessions: int = DEFAULT_TREE_SESSIONS
 
     def __post_init__(self) -> None:
         if self.depth < 1 or self.sessions < 1:
@@ -92,6 +102,20 @@ class SessionTree:
             )
 
 
+def child_seed(machine: Machine, params: Mapping[str, Any]) -> dict[str, Any]:
+    """The initial data of a child chart started by ``<invoke type="scxml">``: the
+    ``<param>``/``namelist`` values of the variables the child declares (the others are
+    not passed in, W3C test 245). Every driver seeds its children with this."""
+    declared = {d.id for d in machine.data}
+    return {name: value for name, value in params.items() if name in declared}
+
+
+def compile_child(source: str, parent: Machine, resolver: SourceResolver | None) -> Machine:
+    """Compile a child chart for ``<invoke type="scxml">`` of ``parent``: with the host
+    functions ``parent`` was compiled with (ADR 9) and ``resolver`` for its own ``src``."""
+    return compile_chart(source, resolver=resolver, functions=parent.functions)
+
+
 class ScxmlInvokeHandler:
     """The built-in ``scxml`` type: a child ``Session`` from ``<content>`` or ``src``.
 
@@ -113,12 +137,10 @@ class ScxmlInvokeHandler:
             source = parent.resolver(invoke.src)
         if not isinstance(source, str):
             raise InvocationStartError("an scxml invocation needs a chart (content or src)")
-        machine = compile_chart(source, resolver=parent.resolver)
-        declared = {d.id for d in machine.data}
-        seed = {k: v for k, v in invoke.params.items() if k in declared}
+        machine = compile_child(source, parent.machine, parent.resolver)
         child = await type(parent).start(
             machine,
-            datamodel=seed,
+            datamodel=child_seed(machine, invoke.params),
             resolver=parent.resolver,
             parent=(parent, invoke.invoke_id),
             max_macrostep_rounds=parent.max_macrostep_rounds,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from statifier.budget import DEFAULT_LIMITS, MacrostepLimits
-from statifier.chart.compiler import Resolver, compile_chart
+from statifier.chart.compiler import Resolver
 from statifier.chart.durations import format_duration
 from statifier.chart.model import Machine
 from statifier.core import effects as fx
@@ -27,7 +27,7 @@ from statifier.core.algorithm import cancel, deliver_internal, handle_event, ini
 from statifier.core.events import Event
 from statifier.core.state import MachineState
 from statifier.errors import ChartError
-from statifier.runtime.invoke import SessionTree, TreeLimits
+from statifier.runtime.invoke import SessionTree, TreeLimits, child_seed, compile_child
 
 
 @dataclass
@@ -398,7 +398,8 @@ class VirtualDriver:
                 source = self.resolver(effect.src)
             if not isinstance(source, str):
                 raise ChartError([])
-            child_machine = compile_chart(source, resolver=self.resolver)
+            parent = self.sessions[session_id].state.machine
+            child_machine = compile_child(source, parent, self.resolver)
         except Exception as exc:
             failed = planner.invocation_start_failed(effect.invoke_id, str(exc) or repr(exc))
             self._deferred.append((session_id, failed))
@@ -407,9 +408,7 @@ class VirtualDriver:
         session = self.sessions[session_id]
         session.children[effect.invoke_id] = child_id
         session.invoke_context[effect.invoke_id] = effect.caller_context
-        # Only values the child declares are passed in (W3C test 245).
-        declared = {d.id for d in child_machine.data}
-        seed = {k: v for k, v in effect.params.items() if k in declared}
+        seed = child_seed(child_machine, effect.params)
         self._start_session(child_machine, child_id, (session_id, effect.invoke_id), seed)
 
     def _check_tree(self, parent_id: str) -> None:

@@ -58,6 +58,9 @@ SYSTEM_VARIABLES = frozenset({"_event", "_sessionid", "_name", "_ioprocessors"})
 LIST_COLUMNS = ("id", "status", "chart", "steps", "updated")
 """The columns of ``executions list``."""
 
+SHOWN_CHILDREN = 50
+"""The most children ``executions show`` lists (``executions list --parent`` pages them all)."""
+
 
 @click.group(
     cls=kit.Group,
@@ -68,7 +71,7 @@ def executions() -> None:
     """The ``executions`` group."""
 
 
-@executions.command("list", help="List executions (by status, chart, revision, metadata).")
+@executions.command("list", help="List executions (by status, chart, revision, metadata, parent).")
 @database_options
 @click.option("--status", type=click.Choice(STATUSES), default=None, help="only this status")
 @click.option("--chart", default=None, metavar="NAME", help="only this chart's name")
@@ -80,6 +83,10 @@ def executions() -> None:
     "--metadata", type=kit.JSON_OBJECT, default=None, metavar="JSON",
     help="only executions whose metadata contains this JSON object",
 )  # fmt: skip
+@click.option(
+    "--parent", default=None, metavar="ID",
+    help="only the children this execution's invocations started (invoked charts, fan-outs)",
+)  # fmt: skip
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True, metavar="N")
 @click.option("--after", default=None, metavar="ID", help="the page after this id")
 @kit.json_option
@@ -90,6 +97,7 @@ def list_executions(
     chart: str | None,
     revision: str | None,
     metadata: dict[str, Any] | None,
+    parent: str | None,
     limit: int,
     after: str | None,
     as_json: bool,
@@ -106,6 +114,7 @@ def list_executions(
             chart=chart,
             revision=identity,
             metadata=metadata,
+            parent=parent,
             limit=limit,
             after=after,
         )
@@ -130,7 +139,9 @@ def list_executions(
     with_executions(database_url, prefix, work)
 
 
-@executions.command(help="Status, configuration, datamodel, pending jobs of an execution.")
+@executions.command(
+    help="Status, configuration, datamodel, pending jobs and children of an execution."
+)
 @database_options
 @click.argument("execution_id", metavar="ID")
 @kit.json_option
@@ -182,6 +193,8 @@ async def _show(executions: Executions, oban: Oban, execution_id: str, output: k
         }
         for fan_out in await executions.fan_outs(execution.id)
     ]
+    page = await executions.list(parent=execution.id, limit=SHOWN_CHILDREN)
+    children = page.executions
     parent = execution.parent
     metadata = dict(execution.metadata)
     data = {
@@ -191,6 +204,8 @@ async def _show(executions: Executions, oban: Oban, execution_id: str, output: k
         "timers": timers,
         "invocations": invocations,
         "fan_outs": fan_outs,
+        "children": [child.to_json() for child in children],
+        "more_children": page.after is not None,
     }
     fields: list[tuple[str, object]] = [
         ("execution", execution.id),
@@ -226,6 +241,16 @@ async def _show(executions: Executions, oban: Oban, execution_id: str, output: k
                         f"{fan_out['finished']} of {fan_out['count']} children finished, "
                         f"{fan_out['state']}, on {fan_out['policy']}")
         )  # fmt: skip
+    for child in children:
+        link = child.parent
+        invoke = "-" if link is None else link.invoke_id
+        place = f"[{link.index}]" if link is not None and link.index is not None else ""
+        fields.append(
+            ("child", f"{child.id} {child.status}, invoke {invoke}{place}, "
+                      f"chart {child.chart_name or '-'}")
+        )  # fmt: skip
+    if page.after is not None:
+        fields.append(("children", f"more: executions list --parent {execution.id}"))
     output.record(fields, data)
 
 

@@ -29,13 +29,19 @@ calls it); answers:
 Anything else a step raises (an identity mismatch, the database) is raised, so the job
 retries with backoff.
 
+It runs charts invoked as child executions too (``<invoke type="scxml">``): every message
+between a parent and its child is written into the receiver's mailbox with a
+``MessageWorker`` job (``deliver_message``), which steps it in (``Executions.receive``),
+keyed by the job; a cancelled execution's timer jobs are cancelled (``drop_timers``).
+
 ``TimerPins`` is the pin source of pending timers: retiring a chart revision
 (``Executions.retire(..., pin_sources=[TimerPins(config)])``) is refused while a timer of
 one of its executions is pending.
 
-The code: ``_executor`` (the executor, the deliveries, ``use``), ``_pins`` (the timer pin
-source) and ``_children`` (a fan-out's children as executions, public as
-``statifier_oban.children``). Rows name the deliveries by this module's path.
+The code: ``_executor`` (the executor, the deliveries, ``use``), ``_messages`` (the message
+worker), ``_pins`` (the timer pin source) and ``_children`` (a fan-out's children as
+executions, public as ``statifier_oban.children``). Rows name the deliveries and the
+message worker by this module's path.
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ from ._executor import (
     pending_jobs,
     use,
 )
+from ._messages import MessageWorker
 from ._pins import TimerPins
 
 __all__ = [
@@ -62,6 +69,7 @@ __all__ = [
     "PARKED_SNOOZE_S",
     "ExecutionDelivery",
     "ExecutionInvokeDelivery",
+    "MessageWorker",
     "NoExecutions",
     "ObanExecutor",
     "PendingJob",

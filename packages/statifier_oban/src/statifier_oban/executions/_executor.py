@@ -7,7 +7,7 @@ Public as ``statifier_oban.executions`` (its docstring tells the whole story); r
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
@@ -37,7 +37,13 @@ from statifier_persistence.history import TriggerSource
 
 from .._config import DEFAULT_DELIVERY, DEFAULT_INVOKE_DELIVERY, Config
 from .._errors import ConfigError, NoExecutions, ScheduleRejected, StoreUnavailable
-from .._names import CASCADE_WORKER, EXECUTIONS_MODULE, INVOKE_WORKER, SETTLEMENT_WORKER
+from .._names import (
+    CASCADE_WORKER,
+    EXECUTIONS_MODULE,
+    INVOKE_WORKER,
+    MESSAGE_WORKER,
+    SETTLEMENT_WORKER,
+)
 from ..delivery import DELIVERED, DeliveryAnswer, Discarded, Snoozed
 from ..invocations import _enqueue, _fan_out
 from ..invocations._handler import InvokeHandler
@@ -202,6 +208,20 @@ class ObanExecutor:
         """A ``statifier_oban.children.SettlementWorker`` job, in the step's transaction."""
         await self._fan_out_job(conn, SETTLEMENT_WORKER, fan_out)
 
+    async def deliver_message(self, conn: AsyncConnection[Any], execution_id: str) -> None:
+        """A ``statifier_oban.executions.MessageWorker`` job for the receiver, in the step's
+        transaction: a message was written into its mailbox."""
+        await self._job(conn, MESSAGE_WORKER, {"scope": execution_id})
+
+    async def drop_timers(
+        self, conn: AsyncConnection[Any], execution_id: str, send_ids: Sequence[str]
+    ) -> None:
+        """Cancel the execution's pending timer jobs of these send ids (it was cancelled)."""
+        for send_id in send_ids:
+            await _schedule.cancel_send(
+                self.config, execution_id, send_id, "the execution was cancelled", conn=conn
+            )
+
     async def cancel_children(self, conn: AsyncConnection[Any], fan_out: FanOutKey) -> None:
         """A ``statifier_oban.children.CascadeWorker`` job, in the step's transaction."""
         await self._fan_out_job(conn, CASCADE_WORKER, fan_out)
@@ -226,12 +246,17 @@ class ObanExecutor:
     async def _fan_out_job(
         self, conn: AsyncConnection[Any], worker: str, fan_out: FanOutKey
     ) -> None:
-        oban = self.config.oban
         args = {
             "scope": fan_out.parent_id,
             "invoke_id": fan_out.invoke_id,
             "macrostep": fan_out.generation,
         }
+        await self._job(conn, worker, args)
+
+    async def _job(self, conn: AsyncConnection[Any], worker: str, args: dict[str, Any]) -> None:
+        """One job of ``worker`` on the invoke queue (else the timers queue), in ``conn``'s
+        transaction."""
+        oban = self.config.oban
         async with _statements.connection(oban, conn) as db:
             await db.execute(
                 _statements.statement(oban, "insert_fan_out_job", worker=worker),

@@ -48,6 +48,7 @@ from .._names import (
     INVOKE_DEDUP_INDEX,
     INVOKE_PENDING_INDEX,
     INVOKE_WORKER,
+    MESSAGE_WORKER,
     PENDING_STATES,
     SETTLEMENT_WORKER,
     TIMER_DEDUP_INDEX,
@@ -56,7 +57,14 @@ from .._names import (
 )
 
 WORKERS: Final = frozenset(
-    {TIMER_WORKER, INVOKE_WORKER, CHILD_START_WORKER, SETTLEMENT_WORKER, CASCADE_WORKER}
+    {
+        TIMER_WORKER,
+        INVOKE_WORKER,
+        CHILD_START_WORKER,
+        SETTLEMENT_WORKER,
+        CASCADE_WORKER,
+        MESSAGE_WORKER,
+    }
 )
 """The worker names a statement may be rendered for."""
 

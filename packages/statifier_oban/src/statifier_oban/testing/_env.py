@@ -39,6 +39,7 @@ from .._names import (
     CASCADE_WORKER,
     CHILD_START_WORKER,
     INVOKE_WORKER,
+    MESSAGE_WORKER,
     SETTLEMENT_WORKER,
     TIMER_WORKER,
 )
@@ -70,6 +71,7 @@ _WORKER_NAMES: Final = {
     CHILD_START_WORKER: "child start",
     SETTLEMENT_WORKER: "settlement",
     CASCADE_WORKER: "cascade",
+    MESSAGE_WORKER: "message",
 }
 
 _job_label: contextvars.ContextVar[str] = contextvars.ContextVar(
@@ -80,7 +82,8 @@ _job_label: contextvars.ContextVar[str] = contextvars.ContextVar(
 @dataclass(frozen=True, slots=True)
 class RanJob:
     """A job the environment ran: its id, kind (``timer``, ``invocation``, ``child
-    start``, ``settlement``, ``cascade``), execution (``scope``), what it carried
+    start``, ``settlement``, ``cascade``, ``message``: one between a parent and a chart
+    it invoked), execution (``scope``: a message's receiver), what it carried
     (``event``/``send_id`` of a timer, ``invoke_id``), the attempt, the state its outcome
     left it in (``completed``, ``retryable``, ``cancelled``, ``discarded``, ``scheduled``
     for a snooze) or ``held`` (a scripted invocation waiting for the test), and the

@@ -406,11 +406,37 @@ async def cancel_timers(
     whose delivery made the chart run this very cancel) and finished jobs are never
     touched. Matching nothing returns 0.
     """
+    reason = f"<cancel sendid={effect.send_id!r}> (ordinal {effect.ordinal})"
+    return await cancel_send(
+        config,
+        scope,
+        effect.send_id,
+        reason,
+        ordinal=effect.ordinal,
+        caller_context=effect.caller_context,
+        conn=conn,
+    )
+
+
+async def cancel_send(
+    config: Config,
+    scope: str,
+    send_id: str,
+    reason: str,
+    *,
+    ordinal: int | None = None,
+    caller_context: Any = None,
+    conn: AsyncConnection[Any] | None = None,
+) -> int:
+    """Cancel every pending timer job under ``(scope, send_id)`` (see :func:`cancel_timers`),
+    ``reason`` recorded on each; return the count. ``ordinal`` and ``caller_context`` are
+    the cancelling ``<cancel>``'s, for telemetry (None when no ``<cancel>`` ran: its
+    execution was cancelled)."""
     _check_scope(scope)
-    if not isinstance(effect.send_id, str) or not effect.send_id:
+    if not isinstance(send_id, str) or not send_id:
         raise MissingSendId("a cancel needs a send id", scope=scope)
     try:
-        if _statements.unstorable(effect.send_id) is not None:
+        if _statements.unstorable(send_id) is not None:
             count = 0  # no timer has such a send id: scheduling refuses it
         else:
             async with _statements.connection(config.oban, conn) as db:
@@ -420,12 +446,12 @@ async def cancel_timers(
                     worker=TIMER_WORKER,
                     key="send_id",
                     scope=scope,
-                    value=effect.send_id,
-                    reason=f"<cancel sendid={effect.send_id!r}> (ordinal {effect.ordinal})",
+                    value=send_id,
+                    reason=reason,
                 )
     except psycopg.DataError as exc:
         raise ValueRefused(
-            f"PostgreSQL refused the cancel: {exc}", scope=scope, send_id=effect.send_id
+            f"PostgreSQL refused the cancel: {exc}", scope=scope, send_id=send_id
         ) from exc
     except psycopg.Error as exc:
         raise StoreUnavailable(f"cancelling timer jobs failed: {exc}") from exc
@@ -433,9 +459,9 @@ async def cancel_timers(
         telemetry.TIMER_CANCELLED,
         count=count,
         scope=scope,
-        send_id=effect.send_id,
-        ordinal=effect.ordinal,
-        caller_context=effect.caller_context,
+        send_id=send_id,
+        ordinal=ordinal,
+        caller_context=caller_context,
     )
     return count
 
