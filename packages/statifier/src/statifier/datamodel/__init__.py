@@ -28,7 +28,6 @@ from statifier.datamodel.base import (
     WriteResult,
     WritesFailed,
     stored_variables,
-    with_system,
 )
 from statifier.datamodel.host import HostFunction, HostFunctionError, HostFunctions
 from statifier.datamodel.python import (
@@ -46,7 +45,6 @@ from statifier.datamodel.registry import (
     PYTHON,
     PythonDatamodel,
     datamodel_for,
-    state_variables,
     variables_of,
 )
 
@@ -82,8 +80,6 @@ __all__ = [
     "is_identifier",
     "is_value",
     "parse_inline_content",
-    "state_variables",
     "stored_variables",
     "variables_of",
-    "with_system",
 ]
