@@ -289,10 +289,6 @@ class StoredVariables(Protocol):
         keeps them."""
         ...
 
-    def with_system(self, name: str, value: Value) -> Mapping[str, Value]:
-        """The same variables with the system variable ``name`` bound to ``value``."""
-        ...
-
 
 def stored_variables(datamodel: Mapping[str, Value]) -> dict[str, Value]:
     """What a position keeps of a state's ``datamodel``: the ``dict`` itself, or the stored
@@ -300,14 +296,6 @@ def stored_variables(datamodel: Mapping[str, Value]) -> dict[str, Value]:
     if type(datamodel) is dict:
         return datamodel
     return cast("StoredVariables", datamodel).stored()
-
-
-def with_system(datamodel: Mapping[str, Value], name: str, value: Value) -> Mapping[str, Value]:
-    """A state's ``datamodel`` with the system variable ``name`` bound to ``value`` (a new
-    one: states share nothing they change)."""
-    if type(datamodel) is dict:
-        return {**datamodel, name: value}
-    return cast("StoredVariables", datamodel).with_system(name, value)
 
 
 type OpenVariables = Callable[[Machine, MachineState | None], KeptVariables]

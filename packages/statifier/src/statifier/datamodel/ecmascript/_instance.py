@@ -192,6 +192,7 @@ class Instance:
         "host",
         "limits",
         "names",
+        "pending",
         "plans",
         "previous",
         "setup",
@@ -218,6 +219,9 @@ class Instance:
         self.previous: Callable[[], Any] | None = None
         """The same for the state the current (or last) call resumed."""
         self.starting = False
+        self.pending: tuple[Any, ...] | None = None
+        """The event (``setEvent``'s arguments) a call set, until its next use of the
+        engine."""
         """A call resumed the instance and has not written yet (the engine's log of what
         its writes replace starts with its first write)."""
         self.host = setup.host
@@ -303,6 +307,7 @@ class _Api:
         "next_generation",
         "previous_stored",
         "read",
+        "read_event",
         "run_block",
         "run_script",
         "set_cap",
@@ -338,6 +343,7 @@ class _Api:
         self.next_generation = pick("nextGeneration")
         self.previous_stored = pick("previousStored")
         self.read = pick("read")
+        self.read_event = pick("readEvent")
         self.run_block = pick("runBlock")
         self.run_script = pick("runScript")
         self.set_cap = pick("setCap")

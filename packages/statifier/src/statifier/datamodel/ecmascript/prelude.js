@@ -1675,6 +1675,11 @@
       begin();
       return attempt(() => guardedResult(fn(), limit));
     },
+    // setEvent() then read(), in one call.
+    readEvent(starting, name, type, sendid, origin, origintype, invokeid, data, fn, answers, limit, pure) {
+      api.setEvent(starting, name, type, sendid, origin, origintype, invokeid, data);
+      return api.read(fn, answers, limit, pure);
+    },
     // An expression that may write (settle() must follow).
     evaluate(fn, answers, limit) {
       setIn(answers);

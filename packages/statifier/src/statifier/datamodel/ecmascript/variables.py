@@ -85,6 +85,8 @@ class Generation:
         if stored is None:
             instance = self.instance
             try:
+                if instance.pending is not None and instance.generation == self.number:
+                    flush(instance)  # the last call's event, still waiting for the engine
                 if instance.generation == self.number or (
                     instance.starting and instance.generation == self.number + 1
                 ):  # the engine holds these very variables (a call may have begun)
@@ -99,6 +101,20 @@ class Generation:
                 raise failure.error() from None
             self.stored = stored
         return stored
+
+
+def flush(instance: Instance) -> None:
+    """Give the engine the event a call set (it waits for the call's next use of the engine:
+    one call fewer an event), starting the engine's log if the call had not yet."""
+    pending = instance.pending
+    if pending is not None:
+        instance.pending = None
+        starting = instance.starting
+        instance.starting = False
+        try:
+            instance.api.set_event(starting, *pending)
+        except Exception as exc:
+            raise instance.context.failure(exc).error() from None
 
 
 def written_out(instance: Instance) -> dict[str, Value]:
@@ -160,6 +176,7 @@ class Link:
         previous = None if instance.previous is None else instance.previous()
         if previous is not None and previous.stored is None:
             previous()
+        flush(instance)  # the event of the last call, which used the engine no more
         # The engine starts logging with the call's first write (``Variables._begin``).
         instance.starting = True
         instance.generation += 1
@@ -250,6 +267,7 @@ class Variables(MutableMapping[str, Value]):
 
     def stored(self) -> dict[str, Value]:
         """The stored form of the user variables now (the ``#objects`` entry included)."""
+        flush(self.instance)
         return written_out(self.instance)
 
     def freeze(self) -> tuple[VariablesView, tuple[VariablesView, Link]]:
@@ -268,6 +286,7 @@ class Variables(MutableMapping[str, Value]):
         for name in SYSTEM_VARIABLES:
             if name in datamodel:
                 self.set_system(name, datamodel[name])
+        flush(self.instance)  # what a variable holds of the event is found in it
         user = {k: v for k, v in datamodel.items() if k not in _SYSTEM}
         try:
             text = json_text(user)
@@ -300,13 +319,9 @@ class Variables(MutableMapping[str, Value]):
         if name == "_event":
             fields = _event_fields(value)
             if fields is not None:
-                # The event comes first in a call: it starts the engine's log too.
-                starting = instance.starting
-                instance.starting = False
-                try:
-                    instance.api.set_event(starting, *fields)
-                except Exception as exc:
-                    raise instance.context.failure(exc).error() from None
+                # It goes with the call's next use of the engine (see ``flush``), a
+                # condition's most often; an event never used is never sent.
+                instance.pending = fields
             else:
                 self._begin()
                 self._call(instance.api.set_event_json, _dumps(value, "the event"))
@@ -462,7 +477,8 @@ class Variables(MutableMapping[str, Value]):
     def evaluate(self, expr: Compiled, in_state: InState, budget: Budget | None = None) -> Value:
         """The value of ``expr`` (a copy: JSON-like data)."""
         instance = self.instance
-        if instance.starting:
+        pending = instance.pending
+        if pending is None and instance.starting:
             self._begin()
         plan = instance.plans.get(id(expr))
         if plan is None:
@@ -481,11 +497,20 @@ class Variables(MutableMapping[str, Value]):
         try:
             try:
                 if plan.guard:
+                    self._begin()
                     result = context.call(api.evaluate, plan.function, answers, limit)
                 else:
                     # ``context.call``, inlined: conditions are the most frequent call.
                     try:
-                        result = api.read(plan.function, answers, limit, plan.pure)
+                        if pending is None:
+                            result = api.read(plan.function, answers, limit, plan.pure)
+                        else:  # the event the call set goes with it
+                            instance.pending = None
+                            starting = instance.starting
+                            instance.starting = False
+                            result = api.read_event(
+                                starting, *pending, plan.function, answers, limit, plan.pure
+                            )
                     except Exception as exc:
                         raise context.failure(exc) from None
                     kind = type(result)
@@ -635,7 +660,9 @@ class Variables(MutableMapping[str, Value]):
         what the call's writes replace from here (see ``Generation``). Every operation that
         may write calls it first."""
         instance = self.instance
-        if instance.starting:
+        if instance.pending is not None:
+            flush(instance)
+        elif instance.starting:
             instance.starting = False
             self._call(instance.api.next_generation)
 

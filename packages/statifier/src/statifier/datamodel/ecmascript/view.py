@@ -113,8 +113,3 @@ class VariablesView(Mapping[str, Any]):
     def __reduce__(self) -> tuple[Any, ...]:
         # A copy (copy, deepcopy, pickle) holds the stored form, never a live engine.
         return (VariablesView.from_stored, (self.stored(),))
-
-    def with_system(self, name: str, value: Any) -> VariablesView:
-        """The same variables with the system variable ``name`` bound to ``value``."""
-        # Both views read the one stored form, whoever asks for it first.
-        return VariablesView({**self._system, name: value}, self._names, self._stored, self._source)
