@@ -706,7 +706,10 @@ def engine_goals(shape: Shape, rows: Sequence[Row]) -> Iterator[Goal]:
 
     key = shape.key
     yield ratio_goal(f"{key}: statifier / python-statemachine (class)", against(PsmClass.name), 10)
-    yield ratio_goal(f"{shape.key}: statifier / sismic", against(Sismic.name), 8)
+    # Issue 25 set the datamodel chart's goal against sismic at 5x (issue 12's 8x stands for
+    # the structural shapes).
+    sismic_goal = 5 if key == "datamodel" else 8
+    yield ratio_goal(f"{key}: statifier / sismic", against(Sismic.name), sismic_goal)
     if shape.key == "ping-pong":
         base = by_name.get("statifier (baseline)")
         yield ratio_goal(
@@ -730,6 +733,61 @@ def engine_goals(shape: Shape, rows: Sequence[Row]) -> Iterator[Goal]:
         )
 
 
+def report_datamodel_parts(shape: Shape, rows: Sequence[Row], args: argparse.Namespace) -> str:
+    """Where statifier's event on the datamodel chart goes, against what the goals allow.
+
+    The same chart, timed alone in alternating rounds: as it is; without its executable
+    content (the two guards and the self-transition remain); without content and guards
+    (a step the engine replays). The difference is what the content's nodes cost (4.5 an
+    event: four ``<assign>``s, and a ``<log>`` every other event). Returns the note the
+    goals that are not met carry."""
+    import re
+
+    import statifier
+
+    bare = re.sub(r"\s*<(assign|log) [^>]*/>", "", shape.scxml)
+    unguarded = re.sub(r' cond="[^"]*"', "", bare)
+    charts = {"as is": shape.scxml, "no content": bare, "no content, no guards": unguarded}
+    machines = {name: statifier.compile(text) for name, text in charts.items()}
+    events = max(args.events // 2, 500)
+    samples: dict[str, list[float]] = {name: [] for name in charts}
+    for _ in range(max(args.rounds, 3)):
+        for name, machine in machines.items():
+            state, _ = statifier.initialize(machine, session_id="sess_parts")
+            started = time.perf_counter()
+            for i in range(events):
+                event_name, data = shape.event(i)
+                event = statifier.Event(name=event_name, data=data)
+                state, _ = statifier.handle_event(state, event)
+            samples[name].append((time.perf_counter() - started) / events)
+    us = {name: statistics.median(values) * 1e6 for name, values in samples.items()}
+    content = us["as is"] - us["no content"]
+    by_name = {row.name: row for row in rows}
+    needed: list[str] = []
+    for peer, goal in ((Sismic.name, 5.0), (PsmClass.name, 10.0)):
+        row = by_name.get(peer)
+        ratio = None if row is None else median_ratio(rows[0], row)
+        if ratio is not None and ratio < goal:
+            needed.append(f"{goal / ratio:.2f}x faster for {goal:.0f}x {peer}")
+    whole = us["as is"]
+    print("  where statifier's event goes (the chart timed alone, alternating, medians):")
+    for name, value in us.items():
+        print(f"    {name:<26} {value:7.2f} us an event  {value / whole:6.1%}")
+    print(
+        f"    {'content (4.5 nodes)':<26} {content:7.2f} us an event  {content / whole:6.1%}"
+        f"  ({content / 4.5:.2f} us a node)"
+    )
+    for line in needed:
+        print(f"    the goals need it {line}")
+    print()
+    if not needed:
+        return ""
+    return (
+        f"without its content an event takes {us['no content'] / whole:.0%}; "
+        f"{content / 4.5 / whole:.0%} a node"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     """The whole benchmark; exit status 1 if statifier or any verification failed."""
     baseline = BaselineChild(engine_path(args.baseline)) if args.baseline else None
@@ -744,7 +802,16 @@ def run(args: argparse.Namespace) -> int:
             contenders = contenders_for(shape, baseline)
             rows = measure_shape(shape, contenders, args)
             print_shape(shape, rows, args)
-            goals.extend(engine_goals(shape, rows))
+            found = list(engine_goals(shape, rows))
+            if shape.key == "datamodel":
+                note = report_datamodel_parts(shape, rows, args)
+                found = [
+                    Goal(g.what, g.value, g.target, g.met, note)
+                    if g.met is False and "ecmascript" not in g.what
+                    else g
+                    for g in found
+                ]
+            goals.extend(found)
             failed |= not rows[0].ok or any(r.problem and not r.skipped for r in rows)
         print("   how each engine gets its events:")
         for contender in contenders_for(SHAPES_BY_KEY["datamodel"], baseline):
@@ -752,7 +819,7 @@ def run(args: argparse.Namespace) -> int:
         print()
         goals.extend(report_positions(args, baseline))
         goals.extend(report_compile(args, baseline))
-        print("Goals (issues 12 and 19)")
+        print("Goals (issues 12, 19 and 25)")
         print_goals(goals)
     finally:
         if baseline is not None:
@@ -767,7 +834,7 @@ def report_datamodel_positions(args: argparse.Namespace) -> list[Goal]:
     """Positions of the datamodel chart, each datamodel's, with the same data (issue 19)."""
     calls = 300 if args.quick else 2000
     figures = datamodel_position_costs(calls, 3 if args.quick else 5)
-    print("   Positions of the datamodel chart after 100 events, per datamodel (medians)")
+    print("   Positions of the datamodel chart after 100 events, per datamodel (best slices)")
     header = f"  {'datamodel':<22} {'dumps us':>9} {'loads us':>9} {'bytes':>6}"
     print(header)
     print("  " + "-" * (len(header) - 2))
@@ -805,7 +872,7 @@ def report_positions(args: argparse.Namespace, baseline: BaselineChild | None) -
         lambda: position_costs(calls, 3),
         theirs("positions", calls=calls, rounds=3),
     )
-    print("2. Positions on the card chart (medians of alternating runs)")
+    print("2. Positions on the card chart (best slices of calls taking turns, medians of runs)")
     header = (
         f"  {'engine':<22} {'macrostep us':>12} {'dumps us':>9} {'loads us':>9}"
         f" {'(d+l)/step':>11} {'bytes':>6}"
@@ -821,6 +888,26 @@ def report_positions(args: argparse.Namespace, baseline: BaselineChild | None) -
             f" {figures['loads'] * 1e6:>9.2f} {both:>11.2f} {figures['bytes']:>6.0f}"
         )
     print()
+    step_ratio = (ours["dumps"] + ours["loads"]) / ours["macrostep"]
+    note = ""
+    if "digest" in ours:
+        floor = ours["digest"] + ours["json"]
+        rest = ours["dumps"] + ours["loads"] - floor
+        print("  where statifier's dumps + loads go (format 3, same runs):")
+        print(
+            f"    SHA-256 of the payload, both ways        {ours['digest'] * 1e6:6.2f} us"
+            f"  {ours['digest'] / ours['macrostep']:5.2f} macrosteps"
+        )
+        print(
+            f"    orjson: write, read, write back (values)  {ours['json'] * 1e6:6.2f} us"
+            f"  {ours['json'] / ours['macrostep']:5.2f} macrosteps"
+        )
+        print(
+            f"    checks of meaning, state building, glue   {rest * 1e6:6.2f} us"
+            f"  {rest / ours['macrostep']:5.2f} macrosteps"
+        )
+        print()
+        note = f"digest + JSON alone {floor / ours['macrostep']:.2f} of a macrostep"
     count = 500 if args.quick else 5000
     mem, base_mem = side_by_side(
         1 if args.quick else 2, lambda: session_memory(count), theirs("memory", count=count)
@@ -837,7 +924,6 @@ def report_positions(args: argparse.Namespace, baseline: BaselineChild | None) -
             f"{figures['sessions_per_gib']:>13,.0f} {figures['position_bytes']:>15,.0f}"
         )
     print()
-    step_ratio = (ours["dumps"] + ours["loads"]) / ours["macrostep"]
     goals = [*report_datamodel_positions(args)]
     goals += [
         Goal(
@@ -845,6 +931,7 @@ def report_positions(args: argparse.Namespace, baseline: BaselineChild | None) -
             step_ratio,
             "<= 1",
             step_ratio <= 1,
+            "" if step_ratio <= 1 else note,
         )
     ]
     if base_mem is not None:

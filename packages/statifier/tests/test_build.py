@@ -50,6 +50,48 @@ def test_log_builder_sets_every_field() -> None:
     )
 
 
+def test_cancel_builder_sets_every_field() -> None:
+    owner, context = ("onexit", 2, 0), {"host": [1]}
+    _same(
+        _build.cancel("hold", 3, owner, 9, context, 4, 5, 6),
+        fx.Cancel(
+            send_id="hold",
+            c_index=3,
+            owner=owner,
+            ordinal=9,
+            caller_context=context,
+            macrostep=4,
+            microstep=5,
+            round=6,
+        ),
+    )
+
+
+def test_send_delayed_builder_sets_every_field() -> None:
+    owner, data, context = ("onentry", 1, 0), {"amount": 5}, ["c"]
+    _same(
+        _build.send_delayed(
+            "tick", "#_parent", "scxml", data, "send_3", 7000, 2, owner, 11, False, context, 1, 2, 3
+        ),
+        fx.SendDelayed(
+            event="tick",
+            target="#_parent",
+            type="scxml",
+            data=data,
+            send_id="send_3",
+            delay_ms=7000,
+            c_index=2,
+            owner=owner,
+            ordinal=11,
+            id_from_author=False,
+            caller_context=context,
+            macrostep=1,
+            microstep=2,
+            round=3,
+        ),
+    )
+
+
 def test_write_result_builder_sets_every_field() -> None:
     root_value, prior = {"k": 1}, None
     built = write_result("a", root_value, ("k",), prior, 1)

@@ -37,14 +37,14 @@ def _nowhere(state_id: str) -> bool:
     return False
 
 
-def _context(steps: int = 1_000_000) -> EvalContext:
-    context = EvalContext({}, _nowhere, 0)
+def _context(steps: int = 1_000_000, variables: dict[str, Any] | None = None) -> EvalContext:
+    context = EvalContext(variables or {}, _nowhere, 0)
     context.steps = steps
     return context
 
 
-def _outcome(call: Any) -> tuple[str, Any, int]:
-    context = _context()
+def _outcome(call: Any, variables: dict[str, Any] | None = None) -> tuple[str, Any, int]:
+    context = _context(variables=variables)
     try:
         return ("value", call(context), context.steps)
     except EvaluationError as exc:
@@ -184,3 +184,50 @@ def test_ordering_against_a_literal(symbol: str, value: Any) -> None:
     assert compiled.evaluate({"x": value}, _nowhere) is expected
     with pytest.raises(EvaluationError, match="not supported between"):
         compiled.evaluate({"x": "text"}, _nowhere)
+
+
+_READ = compile_expression("v")._evaluator
+"""The general closure of a bare variable read (it reports a missing name)."""
+
+
+@pytest.mark.parametrize("operator", [add, subtract, multiply])
+@given(left=_OPERANDS, right=_OPERANDS, literal=st.booleans(), present=st.booleans())
+def test_int_arithmetic_reading_a_variable_agrees_with_the_operator(
+    operator: Any, left: Any, right: Any, literal: bool, present: bool
+) -> None:
+    variables = {"v": left} if present else {"w": left}
+    shortcut = int_arithmetic(operator, _READ, constant(right), right if literal else None, "v")
+    assert shortcut is not None
+    general = _outcome(lambda context: operator(context, _READ(context), right), variables)
+    assert _outcome(shortcut, variables) == general
+    if general[0] == "value":
+        assert type(_outcome(shortcut, variables)[1]) is type(general[1])
+
+
+@pytest.mark.parametrize("symbol", ["==", "!=", "<", "<=", ">", ">="])
+@given(
+    value=_OPERANDS | st.dictionaries(st.sampled_from(["a", "b"]), _OPERANDS, max_size=2),
+    literal=st.sampled_from([0, 50, -1.5, "m", None, True]),
+    shape=st.sampled_from(["name", "path", "missing", "not a dict", "missing key"]),
+)
+def test_comparisons_reading_a_variable_or_a_path_agree_with_the_general_ones(
+    symbol: str, value: Any, literal: Any, shape: str
+) -> None:
+    variables: dict[str, Any] = {
+        "name": {"v": value},
+        "path": {"v": {"d": {"a": value}}},
+        "missing": {},
+        "not a dict": {"v": {"d": [value]}},
+        "missing key": {"v": {"d": {"b": value}}},
+    }[shape]
+    source = "v" if shape == "name" else "v.d['a']"
+    compiled = compile_expression(f"{source} {symbol} {literal!r}")
+    reference = compile_expression(f"({source},)[0] {symbol} {literal!r}")  # no shortcut
+
+    def outcome(expression: Any) -> tuple[str, Any]:
+        try:
+            return ("value", expression.evaluate(variables, _nowhere))
+        except EvaluationError as exc:
+            return ("error", str(exc))
+
+    assert outcome(compiled) == outcome(reference)

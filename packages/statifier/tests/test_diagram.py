@@ -7,6 +7,7 @@ Regenerate the golden files after an intended change with
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ from pathlib import Path
 import pydot
 import pytest
 import statifier
-from statifier.chart.diagram import to_dot, to_mermaid
+from statifier.chart.diagram import ACTIVE_FILL, GraphvizMissing, to_dot, to_mermaid, to_svg
 from statifier.cli import main
 from statifier.core.position import dumps
 from statifier.virtual import VirtualDriver
@@ -155,3 +156,27 @@ def test_svg_without_graphviz_says_how_to_get_it(
     err = capsys.readouterr().err
     assert "SVG needs Graphviz's 'dot' on the PATH" in err
     assert "apt-get install graphviz" in err
+
+
+def test_svg_labels_are_text_never_markup() -> None:
+    """A condition holding markup reaches the SVG escaped: the drawing cannot inject it."""
+    if shutil.which("dot") is None:
+        if os.environ.get("CI"):
+            pytest.fail("Graphviz's dot is missing in CI: .ci/run installs graphviz")
+        pytest.skip("Graphviz's dot is not installed (apt-get install graphviz; CI has it)")
+    machine = statifier.compile(
+        '<scxml xmlns="http://www.w3.org/2005/07/scxml" initial="a">'
+        '<state id="a"><transition event="go" cond="\'&lt;script&gt;x&lt;/script&gt;\' != \'\'"'
+        ' target="b"/></state><final id="b"/></scxml>'
+    )
+    svg = to_svg(machine, (*machine.states[1].ancestors, 1)).decode()
+    assert "<script" not in svg
+    assert "&lt;script&gt;" in svg
+    assert ACTIVE_FILL in svg
+
+
+def test_svg_without_graphviz_raises_with_the_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    machine = statifier.compile((REPO / "examples" / "card_authorization.scxml").read_bytes())
+    with pytest.raises(GraphvizMissing, match="apt-get install graphviz"):
+        to_svg(machine)

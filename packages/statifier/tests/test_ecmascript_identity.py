@@ -4,12 +4,12 @@ once and brings them back as the same objects."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import statifier
 from statifier.core.position import dumps, loads
 
+from engine_support import blobs
 from engine_support.ecmascript import chart, errors, logged
 
 
@@ -205,7 +205,7 @@ def test_stored_data_keeps_its_dollar_keys_as_data() -> None:
         """
     )
     state, _ = statifier.initialize(machine, session_id="sess_dollar")
-    assert json.loads(dumps(state).split(b"\n", 4)[4])["datamodel"]["v"] == {
+    assert blobs.payload(dumps(state))["datamodel"]["v"] == {
         "$$ref": 0,
         "$$$x": 1,
         "plain": [{"$undefined": True}, None],

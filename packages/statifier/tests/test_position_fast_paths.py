@@ -1,30 +1,38 @@
-"""The fast paths of ``dumps`` and ``loads`` (issue 12) accept nothing the full checks refuse.
+"""The fast paths of ``dumps`` and ``loads`` (issues 12 and 25) accept nothing the full
+checks refuse.
 
-``dumps`` writes the payload from a template and no longer measures the datamodel value by
-value when its encoded text vouches for it; ``loads`` reads the header ``dumps`` writes in
-one comparison, scans the payload without the whitespace pass and vouches for the datamodel
-from the payload's text. Each fast path either gives the answer of the full check or steps
-aside for it: these properties check the "vouches for" parts against the full checks, and
-the crafted positions check that what steps aside still refuses.
+``dumps`` writes the payload of a state the engine made straight from its fields (the
+shape line remembered per machine) and no longer measures the datamodel value by value
+when its encoded text vouches for it; ``loads`` reads the header ``dumps`` writes in one
+comparison, a shape line it judged before by its bytes, the values line with orjson
+(which must write it back byte for byte), and vouches for the datamodel from the line's
+text. Each fast path either gives the answer of the full check or steps aside for it:
+these properties check the "vouches for" parts and the plain paths against the full
+checks, and the crafted positions check that what steps aside still refuses.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import hashlib
 import json
+import math
 from typing import Any
 
+import orjson
 import pytest
 import statifier
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from statifier import Machine, MachineState
 from statifier.budget import DEFAULT_LIMITS, MAX_LIMIT, MacrostepLimits
+from statifier.core import _format3, position
 from statifier.core import _payload as payloads
-from statifier.core import position
+from statifier.core._json import DECODER, encode_json
 from statifier.core.position import CorruptPosition, UnserializablePosition, dumps, loads
 from statifier.values import MAX_INT_BITS, measure
+
+from engine_support import blobs
 
 CHART = """\
 <scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0" datamodel="python"
@@ -75,20 +83,17 @@ def _state(machine: Machine, **kwargs: Any) -> MachineState:
     return state
 
 
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+_ORJSON = orjson.OPT_SORT_KEYS
+_reframe = blobs.reframe
+_payload = blobs.payload
 
 
-def _reframe(blob: bytes, body: bytes) -> bytes:
-    """``blob``'s header with ``body`` as its payload and a recomputed plain digest."""
-    header = blob.split(b"\n", 4)[:3]
-    return b"\n".join([*header, b"sha256:" + hashlib.sha256(body).hexdigest().encode(), body])
-
-
-def _payload(blob: bytes) -> dict[str, Any]:
-    decoded = json.loads(blob.split(b"\n", 4)[4])
-    assert isinstance(decoded, dict)
-    return decoded
+def _orjson(value: Any) -> bytes | None:
+    """What orjson writes for ``value``, or None where it cannot."""
+    try:
+        return orjson.dumps(value, option=_ORJSON)
+    except TypeError:
+        return None
 
 
 # -- the datamodel, vouched for by its text -----------------------------------------------
@@ -98,7 +103,14 @@ def _payload(blob: bytes) -> dict[str, Any]:
 @given(value=_JSON)
 def test_measure_never_counts_more_than_the_ratio_times_any_json_text(value: Any) -> None:
     size, _ = measure(value, 2**62)
-    for text in (_canonical(value), json.dumps(value, ensure_ascii=False, separators=(",", ":"))):
+    texts: list[str | bytes] = [
+        encode_json(value),
+        json.dumps(value, ensure_ascii=False, separators=(",", ":")),
+    ]
+    written = _orjson(value)
+    if written is not None:
+        texts.append(written)  # bytes: at least one per character
+    for text in texts:
         assert size <= payloads.TEXT_RATIO * len(text)
 
 
@@ -124,15 +136,18 @@ def test_what_dumps_vouches_for_the_full_check_accepts(
     datamodel: dict[str, Any], cap: int | None
 ) -> None:
     limits = MacrostepLimits(datamodel_bytes=cap)
-    try:
-        text = position._encode(datamodel)
-    except (TypeError, ValueError, RecursionError):
-        return  # dumps refuses it before any check
-    vouched = payloads.fits(text, MAX_LIMIT if cap is None else cap) and payloads.json_typed(
-        datamodel
-    )
-    if vouched:
-        assert _check(datamodel, limits)
+    texts: list[str | bytes] = []
+    with contextlib.suppress(TypeError, ValueError, RecursionError):
+        texts.append(encode_json(datamodel))  # else the checked path refuses it first
+    written = _orjson(datamodel)
+    if written is not None:
+        texts.append(written)  # the plain path's text
+    for text in texts:
+        vouched = payloads.fits(text, MAX_LIMIT if cap is None else cap) and payloads.json_typed(
+            datamodel
+        )
+        if vouched:
+            assert _check(datamodel, limits)
 
 
 @settings(max_examples=400, deadline=None)
@@ -142,9 +157,12 @@ def test_what_dumps_vouches_for_the_full_check_accepts(
 )
 def test_what_loads_vouches_for_the_full_check_accepts(datamodel: dict[str, Any], cap: int) -> None:
     text = json.dumps({"datamodel": datamodel}, ensure_ascii=False, separators=(",", ":"))
-    decoded = position._DECODER.decode(text)["datamodel"]
+    decoded = DECODER.decode(text)["datamodel"]
     if payloads.fits(text, cap):
         assert _check(decoded, MacrostepLimits(datamodel_bytes=cap))
+    written = _orjson({"datamodel": datamodel})
+    if written is not None and payloads.fits(written, cap):
+        assert _check(orjson.loads(written)["datamodel"], MacrostepLimits(datamodel_bytes=cap))
 
 
 def test_deep_long_and_large_datamodels_are_still_measured() -> None:
@@ -152,16 +170,18 @@ def test_deep_long_and_large_datamodels_are_still_measured() -> None:
     for _ in range(300):
         deep = [deep]
     long_number = 10**4250
-    assert not payloads.fits(position._encode({"x": deep}), 2**62)
-    assert not payloads.fits(position._encode({"x": long_number, "pad": "y" * 10}), 2**62)
-    assert not payloads.fits(position._encode({"x": "y" * 100}), 1000)
+    for encode in (encode_json, lambda value: encode_json(value).encode("ascii")):
+        assert not payloads.fits(encode({"x": deep}), 2**62)
+        assert not payloads.fits(encode({"x": long_number, "pad": "y" * 10}), 2**62)
+        assert not payloads.fits(encode({"x": "y" * 100}), 1000)
+        assert payloads.fits(encode({"x": "y" * 100}), 12 * 110)
     assert not _check({"x": deep}, DEFAULT_LIMITS)
     assert not _check({"x": long_number}, DEFAULT_LIMITS)
 
 
 @pytest.mark.parametrize(
     "value",
-    [(1, 2), {1: "a"}, {"k": (1,)}, [{"k": {None: 1}}], b"bytes", 1j],
+    [(1, 2), {1: "a"}, {"k": (1,)}, [{"k": {None: 1}}], b"bytes", 1j, [float("nan")], -math.inf],
 )
 def test_dumps_refuses_what_its_type_walk_refuses(machine: Machine, value: Any) -> None:
     state = _state(machine)
@@ -178,31 +198,34 @@ def _replace(state: MachineState, **changes: Any) -> MachineState:
 # -- the payload text ----------------------------------------------------------------------
 
 
-def test_the_template_writes_what_the_encoder_writes(machine: Machine) -> None:
+def test_the_plain_path_writes_what_the_checked_path_writes(machine: Machine) -> None:
     state = _state(machine, trace=True, max_macrostep_rounds=None)
-    event = statifier.Event(name="e", data={"\u00e9": [1.5, None]}, caller_context=[1])
     busy = _replace(
-        state,
-        internal_queue=(event, event),
-        caller_context={"who": "h\u00f6st", "seq": 3},
-        session_id='sess \u2603 "quoted"',
+        state, caller_context={"who": "h\u00f6st", "seq": 3}, session_id='sess \u2603 "quoted"'
     )
-    blob = dumps(busy)
-    body = blob.split(b"\n", 4)[4]
-    assert body == _canonical(_payload(blob)).encode("ascii")
-    assert loads(blob, machine) == busy
+    plain = _format3.plain_body(busy)
+    assert plain is not None
+    assert plain == position._checked_body(busy)
+    assert loads(dumps(busy), machine) == busy
+    event = statifier.Event(name="e", data={"\u00e9": [1.5, None]}, caller_context=[1])
+    queued = _replace(busy, internal_queue=(event, event))
+    assert _format3.plain_body(queued) is None  # queued events take the checked path
+    assert loads(dumps(queued), machine) == queued
 
 
 # -- loads: what steps aside still refuses -------------------------------------------------
 
 
-def test_a_payload_with_whitespace_around_it_loads_the_slow_way(machine: Machine) -> None:
+def test_a_payload_with_whitespace_in_it_loads_the_slow_way(machine: Machine) -> None:
     state = _state(machine)
     blob = dumps(state)
-    body = blob.split(b"\n", 4)[4]
-    assert loads(_reframe(blob, b" \n" + body + b"\n "), machine) == state
+    spaced = b"\n".join(
+        json.dumps(json.loads(line), indent=None).encode() + b" "
+        for line in blob.split(b"\n", 4)[4].split(b"\n")
+    )
+    assert loads(_reframe(blob, spaced), machine) == state
     with pytest.raises(CorruptPosition, match="not valid JSON"):
-        loads(_reframe(blob, body + b"{}"), machine)
+        loads(_reframe(blob, spaced + b"{}"), machine)
 
 
 @pytest.mark.parametrize("where", ["datamodel", "caller_context"])
@@ -210,7 +233,7 @@ def test_numbers_that_read_as_infinite_are_refused(machine: Machine, where: str)
     blob = dumps(_state(machine))
     payload = _payload(blob)
     payload[where] = {**payload["datamodel"], "x": 1.5} if where == "datamodel" else 1.5
-    body = _canonical(payload).encode().replace(b"1.5", b"1e999")
+    body = blobs.body(payload).replace(b"1.5", b"1e999")
     with pytest.raises(CorruptPosition, match="not a finite number"):
         loads(_reframe(blob, body), machine)
 
@@ -221,7 +244,7 @@ def test_budgets_of_the_wrong_type_are_refused_past_the_memo(machine: Machine, b
     payload = _payload(blob)
     payload["limits"]["effects"] = bad
     with pytest.raises(CorruptPosition, match=r"limits\.effects"):
-        loads(_reframe(blob, _canonical(payload).encode()), machine)
+        loads(_reframe(blob, blobs.body(payload)), machine)
 
 
 def test_a_long_integer_in_a_long_payload_is_measured(machine: Machine) -> None:
@@ -229,27 +252,30 @@ def test_a_long_integer_in_a_long_payload_is_measured(machine: Machine) -> None:
     payload = _payload(blob)
     payload["datamodel"]["x"] = 10**4250
     with pytest.raises(CorruptPosition, match=r"datamodel\['x'\]"):
-        loads(_reframe(blob, _canonical(payload).encode()), machine)
+        loads(_reframe(blob, blobs.body(payload)), machine)
 
 
-def test_legacy_source_identities_and_keys_take_the_slow_header_path(machine: Machine) -> None:
-    state = _state(machine)
-    key = b"k" * 32
-    keyed = dumps(state, key=key)
-    assert loads(keyed, machine, key=key) == state
-    with pytest.raises(CorruptPosition, match="needs the host's key"):
-        loads(keyed, machine)
-    with pytest.raises(CorruptPosition, match="not keyed"):
-        loads(dumps(state), machine, key=key)
-    damaged = bytearray(dumps(state))
-    damaged[-3] ^= 1
-    with pytest.raises(CorruptPosition, match="digest"):
-        loads(bytes(damaged), machine)
-    assert machine.source_identity
-    legacy = dumps(state).replace(
-        json.dumps(machine.identity).encode(), json.dumps(machine.source_identity).encode(), 1
-    )
-    assert loads(legacy, machine) == state
+def test_numbers_orjson_reads_differently_take_the_full_path(machine: Machine) -> None:
+    blob = dumps(_state(machine))
+    payload = _payload(blob)
+    payload["datamodel"]["big"] = 2**64  # orjson reads it as a float
+    payload["datamodel"]["small"] = 1e-05  # written by orjson as 0.00001
+    loaded = loads(_reframe(blob, blobs.body(payload)), machine)
+    assert type(loaded.datamodel["big"]) is int
+    assert loaded.datamodel["big"] == 2**64
+    assert loaded.datamodel["small"] == 1e-05
+
+
+def test_a_duplicate_key_orjson_would_accept_is_refused(machine: Machine) -> None:
+    blob = dumps(_state(machine))
+    shape_line, values_line = blob.split(b"\n", 4)[4].split(b"\n")
+    doubled = values_line[:-1] + b',"macrostep":0}'
+    assert orjson.loads(doubled)["macrostep"] == 0
+    with pytest.raises(CorruptPosition, match="duplicate key 'macrostep'"):
+        loads(_reframe(blob, shape_line + b"\n" + doubled), machine)
+    shape_doubled = shape_line[:-1] + b',"trace":true}'
+    with pytest.raises(CorruptPosition, match="duplicate key 'trace'"):
+        loads(_reframe(blob, shape_doubled + b"\n" + values_line), machine)
 
 
 # -- dumps: the plain path writes what the checked path writes -----------------------------
@@ -342,10 +368,10 @@ def test_the_plain_path_writes_only_what_the_checked_path_writes(
     rich: Machine, which: int, changes: dict[str, Any]
 ) -> None:
     state = _replace(_rich_states(rich)[which], **changes)
-    plain = position._plain_payload_text(state)
-    checked = _outcome(lambda: position._checked_payload_text(state))
+    plain = _format3.plain_body(state)
+    checked = _outcome(lambda: position._checked_body(state))
     if plain is not None:
-        assert checked == plain
+        assert checked == str(plain)
     if not changes:
         assert plain is not None  # the engine's own states take the plain path
 
@@ -355,12 +381,95 @@ def test_the_engine_s_own_states_take_the_plain_path(rich: Machine) -> None:
     assert any(s.history for s in states)
     assert any(s.invocations for s in states)
     for state in states:
-        assert position._plain_payload_text(state) == position._checked_payload_text(state)
+        plain = _format3.plain_body(state)
+        assert plain is not None
+        assert plain == position._checked_body(state)
+        # The shape line is remembered: the second write takes it from the memo.
+        assert _format3.plain_body(state) == plain
 
 
 @pytest.mark.parametrize("field", ["history", "invocations"])
 def test_a_state_broken_twice_is_judged_by_the_checked_path(rich: Machine, field: str) -> None:
     state = _replace(_rich_states(rich)[1], datamodel={"n": b"x"}, **{field: [1]})
-    assert position._plain_payload_text(state) is None
+    assert _format3.plain_body(state) is None
     with pytest.raises(UnserializablePosition, match=r"datamodel\['n'\]"):
         dumps(state)
+
+
+# -- loads: the plain read accepts only what the full read accepts --------------------------
+
+_SMALL_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 2**64) | st.floats(-1e6, 1e6) | _TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
+    max_leaves=6,
+)
+_MEMBERS: dict[str, st.SearchStrategy[Any]] = {
+    "configuration": st.lists(st.integers(-1, 12), max_size=6).map(sorted),
+    "entered": st.lists(st.integers(-1, 12), max_size=8).map(sorted),
+    "states_to_invoke": st.lists(st.integers(-1, 12), max_size=2),
+    "history": st.lists(
+        st.tuples(st.integers(0, 12), st.lists(st.integers(0, 12), max_size=2)), max_size=2
+    ).map(lambda pairs: [list(pair) for pair in pairs]),
+    "invocations": st.lists(
+        st.tuples(st.integers(0, 12), st.integers(-1, 1), st.sampled_from(["", "w", "v"])),
+        max_size=2,
+    ).map(lambda triples: [list(t) for t in triples]),
+    "limits": st.fixed_dictionaries(
+        {
+            name: st.none() | st.integers(0, 2**63)
+            for name in ("steps", "effects", "internal_events", "output_bytes", "datamodel_bytes")
+        }
+    ),
+    "max_macrostep_rounds": st.none() | st.integers(-1, 2**63) | st.booleans(),
+    "running": st.booleans() | st.just(1),
+    "status": st.sampled_from(["running", "done", "x"]),
+    "trace": st.booleans() | st.just(0),
+    "session_id": st.sampled_from(["", "s", "sess_rich", "s" * 5000]) | st.integers(),
+    "macrostep": st.integers(-1, 2**63) | st.just(1.0) | st.booleans(),
+    "timer_counter": st.integers(-1, 3) | st.none(),
+    "caller_context": _SMALL_JSON,
+    "datamodel": st.dictionaries(
+        _TEXT | st.sampled_from(["_name", "_sessionid", "_ioprocessors", "n"]),
+        _SMALL_JSON,
+        max_size=3,
+    ),
+    "internal_queue": st.sampled_from([[], [{}], "x"]),
+    blobs.STANDARD: st.booleans() | st.just(1) | st.none(),
+}
+
+
+def _read_outcome(call: Any) -> Any:
+    try:
+        return call()
+    except CorruptPosition as exc:
+        return f"refused: {exc}"
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    which=st.integers(0, 3),
+    changes=st.dictionaries(st.sampled_from(sorted(_MEMBERS)), st.none(), max_size=3).flatmap(
+        lambda chosen: st.fixed_dictionaries({name: _MEMBERS[name] for name in chosen})
+    ),
+    ceiling=st.sampled_from([DEFAULT_LIMITS, None, MacrostepLimits(steps=10**8)]),
+)
+def test_the_plain_read_accepts_only_what_the_full_read_accepts(
+    rich: Machine, which: int, changes: dict[str, Any], ceiling: MacrostepLimits | None
+) -> None:
+    state = _rich_states(rich)[which]
+    members = _payload(dumps(state))
+    members.update(changes)
+    shape = {name: members[name] for name in payloads.SHAPE_KEYS}
+    values = {name: value for name, value in members.items() if name not in shape}
+    shape_text, values_text = _orjson(shape), _orjson(values)
+    if shape_text is None or values_text is None:
+        return  # orjson cannot write it: no blob ``dumps`` writes looks like this
+    body = shape_text + b"\n" + values_text
+    plain = _read_outcome(
+        lambda: _format3._plain_read(shape_text, values_text, rich, WORKER, None, ceiling)
+    )
+    full = _read_outcome(lambda: _format3._full_read(body, rich, WORKER, None, ceiling))
+    if isinstance(plain, MachineState):  # else it stepped aside: the full path says why
+        assert plain == full
+    if not changes:
+        assert plain == state  # what dumps writes takes the plain path

@@ -5,14 +5,17 @@ The fixtures in ``golden/legacy/`` are real blobs, written by the code of their 
 
 * ``pickup.v1.position``: format 1 (no budgets), by the release before issue 13;
 * ``pickup.v2.position``: format 2, under the identity of the source bytes (``sha256:``),
-  by the release before canonical identities.
+  by the release before canonical identities;
+* ``pickup.v2c.position``: format 2 under the canonical identity, by the release before
+  format 3 (issue 25).
 
-Both name the chart by the SHA-256 of its source bytes; ``loads`` accepts that identity
-for a machine compiled from those very bytes.
+The first two name the chart by the SHA-256 of its source bytes; ``loads`` accepts that
+identity for a machine compiled from those very bytes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from pathlib import Path
@@ -31,7 +34,11 @@ from statifier.core.position import (
 
 LEGACY = Path(__file__).resolve().parent / "golden" / "legacy"
 SOURCE = (LEGACY / "pickup.scxml").read_bytes()
-BLOBS = {"format 1": "pickup.v1.position", "format 2, source identity": "pickup.v2.position"}
+BLOBS = {
+    "format 1": "pickup.v1.position",
+    "format 2, source identity": "pickup.v2.position",
+    "format 2": "pickup.v2c.position",
+}
 
 
 def blob(kind: str) -> bytes:
@@ -53,10 +60,12 @@ def machine() -> statifier.Machine:
 def test_the_fixtures_name_the_source_bytes(machine: statifier.Machine) -> None:
     legacy = "sha256:" + hashlib.sha256(SOURCE).hexdigest()
     assert machine.source_identity == legacy != machine.identity
-    for kind in BLOBS:
+    for kind in ("format 1", "format 2, source identity"):
         assert json.loads(header(blob(kind))[2]) == legacy
+    assert json.loads(header(blob("format 2"))[2]) == machine.identity
     assert header(blob("format 1"))[1] == b"1"
     assert header(blob("format 2, source identity"))[1] == b"2"
+    assert header(blob("format 2"))[1] == b"2"
 
 
 @pytest.mark.parametrize("kind", sorted(BLOBS))
@@ -86,12 +95,20 @@ def test_dumping_a_legacy_position_writes_the_current_format(
     assert loads(upgraded, edited).active_leaf_ids() == ("paused",)
 
 
-@pytest.mark.parametrize("kind", sorted(BLOBS))
+@pytest.mark.parametrize("kind", ["format 1", "format 2, source identity"])
 def test_a_legacy_position_needs_the_very_source_bytes(kind: str) -> None:
     reformatted = statifier.compile(SOURCE.replace(b"\n", b"\r\n"))
     with pytest.raises(IdentityMismatch) as caught:
         loads(blob(kind), reformatted)
     assert caught.value.found == "sha256:" + hashlib.sha256(SOURCE).hexdigest()
+
+
+def test_a_format_2_position_under_the_canonical_identity_survives_cosmetic_edits(
+    machine: statifier.Machine,
+) -> None:
+    edited = statifier.compile(SOURCE.replace(b"\n", b"\r\n"))
+    loaded = loads(blob("format 2"), edited)
+    assert dataclasses.replace(loaded, machine=machine) == loads(blob("format 2"), machine)
 
 
 def test_a_legacy_identity_with_a_name_needs_the_same_name(machine: statifier.Machine) -> None:
@@ -118,16 +135,25 @@ def test_a_format_1_position_is_never_keyed(machine: statifier.Machine) -> None:
 
 
 def test_a_format_1_header_on_a_format_2_payload_is_refused(machine: statifier.Machine) -> None:
-    current = dumps(loads(blob("format 2, source identity"), machine))
-    lines = header(current)
-    body = current.split(b"\n", 4)[4]
+    format_2 = blob("format 2, source identity")
+    lines = header(format_2)
+    body = format_2.split(b"\n", 4)[4]
     relabelled = b"\n".join([lines[0], b"1", *lines[2:], body])
     with pytest.raises(CorruptPosition, match="version 1 payload has no limits"):
         loads(relabelled, machine)
 
 
-def test_formats_after_2_are_still_refused(machine: statifier.Machine) -> None:
+def test_a_format_2_header_on_a_format_3_payload_is_refused(machine: statifier.Machine) -> None:
+    current = dumps(loads(blob("format 2, source identity"), machine))
+    lines = header(current)
+    body = current.split(b"\n", 4)[4]
+    relabelled = b"\n".join([lines[0], b"2", *lines[2:], body])
+    with pytest.raises(CorruptPosition, match="not valid JSON"):
+        loads(relabelled, machine)
+
+
+def test_formats_after_3_are_still_refused(machine: statifier.Machine) -> None:
     lines = header(blob("format 1"))
     body = blob("format 1").split(b"\n", 4)[4]
-    with pytest.raises(UnsupportedVersion, match="reads versions 1, 2"):
-        loads(b"\n".join([lines[0], b"3", *lines[2:], body]), machine)
+    with pytest.raises(UnsupportedVersion, match="reads versions 1, 2, 3"):
+        loads(b"\n".join([lines[0], b"4", *lines[2:], body]), machine)

@@ -10,7 +10,6 @@ not trusted key their positions.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +21,8 @@ from statifier import Machine, MachineState
 from statifier.budget import UNBOUNDED, MacrostepLimits
 from statifier.core.position import CorruptPosition, dumps, loads
 from statifier.errors import StatifierError
+
+from engine_support import blobs
 
 CHART = """\
 <scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0" initial="main">
@@ -67,17 +68,7 @@ def _state(machine: Machine, **kwargs: Any) -> MachineState:
     return state
 
 
-def _payload(blob: bytes) -> dict[str, Any]:
-    decoded = json.loads(blob.split(b"\n", 4)[4])
-    assert isinstance(decoded, dict)
-    return decoded
-
-
-def _reframe(blob: bytes, payload: dict[str, Any]) -> bytes:
-    """The blob with ``payload`` in it and a recomputed (valid) plain digest."""
-    header = blob.split(b"\n", 4)[:3]
-    body = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
-    return b"\n".join([*header, b"sha256:" + hashlib.sha256(body).hexdigest().encode(), body])
+_payload = blobs.payload
 
 
 def _ids(machine: Machine, *names: str) -> list[int]:
@@ -158,14 +149,20 @@ def _deep(depth: int) -> Any:
     return value
 
 
+@pytest.mark.parametrize("version", [2, 3])
 @pytest.mark.parametrize("craft", sorted(CRAFTED))
-def test_crafted_positions_with_a_valid_digest_are_refused(machine: Machine, craft: str) -> None:
+def test_crafted_positions_with_a_valid_digest_are_refused(
+    machine: Machine, craft: str, version: int
+) -> None:
     blob = dumps(_state(machine))
     assert loads(blob, machine, invoke_types=WORKER).is_active("l1b")
     payload = _payload(blob)
+    if version == 2:
+        payload = blobs.format_2(payload, machine)
     CRAFTED[craft](machine, payload)
+    crafted = blobs.reframe(blob, blobs.body(payload, version), version=version)
     with pytest.raises(CorruptPosition, match="invalid payload"):
-        loads(_reframe(blob, payload), machine, invoke_types=WORKER)
+        loads(crafted, machine, invoke_types=WORKER)
 
 
 def test_a_host_may_allow_higher_or_unbounded_budgets(machine: Machine) -> None:
@@ -200,7 +197,7 @@ def test_a_forger_without_the_key_cannot_recompute_the_digest(machine: Machine) 
     blob = dumps(_state(machine), key=KEY)
     payload = _payload(blob)
     payload["max_macrostep_rounds"] = None
-    body = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
+    body = blobs.body(payload)
     for digest in (
         b"sha256:" + hashlib.sha256(body).hexdigest().encode(),
         b"hmac-sha256:" + hashlib.sha256(body).hexdigest().encode(),
@@ -271,13 +268,7 @@ def test_fuzzed_positions_either_fail_to_load_or_run(
     payload = _payload(blob)
     for name, value in mutations:
         payload[name] = value
-    header = blob.split(b"\n", 4)[:3]
-    body = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
-    import hmac
-
-    mac = hmac.new(KEY, b"\n".join(header) + b"\n", hashlib.sha256)
-    mac.update(body)
-    forged = b"\n".join([*header, b"hmac-sha256:" + mac.hexdigest().encode(), body])
+    forged = blobs.reframe(blob, blobs.body(payload), key=KEY)
     try:
         state = loads(forged, machine, invoke_types=WORKER, key=KEY)
     except CorruptPosition:

@@ -249,7 +249,7 @@ def test_worker_queue_options_are_checked(
 
 def test_the_commands_are_listed_after_install(capsys: pytest.CaptureFixture[str]) -> None:
     names = cli.statifier_oban.list_commands(click.Context(cli.statifier_oban))
-    assert names == ["install", "pending", "worker", "demo", "db", "executions"]
+    assert names == ["install", "pending", "worker", "demo", "db", "executions", "web"]
     assert cli.main(["--help"]) == 0
     help_text = capsys.readouterr().out
     for name in names:

@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+import statifier
 from psycopg import AsyncConnection
 from statifier.core.effects import SendDelayed
 from statifier.core.events import Event
 from statifier_oban import Config, ConfigError, schedule
-from statifier_oban.executions import ExecutionDelivery, ObanExecutor
+from statifier_oban.executions import ExecutionDelivery, ObanExecutor, execution_config
 from statifier_oban.workers import INVOKE_WORKER, TIMER_WORKER
 from statifier_persistence import Executions, Stepped
 
@@ -489,3 +490,23 @@ async def invoke_jobs(rig: Rig, execution_id: str) -> list[Any]:
         "worker = %s AND args->>'scope' = %s ORDER BY id",
         [INVOKE_WORKER, execution_id],
     )
+
+
+async def test_invoke_types_without_a_handler_are_named_before_a_step(oban_client: Any) -> None:
+    machine = statifier.compile(
+        """<scxml xmlns="http://www.w3.org/2005/07/scxml" initial="a">
+  <state id="a">
+    <invoke type="myapp:capture"/>
+    <invoke type="myapp:refund"/>
+    <invoke type="http://www.w3.org/TR/scxml/">
+      <content><scxml initial="x"><final id="x"/></scxml></content>
+    </invoke>
+    <invoke typeexpr="'myapp:' + 'later'"/>
+  </state>
+</scxml>"""
+    )
+    config = execution_config(oban_client, timers_queue="timers", invoke_queue="invokes")
+    bare = ObanExecutor(config)
+    assert bare.unhandled_invoke_types(machine) == ["myapp:capture", "myapp:refund"]
+    some = ObanExecutor(config, handlers={"myapp:refund": HeldHandler})
+    assert some.unhandled_invoke_types(machine) == ["myapp:capture"]

@@ -73,7 +73,7 @@ async def test_a_built_chart_that_is_not_compiled_is_refused_with_how_to_compile
     executions: Executions,
 ) -> None:
     with pytest.raises(InvalidArgument) as info:
-        await executions.create(example_chart(), execution_id=unique())  # type: ignore[arg-type]
+        await executions.create(example_chart(), execution_id=unique())  # type: ignore[call-overload]
     assert str(info.value) == (
         "chart must be a compiled statifier.Machine, not Chart "
         "(compile a chart written in Python with its compile())"

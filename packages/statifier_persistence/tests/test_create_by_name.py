@@ -51,7 +51,7 @@ async def test_an_unknown_chart_creates_nothing(executions: Executions) -> None:
     with pytest.raises(InvalidArgument):
         await executions.create("", execution_id=execution_id)
     with pytest.raises(InvalidArgument):
-        await executions.create(42, execution_id=execution_id)  # type: ignore[arg-type]
+        await executions.create(42, execution_id=execution_id)  # type: ignore[call-overload]
     with pytest.raises(ExecutionNotFound):
         await executions.get(execution_id)
 

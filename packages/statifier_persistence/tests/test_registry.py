@@ -9,8 +9,10 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 from statifier.core.events import Event
 from statifier_persistence import (
+    STATUSES,
     ChartConflict,
     ChartNotRegistered,
+    ChartRetired,
     ChartUnusable,
     Executions,
     InvalidArgument,
@@ -149,6 +151,47 @@ async def test_list_filters_by_status_chart_and_metadata_and_pages(
         after = page.after
     assert [len(p) for p in pages] == [4, 4, 1]
     assert [eid for page_ids in pages for eid in page_ids] == all_ids
+
+    zero = {"needs_migration": 0, "failed": 0, "cancelled": 0}
+    assert await executions.counts() == {"active": 7, "completed": 2, **zero}
+    assert list(await executions.counts()) == list(STATUSES)
+    assert await executions.counts(chart="door") == {"active": 4, "completed": 2, **zero}
+    assert await executions.counts(revision=door_v2.identity) == {
+        "active": 0, "completed": 1, **zero
+    }  # fmt: skip
+    assert await executions.counts(metadata={"even": True}) == {
+        "active": 3, "completed": 0, **zero
+    }  # fmt: skip
+    assert (await executions.counts(chart="none"))["active"] == 0
+
+
+async def test_chart_by_name_is_the_newest_revision_not_retired(
+    pool: AsyncConnectionPool,
+) -> None:
+    executions = Executions(pool, executor=TableExecutor())
+    body = '<state id="s"><transition event="go" target="e"/></state><final id="e"/>'
+    old = chart(body, name="door")
+    new = statifier.compile(old.source, name="door", version="2")
+    with pytest.raises(ChartNotRegistered):
+        await executions.chart("door")
+    await executions.register(old)
+    assert (await executions.chart("door")).identity == old.identity
+    await executions.register(new)
+    latest = await executions.chart("door")
+    assert latest.identity == new.identity
+    assert latest.states[1].id == "s"
+    # A node with an empty cache compiles it from the registry.
+    assert (await Executions(pool, executor=TableExecutor()).chart("door")).identity == (
+        new.identity
+    )
+    assert (await executions.chart(old.identity)).identity == old.identity  # by identity
+    await executions.retire(new.identity)
+    assert (await executions.chart("door")).identity == old.identity
+    with pytest.raises(ChartRetired):
+        await executions.chart(new.identity)
+    for bad in ("", "x" * 2000, 7):
+        with pytest.raises(InvalidArgument):
+            await executions.chart(bad)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

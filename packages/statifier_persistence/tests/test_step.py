@@ -86,6 +86,33 @@ async def test_a_taken_id_is_refused_and_nothing_is_written(
     assert (await executions.get(execution_id)).step_count == 1
 
 
+async def test_a_keyed_create_retried_is_already_applied_and_drives_nothing_again(
+    executions: Executions, store: AsyncConnectionPool
+) -> None:
+    execution_id = unique()
+    first = await executions.create(HOLD, execution_id=execution_id, key="req-7")
+    again = await executions.create(HOLD, execution_id=execution_id, key="req-7")
+    assert isinstance(first, Stepped)
+    assert isinstance(again, AlreadyApplied)
+    assert (again.key, again.execution) == ("req-7", first.execution)
+    assert len(await effect_rows(store, execution_id)) == 1
+    # The create's key is the execution's first step key: a step with it is a replay too.
+    assert isinstance(await executions.step(execution_id, Event(name="capture"), key="req-7"),
+                      AlreadyApplied)  # fmt: skip
+    # Another key for a taken id is a conflict, not a retry.
+    with pytest.raises(ExecutionExists):
+        await executions.create(HOLD, execution_id=execution_id, key="req-8")
+    with pytest.raises(ExecutionExists):
+        await executions.create(HOLD, execution_id=execution_id)
+
+
+async def test_a_keyed_create_needs_an_id_and_a_valid_key(executions: Executions) -> None:
+    with pytest.raises(InvalidArgument, match="needs an execution_id"):
+        await executions.create(HOLD, key="req-1")
+    with pytest.raises(InvalidArgument):
+        await executions.create(HOLD, execution_id=unique(), key="has space")
+
+
 async def test_an_event_is_driven_stored_and_counted(
     executions: Executions, executor: TableExecutor, store: AsyncConnectionPool
 ) -> None:

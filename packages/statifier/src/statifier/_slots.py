@@ -1,26 +1,31 @@
-"""Slot setters: building frozen, slotted dataclass instances fast on hot paths.
+"""Builders: making frozen, slotted dataclass instances fast on hot paths.
 
 A frozen dataclass's generated ``__init__`` stores each field through
-``object.__setattr__``, about three times what storing through the slot descriptor costs.
-A hot path that builds many instances of one such class (an effect per write, a write
-result per assignment) takes the descriptors' setters once with ``setters`` and fills a
-bare instance (``object.__new__(cls)``) itself, setting every field. The result is an
-ordinary instance of the dataclass: equal, hashable and frozen as any other.
+``object.__setattr__``, and even a slot descriptor's ``__set__`` is a slow call from
+Python (a wrapper that takes a tuple of arguments). A hot path that makes many instances
+of one such class (an effect per write, a write result per assignment) fills a
+*builder* instead: a class with exactly the same layout (the same base, the same slots)
+whose instances take plain attribute stores, and then gives the filled instance its real
+class (``obj.__class__ = cls``, which CPython allows between classes of one layout). The
+result is an ordinary instance of the dataclass: equal, hashable and frozen as any other.
+Every builder sets every field; tests compare each with the dataclass constructor.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-Setter = Callable[[Any, Any], None]
-"""Stores a value into one slot of an instance, bypassing ``__setattr__``."""
 
-
-def setters(cls: type, *names: str) -> tuple[Setter, ...]:
-    """The slot setters of ``cls`` for ``names``, in order (inherited slots included)."""
-    found: list[Setter] = []
-    for name in names:
-        descriptor = getattr(cls, name)
-        found.append(descriptor.__set__)
-    return tuple(found)
+def builder(cls: type) -> Any:
+    """A mutable class laid out exactly as ``cls`` (a slotted dataclass whose base is
+    ``object`` or another slotted class): fill a bare instance (``object.__new__``),
+    every field of it, then assign ``__class__ = cls``."""
+    namespace = {
+        "__slots__": cls.__dict__["__slots__"],
+        # Both, so that CPython stores attributes with its generic C setter: a class that
+        # keeps the frozen ``__delattr__`` falls back to a slow Python-level dispatch.
+        "__setattr__": object.__setattr__,
+        "__delattr__": object.__delattr__,
+    }
+    base = cls.__base__ or object
+    return type(f"{cls.__name__}Builder", (base,), namespace)

@@ -55,6 +55,7 @@ from ._delivery import CREATE_DELIVERIES, MIDFLIGHT_QUEUE, DemoDelivery
 from ._errors import ChartNotFound, StepFailed
 from ._store import Stored, TimerRow, read_stored
 from ._timeline import Timeline, epoch, table
+from ._web import check_web, serve_console
 from ._workers import Worker, Workers
 
 DEFAULT_HOLD = "3s"
@@ -83,6 +84,8 @@ class DemoOptions:
     """The card-authorization chart (None: the one shipped in this package)."""
     fault: str = "none"
     """A failure to inject (see :data:`FAULTS`)."""
+    web: bool = False
+    """Once the demo ends, serve its executions in the web console until stopped."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,9 +163,17 @@ class HoldType(click.ParamType[str, Any]):
     help="inject a failure to see the checks catch it: no-capture (card A is never "
     "captured, so its hold expires it)",
 )  # fmt: skip
-def demo(hold: str, database_url: str | None, chart: Path | None, fault: str) -> int:
+@click.option(
+    "--web", is_flag=True,
+    help="once the demo ends, serve its executions in the web console (loopback, a "
+    "fresh token printed) until Ctrl-C",
+)  # fmt: skip
+def demo(hold: str, database_url: str | None, chart: Path | None, fault: str, web: bool) -> int:
     """Run the demo with its options; return the exit status."""
-    return run_demo(DemoOptions(hold=hold, database_url=database_url, chart=chart, fault=fault))
+    if web:
+        check_web()
+    options = DemoOptions(hold=hold, database_url=database_url, chart=chart, fault=fault, web=web)
+    return run_demo(options)
 
 
 def main(argv: Sequence[str] | None = None, *, prog: str = "python -m statifier_demo") -> int:
@@ -216,16 +227,28 @@ def run_demo(options: DemoOptions, out: TextIO | None = None) -> int:
         try:
             if workers is not None:
                 workers.close()
-            if embedded is not None:
-                embedded.stop()
-                timeline.note("database", "embedded PostgreSQL stopped, its data directory removed")
+            if embedded is not None and not (options.web and outcome is not None):
+                _stop(embedded, timeline)
+                embedded = None
         finally:
             restore()
-    elapsed = time.time() - t0
-    if outcome is not None:
-        _summary(timeline, outcome, cards)
-    checks = verify(outcome, cards, options.hold, elapsed)
-    return _report(timeline, checks, elapsed)
+    try:
+        elapsed = time.time() - t0
+        if outcome is not None:
+            _summary(timeline, outcome, cards)
+        checks = verify(outcome, cards, options.hold, elapsed)
+        status = _report(timeline, checks, elapsed)
+        if options.web and outcome is not None:
+            serve_console(url, timeline)
+        return status
+    finally:
+        if embedded is not None:  # kept for the console
+            _stop(embedded, timeline)
+
+
+def _stop(embedded: EmbeddedPostgres, timeline: Timeline) -> None:
+    embedded.stop()
+    timeline.note("database", "embedded PostgreSQL stopped, its data directory removed")
 
 
 class _Terminated(KeyboardInterrupt):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, overload
 
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
@@ -239,6 +239,7 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
 
     # -- create, step, cancel --------------------------------------------------------
 
+    @overload
     async def create(
         self,
         chart: Machine | str,
@@ -249,8 +250,38 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         parent: ParentLink | None = None,
         caller_context: Any = None,
         trace: bool = False,
+        key: None = None,
         conn: AsyncConnection[Any] | None = None,
-    ) -> Stepped:
+    ) -> Stepped: ...
+
+    @overload
+    async def create(
+        self,
+        chart: Machine | str,
+        *,
+        execution_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        datamodel: Mapping[str, Any] | None = None,
+        parent: ParentLink | None = None,
+        caller_context: Any = None,
+        trace: bool = False,
+        key: str,
+        conn: AsyncConnection[Any] | None = None,
+    ) -> Stepped | AlreadyApplied: ...
+
+    async def create(
+        self,
+        chart: Machine | str,
+        *,
+        execution_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        datamodel: Mapping[str, Any] | None = None,
+        parent: ParentLink | None = None,
+        caller_context: Any = None,
+        trace: bool = False,
+        key: str | None = None,
+        conn: AsyncConnection[Any] | None = None,
+    ) -> Stepped | AlreadyApplied:
         """Run the chart's initial drive as execution ``execution_id`` (a fresh
         ``sess_...`` id by default; it is the chart's ``_sessionid``) and store it.
 
@@ -263,11 +294,20 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         is the first macrostep's opaque host term. ``trace`` makes every step of the
         execution also produce the core's trace effects (microsteps, dequeued events), for
         an ``observer`` to see. Raises ``ExecutionExists`` for a taken id (nothing written).
+
+        ``key`` (an idempotency key, as ``step`` takes; it needs an ``execution_id``) is
+        recorded as the key of the initial drive: a create of the same id with the same key
+        answers ``AlreadyApplied`` (a retried request) instead of raising
+        ``ExecutionExists``. Without ``key`` the answer is always ``Stepped``.
         """
         if not isinstance(chart, str):
             _check_machine(chart)
         elif not chart or len(chart) > MAX_IDENTITY_LENGTH:
             raise InvalidArgument(f"chart must be a chart name or identity, not {chart!r:.100}")
+        if key is not None:
+            if execution_id is None:
+                raise InvalidArgument("a keyed create needs an execution_id")
+            key = check_key(key)
         execution_id = (
             new_session_id() if execution_id is None else check_execution_id(execution_id)
         )
@@ -276,7 +316,7 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         if parent is not None:
             _check_parent(parent)
         stepped = await self._create(
-            chart, execution_id, meta, seed, parent, caller_context, trace, conn, _Tree()
+            chart, execution_id, meta, seed, parent, caller_context, trace, conn, _Tree(), key=key
         )
         assert stepped is not None  # noqa: S101 - answered at once without ``after``
         return stepped
@@ -317,9 +357,11 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         conn: AsyncConnection[Any] | None,
         tree: _Tree,
         after: list[tuple[Execution, Drive, Draft | None]] | None = None,
-    ) -> Stepped | None:
+        key: str | None = None,
+    ) -> Stepped | AlreadyApplied | None:
         """Create and store the execution; its answer (None when ``after`` is given: the
-        drive is added to it, to be answered once the enclosing step commits)."""
+        drive is added to it, to be answered once the enclosing step commits). With
+        ``key``, a taken id whose creation applied that key answers ``AlreadyApplied``."""
         async with transaction(self._pool, conn) as db:
             machine, identity = await self._chart_for(db, chart, execution_id, tree.named)
             params = {
@@ -339,6 +381,12 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
             cursor = await db.execute(statement("insert_execution", self._prefix), params)
             row = await cursor.fetchone()
             if row is None:
+                if key is not None:
+                    existing, _, applied = await self._read(
+                        db, execution_id, lock="", with_position=False, key=key
+                    )
+                    if applied:
+                        return AlreadyApplied(existing, key)
                 raise ExecutionExists(execution_id)
             execution = decode_execution(row, self._limits)
             routes = self._routes(execution)
@@ -356,7 +404,7 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
             await drive.initial(effects)
             chart_detail = {"identity": identity, "name": machine.name, "version": machine.version}
             draft = self._draft(drive, "created", detail={"chart": chart_detail})
-            stored = await self._store(db, drive, draft)
+            stored = await self._store(db, drive, draft, key)
             await self._settlement.after_store(db, execution.status, stored)
         if after is not None:
             after.append((stored, drive, draft))
@@ -764,26 +812,14 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         """
         if status is not None and status not in STATUSES:
             raise InvalidArgument(f"status must be one of {', '.join(STATUSES)}, not {status!r}")
-        if chart is not None and (not isinstance(chart, str) or len(chart) > MAX_IDENTITY_LENGTH):
-            raise InvalidArgument(f"chart must be a chart name, not {chart!r}")
-        if revision is not None and (
-            not isinstance(revision, str) or len(revision) > MAX_IDENTITY_LENGTH
-        ):
-            raise InvalidArgument(f"revision must be a chart identity, not {revision!r}")
         if isinstance(limit, bool) or not isinstance(limit, int):
             raise InvalidArgument(f"limit must be an integer, not {limit!r}")
         if not 1 <= limit <= self._limits.max_page_size:
             raise InvalidArgument(f"limit must be in 1..{self._limits.max_page_size}, not {limit}")
         params = {
             **self._bounds(),
+            **self._filters(chart, revision, metadata),
             "status": status,
-            "chart": chart,
-            "revision": revision,
-            "metadata": (
-                encode_json_object(metadata, "metadata filter", self._limits.max_metadata_bytes)
-                if metadata is not None
-                else None
-            ),
             "after": check_execution_id(after) if after is not None else None,
             "parent": check_execution_id(parent) if parent is not None else None,
             "limit": limit,
@@ -794,6 +830,56 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         executions = tuple(decode_execution(row, self._limits) for row in rows)
         more = len(executions) == limit
         return Page(executions, executions[-1].id if more else None)
+
+    async def counts(
+        self,
+        *,
+        chart: str | None = None,
+        revision: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        conn: AsyncConnection[Any] | None = None,
+    ) -> dict[ExecutionStatus, int]:
+        """How many executions are in each status (every status, in ``STATUSES`` order,
+        zero included), filtered as ``list`` filters: by chart name, chart revision and
+        metadata containment. It counts every matching row, so it costs a scan of them."""
+        params = self._filters(chart, revision, metadata)
+        async with transaction(self._pool, conn) as db:
+            cursor = await db.execute(statement("count_executions", self._prefix), params)
+            rows = await cursor.fetchall()
+        found = {str(status): int(count) for status, count in rows}
+        return {status: found.get(status, 0) for status in STATUSES}
+
+    async def chart(self, chart: str, *, conn: AsyncConnection[Any] | None = None) -> Machine:
+        """The compiled revision ``chart`` names, as ``create`` reads a name or identity:
+        the identity of a registered revision (or of its source bytes), or the name of a
+        registered chart (its most recently registered revision that is not retired).
+        Raises ``ChartNotRegistered`` if none is, ``ChartRetired`` for a retired identity.
+        For a host that looks at a chart before it starts an execution of it."""
+        if not isinstance(chart, str) or not 0 < len(chart) <= MAX_IDENTITY_LENGTH:
+            raise InvalidArgument(f"chart must be a chart name or identity, not {chart!r:.100}")
+        async with transaction(self._pool, conn) as db:
+            machine, _ = await self._chart_for(db, chart, f"chart {chart}")
+        return machine
+
+    def _filters(
+        self, chart: Any, revision: Any, metadata: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        """The checked filter parameters ``list`` and ``counts`` share."""
+        if chart is not None and (not isinstance(chart, str) or len(chart) > MAX_IDENTITY_LENGTH):
+            raise InvalidArgument(f"chart must be a chart name, not {chart!r}")
+        if revision is not None and (
+            not isinstance(revision, str) or len(revision) > MAX_IDENTITY_LENGTH
+        ):
+            raise InvalidArgument(f"revision must be a chart identity, not {revision!r}")
+        return {
+            "chart": chart,
+            "revision": revision,
+            "metadata": (
+                encode_json_object(metadata, "metadata filter", self._limits.max_metadata_bytes)
+                if metadata is not None
+                else None
+            ),
+        }
 
     # -- the parts -------------------------------------------------------------------
 

@@ -6,15 +6,21 @@ final states as Mermaid end markers or DOT double circles. A transition is label
 its events, its condition in brackets and ``/`` when it runs executable content. States in
 ``active`` (a configuration, by index) are highlighted.
 
-Neither format needs anything installed to produce; SVG is DOT run through Graphviz, which
-``statifier diagram --format svg`` does when ``dot`` is on the path.
+Neither format needs anything installed to produce; SVG (``to_svg``) is DOT run through
+Graphviz's ``dot``, found on the path, which ``statifier diagram --format svg`` and the web
+console use. Every label reaches Graphviz as a quoted DOT string, which it writes into the
+SVG as escaped text: a state id or a condition cannot become markup.
 """
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from collections.abc import Iterable, Iterator
+from typing import Final
 
 from statifier.chart.model import Machine, StateNode, TransitionNode
+from statifier.errors import StatifierError
 
 ACTIVE_FILL = "#fde68a"
 ACTIVE_STROKE = "#b45309"
@@ -22,6 +28,21 @@ ACTIVE_REGION_FILL = "#fef3c7"
 """Active compound and parallel states are filled lighter than the active leaves."""
 MAX_LABEL = 60
 """Longest condition shown in a label (longer ones are cut with an ellipsis)."""
+DOT_TIMEOUT_S: Final = 60
+"""How long ``to_svg`` lets Graphviz run, by default."""
+GRAPHVIZ_HINT: Final = (
+    "SVG needs Graphviz's 'dot' on the PATH: install Graphviz (Debian/Ubuntu: "
+    "apt-get install graphviz; macOS: brew install graphviz; Windows: winget install "
+    "graphviz, or https://graphviz.org/download/), or use --format mermaid or --format dot"
+)
+
+
+class DiagramError(StatifierError):
+    """``to_svg`` could not draw: Graphviz is missing, failed or ran out of time."""
+
+
+class GraphvizMissing(DiagramError):
+    """Graphviz's ``dot`` is not on the path (the message says how to get it)."""
 
 
 def transition_label(transition: TransitionNode) -> str:
@@ -235,3 +256,35 @@ def _did(state: StateNode) -> str:
 def _dot_string(text: str) -> str:
     escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
     return f'"{escaped}"'
+
+
+# -- SVG --------------------------------------------------------------------------------
+
+
+def to_svg(
+    machine: Machine, active: Iterable[int] = (), *, timeout: float = DOT_TIMEOUT_S
+) -> bytes:
+    """The chart as SVG: ``to_dot`` run through Graphviz's ``dot -Tsvg``.
+
+    Blocking (a subprocess of at most ``timeout`` seconds): run it in a thread from async
+    code. Raises ``GraphvizMissing`` when ``dot`` is not on the path, ``DiagramError``
+    when it fails or runs out of time.
+    """
+    return svg_of_dot(to_dot(machine, active).encode(), timeout=timeout)
+
+
+def svg_of_dot(dot_source: bytes, *, timeout: float = DOT_TIMEOUT_S) -> bytes:
+    """DOT source drawn as SVG by Graphviz's ``dot`` (the errors of ``to_svg``)."""
+    dot = shutil.which("dot")
+    if dot is None:
+        raise GraphvizMissing(GRAPHVIZ_HINT)
+    try:
+        done = subprocess.run(  # noqa: S603 - Graphviz found by which(), one fixed flag, no shell
+            [dot, "-Tsvg"], input=dot_source, capture_output=True, timeout=timeout
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise DiagramError(f"running {dot} failed: {exc}") from exc
+    if done.returncode != 0:
+        message = done.stderr.decode(errors="replace").strip()
+        raise DiagramError(f"dot failed: {message}")
+    return done.stdout

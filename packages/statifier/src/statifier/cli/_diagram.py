@@ -7,14 +7,12 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from statifier.chart.diagram import to_dot, to_mermaid
+from statifier.chart.diagram import DiagramError, svg_of_dot, to_dot, to_mermaid
 from statifier.chart.model import Machine
 from statifier.cli._files import ChartSource, load_chart
 from statifier.cli.kit import CommandError
@@ -23,13 +21,6 @@ from statifier.core.events import Event
 from statifier.datamodel.host import HostFunction
 from statifier.errors import PositionError
 from statifier.virtual.driver import VirtualDriver
-
-GRAPHVIZ_HINT = (
-    "SVG needs Graphviz's 'dot' on the PATH: install Graphviz (Debian/Ubuntu: "
-    "apt-get install graphviz; macOS: brew install graphviz; Windows: winget install "
-    "graphviz, or https://graphviz.org/download/), or use --format mermaid or --format dot"
-)
-DOT_TIMEOUT_S = 60
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,15 +78,7 @@ def _active(machine: Machine, request: DiagramRequest) -> frozenset[int]:
 
 
 def _svg(dot_source: bytes) -> bytes:
-    dot = shutil.which("dot")
-    if dot is None:
-        raise CommandError(GRAPHVIZ_HINT)
     try:
-        done = subprocess.run(  # noqa: S603 - Graphviz found by which(), one fixed flag, no shell
-            [dot, "-Tsvg"], input=dot_source, capture_output=True, timeout=DOT_TIMEOUT_S
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise CommandError(f"running {dot} failed: {exc}") from None
-    if done.returncode != 0:
-        raise CommandError(f"dot failed: {done.stderr.decode(errors='replace').strip()}")
-    return done.stdout
+        return svg_of_dot(dot_source)
+    except DiagramError as exc:
+        raise CommandError(str(exc)) from None

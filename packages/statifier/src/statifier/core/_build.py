@@ -6,36 +6,14 @@ dataclass constructor.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
-from statifier._slots import setters
-from statifier.core.effects import DatamodelChange, Log, Owner
+from statifier._slots import builder
+from statifier.core.effects import Cancel, DatamodelChange, Log, Owner, SendDelayed
 
 _new = object.__new__
 
-
-(
-    _change_location,
-    _change_path,
-    _change_new,
-    _change_prior,
-    _change_c_index,
-    _change_owner,
-    _change_macrostep,
-    _change_microstep,
-    _change_round,
-) = setters(
-    DatamodelChange,
-    "location",
-    "path",
-    "new_value",
-    "prior_value",
-    "c_index",
-    "owner",
-    "macrostep",
-    "microstep",
-    "round",
-)
+_ChangeBuilder: Final = builder(DatamodelChange)
 
 
 def datamodel_change(
@@ -50,28 +28,22 @@ def datamodel_change(
     round_: int,
 ) -> DatamodelChange:
     """``DatamodelChange(location=..., ..., round=round_)``, built fast."""
-    effect = _new(DatamodelChange)
-    _change_location(effect, location)
-    _change_path(effect, path)
-    _change_new(effect, new_value)
-    _change_prior(effect, prior_value)
-    _change_c_index(effect, c_index)
-    _change_owner(effect, owner)
-    _change_macrostep(effect, macrostep)
-    _change_microstep(effect, microstep)
-    _change_round(effect, round_)
-    return effect
+    effect = _new(_ChangeBuilder)
+    effect.location = location
+    effect.path = path
+    effect.new_value = new_value
+    effect.prior_value = prior_value
+    effect.c_index = c_index
+    effect.owner = owner
+    effect.macrostep = macrostep
+    effect.microstep = microstep
+    effect.round = round_
+    effect.__class__ = DatamodelChange
+    built: DatamodelChange = effect
+    return built
 
 
-(
-    _log_label,
-    _log_value,
-    _log_c_index,
-    _log_owner,
-    _log_macrostep,
-    _log_microstep,
-    _log_round,
-) = setters(Log, "label", "value", "c_index", "owner", "macrostep", "microstep", "round")
+_LogBuilder: Final = builder(Log)
 
 
 def log(
@@ -84,12 +56,82 @@ def log(
     round_: int,
 ) -> Log:
     """``Log(label=..., ..., round=round_)``, built fast."""
-    effect = _new(Log)
-    _log_label(effect, label)
-    _log_value(effect, value)
-    _log_c_index(effect, c_index)
-    _log_owner(effect, owner)
-    _log_macrostep(effect, macrostep)
-    _log_microstep(effect, microstep)
-    _log_round(effect, round_)
-    return effect
+    effect = _new(_LogBuilder)
+    effect.label = label
+    effect.value = value
+    effect.c_index = c_index
+    effect.owner = owner
+    effect.macrostep = macrostep
+    effect.microstep = microstep
+    effect.round = round_
+    effect.__class__ = Log
+    built: Log = effect
+    return built
+
+
+_CancelBuilder: Final = builder(Cancel)
+
+
+def cancel(
+    send_id: str,
+    c_index: int,
+    owner: Owner | None,
+    ordinal: int,
+    caller_context: Any,
+    macrostep: int,
+    microstep: int,
+    round_: int,
+) -> Cancel:
+    """``Cancel(send_id=..., ..., round=round_)``, built fast."""
+    effect = _new(_CancelBuilder)
+    effect.send_id = send_id
+    effect.c_index = c_index
+    effect.owner = owner
+    effect.ordinal = ordinal
+    effect.caller_context = caller_context
+    effect.macrostep = macrostep
+    effect.microstep = microstep
+    effect.round = round_
+    effect.__class__ = Cancel
+    built: Cancel = effect
+    return built
+
+
+_DelayedBuilder: Final = builder(SendDelayed)
+
+
+def send_delayed(
+    event: str,
+    target: str | None,
+    type_: str | None,
+    data: Any,
+    send_id: str,
+    delay_ms: int,
+    c_index: int,
+    owner: Owner | None,
+    ordinal: int,
+    id_from_author: bool,
+    caller_context: Any,
+    macrostep: int,
+    microstep: int,
+    round_: int,
+) -> SendDelayed:
+    """``SendDelayed(event=..., ..., round=round_)``, built fast."""
+    effect = _new(_DelayedBuilder)
+    effect.event = event
+    effect.target = target
+    effect.type = type_
+    effect.data = data
+    effect.send_id = send_id
+    effect.delay_ms = delay_ms
+    effect.c_index = c_index
+    effect.owner = owner
+    effect.ordinal = ordinal
+    effect.id_from_author = id_from_author
+    effect.caller_context = caller_context
+    effect.macrostep = macrostep
+    effect.microstep = microstep
+    effect.round = round_
+    effect.__class__ = SendDelayed
+    built: SendDelayed = effect
+    return built

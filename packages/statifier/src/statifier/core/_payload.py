@@ -7,6 +7,11 @@ the algorithm could have made, invocations of active states, counters and budget
 range, a bounded queue and datamodel (ADR 4). ``loads``, ``import_position`` and ``dumps``
 (on the payload it would write) all run these checks.
 
+The checks come in two halves: ``decode_shape`` judges the members that place the
+execution in its chart (``SHAPE_KEYS``) against the chart alone, so a host may judge equal
+ones once (format 3 does, by the bytes of its shape line); ``decode_values`` checks the
+rest (``VALUE_KEYS``) for that shape and the host's budget ceiling.
+
 The datamodel is measured value by value (``statifier.values.measure``) unless its JSON
 text vouches for every value in it (``fits`` and, for values not decoded from JSON,
 ``json_typed``): the text then has too few brackets, digits and characters for any value
@@ -175,32 +180,62 @@ def decode_event(obj: Any, where: str) -> Event:
     )
 
 
-class _Parts:
-    """A payload's fields, checked and converted (what ``decode_parts`` returns)."""
+SHAPE_KEYS: Final = frozenset(
+    {
+        "configuration",
+        "entered",
+        "history",
+        "limits",
+        "max_macrostep_rounds",
+        "running",
+        "states_to_invoke",
+        "status",
+        "trace",
+    }
+)
+"""The members of a payload that say where the execution is in its chart: checked against
+the chart alone (``decode_shape``), so a host may judge equal ones once."""
+
+VALUE_KEYS: Final = _PAYLOAD_KEYS - SHAPE_KEYS
+"""The other members: the execution's own values (session id, counters, datamodel,
+queue, invocations), checked per position (``decode_values``)."""
+
+
+class Shape:
+    """The shape members of a payload, checked and converted (``decode_shape``)."""
 
     __slots__ = (
         "configuration",
         "entered",
         "history",
-        "invocations",
         "limits",
-        "queue",
         "rounds",
         "running",
         "states_to_invoke",
         "status",
+        "trace",
     )
 
     configuration: frozenset[int]
     entered: frozenset[int]
     history: dict[int, tuple[int, ...]]
-    invocations: dict[tuple[int, int], str]
     limits: MacrostepLimits
-    queue: tuple[Event, ...]
+    """The stored budgets, not yet held against a host's ceiling (``decode_values`` does)."""
     rounds: int | None
     running: bool
     states_to_invoke: tuple[int, ...]
     status: Status
+    trace: bool
+
+
+class Values:
+    """The value members of a payload that ``decode_values`` converts; the others (session
+    id, counters, datamodel, caller context) are checked and usable as they are."""
+
+    __slots__ = ("invocations", "queue")
+
+    invocations: dict[tuple[int, int], str]
+    queue: tuple[Event, ...]
 
 
 def decode_payload(
@@ -209,65 +244,82 @@ def decode_payload(
     invoke_types: frozenset[str] | None,
     routes: Container[str] | None,
     max_limits: MacrostepLimits | None,
-    text: str | None = None,
+    text: str | bytes | None = None,
 ) -> MachineState:
     """Build the state a payload describes, or raise ``CorruptPosition`` saying what is wrong.
 
     ``obj`` is a decoded payload of the current format (see the module docstring);
     ``max_limits`` is the ceiling on the stored budgets (None: no ceiling); ``text`` is
-    the JSON text ``obj`` was decoded from, when it was (it spares measuring the datamodel
-    value by value when the text is small enough to vouch for it, ``fits``).
+    the JSON text ``obj``'s datamodel was decoded from, when it was (it spares measuring
+    the datamodel value by value when the text is small enough to vouch for it, ``fits``).
     Every position this module (and ``import_position``) makes passes through here.
     """
-    parts = decode_parts(obj, machine, max_limits, text)
-    payload: dict[str, Any] = obj
+    payload = _keys(obj, _PAYLOAD_KEYS, "the payload")
+    shape = decode_shape(payload, machine)
+    values = decode_values(payload, shape, machine, max_limits, text)
+    return build_state(machine, shape, values, payload, invoke_types, routes)
+
+
+def build_state(
+    machine: Machine,
+    shape: Shape,
+    values: Values,
+    payload: dict[str, Any],
+    invoke_types: frozenset[str] | None,
+    routes: Container[str] | None,
+) -> MachineState:
+    """The state of a checked payload: ``shape`` and ``values`` as ``decode_shape`` and
+    ``decode_values`` made them, the members they leave as they are read from ``payload``."""
     state: Any = object.__new__(StateBuilder)
     state.machine = machine
     state.session_id = payload["session_id"]
-    state.configuration = parts.configuration
-    state.internal_queue = parts.queue
-    state.history = parts.history
-    state.entered = parts.entered
-    state.states_to_invoke = parts.states_to_invoke
-    state.invocations = parts.invocations
+    state.configuration = shape.configuration
+    state.internal_queue = values.queue
+    state.history = dict(shape.history) if shape.history else {}
+    state.entered = shape.entered
+    state.states_to_invoke = shape.states_to_invoke
+    state.invocations = values.invocations
     state.invoke_counter = payload["invoke_counter"]
     state.send_counter = payload["send_counter"]
     state.timer_counter = payload["timer_counter"]
     state.caller_context = payload["caller_context"]
     state.datamodel = state_variables(machine, payload["datamodel"])
-    state.running = parts.running
-    state.status = parts.status
+    state.running = shape.running
+    state.status = shape.status
     state.macrostep = payload["macrostep"]
     state.microstep = payload["microstep"]
     state.round = payload["round"]
-    state.trace = payload["trace"]
-    state.max_macrostep_rounds = parts.rounds
+    state.trace = shape.trace
+    state.max_macrostep_rounds = shape.rounds
     state.invoke_types = invoke_types
     state.routes = routes
-    state.limits = parts.limits
+    state.limits = shape.limits
     state._datamodel_bound = None
     return finish(state)
 
 
-def decode_parts(  # noqa: C901 - every field of the payload, checked in turn
+def decode_parts(
     obj: Any,
     machine: Machine,
     max_limits: MacrostepLimits | None,
-    text: str | None = None,
+    text: str | bytes | None = None,
     *,
     from_json: bool = True,
-) -> _Parts:
-    """Check a payload against ``machine`` (shape and meaning) and convert its fields, or
-    raise ``CorruptPosition`` saying what is wrong. The fields ``_Parts`` does not hold are
-    checked and usable as they are.
-
-    ``text``, when given, is JSON text that holds the datamodel written out (the payload
-    it was decoded from, or the datamodel as ``dumps`` encoded it); ``from_json`` says
-    the datamodel was decoded from JSON (so it holds only JSON types)."""
+) -> tuple[Shape, Values]:
+    """Check a whole payload against ``machine`` (shape and meaning) and convert its
+    members, or raise ``CorruptPosition`` saying what is wrong (see ``decode_values`` for
+    ``text`` and ``from_json``)."""
     payload = _keys(obj, _PAYLOAD_KEYS, "the payload")
-    parts = _Parts()
-    states = machine.states
-    count = len(states)
+    shape = decode_shape(payload, machine)
+    return shape, decode_values(payload, shape, machine, max_limits, text, from_json=from_json)
+
+
+def decode_shape(payload: dict[str, Any], machine: Machine) -> Shape:
+    """Check the shape members of ``payload`` against ``machine`` alone and convert them,
+    or raise ``CorruptPosition``. ``payload`` holds at least ``SHAPE_KEYS``; the budgets
+    are checked for range, not against a host's ceiling."""
+    shape = Shape()
+    count = len(machine.states)
 
     status = payload["status"]
     running = payload["running"]
@@ -277,8 +329,8 @@ def decode_parts(  # noqa: C901 - every field of the payload, checked in turn
         running = _flag(payload, "running")
         if running != (status == "running"):
             corrupt(f"running is {running} but status is {status!r}")
-    parts.running = running
-    parts.status = "done" if status == "done" else "running"
+    shape.running = running
+    shape.status = "done" if status == "done" else "running"
 
     configuration = _ascending_indexes(payload["configuration"], count, "configuration")
     if running:
@@ -286,9 +338,9 @@ def decode_parts(  # noqa: C901 - every field of the payload, checked in turn
     elif configuration:
         corrupt("a finished execution has active states")
     entered = _ascending_indexes(payload["entered"], count, "entered")
-    active = parts.configuration = frozenset(configuration)
-    parts.entered = frozenset(entered)
-    if not active <= parts.entered:
+    active = shape.configuration = frozenset(configuration)
+    shape.entered = frozenset(entered)
+    if not active <= shape.entered:
         corrupt("an active state is missing from entered")
     states_to_invoke = payload["states_to_invoke"]
     if states_to_invoke != []:
@@ -297,32 +349,59 @@ def decode_parts(  # noqa: C901 - every field of the payload, checked in turn
             corrupt("states_to_invoke lists a state twice")
         if running and not active.issuperset(states_to_invoke):
             corrupt("states_to_invoke lists a state that is not active")
-        parts.states_to_invoke = tuple(states_to_invoke)
+        shape.states_to_invoke = tuple(states_to_invoke)
     else:
-        parts.states_to_invoke = ()
+        shape.states_to_invoke = ()
 
     history = payload["history"]
-    parts.history = {} if history == [] else decode_history(history, machine)
-    invocations = payload["invocations"]
-    parts.invocations = {} if invocations == [] else decode_invocations(invocations, states, active)
-
-    limits = parts.limits = _decode_limits(payload["limits"], max_limits)
+    shape.history = {} if history == [] else decode_history(history, machine)
+    shape.limits = _decode_limits(payload["limits"])
     rounds = payload["max_macrostep_rounds"]
     if rounds is not None and (type(rounds) is not int or not 1 <= rounds <= MAX_LIMIT):
         corrupt(
             f"max_macrostep_rounds is {brief(rounds)}, not an integer in 1..{MAX_LIMIT} or null"
         )
-    parts.rounds = rounds
+    shape.rounds = rounds
+    shape.trace = _flag(payload, "trace")
+    return shape
+
+
+def decode_values(
+    payload: dict[str, Any],
+    shape: Shape,
+    machine: Machine,
+    max_limits: MacrostepLimits | None,
+    text: str | bytes | None = None,
+    *,
+    from_json: bool = True,
+) -> Values:
+    """Check the value members of ``payload`` (at least ``VALUE_KEYS``) for the execution
+    ``shape`` describes, and its budgets against the host's ceiling ``max_limits`` (None:
+    none), or raise ``CorruptPosition``.
+
+    ``text``, when given, is JSON text that holds the datamodel written out (the text it
+    was decoded from, or the datamodel as ``dumps`` encoded it); ``from_json`` says the
+    datamodel was decoded from JSON (so it holds only JSON types)."""
+    values = Values()
+    limits = shape.limits
+    if max_limits is not None and limits is not max_limits:
+        _check_ceiling(limits, max_limits)
+    invocations = payload["invocations"]
+    values.invocations = (
+        {}
+        if invocations == []
+        else decode_invocations(invocations, machine.states, shape.configuration)
+    )
 
     events = payload["internal_queue"]
     if events == []:
-        parts.queue = ()
+        values.queue = ()
     else:
         events = _list(events, "internal_queue")
         queue_limit = MAX_QUEUE if limits.internal_events is None else limits.internal_events
         if len(events) > queue_limit + _QUEUE_SLACK:
             corrupt(f"the internal queue holds {len(events)} events (the limit is {queue_limit})")
-        parts.queue = tuple(
+        values.queue = tuple(
             decode_event(event, f"internal_queue[{i}]") for i, event in enumerate(events)
         )
 
@@ -348,8 +427,7 @@ def decode_parts(  # noqa: C901 - every field of the payload, checked in turn
         value = payload[name]
         if type(value) is not int or not 0 <= value <= MAX_COUNTER:
             _counter(payload, name)
-    _flag(payload, "trace")
-    return parts
+    return values
 
 
 def _ascending_indexes(value: Any, count: int, where: str) -> list[int]:
@@ -485,18 +563,18 @@ def _problem(problem: str | None, where: str) -> None:
         corrupt(f"{where}: {problem}")
 
 
-def _decode_limits(obj: Any, ceiling: MacrostepLimits | None) -> MacrostepLimits:
+def _decode_limits(obj: Any) -> MacrostepLimits:
+    """The budgets a ``limits`` member stores (one shared object per set of values), checked
+    for range (``decode_values`` holds them against the host's ceiling)."""
     if type(obj) is dict and len(obj) == len(LIMIT_FIELDS) and obj.keys() <= _LIMIT_KEYS:
-        # The common case: budgets read before, within the ceiling.
+        # The common case: budgets read before.
         stored = _limit_items(obj)
         for value in stored:
             if value is not None and (type(value) is not int or not 0 < value <= MAX_LIMIT):
                 break
         else:
             known = _LIMITS.get(stored)
-            if known is not None and (
-                ceiling is None or known is ceiling or _within(known, ceiling)
-            ):
+            if known is not None:
                 return known
     fields = _keys(obj, _LIMIT_KEYS, "limits")
     values: dict[str, int | None] = {}
@@ -504,12 +582,6 @@ def _decode_limits(obj: Any, ceiling: MacrostepLimits | None) -> MacrostepLimits
         value = fields[name]
         if value is not None and (type(value) is not int or not 1 <= value <= MAX_LIMIT):
             corrupt(f"limits.{name} is {brief(value)}, not an integer in 1..{MAX_LIMIT} or null")
-        most = None if ceiling is None else getattr(ceiling, name)
-        if most is not None and (value is None or value > most):
-            corrupt(
-                f"limits.{name} is {'unbounded' if value is None else value}; "
-                f"this host allows at most {most} (loads(max_limits=...))"
-            )
         values[name] = value
     key = tuple(values.values())
     limits = _LIMITS.get(key)
@@ -519,6 +591,20 @@ def _decode_limits(obj: Any, ceiling: MacrostepLimits | None) -> MacrostepLimits
             _LIMITS.clear()
         _LIMITS[key] = limits
     return limits
+
+
+def _check_ceiling(limits: MacrostepLimits, ceiling: MacrostepLimits) -> None:
+    """Refuse budgets that bound a macrostep less than the host's ``ceiling`` does."""
+    if _within(limits, ceiling):
+        return
+    for name in LIMIT_FIELDS:
+        value = getattr(limits, name)
+        most = getattr(ceiling, name)
+        if most is not None and (value is None or value > most):
+            corrupt(
+                f"limits.{name} is {'unbounded' if value is None else value}; "
+                f"this host allows at most {most} (loads(max_limits=...))"
+            )
 
 
 _LIMIT_KEYS: Final = frozenset(LIMIT_FIELDS)
@@ -551,16 +637,23 @@ SHORT_DIGITS: Final = int(MAX_INT_BITS * math.log10(2))
 """Every integer written in at most this many digits has at most ``MAX_INT_BITS`` bits."""
 
 _LONG_NUMBER: Final = re.compile(f"[0-9]{{{SHORT_DIGITS + 1}}}")
+_LONG_NUMBER_BYTES: Final = re.compile(f"[0-9]{{{SHORT_DIGITS + 1}}}".encode("ascii"))
 
 
-def fits(text: str, cap: int) -> bool:
-    """Whether ``text``, JSON text holding a datamodel of JSON-typed values with no NaN or
-    infinite float, vouches for every value ``check_datamodel`` would accept: no deeper
-    than ``MAX_DEPTH`` (it has no more brackets than that), no integer of more than
-    ``MAX_INT_BITS`` bits (no run of digits long enough), and no more than ``cap`` bytes
-    measured (``TEXT_RATIO`` times the text's length). False is no verdict: the values
-    are measured one by one then."""
+def fits(text: str | bytes, cap: int) -> bool:
+    """Whether ``text``, JSON text (or its UTF-8 bytes) holding a datamodel of JSON-typed
+    values with no NaN or infinite float, vouches for every value ``check_datamodel``
+    would accept: no deeper than ``MAX_DEPTH`` (it has no more brackets than that), no
+    integer of more than ``MAX_INT_BITS`` bits (no run of digits long enough), and no more
+    than ``cap`` bytes measured (``TEXT_RATIO`` times the text's length; a character is at
+    least one byte). False is no verdict: the values are measured one by one then."""
     size = len(text)
+    if isinstance(text, bytes):
+        return (
+            size * TEXT_RATIO <= cap
+            and text.count(b"[") + text.count(b"{") <= MAX_DEPTH
+            and (size <= SHORT_DIGITS or _LONG_NUMBER_BYTES.search(text) is None)
+        )
     return (
         size * TEXT_RATIO <= cap
         and text.count("[") + text.count("{") <= MAX_DEPTH
@@ -568,11 +661,11 @@ def fits(text: str, cap: int) -> bool:
     )
 
 
-_SCALARS: Final[frozenset[type]] = frozenset({str, int, float, bool, type(None)})
+_SCALARS: Final[frozenset[type]] = frozenset({str, int, bool, type(None)})
 
 
 def json_typed(value: Any) -> bool:
-    """Whether ``value`` holds only ``str``, ``int``, ``float``, ``bool``, ``None``,
+    """Whether ``value`` holds only ``str``, ``int``, finite ``float``, ``bool``, ``None``,
     ``list`` and ``dict`` with ``str`` keys (exactly those types, as ``measure`` wants).
     It recurses: ``value`` is no deeper than ``MAX_DEPTH`` (``fits`` said so first)."""
     kind = type(value)
@@ -584,13 +677,18 @@ def json_typed(value: Any) -> bool:
         children = value.values()
     elif kind is list:
         children = value
+    elif kind is float:
+        return bool(value - value == 0.0)  # NaN and the infinities give NaN
     else:
         return kind in _SCALARS
     for child in children:
         kind = type(child)
         if kind in _SCALARS:
             continue
-        if (kind is not dict and kind is not list) or not json_typed(child):
+        if kind is float:
+            if child - child != 0.0:
+                return False
+        elif (kind is not dict and kind is not list) or not json_typed(child):
             return False
     return True
 

@@ -34,7 +34,7 @@ from statifier.values import ValueRefused, ValueTooLarge, brief, clip, measure
 Effects = list[fx.Effect]
 
 
-_SMALL = 2**64
+SMALL_INT = 2**64
 """Integers below this in magnitude write out in at most 20 digits."""
 
 _new = object.__new__
@@ -272,10 +272,12 @@ class Run:
         state.machine = self.machine
         state.session_id = self.session_id
         origin = self.origin
-        configuration = self.frozen_config()
         entered = self.entered
-        if origin is None or configuration is not origin.configuration:
-            configuration = shared(self.machine, configuration)
+        if origin is not None and self.config == origin.configuration:
+            # Back where it started (a self-transition, most steps): no new set.
+            configuration = origin.configuration
+        else:
+            configuration = shared(self.machine, self.frozen_config())
         if origin is None or entered is not origin.entered:
             entered = shared(self.machine, entered)
         state.configuration = configuration
@@ -618,7 +620,7 @@ class Run:
             room -= len(path[-1]) + 4  # the key, if it is new
         kind = type(value)
         if room >= 22 and (
-            (kind is int and -_SMALL < value < _SMALL) or kind is bool or value is None
+            (kind is int and -SMALL_INT < value < SMALL_INT) or kind is bool or value is None
         ):
             # A small scalar: an upper bound of its size without walking anything.
             self.bound = cap - room + 22

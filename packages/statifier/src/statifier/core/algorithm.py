@@ -30,7 +30,7 @@ from statifier.core import _replay, planner
 from statifier.core import effects as fx
 from statifier.core._run import KEEP, BlockAbort, Effects, Keep
 from statifier.core.content import ContentExecutor
-from statifier.core.events import SCXML_EVENT_PROCESSOR, Event, name_matches
+from statifier.core.events import Event, name_matches
 from statifier.core.state import MachineState
 from statifier.errors import ExecutionResourceError, NotRunningError
 from statifier.ids import new_session_id
@@ -109,9 +109,10 @@ def handle_event(
         raise NotRunningError(f"execution {state.session_id} is not running")
     if isinstance(event, str):
         event = Event(name=event)
-    replayed = _replay.replay(state, event, routes)
-    if replayed is not None:
-        return replayed, []
+    if state.machine._cache.get(_replay.STEPS) is not None:
+        replayed = _replay.replay(state, event, routes)
+        if replayed is not None:
+            return replayed, []
     run = Interpreter.resume(state, routes)
     try:
         run.process_external(event)
@@ -191,12 +192,9 @@ class Interpreter(ContentExecutor):
         machine = self.machine
         datamodel = self.datamodel
         datamodel.update(seed)
-        location = planner.origin_of(self.session_id)
         datamodel["_sessionid"] = self.session_id
         datamodel["_name"] = machine.name
-        # Values are never changed in place: both processors can share their description.
-        processor = {"location": location}
-        datamodel["_ioprocessors"] = {SCXML_EVENT_PROCESSOR: processor, "scxml": processor}
+        datamodel["_ioprocessors"] = planner.io_processors(self.session_id)
         datamodel["_event"] = None
         for data in machine.data:
             datamodel.setdefault(data.id, None)
@@ -234,7 +232,14 @@ class Interpreter(ContentExecutor):
         self.datamodel["_event"] = event.as_system_variable()
         if self.invocations:
             self.finalize_and_autoforward(event)
-        enabled = self.select_transitions(event)
+        # ``select_transitions``, inlined: once per event.
+        name = event.name
+        memo = self.machine._cache.get("select")
+        chains = None if memo is None else memo.get((self.frozen_config(), name))
+        if chains is not None:
+            enabled = self._first_enabled(chains, True)
+        else:
+            enabled = self._select(self.matching(name), name)
         if enabled:
             self.microstep += 1
             self.do_microstep(enabled)
@@ -450,9 +455,19 @@ class Interpreter(ContentExecutor):
         enabled: list[TransitionNode] = []
         if len(chains) == 1:
             for transition in chains[0]:
-                if transition.cond is None or self.guard(transition):
-                    enabled.append(transition)
-                    break
+                expr = transition.cond
+                if expr is not None:
+                    # ``guard``, inlined: the guards of one state are most of a selection.
+                    self.line = transition.line
+                    self.replayable = False
+                    try:
+                        if not expr.evaluate(self.datamodel, self.in_state, self.budget):
+                            continue
+                    except Exception as exc:
+                        self.condition_failed(expr, exc)
+                        continue
+                enabled.append(transition)
+                break
         else:
             chosen: set[int] = set()
             for chain in chains:
@@ -536,9 +551,75 @@ class Interpreter(ContentExecutor):
 
     def do_microstep(self, enabled: list[TransitionNode]) -> None:
         """Appendix D ``microstep``."""
+        if len(enabled) == 1 and not self.trace:
+            plan = self.plan(enabled[0])
+            if plan is not None:
+                self.follow(plan, enabled[0])
+                return
         self.exit_states(enabled)
         self.execute_transition_content(enabled)
         self.enter_states(enabled)
+
+    def plan(self, t: TransitionNode) -> _Plan | None:
+        """The plan of a microstep taking ``t`` alone from this configuration, when one can
+        stand for ``exitStates``, ``executeTransitionContent`` and ``enterStates`` (a static
+        transition that records and follows no history and exits or enters no state with
+        invocations, no final state and no state with data bound late); else None."""
+        cache = self.machine._cache
+        key = ("plan", self.frozen_config(), t.index)
+        plan = cache.get(key, _UNPLANNED)
+        if plan is _UNPLANNED:
+            plan = self.make_plan(t)
+            _memoize(cache, key, plan)
+        return plan  # type: ignore[no-any-return]
+
+    def make_plan(self, t: TransitionNode) -> _Plan | None:
+        """The plan ``plan`` remembers, worked out from this configuration (None when the
+        microstep needs the general functions)."""
+        machine = self.machine
+        if not t.static or machine.has_invokes or machine.late_binding:
+            return None
+        states = self.states
+        to_exit = self.compute_exit_set([t])
+        to_exit.sort(reverse=True)
+        to_enter, default_entry, default_history = self.compute_entry_set([t])
+        if default_history or any(states[s].history for s in to_exit):
+            return None
+        entries: list[tuple[int, tuple[tuple[ContentNode, ...], ...]]] = []
+        for s in to_enter:
+            state = states[s]
+            if state.kind == "final":
+                return None
+            blocks = state.onentry
+            if s in default_entry and state.initial_transition is not None:
+                blocks = (*blocks, self.transitions[state.initial_transition].content)
+            entries.append((s, blocks))
+        return _Plan(
+            tuple((s, states[s].onexit) for s in to_exit), tuple(entries), frozenset(to_enter)
+        )
+
+    def follow(self, plan: _Plan, t: TransitionNode) -> None:
+        """Appendix D ``microstep`` for one transition, as ``plan`` lays it out: exactly
+        what ``exitStates``, ``executeTransitionContent`` and ``enterStates`` do then."""
+        config = self.config
+        if self.states_to_invoke:
+            for s, _ in plan.exits:
+                self.states_to_invoke.discard(s)
+        for s, blocks in plan.exits:
+            for block in blocks:
+                self.execute_block(block)
+            config.discard(s)
+            self._order = self._frozen = None
+        self.execute_block(t.content)
+        if self.replayable:
+            self.entered_now.update(plan.entered)
+        for s, blocks in plan.entries:
+            config.add(s)
+            self._order = self._frozen = None
+            for block in blocks:
+                self.execute_block(block)
+        if not plan.entered <= self.entered:
+            self.entered = self.entered | plan.entered
 
     def execute_transition_content(self, enabled: list[TransitionNode]) -> None:
         """Appendix D ``executeTransitionContent``."""
@@ -872,6 +953,28 @@ def _memoize(cache: dict[Any, Any], key: Any, value: Any) -> None:
         cache.clear()
         cache.update(kept)
     cache[key] = value
+
+
+_UNPLANNED: Any = object()
+
+
+class _Plan:
+    """What a microstep of one transition from one configuration does (``Interpreter.plan``):
+    the states it exits, in exit order, with their ``<onexit>`` blocks; the states it
+    enters, in entry order, with their ``<onentry>`` blocks (and the initial transition's
+    content of a state entered by default); and the states it enters, as a set."""
+
+    __slots__ = ("entered", "entries", "exits")
+
+    def __init__(
+        self,
+        exits: tuple[tuple[int, tuple[tuple[ContentNode, ...], ...]], ...],
+        entries: tuple[tuple[int, tuple[tuple[ContentNode, ...], ...]], ...],
+        entered: frozenset[int],
+    ) -> None:
+        self.exits = exits
+        self.entries = entries
+        self.entered = entered
 
 
 class _EntrySet:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Final
 
 from statifier.budget import NODE_COST
 from statifier.chart.durations import InvalidDuration, parse_duration
@@ -31,10 +31,10 @@ from statifier.chart.model import (
 )
 from statifier.core import effects as fx
 from statifier.core import planner
-from statifier.core._build import datamodel_change, log
-from statifier.core._run import BlockAbort, Run
+from statifier.core._build import cancel, datamodel_change, log, send_delayed
+from statifier.core._run import SMALL_INT, BlockAbort, Run
 from statifier.core.events import MAX_NAME_LENGTH, Event
-from statifier.datamodel import Expression, Location, WritesFailed
+from statifier.datamodel import Expression, Location, WritesFailed, variables_of
 from statifier.values import brief
 
 
@@ -58,19 +58,22 @@ class ContentExecutor(Run):
         """Run nodes in order; ``BlockAbort`` propagates to the enclosing block.
 
         Every node spends ``NODE_COST`` steps of the macrostep budget, and none runs once a
-        per-call budget is exhausted.
+        per-call budget is exhausted. Each node runs through its step (``steps_of``).
         """
         if type(self.datamodel) is not dict:
             self.execute_kept(nodes)
             return
-        self.execute_each(nodes)
-
-    def execute_each(self, nodes: tuple[ContentNode, ...]) -> None:
-        """``execute_nodes``, one node at a time."""
         budget = self.budget
         effects, queue, limits = self.effects, self.internal_queue, self.limits
         max_effects, max_queue = limits.max_effects, limits.max_queue
-        for node in nodes:
+        # ``steps_of``, inlined: once per block.
+        memo = self.machine._cache.get(_BLOCKS)
+        known = None if memo is None else memo.get(id(nodes))
+        if known is not None and known[0] is nodes:
+            steps = known[1]
+        else:
+            steps = steps_of(self.machine, nodes)
+        for node, step in steps:
             self.node = node
             self.line = node.line
             budget.steps -= NODE_COST
@@ -81,7 +84,7 @@ class ContentExecutor(Run):
                 or len(queue) >= max_queue
             ):
                 self.check_budget()
-            _EXECUTORS[type(node)](self, node)
+            step(self, node)
 
     def execute_kept(self, nodes: tuple[ContentNode, ...]) -> None:
         """``execute_nodes`` over variables their datamodel keeps (ADR 22): each run of
@@ -89,6 +92,9 @@ class ContentExecutor(Run):
         as the budgets let it go; a node a run stops before runs alone (trace mode runs
         every node alone, for the values it records)."""
         runs = None if self.trace else kept_runs(self.machine, nodes)
+        steps = steps_of(self.machine, nodes)
+        budget = self.budget
+        effects, queue, limits = self.effects, self.internal_queue, self.limits
         index, end = 0, len(nodes)
         while index < end:
             run = None if runs is None else runs[index]
@@ -97,7 +103,19 @@ class ContentExecutor(Run):
                 index += done
                 if done == len(run.nodes):
                     continue
-            self.execute_each(nodes[index : index + 1])
+            # One node alone, as ``execute_nodes`` runs each.
+            node, step = steps[index]
+            self.node = node
+            self.line = node.line
+            budget.steps -= NODE_COST
+            if (
+                budget.steps < 0
+                or budget.exhausted is not None
+                or len(effects) >= limits.max_effects
+                or len(queue) >= limits.max_queue
+            ):
+                self.check_budget()
+            step(self, node)
             index += 1
 
     def run_kept(self, run: KeptRun) -> int:
@@ -207,52 +225,13 @@ class ContentExecutor(Run):
         )
 
     def exec_assign(self, node: AssignNode) -> None:
-        # ``evaluate`` and ``write`` inlined for the common assignment (an expression into a
-        # declared variable): one <assign> per node is the bulk of a datamodel chart's step.
+        """Any ``<assign>`` (``assign_step`` compiles the common one into a step of its own)."""
         if type(self.datamodel) is not dict:
             self.assign_kept(node)
             return
         expr = node.expr
-        if expr is None:
-            value = node.value
-        else:
-            self.replayable = False
-            try:
-                value = expr.evaluate(self.datamodel, self.in_state, self.budget)
-            except Exception as exc:  # nothing may escape the core as a Python exception
-                self.evaluation_failed(expr, exc)
-        location = node.location
-        if not location.plain:
-            self.write(location, value, node.c_index, node.owner)
-            return
-        root = location.root
-        datamodel = self.datamodel
-        if root[:1] == "_" or root not in datamodel:
-            self.write(location, value, node.c_index, node.owner)  # it reports the error
-            return
-        prior = datamodel[root]
-        try:
-            self.admit(root, (), value, value)
-        except Exception as exc:
-            self.raise_error(
-                "error.execution", self.failure(f"cannot assign to {brief(location.source)}", exc)
-            )
-            raise BlockAbort from None
-        datamodel[root] = value
-        traced = self.trace
-        self.effects.append(
-            datamodel_change(
-                location.source,
-                (),
-                value if traced else fx.NOT_RECORDED,
-                prior if traced else fx.NOT_RECORDED,
-                node.c_index,
-                node.owner,
-                self.macrostep,
-                self.microstep,
-                self.round,
-            )
-        )
+        value = node.value if expr is None else self.evaluate(expr)
+        self.write(node.location, value, node.c_index, node.owner)
 
     def assign_kept(self, node: AssignNode) -> None:
         """``<assign>`` into kept variables (ADR 22): the expression's value is stored in
@@ -342,13 +321,15 @@ class ContentExecutor(Run):
             sendid = node.sendid
         self.timer_counter += 1
         self.effects.append(
-            fx.Cancel(
-                send_id=sendid,
-                c_index=node.c_index,
-                owner=node.owner,
-                ordinal=self.timer_counter,
-                caller_context=self.caller_context,
-                **self.counters(),
+            cancel(
+                sendid,
+                node.c_index,
+                node.owner,
+                self.timer_counter,
+                self.caller_context,
+                self.macrostep,
+                self.microstep,
+                self.round,
             )
         )
 
@@ -401,19 +382,21 @@ class ContentExecutor(Run):
         if delay_ms:
             self.timer_counter += 1
             self.effects.append(
-                fx.SendDelayed(
-                    event=name,
-                    target=target,
-                    type=send_type,
-                    data=data,
-                    send_id=send_id,
-                    delay_ms=delay_ms,
-                    c_index=node.c_index,
-                    owner=node.owner,
-                    ordinal=self.timer_counter,
-                    id_from_author=from_author,
-                    caller_context=self.caller_context,
-                    **self.counters(),
+                send_delayed(
+                    name,
+                    target,
+                    send_type,
+                    data,
+                    send_id,
+                    delay_ms,
+                    node.c_index,
+                    node.owner,
+                    self.timer_counter,
+                    from_author,
+                    self.caller_context,
+                    self.macrostep,
+                    self.microstep,
+                    self.round,
                 )
             )
         elif isinstance(parsed, planner.InternalTarget):
@@ -508,6 +491,101 @@ def _send_problem(name: Any, target: Any, send_type: Any) -> str | None:
     return None
 
 
+Step = Callable[[ContentExecutor, Any], None]
+"""Runs one node of executable content: ``step(run, node)``."""
+
+
+def assign_step(node: AssignNode, kept: bool) -> Step:
+    """The step of an ``<assign>`` of an expression: for a variable itself (no path), one
+    closure that evaluates, checks the datamodel cap and records the change (``Run.write``
+    and ``Run.admit``, inlined for that case); into a path, the evaluation inlined before
+    ``Run.write``; ``exec_assign`` for the rest. One ``<assign>`` per node is the bulk of a
+    datamodel chart's step."""
+    expr = node.expr
+    location = node.location
+    root = location.root
+    if kept or expr is None or root[:1] == "_":
+        return ContentExecutor.exec_assign
+    evaluate = expr.evaluate
+    source = location.source
+    c_index, owner = node.c_index, node.owner
+    if not location.plain:
+
+        def assign_into(run: ContentExecutor, node: AssignNode) -> None:
+            run.replayable = False
+            try:
+                value = evaluate(run.datamodel, run.in_state, run.budget)
+            except Exception as exc:  # nothing may escape the core as a Python exception
+                run.evaluation_failed(expr, exc)
+            run.write(location, value, c_index, owner)
+
+        return assign_into
+
+    def assign(run: ContentExecutor, node: AssignNode) -> None:
+        run.replayable = False
+        datamodel = run.datamodel
+        try:
+            value = evaluate(datamodel, run.in_state, run.budget)
+        except Exception as exc:  # nothing may escape the core as a Python exception
+            run.evaluation_failed(expr, exc)
+        if root not in datamodel:
+            run.write(location, value, c_index, owner)  # it reports the error
+            return
+        prior = datamodel[root]
+        try:
+            # ``Run.admit`` for a small scalar: an upper bound of its size, no walk.
+            bound = run.bound
+            if bound is None:
+                bound = run.bound = run.carried_bound()
+            kind = type(value)
+            if run.limits.cap - bound >= 22 and (
+                (kind is int and -SMALL_INT < value < SMALL_INT) or kind is bool or value is None
+            ):
+                run.bound = bound + 22
+            else:
+                run.admit(root, (), value, value)
+        except Exception as exc:
+            run.raise_error(
+                "error.execution", run.failure(f"cannot assign to {brief(source)}", exc)
+            )
+            raise BlockAbort from None
+        datamodel[root] = value
+        traced = run.trace
+        run.effects.append(
+            datamodel_change(
+                source,
+                (),
+                value if traced else fx.NOT_RECORDED,
+                prior if traced else fx.NOT_RECORDED,
+                c_index,
+                owner,
+                run.macrostep,
+                run.microstep,
+                run.round,
+            )
+        )
+
+    return assign
+
+
+def _method(executor: Step) -> Callable[[Any, bool], Step]:
+    return lambda node, kept: executor
+
+
+_STEPS: dict[type, Callable[[Any, bool], Step]] = {
+    RaiseNode: _method(ContentExecutor.exec_raise),
+    LogNode: _method(ContentExecutor.exec_log),
+    AssignNode: assign_step,
+    IfNode: _method(ContentExecutor.exec_if),
+    ForeachNode: _method(ContentExecutor.exec_foreach),
+    ScriptNode: _method(ContentExecutor.exec_script),
+    SendNode: _method(ContentExecutor.exec_send),
+    CancelNode: _method(ContentExecutor.exec_cancel),
+}
+"""Per node type, what makes a node's step (given the node, and whether the machine's
+datamodel keeps its variables itself)."""
+
+
 @dataclass(frozen=True, slots=True)
 class KeptRun:
     """A run of ``<assign>`` nodes (and a ``<log>`` with an ``expr`` ending it) that a
@@ -527,10 +605,10 @@ def kept_runs(machine: Machine, nodes: tuple[ContentNode, ...]) -> tuple[KeptRun
 
     A run is two or more nodes: ``<assign>`` nodes, perhaps ended by a ``<log>`` with an
     ``expr``. Worked out once per block (blocks live as long as their machine)."""
-    memo: dict[int, tuple[KeptRun | None, ...]] = machine._cache.setdefault(_RUNS, {})
-    found = memo.get(id(nodes))
-    if found is not None:
-        return found
+    memo: dict[int, tuple[Any, tuple[KeptRun | None, ...]]] = machine._cache.setdefault(_RUNS, {})
+    known = memo.get(id(nodes))
+    if known is not None and known[0] is nodes:
+        return known[1]
     runs: list[KeptRun | None] = [None] * len(nodes)
     start = 0
     while start < len(nodes):
@@ -548,17 +626,28 @@ def kept_runs(machine: Machine, nodes: tuple[ContentNode, ...]) -> tuple[KeptRun
                     tail.expr if last > end else None,  # type: ignore[union-attr]
                 )
         start = max(last, start + 1)
-    found = memo[id(nodes)] = tuple(runs)
+    found = tuple(runs)
+    memo[id(nodes)] = (nodes, found)
     return found
 
 
-_EXECUTORS: dict[type, Callable[[ContentExecutor, Any], None]] = {
-    RaiseNode: ContentExecutor.exec_raise,
-    LogNode: ContentExecutor.exec_log,
-    AssignNode: ContentExecutor.exec_assign,
-    IfNode: ContentExecutor.exec_if,
-    ForeachNode: ContentExecutor.exec_foreach,
-    ScriptNode: ContentExecutor.exec_script,
-    SendNode: ContentExecutor.exec_send,
-    CancelNode: ContentExecutor.exec_cancel,
-}
+_BLOCKS: Final = "blocks"
+"""The key, in a machine's ``_cache``, of the compiled blocks, by the identity of the
+node tuple (a machine's blocks live as long as it does)."""
+
+
+def steps_of(
+    machine: Machine, nodes: tuple[ContentNode, ...]
+) -> tuple[tuple[ContentNode, Step], ...]:
+    """Each node of ``nodes`` with its step, compiled once per machine and block."""
+    memo: dict[int, tuple[Any, tuple[tuple[ContentNode, Step], ...]]] = machine._cache.get(
+        _BLOCKS
+    ) or machine._cache.setdefault(_BLOCKS, {})
+    known = memo.get(id(nodes))
+    if known is not None and known[0] is nodes:
+        return known[1]
+    # A datamodel that keeps its variables itself (ADR 22) writes them in its own way.
+    kept = variables_of(machine) is not None
+    steps = tuple((node, _STEPS[type(node)](node, kept)) for node in nodes)
+    memo[id(nodes)] = (nodes, steps)
+    return steps

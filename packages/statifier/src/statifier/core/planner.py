@@ -133,6 +133,14 @@ def origin_of(session_id: str) -> str:
     return SESSION_PREFIX + session_id
 
 
+def io_processors(session_id: str) -> dict[str, Any]:
+    """The ``_ioprocessors`` system variable of a session: the SCXML Event I/O Processor
+    under its type URI and under ``scxml``, with the session's location."""
+    # Values are never changed in place: both names can share one description.
+    processor = {"location": origin_of(session_id)}
+    return {SCXML_EVENT_PROCESSOR: processor, "scxml": processor}
+
+
 # -- events ----------------------------------------------------------------------------
 
 

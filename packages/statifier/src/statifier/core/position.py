@@ -4,23 +4,23 @@
 turns it back into the equal ``MachineState``. Nothing is pickled or marshalled: loading a
 blob from untrusted storage can only produce a state or raise a ``PositionError``.
 
-Framing (format version 2). Four header lines, each ended by ``\\n``, then the payload::
+Framing (format version 3). Four header lines, each ended by ``\\n``, then the payload::
 
     statifier-position                  magic tag
-    2                                   format version, canonical decimal ASCII
-    "sha256:...;name=..."               chart identity, as a JSON string literal (ASCII)
+    3                                   format version, canonical decimal ASCII
+    "scxml-c1:sha256:...;name=..."      chart identity, as a JSON string literal (ASCII)
     sha256:<64 lowercase hex digits>    SHA-256 of the payload bytes, or, keyed:
     hmac-sha256:<64 hex digits>         HMAC-SHA256 under the host's key of the three
                                         lines above (newlines included) and the payload
-    {"caller_context":null,...}         payload: compact JSON, sorted keys, ASCII only
+    {"configuration":[2],...}           the shape line, compact JSON with sorted keys
+    {"caller_context":null,...}         the values line, the same
 
-The payload runs to the end of the blob (there is no trailing newline) and is valid UTF-8
-(``ensure_ascii`` escapes every non-ASCII character, which also keeps lone surrogates
-faithful). The identity line is a JSON string so that a chart name holding a newline
-cannot break the framing.
+The payload runs to the end of the blob (there is no trailing newline) and is valid UTF-8.
+The identity line is a JSON string so that a chart name holding a newline cannot break
+the framing.
 
-The payload is one JSON object holding every ``MachineState`` field except ``machine``,
-``routes`` and ``invoke_types`` (per-driver data the driver re-supplies to ``loads``):
+The payload holds every ``MachineState`` field except ``machine``, ``routes`` and
+``invoke_types`` (per-driver data the driver re-supplies to ``loads``):
 
 * ``configuration``, ``entered``: ascending lists of state indexes;
 * ``states_to_invoke``: list of state indexes, in the state's order;
@@ -31,14 +31,19 @@ The payload is one JSON object holding every ``MachineState`` field except ``mac
 * ``limits``: the macrostep budgets (``statifier.budget``), an object of integers or nulls;
 * the scalars (``session_id``, counters, ``running``, ``status``...) as they are.
 
+Format 3 puts the members that place the execution in its chart on the shape line and
+the rest on the values line, and leaves out the standard system variables
+(``statifier.core._format3`` says how). Format 2, which ``loads`` still reads, is one
+JSON object of every member, ASCII only.
+
 ``loads`` checks, in order and before it decodes the payload: the magic tag
-(``NotAPosition``), the version (``UnsupportedVersion``; versions 1 and 2 are read), the
+(``NotAPosition``), the version (``UnsupportedVersion``; versions 1 to 3 are read), the
 identity (``IdentityMismatch``: the machine's identity, or the identity of its very
 source bytes that positions carried before canonical identities); then the digest, the
 JSON, the payload's structure and its meaning (``CorruptPosition``): a legal
 configuration, history records the algorithm could have made, invocations of active
 states, counters and budgets in range, a bounded queue and datamodel. It never returns a
-partly loaded state. ``dumps`` always writes version 2 under the canonical identity, so a
+partly loaded state. ``dumps`` always writes version 3 under the canonical identity, so a
 legacy position is upgraded by the first step that stores it again.
 
 ``export_position`` and ``import_position`` carry a position across chart revisions:
@@ -47,12 +52,13 @@ and changed variables (``statifier.core._export``).
 
 Both directions take a plain path first and fall back to the full one, which alone says
 what is wrong (ADR 19): ``dumps`` writes a state the engine made straight from its fields,
-checked in place (``_plain_payload_text``), and ``loads`` reads the header ``dumps`` writes
-in one comparison and the payload in one scan. Neither measures the datamodel value by
-value when its JSON text vouches for it (``fits``: few enough brackets, digits and
-characters for any value in it to pass). Property tests check that each plain path accepts
-nothing the full checks refuse and writes the same bytes. A number that reads as an
-infinite float (``1e999``) is not valid in a payload.
+checked in place (``_format3.plain_body``), and ``loads`` reads the header ``dumps``
+writes in one comparison, a shape line it judged before by its bytes, and the values line
+with orjson. Neither measures the datamodel value by value when its JSON text vouches for
+it (``fits``: few enough brackets, digits and characters for any value in it to pass).
+Property tests check that each plain path accepts nothing the full checks refuse and
+writes the same bytes. A number that reads as an infinite float (``1e999``) is not valid
+in a payload.
 
 The plain digest detects damage, not forgery: whoever can write the store can recompute
 it. A host whose storage is not trusted passes a ``key`` to both ``dumps`` and ``loads``
@@ -67,13 +73,13 @@ import hmac
 import json
 import math
 import re
-from collections.abc import Callable, Container, Iterable
-from json.encoder import encode_basestring_ascii
-from typing import Any, Final, NoReturn, cast
+from collections.abc import Container, Iterable
+from typing import Any, Final
 
-from statifier.budget import DEFAULT_LIMITS, MAX_LIMIT, MacrostepLimits
+from statifier.budget import DEFAULT_LIMITS, MacrostepLimits
 from statifier.budget import FIELDS as LIMIT_FIELDS
 from statifier.chart.model import Machine
+from statifier.core import _format3
 from statifier.core._export import (
     EXPORT_FORMAT,
     ImportRefused,
@@ -84,6 +90,7 @@ from statifier.core._export import (
     export_position,
     import_position,
 )
+from statifier.core._json import SCAN, decode_json, encode_json
 from statifier.core._payload import (
     MAX_COUNTER,
     MAX_ID_LENGTH,
@@ -91,13 +98,8 @@ from statifier.core._payload import (
     CorruptPosition,
     corrupt,
     decode_event,
-    decode_history,
-    decode_invocations,
     decode_parts,
     decode_payload,
-    fits,
-    json_typed,
-    legal_configuration,
     limit_values,
 )
 from statifier.core.events import Event
@@ -133,12 +135,13 @@ __all__ = [
     "loads",
 ]
 
-FORMAT_VERSION: Final = 2
+FORMAT_VERSION: Final = 3
 """The format version ``dumps`` writes."""
 
-READABLE_VERSIONS: Final = frozenset({1, FORMAT_VERSION})
-"""The format versions ``loads`` reads: version 1 is version 2 without ``limits`` (and
-without keyed digests); it loads with the host's ``max_limits`` as its budgets."""
+READABLE_VERSIONS: Final = frozenset({1, 2, FORMAT_VERSION})
+"""The format versions ``loads`` reads: version 2 is one JSON object; version 1 is version
+2 without ``limits`` (and without keyed digests) and loads with the host's ``max_limits``
+as its budgets."""
 
 MAGIC: Final = b"statifier-position\n"
 """The magic tag every position starts with (its first header line, newline included)."""
@@ -201,20 +204,19 @@ def dumps(state: MachineState, *, key: bytes | None = None) -> bytes:
     a cycle, or when the state is not one ``loads`` would accept.
     """
     _check_key(key)
-    text = _plain_payload_text(state) or _checked_payload_text(state)
-    body = text.encode("ascii")
+    body = _format3.plain_body(state) or _checked_body(state)
     head = _head(state.machine.identity)
     return b"".join((head, _digest(head, body, key), b"\n", body))
 
 
-def _checked_payload_text(state: MachineState) -> str:
-    """The payload text of ``state`` after the checks ``loads`` runs on a payload, or
+def _checked_body(state: MachineState) -> bytes:
+    """The payload of ``state`` after the checks ``loads`` runs on a payload, or
     ``UnserializablePosition`` saying what is wrong."""
     try:
         payload, datamodel_text = _encode_state(state)
         # Only valid payloads are written: whatever dumps writes, loads reads.
         decode_parts(payload, state.machine, None, datamodel_text, from_json=False)
-        return _payload_text(payload, datamodel_text)
+        return _format3.body(payload, state.machine)
     except CorruptPosition as exc:
         # A value JSON would carry unfaithfully (a tuple, a non-string key): say where.
         _check_json(stored_variables(state.datamodel), "datamodel")
@@ -223,208 +225,6 @@ def _checked_payload_text(state: MachineState) -> str:
         raise UnserializablePosition("state is too large to write") from None
     except (TypeError, ValueError, RecursionError) as exc:
         raise UnserializablePosition(f"state is not JSON-serializable: {brief(str(exc))}") from None
-
-
-_ENCODER: Final = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
-)
-"""The payload's JSON form: compact, sorted keys, ASCII only, no NaN (what ``json.dumps``
-with those options writes)."""
-
-
-def _one_shot_encoder() -> Callable[[Any], str]:
-    """``_ENCODER.encode`` without building a new C encoder per call; a cycle is found as
-    a ``RecursionError`` instead of a ``ValueError`` (both mean: not JSON)."""
-    try:
-        from _json import make_encoder
-    except ImportError:  # pragma: no cover - an interpreter without the C accelerator
-        return _ENCODER.encode
-    encoder = make_encoder(
-        None, _ENCODER.default, encode_basestring_ascii, None, ":", ",", True, False, False
-    )
-    join = "".join
-    return lambda value: join(encoder(value, 0))
-
-
-_encode: Final = _one_shot_encoder()
-
-
-def _payload_text(payload: dict[str, Any], datamodel_text: str) -> str:
-    """``json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
-    allow_nan=False)`` of a payload ``decode_parts`` accepted (so of the types it checked),
-    with the datamodel already encoded as ``datamodel_text``."""
-    context = payload["caller_context"]
-    history = payload["history"]
-    queue = payload["internal_queue"]
-    invocations = payload["invocations"]
-    return _write_payload(
-        "null" if context is None else _encode(context),
-        payload["configuration"],
-        datamodel_text,
-        payload["entered"],
-        _encode(history) if history else "[]",
-        _encode(queue) if queue else "[]",
-        _encode(invocations) if invocations else "[]",
-        _limits_text(*payload["limits"].values()),
-        payload,
-    )
-
-
-def _write_payload(
-    context: str,
-    configuration: list[int],
-    datamodel: str,
-    entered: list[int],
-    history: str,
-    queue: str,
-    invocations: str,
-    limits: str,
-    plain: Any,
-) -> str:
-    """The payload's JSON text, members in sorted order: the JSON values already encoded,
-    the lists of state indexes written out, and the plain members (exact ``int`` counters,
-    ``bool`` flags, the ``str`` session id, the round budget) read from ``plain`` (the
-    payload, or the state itself: they are named alike) by item or by attribute."""
-    get = plain.__getitem__ if type(plain) is dict else plain.__getattribute__
-    rounds = get("max_macrostep_rounds")
-    running = get("running")
-    return (
-        f'{{"caller_context":{context}'
-        f',"configuration":[{",".join(map(str, configuration))}]'
-        f',"datamodel":{datamodel}'
-        f',"entered":[{",".join(map(str, entered))}]'
-        f',"history":{history}'
-        f',"internal_queue":{queue}'
-        f',"invocations":{invocations}'
-        f',"invoke_counter":{get("invoke_counter")}'
-        f',"limits":{limits}'
-        f',"macrostep":{get("macrostep")}'
-        f',"max_macrostep_rounds":{"null" if rounds is None else rounds}'
-        f',"microstep":{get("microstep")}'
-        f',"round":{get("round")}'
-        f',"running":{"true" if running else "false"}'
-        f',"send_counter":{get("send_counter")}'
-        f',"session_id":{encode_basestring_ascii(get("session_id"))}'
-        f',"states_to_invoke":[{",".join(map(str, get("states_to_invoke")))}]'
-        f',"status":"{"running" if running else "done"}"'
-        f',"timer_counter":{get("timer_counter")}'
-        f',"trace":{"true" if get("trace") else "false"}}}'
-    )
-
-
-def _plain_payload_text(state: MachineState) -> str | None:
-    """The payload text of ``state`` when it is plainly a valid position, the way the engine
-    makes them: index sets as frozensets, no queued events, every field of the type and in
-    the range ``loads`` wants, a legal configuration and history, a datamodel its encoded
-    text vouches for (``fits``). None when anything is in doubt: ``_checked_payload_text``
-    then writes the same text or says what is wrong (tests check that it accepts whatever
-    this accepts)."""
-    try:
-        return _plain_text(state)
-    except (PositionError, AttributeError, TypeError, ValueError, RecursionError):
-        return None
-
-
-def _plain_text(state: MachineState) -> str | None:  # noqa: C901 - every field, in turn
-    machine = state.machine
-    count = len(machine.states)
-    configuration = state.configuration
-    entered = state.entered
-    running = state.running
-    status = state.status
-    if (
-        state.internal_queue
-        or type(configuration) is not frozenset
-        or type(entered) is not frozenset
-        or type(status) is not str
-        or not configuration <= entered
-    ):
-        return None
-    active = sorted(configuration)
-    visited = sorted(entered)
-    if not (_plain_indexes(active, count) and _plain_indexes(visited, count)):
-        return None
-    if running is True and status == "running":
-        if legal_configuration(machine, active) is not None:
-            return None
-    elif running is not False or status != "done" or active:
-        return None
-    to_invoke = state.states_to_invoke
-    if to_invoke and (
-        type(to_invoke) is not tuple
-        or not _plain_indexes(sorted(set(to_invoke)), count)
-        or len(set(to_invoke)) != len(to_invoke)
-        or (running and not configuration.issuperset(to_invoke))
-    ):
-        return None
-    history: Any = state.history
-    if history:
-        history = [[key, list(value)] for key, value in sorted(history.items())]
-        decode_history(history, machine)
-    invocations: Any = state.invocations
-    if invocations:
-        invocations = [[s, n, name] for (s, n), name in sorted(invocations.items())]
-        decode_invocations(invocations, machine.states, configuration)
-    limits = limit_values(state.limits)
-    for value in limits:
-        if value is not None and (type(value) is not int or not 0 < value <= MAX_LIMIT):
-            return None
-    rounds = state.max_macrostep_rounds
-    if rounds is not None and (type(rounds) is not int or not 0 < rounds <= MAX_LIMIT):
-        return None
-    session_id = state.session_id
-    if type(session_id) is not str or not 0 < len(session_id) <= MAX_ID_LENGTH:
-        return None
-    for counter in (
-        state.invoke_counter,
-        state.send_counter,
-        state.timer_counter,
-        state.macrostep,
-        state.microstep,
-        state.round,
-    ):
-        if type(counter) is not int or not 0 <= counter <= MAX_COUNTER:
-            return None
-    if type(state.trace) is not bool:
-        return None
-    datamodel = stored_variables(state.datamodel)
-    if type(datamodel) is not dict:
-        return None
-    datamodel_text = _encode(datamodel)
-    cap = limits[_CAP_FIELD]
-    if not (fits(datamodel_text, MAX_LIMIT if cap is None else cap) and json_typed(datamodel)):
-        return None
-    context = state.caller_context
-    if context is not None:
-        _check_json(context, "caller_context")
-    return _write_payload(
-        "null" if context is None else _encode(context),
-        active,
-        datamodel_text,
-        visited,
-        _encode(history) if history else "[]",
-        "[]",
-        _encode(invocations) if invocations else "[]",
-        _limits_text(*limits),
-        state,
-    )
-
-
-def _plain_indexes(indexes: list[Any], count: int) -> bool:
-    """Whether the sorted ``indexes`` are exact ints, all state indexes of the chart."""
-    for index in indexes:
-        if type(index) is not int:
-            return False
-    return not indexes or (indexes[0] >= 0 and indexes[-1] < count)
-
-
-_CAP_FIELD: Final = LIMIT_FIELDS.index("datamodel_bytes")
-
-
-@functools.lru_cache(maxsize=64)
-def _limits_text(*values: int | None) -> str:
-    """The encoded ``limits`` member (the same few budgets in every position)."""
-    return _ENCODER.encode(dict(zip(LIMIT_FIELDS, values, strict=True)))
 
 
 @functools.lru_cache(maxsize=64)
@@ -466,7 +266,7 @@ def _encode_state(state: MachineState) -> tuple[dict[str, Any], str]:
         # Cycles, NaN and unknown types make the encoder raise at C speed (what is left,
         # tuples and non-string keys, the datamodel check refuses); the walk below is only
         # there to say where the culprit is.
-        datamodel_text = _encode(datamodel)
+        datamodel_text = encode_json(datamodel)
     except (TypeError, ValueError, RecursionError):
         _check_json(datamodel, "datamodel")
         raise
@@ -632,20 +432,19 @@ def loads(
     if not isinstance(blob, bytes):
         raise NotAPosition(f"a position is bytes, not {type(blob).__name__}")
     version, body = _fast_body(blob, machine, key) or _body(blob, machine, key)
+    if version == FORMAT_VERSION:
+        return _format3.read(body, machine, _frozen(invoke_types), routes, max_limits)
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise CorruptPosition(f"the payload is not valid UTF-8: {exc}") from None
     try:
-        payload, end = _SCAN(text, 0)
+        payload, end = SCAN(text, 0)
         if end != len(text):
             raise ValueError("extra data")
     except (StopIteration, ValueError, RecursionError):
         # Read again the slow way, which accepts surrounding whitespace and says what is wrong.
-        try:
-            payload = _DECODER.decode(text)
-        except (ValueError, RecursionError) as exc:
-            raise CorruptPosition(f"the payload is not valid JSON: {exc}") from None
+        payload = decode_json(text, "payload")
     if version == 1:
         payload = _from_version_1(payload, max_limits)
     try:
@@ -668,7 +467,11 @@ def _fast_body(blob: bytes, machine: Machine, key: bytes | None) -> tuple[int, b
     ):
         return None
     body = blob[end + 1 :]
-    if not hmac.compare_digest(blob[len(head) : end], _digest(head, body, key)):
+    if key is None:
+        # A plain digest hides nothing: ``==`` is as good as ``compare_digest`` here.
+        if blob[len(head) + len(prefix) : end] != hashlib.sha256(body).hexdigest().encode():
+            return None
+    elif not hmac.compare_digest(blob[len(head) : end], _digest(head, body, key)):
         return None
     return FORMAT_VERSION, body
 
@@ -741,38 +544,6 @@ def _read_identity(line: bytes) -> str:
     except (UnicodeDecodeError, ValueError, RecursionError):
         found = None
     return found if isinstance(found, str) else line.decode("utf-8", "replace")
-
-
-def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result = dict(pairs)
-    if len(result) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise ValueError(f"duplicate key {key!r}")
-            seen.add(key)
-    return result
-
-
-def _no_constant(name: str) -> NoReturn:
-    raise ValueError(f"{name} is not allowed")
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"{brief(text, 40)} is not a finite number")
-    return value
-
-
-_DECODER: Final = json.JSONDecoder(
-    object_pairs_hook=_unique_object, parse_constant=_no_constant, parse_float=_finite
-)
-"""Reads a payload: duplicate keys, NaN/Infinity and numbers too large for a float (which
-would read as infinite) are errors."""
-
-_SCAN: Final = cast(Callable[[str, int], tuple[Any, int]], vars(_DECODER)["scan_once"])
-"""``_DECODER`` without its whitespace handling: the payload ``dumps`` writes has none."""
 
 
 def _frozen(values: Iterable[str] | None) -> frozenset[str] | None:

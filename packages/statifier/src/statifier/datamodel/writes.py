@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from statifier._slots import setters
+from statifier._slots import builder
 from statifier.values import Value
 
 type Admit = Callable[[WriteResult], None]
@@ -38,9 +38,7 @@ class WriteResult:
     value: Value = field(default=None, compare=False)
 
 
-_root, _root_value, _path, _prior, _value = setters(
-    WriteResult, "root", "root_value", "path", "prior", "value"
-)
+_WriteResultBuilder = builder(WriteResult)
 
 
 def write_result(
@@ -48,10 +46,12 @@ def write_result(
 ) -> WriteResult:
     """``WriteResult(root, root_value, path, prior, value)``, built fast (a write per
     ``<assign>``)."""
-    result = object.__new__(WriteResult)
-    _root(result, root)
-    _root_value(result, root_value)
-    _path(result, path)
-    _prior(result, prior)
-    _value(result, value)
-    return result
+    result = object.__new__(_WriteResultBuilder)
+    result.root = root
+    result.root_value = root_value
+    result.path = path
+    result.prior = prior
+    result.value = value
+    result.__class__ = WriteResult
+    built: WriteResult = result
+    return built

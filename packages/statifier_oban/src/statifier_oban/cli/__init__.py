@@ -4,7 +4,8 @@
 ``execution_options``), ``install`` and ``pending``; ``_worker`` the worker; ``_db`` the
 local database (``db start|stop|status|url``); ``_executions``, ``_history`` and
 ``_revisions`` the ``executions`` commands, imported only when used, with
-``statifier_persistence`` (``_persistence`` holds what they share). Every piece of
+``statifier_persistence`` (``_persistence`` holds what they share); ``_web`` the web
+server, imported only when used, with ``statifier_web``. Every piece of
 output, error and argument parsing comes from ``statifier.cli.kit``. Public: ``main``
 (the console script ``statifier_oban.cli:main``) and ``WORKER_NAME`` (the oban instance
 name the worker runs as, found in ``oban_leaders`` and ``oban_producers``).

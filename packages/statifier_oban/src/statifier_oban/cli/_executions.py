@@ -29,7 +29,6 @@ import click
 from oban import Oban
 from statifier import Machine
 from statifier.cli import kit
-from statifier.core import planner
 from statifier.core.events import Event
 from statifier.core.state import MachineState
 from statifier_persistence import (
@@ -47,7 +46,7 @@ from statifier_persistence import (
 )
 
 from .._errors import StatifierObanError
-from ..executions import pending_jobs
+from ..executions import ObanExecutor, pending_jobs
 from . import _history, _revisions
 from ._main import database_options, execution_options
 from ._persistence import ExecutionOptions, find_revision, with_executions
@@ -311,17 +310,6 @@ def _answer(result: Answer, what: str, output: kit.Output, *, strict: bool = Fal
             return 1
 
 
-def invoke_types(machine: Machine) -> set[str]:
-    """The invoke types a chart names in ``type`` attributes (not the SCXML ones, which
-    need no handler; a ``typeexpr`` is known only when it runs)."""
-    return {
-        invoke.type
-        for state in machine.states
-        for invoke in state.invokes
-        if invoke.type is not None and invoke.type not in planner.SCXML_INVOKE_TYPES
-    }
-
-
 @executions.command(help="Step an event into an execution.")
 @database_options
 @execution_options
@@ -367,8 +355,9 @@ def send(
 
 def _check_handlers(executions: Executions, execution_id: str, machine: Machine) -> None:
     """Refuse to step a chart whose invocations this command could not start."""
-    known = set(executions.executor.invoke_types or ())
-    missing = sorted(invoke_types(machine) - known)
+    executor = executions.executor
+    assert isinstance(executor, ObanExecutor)  # noqa: S101 - executions_for makes one
+    missing = executor.unhandled_invoke_types(machine)
     if missing:
         # Stepped here, an <invoke> of such a type would be a chart error and no job: the
         # execution would sit in the invoking state, never answered.

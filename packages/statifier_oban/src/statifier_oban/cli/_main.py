@@ -18,6 +18,9 @@
     Start, list, show, step, wait for and cancel durable executions, read their history,
     and move them between chart revisions (``statifier_oban.cli._executions``; needs
     ``statifier-oban[persistence]``, and says so).
+``web``
+    Serve the HTTP API and the web console (``statifier_oban.cli._web``; needs
+    ``statifier-oban[web]``, and says so).
 
 Every ``--database-url`` reads ``$DATABASE_URL`` when it is not given, every ``--prefix``
 ``$STATIFIER_OBAN_PREFIX``. A new command goes into the module of its part and onto the
@@ -241,6 +244,13 @@ statifier_oban.lazy(
     help="List, show, step, cancel and migrate durable executions.",
     needs="statifier_persistence",
     hint=install_hint("statifier-oban", "persistence"),
+)
+statifier_oban.lazy(
+    "web",
+    "statifier_oban.cli._web:web",
+    help="Serve the HTTP API and the web console over durable executions.",
+    needs="statifier_web",
+    hint=install_hint("statifier-oban", "web"),
 )
 
 

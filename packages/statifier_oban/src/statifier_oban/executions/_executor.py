@@ -14,6 +14,7 @@ from typing import Any, Final
 import psycopg
 from oban import Oban, current_job
 from psycopg import AsyncConnection
+from statifier import Machine
 from statifier.core import planner
 from statifier.core.effects import Cancel, CancelInvoke, Invoke, SendDelayed
 from statifier.core.events import Event
@@ -160,6 +161,20 @@ class ObanExecutor:
     def invoke_types(self) -> frozenset[str]:
         """The invoke types with a handler."""
         return frozenset(self._handlers)
+
+    def unhandled_invoke_types(self, machine: Machine) -> list[str]:
+        """The invoke types ``machine`` names in ``type`` attributes that have no handler
+        here, sorted (SCXML's own types need none; a ``typeexpr`` is known only when it
+        runs). A step entering a state that invokes one would start nothing: a chart
+        error, an invocation never answered. Check before stepping an execution of it.
+        """
+        named = {
+            invoke.type
+            for state in machine.states
+            for invoke in state.invokes
+            if invoke.type is not None and invoke.type not in planner.SCXML_INVOKE_TYPES
+        }
+        return sorted(named - self.invoke_types)
 
     def handler_for(self, invoke_type: str) -> type[InvokeHandler] | None:
         """The handler class of ``invoke_type`` (None: the type has none)."""

@@ -32,6 +32,7 @@ from statifier.datamodel.python.parsing import Located, ParsedSource
 from statifier.datamodel.python.rendering import render
 from statifier.datamodel.python.sizing import check_length
 from statifier.datamodel.python.specialised import (
+    compared_read,
     conjunction,
     constant_slice,
     disjunction,
@@ -278,7 +279,14 @@ class ExpressionCompiler:
         left = self.compile(node.left)
         right = self.compile(node.right)
         literal = literal_value(node.right)
-        shortcut = int_arithmetic(apply, left, right, None if literal is NOT_LITERAL else literal)
+        read = self._constant_read(node.left)
+        shortcut = int_arithmetic(
+            apply,
+            left,
+            right,
+            None if literal is NOT_LITERAL else literal,
+            read[0] if read is not None and not read[1] else None,
+        )
         if shortcut is not None:
             return shortcut
 
@@ -294,6 +302,12 @@ class ExpressionCompiler:
             if fast is not None:
                 specialised = _compare_with_literal(fast, node, operands)
                 if specialised is not None:
+                    read = self._constant_read(node.left)
+                    expected = literal_value(node.comparators[0])
+                    if read is not None and expected is not NOT_LITERAL:
+                        inline = compared_read(fast, read[0], read[1], expected, specialised)
+                        if inline is not None:
+                            return inline
                     return specialised
             return _single_comparison(COMPARE_OPERATORS[type(node.ops[0])], *operands)
         steps = tuple(
@@ -408,6 +422,14 @@ class ExpressionCompiler:
     def _read_path(self, node: ast.Attribute | ast.Subscript, general: Evaluator) -> Evaluator:
         """``general``, or a shortcut when ``node`` reads a variable through constant keys
         (``_event.data.amount``, ``account['id']``)."""
+        read = self._constant_read(node)
+        if read is None:
+            return general
+        return path_read(read[0], read[1], general)
+
+    def _constant_read(self, node: ast.expr) -> tuple[str, tuple[str, ...]] | None:
+        """``(variable, keys)`` when ``node`` reads a variable (not a comprehension's), maybe
+        through spelled-out keys (``count``, ``_event.data.amount``, ``account['id']``)."""
         keys: list[str] = []
         current: ast.expr = node
         while True:
@@ -421,9 +443,9 @@ class ExpressionCompiler:
                 break
             current = current.value
         if not isinstance(current, ast.Name) or current.id in self._scope:
-            return general
+            return None
         keys.reverse()
-        return path_read(current.id, tuple(keys), general)
+        return current.id, tuple(keys)
 
     # -- f-strings ----------------------------------------------------------------------------
 

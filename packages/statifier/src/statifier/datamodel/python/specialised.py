@@ -88,22 +88,34 @@ def _read_two(root: str, first: str, second: str, general: Evaluator) -> Evaluat
 
 
 def int_arithmetic(
-    apply: BinaryOp, left: Evaluator, right: Evaluator, right_literal: Value
+    apply: BinaryOp,
+    left: Evaluator,
+    right: Evaluator,
+    right_literal: Value,
+    left_name: str | None = None,
 ) -> Evaluator | None:
     """``+``, ``-`` or ``*`` computed inline when both operands are plain ints (not bools).
 
     ``right_literal`` is the right operand's literal value when it is an int literal (the
-    ``count + 1`` shape: one closure call fewer), else None. Returns None for operators
-    without a shortcut. Results past ``MAX_INT_BITS`` go to ``apply``, which refuses them.
+    ``count + 1`` shape: one closure call fewer), else None; ``left_name`` the variable the
+    left operand reads when it is a bare name (read inline; a missing one is left to
+    ``left``, which reports it). Returns None for operators without a shortcut. Results
+    past ``MAX_INT_BITS`` go to ``apply``, which refuses them.
     """
     if apply is multiply:
+        if type(right_literal) is int and -_FACTOR_LIMIT < right_literal < _FACTOR_LIMIT:
+            return _times_int(apply, left, right_literal)
         return _int_multiply(apply, left, right)
     compute = _INT_OPERATIONS.get(apply)
     if compute is None:
         return None
     if type(right_literal) is int:
+        if left_name is not None:
+            return _name_with_int(apply, compute, left, left_name, right_literal)
         return _with_int_literal(apply, compute, left, right_literal)
     if apply is add:
+        if left_name is not None:
+            return _name_sum_or_concatenation(apply, left, left_name, right)
         return _sum_or_concatenation(apply, left, right)
 
     def ints(context: EvalContext) -> Value:
@@ -132,6 +144,110 @@ def _sum_or_concatenation(apply: BinaryOp, left: Evaluator, right: Evaluator) ->
         return apply(context, a, b)
 
     return sum_or_concatenation
+
+
+def _name_sum_or_concatenation(
+    apply: BinaryOp, left: Evaluator, name: str, right: Evaluator
+) -> Evaluator:
+    def name_sum_or_concatenation(context: EvalContext) -> Value:
+        try:
+            a = context.variables[name]
+        except KeyError:
+            a = left(context)  # it reports the missing name
+        b = right(context)
+        kind = type(a)
+        if kind is int and type(b) is int:
+            result = a + b
+            if -_INT_LIMIT < result < _INT_LIMIT:
+                return result
+        elif kind is list and type(b) is list:
+            return concatenate(context, a, b)
+        return apply(context, a, b)
+
+    return name_sum_or_concatenation
+
+
+def _times_int(apply: BinaryOp, left: Evaluator, constant: int) -> Evaluator:
+    def times_int(context: EvalContext) -> Value:
+        a = left(context)
+        if type(a) is int and -_FACTOR_LIMIT < a < _FACTOR_LIMIT:
+            return a * constant
+        return apply(context, a, constant)
+
+    return times_int
+
+
+def _name_with_int(
+    apply: BinaryOp, compute: Callable[[int, int], int], left: Evaluator, name: str, constant: int
+) -> Evaluator:
+    if apply is add:
+
+        def name_add_int(context: EvalContext) -> Value:
+            try:
+                a = context.variables[name]
+            except KeyError:
+                a = left(context)  # it reports the missing name
+            if type(a) is int:
+                result = a + constant
+                if -_INT_LIMIT < result < _INT_LIMIT:
+                    return result
+            return apply(context, a, constant)
+
+        return name_add_int
+
+    def name_with_int(context: EvalContext) -> Value:
+        try:
+            a = context.variables[name]
+        except KeyError:
+            a = left(context)  # it reports the missing name
+        if type(a) is int:
+            result = compute(a, constant)
+            if -_INT_LIMIT < result < _INT_LIMIT:
+                return result
+        return apply(context, a, constant)
+
+    return name_with_int
+
+
+def compared_read(
+    compare: Callable[[Value, Value], bool],
+    root: str,
+    keys: tuple[str, ...],
+    expected: Value,
+    general: Evaluator,
+) -> Evaluator | None:
+    """``read OP literal`` where ``read`` is a variable (``keys`` empty) or a read through
+    two spelled-out keys (``_event.data.amount``), the read done inline; anything it cannot
+    read (a missing name or key, a value that is not a dict) is left to ``general``, the
+    comparison compiled node by node. None for other reads."""
+    if not keys:
+
+        def compared_name(context: EvalContext) -> Value:
+            try:
+                value = context.variables[root]
+            except KeyError:
+                return general(context)
+            return compare(value, expected)
+
+        return compared_name
+    if len(keys) != 2:
+        return None
+    first, second = keys
+
+    def compared_path(context: EvalContext) -> Value:
+        try:
+            value = context.variables[root]
+            if type(value) is not dict:
+                return general(context)
+            value = value[first]
+            if type(value) is not dict:
+                return general(context)
+            value = value[second]
+        except KeyError:
+            return general(context)
+        return compare(value, expected)
+
+    return compared_path
 
 
 def _int_multiply(apply: BinaryOp, left: Evaluator, right: Evaluator) -> Evaluator:

@@ -1,0 +1,501 @@
+"""Format 3 payloads: the shape line and the values line (ADR 4).
+
+A format 3 payload holds the members of a format 2 payload on two lines of compact JSON
+with sorted keys, separated by one ``\\n`` (JSON text never holds a raw newline):
+
+* the **shape** (``_payload.SHAPE_KEYS``): configuration, entered, history, budgets,
+  round budget, running, states to invoke, status, trace: where the execution is in its
+  chart, judged against the chart alone;
+* the **values** (``_payload.VALUE_KEYS`` and ``standard_system_variables``): the session
+  id, the counters, the datamodel, the caller context, the internal queue and the live
+  invocations.
+
+``standard_system_variables`` is true when the datamodel's ``_ioprocessors``, ``_name``
+and ``_sessionid`` hold exactly what the engine gives every session of the chart
+(``planner.io_processors``, the chart's name, the session id): they are then left out of
+the stored datamodel and put back on load. Otherwise it is false and the datamodel is
+stored as it is.
+
+Both lines are written by ``orjson`` (UTF-8, shortest float text), or, for a value orjson
+cannot write (an integer past 64 bits, a lone surrogate, nesting past its limit), by the
+standard library's encoder (ASCII, ``\\uXXXX`` escapes): the same state always gives the
+same bytes. Reading takes a plain path first: the shape line is judged once per machine
+and remembered by its bytes (``decode_shape``), the values line is parsed by orjson and
+must be exactly what orjson writes back (so it holds no duplicate key and no number
+orjson would read differently), and then checked as every payload is (``decode_values``).
+Anything else goes through the standard library's decoder and the full checks of
+``decode_payload``, which say what is wrong. Whatever the plain path accepts, the full
+one accepts as the same state: property tests drive both.
+
+To carry a new member: add it to ``SHAPE_KEYS`` (checked in ``decode_shape``) or to
+``VALUE_KEYS`` (checked in ``decode_values``), write it in ``position._encode_state`` and
+in ``plain_body`` below, and give the format a new version number.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Container
+from typing import Any, Final
+
+import orjson
+
+from statifier.budget import FIELDS as LIMIT_FIELDS
+from statifier.budget import MAX_LIMIT, MacrostepLimits
+from statifier.chart.model import Machine
+from statifier.core._json import decode_json, encode_json
+from statifier.core._payload import (
+    MAX_COUNTER,
+    MAX_ID_LENGTH,
+    SHAPE_KEYS,
+    VALUE_KEYS,
+    CorruptPosition,
+    Shape,
+    build_state,
+    corrupt,
+    decode_history,
+    decode_invocations,
+    decode_payload,
+    decode_shape,
+    decode_values,
+    fits,
+    json_typed,
+    legal_configuration,
+    limit_values,
+)
+from statifier.core._run import shared
+from statifier.core.planner import io_processors
+from statifier.core.state import MachineState
+from statifier.datamodel.base import stored_variables
+
+STANDARD: Final = "standard_system_variables"
+"""The values member that says the standard system variables are left out."""
+
+IMPLIED: Final = ("_ioprocessors", "_name", "_sessionid")
+"""The system variables a payload may leave out (``standard_system_variables``)."""
+
+LINE_VALUE_KEYS: Final = VALUE_KEYS | {STANDARD}
+"""The members of the values line."""
+
+_OPTIONS: Final = (
+    orjson.OPT_SORT_KEYS
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+)
+"""Sorted keys; a subclass of a JSON type, a dataclass or a date is not written natively
+(with no ``default``, orjson then raises and the standard library's encoder decides)."""
+
+_SHAPES: Final = "shapes"
+"""The key, in a machine's ``_cache``, of the shape lines already judged, by their bytes."""
+
+_SHAPES_LIMIT: Final = 1024
+
+
+# -- writing -------------------------------------------------------------------------------
+
+
+def body(payload: dict[str, Any], machine: Machine) -> bytes:
+    """The format 3 payload of ``payload``, a checked payload dict (every member of
+    ``_payload``, the datamodel whole) of an execution of ``machine``."""
+    shape = {name: payload[name] for name in SHAPE_KEYS}
+    values = {name: payload[name] for name in VALUE_KEYS}
+    datamodel = payload["datamodel"]
+    standard = standard_system_variables(datamodel, payload["session_id"], machine)
+    values["datamodel"] = _without_implied(datamodel) if standard else datamodel
+    values[STANDARD] = standard
+    return b"".join((encode_line(shape), b"\n", encode_line(values)))
+
+
+def encode_line(obj: Any) -> bytes:
+    """One line: compact JSON with sorted keys, by orjson when it can write ``obj``."""
+    try:
+        return orjson.dumps(obj, option=_OPTIONS)
+    except TypeError:  # orjson.JSONEncodeError included
+        return encode_json(obj).encode("ascii")
+
+
+def standard_system_variables(datamodel: Any, session_id: Any, machine: Machine) -> bool:
+    """Whether ``datamodel`` holds the standard ``_ioprocessors``, ``_name`` and
+    ``_sessionid`` of session ``session_id`` of ``machine`` (the engine's own values,
+    which a payload may leave out). Equal values of other types are the caller's to refuse
+    (both writers hold the datamodel to exact JSON types)."""
+    if type(datamodel) is not dict or type(session_id) is not str:
+        return False
+    name = datamodel.get("_name", _ABSENT)
+    sid = datamodel.get("_sessionid")
+    processors = datamodel.get("_ioprocessors")
+    return (
+        (sid is session_id or (type(sid) is str and sid == session_id))
+        and (name is machine.name or (type(name) is str and name == machine.name))
+        and type(processors) is dict
+        and processors == _standard_processors(session_id)
+    )
+
+
+_ABSENT: Final = object()
+
+
+def _exact_processors(processors: dict[str, Any]) -> bool:
+    """Whether a standard ``_ioprocessors`` (equal to the engine's) holds exact types, as
+    ``json_typed`` would say, without its walk."""
+    for name, processor in processors.items():
+        if type(name) is not str or type(processor) is not dict:
+            return False
+        for key, location in processor.items():
+            if type(key) is not str or type(location) is not str:
+                return False
+    return True
+
+
+@functools.lru_cache(maxsize=256)
+def _standard_processors(session_id: str) -> dict[str, Any]:
+    """``io_processors(session_id)``, to compare with (never handed out)."""
+    return io_processors(session_id)
+
+
+def _without_implied(datamodel: dict[str, Any]) -> dict[str, Any]:
+    stored = datamodel.copy()
+    for name in IMPLIED:
+        del stored[name]
+    return stored
+
+
+def plain_body(state: MachineState) -> bytes | None:
+    """The format 3 payload of ``state`` when it is plainly a valid position, the way the
+    engine makes them: index sets as frozensets, no queued events, every field of the type
+    and in the range ``loads`` wants, a legal configuration and history, a datamodel its
+    written text vouches for (``fits``) of exact JSON types. None when anything is in
+    doubt: the checked path of ``position.dumps`` then writes the same bytes or says what
+    is wrong (tests check that it accepts whatever this accepts)."""
+    try:
+        return _plain(state)
+    except (CorruptPosition, AttributeError, TypeError, ValueError, RecursionError):
+        return None
+
+
+def _plain(state: MachineState) -> bytes | None:
+    machine = state.machine
+    running = state.running
+    status = state.status
+    trace = state.trace
+    rounds = state.max_macrostep_rounds
+    if (
+        state.internal_queue
+        or (running is not True and running is not False)
+        or type(status) is not str
+        or (trace is not True and trace is not False)
+        or (rounds is not None and (type(rounds) is not int or not 0 < rounds <= MAX_LIMIT))
+    ):
+        return None
+    shape_line = _plain_shape_line(state, running, status, trace, rounds)
+    if shape_line is None:
+        return None
+    configuration = state.configuration
+    invocations: Any = state.invocations
+    if invocations:
+        invocations = [[s, n, name] for (s, n), name in sorted(invocations.items())]
+        decode_invocations(invocations, machine.states, configuration)
+    else:
+        invocations = []
+    session_id = state.session_id
+    if type(session_id) is not str or not 0 < len(session_id) <= MAX_ID_LENGTH:
+        return None
+    invoke_counter = state.invoke_counter
+    send_counter = state.send_counter
+    timer_counter = state.timer_counter
+    macrostep = state.macrostep
+    microstep = state.microstep
+    round_ = state.round
+    for counter in (invoke_counter, send_counter, timer_counter, macrostep, microstep, round_):
+        if type(counter) is not int or not 0 <= counter <= MAX_COUNTER:
+            return None
+    datamodel = stored_variables(state.datamodel)
+    if type(datamodel) is not dict:
+        return None
+    standard = standard_system_variables(datamodel, session_id, machine)
+    stored = _without_implied(datamodel) if standard else datamodel
+    context = state.caller_context
+    # orjson refuses cycles, values past its nesting limit and what it cannot write
+    # faithfully (TypeError: the checked path then decides); NaN and types it writes as
+    # something else are found by the walks below, once ``fits`` bounded the nesting.
+    values_line = orjson.dumps(
+        {
+            "caller_context": context,
+            "datamodel": stored,
+            "internal_queue": [],
+            "invocations": invocations,
+            "invoke_counter": invoke_counter,
+            "macrostep": macrostep,
+            "microstep": microstep,
+            "round": round_,
+            "send_counter": send_counter,
+            "session_id": session_id,
+            STANDARD: standard,
+            "timer_counter": timer_counter,
+        },
+        option=_OPTIONS,
+    )
+    cap = state.limits.datamodel_bytes
+    if not (
+        fits(values_line, MAX_LIMIT if cap is None else cap)
+        and json_typed(stored)
+        and (not standard or _exact_processors(datamodel["_ioprocessors"]))
+        and (context is None or json_typed(context))
+    ):
+        return None
+    return b"".join((shape_line, b"\n", values_line))
+
+
+_SHAPE_LINES: Final = "shape lines"
+"""The key, in a machine's ``_cache``, of the shape lines ``dumps`` wrote, by the state's
+shape fields."""
+
+
+def _plain_shape_line(
+    state: MachineState, running: bool, status: str, trace: bool, rounds: int | None
+) -> bytes | None:
+    """The shape line of ``state`` (whose flags and round budget the caller checked), or
+    None if its shape is not plainly valid. Remembered per machine for the very sets and
+    budgets of the engine's states (they share them, ``_run.shared``)."""
+    configuration = state.configuration
+    entered = state.entered
+    to_invoke = state.states_to_invoke
+    limits = state.limits
+    history = state.history
+    memo: dict[tuple[Any, ...], tuple[Any, ...]] | None = state.machine._cache.get(_SHAPE_LINES)
+    key = (configuration, entered, to_invoke, id(limits), rounds, running, status, trace)
+    if not history and memo is not None:
+        known = memo.get(key)
+        if (
+            known is not None
+            and known[0] is configuration
+            and known[1] is entered
+            and known[2] is to_invoke
+            and known[3] is limits
+        ):
+            line: bytes = known[4]
+            return line
+    line_or_none = _judge_shape(state, running, status, trace, rounds)
+    if line_or_none is not None and not history:
+        memo = state.machine._cache.setdefault(_SHAPE_LINES, {})
+        if len(memo) >= _SHAPES_LIMIT:
+            memo.clear()
+        memo[key] = (configuration, entered, to_invoke, limits, line_or_none)
+    return line_or_none
+
+
+def _judge_shape(
+    state: MachineState, running: bool, status: str, trace: bool, rounds: int | None
+) -> bytes | None:
+    machine = state.machine
+    count = len(machine.states)
+    configuration = state.configuration
+    entered = state.entered
+    if (
+        type(configuration) is not frozenset
+        or type(entered) is not frozenset
+        or not configuration <= entered
+    ):
+        return None
+    active = sorted(configuration)
+    visited = sorted(entered)
+    if not (_plain_indexes(active, count) and _plain_indexes(visited, count)):
+        return None
+    if running and status == "running":
+        if legal_configuration(machine, active) is not None:
+            return None
+    elif running or status != "done" or active:
+        return None
+    to_invoke = state.states_to_invoke
+    if to_invoke and (
+        type(to_invoke) is not tuple
+        or not _plain_indexes(sorted(set(to_invoke)), count)
+        or len(set(to_invoke)) != len(to_invoke)
+        or (running and not configuration.issuperset(to_invoke))
+    ):
+        return None
+    history: Any = state.history
+    if history:
+        history = [[key, list(value)] for key, value in sorted(history.items())]
+        decode_history(history, machine)
+    else:
+        history = []
+    limits = limit_values(state.limits)
+    for value in limits:
+        if value is not None and (type(value) is not int or not 0 < value <= MAX_LIMIT):
+            return None
+    return orjson.dumps(
+        {
+            "configuration": active,
+            "entered": visited,
+            "history": history,
+            "limits": dict(zip(LIMIT_FIELDS, limits, strict=True)),
+            "max_macrostep_rounds": rounds,
+            "running": running,
+            "states_to_invoke": list(to_invoke),
+            "status": status,
+            "trace": trace,
+        },
+        option=_OPTIONS,
+    )
+
+
+def _plain_indexes(indexes: list[Any], count: int) -> bool:
+    """Whether the sorted ``indexes`` are exact ints, all state indexes of the chart."""
+    for index in indexes:
+        if type(index) is not int:
+            return False
+    return not indexes or (indexes[0] >= 0 and indexes[-1] < count)
+
+
+# -- reading -------------------------------------------------------------------------------
+
+
+def read(
+    payload: bytes,
+    machine: Machine,
+    invoke_types: frozenset[str] | None,
+    routes: Container[str] | None,
+    max_limits: MacrostepLimits | None,
+) -> MachineState:
+    """The state a format 3 payload describes, or ``CorruptPosition`` saying what is wrong."""
+    shape_text, newline, values_text = payload.partition(b"\n")
+    if newline:
+        try:
+            state = _plain_read(shape_text, values_text, machine, invoke_types, routes, max_limits)
+        except CorruptPosition:
+            state = None  # the full path says what is wrong
+        if state is not None:
+            return state
+    return _full_read(payload, machine, invoke_types, routes, max_limits)
+
+
+def _plain_read(
+    shape_text: bytes,
+    values_text: bytes,
+    machine: Machine,
+    invoke_types: frozenset[str] | None,
+    routes: Container[str] | None,
+    max_limits: MacrostepLimits | None,
+) -> MachineState | None:
+    """The state, when both lines are exactly what orjson writes for what it reads in
+    them and pass the checks (the full path's); else None (or ``CorruptPosition``): the
+    full path decides and says what is wrong."""
+    memo: dict[bytes, Shape] | None = machine._cache.get(_SHAPES)
+    shape = None if memo is None else memo.get(shape_text)
+    if shape is None:
+        shape = _learn_shape(shape_text, machine)
+        if shape is None:
+            return None
+    # ``_canonical_object``, inlined: once per load.
+    try:
+        values = orjson.loads(values_text)
+        if (
+            type(values) is not dict
+            or len(values) != _VALUE_COUNT
+            or values.keys() != LINE_VALUE_KEYS
+            or orjson.dumps(values, option=_OPTIONS) != values_text
+        ):
+            return None
+    except (orjson.JSONDecodeError, TypeError):
+        return None
+    standard = values.pop(STANDARD)
+    if standard is True:
+        if not _restore(values, machine):
+            return None
+    elif standard is not False:
+        return None
+    checked = decode_values(values, shape, machine, max_limits, values_text)
+    return build_state(machine, shape, checked, values, invoke_types, routes)
+
+
+_VALUE_COUNT: Final = len(LINE_VALUE_KEYS)
+
+
+def _canonical_object(text: bytes, keys: frozenset[str]) -> dict[str, Any] | None:
+    """The object ``text`` holds when it has exactly ``keys`` and orjson writes it back
+    byte for byte; else None."""
+    try:
+        obj = orjson.loads(text)
+        if type(obj) is not dict or len(obj) != len(keys) or obj.keys() != keys:
+            return None
+        if orjson.dumps(obj, option=_OPTIONS) != text:
+            return None
+    except (orjson.JSONDecodeError, TypeError):
+        return None
+    return obj
+
+
+def _learn_shape(shape_text: bytes, machine: Machine) -> Shape | None:
+    """Judge a shape line not seen before (and remember it), or None for the full path."""
+    obj = _canonical_object(shape_text, SHAPE_KEYS)
+    if obj is None:
+        return None
+    shape = decode_shape(obj, machine)
+    # Loaded states share their index sets with the engine's (``_run.shared``).
+    shape.configuration = shared(machine, shape.configuration)
+    shape.entered = shared(machine, shape.entered)
+    memo: dict[bytes, Shape] = machine._cache.setdefault(_SHAPES, {})
+    if len(memo) >= _SHAPES_LIMIT:
+        memo.clear()
+    memo[shape_text] = shape
+    return shape
+
+
+def _restore(values: dict[str, Any], machine: Machine) -> bool:
+    """Put the standard system variables back into ``values``' datamodel; False when they
+    cannot be (a datamodel that is not an object or already holds one of them, a session
+    id that is not a string: the checks then say what is wrong)."""
+    datamodel = values["datamodel"]
+    session_id = values["session_id"]
+    if type(datamodel) is not dict or type(session_id) is not str:
+        return False
+    for name in IMPLIED:
+        if name in datamodel:
+            return False
+    datamodel["_ioprocessors"] = io_processors(session_id)
+    datamodel["_name"] = machine.name
+    datamodel["_sessionid"] = session_id
+    return True
+
+
+def _full_read(
+    payload: bytes,
+    machine: Machine,
+    invoke_types: frozenset[str] | None,
+    routes: Container[str] | None,
+    max_limits: MacrostepLimits | None,
+) -> MachineState:
+    try:
+        text = payload.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CorruptPosition(f"the payload is not valid UTF-8: {exc}") from None
+    shape_text, newline, values_text = text.partition("\n")
+    if not newline:
+        corrupt("the payload has no values line")
+    shape = _keyed(decode_json(shape_text, "shape line"), SHAPE_KEYS, "the shape line")
+    values = _keyed(decode_json(values_text, "values line"), LINE_VALUE_KEYS, "the values line")
+    standard = values.pop(STANDARD)
+    if type(standard) is not bool:
+        corrupt(f"{STANDARD} is {type(standard).__name__}, not a boolean")
+    if standard and not _restore(values, machine):
+        datamodel = values["datamodel"]
+        if type(datamodel) is dict and any(name in datamodel for name in IMPLIED):
+            corrupt(f"the datamodel holds a system variable {STANDARD} leaves out")
+    try:
+        return decode_payload(
+            {**shape, **values}, machine, invoke_types, routes, max_limits, values_text
+        )
+    except RecursionError:
+        raise CorruptPosition("invalid payload: a value is nested too deeply") from None
+
+
+def _keyed(obj: Any, keys: frozenset[str], where: str) -> dict[str, Any]:
+    if not isinstance(obj, dict):
+        corrupt(f"{where} is not an object")
+    if obj.keys() != keys:
+        missing = sorted(keys - obj.keys())
+        extra = sorted(obj.keys() - keys)
+        corrupt(f"{where} keys: missing {missing}, unexpected {extra}")
+    return obj

@@ -1,0 +1,193 @@
+"""The compiled paths of the core (ADR 20, issue 25) give exactly what the general ones give.
+
+A block of executable content runs node by node through steps compiled per block (an
+``<assign>`` of an expression is one closure), and a microstep of one transition follows a
+plan made once per configuration and transition. Each comparison drives the same events
+twice: once as compiled, once with every node through its general executor and every
+microstep through ``exitStates``, ``executeTransitionContent`` and ``enterStates``.
+States, effects (``BudgetExhausted`` and the errors of a budget running out included) and
+position bytes must agree, so every step charge of a macrostep (ADR 11) stays as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+import statifier
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from statifier import Event, MachineState, external, handle_event, initialize
+from statifier.budget import MacrostepLimits
+from statifier.chart import model
+from statifier.core import _replay, content, effects
+from statifier.core.algorithm import Interpreter
+from statifier.core.position import dumps
+
+from engine_support import chartgen
+
+Step = tuple[MachineState, list[effects.Effect]]
+
+
+def _always(executor: Any) -> Any:
+    return lambda node, kept: executor
+
+
+GENERAL_STEPS: dict[type, Any] = {
+    node_type: _always(executor)
+    for node_type, executor in (
+        (model.RaiseNode, content.ContentExecutor.exec_raise),
+        (model.LogNode, content.ContentExecutor.exec_log),
+        (model.AssignNode, content.ContentExecutor.exec_assign),
+        (model.IfNode, content.ContentExecutor.exec_if),
+        (model.ForeachNode, content.ContentExecutor.exec_foreach),
+        (model.ScriptNode, content.ContentExecutor.exec_script),
+        (model.SendNode, content.ContentExecutor.exec_send),
+        (model.CancelNode, content.ContentExecutor.exec_cancel),
+    )
+}
+
+
+@contextmanager
+def _general() -> Iterator[None]:
+    """Every node through its general executor, every microstep without a plan."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(content, "_STEPS", GENERAL_STEPS)
+        patch.setattr(Interpreter, "plan", lambda self, t: None)
+        yield
+
+
+def _drive(machine: statifier.Machine, events: list[Event], **options: Any) -> list[Step]:
+    machine._cache.clear()  # compiled blocks, plans and replays are made afresh
+    state, produced = initialize(machine, session_id="sess_compiled", **options)
+    steps: list[Step] = [(state, produced)]
+    for event in events:
+        if not state.running:
+            break
+        machine._cache.pop(_replay.STEPS, None)
+        state, produced = handle_event(state, event)
+        steps.append((state, produced))
+    return steps
+
+
+def _assert_same(general: list[Step], compiled: list[Step]) -> None:
+    assert len(compiled) == len(general)
+    for (state_a, out_a), (state_b, out_b) in zip(general, compiled, strict=True):
+        assert out_b == out_a
+        assert state_b == state_a
+        assert state_b.entered == state_a.entered
+        assert dumps(state_b) == dumps(state_a)
+
+
+_LIMITS = st.sampled_from(
+    [
+        MacrostepLimits(),
+        MacrostepLimits(steps=60),
+        MacrostepLimits(steps=130),
+        MacrostepLimits(steps=400),
+        MacrostepLimits(effects=3),
+        MacrostepLimits(internal_events=2),
+        MacrostepLimits(datamodel_bytes=60),
+        MacrostepLimits(output_bytes=20),
+    ]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    source=chartgen.charts(),
+    names=st.lists(st.sampled_from(chartgen.EVENTS), max_size=12),
+    limits=_LIMITS,
+    trace=st.booleans(),
+)
+def test_generated_charts_run_alike_compiled_and_general(
+    source: str,
+    names: list[str],
+    limits: MacrostepLimits,
+    trace: bool,
+) -> None:
+    machine = statifier.compile(source)
+    events = [external(name, data=i if i % 3 else None) for i, name in enumerate(names)]
+    options = {
+        "limits": limits,
+        "trace": trace,
+        "max_macrostep_rounds": 40,
+        "invoke_types": {chartgen.INVOKE_TYPE},
+    }
+    with _general():
+        general = _drive(machine, events, **options)
+    _assert_same(general, _drive(machine, events, **options))
+
+
+DATAMODEL = """\
+<scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0" datamodel="python">
+  <datamodel>
+    <data id="count" expr="0"/>
+    <data id="total" expr="0"/>
+    <data id="recent" expr="[]"/>
+    <data id="account" expr="{'id': 'acc_1', 'last': 0}"/>
+  </datamodel>
+  <state id="open">
+    <onexit><log label="out" expr="count"/></onexit>
+    <transition event="charge" cond="_event.data['amount'] &gt; 50 and count &gt;= 0"
+                target="open">
+      <assign location="count" expr="count + 1"/>
+      <assign location="total" expr="total + _event.data.amount * 2"/>
+      <assign location="recent" expr="(recent + [_event.data['amount']])[-10:]"/>
+      <assign location="account.last" expr="_event.data.amount"/>
+      <log label="big" expr="total"/>
+    </transition>
+    <transition event="charge" cond="_event.data['amount'] &lt;= 50" target="open">
+      <assign location="count" expr="count + 1"/>
+      <assign location="total" expr="total + _event.data.amount"/>
+      <assign location="recent" expr="(recent + [_event.data['amount']])[-10:]"/>
+      <assign location="account.last" expr="_event.data.amount"/>
+    </transition>
+    <transition event="close" cond="count &gt; 3" target="closed"/>
+    <transition event="odd" target="open">
+      <assign location="_name" expr="1"/>
+    </transition>
+    <transition event="wrong" target="open">
+      <assign location="missing" expr="1"/>
+      <assign location="count" expr="count + 'x'"/>
+    </transition>
+  </state>
+  <final id="closed"/>
+</scxml>
+"""
+
+_AMOUNTS = st.one_of(
+    st.integers(-5, 120), st.just(2**70), st.text(max_size=3), st.none(), st.just([1, 2])
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    events=st.lists(
+        st.tuples(st.sampled_from(["charge", "charge", "close", "odd", "wrong"]), _AMOUNTS),
+        max_size=10,
+    ),
+    limits=_LIMITS,
+    trace=st.booleans(),
+)
+def test_the_datamodel_chart_runs_alike_compiled_and_general(
+    events: list[tuple[str, Any]],
+    limits: MacrostepLimits,
+    trace: bool,
+) -> None:
+    machine = statifier.compile(DATAMODEL)
+    fed = [Event(name=name, data={"amount": amount}) for name, amount in events]
+    with _general():
+        general = _drive(machine, fed, limits=limits, trace=trace)
+    _assert_same(general, _drive(machine, fed, limits=limits, trace=trace))
+
+
+def test_the_compiled_paths_are_taken() -> None:
+    machine = statifier.compile(DATAMODEL)
+    state, _ = initialize(machine, session_id="sess_taken")
+    state, _ = handle_event(state, Event(name="charge", data={"amount": 70}))
+    blocks = machine._cache["blocks"]
+    assert any(step.__name__ == "assign" for _, steps in blocks.values() for _, step in steps)
+    assert any(isinstance(key, tuple) and key[0] == "plan" for key in machine._cache)

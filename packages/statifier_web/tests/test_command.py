@@ -1,0 +1,142 @@
+"""``statifier-oban web``: served by a real process (tokens from the environment, stopped
+by SIGTERM with status 0), and the settings it refuses before serving."""
+
+from __future__ import annotations
+
+import importlib.abc
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+from statifier_oban.cli import _main as cli
+from statifier_oban.cli import main
+
+from web_support.rig import OTHER_TOKEN, TOKEN
+
+TOKENS = {"STATIFIER_WEB_TOKENS": TOKEN}
+
+PUBLIC = "0.0.0.0"  # noqa: S104 - refused before anything binds it
+
+READY = re.compile(r"the console at (http://127\.0\.0\.1:\d+)/console/, the API under")
+
+
+def read_line(process: subprocess.Popen[str], timeout: float = 30.0) -> str:
+    """The process's next line of output (fails after ``timeout`` seconds)."""
+    assert process.stdout is not None
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(process.stdout.readline).result(timeout=timeout)
+
+
+def test_the_server_serves_until_sigterm(database_url: str, tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"# the operators\n{OTHER_TOKEN}\n")
+    environment = {**os.environ, "STATIFIER_WEB_TOKENS": TOKEN, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(  # noqa: S603 - this interpreter, fixed arguments, no shell
+        [sys.executable, "-m", "statifier_oban.cli", "web", "--database-url", database_url,
+         "--port", "0", "--token-file", str(tokens)],
+        env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        line = read_line(process)
+        ready = READY.search(line)
+        assert ready is not None, line
+        assert line.rstrip().endswith("(2 token(s))")
+        url = ready.group(1)
+        assert httpx.get(f"{url}/health").json()["status"] == "ok"
+        assert httpx.get(f"{url}/api/counts").status_code == 401
+        for token in (TOKEN, OTHER_TOKEN):
+            answer = httpx.get(f"{url}/api/counts", headers={"Authorization": f"Bearer {token}"})
+            assert answer.json()["total"] == 0
+        assert httpx.get(f"{url}/console/login").status_code == 200
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 0
+        assert process.stdout is not None
+        assert "statifier-oban web: stopped" in process.stdout.read()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "environment", "message"),
+    [
+        ([], {}, "no bearer token: put one in a file for --token-file"),
+        ([], {"STATIFIER_WEB_TOKENS": "short"}, "a token must be 16 to 512 characters long"),
+        (["--open", "--host", PUBLIC], {}, "an open app (no token) is served on loopback only"),
+        (["--base-path", "ops/"], TOKENS, "a base path is like /statifier"),
+        (["--open"], TOKENS, "--open serves without authentication: give no token"),
+    ],
+    ids=["no-token", "short-token", "open-public", "base-path", "open-with-tokens"],
+)  # fmt: skip
+def test_what_the_command_refuses_to_serve(
+    database_url: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    arguments: list[str],
+    environment: dict[str, str],
+    message: str,
+) -> None:
+    monkeypatch.delenv("STATIFIER_WEB_TOKENS", raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    status = main(["web", "--database-url", database_url, "--port", "0", *arguments])
+    assert status == 1
+    err = capsys.readouterr().err
+    assert err.startswith("statifier-oban web: error: ")
+    assert message in err
+    assert TOKEN not in err
+
+
+def test_a_taken_port_is_one_line_of_error(
+    database_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STATIFIER_WEB_TOKENS", TOKEN)
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        assert main(["web", "--database-url", database_url, "--port", str(port)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"statifier-oban web: error: cannot listen on 127.0.0.1:{port}: ")
+    assert "Traceback" not in err
+
+
+class _WithoutWeb(importlib.abc.MetaPathFinder):
+    """An import finder for which ``statifier_web`` is not installed."""
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        """Refuse ``statifier_web`` and its modules; leave the rest to the others."""
+        if name.partition(".")[0] == "statifier_web":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["web"], "web needs the package statifier_web: pip install 'statifier-oban[web]'"),
+        (["demo", "--web"], "--web needs the web console: pip install 'statifier-demo[web]'"),
+    ],
+    ids=["web", "demo-web"],
+)
+def test_without_the_web_package_the_commands_name_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    message: str,
+) -> None:
+    for name in [m for m in sys.modules if m.partition(".")[0] == "statifier_web"]:
+        monkeypatch.delitem(sys.modules, name)
+    for name in [m for m in sys.modules if m.startswith("statifier_oban.cli._web")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(sys, "meta_path", [_WithoutWeb(), *sys.meta_path])
+    monkeypatch.setattr(cli.statifier_oban, "commands", dict(cli.statifier_oban.commands))
+    cli.statifier_oban.commands.pop("web", None)
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert message in err

@@ -1,0 +1,1 @@
+"""Helpers of the statifier_web tests: real servers on loopback, charts, the browser."""
