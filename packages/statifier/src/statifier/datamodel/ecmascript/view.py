@@ -27,7 +27,7 @@ class VariablesView(Mapping[str, Any]):
     other mapping when their plain values are.
     """
 
-    __slots__ = ("_decoder", "_names", "_plain", "_source", "_stored", "_system")
+    __slots__ = ("_decoder", "_names", "_plain", "_source", "_stored", "_system", "_whole")
 
     def __init__(
         self,
@@ -36,36 +36,73 @@ class VariablesView(Mapping[str, Any]):
         stored: dict[str, Any] | None,
         source: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
-        self._system = system
-        self._names = names
+        self._system: dict[str, Any] | None = system
+        self._names: frozenset[str] | None = names
         self._stored = stored
         self._source = source
         """Gives the stored form when it is first needed (``stored`` None: the engine still
         holds the variables)."""
+        self._whole: dict[str, Any] | None = None
+        """The whole stored form (system variables too), once made or as a position gave it."""
         self._plain: dict[str, Any] = {}
         self._decoder: PlainDecoder | None = None
 
     @classmethod
-    def from_stored(cls, datamodel: Mapping[str, Any]) -> VariablesView:
+    def from_stored(cls, datamodel: dict[str, Any]) -> VariablesView:
         """The view of a stored datamodel (system variables and the stored form together,
-        as a position holds it)."""
-        system = {name: datamodel[name] for name in SYSTEM_VARIABLES if name in datamodel}
-        user = {name: value for name, value in datamodel.items() if name not in system}
-        return cls(system, frozenset(name for name in user if name != HEAP), user)
+        as a position holds it; the view keeps it as it is, so treat it as read-only).
+        It is split into system and chart variables when first read: a state loaded only to
+        be stepped or stored again never is."""
+        view = cls.__new__(cls)
+        view._system = view._names = view._stored = view._source = view._decoder = None
+        view._whole = datamodel
+        view._plain = {}
+        return view
+
+    def _split(self) -> dict[str, Any]:
+        """The system variables, splitting the whole stored form the first time."""
+        whole = self._whole
+        assert whole is not None  # noqa: S101 - a view has its parts or the whole
+        system: dict[str, Any] = {name: whole[name] for name in SYSTEM_VARIABLES if name in whole}
+        user = {name: value for name, value in whole.items() if name not in system}
+        self._stored = user
+        self._names = frozenset(name for name in user if name != HEAP)
+        self._system = system
+        return system
 
     @property
     def system(self) -> dict[str, Any]:
         """The system variables' values (the core's: plain data)."""
-        return self._system
+        system = self._system
+        return self._split() if system is None else system
+
+    @property
+    def names(self) -> frozenset[str]:
+        """The chart's variables' names."""
+        names = self._names
+        if names is None:
+            self._split()
+            names = self._names
+            assert names is not None  # noqa: S101 - set by the split
+        return names
 
     def stored(self) -> dict[str, Any]:
-        """The datamodel in the stored form, as a position keeps it (a new dict)."""
-        return {**self._system, **self.user_stored()}
+        """The datamodel in the stored form, as a position keeps it (system variables
+        included; made once: treat it as read-only)."""
+        whole = self._whole
+        if whole is None:
+            whole = self._whole = {**self.system, **self.user_stored()}
+        return whole
 
     def user_stored(self) -> dict[str, Any]:
         """The chart's variables in the stored form (``#objects`` included): not a copy."""
         stored = self._stored
         if stored is None:
+            if self._system is None:
+                self._split()
+                stored = self._stored
+                assert stored is not None  # noqa: S101 - set by the split
+                return stored
             assert self._source is not None  # noqa: S101 - a view has one or the other
             stored = self._stored = self._source()
             self._source = None
@@ -74,13 +111,13 @@ class VariablesView(Mapping[str, Any]):
     # -- the mapping ---------------------------------------------------------------------
 
     def __getitem__(self, name: str) -> Any:
-        system = self._system
+        system = self.system
         if name in system:
             return system[name]
         plain = self._plain
         if name in plain:
             return plain[name]
-        if name not in self._names:
+        if name not in self.names:
             raise KeyError(name)
         decoder = self._decoder
         if decoder is None:
@@ -89,14 +126,14 @@ class VariablesView(Mapping[str, Any]):
         return value
 
     def __contains__(self, name: object) -> bool:
-        return name in self._system or name in self._names
+        return name in self.system or name in self.names
 
     def __iter__(self) -> Iterator[str]:
-        yield from self._system
-        yield from sorted(self._names)
+        yield from self.system
+        yield from sorted(self.names)
 
     def __len__(self) -> int:
-        return len(self._system) + len(self._names)
+        return len(self.system) + len(self.names)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, VariablesView):
