@@ -325,10 +325,13 @@ def same_data(a: object, b: object) -> bool:
     return True
 
 
-def _json_writer() -> Callable[[Any], str]:
-    """``json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"))``'s
-    ``encode``, without building a new C encoder per call."""
-    encoder = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+def one_shot_json_writer(*, sort_keys: bool) -> Callable[[Any], str]:
+    """``json.JSONEncoder(sort_keys=sort_keys, ensure_ascii=True, allow_nan=False,
+    separators=(",", ":"))``'s ``encode``, on one C encoder made here instead of one per
+    call; a cycle is found as a ``RecursionError`` (like ``ValueError``: not JSON)."""
+    encoder = json.JSONEncoder(
+        sort_keys=sort_keys, ensure_ascii=True, allow_nan=False, separators=(",", ":")
+    )
     try:
         from _json import make_encoder
     except ImportError:  # pragma: no cover - an interpreter without the C accelerator
@@ -336,13 +339,13 @@ def _json_writer() -> Callable[[Any], str]:
     from json.encoder import encode_basestring_ascii
 
     make = make_encoder(
-        None, encoder.default, encode_basestring_ascii, None, ":", ",", False, False, False
+        None, encoder.default, encode_basestring_ascii, None, ":", ",", sort_keys, False, False
     )
     join = "".join
     return lambda value: join(make(value, 0))
 
 
-json_text: Final[Callable[[Any], str]] = _json_writer()
+json_text: Final[Callable[[Any], str]] = one_shot_json_writer(sort_keys=False)
 """Compact JSON text of a JSON-like value, ASCII only, keys in their order; raises
 ``TypeError``, ``ValueError`` (``NaN``, the infinities) or ``RecursionError`` (a cycle, or
 nesting too deep) for anything else."""
