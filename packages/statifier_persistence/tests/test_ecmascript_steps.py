@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import statifier
 from statifier import MachineState
 from statifier.core import effects as fx
 from statifier.core.events import Event
@@ -13,7 +14,7 @@ from statifier.datamodel import stored_variables
 from statifier.datamodel.ecmascript import CIRCULAR
 from statifier_persistence import Executions, Stepped
 
-from persistence_support.common import chart, unique
+from persistence_support.common import NS, chart, unique
 
 PAYLOAD = "globalThis.approved = true, function () {}"
 
@@ -127,3 +128,47 @@ async def test_history_and_outcome_of_an_ecmascript_chart_hold_plain_data(
         {"label": "both", "value": [{"k": 2}, {"k": 2}], "value_clipped": False}
     ]
     assert user_variables(stepped.state) == {"o": {"k": 2}, "p": {"k": 2}, "n": None}
+
+
+async def test_a_migration_keeps_shared_objects_and_takes_the_operators_data(
+    executions: Executions,
+) -> None:
+    # A migration exports the position (plain values plus the engine's stored form) and
+    # imports it into the new revision: o and p stay one object, the chart's method stays,
+    # and what the operator sets is data, whatever its shape.
+    v1 = chart(
+        """
+        <datamodel><data id="o" expr="({k: 1, f: function () { return 7 }})"/>
+          <data id="p" expr="o"/></datamodel>
+        <state id="open">
+          <transition event="bump"><assign location="p.k" expr="p.k + 1"/></transition>
+        </state>
+        """,
+        datamodel="ecmascript",
+        name="shared_move",
+    )
+    v2 = statifier.compile(
+        f"""<scxml {NS} datamodel="ecmascript" name="shared_move">
+        <datamodel><data id="o" expr="({{k: 1, f: function () {{ return 7 }}}})"/>
+          <data id="p" expr="o"/><data id="note"/></datamodel>
+        <state id="open">
+          <transition event="bump"><assign location="p.k" expr="p.k + 1"/></transition>
+          <transition event="check">
+            <log label="same" expr="o === p &amp;&amp; o.k + ':' + o.f()"/>
+          </transition>
+        </state></scxml>""",
+        version="2",
+    )
+    execution_id = unique()
+    await executions.create(v1, execution_id=execution_id)
+    assert await executions.step(execution_id, Event(name="bump"))
+    await executions.register(v2)
+    migrated = await executions.migrate(
+        execution_id, v2, datamodel={"note": {"$function": PAYLOAD}}
+    )
+    assert user_variables(migrated.state) == {
+        "o": {"k": 2}, "p": {"k": 2}, "note": {"$function": PAYLOAD}
+    }  # fmt: skip
+    stepped = await executions.step(execution_id, Event(name="check"))
+    assert isinstance(stepped, Stepped)
+    assert [e.value for e in stepped.effects if isinstance(e, fx.Log)] == ["2:7"]
