@@ -6,8 +6,14 @@ Run from the repository root::
 
 Goals: **a step with its timer costs no more than 2x a bare oban job round trip**
 (issue 8), i.e. fire -> step -> commit throughput >= 0.5x raw oban job execution, with 1
-and with 2 worker processes; and **history costs at most 15%** (issue 20): steps that
-write their history entry run at >= 0.85x the throughput of steps with history off.
+and with 2 worker processes; **history costs at most 15%** (issue 20): steps that
+write their history entry run at >= 0.85x the throughput of steps with history off; and
+**tracing on, with no exporter, keeps at least 90% of the throughput** (issue 22, ADR 30):
+fire -> step -> commit with ``statifier_oban.otel`` instrumented, against the same path
+untraced. ``--otel api`` (the default) instruments through the OpenTelemetry API with no
+SDK configured, what ``instrument()`` costs an application that exports nothing; ``--otel
+sdk`` through the SDK's tracer and meter providers with no span processor and no metric
+reader (every span and metric recorded, nothing leaves). Section 2 measures both.
 
 1. **fire -> step -> commit** (the goal). ``--jobs`` executions each hold one pending timer;
    one ``UPDATE`` makes them all due. Worker processes (this file run with ``--worker``:
@@ -20,7 +26,11 @@ write their history entry run at >= 0.85x the throughput of steps with history o
    the first goal: the same number of bare oban job
    round trips, each job arming its successor as a step does (its ``process`` enqueues
    the next job, an hour out, and returns), made due by the same ``UPDATE``, run and
-   acknowledged by the same processes. **bare** (context): jobs that arm nothing. Rate =
+   acknowledged by the same processes. **traced** (the tracing goal): ``ours`` served by a
+   second set of worker processes (``--traced MODE``) that trace as ``--otel`` says, on a
+   queue of their own, its executions created by a traced parent (with the SDK, each job
+   then carries a trace context to continue); both sets run throughout, one idle while
+   the other works. **bare** (context): jobs that arm nothing. Rate =
    jobs / (last ``completed_at`` - release), both on the database clock. One round per
    path in each group, the order rotating, ``--repeats`` groups per process count after
    one untimed warm-up round of each; the verdict reads the median of the groups' own
@@ -32,7 +42,8 @@ write their history entry run at >= 0.85x the throughput of steps with history o
    transaction each, a timer armed by each step), against ``Oban.enqueue`` of a bare job
    on a pooled connection (one insert transaction): the cost of a step's transaction in
    units of the cheapest oban write; and the same steps with history off (one step's own
-   cost of its history entry, without the queue around it). Interleaved in slices, order
+   cost of its history entry, without the queue around it), and traced (through the API
+   alone, and recorded by the SDK, no exporter either way). Interleaved in slices, order
    rotating, best of ``--repeats`` rounds.
 
 The embedded PostgreSQL server is used unless ``--database-url`` names a server; one
@@ -65,6 +76,7 @@ from oban.worker import register_worker, worker_name
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from psycopg_pool import AsyncConnectionPool
+from statifier import instrumentation
 from statifier.core.effects import SendDelayed
 from statifier.core.events import Event
 from statifier_oban import register_plugin
@@ -81,12 +93,16 @@ TARGET = 0.5
 HISTORY_TARGET = 0.85
 """Ours/quiet jobs per second must be at least this (history costs at most 15%)."""
 
+TRACED_TARGET = 0.9
+"""Traced/ours (and traced/untraced in-process steps) must be at least this (ADR 30)."""
+
 PROFILE_ENV = "STATIFIER_BENCH_WORKER_PROFILE"
 """Environment variable naming a directory: worker processes run under cProfile and
 write ``<node>.prof`` there when they stop."""
 
 OURS_QUEUE = "timers"
 QUIET_QUEUE = "quiet"
+TRACED_QUEUE = "traced_timers"
 RAW_QUEUE = "raw"
 
 CHART = statifier.compile(
@@ -154,27 +170,50 @@ RAW_WORKER = worker_name(RawTick)
 BARE_WORKER = worker_name(BareTick)
 QUIET_DELIVERY = f"{QuietDelivery.__module__}:{QuietDelivery.__qualname__}"
 
-PATHS = ("ours", "quiet", "raw", "bare")
-"""The paths of section 1: ours against raw (the first goal) and against quiet (the
-history goal); bare for context."""
+PATHS = ("ours", "quiet", "traced", "raw", "bare")
+"""The paths of section 1: ours against raw (the first goal), against quiet (the history
+goal) and traced against ours (the tracing goal); bare for context."""
+
+OTEL_MODES = ("api", "sdk")
+"""How a traced path is instrumented: the API with no SDK configured, or the SDK's
+providers with no processor and no reader."""
 
 
-async def serve(url: str, node: str, limit: int) -> None:
-    """Worker mode: run the queues, deliver timers into executions, until stdin closes."""
+def instrument_without_exporter(mode: str) -> Any:
+    """``statifier_oban.otel`` that exports nothing (``mode``: see ``OTEL_MODES``); returns
+    the instrumentation (install and uninstall it with ``statifier.instrumentation``)."""
+    from statifier_oban.otel import OpenTelemetry
+
+    if mode == "api":
+        return OpenTelemetry()  # the global providers: the API's, no SDK set in this process
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.trace import TracerProvider
+
+    return OpenTelemetry(TracerProvider(), MeterProvider())
+
+
+async def serve(url: str, node: str, limit: int, traced: str | None) -> None:
+    """Worker mode: run the queues, deliver timers into executions, until stdin closes
+    (``traced``: only the traced queue, instrumented as that mode says)."""
     import statifier_oban.workers  # noqa: F401  (registers TimerWorker)
 
+    if traced:
+        node = f"traced_{node}"  # its own oban node beside the untraced worker of that number
     pool = AsyncConnectionPool(url, min_size=4, max_size=limit + 6, open=False)
     await pool.open(wait=True)
     global _oban, _quiet
-    queues: dict[str, int | dict[str, Any]] = {
-        OURS_QUEUE: limit,
-        QUIET_QUEUE: limit,
-        RAW_QUEUE: limit,
-    }
+    queues: dict[str, int | dict[str, Any]] = (
+        {TRACED_QUEUE: limit}
+        if traced
+        else {OURS_QUEUE: limit, QUIET_QUEUE: limit, RAW_QUEUE: limit}
+    )
     oban = _oban = Oban(pool=pool, name=f"bench_{node}", node=node, queues=queues)
-    use(Executions(pool, executor=ObanExecutor(execution_config(oban, timers_queue=OURS_QUEUE))))
+    timers = TRACED_QUEUE if traced else OURS_QUEUE
+    use(Executions(pool, executor=ObanExecutor(execution_config(oban, timers_queue=timers))))
     quiet = execution_config(oban, timers_queue=QUIET_QUEUE, delivery=QUIET_DELIVERY)
     _quiet = Executions(pool, executor=ObanExecutor(quiet), history=False)
+    if traced:
+        instrumentation.install(instrument_without_exporter(traced))
     try:
         await serve_until_stdin_closes(oban)
     finally:
@@ -217,6 +256,10 @@ class Bench:
         self.client: Oban | None = None
         self.executions: Executions | None = None
         self.quiet: Executions | None = None
+        self.traced: Executions | None = None
+        self.tracing: Any = None
+        self.api: Any = None
+        self.recording: Any = None
 
     async def open(self) -> None:
         """Open the pool, build the client-mode Oban and the ``Executions`` that create
@@ -227,16 +270,25 @@ class Bench:
         self.executions = Executions(self.pool, executor=ObanExecutor(config))
         quiet = execution_config(self.client, timers_queue=QUIET_QUEUE, delivery=QUIET_DELIVERY)
         self.quiet = Executions(self.pool, executor=ObanExecutor(quiet), history=False)
+        traced = execution_config(self.client, timers_queue=TRACED_QUEUE)
+        self.traced = Executions(self.pool, executor=ObanExecutor(traced))
+        self.tracing = instrument_without_exporter(self.args.otel)
+        self.api = instrument_without_exporter("api")
+        self.recording = instrument_without_exporter("sdk")
 
     async def rows(self, query: Any, params: Sequence[Any] = ()) -> list[Any]:
         """Every row of one query."""
         async with self.pool.connection() as conn:
             return list(await (await conn.execute(query, params)).fetchall())
 
-    async def prepare_ours(self, jobs: int, *, quiet: bool = False) -> tuple[list[str], list[int]]:
+    async def prepare_ours(
+        self, jobs: int, *, quiet: bool = False, traced: bool = False
+    ) -> tuple[list[str], list[int]]:
         """``jobs`` executions, each with its first timer pending; their ids and job ids
-        (``quiet``: with history off, timers on the quiet queue)."""
-        executions = self.quiet if quiet else self.executions
+        (``quiet``: with history off, timers on the quiet queue; ``traced``: on the traced
+        queue, created while traced)."""
+        executions = self.quiet if quiet else self.traced if traced else self.executions
+        queue = QUIET_QUEUE if quiet else TRACED_QUEUE if traced else OURS_QUEUE
         assert executions is not None  # noqa: S101 - open() ran first (main)
         tag = uuid.uuid4().hex[:8]
         ids = [f"bench_{tag}_{i}" for i in range(jobs)]
@@ -246,10 +298,11 @@ class Bench:
             async with semaphore:
                 await executions.create(CHART, execution_id=execution_id)
 
-        await asyncio.gather(*(create(execution_id) for execution_id in ids))
+        with instrumentation.installed(self.tracing if traced else None):
+            await asyncio.gather(*(create(execution_id) for execution_id in ids))
         found = await self.rows(
             "SELECT id FROM oban_jobs WHERE queue = %s AND args->>'scope' = ANY(%s)",
-            [QUIET_QUEUE if quiet else OURS_QUEUE, ids],
+            [queue, ids],
         )
         return ids, [row[0] for row in found]
 
@@ -294,21 +347,24 @@ class Bench:
             await asyncio.sleep(0.02)
         raise VerificationError(f"the round did not finish within {timeout} s")
 
-    async def round(self, path: str, workers: WorkerProcesses) -> Round:
+    async def round(self, path: str, workers: WorkerProcesses, traced: WorkerProcesses) -> Round:
         """Prepare, release and time one round of ``path``; verify it."""
         jobs = self.args.jobs
         ids: list[str] = []
-        if path in ("ours", "quiet"):
-            ids, job_ids = await self.prepare_ours(jobs, quiet=path == "quiet")
+        if path in ("ours", "quiet", "traced"):
+            ids, job_ids = await self.prepare_ours(
+                jobs, quiet=path == "quiet", traced=path == "traced"
+            )
         else:
             job_ids = await self.prepare_jobs(RAW_WORKER if path == "raw" else BARE_WORKER, jobs)
         if len(job_ids) != jobs:
             raise VerificationError(f"{path}: {len(job_ids)} jobs prepared, not {jobs}")
-        cpu = workers.cpu_seconds()
+        serving = traced if path == "traced" else workers
+        cpu = serving.cpu_seconds()
         released = await self.release(job_ids)
         last = await self.finished(job_ids, timeout=60 + jobs / 10)
-        worker_cpu = workers.cpu_seconds() - cpu
-        if path in ("ours", "quiet"):
+        worker_cpu = serving.cpu_seconds() - cpu
+        if path in ("ours", "quiet", "traced"):
             await self.verify_steps(ids, entries=0 if path == "quiet" else 2)
         return Round(path, jobs, (last - released).total_seconds(), worker_cpu)
 
@@ -338,20 +394,28 @@ class Bench:
         return count, size / max(count, 1)
 
     async def in_process(self) -> dict[str, float]:
-        """Steps/s (history on, and off) against raw enqueues/s, interleaved slices, best
-        of the rounds."""
+        """Steps/s (history on, and off; traced through the API, and recorded by the SDK)
+        against raw enqueues/s, interleaved slices, best of the rounds."""
         assert self.executions is not None  # noqa: S101 - open() ran first (main)
         assert self.quiet is not None  # noqa: S101 - open() ran first (main)
         assert self.client is not None  # noqa: S101 - open() ran first (main)
         steps = self.args.steps
-        paths = ("step", "quiet", "enqueue")
+        paths = ("step", "quiet", "api", "sdk", "enqueue")
         best = dict.fromkeys(paths, float("inf"))
         later = datetime.now(UTC) + timedelta(hours=1)
-        stepping = {"step": self.executions, "quiet": self.quiet}
+        stepping = {
+            "step": self.executions,
+            "quiet": self.quiet,
+            "api": self.executions,
+            "sdk": self.executions,
+        }
+        tracings = {"api": self.api, "sdk": self.recording}
         for round_number in range(self.args.repeats + 1):
             ids = {
                 "step": (await self.prepare_ours(10))[0],
                 "quiet": (await self.prepare_ours(10, quiet=True))[0],
+                "api": (await self.prepare_ours(10))[0],
+                "sdk": (await self.prepare_ours(10))[0],
             }
             spent = dict.fromkeys(paths, 0.0)
             shift = round_number % len(paths)
@@ -359,11 +423,13 @@ class Bench:
             for start in range(0, steps, self.args.slice):
                 for path in order:
                     count = min(self.args.slice, steps - start)
+                    tracing = tracings.get(path)
                     began = time.perf_counter()
                     for i in range(start, start + count):
                         if path in stepping:
                             execution_id = ids[path][i % 10]
-                            result = await stepping[path].step(execution_id, Event(name="tick"))
+                            with instrumentation.installed(tracing):
+                                result = await stepping[path].step(execution_id, Event(name="tick"))
                             if not isinstance(result, Stepped):
                                 raise VerificationError(f"a direct step answered {result!r}")
                         else:
@@ -418,20 +484,22 @@ async def report(bench: Bench, args: argparse.Namespace) -> int:
     table: list[str] = []
     verdicts: list[str] = []
     history_verdicts: list[str] = []
+    traced_verdicts: list[str] = []
     for processes in args.processes:
         rounds = await measure(bench, args, processes)
+        traced_verdicts.append(traced_line(processes, rounds))
         for path in PATHS:
             rates = [r.rate for r in rounds[path]]
             cpu = statistics.median(r.cpu_ms for r in rounds[path])
             table.append(
-                f"  {path:>5}, {processes} proc  {max(rates):9.1f}"
+                f"  {path:>6}, {processes} proc {max(rates):9.1f}"
                 f"  {statistics.median(rates):13.1f}  {cpu:17.2f}   "
                 + " ".join(f"{rate:.0f}" for rate in rates)
             )
         verdicts.append(verdict_line(processes, rounds))
         history_verdicts.append(history_line(processes, rounds))
     print("1. fire -> step -> commit (ours) against raw oban job round trips (raw)\n")
-    print("  path, workers  best jobs/s  median jobs/s  worker CPU ms/job   all rounds jobs/s")
+    print("  path,  workers best jobs/s  median jobs/s  worker CPU ms/job   all rounds jobs/s")
     print("\n".join(table))
     print(
         "\n  workers       ours/raw (median)  each round            raw/ours CPU"
@@ -450,6 +518,12 @@ async def report(bench: Bench, args: argparse.Namespace) -> int:
         f"{HISTORY_TARGET})\n  history: {entries} entries stored, {per_entry:.0f} bytes "
         "each on disk (table, TOAST and indexes)"
     )
+    print("\n  workers       traced/ours (median)  each round            verdict")
+    print("\n".join(traced_verdicts))
+    print(
+        f"\n  goal: tracing on ({args.otel}, no exporter) keeps at least {TRACED_TARGET:.0%} "
+        f"of the throughput (traced/ours >= {TRACED_TARGET})"
+    )
 
     in_process = await bench.in_process()
     print("\n2. in-process (context, no target): Executions.step against Oban.enqueue\n")
@@ -461,6 +535,13 @@ async def report(bench: Bench, args: argparse.Namespace) -> int:
     print(f"  step/enqueue                                      {ratio:8.3f}")
     history = in_process["step"] / in_process["quiet"]
     print(f"  step with history / without                       {history:8.3f}")
+    api, sdk = in_process["api"], in_process["sdk"]
+    print(f"  Executions.step traced (API, no SDK)              {api:8.1f} steps/s")
+    print(f"  Executions.step recorded (SDK, no exporter)       {sdk:8.1f} steps/s")
+    kept = api / in_process["step"]
+    verdict = "PASS" if kept >= TRACED_TARGET else "BELOW"
+    print(f"  traced/untraced (the goal)                        {kept:8.3f}  {verdict}")
+    print(f"  recorded/untraced (context)                       {sdk / in_process['step']:8.3f}")
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
     return 0
 
@@ -468,19 +549,30 @@ async def report(bench: Bench, args: argparse.Namespace) -> int:
 async def measure(bench: Bench, args: argparse.Namespace, processes: int) -> dict[str, list[Round]]:
     """Every path's rounds with ``processes`` workers: a warm-up round of each, then
     ``--repeats`` groups of one round per path, the order rotating from group to group."""
-    workers = WorkerProcesses(str(Path(__file__).resolve()), bench.url, processes, args.limit)
+    script = str(Path(__file__).resolve())
+    workers = WorkerProcesses(script, bench.url, processes, args.limit)
+    traced = WorkerProcesses(
+        script, bench.url, processes, args.limit, extra=["--traced", args.otel]
+    )
     await workers.start()
     try:
+        await traced.start()
         for path in PATHS:  # warm-up: imports, pools, plans
-            await bench.round(path, workers)
+            await bench.round(path, workers, traced)
         rounds: dict[str, list[Round]] = {path: [] for path in PATHS}
         for group in range(args.repeats):
             shift = group % len(PATHS)
             for path in PATHS[shift:] + PATHS[:shift]:
-                rounds[path].append(await bench.round(path, workers))
+                rounds[path].append(await bench.round(path, workers, traced))
     finally:
         await workers.stop()
+        await traced.stop()
     return rounds
+
+
+def traced_line(processes: int, rounds: dict[str, list[Round]]) -> str:
+    """The tracing goal's figures with ``processes`` workers: each group's traced/ours."""
+    return ratio_line(processes, rounds["traced"], rounds["ours"], TRACED_TARGET, 20)
 
 
 def verdict_line(processes: int, rounds: dict[str, list[Round]]) -> str:
@@ -502,18 +594,30 @@ def verdict_line(processes: int, rounds: dict[str, list[Round]]) -> str:
 
 def history_line(processes: int, rounds: dict[str, list[Round]]) -> str:
     """The history goal's figures with ``processes`` workers: each group's ours/quiet."""
-    ratios = [o.rate / q.rate for o, q in zip(rounds["ours"], rounds["quiet"], strict=True)]
+    return ratio_line(processes, rounds["ours"], rounds["quiet"], HISTORY_TARGET, 19)
+
+
+def ratio_line(
+    processes: int, top: list[Round], bottom: list[Round], target: float, width: int
+) -> str:
+    """A goal's line: the median of each group's own top/bottom rate ratio, every ratio,
+    and the verdict against ``target``."""
+    ratios = [t.rate / b.rate for t, b in zip(top, bottom, strict=True)]
     median = statistics.median(ratios)
     label = f"{processes} worker{'s' if processes > 1 else ''}"
-    verdict = "PASS" if median >= HISTORY_TARGET else "BELOW"
+    verdict = "PASS" if median >= target else "BELOW"
     each = " ".join(f"{ratio:.2f}" for ratio in ratios)
-    return f"  {label:<12} {median:19.3f}  {each:<20}  {verdict}"
+    return f"  {label:<12} {median:{width}.3f}  {each:<20}  {verdict}"
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """The command line (see the module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--traced", choices=OTEL_MODES, default=None, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--otel", choices=OTEL_MODES, default="api", help="how section 1 traces (api)"
+    )
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--node", default="w1", help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true", help="smoke run: small rounds, 2 groups")
@@ -541,11 +645,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             if profiler is not None:
                 profiler.enable()
             try:
-                asyncio.run(serve(args.url, args.node, args.limit))
+                asyncio.run(serve(args.url, args.node, args.limit, args.traced))
             finally:
                 if profiler is not None and profile_dir:
                     profiler.disable()
-                    profiler.dump_stats(os.path.join(profile_dir, f"{args.node}.prof"))
+                    name = f"traced_{args.node}" if args.traced else args.node
+                    profiler.dump_stats(os.path.join(profile_dir, f"{name}.prof"))
             return 0
         return asyncio.run(run(args))
     except VerificationError as exc:

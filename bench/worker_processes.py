@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from oban import Oban
@@ -23,11 +24,15 @@ class WorkerStartFailed(RuntimeError):
 class WorkerProcesses:
     """``count`` worker processes of ``script`` (each ``script --worker ...``)."""
 
-    def __init__(self, script: str, url: str, count: int, limit: int) -> None:
+    def __init__(
+        self, script: str, url: str, count: int, limit: int, extra: Sequence[str] = ()
+    ) -> None:
         self.script = script
         self.url = url
         self.count = count
         self.limit = limit
+        self.extra = tuple(extra)
+        """More arguments for every worker process (a mode of the script's own)."""
         self.procs: list[asyncio.subprocess.Process] = []
 
     async def start(self) -> None:
@@ -41,6 +46,7 @@ class WorkerProcesses:
                 f"w{i + 1}",
                 "--limit",
                 str(self.limit),
+                *self.extra,
             ]
             proc = await asyncio.create_subprocess_exec(
                 sys.executable,

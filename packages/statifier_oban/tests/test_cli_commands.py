@@ -309,6 +309,40 @@ def test_worker_rescue_and_shutdown_flags_have_second_scale_defaults() -> None:
     assert (given["rescue_after"], given["rescue_interval"]) == (4.0, 0.5)
     assert (given["stuck_after"], given["shutdown_grace"]) == (900.0, 25.0)
 
+    # The durations every other command reads; a bare number stays seconds (0.1.0's form).
+    durations = ["--rescue-after", "1m 30s", "--rescue-interval", "500ms", "--stuck-after", "2h"]
+    given = worker_params(
+        [
+            "--database-url",
+            UNREACHABLE,
+            "--queue",
+            "timers=1",
+            *durations,
+            "--shutdown-grace",
+            "1.5s",
+        ]
+    )
+    assert (given["rescue_after"], given["rescue_interval"]) == (90.0, 0.5)
+    assert (given["stuck_after"], given["shutdown_grace"]) == (7200.0, 1.5)
+    longest = worker_params(
+        ["--database-url", UNREACHABLE, "--queue", "t=1", "--stuck-after", "115d"]
+    )
+    assert longest["stuck_after"] == 9_936_000.0  # 116d is past the bound (10^7 s)
+
+
+def test_worker_help_shows_its_defaults_as_durations(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["worker", "--help"]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    for flag, default in [
+        ("--rescue-after", "10s"),
+        ("--rescue-interval", "2s"),
+        ("--stuck-after", "1h"),
+        ("--shutdown-grace", "10s"),
+        ("--otel-interval", "30s"),
+    ]:
+        option = shown[shown.index(flag + " DURATION") :]
+        assert option[: option.index("]") + 1].endswith(f"default: {default}]"), flag
+
 
 def test_worker_options_read_their_environment_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DATABASE_URL", UNREACHABLE)
@@ -323,13 +357,13 @@ def test_worker_options_read_their_environment_variables(monkeypatch: pytest.Mon
 
 
 @pytest.mark.parametrize("flag", ["--rescue-after", "--rescue-interval", "--shutdown-grace"])
-@pytest.mark.parametrize("value", ["0", "-1", "soon", "nan"])
+@pytest.mark.parametrize("value", ["0", "-1", "soon", "nan", "0ms", "-5s", "116d", "inf"])
 def test_worker_seconds_flags_are_checked(
     flag: str, value: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     args = ["worker", "--database-url", UNREACHABLE, "--queue", "timers=1", flag, value]
     assert cli.main(args) == 2
-    assert "positive number of seconds" in capsys.readouterr().err
+    assert "expected a positive duration" in capsys.readouterr().err
 
 
 def test_pending_piped_into_a_reader_that_stops_early_ends_quietly(database_url: str) -> None:

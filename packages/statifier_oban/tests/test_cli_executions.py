@@ -8,7 +8,6 @@ registry, which is all a standalone worker needs.
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import json
 import os
@@ -27,6 +26,7 @@ from statifier_oban.cli import _main as cli
 from statifier_oban.executions import ObanExecutor, execution_config
 from statifier_persistence import Executions, invoked_child_id
 
+from oban_support.cli import executions_on, run_cli
 from oban_support.common import wait_until
 from oban_support.processes import Lines
 
@@ -52,17 +52,6 @@ CARD = statifier.compile(
 def unique(kind: str) -> str:
     """An execution id no other test uses."""
     return f"{kind}_{uuid.uuid4().hex[:10]}"
-
-
-async def executions_on(pool: AsyncConnectionPool, oban_client: Oban) -> Executions:
-    """``Executions`` whose timers go to the ``timers`` queue."""
-    config = execution_config(oban_client, timers_queue="timers")
-    return Executions(pool, executor=ObanExecutor(config))
-
-
-async def run_cli(*argv: str) -> int:
-    """``statifier-oban ARGV`` in a thread (it runs its own event loop)."""
-    return await asyncio.to_thread(cli.main, list(argv))
 
 
 async def test_operators_list_show_send_and_cancel(

@@ -8,7 +8,6 @@ no host module: it compiles the new revision from the registry.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
@@ -26,6 +25,7 @@ from statifier_oban.cli import _main as cli
 from statifier_oban.executions import ObanExecutor, execution_config
 from statifier_persistence import Executions
 
+from oban_support.cli import run_cli
 from oban_support.common import wait_until
 from oban_support.processes import Lines
 
@@ -47,11 +47,6 @@ V2 = HOLD.replace('"on_hold"', '"awaiting_pickup"').replace('"reviewing"', '"in_
 def unique(kind: str) -> str:
     """A name no other test uses."""
     return f"{kind}_{uuid.uuid4().hex[:10]}"
-
-
-async def run_cli(*argv: str) -> int:
-    """``statifier-oban ARGV`` in a thread (it runs its own event loop)."""
-    return await asyncio.to_thread(cli.main, list(argv))
 
 
 async def test_operators_migrate_a_revision_and_retire_the_old_one(

@@ -204,3 +204,20 @@ def test_a_first_steps_example_runs_as_the_docs_say(name: str) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines()[-1] in ("('expired',)", "card_b completed")
+
+
+def test_traced_execution_prints_one_trace_from_the_request_to_the_hold(
+    database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    try:
+        asyncio.run(example("traced_execution").main(database_url))
+    finally:
+        use(None)  # the example installs its Executions for this process's deliveries
+    assert capsys.readouterr().out.splitlines() == [
+        "POST /cards (CLIENT) [shop]",
+        "  Create:card_authorization (CLIENT) [shop] statifier.execution.status=active",
+        "    ScheduleTimer:authorization.expired (PRODUCER) [shop]",
+        "      FireTimer:authorization.expired (CONSUMER) [shop]",
+        "        Fire:card_authorization (CLIENT) [shop] statifier.execution.status=completed",
+        "          CancelTimer:hold (INTERNAL) [shop]",
+    ]

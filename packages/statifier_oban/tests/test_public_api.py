@@ -17,6 +17,7 @@ PUBLIC_MODULES = {
     "embedded",
     "executions",
     "latency",
+    "otel",
     "schema",
     "telemetry",
     "testing",

@@ -4,6 +4,7 @@ by SIGTERM with status 0), and the settings it refuses before serving."""
 from __future__ import annotations
 
 import importlib.abc
+import json
 import os
 import re
 import signal
@@ -12,13 +13,17 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+from oban import Oban
+from psycopg_pool import AsyncConnectionPool
 from statifier_oban.cli import _main as cli
 from statifier_oban.cli import main
 
-from web_support.rig import OTHER_TOKEN, TOKEN
+from web_support.charts import CARD
+from web_support.rig import OTHER_TOKEN, TOKEN, executions_on
 
 TOKENS = {"STATIFIER_WEB_TOKENS": TOKEN}
 
@@ -63,6 +68,70 @@ def test_the_server_serves_until_sigterm(database_url: str, tmp_path: Path) -> N
         if process.poll() is None:
             process.kill()
             process.wait(timeout=10)
+
+
+def printed_spans(text: str) -> list[dict[str, Any]]:
+    """The spans OpenTelemetry's console exporter printed among other lines of ``text``
+    (each an indented JSON object starting a line)."""
+    decoder = json.JSONDecoder()
+    spans, start = [], text.find("{\n")
+    while start != -1:
+        span, end = decoder.raw_decode(text, start)
+        spans.append(span)
+        start = text.find("{\n", end)
+    return spans
+
+
+async def test_the_server_with_otel_continues_a_callers_trace(
+    database_url: str, pool: AsyncConnectionPool, tmp_path: Path
+) -> None:
+    await executions_on(pool, Oban(pool=pool, name="otel_web_client")).register(CARD)
+    environment = {
+        **os.environ, **TOKENS, "PYTHONUNBUFFERED": "1", "OTEL_SERVICE_NAME": "web",
+        "OTEL_TRACES_EXPORTER": "console", "OTEL_METRICS_EXPORTER": "none",
+    }  # fmt: skip
+    process = subprocess.Popen(  # noqa: S603 - this interpreter, fixed arguments, no shell
+        [sys.executable, "-m", "statifier_oban.cli", "web", "--database-url", database_url,
+         "--port", "0", "--otel"],
+        env=environment, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    trace_id, caller = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    try:
+        ready = READY.search(read_line(process))
+        assert ready is not None
+        async with httpx.AsyncClient(base_url=ready.group(1)) as client:
+            started = await client.post(
+                "/api/executions",
+                json={"chart": "card", "id": "card_w"},
+                headers={
+                    "Authorization": f"Bearer {TOKEN}",
+                    "traceparent": f"00-{trace_id}-{caller}-01",
+                },
+            )
+        assert started.status_code == 201, started.text
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+    assert process.stdout is not None
+    printed = printed_spans(process.stdout.read())
+    assert {span["context"]["trace_id"] for span in printed} == {f"0x{trace_id}"}
+    by_id = {span["context"]["span_id"]: span for span in printed}
+    [create] = [span for span in printed if span["name"] == "Create:card"]
+    assert create["resource"]["attributes"]["service.name"] == "web"
+    assert create["attributes"]["statifier.execution.id"] == "card_w"
+    [timer] = [span for span in printed if span["parent_id"] == create["context"]["span_id"]]
+    assert timer["name"] == "ScheduleTimer:authorization.expired"
+    # FastAPI traces the request itself once a provider is set (its SERVER span continues
+    # the header): Create is under that span, which is the caller's child.
+    ancestors, parent = [], create["parent_id"]
+    while parent in by_id:
+        ancestors.append(by_id[parent])
+        parent = by_id[parent]["parent_id"]
+    assert parent == f"0x{caller}"
+    assert [span["kind"] for span in ancestors][-1] == "SpanKind.SERVER"
 
 
 @pytest.mark.parametrize(

@@ -59,6 +59,7 @@ from ._errors import (
     StatementError,
     StatifierObanError,
     StoreUnavailable,
+    TracingUnavailable,
     UndecodableRow,
     ValueRefused,
 )
@@ -141,6 +142,7 @@ __all__ = [
     "StoreUnavailable",
     "TimerDelivery",
     "TimerJob",
+    "TracingUnavailable",
     "UndecodableRow",
     "ValueRefused",
     "__version__",

@@ -153,6 +153,12 @@ class EmbeddedPostgresMissing(StatifierObanError, ImportError):
     """
 
 
+class TracingUnavailable(StatifierObanError, ImportError):
+    """Tracing was asked for, but a package it needs is not installed (the message names
+    what to install): ``statifier_oban.otel`` needs ``statifier-oban[otel]``, exporting
+    from the worker the OpenTelemetry SDK and an exporter."""
+
+
 class DataDirectoryInUse(StatifierObanError, FileExistsError):
     """The folder given to ``EmbeddedPostgres.start`` already holds a ``data`` directory."""
 

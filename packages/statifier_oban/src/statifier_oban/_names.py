@@ -46,6 +46,11 @@ CASCADE_WORKER = "statifier_oban.children.CascadeWorker"
 """``oban_jobs.worker`` of a fan-out's cascade: cancels the children still running after
 the fan-out failed or was abandoned (durable executions only)."""
 
+META_TRACE: Final = "trace_context"
+"""Meta key: the W3C trace context (``traceparent``, ``tracestate``) of the span that stored
+the job, written only while tracing is on; the span of the job's run continues it (ADR 30).
+Durable: rows written by one release are run by the next."""
+
 MESSAGE_WORKER = "statifier_oban.executions.MessageWorker"
 """``oban_jobs.worker`` of a message's delivery between a parent execution and a chart it
 invoked: steps the receiver's oldest message into it (durable executions only)."""

@@ -201,4 +201,4 @@ def emit(name: str, **meta: Any) -> None:
     try:
         oban_telemetry.execute(name, {"system_time": time.time_ns(), **meta})
     except Exception:  # telemetry must never break the caller
-        logger.exception("emitting %s failed", name)
+        logger.exception("emitting %s failed", name, extra={"event": name})

@@ -199,6 +199,7 @@ class Drive:
                         self.scope,
                         event.name,
                         invoke_id,
+                        extra={"execution_id": self.scope, "invoke_id": invoke_id},
                     )
             case planner.Report(effect=effect):
                 self.reports.append(effect)

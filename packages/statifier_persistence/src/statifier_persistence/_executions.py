@@ -16,7 +16,7 @@ from typing import Any, overload
 
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
-from statifier import Machine, initialize, new_session_id
+from statifier import Machine, initialize, instrumentation, new_session_id
 from statifier.build import Chart
 from statifier.chart.compiler import host_functions
 from statifier.core import planner, position
@@ -78,6 +78,7 @@ from ._rows import (
 )
 from ._settlement import FanOut, FanOutExecutor, FanOutKey, Policy, Settlement
 from ._sql import check_prefix, statement
+from ._traced import event_name, traced
 from ._wait import WaitMethods
 from .history import EntryKind, History, TriggerSource, current_trigger, triggered_by
 
@@ -300,6 +301,29 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         answers ``AlreadyApplied`` (a retried request) instead of raising
         ``ExecutionExists``. Without ``key`` the answer is always ``Stepped``.
         """
+        tracer = instrumentation.current
+        if tracer is not None:
+            work = self._create_checked(
+                chart, execution_id, metadata, datamodel, parent, caller_context, trace, key, conn
+            )
+            name = chart.name if isinstance(chart, Machine) else None
+            return await traced(tracer, instrumentation.CREATE, work, chart=name)
+        return await self._create_checked(
+            chart, execution_id, metadata, datamodel, parent, caller_context, trace, key, conn
+        )
+
+    async def _create_checked(
+        self,
+        chart: Machine | str,
+        execution_id: str | None,
+        metadata: Mapping[str, Any] | None,
+        datamodel: Mapping[str, Any] | None,
+        parent: ParentLink | None,
+        caller_context: Any,
+        trace: bool,
+        key: str | None,
+        conn: AsyncConnection[Any] | None,
+    ) -> Stepped | AlreadyApplied:
         if not isinstance(chart, str):
             _check_machine(chart)
         elif not chart or len(chart) > MAX_IDENTITY_LENGTH:
@@ -465,6 +489,13 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
             await drive.event(built)
             return None
 
+        tracer = instrumentation.current
+        if tracer is not None:
+            work = self._keyed(execution_id, key, conn, drive_event, "event")
+            name = event_name(event)
+            return await traced(
+                tracer, instrumentation.STEP, work, execution_id=execution_id, event=name
+            )
         return await self._keyed(execution_id, key, conn, drive_event, "event")
 
     async def fire(
@@ -491,6 +522,18 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         async def drive_fired(drive: Drive) -> Decline | None:
             return None if await drive.fired(delayed) else Decline(CANCELLED)
 
+        tracer = instrumentation.current
+        if tracer is not None:
+            work = self._keyed(execution_id, key, conn, drive_fired, "fired")
+            facts = {"send_id": delayed.send_id, "ordinal": delayed.ordinal}
+            return await traced(
+                tracer,
+                instrumentation.FIRE,
+                work,
+                execution_id=execution_id,
+                event=delayed.event,
+                **facts,
+            )
         return await self._keyed(execution_id, key, conn, drive_fired, "fired")
 
     async def receive(
@@ -638,6 +681,15 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         ``failed`` one is cancelled (its position is still running); a parked one raises
         ``NeedsMigration``.
         """
+        tracer = instrumentation.current
+        if tracer is not None:
+            work = self._cancel(execution_id, conn)
+            return await traced(tracer, instrumentation.CANCEL, work, execution_id=execution_id)
+        return await self._cancel(execution_id, conn)
+
+    async def _cancel(
+        self, execution_id: str, conn: AsyncConnection[Any] | None
+    ) -> Stepped | Discarded:
         execution_id = check_execution_id(execution_id)
         async with transaction(self._pool, conn) as db:
             execution, persisted, _ = await self._locked(db, execution_id)
@@ -1121,7 +1173,11 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
             try:
                 self._host.report(stored, effect)
             except Exception:
-                logger.exception("%s: the host's report hook raised", stored.id)
+                logger.exception(
+                    "%s: the host's report hook raised",
+                    stored.id,
+                    extra={"execution_id": stored.id},
+                )
         stepped = Stepped(
             stored,
             drive.state,
@@ -1134,7 +1190,9 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
             try:
                 self._observer(stepped)
             except Exception:
-                logger.exception("%s: the step observer raised", stored.id)
+                logger.exception(
+                    "%s: the step observer raised", stored.id, extra={"execution_id": stored.id}
+                )
         return stepped
 
 

@@ -118,7 +118,13 @@ class LoggingHost:
         """Log the effect, naming the execution."""
         # The chart controls labels, values and messages: a line shows their start only.
         if isinstance(effect, Log):
-            logger.info("%s [log] %s: %s", execution.id, _cut(effect.label), brief(effect.value))
+            logger.info(
+                "%s [log] %s: %s",
+                execution.id,
+                _cut(effect.label),
+                brief(effect.value),
+                extra={"execution_id": execution.id, "chart": execution.chart_name},
+            )
         else:
             logger.warning(
                 "%s [%s] %s (line %s)",
@@ -126,6 +132,12 @@ class LoggingHost:
                 effect.name,
                 _cut(effect.message or "(no message)"),
                 effect.line,
+                extra={
+                    "execution_id": execution.id,
+                    "chart": execution.chart_name,
+                    "event": effect.name,
+                    "line": effect.line,
+                },
             )
 
 

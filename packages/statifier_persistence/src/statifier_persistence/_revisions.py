@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
-from statifier import Machine
+from statifier import Machine, instrumentation
 from statifier.core import position
 from statifier.core.state import MachineState
 
@@ -56,6 +56,7 @@ from ._records import Execution, ExecutionStatus
 from ._rows import StoredPosition, check_execution_id, decode_execution
 from ._settlement import FanOutPins
 from ._sql import statement
+from ._traced import traced
 from .history import History, HistoryEntry
 
 MAX_BULK: Final = 10_000
@@ -256,6 +257,21 @@ class RevisionMethods:
         ``ChartRetired``, ``ChartNotRegistered``, or the errors of loading a position;
         nothing changes then. With ``dry_run`` everything is checked and nothing stored.
         """
+        tracer = instrumentation.current
+        if tracer is not None:
+            work = self._migrate_once(execution_id, to, state_map, datamodel, dry_run, conn)
+            return await traced(tracer, instrumentation.MIGRATE, work, execution_id=execution_id)
+        return await self._migrate_once(execution_id, to, state_map, datamodel, dry_run, conn)
+
+    async def _migrate_once(
+        self,
+        execution_id: str,
+        to: Machine | str,
+        state_map: Mapping[str, str] | None,
+        datamodel: Mapping[str, Any] | None,
+        dry_run: bool,
+        conn: AsyncConnection[Any] | None,
+    ) -> Migrated:
         execution_id = check_execution_id(execution_id)
         _check_target(to)
         try:

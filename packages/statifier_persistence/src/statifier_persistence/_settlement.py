@@ -361,6 +361,7 @@ def _caller_context(fan_out: FanOutKey, size: Any, text: Any) -> Any:
                 fan_out.invoke_id,
                 fan_out.parent_id,
                 size,
+                extra={"execution_id": fan_out.parent_id, "invoke_id": fan_out.invoke_id},
             )
         return None
     try:
@@ -370,6 +371,7 @@ def _caller_context(fan_out: FanOutKey, size: Any, text: Any) -> Any:
             "fan-out %r of %s: its caller context is not JSON; dropped",
             fan_out.invoke_id,
             fan_out.parent_id,
+            extra={"execution_id": fan_out.parent_id, "invoke_id": fan_out.invoke_id},
         )
         return None
 

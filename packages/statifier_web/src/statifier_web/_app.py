@@ -3,7 +3,8 @@
 Routes: ``/health`` (no token), ``/api/...`` (bearer token; ``/api/openapi.json`` is the
 OpenAPI document), ``/console/...`` (a login session), and ``/`` sends a browser to the
 console. Mount it anywhere (``Mount("/statifier", app)``): every link it makes follows
-the mount.
+the mount. With tracing on (ADR 30), a request carrying W3C ``traceparent`` headers
+continues its caller's trace (``_tracing``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from ._errors import ApiError, api_error, logger
 from ._models import Health
 from ._service import Service
 from ._settings import WebSettings
+from ._tracing import ContinueTrace
 
 HEALTH_TIMEOUT_S: Final = 5.0
 """How long ``/health`` waits for the database."""
@@ -176,4 +178,5 @@ def create_app(
     app.add_exception_handler(HTTPException, _on_http_error)
     app.add_middleware(_Headers)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(ContinueTrace)
     return app

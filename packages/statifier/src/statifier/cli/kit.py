@@ -24,6 +24,10 @@ these, so that every command reads its arguments, prints and fails the same way:
   ``--path``, never from the working directory unless it is named (``--path .``);
   :func:`import_module` and :func:`load_functions` say so when a module is found there.
 * :func:`install_hint` (``statifier.errors``'s): ``pip install 'statifier-oban[persistence]'``.
+* Logs: every :class:`Command` takes ``--log-format text|json`` (``$STATIFIER_LOG_FORMAT``):
+  ``json`` logs one object per line on stderr (``statifier.logs``), with trace and span
+  ids when tracing is on; :func:`log_format` is the running command's choice (a command
+  that configures logging itself, such as ``statifier-oban worker``, reads it).
 
 This module needs click (the ``statifier[cli]`` extra; ``statifier-oban`` has it).
 """
@@ -45,6 +49,7 @@ from typing import Any, TextIO
 
 import click
 
+from statifier import logs
 from statifier.chart.durations import InvalidDuration, format_duration, parse_duration
 from statifier.datamodel.host import HostFunctionError, HostFunctions, import_functions
 from statifier.errors import install_hint
@@ -58,6 +63,7 @@ __all__ = [
     "EXIT_USAGE",
     "JSON",
     "JSON_OBJECT",
+    "LOG_FORMAT_ENV",
     "MAX_JSON_ARGUMENT",
     "ClosedPipe",
     "Command",
@@ -76,6 +82,7 @@ __all__ = [
     "json_of",
     "json_option",
     "load_functions",
+    "log_format",
     "not_on_path_hint",
     "path_option",
     "run",
@@ -115,9 +122,50 @@ class ClosedPipe(Exception):
     """Standard output was closed while a command wrote to it."""
 
 
+LOG_FORMAT_ENV = "STATIFIER_LOG_FORMAT"
+"""The environment variable ``--log-format`` reads when it is not given."""
+
+_LOG_FORMAT = "statifier.log_format"
+"""Where a command's context keeps its ``--log-format``."""
+
+
+def _log_format(ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    ctx.meta[_LOG_FORMAT] = value
+    if value == "json" and not ctx.resilient_parsing:
+        logs.configure("json")
+    return value
+
+
+def _log_format_option() -> click.Option:
+    return click.Option(
+        ["--log-format"],
+        type=click.Choice(logs.FORMATS),
+        default="text",
+        show_default=True,
+        envvar=LOG_FORMAT_ENV,
+        show_envvar=True,
+        expose_value=False,
+        callback=_log_format,
+        help="log lines as text or as one JSON object per line (with trace and span ids "
+        "when tracing is on)",
+    )
+
+
+def log_format() -> str:
+    """The running command's ``--log-format`` (``text`` outside a command)."""
+    ctx = click.get_current_context(silent=True)
+    found = ctx.meta.get(_LOG_FORMAT) if ctx is not None else None
+    return found if isinstance(found, str) else "text"
+
+
 class Command(click.Command):
     """A command whose failures are one line: :class:`CommandError`, or an instance of one
-    of the error types a group above it lists (:attr:`Group.errors`)."""
+    of the error types a group above it lists (:attr:`Group.errors`). Every one takes
+    ``--log-format``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.params.append(_log_format_option())
 
     def invoke(self, ctx: click.Context) -> Any:
         """Run the command; turn a known error into a :class:`CommandError` naming it."""

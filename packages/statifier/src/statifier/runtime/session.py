@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final, Literal, Protocol, runtime_checkable
 
+from statifier import instrumentation
 from statifier.budget import DEFAULT_LIMITS, MacrostepLimits
 from statifier.chart.model import Machine
 from statifier.core import effects as fx
@@ -195,6 +196,17 @@ class _Entry:
         self.event = event
         self.invoke_id = invoke_id
         self.timer = timer
+
+
+class _TracedEntry(_Entry):
+    """An entry queued while tracing is on: it carries the context it was sent from, the
+    parent of the macrostep that processes it (ADR 30)."""
+
+    __slots__ = ("context",)
+
+    def __init__(self, entry: _Entry, context: object) -> None:
+        super().__init__(entry.kind, entry.event, entry.invoke_id, entry.timer)
+        self.context = context
 
 
 _CANCEL = _Entry("cancel")
@@ -415,25 +427,18 @@ class Session:
         self.tree.live += 1
         self._subscribers.extend(subscribers)
         if state is None:
-            state, effects = initialize(
-                self.machine,
-                session_id=sid,
-                max_macrostep_rounds=self.max_macrostep_rounds,
-                datamodel=datamodel,
-                trace=trace,
-                invoke_types=invoke_types,
-                routes=_ROUTES[self._parent is not None],
-                caller_context=caller_context,
-                limits=self.limits,
-            )
-            try:
-                await self._commit(state, effects, retry=False)
-            except BaseException:
-                registry.unregister(sid)
-                self.tree.live -= 1
-                raise
-            await self._perform(effects)
-            self._stored.clear()
+            tracer = instrumentation.current
+            if tracer is None:
+                await self._initialize(datamodel, trace, invoke_types, caller_context)
+            else:
+                with tracer.span(
+                    instrumentation.MACROSTEP,
+                    session_id=sid,
+                    chart=self.machine.name,
+                    trigger="initial",
+                ) as span:
+                    await self._initialize(datamodel, trace, invoke_types, caller_context)
+                    span.set(states=self.snapshot().active_leaf_ids())
         else:
             self._state = state
         try:
@@ -443,6 +448,34 @@ class Session:
             raise
         self._started = True
         self._wake()
+
+    async def _initialize(
+        self,
+        datamodel: dict[str, Any] | None,
+        trace: bool,
+        invoke_types: frozenset[str],
+        caller_context: Any,
+    ) -> None:
+        """The first macrostep: ``initialize``, committed and performed (``start``)."""
+        state, effects = initialize(
+            self.machine,
+            session_id=self.session_id,
+            max_macrostep_rounds=self.max_macrostep_rounds,
+            datamodel=datamodel,
+            trace=trace,
+            invoke_types=invoke_types,
+            routes=_ROUTES[self._parent is not None],
+            caller_context=caller_context,
+            limits=self.limits,
+        )
+        try:
+            await self._commit(state, effects, retry=False)
+        except BaseException:
+            registry.unregister(self.session_id)
+            self.tree.live -= 1
+            raise
+        await self._perform(effects)
+        self._stored.clear()
 
     async def stop(self) -> None:
         """Stop the session: end its task, drop its timers, stop children, unregister."""
@@ -485,7 +518,11 @@ class Session:
         try:
             await delayed.release(self, reason)
         except Exception:
-            logger.exception("session %s: releasing its store's claim failed", self.session_id)
+            logger.exception(
+                "session %s: releasing its store's claim failed",
+                self.session_id,
+                extra={"session_id": self.session_id},
+            )
 
     async def wait_halted(self) -> None:
         """Wait until the session halts (done, cancelled, budget exhausted, stopped or
@@ -626,6 +663,9 @@ class Session:
     # -- inbox ---------------------------------------------------------------------------
 
     def _enqueue(self, entry: _Entry) -> None:
+        tracer = instrumentation.current
+        if tracer is not None and entry is not _CANCEL:
+            entry = _TracedEntry(entry, tracer.capture())
         if self._inbox is None:
             self._inbox = deque()
         self._inbox.append(entry)
@@ -684,7 +724,11 @@ class Session:
     async def _step(self, entry: _Entry) -> bool:
         """Process one entry; False when the session must stop processing."""
         try:
-            await self._process(entry)
+            tracer = instrumentation.current
+            if tracer is None:
+                await self._process(entry)
+            else:
+                await self._traced(tracer, entry)
             await self._stepped()
         except _Interrupted:
             return False
@@ -693,14 +737,39 @@ class Session:
                 "session %s: owned by another process now, stopping without this step: %s",
                 self.session_id,
                 exc,
+                extra={"session_id": self.session_id},
             )
             await self._stop("superseded")
             return False
         except Exception:  # a bug in a driver path must not kill the session
-            logger.exception("session %s: failed to process %s", self.session_id, entry.kind)
+            logger.exception(
+                "session %s: failed to process %s",
+                self.session_id,
+                entry.kind,
+                extra={"session_id": self.session_id, "trigger": entry.kind},
+            )
         finally:
             self._stored.clear()  # outcomes are keyed by id(): none may outlive its step
         return True
+
+    async def _traced(self, tracer: instrumentation.Instrumentation, entry: _Entry) -> None:
+        """``_process`` inside a macrostep span, the child of the context the entry was
+        queued from (a new trace when it carries none: a cancel, or one queued while
+        tracing was off)."""
+        if entry.event is not None:
+            event: str | None = entry.event.name
+        else:
+            event = entry.timer.event if entry.timer is not None else None
+        with tracer.span(
+            instrumentation.MACROSTEP,
+            parent=getattr(entry, "context", instrumentation.NO_PARENT),
+            session_id=self.session_id,
+            chart=self.machine.name,
+            event=event,
+            trigger=entry.kind,
+        ) as span:
+            await self._process(entry)
+            span.set(states=self.snapshot().active_leaf_ids())
 
     async def _stepped(self) -> None:
         """Run the ``on_step`` listener; its ``OwnershipLost`` is raised (the session must
@@ -714,7 +783,11 @@ class Session:
         except OwnershipLost:
             raise
         except Exception:
-            logger.exception("session %s: on_step listener raised", self.session_id)
+            logger.exception(
+                "session %s: on_step listener raised",
+                self.session_id,
+                extra={"session_id": self.session_id},
+            )
 
     async def _process(self, entry: _Entry) -> None:
         state = self.snapshot()
@@ -734,6 +807,11 @@ class Session:
                     self.session_id,
                     entry.timer.send_id,
                     entry.timer.ordinal,
+                    extra={
+                        "session_id": self.session_id,
+                        "send_id": entry.timer.send_id,
+                        "ordinal": entry.timer.ordinal,
+                    },
                 )
                 return
             await self._fire(entry.timer)
@@ -782,7 +860,10 @@ class Session:
                     await result
             except Exception:
                 logger.exception(
-                    "session %s: subscriber %r raised; dropped", self.session_id, callback
+                    "session %s: subscriber %r raised; dropped",
+                    self.session_id,
+                    callback,
+                    extra={"session_id": self.session_id},
                 )
                 if callback in self._subscribers:
                     self._subscribers.remove(callback)
@@ -802,7 +883,12 @@ class Session:
                 await self._cancel_timers(effect)
             case planner.Report(effect=fx.Log() as log):
                 logger.info(
-                    "%s [%s] %s: %s", self.session_id, log.owner, log.label, brief(log.value)
+                    "%s [%s] %s: %s",
+                    self.session_id,
+                    log.owner,
+                    log.label,
+                    brief(log.value),
+                    extra={"session_id": self.session_id},
                 )
             case planner.Report(effect=fx.ErrorRaised() as error):
                 logger.warning(
@@ -812,6 +898,12 @@ class Session:
                     self.machine.name or self.machine.identity[:19],
                     f" line {error.line}" if error.line is not None else "",
                     error.message or "(no message)",
+                    extra={
+                        "session_id": self.session_id,
+                        "chart": self.machine.name,
+                        "event": error.name,
+                        "line": error.line,
+                    },
                 )
             case planner.StartInvocation(effect=effect):
                 await self._start_invocation(effect)
@@ -922,6 +1014,7 @@ class Session:
                     type(effect).__name__,
                     effect.send_id,
                     exc,
+                    extra={"session_id": self.session_id, "send_id": effect.send_id},
                 )
                 return str(exc) or type(exc).__name__
             except (OwnershipLost, _Interrupted):
@@ -941,6 +1034,7 @@ class Session:
                         effect.send_id,
                         failures,
                         exc,
+                        extra={"session_id": self.session_id, "send_id": effect.send_id},
                         exc_info=failures == 1,
                     )
                 await self._pause(wait)
@@ -953,6 +1047,7 @@ class Session:
                     type(effect).__name__,
                     effect.send_id,
                     failures,
+                    extra={"session_id": self.session_id, "send_id": effect.send_id},
                 )
                 self._store_error = None
             return taken
@@ -1058,7 +1153,11 @@ class Session:
                 await result
         except Exception as exc:
             logger.warning(
-                "session %s: invocation %s failed to start: %s", self.session_id, invoke_id, exc
+                "session %s: invocation %s failed to start: %s",
+                self.session_id,
+                invoke_id,
+                exc,
+                extra={"session_id": self.session_id, "invoke_id": invoke_id},
             )
             failed = planner.invocation_start_failed(invoke_id, str(exc) or repr(exc))
             self._defer(failed)
@@ -1076,7 +1175,10 @@ class Session:
                 await result
         except Exception:
             logger.exception(
-                "session %s: cancelling invocation %s failed", self.session_id, invoke_id
+                "session %s: cancelling invocation %s failed",
+                self.session_id,
+                invoke_id,
+                extra={"session_id": self.session_id, "invoke_id": invoke_id},
             )
 
     async def _forward(self, invoke_id: str, event: Event) -> bool:
@@ -1089,7 +1191,11 @@ class Session:
                 await result
         except Exception as exc:
             logger.warning(
-                "session %s: forwarding to %s failed: %s", self.session_id, invoke_id, exc
+                "session %s: forwarding to %s failed: %s",
+                self.session_id,
+                invoke_id,
+                exc,
+                extra={"session_id": self.session_id, "invoke_id": invoke_id},
             )
             return False
         return True

@@ -50,6 +50,7 @@ from ..executions import ObanExecutor, pending_jobs
 from . import _history, _revisions
 from ._main import database_options, execution_options
 from ._persistence import ExecutionOptions, find_revision, with_executions
+from ._tracing import traced, tracing_options
 
 SYSTEM_VARIABLES = frozenset({"_event", "_sessionid", "_name", "_ioprocessors"})
 """Datamodel entries ``show`` leaves out (the SCXML system variables)."""
@@ -321,6 +322,7 @@ def _answer(result: Answer, what: str, output: kit.Output, *, strict: bool = Fal
     "--strict", is_flag=True,
     help="fail (status 1) when the event takes no transition (a notice otherwise)",
 )  # fmt: skip
+@tracing_options
 @kit.json_option
 def send(
     database_url: str,
@@ -336,6 +338,10 @@ def send(
     data: Any,
     key: str | None,
     strict: bool,
+    otel: bool,
+    traceparent: str | None,
+    tracestate: str | None,
+    baggage: str | None,
     as_json: bool,
 ) -> int:
     """``executions send``: refuses a chart whose invocations it could not start; says when
@@ -350,7 +356,8 @@ def send(
             result = await executions.step(execution_id, Event(name=event, data=data), key=key)
         return _answer(result, "stepped", kit.Output(as_json), strict=strict)
 
-    return with_executions(database_url, prefix, work, options)
+    with traced(otel, traceparent, tracestate, baggage):
+        return with_executions(database_url, prefix, work, options)
 
 
 def _check_handlers(executions: Executions, execution_id: str, machine: Machine) -> None:
@@ -384,6 +391,7 @@ def _check_handlers(executions: Executions, execution_id: str, machine: Machine)
 @click.option("--event", default=None, metavar="NAME", help="an event to step at once")
 @click.option("--data", type=kit.JSON, default=None, metavar="JSON", help="that event's data")
 @click.option("--strict", is_flag=True, help="fail when --event takes no transition")
+@tracing_options
 @kit.json_option
 def start(
     database_url: str,
@@ -401,6 +409,10 @@ def start(
     event: str | None,
     data: Any,
     strict: bool,
+    otel: bool,
+    traceparent: str | None,
+    tracestate: str | None,
+    baggage: str | None,
     as_json: bool,
 ) -> int:
     """``executions start``: create (and with ``--event``, step) in one transaction."""
@@ -433,7 +445,8 @@ def start(
                     stepped = await executions.step(new_id, Event(name=event, data=data), conn=conn)
         return _started(created, stepped, output, strict=strict)
 
-    return with_executions(database_url, prefix, work, options)
+    with traced(otel, traceparent, tracestate, baggage):
+        return with_executions(database_url, prefix, work, options)
 
 
 def configuration_of(execution: Execution, state: MachineState) -> tuple[str, ...]:
@@ -475,6 +488,7 @@ def _started(created: Stepped, stepped: Answer | None, output: kit.Output, *, st
 @database_options
 @execution_options
 @click.argument("execution_id", metavar="ID")
+@tracing_options
 @kit.json_option
 def cancel(
     database_url: str,
@@ -486,6 +500,10 @@ def cancel(
     paths: tuple[str, ...],
     history: bool,
     execution_id: str,
+    otel: bool,
+    traceparent: str | None,
+    tracestate: str | None,
+    baggage: str | None,
     as_json: bool,
 ) -> int:
     """``executions cancel``."""
@@ -497,7 +515,8 @@ def cancel(
             result = await executions.cancel(execution_id)
         return _answer(result, "cancelled", kit.Output(as_json))
 
-    return with_executions(database_url, prefix, work, options)
+    with traced(otel, traceparent, tracestate, baggage):
+        return with_executions(database_url, prefix, work, options)
 
 
 for _command in (*_history.COMMANDS, *_revisions.COMMANDS):

@@ -32,6 +32,7 @@ from statifier_persistence import Bulk, Executions, RetirementRefused
 from ..executions import TimerPins, execution_config
 from ._main import DEFAULT_TIMERS_QUEUE, database_options
 from ._persistence import ExecutionOptions, find_revision, with_executions
+from ._tracing import traced, tracing_options
 
 PAGE = 500
 """Executions per bulk call (a page; the command goes on until none is left)."""
@@ -187,6 +188,7 @@ async def _bulk(
 )  # fmt: skip
 @kit.functions_option
 @kit.path_option
+@tracing_options
 @_targets
 def migrate(
     database_url: str,
@@ -196,6 +198,10 @@ def migrate(
     datamodel: dict[str, Any] | None,
     functions: str | None,
     paths: tuple[str, ...],
+    otel: bool,
+    traceparent: str | None,
+    tracestate: str | None,
+    baggage: str | None,
     revision: str | None,
     execution_ids: tuple[str, ...],
     dry_run: bool,
@@ -226,7 +232,8 @@ def migrate(
             executions, revision, execution_ids, dry_run, words, page, given, kit.Output(as_json)
         )
 
-    return with_executions(database_url, prefix, work, ExecutionOptions(functions=functions))
+    with traced(otel, traceparent, tracestate, baggage):
+        return with_executions(database_url, prefix, work, ExecutionOptions(functions=functions))
 
 
 def _status_command(name: str, help_text: str, *, park: bool) -> click.Command:

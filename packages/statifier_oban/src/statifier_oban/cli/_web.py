@@ -4,7 +4,9 @@
 The server steps executions as a worker does, so it takes the execution options
 (``--timers-queue``, ``--invoke-queue``, ``--handler``, ``--functions``), and runs no
 queue: the workers fire the timers its steps arm. Tokens come from ``--token-file`` and
-``$STATIFIER_WEB_TOKENS``, never from the command line (``ps`` would show them).
+``$STATIFIER_WEB_TOKENS``, never from the command line (``ps`` would show them). With
+``--otel`` it traces what the requests do (ADR 30): a request's W3C ``traceparent``
+header makes the caller's span the parent of its steps' spans.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from statifier_web import (
 from ..store._schema import OBAN_TABLES
 from ._main import PROG, checked_pool, database_options, execution_options
 from ._persistence import ExecutionOptions, executions_for
+from ._tracing import otel_option, start_tracing, stop_tracing
 
 POOL_SIZE = 10
 """Connections of the server's pool (requests and live streams share them)."""
@@ -95,6 +98,7 @@ def _settings(token_file: Path | None, open_: bool, secure_cookies: bool) -> Web
     "--secure-cookies", is_flag=True, envvar="STATIFIER_WEB_SECURE_COOKIES", show_envvar=True,
     help="send the console's session cookie over HTTPS only (behind HTTPS)",
 )  # fmt: skip
+@otel_option("the requests")
 def web(
     database_url: str,
     prefix: str,
@@ -110,6 +114,7 @@ def web(
     token_file: Path | None,
     open_: bool,
     secure_cookies: bool,
+    otel: bool,
 ) -> None:
     """``statifier-oban web``: say where it serves, serve until stopped."""
     kit.set_import_path(paths)
@@ -135,8 +140,12 @@ def web(
         finally:
             await pool.close()
 
+    providers = start_tracing() if otel else None
     try:
         asyncio.run(run())
     except WebConfigError as exc:
         raise kit.CommandError(exc) from None
+    finally:
+        if providers is not None:
+            stop_tracing(providers)
     output.line(f"{PROG} web: stopped")

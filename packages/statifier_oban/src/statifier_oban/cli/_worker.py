@@ -6,7 +6,11 @@ only, ``statifier.cli.kit``'s rule) and lets job rows name the classes they defi
 invocation answers into durable executions (``statifier_oban.cli._persistence``), with the
 execution options; without it, those options say what to install. While running, it
 rescues the executing jobs of workers that are gone; on a stop it lets running jobs finish
-for ``--shutdown-grace`` and puts the rest back. See docs/operations.md.
+for ``--shutdown-grace`` and puts the rest back. See docs/operations.md. With ``--otel`` it
+traces and measures its jobs through OpenTelemetry (``statifier_oban.otel``, set up from
+the ``OTEL_*`` variables) and samples the gauges every ``--otel-interval`` seconds; see
+docs/tracing.md. Its log lines are text or JSON (``--log-format``), each with the fields of
+the telemetry event it reports.
 """
 
 from __future__ import annotations
@@ -25,14 +29,18 @@ import click
 from oban import Oban
 from oban import telemetry as oban_telemetry
 from psycopg_pool import AsyncConnectionPool
+from statifier import logs
+from statifier.chart.durations import InvalidDuration, format_duration, parse_duration
 from statifier.cli import kit
 from statifier.errors import install_hint
 
 from .. import telemetry
+from .._errors import StatifierObanError
 from ..rows import _resolve
 from ..store import _operations
 from ..store._schema import OBAN_TABLES, describe
 from ._main import DEFAULT_TIMERS_QUEUE, PROG, checked_pool, database_options, execution_options
+from ._tracing import otel_option, start_tracing, stop_tracing
 
 WORKER_NAME = "statifier-oban-worker"
 """The oban instance name of ``statifier-oban worker``."""
@@ -51,27 +59,54 @@ DEFAULT_SHUTDOWN_GRACE_S = 10.0
 """``--shutdown-grace``: how long a stopping worker lets running jobs finish (inside the
 30 s a container orchestrator usually grants between SIGTERM and SIGKILL)."""
 
+DEFAULT_GAUGE_INTERVAL_S = 30.0
+"""``--otel-interval``: how often a worker with ``--otel`` samples the gauges."""
+
 HEARTBEATS_PER_RESCUE = 5
 """Producer heartbeats (oban's Refresher) per ``--rescue-after``: a live worker misses
 several in a row before it looks gone."""
 
 
 class Seconds(click.ParamType[float, Any]):
-    """A positive number of seconds (below 10^7)."""
+    """A positive span below 10^7 seconds, in seconds: a duration as every command reads it
+    (``30s``, ``1h``, ``1m 30s``) or a bare number of seconds (``10``, ``0.5``), which
+    deployments of 0.1.0 set in their environment."""
 
-    name = "seconds"
+    name = "duration"
 
     def convert(
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
     ) -> float:
         """The seconds (a usage error otherwise)."""
-        try:
-            seconds = float(value)
-        except (TypeError, ValueError):
-            seconds = -1.0
+        seconds = _seconds(value)
         if not 0 < seconds < 1e7:
-            self.fail(f"expected a positive number of seconds, not {value!r}", param, ctx)
+            self.fail(
+                f"expected a positive duration (such as 30s, 1h or a number of seconds), "
+                f"not {value!r}",
+                param,
+                ctx,
+            )
         return seconds
+
+
+def _seconds(value: Any) -> float:
+    """``value`` in seconds, or -1 when it is neither a number nor a duration."""
+    if isinstance(value, int | float):
+        return float(value)
+    text = str(value).strip()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        return parse_duration(text) / 1000
+    except InvalidDuration:
+        return -1.0
+
+
+def _shown(seconds: float) -> str:
+    """A default as ``--help`` shows it: ``10s``, ``1h``."""
+    return format_duration(round(seconds * 1000))
 
 
 class QueueType(click.ParamType[tuple[str, int], Any]):
@@ -118,14 +153,17 @@ def import_host_modules(modules: list[str], paths: list[str] | None = None) -> N
         _resolve.allow_module(module)
 
 
+_LOGGED_FIELDS = ("scope", "send_id", "invoke_id", "job_id", "attempt", "count", "reason")
+"""The fields of a telemetry event a worker's log line shows."""
+
+
 def _log_event(name: str, meta: dict[str, Any]) -> None:
-    """A worker's log line per statifier_oban telemetry event."""
-    details = " ".join(
-        f"{key}={meta[key]}"
-        for key in ("scope", "send_id", "invoke_id", "job_id", "attempt", "count", "reason")
-        if meta.get(key) is not None
+    """A worker's log line per statifier_oban telemetry event, its fields as ``extra``."""
+    fields = {key: meta[key] for key in _LOGGED_FIELDS if meta.get(key) is not None}
+    details = " ".join(f"{key}={value}" for key, value in fields.items())
+    logging.getLogger("statifier_oban.worker").info(
+        "%s %s", name, details, extra={"event": name, **fields}
     )
-    logging.getLogger("statifier_oban.worker").info("%s %s", name, details)
 
 
 WorkerHook = Callable[[AsyncConnectionPool[Any], Oban, str], None]
@@ -162,13 +200,18 @@ async def _rescue_loop(pool: AsyncConnectionPool[Any], prefix: str, options: Wor
                 pool, prefix, name=WORKER_NAME, after_s=options.rescue_after
             )
         except Exception as exc:  # the database may be restarting: the next round retries
-            log.warning("looking for jobs of workers that are gone failed: %s", exc)
+            log.warning(
+                "looking for jobs of workers that are gone failed: %s",
+                exc,
+                extra={"error": str(exc)},
+            )
             continue
         if rescued:
             log.warning(
                 "rescued %d executing jobs of workers that are gone: %s",
                 len(rescued),
                 rescued[:20],
+                extra={"count": len(rescued), "job_ids": rescued[:20]},
             )
 
 
@@ -180,12 +223,14 @@ async def run_worker(
     node: str | None = None,
     options: WorkerOptions | None = None,
     on_start: WorkerHook | None = None,
+    gauges: float | None = None,
 ) -> int:
     """Run ``queues`` in a server-mode ``Oban`` until SIGINT or SIGTERM; stop gracefully.
 
     Prints one ``running`` line once the queues run and one ``stopped`` line at the end.
     A second signal while stopping gets Python's default behaviour (a forced exit).
-    ``on_start`` runs before the queues start.
+    ``on_start`` runs before the queues start. ``gauges`` (seconds) samples the gauges of
+    ``statifier_oban.otel`` that often while running (tracing must be instrumented).
     While running, jobs of workers that are gone are rescued; on stop, jobs still running
     after the grace period are put back (``available``), each reported in one line.
     """
@@ -222,6 +267,7 @@ async def run_worker(
         shutdown_grace_period=options.shutdown_grace,
     )
     rescuer: asyncio.Task[None] | None = None
+    sampler: asyncio.Task[None] | None = None
     try:
         if on_start is not None:
             on_start(pool, oban, prefix)
@@ -230,6 +276,8 @@ async def run_worker(
         except Exception as exc:
             raise kit.CommandError(f"oban did not start: {exc}") from None
         rescuer = asyncio.create_task(_rescue_loop(pool, prefix, options), name="rescue")
+        if gauges is not None:
+            sampler = asyncio.create_task(_sample_gauges(pool, prefix, gauges), name="gauges")
         shown = ", ".join(f"{name}={limit}" for name, limit in queues.items())
         print(
             f"{PROG} worker: running queues {shown} on {describe(url)}, schema {prefix!r}, "
@@ -239,9 +287,10 @@ async def run_worker(
         await stop.wait()
         print(f"{PROG} worker: {received[0]} received, stopping", flush=True)
     finally:
-        if rescuer is not None:
-            rescuer.cancel()
-            await asyncio.gather(rescuer, return_exceptions=True)
+        for task in (rescuer, sampler):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
         await oban.stop()
         await _put_back(pool, prefix, node, cut_short)
         await pool.close()
@@ -251,6 +300,20 @@ async def run_worker(
             loop.remove_signal_handler(signum)
     print(f"{PROG} worker: stopped", flush=True)
     return 0
+
+
+async def _sample_gauges(pool: AsyncConnectionPool[Any], prefix: str, interval: float) -> None:
+    """Sample the queue depth, and the executions when this worker steps them."""
+    from ..otel import GaugeSampler
+
+    executions: Any = None
+    try:
+        from ..executions import current
+
+        executions = current()
+    except (ImportError, StatifierObanError):  # no statifier_persistence, or none installed
+        executions = None
+    await GaugeSampler(pool, prefix=prefix, executions=executions, interval=interval).run()
 
 
 async def _put_back(
@@ -290,30 +353,41 @@ async def _put_back(
     help="oban node name, unique per process (default: host.pid)",
 )  # fmt: skip
 @click.option(
-    "--rescue-after", type=Seconds(), default=DEFAULT_RESCUE_AFTER_S, show_default=True,
-    metavar="S", envvar="STATIFIER_OBAN_RESCUE_AFTER", show_envvar=True,
-    help="a worker whose heartbeat stops for S seconds is gone: its executing jobs run again",
+    "--rescue-after", type=Seconds(), default=_shown(DEFAULT_RESCUE_AFTER_S),
+    show_default=True, metavar="DURATION",
+    envvar="STATIFIER_OBAN_RESCUE_AFTER", show_envvar=True,
+    help="a worker whose heartbeat stops this long is gone: its executing jobs run again",
 )  # fmt: skip
 @click.option(
-    "--rescue-interval", type=Seconds(), default=DEFAULT_RESCUE_INTERVAL_S, show_default=True,
-    metavar="S", envvar="STATIFIER_OBAN_RESCUE_INTERVAL", show_envvar=True,
-    help="look for jobs of workers that are gone every S seconds",
+    "--rescue-interval", type=Seconds(), default=_shown(DEFAULT_RESCUE_INTERVAL_S),
+    show_default=True, metavar="DURATION",
+    envvar="STATIFIER_OBAN_RESCUE_INTERVAL", show_envvar=True,
+    help="how often to look for jobs of workers that are gone",
 )  # fmt: skip
 @click.option(
-    "--stuck-after", type=Seconds(), default=DEFAULT_STUCK_AFTER_S, show_default=True,
-    metavar="S", envvar="STATIFIER_OBAN_STUCK_AFTER", show_envvar=True,
-    help="a job executing for S seconds on a live worker runs again (oban's Lifeline); "
+    "--stuck-after", type=Seconds(), default=_shown(DEFAULT_STUCK_AFTER_S),
+    show_default=True, metavar="DURATION",
+    envvar="STATIFIER_OBAN_STUCK_AFTER", show_envvar=True,
+    help="a job executing this long on a live worker runs again (oban's Lifeline); "
     "keep it above your longest job",
 )  # fmt: skip
 @click.option(
-    "--shutdown-grace", type=Seconds(), default=DEFAULT_SHUTDOWN_GRACE_S, show_default=True,
-    metavar="S", envvar="STATIFIER_OBAN_SHUTDOWN_GRACE", show_envvar=True,
-    help="on SIGINT/SIGTERM, let running jobs finish for S seconds, then put the rest back",
+    "--shutdown-grace", type=Seconds(), default=_shown(DEFAULT_SHUTDOWN_GRACE_S),
+    show_default=True, metavar="DURATION",
+    envvar="STATIFIER_OBAN_SHUTDOWN_GRACE", show_envvar=True,
+    help="on SIGINT/SIGTERM, let running jobs finish this long, then put the rest back",
 )  # fmt: skip
 @click.option(
     "--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]), default="INFO",
     show_default=True, envvar="STATIFIER_OBAN_LOG_LEVEL", show_envvar=True,
     help="logging level",
+)  # fmt: skip
+@otel_option("the jobs")
+@click.option(
+    "--otel-interval", type=Seconds(), default=_shown(DEFAULT_GAUGE_INTERVAL_S),
+    show_default=True, metavar="DURATION",
+    envvar="STATIFIER_OBAN_OTEL_INTERVAL", show_envvar=True,
+    help="with --otel, how often to sample the gauges (executions by status, queue depth)",
 )  # fmt: skip
 @execution_options
 def worker(
@@ -327,6 +401,8 @@ def worker(
     stuck_after: float,
     shutdown_grace: float,
     log_level: str,
+    otel: bool,
+    otel_interval: float,
     timers_queue: str,
     invoke_queue: str | None,
     handlers: tuple[tuple[str, str], ...],
@@ -335,7 +411,7 @@ def worker(
     history: bool,
 ) -> int:
     """``statifier-oban worker``: import the host modules, then run the queues."""
-    logging.basicConfig(level=log_level, format="%(asctime)s [%(levelname)s] %(name)s: %(message)s")
+    logs.configure(kit.log_format(), log_level)
     by_name: dict[str, int] = {}
     for name, limit in queues:
         if name in by_name:
@@ -365,12 +441,21 @@ def worker(
         stuck_after=stuck_after,
         shutdown_grace=shutdown_grace,
     )
+    providers = start_tracing() if otel else None
     try:
         return asyncio.run(
             run_worker(
-                database_url, by_name, prefix=prefix, node=node, options=options, on_start=on_start
+                database_url,
+                by_name,
+                prefix=prefix,
+                node=node,
+                options=options,
+                on_start=on_start,
+                gauges=otel_interval if otel else None,
             )
         )
     finally:
         if on_start is not None:
             _persistence.use(None)
+        if providers is not None:
+            stop_tracing(providers)

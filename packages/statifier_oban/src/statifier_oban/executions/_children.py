@@ -9,7 +9,10 @@ from typing import Any
 
 from oban import Cancel, Snooze
 from oban.job import Job
+from statifier import instrumentation
 from statifier.core.effects import Invoke
+from statifier.instrumentation import Span
+from statifier.values import brief
 from statifier_persistence import (
     MAX_FAN_OUT_CHILDREN,
     ExecutionNotFound,
@@ -27,6 +30,7 @@ from ..delivery import Delivered, Discarded, Snoozed
 from ..invocations._handler import Error, FanOut, InvokeHandler, RunResult
 from ..rows._outcomes import Outcome
 from ..rows._resolve import path_of
+from ..rows._traced import consume
 from ..store import _statements
 from ._executor import (
     ExecutionInvokeDelivery,
@@ -114,6 +118,7 @@ class ExecutionChildStarter:
                 invoke.invoke_id,
                 parent_scope,
                 started.reason,
+                extra={"scope": parent_scope, "invoke_id": invoke.invoke_id, "index": index},
             )
 
 
@@ -132,7 +137,9 @@ def _fan_out_of(job: Job, kind: str) -> FanOutKey | Cancel:
         and generation >= 0
     ):
         return FanOutKey(scope, invoke_id, generation)
-    logger.warning("%s job %s is undecodable: %r", kind, job.id, job.args)
+    logger.warning(
+        "%s job %s is undecodable: %s", kind, job.id, brief(job.args), extra={"job_id": job.id}
+    )
     return Cancel(f"undecodable: a {kind} job names scope, invoke_id and macrostep")
 
 
@@ -143,9 +150,19 @@ class SettlementWorker:
 
     async def process(self, job: Job) -> Outcome:
         """Build the answer from the children, step it (keyed by this job), record it."""
+        tracer = instrumentation.current
+        if tracer is None:
+            return await self._process(job, None)
+        return await consume(
+            tracer, instrumentation.SETTLE_FAN_OUT, job, lambda span: self._process(job, span)
+        )
+
+    async def _process(self, job: Job, span: Span | None) -> Outcome:
         fan_out = _fan_out_of(job, "settlement")
         if isinstance(fan_out, Cancel):
             return fan_out
+        if span is not None:
+            span.set(scope=fan_out.parent_id, invoke_id=fan_out.invoke_id)
         answer = await current().fan_out_answer(fan_out)
         if answer is None:
             return Cancel("discarded: fan_out_not_settled")
@@ -198,7 +215,11 @@ class CascadeWorker:
                 continue
         if parked:
             logger.info(
-                "cascade of %r (%s): %d parked", fan_out.invoke_id, fan_out.parent_id, len(parked)
+                "cascade of %r (%s): %d parked",
+                fan_out.invoke_id,
+                fan_out.parent_id,
+                len(parked),
+                extra={"scope": fan_out.parent_id, "invoke_id": fan_out.invoke_id},
             )
             return Snooze(installed.parked_snooze_s)
         return None

@@ -14,7 +14,7 @@ from typing import Any, Final
 import psycopg
 from oban import Oban, current_job
 from psycopg import AsyncConnection
-from statifier import Machine
+from statifier import Machine, instrumentation
 from statifier.core import planner
 from statifier.core.effects import Cancel, CancelInvoke, Invoke, SendDelayed
 from statifier.core.events import Event
@@ -48,6 +48,7 @@ from .._names import (
 from ..delivery import DELIVERED, DeliveryAnswer, Discarded, Snoozed
 from ..invocations import _enqueue, _fan_out
 from ..invocations._handler import InvokeHandler
+from ..rows._traced import carry
 from ..store import _statements
 from ..timers import _schedule
 
@@ -270,14 +271,16 @@ class ObanExecutor:
 
     async def _job(self, conn: AsyncConnection[Any], worker: str, args: dict[str, Any]) -> None:
         """One job of ``worker`` on the invoke queue (else the timers queue), in ``conn``'s
-        transaction."""
+        transaction (carrying the step's trace context when tracing is on)."""
         oban = self.config.oban
+        tracer = instrumentation.current
+        meta = carry({}, tracer) if tracer is not None else {}
         async with _statements.connection(oban, conn) as db:
             await db.execute(
                 _statements.statement(oban, "insert_fan_out_job", worker=worker),
                 {
                     "args": _statements.jsonb(args),
-                    "meta": _statements.jsonb({}),
+                    "meta": _statements.jsonb(meta),
                     "queue": self.config.invoke_queue or self.config.timers_queue,
                     "channel": _statements.insert_channel(oban),
                 },

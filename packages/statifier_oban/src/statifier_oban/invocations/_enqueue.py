@@ -6,13 +6,16 @@ from typing import Any
 
 import psycopg
 from psycopg import AsyncConnection
+from statifier import instrumentation
 from statifier.core.effects import Invoke
+from statifier.instrumentation import Instrumentation
 
 from .. import telemetry
 from .._config import Config
 from .._errors import ConfigError, InvalidScope, ScheduleRejected, StoreUnavailable
 from .._names import INVOKE_WORKER, META_DELIVERY, META_TIMEOUT, META_UNRESOLVED_HANDLER
 from ..rows._resolve import path_of
+from ..rows._traced import carry
 from ..store import _statements
 from . import _args
 
@@ -33,6 +36,30 @@ async def enqueue(
     ``ConfigError`` when the config has no invoke queue, ``OpaqueValueError`` when
     params/content cannot be stored; nothing is stored in any of these cases.
     """
+    tracer = instrumentation.current
+    if tracer is None:
+        return await _enqueue(config, handler, scope, invoke, conn, None)
+    with tracer.span(
+        instrumentation.START_INVOKE,
+        scope=scope,
+        invoke_id=invoke.invoke_id,
+        invoke_type=invoke.type,
+        handler=path_of(handler),
+        queue=config.invoke_queue,
+    ) as span:
+        job_id, conflict = await _enqueue(config, handler, scope, invoke, conn, tracer)
+        span.set(job_id=job_id, conflict=conflict)
+    return job_id, conflict
+
+
+async def _enqueue(
+    config: Config,
+    handler: type,
+    scope: str,
+    invoke: Invoke,
+    conn: AsyncConnection[Any] | None,
+    tracer: Instrumentation | None,
+) -> tuple[int, bool]:
     name = path_of(handler)
     if not isinstance(scope, str) or not scope:
         _rejected(None, invoke.invoke_id, name, "invalid_scope")
@@ -55,6 +82,8 @@ async def enqueue(
     # Written either way: a row without it is cancelled, so only the host's explicit
     # choice (never a row's silence) makes an unknown handler retry.
     meta[META_UNRESOLVED_HANDLER] = config.unresolved_handler
+    if tracer is not None:
+        carry(meta, tracer)
     cap = getattr(handler, "max_attempts", None)
     params = {
         "args": _statements.jsonb(args),

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from psycopg import AsyncConnection
+from statifier import instrumentation
 from statifier.core.effects import Invoke
 
 from .. import telemetry
@@ -21,6 +22,7 @@ from .._config import Config
 from .._errors import FanOutError, InvalidScope, OpaqueValueError
 from .._names import CHILD_START_WORKER, META_CHILD_STARTER, META_TIMEOUT
 from ..rows._opaque import encode_field
+from ..rows._traced import carry
 from ..store import _statements
 from . import _args
 
@@ -102,6 +104,9 @@ async def start(
     meta: dict[str, Any] = {META_CHILD_STARTER: config.child_starter}
     if config.child_start_timeout is not None:
         meta[META_TIMEOUT] = config.child_start_timeout
+    tracer = instrumentation.current
+    if tracer is not None:
+        carry(meta, tracer)
     stored = _stored_items(items, config.opaque_codec)
     if isinstance(stored, Refused):
         return stored

@@ -27,6 +27,8 @@ from typing import Any
 from oban import Cancel, Snooze
 from oban.job import Job
 from oban.worker import register_worker
+from statifier import instrumentation
+from statifier.instrumentation import Span
 
 from .. import telemetry
 from .._config import DEFAULT_INVOKE_DELIVERY, INVOKE_MARGIN_MS, MAX_INVOKE_BOUND_MS
@@ -43,6 +45,7 @@ from .._names import META_CHILD_STARTER, META_DELIVERY, META_UNRESOLVED_HANDLER,
 from ..delivery import Delivered, Discarded, InvokeDelivery
 from ..rows import _plugins
 from ..rows._outcomes import Outcome, bound_seconds, plugin, refused, snooze, timeout_ms
+from ..rows._traced import answered, consume
 from . import _args, _fan_out
 from ._args import InvocationRow
 from ._handler import Deferred, Error, FanOut, InvokeHandler, Ok, RunContext, invoke_handler
@@ -66,8 +69,16 @@ class InvokeWorker:
         """The ``invoke_timeout`` fixed at enqueue, plus a margin for the work around it."""
         return bound_seconds(job, INVOKE_MARGIN_MS, MAX_INVOKE_BOUND_MS)
 
-    async def process(self, job: Job) -> Outcome:  # noqa: C901 - one outcome per answer of run
+    async def process(self, job: Job) -> Outcome:
         """See ``statifier_oban.InvokeHandler`` for what each answer of ``run`` leads to."""
+        tracer = instrumentation.current
+        if tracer is None:
+            return await self._process(job, None)
+        return await consume(
+            tracer, instrumentation.RUN_INVOKE, job, lambda span: self._process(job, span)
+        )
+
+    async def _process(self, job: Job, span: Span | None) -> Outcome:  # noqa: C901 - one outcome per answer of run
         meta = job.meta if isinstance(job.meta, dict) else {}
         try:
             row = _args.decode(job.args)
@@ -75,6 +86,13 @@ class InvokeWorker:
         except UndecodableRow as exc:
             await self._fail_undecodable(job, meta, exc)
             return Cancel(f"undecodable: {exc}")
+        if span is not None:
+            span.set(
+                scope=row.scope,
+                invoke_id=row.invoke_id,
+                invoke_type=row.invoke.type,
+                handler=row.handler,
+            )
         try:
             delivery = self._delivery(meta)
         except ResolutionError as exc:
@@ -182,8 +200,13 @@ class InvokeWorker:
         row: InvocationRow,
         data: object,
     ) -> Outcome:
-        answer: object = await _plugins.settle(
-            delivery.deliver(row.scope, row.invoke_id, data, row.invoke.caller_context)
+        answer = await answered(
+            _plugins.settle(
+                delivery.deliver(row.scope, row.invoke_id, data, row.invoke.caller_context)
+            ),
+            scope=row.scope,
+            invoke_id=row.invoke_id,
+            invoke_type=row.invoke.type,
         )
         if isinstance(answer, Delivered):
             telemetry.emit(telemetry.INVOKE_DELIVERED, **self._common(job, meta, row))
@@ -236,10 +259,16 @@ class InvokeWorker:
     ) -> Snooze | None:
         """Deliver the terminal failure; a ``Snooze`` when the delivery asked to be asked
         again later (a parked execution), so the answer is not lost with the attempts."""
-        answer: object = await _plugins.settle(
-            delivery.deliver_failure(
-                row.scope, row.invoke_id, reason, job.attempt, detail, row.invoke.caller_context
-            )
+        answer = await answered(
+            _plugins.settle(
+                delivery.deliver_failure(
+                    row.scope, row.invoke_id, reason, job.attempt, detail, row.invoke.caller_context
+                )
+            ),
+            scope=row.scope,
+            invoke_id=row.invoke_id,
+            invoke_type=row.invoke.type,
+            reason=reason,
         )
         later = snooze(answer)
         if later is None:
@@ -265,13 +294,23 @@ class InvokeWorker:
         """Tell the execution about a corrupt row when its identity is still readable."""
         found = _args.identity(job.args)
         if found is None:
-            logger.warning("invocation job %s is undecodable and unidentifiable: %s", job.id, exc)
+            logger.warning(
+                "invocation job %s is undecodable and unidentifiable: %s",
+                job.id,
+                exc,
+                extra={"job_id": job.id},
+            )
             return
         scope, invoke_id = found
         try:
             delivery = self._delivery(meta)
         except ResolutionError:
-            logger.warning("invocation job %s is undecodable; its delivery too: %s", job.id, exc)
+            logger.warning(
+                "invocation job %s is undecodable; its delivery too: %s",
+                job.id,
+                exc,
+                extra={"job_id": job.id, "scope": scope, "invoke_id": invoke_id},
+            )
             return
         await _plugins.settle(
             delivery.deliver_failure(scope, invoke_id, "undecodable", job.attempt, str(exc), None)
@@ -291,14 +330,26 @@ class ChildStartWorker:
 
     async def process(self, job: Job) -> Outcome:
         """Decode, resolve the starter (refuse the row if it does not), start, record."""
+        tracer = instrumentation.current
+        if tracer is None:
+            return await self._process(job, None)
+        return await consume(
+            tracer, instrumentation.START_CHILD, job, lambda span: self._process(job, span)
+        )
+
+    async def _process(self, job: Job, span: Span | None) -> Outcome:
         try:
             row = _args.decode(job.args)
             index, count, policy = _args.child_position(job.args)
             has_item, item = _args.child_item(job.args)
             timeout_ms(job)
         except UndecodableRow as exc:
-            logger.warning("child start job %s is undecodable: %s", job.id, exc)
+            logger.warning(
+                "child start job %s is undecodable: %s", job.id, exc, extra={"job_id": job.id}
+            )
             return Cancel(f"undecodable: {exc}")
+        if span is not None:
+            span.set(scope=row.scope, invoke_id=row.invoke_id, index=index)
         meta = job.meta if isinstance(job.meta, dict) else {}
         path = meta.get(META_CHILD_STARTER)
         try:

@@ -46,7 +46,13 @@ def plugin[T](resolver: Callable[[str], T], path: object, default: str, key: str
 
 def refused(job: Job, exc: ResolutionError) -> Cancel:
     """Cancel a job whose row names what this process does not run (logged, reason kept)."""
-    logger.warning("job %s (%s) refused: %s", job.id, job.worker, exc)
+    logger.warning(
+        "job %s (%s) refused: %s",
+        job.id,
+        job.worker,
+        exc,
+        extra={"job_id": job.id, "worker": job.worker},
+    )
     return Cancel(f"refused: {exc}")
 
 

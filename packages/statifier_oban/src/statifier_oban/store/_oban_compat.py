@@ -291,7 +291,12 @@ class StagerBridge(Stager):
             except asyncio.CancelledError:
                 break
             except Exception as error:
-                logger.warning("the stager failed to stage jobs: %s", error, exc_info=True)
+                logger.warning(
+                    "the stager failed to stage jobs: %s",
+                    error,
+                    exc_info=True,
+                    extra={"error": str(error)},
+                )
                 for producer in self._producers.values():
                     producer.notify()
             await self._rest(self._interval if rest is None else min(rest, self._interval))

@@ -51,3 +51,13 @@ async def return_jobs(
             _sql.statement("return_jobs", prefix), {"ids": wanted, "node": node}
         )
         return [int(row[0]) for row in await cursor.fetchall()]
+
+
+async def queue_depth(
+    pool: AsyncConnectionPool[Any], prefix: str, *, limit: int
+) -> list[tuple[str, str, int]]:
+    """``(queue, state, jobs)`` of the jobs not finished yet, at most ``limit`` rows
+    (``sql/queue_depth.sql``)."""
+    async with pool.connection() as conn:
+        cursor = await conn.execute(_sql.statement("queue_depth", prefix), {"limit": limit})
+        return [(str(row[0]), str(row[1]), int(row[2])) for row in await cursor.fetchall()]

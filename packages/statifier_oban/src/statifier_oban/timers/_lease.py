@@ -108,7 +108,13 @@ class SessionLease:
                 owner=other,
             )
         lease = cls(config, scope, owner, int(row[0]), ttl_s, row[1])
-        logger.info("lease of %s taken: epoch %d, owner %s", scope, lease.epoch, owner)
+        logger.info(
+            "lease of %s taken: epoch %d, owner %s",
+            scope,
+            lease.epoch,
+            owner,
+            extra={"scope": scope, "epoch": lease.epoch},
+        )
         return lease
 
     async def fence(self, conn: AsyncConnection[Any]) -> None:
@@ -176,10 +182,15 @@ class SessionLease:
             try:
                 await self.renew()
             except LeaseLost as exc:
-                logger.error("lease of %s lost: %s", self.scope, exc)
+                logger.error("lease of %s lost: %s", self.scope, exc, extra={"scope": self.scope})
                 outcome = on_lost()
                 if inspect.isawaitable(outcome):
                     await outcome
                 return
             except StoreUnavailable as exc:
-                logger.warning("renewing the lease of %s failed: %s", self.scope, exc)
+                logger.warning(
+                    "renewing the lease of %s failed: %s",
+                    self.scope,
+                    exc,
+                    extra={"scope": self.scope},
+                )

@@ -16,7 +16,9 @@ from typing import Any
 import psycopg
 from psycopg import AsyncConnection
 from psycopg.rows import tuple_row
+from statifier import instrumentation
 from statifier.core.effects import Cancel, SendDelayed
+from statifier.instrumentation import Instrumentation
 
 from .. import telemetry
 from .._config import Config
@@ -31,6 +33,7 @@ from .._errors import (
     ValueRefused,
 )
 from .._names import ANNOUNCE_HORIZON_MS, META_DELIVERY, META_TIMEOUT, TIMER_WORKER
+from ..rows._traced import carry
 from ..store import _statements
 from . import _args
 
@@ -107,6 +110,31 @@ async def schedule(
     caller's own transaction (a rollback removes it). A duplicate ``(scope, ordinal)``,
     in any state, returns the existing job with ``conflict=True``.
     """
+    tracer = instrumentation.current
+    if tracer is None:
+        return await _schedule(config, scope, effect, conn, any_target, None)
+    with tracer.span(
+        instrumentation.SCHEDULE_TIMER,
+        scope=scope,
+        event=effect.event,
+        send_id=effect.send_id,
+        ordinal=effect.ordinal,
+        delay_ms=effect.delay_ms,
+        queue=config.timers_queue,
+    ) as span:
+        job = await _schedule(config, scope, effect, conn, any_target, tracer)
+        span.set(job_id=job.job_id, conflict=job.conflict)
+    return job
+
+
+async def _schedule(
+    config: Config,
+    scope: str,
+    effect: SendDelayed,
+    conn: AsyncConnection[Any] | None,
+    any_target: bool,
+    tracer: Instrumentation | None,
+) -> TimerJob:
     try:
         _check_effect(scope, effect, any_target=any_target)
         args = _args.encode(scope, effect, config.opaque_codec)
@@ -115,7 +143,7 @@ async def schedule(
         raise
     params = {
         "args": _statements.jsonb(args),
-        "meta": _statements.jsonb(_meta(config)),
+        "meta": _statements.jsonb(_meta(config, tracer)),
         "queue": config.timers_queue,
         "delay_ms": effect.delay_ms,
         "scope": scope,
@@ -232,10 +260,29 @@ async def schedule_many(
     batch = list(effects)
     if not batch:
         return []
+    tracer = instrumentation.current
+    if tracer is None:
+        return await _schedule_many(config, scope, batch, conn, None)
+    with tracer.span(
+        instrumentation.SCHEDULE_TIMERS, scope=scope, count=len(batch), queue=config.timers_queue
+    ) as span:
+        jobs = await _schedule_many(config, scope, batch, conn, tracer)
+        stored = sum(not job.conflict for job in jobs)
+        span.set(stored=stored, conflict=stored < len(jobs))
+    return jobs
+
+
+async def _schedule_many(
+    config: Config,
+    scope: str,
+    batch: list[SendDelayed],
+    conn: AsyncConnection[Any] | None,
+    tracer: Instrumentation | None,
+) -> list[TimerJob]:
     encoded, plain = _encode_batch(config, scope, batch)
     params = {
         "args": _statements.plain_jsonb(encoded) if plain else _statements.jsonb(encoded),
-        "meta": _statements.jsonb(_meta(config)),
+        "meta": _statements.jsonb(_meta(config, tracer)),
         "queue": config.timers_queue,
         "scope": scope,
         "due_channel": _statements.due_channel(config.oban),
@@ -342,11 +389,14 @@ def _new_job(
     return job
 
 
-def _meta(config: Config) -> dict[str, Any]:
-    """A timer job's meta: the delivery to resolve at fire time, and the bound if any."""
+def _meta(config: Config, tracer: Instrumentation | None) -> dict[str, Any]:
+    """A timer job's meta: the delivery to resolve at fire time, the bound if any, and the
+    trace context of the scheduling span when tracing is on."""
     meta: dict[str, Any] = {META_DELIVERY: config.delivery}
     if config.timer_timeout is not None:
         meta[META_TIMEOUT] = config.timer_timeout
+    if tracer is not None:
+        carry(meta, tracer)
     return meta
 
 
@@ -435,6 +485,26 @@ async def cancel_send(
     _check_scope(scope)
     if not isinstance(send_id, str) or not send_id:
         raise MissingSendId("a cancel needs a send id", scope=scope)
+    tracer = instrumentation.current
+    if tracer is None:
+        return await _cancel_send(config, scope, send_id, reason, ordinal, caller_context, conn)
+    with tracer.span(
+        instrumentation.CANCEL_TIMER, scope=scope, send_id=send_id, ordinal=ordinal
+    ) as span:
+        count = await _cancel_send(config, scope, send_id, reason, ordinal, caller_context, conn)
+        span.set(cancelled=count)
+    return count
+
+
+async def _cancel_send(
+    config: Config,
+    scope: str,
+    send_id: str,
+    reason: str,
+    ordinal: int | None,
+    caller_context: Any,
+    conn: AsyncConnection[Any] | None,
+) -> int:
     try:
         if _statements.unstorable(send_id) is not None:
             count = 0  # no timer has such a send id: scheduling refuses it

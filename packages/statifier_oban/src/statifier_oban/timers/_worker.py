@@ -20,6 +20,8 @@ import logging
 from oban import Cancel
 from oban.job import Job
 from oban.worker import register_worker
+from statifier import instrumentation
+from statifier.instrumentation import Span
 
 from .. import telemetry
 from .._config import DEFAULT_DELIVERY
@@ -28,6 +30,7 @@ from .._names import META_DELIVERY, WORKERS_MODULE
 from ..delivery import Delivered, Discarded
 from ..rows import _plugins
 from ..rows._outcomes import Outcome, bound_seconds, plugin, refused, snooze, timeout_ms
+from ..rows._traced import consume, lateness_ms
 from . import _args
 
 logger = logging.getLogger("statifier_oban.workers")
@@ -44,12 +47,28 @@ class TimerWorker:
 
     async def process(self, job: Job) -> Outcome:
         """Run the fired timer; see the module docstring for the outcomes."""
+        tracer = instrumentation.current
+        if tracer is None:
+            return await self._process(job, None)
+        return await consume(
+            tracer,
+            instrumentation.FIRE_TIMER,
+            job,
+            lambda span: self._process(job, span),
+            lateness_ms=lateness_ms(job),
+        )
+
+    async def _process(self, job: Job, span: Span | None) -> Outcome:
         try:
             scope, effect = _args.decode(job.args)
             timeout_ms(job)
         except UndecodableRow as exc:
-            logger.warning("timer job %s is undecodable: %s", job.id, exc)
+            logger.warning("timer job %s is undecodable: %s", job.id, exc, extra={"job_id": job.id})
             return Cancel(f"undecodable: {exc}")
+        if span is not None:
+            span.set(
+                scope=scope, event=effect.event, send_id=effect.send_id, ordinal=effect.ordinal
+            )
         path = job.meta.get(META_DELIVERY) if isinstance(job.meta, dict) else None
         try:
             delivery = plugin(_plugins.timer_delivery, path, DEFAULT_DELIVERY, META_DELIVERY)
