@@ -115,7 +115,7 @@ class ChartDelivery:
             if row is None:
                 raise LookupError(f"no chart stored for scope {scope!r}")
             state = loads(bytes(row[0]), CHART)
-            state, _effects = handle_event(state, planner.fire(scope, effect).event)
+            state, _effects = handle_event(state, planner.sent_event(scope, effect))
             await conn.execute(
                 "UPDATE fault_charts SET position = %s, fired = %s WHERE scope = %s",
                 (dumps(state), int(state.datamodel["fired"]), scope),

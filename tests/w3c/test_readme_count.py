@@ -6,8 +6,8 @@ import re
 from pathlib import Path
 
 from tools.w3c.corpus import require_corpus
-from tools.w3c.manifest import cases_by_id
-from tools.w3c.passing import PASSING_FILES, read_passing
+from tools.w3c.manifest import SKIP_HTTP, cases_by_id, skip_reason
+from tools.w3c.passing import BASICHTTP_FILES, PASSING_FILES, read_passing
 
 require_corpus()
 
@@ -19,6 +19,11 @@ _PYTHON = re.compile(
 _ECMASCRIPT = re.compile(
     r"(\d+) W3C tests pass in the ECMAScript profile \((\d+) of (\d+) mandatory automated"
     r"[^)]*?plus (\d+) of the (\d+) ECMAScript-profile tests"
+)
+
+_BASICHTTP = re.compile(
+    r"Of the (\d+) tests of the BasicHTTP I/O processor, (\d+) pass in the Python profile"
+    r" and (\d+) in the ECMAScript profile"
 )
 
 
@@ -46,3 +51,14 @@ def test_readme_states_the_ecmascript_counts() -> None:
         " automated ... plus E of the C ECMAScript-profile tests'"
     )
     assert tuple(int(g) for g in match.groups()) == _counts("ecmascript")
+
+
+def test_readme_states_the_basichttp_counts() -> None:
+    match = _BASICHTTP.search(" ".join(README.read_text(encoding="utf-8").split()))
+    assert match, (
+        "README.md must say 'Of the T tests of the BasicHTTP I/O processor, P pass in the"
+        " Python profile and E in the ECMAScript profile'"
+    )
+    suite = sum(1 for c in cases_by_id().values() if skip_reason(c) == SKIP_HTTP)
+    passing = (len(read_passing(BASICHTTP_FILES[p])) for p in ("python", "ecmascript"))
+    assert tuple(int(g) for g in match.groups()) == (suite, *passing)

@@ -1,7 +1,9 @@
 """Read and grow the conformance ratchets: ``tests/w3c/passing.txt`` (Python profile) and
 ``tests/w3c/passing_ecmascript.txt`` (ECMAScript profile), and
 ``tests/w3c/passing_durable_invoke.txt`` (the invoke tests of the Python profile that pass as
-durable executions, with real jobs and a worker).
+durable executions, with real jobs and a worker), and ``tests/w3c/passing_basichttp.txt`` and
+``tests/w3c/passing_basichttp_ecmascript.txt`` (the BasicHTTP tests that pass against the
+real web app on loopback, as durable executions and as live sessions, per profile).
 
 Format: one test id per line (``144``; ``403`` means all three of its start documents),
 ``#`` starts a comment (a whole line or the rest of a line).  The list only grows: CI
@@ -14,6 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 __all__ = [
+    "BASICHTTP_FILES",
     "DURABLE_INVOKE_FILE",
     "PASSING_FILE",
     "PASSING_FILES",
@@ -30,6 +33,14 @@ PASSING_FILE = _TESTS / "passing.txt"
 #: The ratchet of the invoke tests (spec 6.4) that pass as durable executions
 #: (``packages/statifier_oban/tests/test_w3c_durable_invoke.py``).
 DURABLE_INVOKE_FILE = _TESTS / "passing_durable_invoke.txt"
+
+#: The ratchets of the BasicHTTP Event I/O processor's tests (SCXML D.2, and test 201) that
+#: pass against the real web app, as durable executions and live sessions, per profile
+#: (``packages/statifier_web/tests/test_w3c_basichttp.py``).
+BASICHTTP_FILES = {
+    "python": _TESTS / "passing_basichttp.txt",
+    "ecmascript": _TESTS / "passing_basichttp_ecmascript.txt",
+}
 
 #: The ratchet file of each datamodel profile (see ``tools.w3c.transform.PROFILES``).
 PASSING_FILES = {"python": PASSING_FILE, "ecmascript": _TESTS / "passing_ecmascript.txt"}

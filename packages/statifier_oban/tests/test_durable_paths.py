@@ -24,6 +24,7 @@ STORED_WORKERS = {
     "statifier_oban.children.SettlementWorker": _names.SETTLEMENT_WORKER,
     "statifier_oban.children.CascadeWorker": _names.CASCADE_WORKER,
     "statifier_oban.executions.MessageWorker": _names.MESSAGE_WORKER,
+    "statifier_oban.executions.PostWorker": _names.POST_WORKER,
 }
 """The worker names rows of 0.1.0 hold, spelled out (a rename must fail here)."""
 

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 import statifier
 from psycopg import AsyncConnection
-from statifier.testing import ChartAssertionError, UnexpectedChartError
+from statifier.basichttp import OutboundPolicy
+from statifier.testing import ChartAssertionError, HttpReceiver, UnexpectedChartError
 from statifier_oban import ConfigError, Error, Ok
 from statifier_oban.children import MapHandler
 from statifier_oban.testing import Clock, DurableEnv, RanJob
@@ -580,3 +581,40 @@ async def test_a_child_charts_week_passes_in_one_advance(durable_env: DurableEnv
     assert [job.kind for job in ran] == ["timer", "message"]  # over, then done.invoke.trial
     await durable_env.assert_done("renewal", "billed")
     await durable_env.assert_datamodel("renewal", notices=["reminder", 7])
+
+
+BASICHTTP_SENDER = f"""<scxml {NS} name="notifier" initial="s">
+  <state id="s">
+    <onentry><send type="basichttp" event="paid" targetexpr="hook"/></onentry>
+    <transition event="error.communication" target="failed"/>
+  </state>
+  <final id="failed"/>
+</scxml>"""
+
+
+async def test_a_durable_env_makes_the_posts_its_allow_list_lets_through(
+    statifier_database_url: str,
+) -> None:
+    loopback = OutboundPolicy(hosts=("127.0.0.1",), networks=("127.0.0.0/8",), ports=None)
+    chart = statifier.compile(BASICHTTP_SENDER)
+    async with (
+        HttpReceiver() as receiver,
+        DurableEnv.open(statifier_database_url, basichttp=loopback) as env,
+    ):
+        await env.executions.create(chart, execution_id="n1", datamodel={"hook": receiver.url()})
+        ran = await env.settle()
+        assert [job.kind for job in ran] == ["basichttp post"]
+        assert [r.body for r in receiver.requests] == [b"_scxmleventname=paid"]
+        await env.assert_active("n1", "s")
+
+
+async def test_a_durable_env_refuses_posts_by_default(statifier_database_url: str) -> None:
+    async with DurableEnv.open(statifier_database_url) as env:
+        with env.expect_error("error.communication"):
+            await env.executions.create(
+                statifier.compile(BASICHTTP_SENDER),
+                execution_id="n2",
+                datamodel={"hook": "https://a.example/"},
+            )
+            await env.settle()
+        await env.assert_done("n2", "failed")

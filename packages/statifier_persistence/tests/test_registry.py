@@ -234,6 +234,7 @@ async def test_metadata_is_bounded_and_must_be_json(executions: Executions) -> N
         "max_invoke_depth",
         "max_tree_executions",
         "max_pending_messages",
+        "max_posts",
     ],
 )
 def test_limits_must_be_positive_integers(field: str) -> None:

@@ -116,7 +116,7 @@ async def test_a_renamed_state_migrates_and_its_timer_still_fires_into_it(
     assert identity == v2.identity
 
     # the timer armed by revision 1 fires into the migrated execution: same scope, same key
-    fired = planner.fire(execution_id, executor.timers[(execution_id, 1)]).event
+    fired = planner.sent_event(execution_id, executor.timers[(execution_id, 1)])
     stepped = await executions.step(execution_id, fired, key="job:1")
     assert isinstance(stepped, Stepped)
     assert stepped.execution.status == "completed"

@@ -51,7 +51,7 @@ HOLD = chart(
 
 def expired(execution_id: str, ordinal: int, executor: TableExecutor) -> Event:
     """The event the timer of ``ordinal`` fires, as the planner builds it."""
-    return planner.fire(execution_id, executor.timers[(execution_id, ordinal)]).event
+    return planner.sent_event(execution_id, executor.timers[(execution_id, ordinal)])
 
 
 async def test_create_runs_the_initial_drive_and_schedules_its_timer_in_the_same_transaction(

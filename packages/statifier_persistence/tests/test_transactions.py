@@ -58,7 +58,7 @@ OTHER = chart('<state id="elsewhere"/>', name="other")
 
 def tick(execution_id: str, executor: TableExecutor) -> Event:
     """The tick timer's event (the first one armed)."""
-    return planner.fire(execution_id, executor.timers[(execution_id, 1)]).event
+    return planner.sent_event(execution_id, executor.timers[(execution_id, 1)])
 
 
 async def count_of(executions: Executions, execution_id: str) -> int:

@@ -42,7 +42,13 @@ def read_line(process: subprocess.Popen[str], timeout: float = 30.0) -> str:
 def test_the_server_serves_until_sigterm(database_url: str, tmp_path: Path) -> None:
     tokens = tmp_path / "tokens"
     tokens.write_text(f"# the operators\n{OTHER_TOKEN}\n")
-    environment = {**os.environ, "STATIFIER_WEB_TOKENS": TOKEN, "PYTHONUNBUFFERED": "1"}
+    environment = {
+        **os.environ,
+        "STATIFIER_WEB_TOKENS": TOKEN,
+        "PYTHONUNBUFFERED": "1",
+        "STATIFIER_BASICHTTP_URL": "https://statifier.example.com/ops",
+        "STATIFIER_BASICHTTP_KEY": "k" * 32,
+    }
     process = subprocess.Popen(  # noqa: S603 - this interpreter, fixed arguments, no shell
         [sys.executable, "-m", "statifier_oban.cli", "web", "--database-url", database_url,
          "--port", "0", "--token-file", str(tokens)],
@@ -53,6 +59,10 @@ def test_the_server_serves_until_sigterm(database_url: str, tmp_path: Path) -> N
         ready = READY.search(line)
         assert ready is not None, line
         assert line.rstrip().endswith("(2 token(s))")
+        assert read_line(process).rstrip() == (
+            "statifier-oban web: BasicHTTP locations under"
+            " https://statifier.example.com/ops/basichttp/"
+        )
         url = ready.group(1)
         assert httpx.get(f"{url}/health").json()["status"] == "ok"
         assert httpx.get(f"{url}/api/counts").status_code == 401

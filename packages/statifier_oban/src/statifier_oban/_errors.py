@@ -115,6 +115,11 @@ class RunFailed(StatifierObanError):
     """The handler answered ``Error(reason)``; the attempt fails and is retried."""
 
 
+class PostFailedAgain(StatifierObanError):
+    """A BasicHTTP POST job's attempt failed in a way that may pass: oban tries it again
+    (``statifier_oban.executions.PostWorker``)."""
+
+
 class InvalidRunAnswer(StatifierObanError, TypeError):
     """The handler's ``run`` answered something other than Ok, Error, FanOut or Deferred."""
 

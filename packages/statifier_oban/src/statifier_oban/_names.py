@@ -55,6 +55,10 @@ MESSAGE_WORKER = "statifier_oban.executions.MessageWorker"
 """``oban_jobs.worker`` of a message's delivery between a parent execution and a chart it
 invoked: steps the receiver's oldest message into it (durable executions only)."""
 
+POST_WORKER = "statifier_oban.executions.PostWorker"
+"""``oban_jobs.worker`` of a BasicHTTP POST an execution sends (``<send type="basichttp">``):
+makes the POST, and raises its final failure in the execution (durable executions only)."""
+
 META_UNRESOLVED_HANDLER = "unresolved_handler"
 """Meta key: ``"retry"`` makes an unknown handler retry; anything else (absent too) cancels."""
 META_CHILD_STARTER = "child_starter"

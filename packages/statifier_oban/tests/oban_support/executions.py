@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from oban import Oban
+from statifier.basichttp import Locations, OutboundPolicy
 from statifier.core.effects import Invoke, SendDelayed
 from statifier_oban import Config, DeliveryAnswer, InvokeHandler, Ok, executions
 from statifier_oban.children import MapHandler
@@ -123,8 +124,15 @@ class Rig:
 
 
 @asynccontextmanager
-async def running_rig(servers: Servers, **config_options: Any) -> AsyncIterator[Rig]:
-    """Start a rig (queues of its own); uninstall its ``Executions`` at exit."""
+async def running_rig(
+    servers: Servers,
+    *,
+    basichttp: OutboundPolicy | None = None,
+    locations: Locations | None = None,
+    **config_options: Any,
+) -> AsyncIterator[Rig]:
+    """Start a rig (queues of its own); uninstall its ``Executions`` at exit. ``basichttp``
+    is the executor's allow-list, ``locations`` the executions' BasicHTTP locations."""
     timers, invokes = unique(TIMERS), unique(INVOKES)
     pool = await servers.pool(max_size=12)
     name = unique("exec_srv")
@@ -143,8 +151,8 @@ async def running_rig(servers: Servers, **config_options: Any) -> AsyncIterator[
     config = execution_config(
         server.oban, timers_queue=timers, invoke_queue=invokes, **config_options
     )
-    executor = ObanExecutor(config, handlers=HANDLERS)
-    store = Executions(server.pool, executor=executor)
+    executor = ObanExecutor(config, handlers=HANDLERS, basichttp=basichttp)
+    store = Executions(server.pool, executor=executor, basichttp=locations)
     executions.use(store, parked_snooze_s=60)
     _Configured.config_in_use = config
     GatedHandler.gate = asyncio.Event()
@@ -157,3 +165,4 @@ async def running_rig(servers: Servers, **config_options: Any) -> AsyncIterator[
     finally:
         executions.use(None)
         _Configured.config_in_use = None
+        await executor.close()

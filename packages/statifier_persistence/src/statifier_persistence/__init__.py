@@ -10,7 +10,9 @@ at most once. A fan-out's children are executions too (``Executions.start_child`
 their finishing settles the parent's invocation once (``Executions.fan_out_answer``,
 through a ``FanOutExecutor``). An ``<invoke type="scxml">`` starts its chart as a child
 execution in the parent's step, and the two talk through mailboxes
-(``Executions.receive``, through a ``MailboxExecutor``). Every change writes a history
+(``Executions.receive``, through a ``MailboxExecutor``); BasicHTTP sends are durable work
+of a ``PostExecutor``, their failures raised through ``Executions.send_failed``. Every
+change writes a history
 entry in its own transaction (``statifier_persistence.history``; ``Executions.history``,
 ``prune_history``), and ``Executions.wait`` and ``follow`` are woken by the commits of
 changes. ``install`` creates the tables.
@@ -59,7 +61,7 @@ from ._errors import (
     WaitUnreachable,
 )
 from ._executions import EventBuilder, Executions, StepObserver
-from ._executor import EffectExecutor, HostHook, LoggingHost
+from ._executor import EffectExecutor, HostHook, LoggingHost, PostExecutor
 from ._invoked import NOT_FROM_PARENT, invoked_child_id
 from ._limits import MAX_ID_LENGTH, MAX_KEY_LENGTH, Limits
 from ._messages import NO_MESSAGE, UNREADABLE, MailboxExecutor, MessageKind
@@ -162,6 +164,7 @@ __all__ = [
     "PinSource",
     "Policy",
     "PositionTooLarge",
+    "PostExecutor",
     "RetirementRefused",
     "Revision",
     "RevisionMethods",

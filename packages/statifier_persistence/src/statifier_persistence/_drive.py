@@ -13,6 +13,10 @@ with each (ADR 12):
   executor's ``forward``. To ``#_parent`` from an invoked chart: a message to the parent.
   To anyone else: the host hook's ``deliver``. Whatever cannot be delivered raises
   ``planner.undeliverable`` in the chart.
+* ``Post`` (a BasicHTTP send): the executor's ``post``, when it is a ``PostExecutor``
+  (a durable job), up to ``Limits.max_posts`` per transaction; refused
+  (``planner.post_failed``, at once) past it, or when the executor is none or refuses.
+  A failure after the step comes back as ``Executions.send_failed`` (``failed``).
 * ``Schedule``: a delayed send, whatever its target, becomes a timer through the
   executor, and is armed (``_armed``); when it fires (``fired``) it is delivered as an
   immediate send would be if it is still armed, and declined otherwise.
@@ -46,7 +50,7 @@ from statifier.core.state import MachineState
 
 from ._armed import Armed
 from ._errors import EffectRefused
-from ._executor import EffectExecutor, HostHook
+from ._executor import EffectExecutor, HostHook, PostExecutor
 from ._invoked import InvokedCharts, StartRefused, invoked_by
 from ._journal import Draft
 from ._limits import Limits
@@ -55,6 +59,9 @@ from ._records import Execution, ExecutionStatus
 from ._settlement import Settlement
 
 logger = logging.getLogger("statifier_persistence")
+
+NO_POSTS = "the executor makes no BasicHTTP POSTs (it is no PostExecutor)"
+"""Why a BasicHTTP send of an execution whose executor cannot make it fails."""
 
 
 @dataclass
@@ -91,6 +98,8 @@ class Drive:
     """The notice when ``driven`` took no transition (``statifier.chart.matching``)."""
     refused: set[str] = field(default_factory=set)
     """Send and invoke ids whose timer or invocation the executor refused."""
+    posts: int = 0
+    """The BasicHTTP POSTs the executor stored in this drive (``Limits.max_posts``)."""
     _own: deque[Event] = field(default_factory=deque)
     _internal: deque[Event] = field(default_factory=deque)
 
@@ -123,6 +132,11 @@ class Drive:
         if not self.armed.fire(delayed):
             return False
         instruction = planner.fire(self.scope, delayed)
+        if isinstance(instruction, planner.Post):
+            self.driven = planner.sent_event(self.scope, delayed)
+            await self._post(instruction)
+            await self._settle()
+            return True
         if isinstance(instruction.target, planner.SelfTarget) and self._live():
             # What the queue would drive next anyway (it is empty): driven here, the
             # macrostep is judged as a step's event is.
@@ -132,6 +146,14 @@ class Drive:
         await self._deliver(instruction)
         await self._settle()
         return True
+
+    async def failed(self, failure: Event) -> None:
+        """A send of this execution failed after the step that made it (a BasicHTTP POST):
+        raise ``failure`` (an ``error.*`` event) in the chart, then everything it sends
+        the execution itself (as ``event`` does)."""
+        self.driven = failure
+        self._internal.append(failure)
+        await self._settle()
 
     async def initial(self, effects: list[fx.Effect]) -> None:
         """Perform the initial drive's effects, then everything they send the execution."""
@@ -179,10 +201,12 @@ class Drive:
             if instruction is not None:
                 await self._execute(instruction)
 
-    async def _execute(self, instruction: planner.Instruction) -> None:
+    async def _execute(self, instruction: planner.Instruction) -> None:  # noqa: C901 - one case per planner instruction
         match instruction:
             case planner.Deliver():
                 await self._deliver(instruction)
+            case planner.Post():
+                await self._post(instruction)
             case planner.Schedule(effect=effect):
                 await self._schedule(effect)
             case planner.CancelTimers(effect=effect):
@@ -250,6 +274,23 @@ class Drive:
                     return
         message = f"send target {planner.address(target)!r} is unreachable"
         self._internal.append(planner.undeliverable(instruction.send_id, message))
+
+    async def _post(self, post: planner.Post) -> None:
+        send_id = post.effect.send_id
+        if not isinstance(self.executor, PostExecutor):
+            reason = NO_POSTS
+        elif self.posts >= self.limits.max_posts:
+            reason = f"more than {self.limits.max_posts} BasicHTTP sends in one step"
+        else:
+            try:
+                await self.executor.post(self.conn, self.scope, post)
+            except EffectRefused as refused:
+                self.refused.add(send_id)
+                reason = refused.reason
+            else:
+                self.posts += 1
+                return
+        self._internal.append(planner.post_failed(send_id, reason))
 
     async def _forward(self, invoke_id: str, event: Event) -> bool:
         """Hand ``event`` to live invocation ``invoke_id``: its child execution's mailbox

@@ -17,6 +17,7 @@ from typing import Any, overload
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 from statifier import Machine, initialize, instrumentation, new_session_id
+from statifier.basichttp import Locations
 from statifier.build import Chart
 from statifier.chart.compiler import host_functions
 from statifier.core import planner, position
@@ -151,7 +152,11 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
     (``ChartUnusable``). ``observer`` (a ``StepObserver``) sees every drive
     this instance commits, with its effects. ``history`` (a
     ``statifier_persistence.history.History``, or a bool) says whether every change writes
-    a history entry (on by default). Chart revisions (``revisions``, ``migrate``,
+    a history entry (on by default). ``basichttp`` (a ``statifier.basichttp.Locations``)
+    gives every execution it creates a BasicHTTP location,
+    ``_ioprocessors['basichttp']['location']`` (SCXML D.2), fixed for its life: the URL
+    at which the host's app (``statifier_web``) takes POSTs for it; every process that
+    creates executions needs the same one. Chart revisions (``revisions``, ``migrate``,
     ``park_all``, ``retire``...) are ``RevisionMethods``'; ``history`` and
     ``prune_history`` are ``HistoryMethods``'; ``wait`` and ``follow`` ``WaitMethods``'.
     """
@@ -168,6 +173,7 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         observer: StepObserver | None = None,
         functions: Mapping[str, HostFunction] | None = None,
         history: History | bool = True,
+        basichttp: Locations | None = None,
     ) -> None:
         if not isinstance(executor, EffectExecutor):
             raise InvalidArgument(f"executor must implement EffectExecutor, not {executor!r}")
@@ -195,6 +201,9 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         if not isinstance(history, History):
             raise InvalidArgument(f"history must be a History or a bool, not {history!r}")
         self._history = history
+        if basichttp is not None and not isinstance(basichttp, Locations):
+            raise InvalidArgument(f"basichttp must be a basichttp Locations, not {basichttp!r}")
+        self._basichttp = basichttp
         self._mailbox: Mailbox | None = None
         self._invoked: InvokedCharts | None = None
         if isinstance(executor, MailboxExecutor):
@@ -220,6 +229,11 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
     def executor(self) -> EffectExecutor:
         """The executor performing every step's durable effects."""
         return self._executor
+
+    @property
+    def basichttp(self) -> Locations | None:
+        """The BasicHTTP locations of the executions this instance creates (None: none)."""
+        return self._basichttp
 
     @property
     def history_settings(self) -> History:
@@ -423,6 +437,9 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
                 routes=routes,
                 caller_context=caller_context,
                 trace=trace,
+                basichttp_location=(
+                    self._basichttp.location(execution_id) if self._basichttp else None
+                ),
             )
             drive = self._drive(db, execution, state, routes)
             await drive.initial(effects)
@@ -535,6 +552,28 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
                 **facts,
             )
         return await self._keyed(execution_id, key, conn, drive_fired, "fired")
+
+    async def send_failed(
+        self,
+        execution_id: str,
+        failure: Event,
+        *,
+        key: str | None = None,
+        conn: AsyncConnection[Any] | None = None,
+    ) -> StepResult:
+        """A send the execution made failed after the step that made it (a BasicHTTP POST
+        that was refused or failed for good): raise ``failure``, an ``error.*`` event from
+        ``statifier.core.planner`` (``post_failed``), in the chart, in one transaction
+        (SCXML 6.2: on its internal queue). Keys, liveness and refusals as for ``step``;
+        the history entry is an ``event``."""
+        if not isinstance(failure, Event) or not failure.name.startswith("error."):
+            raise InvalidArgument(f"failure must be an error event, not {failure!r:.200}")
+
+        async def drive_failed(drive: Drive) -> Decline | None:
+            await drive.failed(failure)
+            return None
+
+        return await self._keyed(execution_id, key, conn, drive_failed, "event")
 
     async def receive(
         self,

@@ -8,6 +8,10 @@ it. ``statifier_oban`` ships the executor that makes these oban jobs. An executo
 ``error.communication``); any other exception is a failed durable write, and the step
 rolls back and raises it.
 
+An executor that is also a ``PostExecutor`` makes BasicHTTP sends (``<send
+type="basichttp">``, SCXML C.2) as durable work too: without one, each is refused with
+``error.communication``.
+
 ``HostHook`` gets what has no durable form here: sends addressed to other sessions
 (``#_parent``, ``#_scxml_<id>``), and ``<log>``s and chart errors to report.
 ``LoggingHost`` is the default: it reaches no other session, and logs.
@@ -22,7 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 from psycopg import AsyncConnection
 from statifier.core.effects import Cancel, CancelInvoke, ErrorRaised, Invoke, Log, SendDelayed
 from statifier.core.events import Event
-from statifier.core.planner import Deliver
+from statifier.core.planner import Deliver, Post
 from statifier.values import BRIEF_LENGTH, brief
 
 from ._records import Execution
@@ -72,6 +76,21 @@ class EffectExecutor(Protocol):
     ) -> bool:
         """Hand ``event`` to live invocation ``invoke_id`` (a ``<send>`` to ``#_<id>``, or
         autoforward); False when the invocation takes no events."""
+
+
+@runtime_checkable
+class PostExecutor(Protocol):
+    """What an ``EffectExecutor`` implements besides to make BasicHTTP sends
+    (``statifier_oban``'s does, given an allow-list). The call comes inside the step's
+    transaction (``conn``): what it stores commits or rolls back with the step, and it may
+    not step an execution itself."""
+
+    async def post(self, conn: AsyncConnection[Any], execution_id: str, post: Post) -> None:
+        """Store the durable work that POSTs ``post`` (``statifier.basichttp.outbound``
+        writes the message), run at least once after the step commits. Its final failure
+        must reach the chart through ``Executions.send_failed`` (``planner.post_failed``),
+        keyed so that it applies once. ``EffectRefused``: the host does not make this POST
+        (its allow-list), and the chart hears ``error.communication`` at once."""
 
 
 @runtime_checkable

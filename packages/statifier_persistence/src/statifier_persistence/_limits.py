@@ -48,6 +48,9 @@ class Limits:
     ``max_pending_messages``: messages waiting in one execution's mailbox (from its parent
     or its invoked children); one more is refused and its sender hears
     ``error.communication``.
+    ``max_posts``: BasicHTTP sends one step of an execution may make (each stored by the
+    executor as a POST job); one more is refused and the chart hears
+    ``error.communication``.
     """
 
     max_position_bytes: int = 8 * 1024 * 1024
@@ -61,6 +64,7 @@ class Limits:
     max_invoke_depth: int = DEFAULT_TREE_DEPTH
     max_tree_executions: int = DEFAULT_TREE_SESSIONS
     max_pending_messages: int = 10_000
+    max_posts: int = 100
 
     def __post_init__(self) -> None:
         for field in fields(self):

@@ -45,12 +45,13 @@ EntryKind = Literal["created", "event", "fired", "cancelled", "migrated", "parke
 ENTRY_KINDS: Final[tuple[EntryKind, ...]] = get_args(EntryKind)
 """Every entry kind, in the order above."""
 
-TriggerSource = Literal["api", "timer", "invocation", "operator", "parent"]
+TriggerSource = Literal["api", "timer", "invocation", "operator", "parent", "http"]
 """Who asked for a change: ``api`` (a host's call, the default), ``timer`` (a fired timer
 job), ``invocation`` (an invocation's answer, or a fan-out's settled answer, as a job, or
 a message from a chart the execution invoked), ``operator`` (a ``statifier-oban``
 command), ``parent`` (a fan-out's child start, the cancelling of a parent's children, an
-invoked chart's start in its parent's step, or a message from its parent)."""
+invoked chart's start in its parent's step, or a message from its parent), ``http`` (a
+BasicHTTP POST to the execution's location, or the failure of one it sent, as a job)."""
 
 TRIGGER_SOURCES: Final[tuple[TriggerSource, ...]] = get_args(TriggerSource)
 """Every trigger source, in the order above."""

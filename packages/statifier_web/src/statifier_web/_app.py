@@ -1,10 +1,11 @@
 """``create_app``: the ASGI application, the API and the console on one ``Executions``.
 
 Routes: ``/health`` (no token), ``/api/...`` (bearer token; ``/api/openapi.json`` is the
-OpenAPI document), ``/console/...`` (a login session), and ``/`` sends a browser to the
-console. Mount it anywhere (``Mount("/statifier", app)``): every link it makes follows
-the mount. With tracing on (ADR 30), a request carrying W3C ``traceparent`` headers
-continues its caller's trace (``_tracing``).
+OpenAPI document), ``/console/...`` (a login session), ``/basichttp/...`` (the BasicHTTP
+locations of the executions, their capability the credential: ``_basichttp``), and ``/``
+sends a browser to the console. Mount it anywhere (``Mount("/statifier", app)``): every
+link it makes follows the mount. With tracing on (ADR 30), a request carrying W3C
+``traceparent`` headers continues its caller's trace (``_tracing``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from statifier_persistence import Executions, PersistenceError
 
 from ._api import api_router
 from ._auth import Gate
+from ._basichttp import ROUTE, BasicHTTPRoute
 from ._body import TOO_LARGE_SCOPE_KEY, BodyLimit, too_large
 from ._changes import ChangeFeed, NotifyFeed, PollingFeed
 from ._console import Console
@@ -163,6 +165,8 @@ def create_app(
         return RedirectResponse(str(request.url_for("console:executions")), status_code=303)
 
     app.include_router(api_router(app, service, gate, settings.page_size))
+    inbound = BasicHTTPRoute(service, settings)
+    app.add_route(ROUTE, inbound.receive, methods=["POST"], name="basichttp")
     console = Console(
         service,
         gate,

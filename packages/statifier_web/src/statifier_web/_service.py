@@ -226,7 +226,16 @@ class Service:
     ) -> tuple[Outcome, ExecutionDetail]:
         """Step the external event ``name`` with ``data`` into the execution."""
         check_value(data, "data", self._max_value_bytes)
-        event = Event(name=name, data=data)
+        result = await self.step(execution_id, Event(name=name, data=data), key)
+        if isinstance(result, Stepped):
+            return "stepped", await self._after(result)
+        return "already_applied", await self.detail(execution_id)
+
+    async def step(
+        self, execution_id: str, event: Event, key: str | None
+    ) -> Stepped | AlreadyApplied:
+        """Step ``event`` into the execution (an API event, a BasicHTTP POST): 409 if it is
+        terminal, 501 if its chart invokes a type this server cannot run."""
 
         def unless_unhandled(state: MachineState) -> Event | Decline:
             missing = self.executor.unhandled_invoke_types(state.machine)
@@ -234,10 +243,8 @@ class Service:
 
         result = await self.executions.step(execution_id, unless_unhandled, key=key)
         match result:
-            case Stepped():
-                return "stepped", await self._after(result)
-            case AlreadyApplied():
-                return "already_applied", await self.detail(execution_id)
+            case Stepped() | AlreadyApplied():
+                return result
             case Discarded(execution=execution, status=status):
                 raise terminal(execution.id, status)
             case Declined(execution=execution, reason=reason):

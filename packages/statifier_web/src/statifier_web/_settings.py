@@ -7,6 +7,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Final
 
+from statifier.basichttp import MAX_INBOUND_BYTES
+
 from ._errors import WebConfigError
 
 MIN_TOKEN_LENGTH: Final = 16
@@ -32,6 +34,9 @@ _POSITIVE: Final = (
     "max_streams",
     "poll_interval_s",
     "stream_keepalive_s",
+    "basichttp_max_bytes",
+    "basichttp_rate",
+    "basichttp_burst",
 )
 
 
@@ -57,6 +62,10 @@ class WebSettings:
     ``poll_interval_s``: how often a live stream asks whether its execution stepped, when
     the executions write no history to follow. ``stream_keepalive_s``: how often an idle
     stream sends a comment, so proxies keep it open.
+
+    ``basichttp_max_bytes``: the largest body a POST to a BasicHTTP location may have.
+    ``basichttp_rate`` and ``basichttp_burst``: how many POSTs a location takes a second,
+    and at once (more are answered 429).
     """
 
     tokens: tuple[str, ...] = ()
@@ -71,6 +80,9 @@ class WebSettings:
     max_streams: int = 20
     poll_interval_s: float = 0.5
     stream_keepalive_s: float = 15.0
+    basichttp_max_bytes: int = MAX_INBOUND_BYTES
+    basichttp_rate: float = 10.0
+    basichttp_burst: int = 20
 
     def __post_init__(self) -> None:
         if not isinstance(self.tokens, tuple):

@@ -38,9 +38,10 @@ def _server(app: ASGIApp) -> uvicorn.Server:
 
 
 @contextlib.asynccontextmanager
-async def serving(app: ASGIApp) -> AsyncIterator[str]:
-    """Serve ``app`` on loopback in this event loop; yields its base URL."""
-    sock = loopback_socket()
+async def serving(app: ASGIApp, sock: socket.socket | None = None) -> AsyncIterator[str]:
+    """Serve ``app`` on loopback in this event loop (on ``sock``, bound already, when the
+    app must know its address before it serves); yields its base URL."""
+    sock = sock if sock is not None else loopback_socket()
     server = _server(app)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:

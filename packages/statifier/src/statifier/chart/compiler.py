@@ -42,6 +42,7 @@ from statifier.chart.model import (
     transition_domain,
 )
 from statifier.chart.xmltree import XNode, dedented, parse, serialize
+from statifier.core.planner import BASIC_HTTP_SEND_TYPES
 from statifier.datamodel.host import HostFunction, HostFunctionError, HostFunctions
 from statifier.errors import ChartError, Diagnostic
 from statifier.suggest import did_you_mean
@@ -1051,7 +1052,14 @@ class _Compiler:
             self.error(
                 element, "exclusive-children", "<send> has either <content> or namelist/<param>"
             )
-        if element.attr("event") is None and element.attr("eventexpr") is None and not contents:
+        # A BasicHTTP send may have no event name: its POST then carries none (SCXML D.2).
+        nameless = element.attr("type") in BASIC_HTTP_SEND_TYPES or element.attr("typeexpr")
+        if (
+            element.attr("event") is None
+            and element.attr("eventexpr") is None
+            and not contents
+            and not nameless
+        ):
             self.error(element, "missing-attribute", "<send> needs event or eventexpr")
         delay_ms: int | None = None
         delay = element.attr("delay")

@@ -52,6 +52,8 @@ _STATUSES: Final = frozenset({"running", "done"})
 _EVENT_KEYS: Final = frozenset(
     {"name", "type", "data", "sendid", "origin", "origintype", "invokeid", "caller_context"}
 )
+_RAW_EVENT_KEYS: Final = _EVENT_KEYS | {"raw"}
+"""The keys of an event that carries the message it arrived as (``Event.raw``)."""
 _PAYLOAD_KEYS: Final = frozenset(
     {
         "session_id",
@@ -163,8 +165,16 @@ def _indexes(value: Any, count: int, where: str) -> list[int]:
 
 
 def decode_event(obj: Any, where: str) -> Event:
-    """An ``Event`` from its payload object (every field present); ``CorruptPosition``."""
-    fields = _keys(obj, _EVENT_KEYS, where)
+    """An ``Event`` from its payload object (every field present, ``raw`` where an I/O
+    processor's message set it); ``CorruptPosition``."""
+    if type(obj) is dict and "raw" in obj:
+        fields = _keys(obj, _RAW_EVENT_KEYS, where)
+        raw = fields["raw"]
+        if not isinstance(raw, str):
+            corrupt(f"{where}.raw is a {_kind(raw)}, not a string")
+    else:
+        fields = _keys(obj, _EVENT_KEYS, where)
+        raw = None
     kind = fields["type"]
     if not isinstance(kind, str) or kind not in _EVENT_TYPES:
         corrupt(f"{where}.type is {kind!r}, not one of {sorted(_EVENT_TYPES)}")
@@ -177,6 +187,7 @@ def decode_event(obj: Any, where: str) -> Event:
         origintype=_optional_text(fields["origintype"], f"{where}.origintype"),
         invokeid=_optional_text(fields["invokeid"], f"{where}.invokeid"),
         caller_context=fields["caller_context"],
+        raw=raw,
     )
 
 

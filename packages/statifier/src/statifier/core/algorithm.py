@@ -61,6 +61,7 @@ def initialize(
     routes: Container[str] | None = None,
     caller_context: Any = None,
     limits: MacrostepLimits = DEFAULT_LIMITS,
+    basichttp_location: str | None = None,
 ) -> tuple[MachineState, Effects]:
     """Start an execution: datamodel, global scripts, initial entry, first macrostep.
 
@@ -79,6 +80,11 @@ def initialize(
     ``error.communication`` at once and aborts its block (spec 6.2); with None the core
     does not judge, and the driver reports unreachable targets when it delivers.
     Routes are per-driver data: positions never store them.
+
+    ``basichttp_location`` is the URL at which the host receives BasicHTTP POSTs for this
+    session (SCXML D.2): it becomes ``_ioprocessors['basichttp']['location']`` (and the
+    entry under the processor's type URI). Without one the session has no such entry. It
+    is part of the datamodel, so a position keeps it for the session's whole life.
     """
     if max_macrostep_rounds is not None and max_macrostep_rounds < 1:
         raise ValueError("max_macrostep_rounds must be a positive integer or None")
@@ -87,7 +93,7 @@ def initialize(
         machine, sid, max_macrostep_rounds, trace, invoke_types, routes, caller_context, limits
     )
     try:
-        run.interpret(dict(datamodel or {}))
+        run.interpret(dict(datamodel or {}), basichttp_location)
     except (MemoryError, RecursionError) as exc:
         raise _resource_error(sid, exc) from None
     return run.freeze(), run.effects
@@ -184,17 +190,18 @@ class Interpreter(ContentExecutor):
 
     # -- initialization --------------------------------------------------------------
 
-    def interpret(self, seed: dict[str, Any]) -> None:
+    def interpret(self, seed: dict[str, Any], basichttp_location: str | None = None) -> None:
         """Appendix D ``interpret``: datamodel, global scripts, initial entry, first loop.
 
-        ``seed`` values (an invoking parent's params) override the declared ``<data>``.
+        ``seed`` values (an invoking parent's params) override the declared ``<data>``;
+        ``basichttp_location`` is the session's BasicHTTP location (see ``initialize``).
         """
         machine = self.machine
         datamodel = self.datamodel
         datamodel.update(seed)
         datamodel["_sessionid"] = self.session_id
         datamodel["_name"] = machine.name
-        datamodel["_ioprocessors"] = planner.io_processors(self.session_id)
+        datamodel["_ioprocessors"] = planner.io_processors(self.session_id, basichttp_location)
         datamodel["_event"] = None
         for data in machine.data:
             datamodel.setdefault(data.id, None)

@@ -359,24 +359,9 @@ class ContentExecutor(Run):
         except BlockAbort:
             self.retag_last_error(send_id)
             raise
-        problem = _send_problem(name, target, send_type)
-        if problem is not None:
-            self.raise_error("error.execution", problem, sendid=send_id)
-            raise BlockAbort
-        assert isinstance(name, str)  # noqa: S101 - _send_problem refused any other name
-        parsed = planner.parse_target(target, self.session_id)
-        if isinstance(parsed, planner.UnsupportedTarget):
-            self.raise_error(
-                "error.execution",
-                f"send target {brief(target)} is not a valid SCXML target",
-                send_id,
-            )
-            raise BlockAbort
-        if not self.reachable(target, parsed):
-            self.raise_error(
-                "error.communication", f"send target {brief(target)} is unreachable", send_id
-            )
-            raise BlockAbort
+        parsed = self.send_target(name, target, send_type, send_id)
+        if name is None:
+            name = ""  # a BasicHTTP send without an event name (send_target allows it)
         if change is not None:
             self.effects.append(change)
         if delay_ms:
@@ -419,9 +404,37 @@ class ContentExecutor(Run):
                 )
             )
 
+    def send_target(self, name: Any, target: Any, send_type: Any, send_id: str) -> planner.Target:
+        """The parsed target of a send whose name, target and type were evaluated; raises
+        the chart's error and aborts the block when they are unusable (SCXML 6.2, D.2)."""
+        problem = _send_problem(name, target, send_type)
+        if problem is not None:
+            self.raise_error("error.execution", problem, sendid=send_id)
+            raise BlockAbort
+        http = _basic_http(send_type)
+        if http and target is None:
+            # SCXML D.2: a BasicHTTP send without a target is a communication error.
+            message = "a BasicHTTP send needs a target URL"
+            self.raise_error("error.communication", message, send_id)
+            raise BlockAbort
+        parsed = planner.parse_target(target, self.session_id, send_type)
+        if isinstance(parsed, planner.UnsupportedTarget):
+            kind = "an http or https URL" if http else "a valid SCXML target"
+            message = f"send target {brief(target)} is not {kind}"
+            self.raise_error("error.execution", message, send_id)
+            raise BlockAbort
+        if not self.reachable(target, parsed):
+            message = f"send target {brief(target)} is unreachable"
+            self.raise_error("error.communication", message, send_id)
+            raise BlockAbort
+        return parsed
+
     def reachable(self, target: str | None, parsed: planner.Target) -> bool:
         """Judge a target against the routes snapshot (True when there is none)."""
-        if self.routes is None or isinstance(parsed, planner.SelfTarget | planner.InternalTarget):
+        # An http(s) URL is the host's to judge (its allow-list), when it POSTs.
+        if self.routes is None or isinstance(
+            parsed, planner.SelfTarget | planner.InternalTarget | planner.HttpTarget
+        ):
             return True
         if isinstance(parsed, planner.InvocationTarget):
             return parsed.invoke_id in self.invocations.values()
@@ -478,13 +491,24 @@ class ContentExecutor(Run):
             return None
 
 
+def _basic_http(send_type: Any) -> bool:
+    """Whether a send's evaluated type is the BasicHTTP Event I/O Processor's."""
+    return isinstance(send_type, str) and send_type in planner.BASIC_HTTP_SEND_TYPES
+
+
 def _send_problem(name: Any, target: Any, send_type: Any) -> str | None:
-    """Why a send's evaluated name, target or type is unusable, or None."""
-    if not isinstance(name, str) or not name:
-        return f"send event name must be a non-empty string, not {brief(name)}"
-    if len(name) > MAX_NAME_LENGTH:
-        return f"send event name is longer than {MAX_NAME_LENGTH} characters"
-    if send_type is not None and send_type not in planner.SCXML_SEND_TYPES:
+    """Why a send's evaluated name, target or type is unusable, or None.
+
+    A BasicHTTP send may have no name (None: its POST carries no ``_scxmleventname``).
+    """
+    if name is not None or not _basic_http(send_type):
+        if not isinstance(name, str) or not name:
+            return f"send event name must be a non-empty string, not {brief(name)}"
+        if len(name) > MAX_NAME_LENGTH:
+            return f"send event name is longer than {MAX_NAME_LENGTH} characters"
+    if send_type is not None and (
+        not isinstance(send_type, str) or send_type not in planner.SEND_TYPES
+    ):
         return f"send type {brief(send_type)} is not supported"
     if target is not None and not isinstance(target, str):
         return f"send target must be a string, not {brief(target)}"

@@ -8,10 +8,14 @@ from typing import Any, Literal
 EventType = Literal["internal", "external", "platform"]
 
 SCXML_EVENT_PROCESSOR = "http://www.w3.org/TR/scxml/#SCXMLEventProcessor"
+"""The type URI of the SCXML Event I/O Processor (origintype of every event we build)."""
+
+BASIC_HTTP_EVENT_PROCESSOR = "http://www.w3.org/TR/scxml/#BasicHTTPEventProcessor"
+"""The type URI of the BasicHTTP Event I/O Processor (SCXML C.2; origintype of the events
+an HTTP POST to a session's location becomes)."""
 
 MAX_NAME_LENGTH = 4096
 """The longest event name (or id) a chart may make: a ``<send>`` refuses longer ones."""
-"""The type URI of the SCXML Event I/O Processor (origintype of every event we build)."""
 
 
 @dataclass(frozen=True, kw_only=True, init=False)
@@ -21,7 +25,9 @@ class Event:
     ``type`` is provenance only: internal and platform events share the internal queue.
     ``data`` is a JSON-like value or None. ``caller_context`` is an opaque host term that
     the core copies onto the effects of the macrostep the event starts and never reads;
-    it is not visible to the chart (it is not part of ``_event``).
+    it is not visible to the chart (it is not part of ``_event``). ``raw`` is the message
+    as it arrived, for events an I/O processor received (a BasicHTTP POST: its request
+    line, content type and body); ``_event`` has the field only when it is set.
     """
 
     # A host builds one Event per event it feeds in, so construction is on the hot path.
@@ -38,6 +44,7 @@ class Event:
     origintype: str | None = None
     invokeid: str | None = None
     caller_context: Any = None
+    raw: str | None = None
 
     def __init__(
         self,
@@ -50,6 +57,7 @@ class Event:
         origintype: str | None = None,
         invokeid: str | None = None,
         caller_context: Any = None,
+        raw: str | None = None,
     ) -> None:
         fields = self.__dict__
         fields["name"] = name
@@ -67,6 +75,8 @@ class Event:
             fields["invokeid"] = invokeid
         if caller_context is not None:
             fields["caller_context"] = caller_context
+        if raw is not None:
+            fields["raw"] = raw
 
     def as_system_variable(self) -> dict[str, Any]:
         """The ``_event`` value the datamodel exposes while this event is processed."""
@@ -75,7 +85,7 @@ class Event:
         variable = _SYSTEM_VARIABLE.copy()
         variable.update(self.__dict__)
         if len(variable) != len(_SYSTEM_VARIABLE):
-            del variable["caller_context"]  # not part of ``_event``
+            variable.pop("caller_context", None)  # not part of ``_event``
         return variable
 
 

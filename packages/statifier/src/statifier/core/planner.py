@@ -8,9 +8,11 @@ drivers agree by construction:
 
 * ``parse_target`` reads a send target: the session itself, ``#_internal``,
   ``#_parent``, ``#_<invokeid>``, ``#_scxml_<sessionid>``, or something the SCXML
-  Event I/O Processor does not support.
-* ``sent_event``, ``invocation_done``, ``invocation_failed``, ``from_invocation`` and
-  ``undeliverable`` build the events drivers hand back to the core.
+  Event I/O Processor does not support; for a BasicHTTP send (SCXML C.2), an http(s) URL.
+* ``io_processors`` is a session's ``_ioprocessors``.
+* ``sent_event``, ``invocation_done``, ``invocation_failed``, ``from_invocation``,
+  ``undeliverable``, ``received_post`` and ``post_failed`` build the events drivers hand
+  back to the core.
 * ``plan`` (and ``plan_effect``) turn a step's effects into ordered instructions;
   ``fire`` says what a delayed send becomes when its delay has elapsed.
 
@@ -22,13 +24,30 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
+from urllib.parse import urlsplit
 
 from statifier.core import effects as fx
-from statifier.core.events import SCXML_EVENT_PROCESSOR, Event
+from statifier.core.events import BASIC_HTTP_EVENT_PROCESSOR, SCXML_EVENT_PROCESSOR, Event
 from statifier.values import clip
 
 SCXML_SEND_TYPES = frozenset({"scxml", SCXML_EVENT_PROCESSOR})
 """``<send type>`` values the SCXML Event I/O Processor accepts (absent type means it too)."""
+
+BASIC_HTTP = "basichttp"
+"""The short name of the BasicHTTP Event I/O Processor (its ``_ioprocessors`` key, SCXML
+D.2, and a ``<send type>`` spelling, as ``scxml`` is the SCXML one's)."""
+
+BASIC_HTTP_SEND_TYPES = frozenset({BASIC_HTTP, BASIC_HTTP_EVENT_PROCESSOR})
+"""``<send type>`` values of the BasicHTTP Event I/O Processor (SCXML C.2)."""
+
+SEND_TYPES = SCXML_SEND_TYPES | BASIC_HTTP_SEND_TYPES
+"""Every ``<send type>`` the engine accepts; any other raises ``error.execution``."""
+
+MAX_URL_LENGTH = 2048
+"""The longest URL a BasicHTTP send may target."""
+
+HTTP_POST_EVENT = "HTTP.POST"
+"""The name of an event POSTed without ``_scxmleventname`` (SCXML D.2: the method's name)."""
 
 SCXML_INVOKE_TYPES = frozenset(
     {"scxml", "http://www.w3.org/TR/scxml/", "http://www.w3.org/TR/scxml"}
@@ -73,8 +92,15 @@ class SessionTarget:
 
 
 @dataclass(frozen=True, slots=True)
+class HttpTarget:
+    """An http(s) URL a BasicHTTP send POSTs to (SCXML C.2)."""
+
+    url: str
+
+
+@dataclass(frozen=True, slots=True)
 class UnsupportedTarget:
-    """A target the SCXML Event I/O Processor cannot address (spec 6.2: an error)."""
+    """A target the send's I/O processor cannot address (spec 6.2: an error)."""
 
     target: str
 
@@ -85,6 +111,7 @@ Target = (
     | ParentTarget
     | InvocationTarget
     | SessionTarget
+    | HttpTarget
     | UnsupportedTarget
 )
 
@@ -93,8 +120,19 @@ _INTERNAL_TARGET = InternalTarget()
 _PARENT_TARGET = ParentTarget()
 
 
-def parse_target(target: str | None, session_id: str) -> Target:
-    """What a ``<send target>`` addresses, seen from session ``session_id``."""
+def parse_target(target: str | None, session_id: str, send_type: str | None = None) -> Target:
+    """What a ``<send target>`` of ``send_type`` addresses, seen from session ``session_id``.
+
+    A BasicHTTP send (``send_type`` in ``BASIC_HTTP_SEND_TYPES``) targets an absolute http
+    or https URL with a host and no user information, at most ``MAX_URL_LENGTH``
+    characters (anything else is unsupported); a send of any other type, the SCXML
+    targets. None as the target of a BasicHTTP send is ``UnsupportedTarget("")``: the
+    core refuses it before it asks (SCXML D.2).
+    """
+    if send_type in BASIC_HTTP_SEND_TYPES:
+        if target is not None and is_http_url(target):
+            return HttpTarget(target)
+        return UnsupportedTarget(target or "")
     if target is None:
         return SELF
     if target == INTERNAL:
@@ -111,6 +149,21 @@ def parse_target(target: str | None, session_id: str) -> Target:
     return UnsupportedTarget(target)
 
 
+def is_http_url(text: str) -> bool:
+    """Whether ``text`` is an absolute http or https URL a BasicHTTP send may target: a
+    host, a valid port if any, no user information, no whitespace or control characters,
+    at most ``MAX_URL_LENGTH`` characters."""
+    if len(text) > MAX_URL_LENGTH or not text.isprintable() or " " in text:
+        return False
+    try:
+        parts = urlsplit(text)
+        host = parts.hostname
+        _ = parts.port  # a port that is not a number in range raises
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(host) and "@" not in parts.netloc
+
+
 def address(target: Target) -> str:
     """The SCXML spelling of a parsed target (for messages; ``SelfTarget`` has none)."""
     match target:
@@ -124,6 +177,8 @@ def address(target: Target) -> str:
             return INVOCATION_PREFIX + invoke_id
         case SessionTarget(session_id=session_id):
             return SESSION_PREFIX + session_id
+        case HttpTarget(url=url):
+            return url
         case UnsupportedTarget(target=raw):
             return raw
 
@@ -133,12 +188,20 @@ def origin_of(session_id: str) -> str:
     return SESSION_PREFIX + session_id
 
 
-def io_processors(session_id: str) -> dict[str, Any]:
+def io_processors(session_id: str, basichttp: str | None = None) -> dict[str, Any]:
     """The ``_ioprocessors`` system variable of a session: the SCXML Event I/O Processor
-    under its type URI and under ``scxml``, with the session's location."""
+    under its type URI and under ``scxml``, with the session's location; and, when the
+    host gives the session a BasicHTTP location (``basichttp``, the URL a POST reaches it
+    at), the BasicHTTP Event I/O Processor under its type URI and under ``basichttp``
+    (SCXML D.2)."""
     # Values are never changed in place: both names can share one description.
     processor = {"location": origin_of(session_id)}
-    return {SCXML_EVENT_PROCESSOR: processor, "scxml": processor}
+    processors: dict[str, Any] = {SCXML_EVENT_PROCESSOR: processor, "scxml": processor}
+    if basichttp is not None:
+        http = {"location": basichttp}
+        processors[BASIC_HTTP_EVENT_PROCESSOR] = http
+        processors[BASIC_HTTP] = http
+    return processors
 
 
 # -- events ----------------------------------------------------------------------------
@@ -236,6 +299,34 @@ def undeliverable(send_id: str | None, message: str) -> Event:
     )
 
 
+def received_post(name: str | None, data: Any, raw: str) -> Event:
+    """The external event a BasicHTTP POST to a session's location becomes (SCXML D.2):
+    named by its ``_scxmleventname`` (``HTTP.POST`` without one), its other content as
+    ``data``, the message as it arrived as ``raw``. Build the arguments with
+    ``statifier.basichttp.read_post``."""
+    return Event(
+        name=name if name is not None else HTTP_POST_EVENT,
+        type="external",
+        data=data,
+        origintype=BASIC_HTTP_EVENT_PROCESSOR,
+        raw=raw,
+    )
+
+
+def post_failed(
+    send_id: str | None, message: str, *, status: int | None = None, attempts: int | None = None
+) -> Event:
+    """``error.communication`` for a BasicHTTP POST that was refused or failed (SCXML 6.2),
+    after the step that sent it: ``data`` holds the ``message``, and the HTTP ``status``
+    of the last answer and the ``attempts`` made when there were any."""
+    data: dict[str, Any] = {"message": clip(message)}
+    if status is not None:
+        data["status"] = status
+    if attempts is not None:
+        data["attempts"] = attempts
+    return Event(name="error.communication", type="platform", data=data, sendid=send_id)
+
+
 def is_answer_of(event: Event, invoke_id: str) -> bool:
     """Whether ``event`` ends invocation ``invoke_id`` (its done or failure event)."""
     return event.name in (f"done.invoke.{invoke_id}", f"error.communication.invoke.{invoke_id}")
@@ -257,6 +348,17 @@ class Deliver:
     event: Event
     target: Target
     send_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Post:
+    """POST a BasicHTTP send to ``url`` (SCXML C.2; ``statifier.basichttp.outbound`` writes
+    the message). A host that may not reach the URL (its allow-list), or whose POST
+    fails for good, hands ``post_failed(effect.send_id, ...)`` to the sending session's
+    core; a host with no BasicHTTP client refuses every POST that way."""
+
+    effect: fx.Send | fx.SendDelayed
+    url: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,7 +417,15 @@ class Halt:
 
 
 Instruction = (
-    Deliver | Schedule | CancelTimers | StartInvocation | StopInvocation | Forward | Report | Halt
+    Deliver
+    | Post
+    | Schedule
+    | CancelTimers
+    | StartInvocation
+    | StopInvocation
+    | Forward
+    | Report
+    | Halt
 )
 
 
@@ -323,8 +433,7 @@ def plan_effect(session_id: str, effect: fx.Effect) -> Instruction | None:
     """The instruction for one effect, or None when it only informs observers."""
     match effect:
         case fx.Send():
-            target = parse_target(effect.target, session_id)
-            return Deliver(sent_event(session_id, effect), target, effect.send_id)
+            return _sent(session_id, effect)
         case fx.SendDelayed():
             return Schedule(effect)
         case fx.Cancel():
@@ -348,9 +457,18 @@ def plan(session_id: str, effects: Iterable[fx.Effect]) -> list[Instruction]:
     return [instruction for instruction in planned if instruction is not None]
 
 
-def fire(scope: str, effect: fx.SendDelayed) -> Deliver:
-    """What a delayed send becomes once its delay has elapsed: an ordinary delivery.
+def fire(scope: str, effect: fx.SendDelayed) -> Deliver | Post:
+    """What a delayed send becomes once its delay has elapsed: an ordinary delivery (a
+    ``Post`` for a BasicHTTP send).
 
     ``scope`` is the id of the session (or durable execution) that scheduled it.
     """
-    return Deliver(sent_event(scope, effect), parse_target(effect.target, scope), effect.send_id)
+    return _sent(scope, effect)
+
+
+def _sent(session_id: str, effect: fx.Send | fx.SendDelayed) -> Deliver | Post:
+    """The instruction of a send whose time has come (immediate, or a delay elapsed)."""
+    target = parse_target(effect.target, session_id, effect.type)
+    if isinstance(target, HttpTarget):
+        return Post(effect, target.url)
+    return Deliver(sent_event(session_id, effect), target, effect.send_id)

@@ -310,7 +310,8 @@ def _encode_state(state: MachineState) -> tuple[dict[str, Any], str]:
 
 
 def event_payload(event: Event, where: str = "event") -> dict[str, Any]:
-    """The JSON object a position stores for a queued ``event``: every field, by name.
+    """The JSON object a position stores for a queued ``event``: every field, by name
+    (``raw`` only when the event has one).
 
     Hosts that store events of their own (a durable execution's messages to another)
     store this too, and read it back with :func:`event_from_payload`. Raises
@@ -320,7 +321,7 @@ def event_payload(event: Event, where: str = "event") -> dict[str, Any]:
         raise UnserializablePosition(f"{where} is a {type(event).__name__}, not an Event")
     _check_json(event.data, f"{where}.data")
     _check_json(event.caller_context, f"{where}.caller_context")
-    return {
+    payload = {
         "name": event.name,
         "type": event.type,
         "data": event.data,
@@ -330,6 +331,9 @@ def event_payload(event: Event, where: str = "event") -> dict[str, Any]:
         "invokeid": event.invokeid,
         "caller_context": event.caller_context,
     }
+    if event.raw is not None:
+        payload["raw"] = event.raw  # only then: the stored form of other events is unchanged
+    return payload
 
 
 def event_from_payload(payload: Any, where: str = "event") -> Event:

@@ -21,6 +21,7 @@ import asyncio
 import dataclasses
 import inspect
 import logging
+import uuid
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -28,6 +29,15 @@ from types import MappingProxyType
 from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 from statifier import instrumentation
+from statifier.basichttp import (
+    BasicHTTP,
+    OutboundRequest,
+    Poster,
+    PostFailed,
+    PostRefused,
+    outbound,
+    post_with_retries,
+)
 from statifier.budget import DEFAULT_LIMITS, MacrostepLimits
 from statifier.chart.model import Machine
 from statifier.core import effects as fx
@@ -64,6 +74,9 @@ STORE_RETRY_FIRST_S = 0.05
 
 STORE_RETRY_MAX_S = 2.0
 """The longest wait between two attempts to store a held step's delayed sends."""
+
+NO_HTTP_CLIENT: Final = "the session has no BasicHTTP client (Session.start(basichttp=...))"
+"""Why a BasicHTTP send of a session without a client fails (``error.communication``)."""
 
 CANCEL_MARKS = 4096
 """Send ids whose latest ``<cancel>`` a session remembers, to drop stale durable fires."""
@@ -260,7 +273,9 @@ class Session:
     and its queues, timers, invocation bookkeeping and halt waiters exist only once used.
     """
 
+    # __weakref__: hosts keep per-session bookkeeping that must not keep a session alive.
     __slots__ = (
+        "__weakref__",
         "_cancel_marks",
         "_cancel_requested",
         "_deferred",
@@ -273,6 +288,7 @@ class Session:
         "_invocations",
         "_on_step",
         "_parent",
+        "_posts",
         "_released",
         "_started",
         "_state",
@@ -285,6 +301,7 @@ class Session:
         "_subscribers",
         "_task",
         "_timers",
+        "basichttp",
         "depth",
         "limits",
         "machine",
@@ -304,8 +321,10 @@ class Session:
         max_macrostep_rounds: int | None,
         limits: MacrostepLimits = DEFAULT_LIMITS,
         tree_limits: TreeLimits | None = None,
+        basichttp: BasicHTTP | None = None,
     ) -> None:
         self.machine = machine
+        self.basichttp = basichttp
         self.session_id = session_id
         self.resolver = resolver
         self.max_macrostep_rounds = max_macrostep_rounds
@@ -340,6 +359,7 @@ class Session:
         self._stored: dict[int, bool | str] = {}
         self._store_error: str | None = None
         self._cancel_marks: OrderedDict[str, int] | None = None
+        self._posts: set[asyncio.Task[None]] | None = None
         self._stop_requested: asyncio.Event | None = None
         self._released = False
 
@@ -365,6 +385,7 @@ class Session:
         limits: MacrostepLimits = DEFAULT_LIMITS,
         tree_limits: TreeLimits | None = None,
         position_key: bytes | None = None,
+        basichttp: BasicHTTP | None = None,
     ) -> Session:
         """Start (or resume) a session, perform its first effects, and return it.
 
@@ -380,6 +401,11 @@ class Session:
         of ``scxml`` invocations under this session may grow (children share their
         parent's tree). ``position_key`` is the host's secret when its positions are keyed
         (``dumps(state, key=...)``): a ``resume`` blob must carry its digest.
+        ``basichttp`` is the session's BasicHTTP Event I/O processor
+        (``statifier.basichttp.BasicHTTP``): the client its ``<send type="basichttp">``
+        POSTs go through, in this process, under the client's allow-list (without one each
+        is refused with ``error.communication``), and the locations that give it an
+        address (``_ioprocessors['basichttp']['location']``, fixed when it starts).
         """
         handlers = {
             name: handler() if isinstance(handler, type) else handler
@@ -398,7 +424,15 @@ class Session:
             session_id = state.session_id
         sid = session_id if session_id is not None else new_session_id()
         session = cls(
-            machine, sid, handlers, resolver, parent, max_macrostep_rounds, limits, tree_limits
+            machine,
+            sid,
+            handlers,
+            resolver,
+            parent,
+            max_macrostep_rounds,
+            limits,
+            tree_limits,
+            basichttp,
         )
         session.tree.check(session.depth)
         session._delayed = delayed_sends
@@ -449,6 +483,13 @@ class Session:
         self._started = True
         self._wake()
 
+    def _location(self) -> str | None:
+        """The session's BasicHTTP location (None: its host gives it none)."""
+        http = self.basichttp
+        if http is None or http.locations is None:
+            return None
+        return http.locations.location(self.session_id, "session")
+
     async def _initialize(
         self,
         datamodel: dict[str, Any] | None,
@@ -467,6 +508,7 @@ class Session:
             routes=_ROUTES[self._parent is not None],
             caller_context=caller_context,
             limits=self.limits,
+            basichttp_location=self._location(),
         )
         try:
             await self._commit(state, effects, retry=False)
@@ -499,6 +541,7 @@ class Session:
         if reason == "superseded":
             self._status = "superseded"
         self._drop_timers()
+        await self._drop_posts()
         await self._invocations.scxml.stop_all()
         registry.unregister(self.session_id)
         self.tree.live -= 1
@@ -816,6 +859,12 @@ class Session:
                 return
             await self._fire(entry.timer)
             return
+        if entry.kind == "failed":
+            assert entry.event is not None  # noqa: S101 - a failed entry carries its error
+            state, effects = deliver_internal(state, entry.event, routes=self._routes())
+            await self._commit(state, effects)
+            await self._perform(effects)
+            return
         if entry.kind == "invoked":
             assert entry.invoke_id is not None  # noqa: S101 - every invoked entry names its id
             invocations = self._invocations
@@ -872,6 +921,8 @@ class Session:
         match instruction:
             case planner.Deliver():
                 await self._deliver(instruction)
+            case planner.Post():
+                self._post(instruction)
             case planner.Schedule(effect=effect):
                 stored = self._stored.pop(id(effect), _LOCAL)
                 if isinstance(stored, str):
@@ -1079,8 +1130,63 @@ class Session:
         self._enqueue(_Entry("timer", timer=timer.effect))
 
     async def _fire(self, effect: fx.SendDelayed) -> None:
-        await self._deliver(planner.fire(self.session_id, effect))
+        instruction = planner.fire(self.session_id, effect)
+        if isinstance(instruction, planner.Post):
+            self._post(instruction)
+        else:
+            await self._deliver(instruction)
         await self._perform([])
+
+    # -- BasicHTTP sends ---------------------------------------------------------------
+
+    def _post(self, post: planner.Post) -> None:
+        """POST a BasicHTTP send in a task of its own; the chart hears
+        ``error.communication`` if the client refuses it or ``max_pending`` are under way
+        (at once) or it fails for good (when it does, in the order of the session's other
+        events)."""
+        http = self.basichttp
+        client = http.client if http is not None else None
+        send_id = post.effect.send_id
+        if http is None or client is None:
+            self._defer(planner.post_failed(send_id, NO_HTTP_CLIENT))
+            return
+        if self._posts is not None and len(self._posts) >= http.max_pending:
+            message = f"more than {http.max_pending} BasicHTTP sends under way"
+            self._defer(planner.post_failed(send_id, message))
+            return
+        request = outbound(post)
+        try:
+            client.policy.check(request)
+        except PostRefused as refused:
+            self._defer(planner.post_failed(send_id, refused.reason))
+            return
+        if self._posts is None:
+            self._posts = set()
+        task = asyncio.create_task(self._posting(client, request))
+        self._posts.add(task)
+        task.add_done_callback(self._posts.discard)
+
+    async def _posting(self, client: Poster, request: OutboundRequest) -> None:
+        try:
+            await post_with_retries(client, request, f"{self.session_id}/{uuid.uuid4().hex}")
+        except PostRefused as refused:
+            failed = planner.post_failed(request.send_id, refused.reason)
+        except PostFailed as failure:
+            failed = planner.post_failed(
+                request.send_id, failure.reason, status=failure.status, attempts=failure.attempts
+            )
+        else:
+            return
+        if not self._stopping:
+            self._enqueue(_Entry("failed", failed))
+
+    async def _drop_posts(self) -> None:
+        """Cancel the POSTs still under way (the session is stopping)."""
+        posts, self._posts = self._posts, None
+        for task in posts or ():
+            task.cancel()
+        if posts:
+            await asyncio.gather(*posts, return_exceptions=True)
 
     async def _deliver(self, instruction: planner.Deliver) -> None:
         target = instruction.target

@@ -15,7 +15,9 @@ statifier's pytest plugin, which pytest loads by itself once statifier is instal
 entry point is ``statifier``: ``-p no:statifier`` turns it off); a failed test's report
 then shows where each of its runs stood. :func:`explore` checks more than examples: every
 state reachable within a bound. Durable executions have a time-skipping environment of
-their own, ``statifier_oban.testing``. See the testing page of the documentation.
+their own, ``statifier_oban.testing``. :class:`HttpReceiver` is a loopback HTTP server
+that records the POSTs a chart's BasicHTTP sends make. See the testing page of the
+documentation.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from statifier.testing._explore import (
     Exploration,
     explore,
 )
+from statifier.testing._receiver import HttpReceiver, ReceivedRequest
 from statifier.testing._run import (
     DEFAULT_SESSION_ID,
     MAX_EVENTS_KEPT,
@@ -49,6 +52,8 @@ __all__ = [
     "ErrorWatch",
     "Exploration",
     "HeardEvent",
+    "HttpReceiver",
+    "ReceivedRequest",
     "Step",
     "UnexpectedChartError",
     "explore",

@@ -4,7 +4,8 @@ It owns each session's external queue, performs the core's effects, and fires de
 sends in virtual time (no real sleeping). It also runs ``<invoke type="scxml">`` child
 sessions, so an entire tree of executions is reproducible event for event. Invocations of
 the host's own types (``invoke_types``) stay open until the caller answers them
-(``answer_invocation``, ``fail_invocation``), as a host's handler would.
+(``answer_invocation``, ``fail_invocation``), as a host's handler would. A BasicHTTP send
+(``<send type="basichttp">``) reaches no network: the chart hears ``error.communication``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ from statifier.core.events import Event
 from statifier.core.state import MachineState
 from statifier.errors import ChartError
 from statifier.runtime.invoke import SessionTree, TreeLimits, child_seed, compile_child
+
+NO_HTTP = "the virtual driver makes no HTTP requests"
+"""Why a BasicHTTP send fails on the virtual driver (the chart hears error.communication)."""
 
 
 @dataclass
@@ -303,7 +307,7 @@ class VirtualDriver:
         session = self.sessions.get(timer.session_id)
         if session is None or session.halted:
             return
-        self._deliver(timer.session_id, planner.fire(timer.session_id, timer.effect))
+        self._execute(timer.session_id, planner.fire(timer.session_id, timer.effect))
 
     # -- effects -------------------------------------------------------------------------
 
@@ -317,10 +321,14 @@ class VirtualDriver:
             if instruction is not None:
                 self._execute(session_id, instruction)
 
-    def _execute(self, session_id: str, instruction: planner.Instruction) -> None:
+    def _execute(self, session_id: str, instruction: planner.Instruction) -> None:  # noqa: C901 - one case per planner instruction
         match instruction:
             case planner.Deliver():
                 self._deliver(session_id, instruction)
+            case planner.Post(effect=effect):
+                # Virtual time reaches no network: a BasicHTTP send fails as a refused one.
+                refused = planner.post_failed(effect.send_id, NO_HTTP)
+                self._deferred.append((session_id, refused))
             case planner.Schedule(effect=effect):
                 timer = Timer(self.now_ms + effect.delay_ms, session_id, effect)
                 heapq.heappush(self._timers, (timer.due_ms, next(self._seq), timer))

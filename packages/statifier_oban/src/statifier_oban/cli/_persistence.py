@@ -3,7 +3,9 @@
 :func:`executions_for` builds the ``Executions`` a command steps, as the execution options
 say (``--timers-queue``, ``--invoke-queue``, ``--handler``, ``--functions``);
 :func:`with_executions` runs a command's work on a pool of its own with a client-mode
-``Oban``; :func:`worker_hook` is what ``statifier-oban worker`` runs before its queues
+``Oban``; the BasicHTTP allow-list and locations come from the environment
+(``STATIFIER_BASICHTTP_*``, see ``statifier.basichttp``), as the position key does, so that
+every process agrees; :func:`worker_hook` is what ``statifier-oban worker`` runs before its queues
 start, so that it delivers into executions; :func:`find_revision` reads a REVISION
 argument.
 """
@@ -18,11 +20,12 @@ from typing import Any
 
 from oban import Oban
 from psycopg_pool import AsyncConnectionPool
+from statifier.basichttp import BasicHTTPError, Locations, OutboundPolicy
 from statifier.cli import kit
 from statifier_persistence import ChartNotRegistered, Executions, PersistenceError, Revision
 
 from .._errors import ResolutionError, StatifierObanError
-from ..executions import ObanExecutor, execution_config, use
+from ..executions import ObanExecutor, current_executor, execution_config, use
 from ..invocations._handler import InvokeHandler
 from ..rows._resolve import locate
 from ..store._schema import OBAN_TABLES
@@ -78,10 +81,17 @@ def executions_for(
 ) -> Executions:
     """``Executions`` on ``pool`` whose steps arm jobs through ``oban``, as ``options`` say."""
     try:
+        policy = OutboundPolicy.from_env(os.environ)
+        locations = Locations.from_env(os.environ)
+    except BasicHTTPError as exc:
+        raise kit.CommandError(str(exc)) from None
+    try:
         config = execution_config(
             oban, timers_queue=options.timers_queue, invoke_queue=options.invoke_queue
         )
-        executor = ObanExecutor(config, handlers=handler_classes(options.handlers))
+        executor = ObanExecutor(
+            config, handlers=handler_classes(options.handlers), basichttp=policy
+        )
     except StatifierObanError as exc:
         raise kit.CommandError(str(exc)) from None
     functions = kit.load_functions(options.functions)
@@ -94,6 +104,7 @@ def executions_for(
             position_key=key.encode("utf-8") if key else None,
             functions=functions,
             history=options.history,
+            basichttp=locations,
         )
     except PersistenceError as exc:
         raise kit.CommandError(f"${POSITION_KEY_ENV}: {exc}") from None
@@ -105,12 +116,16 @@ def worker_hook(
     """What the worker runs before its queues start: deliver into executions."""
 
     def install(pool: AsyncConnectionPool[Any], oban: Oban, prefix: str) -> None:
-        use(executions_for(pool, oban, prefix, options))
+        executions = executions_for(pool, oban, prefix, options)
+        use(executions)
         print(
             f"{PROG} worker: delivering into durable executions; new timers go to queue "
             f"{options.timers_queue!r}",
             flush=True,
         )
+        hosts = current_executor().basichttp.hosts
+        allowed = f"to {', '.join(hosts)}" if hosts else "refused ($STATIFIER_BASICHTTP_ALLOW)"
+        print(f"{PROG} worker: BasicHTTP sends {allowed}", flush=True)
 
     return install
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import click
 from oban import Oban
+from statifier.basichttp import KEY_ENV, URL_ENV, Locations
 from statifier.cli import kit
 from statifier_web import (
     DEFAULT_HOST,
@@ -125,18 +126,29 @@ def web(
         raise kit.CommandError(exc) from None
     output = kit.Output(False)
 
-    def ready(url: str) -> None:
+    def ready(url: str, locations: Locations | None) -> None:
         guard = "without authentication" if settings.open else f"{len(settings.tokens)} token(s)"
         output.line(
             f"{PROG} web: the console at {url}/console/, the API under {url}/api/ ({guard})"
         )
+        if locations is None:
+            output.line(f"{PROG} web: no BasicHTTP locations (${URL_ENV} and ${KEY_ENV} unset)")
+        else:
+            output.line(f"{PROG} web: BasicHTTP locations under {locations.base_url}/basichttp/")
 
     async def run() -> None:
         pool = await checked_pool(database_url, prefix, POOL_SIZE, OBAN_TABLES)
         oban = Oban(pool=pool, name=f"statifier-oban-web-{os.getpid()}", prefix=prefix)
         try:
-            app = create_app(executions_for(pool, oban, prefix, options), settings)
-            await serve(app, host=host, port=port, base_path=base_path, on_ready=ready)
+            executions = executions_for(pool, oban, prefix, options)
+            app = create_app(executions, settings)
+            await serve(
+                app,
+                host=host,
+                port=port,
+                base_path=base_path,
+                on_ready=lambda url: ready(url, executions.basichttp),
+            )
         finally:
             await pool.close()
 

@@ -34,14 +34,20 @@ between a parent and its child is written into the receiver's mailbox with a
 ``MessageWorker`` job (``deliver_message``), which steps it in (``Executions.receive``),
 keyed by the job; a cancelled execution's timer jobs are cancelled (``drop_timers``).
 
+A ``<send type="basichttp">`` the executor's allow-list (``basichttp=``, an
+``OutboundPolicy``) lets through is a ``PostWorker`` job stored in the step; the job makes
+the POST (retried), and a refusal or a final failure raises ``error.communication`` in the
+execution (``Executions.send_failed``, keyed by the job).
+
 ``TimerPins`` is the pin source of pending timers: retiring a chart revision
 (``Executions.retire(..., pin_sources=[TimerPins(config)])``) is refused while a timer of
 one of its executions is pending.
 
 The code: ``_executor`` (the executor, the deliveries, ``use``), ``_messages`` (the message
-worker), ``_pins`` (the timer pin source) and ``_children`` (a fan-out's children as
-executions, public as ``statifier_oban.children``). Rows name the deliveries and the
-message worker by this module's path.
+worker), ``_posts`` and ``_post_jobs`` (the BasicHTTP POST worker and its rows), ``_pins``
+(the timer pin source) and ``_children`` (a fan-out's children as executions, public as
+``statifier_oban.children``). Rows name the deliveries and the message and POST workers by
+this module's path.
 """
 
 from __future__ import annotations
@@ -63,6 +69,7 @@ from ._executor import (
 )
 from ._messages import MessageWorker
 from ._pins import TimerPins
+from ._posts import PostWorker
 
 __all__ = [
     "EXECUTION_CHILD_STARTER",
@@ -73,6 +80,7 @@ __all__ = [
     "NoExecutions",
     "ObanExecutor",
     "PendingJob",
+    "PostWorker",
     "TimerPins",
     "current",
     "current_config",

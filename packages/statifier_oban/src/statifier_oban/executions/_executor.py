@@ -9,15 +9,17 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import psycopg
 from oban import Oban, current_job
 from psycopg import AsyncConnection
 from statifier import Machine, instrumentation
+from statifier.basichttp import OutboundPolicy, PostRefused, outbound
 from statifier.core import planner
 from statifier.core.effects import Cancel, CancelInvoke, Invoke, SendDelayed
 from statifier.core.events import Event
+from statifier.errors import install_hint
 from statifier_persistence import (
     AlreadyApplied,
     Declined,
@@ -51,6 +53,10 @@ from ..invocations._handler import InvokeHandler
 from ..rows._traced import carry
 from ..store import _statements
 from ..timers import _schedule
+from . import _post_jobs
+
+if TYPE_CHECKING:
+    from statifier.basichttp.client import BasicHTTPClient
 
 PARKED_SNOOZE_S: Final = 60
 """How long a timer of a parked execution waits before it asks again, by default."""
@@ -136,11 +142,20 @@ class ObanExecutor:
     :func:`execution_config`); ``handlers`` maps ``<invoke type>`` values to
     ``InvokeHandler`` classes. An invoke type without a handler, or an effect whose
     opaque fields cannot be stored, is refused (the chart hears the error); a database
-    failure fails the step.
+    failure fails the step. ``basichttp`` is the allow-list of BasicHTTP sends
+    (``statifier.basichttp.OutboundPolicy``): a send it allows is a ``PostWorker`` job on
+    the invoke queue (else the timers queue), one it refuses (every send, by default) is
+    ``error.communication`` at once. Every process that steps the executions, and the
+    worker that runs the jobs, needs the same one: the worker checks again, with the
+    addresses it connects to.
     """
 
     def __init__(
-        self, config: Config, *, handlers: Mapping[str, type[InvokeHandler]] | None = None
+        self,
+        config: Config,
+        *,
+        handlers: Mapping[str, type[InvokeHandler]] | None = None,
+        basichttp: OutboundPolicy | None = None,
     ) -> None:
         if not isinstance(config, Config):
             raise ConfigError("config", f"expected a statifier_oban Config, not {config!r}")
@@ -155,8 +170,12 @@ class ObanExecutor:
                 raise ConfigError("handlers", f"{invoke_type!r}: {handler!r} is no InvokeHandler")
         if table and config.invoke_queue is None:
             raise ConfigError("invoke_queue", "invoke handlers need the config's invoke_queue")
+        if basichttp is not None and not isinstance(basichttp, OutboundPolicy):
+            raise ConfigError("basichttp", f"expected an OutboundPolicy, not {basichttp!r}")
         self.config = config
         self._handlers = table
+        self.basichttp = basichttp if basichttp is not None else OutboundPolicy()
+        self._client: BasicHTTPClient | None = None
 
     @property
     def invoke_types(self) -> frozenset[str]:
@@ -291,6 +310,38 @@ class ObanExecutor:
     ) -> bool:
         """Job-shaped invocations take no events."""
         return False
+
+    async def post(self, conn: AsyncConnection[Any], execution_id: str, post: planner.Post) -> None:
+        """A ``PostWorker`` job for a BasicHTTP send ``basichttp`` allows, in the step's
+        transaction; ``EffectRefused`` (the chart hears ``error.communication``) for one it
+        does not."""
+        request = outbound(post)
+        try:
+            self.basichttp.check(request)
+        except PostRefused as refused:
+            raise EffectRefused(refused.reason) from None
+        queue = self.config.invoke_queue or self.config.timers_queue
+        await _post_jobs.store(
+            conn, self.config.oban, queue, execution_id, request, self.basichttp.attempts
+        )
+
+    def basichttp_client(self) -> BasicHTTPClient:
+        """This process's client for BasicHTTP POSTs under ``basichttp`` (made on first use);
+        ``PostRefused`` saying what to install when ``statifier[http]`` is missing."""
+        if self._client is None:
+            try:
+                from statifier.basichttp.client import BasicHTTPClient
+            except ImportError as exc:
+                hint = install_hint("statifier-oban", "http")
+                raise PostRefused(f"this worker cannot make HTTP requests: {hint}") from exc
+            self._client = BasicHTTPClient(self.basichttp)
+        return self._client
+
+    async def close(self) -> None:
+        """Close this process's BasicHTTP client (its pooled connections), if it made one."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
 
 
 _Run = Callable[[Executions, str | None], Awaitable[StepResult]]

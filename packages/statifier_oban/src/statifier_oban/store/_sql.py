@@ -8,7 +8,7 @@ in braces, filled here from a fixed table, never from a job row or a caller's da
 ``{prefix}``
     the schema of oban's tables, checked by :func:`check_prefix` (a plain identifier,
     written unquoted, exactly as oban writes it);
-``{timer_worker}``, ``{invoke_worker}``, ``{child_start_worker}``
+``{timer_worker}``, ``{invoke_worker}``, ``{child_start_worker}``, ``{post_worker}``
     our worker names, as SQL string literals;
 ``{pending_states}``
     the job states a cancel reaches and a pending count counts, as a list of literals;
@@ -50,6 +50,7 @@ from .._names import (
     INVOKE_WORKER,
     MESSAGE_WORKER,
     PENDING_STATES,
+    POST_WORKER,
     SETTLEMENT_WORKER,
     TIMER_DEDUP_INDEX,
     TIMER_PENDING_INDEX,
@@ -122,6 +123,7 @@ _FIXED: Final = {
     "timer_worker": _literal(TIMER_WORKER),
     "invoke_worker": _literal(INVOKE_WORKER),
     "child_start_worker": _literal(CHILD_START_WORKER),
+    "post_worker": _literal(POST_WORKER),
     "pending_states": ", ".join(_literal(state) for state in PENDING_STATES),
     "timer_dedup_index": TIMER_DEDUP_INDEX,
     "timer_pending_index": TIMER_PENDING_INDEX,

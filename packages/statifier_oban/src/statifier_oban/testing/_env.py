@@ -25,6 +25,7 @@ from typing import Any, Final
 from oban import Oban
 from oban.job import Job
 from psycopg_pool import AsyncConnectionPool
+from statifier.basichttp import OutboundPolicy
 from statifier.chart.durations import format_duration, span_ms
 from statifier.core.effects import ErrorRaised
 from statifier.core.state import MachineState
@@ -40,6 +41,7 @@ from .._names import (
     CHILD_START_WORKER,
     INVOKE_WORKER,
     MESSAGE_WORKER,
+    POST_WORKER,
     SETTLEMENT_WORKER,
     TIMER_WORKER,
 )
@@ -72,6 +74,7 @@ _WORKER_NAMES: Final = {
     SETTLEMENT_WORKER: "settlement",
     CASCADE_WORKER: "cascade",
     MESSAGE_WORKER: "message",
+    POST_WORKER: "basichttp post",
 }
 
 _job_label: contextvars.ContextVar[str] = contextvars.ContextVar(
@@ -83,11 +86,11 @@ _job_label: contextvars.ContextVar[str] = contextvars.ContextVar(
 class RanJob:
     """A job the environment ran: its id, kind (``timer``, ``invocation``, ``child
     start``, ``settlement``, ``cascade``, ``message``: one between a parent and a chart
-    it invoked), execution (``scope``: a message's receiver), what it carried
-    (``event``/``send_id`` of a timer, ``invoke_id``), the attempt, the state its outcome
-    left it in (``completed``, ``retryable``, ``cancelled``, ``discarded``, ``scheduled``
-    for a snooze) or ``held`` (a scripted invocation waiting for the test), and the
-    environment's time (``DurableEnv.now_ms``) when it ended or was held."""
+    it invoked, ``basichttp post``: a BasicHTTP send), execution (``scope``: a message's
+    receiver), what it carried (``event``/``send_id`` of a timer, ``invoke_id``), the
+    attempt, the state its outcome left it in (``completed``, ``retryable``, ``cancelled``,
+    ``discarded``, ``scheduled`` for a snooze) or ``held`` (a scripted invocation waiting
+    for the test), and the environment's time (``DurableEnv.now_ms``) when it ended or was held."""
 
     job_id: int
     kind: str
@@ -127,8 +130,13 @@ def active_env() -> DurableEnv:
 class _EnvExecutor(ObanExecutor):
     """``ObanExecutor`` whose invoke types include those the test scripts."""
 
-    def __init__(self, env: DurableEnv, handlers: Mapping[str, type[InvokeHandler]] | None) -> None:
-        super().__init__(env.config, handlers=handlers)
+    def __init__(
+        self,
+        env: DurableEnv,
+        handlers: Mapping[str, type[InvokeHandler]] | None,
+        basichttp: OutboundPolicy | None,
+    ) -> None:
+        super().__init__(env.config, handlers=handlers, basichttp=basichttp)
         self._env = env
 
     @property
@@ -158,6 +166,11 @@ class DurableEnv:
     Time moves in the database only: the due times of the jobs move earlier. The wall
     clock runs on too (a test's own milliseconds count as time passing), so a check that
     something has *not* happened yet keeps a margin larger than the test takes.
+
+    ``basichttp`` is the allow-list of the charts' BasicHTTP sends (none by default: each
+    is refused with ``error.communication``); a POST job runs when ``advance`` or
+    ``settle`` reaches it, and makes a real request (``statifier.testing.HttpReceiver``
+    records them on loopback).
     """
 
     def __init__(
@@ -172,6 +185,7 @@ class DurableEnv:
         limits: Limits | None = None,
         functions: Mapping[str, HostFunction] | None = None,
         position_key: bytes | None = None,
+        basichttp: OutboundPolicy | None = None,
     ) -> None:
         if timers_queue == invoke_queue:
             raise ConfigError("invoke_queue", "the timers and invoke queues must differ")
@@ -204,7 +218,7 @@ class DurableEnv:
         self._changed = asyncio.Event()
         self._node = f"statifier-testing-{uuid.uuid4().hex[:8]}"
         self._opened = time.monotonic()
-        self.executor = _EnvExecutor(self, handlers)
+        self.executor = _EnvExecutor(self, handlers, basichttp)
         self.executions = Executions(
             pool,
             executor=self.executor,
@@ -247,6 +261,7 @@ class DurableEnv:
             task.cancel()
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.executor.close()
         _oban_compat.forget_instance(self.oban)
 
     def session_config(self, **options: Any) -> Config:

@@ -776,6 +776,8 @@ def _event_fields(event: Value) -> tuple[Any, ...] | None:
     when a field is not a string the binding carries as it is (ASCII without NUL)."""
     if not isinstance(event, dict):
         return (None,) * 7
+    if "raw" in event:
+        return None  # a received message's event (rare): the whole event goes as JSON
     try:
         fields = _FIELDS(event)
     except KeyError:
