@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from oban import Oban
@@ -22,17 +22,28 @@ class WorkerStartFailed(RuntimeError):
 
 
 class WorkerProcesses:
-    """``count`` worker processes of ``script`` (each ``script --worker ...``)."""
+    """``count`` worker processes of ``script`` (each ``script --worker ...``, then
+    ``extra`` arguments; ``env`` is added to the environment, ``node_prefix`` names the
+    nodes ``<prefix>1``, ``<prefix>2``...)."""
 
     def __init__(
-        self, script: str, url: str, count: int, limit: int, extra: Sequence[str] = ()
+        self,
+        script: str,
+        url: str,
+        count: int,
+        limit: int,
+        *,
+        extra: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        node_prefix: str = "w",
     ) -> None:
         self.script = script
         self.url = url
         self.count = count
         self.limit = limit
         self.extra = tuple(extra)
-        """More arguments for every worker process (a mode of the script's own)."""
+        self.env = None if env is None else {**os.environ, **env}
+        self.node_prefix = node_prefix
         self.procs: list[asyncio.subprocess.Process] = []
 
     async def start(self) -> None:
@@ -43,7 +54,7 @@ class WorkerProcesses:
                 "--url",
                 self.url,
                 "--node",
-                f"w{i + 1}",
+                f"{self.node_prefix}{i + 1}",
                 "--limit",
                 str(self.limit),
                 *self.extra,
@@ -54,6 +65,7 @@ class WorkerProcesses:
                 *argv,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
+                env=self.env,
             )
             self.procs.append(proc)
         for proc in self.procs:

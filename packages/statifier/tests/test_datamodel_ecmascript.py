@@ -9,7 +9,12 @@ import statifier
 from statifier.budget import MacrostepLimits
 from statifier.core import effects as fx
 from statifier.core.position import dumps, loads
-from statifier.datamodel import EvaluationError, ExpressionSyntaxError, datamodel_for
+from statifier.datamodel import (
+    EvaluationError,
+    ExpressionSyntaxError,
+    datamodel_for,
+    stored_variables,
+)
 from statifier.virtual import VirtualDriver, run_chart
 
 ECMA = datamodel_for("ecmascript")
@@ -190,6 +195,10 @@ def errors_of(body: str) -> list[str]:
         ('<assign location="v.a.b" expr="1"/>', "TypeError"),
         ('<log expr="undefinedName"/>', "ReferenceError"),
         ('<log expr="return"/>', "SyntaxError"),
+        ('<assign location="v" expr="1 +"/>', "cannot assign to 'v': SyntaxError"),
+        ('<assign location="v" expr="1"/><assign location="v" expr="1 +"/>', "'v': SyntaxError"),
+        ('<assign location="v" expr="1"/><log expr="v +"/>', "'v +': SyntaxError"),
+        ('<foreach array="v +" item="x"/>', "'v +': SyntaxError"),
         ('<foreach array="v" item="x"/>', "is not a list"),
         ('<foreach array="[1]" item="\'continue\'"/>', "not a variable name"),
         ('<send event="e" namelist="&quot;foo"/>', "SyntaxError"),
@@ -325,11 +334,20 @@ def test_position_round_trip_and_continue_elsewhere() -> None:
         f'<transition event="go" target="fail"/></state>{PASS_FAIL}'
     )
     state, _ = statifier.initialize(machine, session_id="sess_js")
-    assert state.datamodel["f"] == {"$function": "function (x) { return x * 3 }"}
-    assert state.datamodel["o"] == {"a": [1, None], "b": {"$undefined": True}}
-    assert state.datamodel["n"] == {"$null": True}
-    assert state.datamodel["nan"] == {"$number": "NaN"}
-    assert state.datamodel["u"] is None
+    stored = stored_variables(state.datamodel)
+    assert stored["f"] == {"$function": "function (x) { return x * 3 }"}
+    assert stored["o"] == {"a": [1, None], "b": {"$undefined": True}}
+    assert stored["n"] == {"$null": True}
+    assert stored["nan"] == {"$number": "NaN"}
+    assert stored["u"] is None
+    # What users read is plain data, as JSON.stringify writes it.
+    assert {name: state.datamodel[name] for name in ("f", "o", "n", "nan", "u")} == {
+        "f": None,
+        "o": {"a": [1, None]},
+        "n": None,
+        "nan": None,
+        "u": None,
+    }
     restored = loads(dumps(state), machine)
     assert restored == state
     _, effects = statifier.handle_event(restored, "go")

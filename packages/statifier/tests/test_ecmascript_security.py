@@ -14,6 +14,7 @@ import statifier
 from statifier.budget import MacrostepLimits
 from statifier.core import effects as fx
 from statifier.core.position import dumps, export_position, import_position, loads
+from statifier.datamodel import stored_variables
 from statifier.virtual import run_chart
 
 from engine_support.ecmascript import chart, ended_in, errors, logged
@@ -193,6 +194,33 @@ def test_promise_jobs_of_one_chart_hold_no_memory_of_another() -> None:
     assert logged(effects) == [40 * 1024 * 1024]
 
 
+def test_a_variable_replaced_on_every_event_keeps_no_old_value_alive() -> None:
+    # Each event replaces ``recent`` with a new array: the engine must not keep the old
+    # ones (a live session would fill its heap and fail with out of memory).
+    machine = chart(
+        """
+        <datamodel><data id="recent" expr="[]"/></datamodel>
+        <state id="s"><transition event="e">
+          <assign location="recent" expr="recent.concat([_event.data]).slice(-10)"/>
+        </transition></state>
+        """
+    )
+    state, _ = statifier.initialize(machine, session_id="sess_heap")
+
+    def heap_after(events: int) -> int:
+        nonlocal state
+        for i in range(events):
+            state, _ = statifier.handle_event(state, statifier.Event(name="e", data=i))
+        instance = state._datamodel_bound[1].instance  # type: ignore[index]
+        used: int = instance.context.context.memory()["memory_used_size"]
+        return used
+
+    before = heap_after(200)
+    after = heap_after(2000)
+    assert state.datamodel["recent"] == list(range(1990, 2000))
+    assert after - before < 64 * 1024  # 2,000 dropped arrays held would be about 500 KB
+
+
 # -- a refused write changes nothing -----------------------------------------------------
 
 
@@ -224,7 +252,7 @@ def test_writes_refused_by_the_datamodel_cap_are_not_stored() -> None:
         assert len(errors(effects)) == 1, event
     assert state.datamodel["c"] == 0
     assert state.datamodel["d"] == 0
-    stored = len(json.dumps(state.datamodel))
+    stored = len(json.dumps(stored_variables(state.datamodel)))
     assert 2 * six_mib < stored <= MacrostepLimits().cap
     assert loads(dumps(state), machine).datamodel == state.datamodel
 

@@ -115,6 +115,39 @@ async def test_operators_list_show_send_and_cancel(
     assert err == "statifier-oban executions show: error: no execution 'no_such_card'\n"
 
 
+SHARED = statifier.compile(
+    """<scxml xmlns="http://www.w3.org/2005/07/scxml" datamodel="ecmascript" initial="a">
+  <datamodel><data id="o" expr="({k: 1})"/><data id="p" expr="o"/></datamodel>
+  <state id="a"><transition event="loop"><assign location="o.self" expr="o"/></transition></state>
+</scxml>"""
+)
+
+
+async def test_show_prints_an_ecmascript_charts_variables_as_plain_data(
+    pool: AsyncConnectionPool,
+    oban_client: Oban,
+    database_url: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The position keeps o and p as one object ({"$ref": 0} and #objects); an operator
+    # reads them as the data they are, a cycle as the documented marker.
+    executions = await executions_on(pool, oban_client)
+    execution_id = unique("shared")
+    await executions.create(SHARED, execution_id=execution_id)
+    url = ["--database-url", database_url]
+    assert await run_cli("executions", "show", *url, execution_id) == 0
+    shown = dict(
+        line.split(None, 1) for line in capsys.readouterr().out.splitlines() if " " in line
+    )
+    assert shown["datamodel"] == '{"o": {"k": 1}, "p": {"k": 1}}'
+    assert await run_cli("executions", "send", *url, execution_id, "loop") == 0
+    capsys.readouterr()
+    assert await run_cli("executions", "show", *url, execution_id, "--json") == 0
+    record = json.loads(capsys.readouterr().out)
+    circular = {"k": 1, "self": "[Circular]"}
+    assert record["datamodel"] == {"o": circular, "p": circular}
+
+
 TREE = statifier.compile(
     """<scxml xmlns="http://www.w3.org/2005/07/scxml" name="tree" initial="run">
   <state id="run">

@@ -26,6 +26,7 @@ from statifier_persistence import Executions, Stepped
 from oban_support.common import (
     chart,
     database_fixture,
+    execute,
     job_row,
     job_rows,
     unique,
@@ -209,7 +210,25 @@ async def test_a_crash_inside_a_step_leaves_the_old_position_and_no_job(rig: Rig
             await super().schedule(conn, execution_id, effect)
             raise RuntimeError("the node died after inserting the timer job")
 
-    crashing = Executions(rig.server.pool, executor=Crashing(rig.config))
+    executor = Crashing(rig.config)
+    assert not executor.timer_batches  # its own schedule is called for every timer
+    await _crash_leaves_nothing(rig, Executions(rig.server.pool, executor=executor))
+
+
+async def test_a_crash_storing_a_steps_timers_leaves_the_old_position_and_no_job(
+    rig: Rig,
+) -> None:
+    class Crashing(ObanExecutor):
+        async def store_timers(self, conn: AsyncConnection[Any], timers: Any) -> None:
+            await super().store_timers(conn, timers)
+            raise RuntimeError("the node died after inserting the timer jobs")
+
+    executor = Crashing(rig.config)
+    assert executor.timer_batches
+    await _crash_leaves_nothing(rig, Executions(rig.server.pool, executor=executor))
+
+
+async def _crash_leaves_nothing(rig: Rig, crashing: Executions) -> None:
     execution_id = unique("exe")
     await rig.executions.create(TICKER, execution_id=execution_id, datamodel={"limit": 100})
     job_id = await _first_timer(rig, execution_id)
@@ -222,6 +241,34 @@ async def test_a_crash_inside_a_step_leaves_the_old_position_and_no_job(rig: Rig
     assert after.step_count == before.step_count
     assert state_after.datamodel == state_before.datamodel
     assert [j.id for j in await timer_jobs(rig, execution_id)] == [j.id for j in jobs_before]
+
+
+async def test_timers_due_together_are_stepped_in_one_transaction(rig: Rig) -> None:
+    """A worker fetches the due timers of several executions at once: their steps share
+    one transaction (group commit, ADR 32), each applied once, with its job's key."""
+    ids = [unique("grp") for _ in range(6)]
+    job_ids = []
+    for execution_id in ids:
+        await rig.executions.create(NO_CANCEL, execution_id=execution_id)
+        job_ids.append(await _first_timer(rig, execution_id))
+    await execute(
+        rig.server.pool,
+        "UPDATE oban_jobs SET scheduled_at = timezone('UTC', now()) WHERE id = ANY(%s)",
+        [job_ids],
+    )
+    for job_id in job_ids:
+        await wait_for_state(rig.server.pool, job_id, "completed")
+    for execution_id, job_id in zip(ids, job_ids, strict=True):
+        execution = await rig.executions.get(execution_id)
+        assert execution.status == "completed"
+        assert execution.step_count == 2
+        assert await _keys(rig, execution_id) == {f"job:{job_id}"}
+    async with rig.server.pool.connection() as conn:
+        cursor = await conn.execute(
+            "SELECT count(DISTINCT xmin::text) FROM statifier_executions WHERE id = ANY(%s)",
+            [ids],
+        )
+        assert await cursor.fetchone() == (1,)
 
 
 async def test_an_invocation_answers_into_the_execution(rig: Rig) -> None:

@@ -256,6 +256,36 @@ async def test_a_runaway_chart_fails_and_then_discards_events(executions: Execut
     assert cancelled.execution.status == "cancelled"
 
 
+async def test_the_answer_holds_the_row_as_stored(executions: Executions) -> None:
+    # The store returns only the columns it changed; the answer's execution is the locked
+    # row with those: it equals the row read afresh, running, failed and completed.
+    small = Executions(
+        executions.pool,
+        executor=TableExecutor(),
+        limits=executions.limits.__class__(max_macrostep_rounds=50),
+    )
+    running, failing, done = unique(), unique(), unique()
+    for execution_id in (running, failing, done):
+        created = await small.create(HOLD, execution_id=execution_id, metadata={"n": 1})
+        assert created.execution == await small.get(execution_id)
+    answers = {
+        running: await small.step(running, Event(name="nothing")),
+        failing: await small.step(failing, Event(name="fail")),
+        done: await small.step(done, Event(name="capture")),
+    }
+    for execution_id, answer in answers.items():
+        assert isinstance(answer, Stepped)
+        assert answer.execution == await small.get(execution_id)
+        assert answer.execution.metadata == {"n": 1}
+    assert answers[failing].execution.failure is not None
+    assert answers[done].execution.outcome is not None
+    assert [answers[i].execution.status for i in (running, failing, done)] == [
+        "active",
+        "failed",
+        "completed",
+    ]
+
+
 async def test_a_parked_execution_takes_no_event_until_unparked(
     executions: Executions, executor: TableExecutor
 ) -> None:

@@ -9,10 +9,11 @@ from typing import Any
 import httpx
 import pytest
 import statifier
+from psycopg_pool import AsyncConnectionPool
 from statifier_web._service import keyed_id
 
 from web_support.charts import CARD
-from web_support.rig import WebRig
+from web_support.rig import WebRig, web_rig
 
 
 async def start(web: WebRig, **body: Any) -> httpx.Response:
@@ -334,3 +335,39 @@ async def test_the_history_of_an_execution_pages_oldest_first(web: WebRig) -> No
     assert (
         await web.client.get("/api/executions/h1/history", params={"limit": 0})
     ).status_code == 422
+
+
+SHARED = statifier.compile(
+    """<scxml xmlns="http://www.w3.org/2005/07/scxml" name="shared" datamodel="ecmascript"
+       initial="open">
+  <datamodel>
+    <data id="o" expr="({k: 1, f: function () { return 1 }})"/>
+    <data id="p" expr="o"/><data id="n" expr="NaN"/>
+  </datamodel>
+  <state id="open">
+    <transition event="loop"><assign location="o.self" expr="o"/></transition>
+  </state>
+</scxml>"""
+)
+"""An ECMAScript chart whose position keeps o and p as one object ({"$ref": 0}, #objects),
+a method and NaN as tags, and on ``loop`` a cycle."""
+
+
+async def test_an_ecmascript_charts_variables_are_plain_json(
+    web: WebRig, pool: AsyncConnectionPool
+) -> None:
+    await web.executions.register(SHARED)
+    started = await web.client.post("/api/executions", json={"chart": "shared", "id": "js"})
+    assert started.status_code == 201, started.text
+    assert started.json()["execution"]["datamodel"] == {"o": {"k": 1}, "p": {"k": 1}, "n": None}
+    looped = await web.client.post("/api/executions/js/events", json={"name": "loop"})
+    circular = {"k": 1, "self": "[Circular]"}
+    assert looped.json()["execution"]["datamodel"] == {"o": circular, "p": circular, "n": None}
+    got = await web.client.get("/api/executions/js")
+    assert got.json()["datamodel"] == {"o": circular, "p": circular, "n": None}
+    # The console's page of it, from an open app over the same database.
+    async with web_rig(pool, tokens=(), open=True) as console:
+        page = (await console.client.get("/console/executions/js")).text
+    assert "[Circular]" in page
+    assert "$ref" not in page
+    assert "#objects" not in page

@@ -31,12 +31,16 @@ async def test_the_app_mounted_under_a_base_path_links_under_it(pool: AsyncConne
             assert links == {
                 f"{url}/ops/console/static/statifier_web/console.css",
                 f"{url}/ops/console/static/statifier_web/console.js",
+                f"{url}/ops/console/static/statifier_web/favicon.svg",
                 f"{url}/ops/console/",
                 f"{url}/ops/console/login",
             }
             script = await client.get("/ops/console/static/statifier_web/console.js")
             assert script.status_code == 200
             assert "EventSource" in script.text
+            # The page names its icon: a browser asks no /favicon.ico outside the mount.
+            icon = await client.get("/ops/console/static/statifier_web/favicon.svg")
+            assert (icon.status_code, icon.headers["content-type"]) == (200, "image/svg+xml")
             health = await client.get("/ops/health")
             assert health.json()["status"] == "ok"
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
@@ -298,6 +299,56 @@ def is_value(obj: object) -> bool:
         else:
             stack.extend((child, False) for child in item)
     return True
+
+
+def same_data(a: object, b: object) -> bool:
+    """Whether ``a`` and ``b`` are the same JSON-like data: equal, and of the same types
+    all the way down (``1``, ``1.0`` and ``True`` differ). Nesting past ``MAX_DEPTH``
+    counts as different."""
+    stack: list[tuple[object, object, int]] = [(a, b, 0)]
+    while stack:
+        left, right, depth = stack.pop()
+        if type(left) is not type(right) or depth > MAX_DEPTH:
+            return False
+        if isinstance(left, dict):
+            assert isinstance(right, dict)  # noqa: S101 - the types are the same
+            if left.keys() != right.keys():
+                return False
+            stack.extend((item, right[key], depth + 1) for key, item in left.items())
+        elif isinstance(left, list):
+            assert isinstance(right, list)  # noqa: S101 - the types are the same
+            if len(left) != len(right):
+                return False
+            stack.extend((x, y, depth + 1) for x, y in zip(left, right, strict=True))
+        elif left != right:
+            return False
+    return True
+
+
+def one_shot_json_writer(*, sort_keys: bool) -> Callable[[Any], str]:
+    """``json.JSONEncoder(sort_keys=sort_keys, ensure_ascii=True, allow_nan=False,
+    separators=(",", ":"))``'s ``encode``, on one C encoder made here instead of one per
+    call; a cycle is found as a ``RecursionError`` (like ``ValueError``: not JSON)."""
+    encoder = json.JSONEncoder(
+        sort_keys=sort_keys, ensure_ascii=True, allow_nan=False, separators=(",", ":")
+    )
+    try:
+        from _json import make_encoder
+    except ImportError:  # pragma: no cover - an interpreter without the C accelerator
+        return encoder.encode
+    from json.encoder import encode_basestring_ascii
+
+    make = make_encoder(
+        None, encoder.default, encode_basestring_ascii, None, ":", ",", sort_keys, False, False
+    )
+    join = "".join
+    return lambda value: join(make(value, 0))
+
+
+json_text: Final[Callable[[Any], str]] = one_shot_json_writer(sort_keys=False)
+"""Compact JSON text of a JSON-like value, ASCII only, keys in their order; raises
+``TypeError``, ``ValueError`` (``NaN``, the infinities) or ``RecursionError`` (a cycle, or
+nesting too deep) for anything else."""
 
 
 MAX_JSON_TEXT: Final = 1_000_000

@@ -78,6 +78,10 @@ CHILD_START_DEDUP_INDEX: Final = "statifier_oban_child_start_dedup"
 INVOKE_PENDING_INDEX: Final = "statifier_oban_invoke_pending"
 """Index backing a cancel by ``(scope, invoke_id)`` among pending invocation/start jobs."""
 
+SCOPE_STATISTICS: Final = "statifier_oban_job_scope"
+"""Extended statistics on ``args->>'scope'`` of ``oban_jobs`` (``sql/scope_statistics.sql``):
+the planner's estimate of the jobs of one scope."""
+
 INDEXES: Final = (
     TIMER_DEDUP_INDEX,
     TIMER_PENDING_INDEX,

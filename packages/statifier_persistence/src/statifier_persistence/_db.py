@@ -12,6 +12,16 @@ from psycopg_pool import AsyncConnectionPool
 
 from ._errors import NotConnected, NotInstalled, StoreError
 
+STEP_KEY_CONSTRAINT = "statifier_step_keys_unique"
+"""The primary key of ``statifier_step_keys`` (``install.sql``)."""
+
+
+class KeyRace(Exception):
+    """A step's key was applied by a concurrent step first: storing it met the key's
+    primary key (``store_executions.sql``) and the transaction rolled back. The step is
+    tried again, and its locked read then sees the key."""
+
+
 INSTALL_HINT = (
     "run `statifier-oban install --database-url URL` (or statifier_persistence.install) "
     "against this database; it installs and upgrades the tables"
@@ -26,9 +36,9 @@ async def transaction(
     which commits or rolls back with it), else on a connection from ``pool``.
 
     Leaving the block by an exception rolls it back; a psycopg error (the database failed,
-    or could not be reached) surfaces as ``StoreError`` with the cause chained, and a
-    missing table or column (nothing installed, or by an older release) as
-    ``NotInstalled``.
+    or could not be reached) surfaces as ``StoreError`` with the cause chained, a missing
+    table or column (nothing installed, or by an older release) as ``NotInstalled``, and
+    a step key applied first by a concurrent step as ``KeyRace``.
     """
     try:
         if conn is not None:
@@ -40,6 +50,11 @@ async def transaction(
         async with pool.connection() as pooled, pooled.transaction():
             yield pooled
     except psycopg.Error as exc:
+        if (
+            isinstance(exc, psycopg.errors.UniqueViolation)
+            and exc.diag.constraint_name == STEP_KEY_CONSTRAINT
+        ):
+            raise KeyRace(exc.diag.message_detail) from exc
         raise store_error(exc) from exc
 
 

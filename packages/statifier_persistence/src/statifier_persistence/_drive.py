@@ -18,8 +18,11 @@ with each (ADR 12):
   (``planner.post_failed``, at once) past it, or when the executor is none or refuses.
   A failure after the step comes back as ``Executions.send_failed`` (``failed``).
 * ``Schedule``: a delayed send, whatever its target, becomes a timer through the
-  executor, and is armed (``_armed``); when it fires (``fired``) it is delivered as an
-  immediate send would be if it is still armed, and declined otherwise.
+  executor, and is armed (``_armed``). An executor with ``TimerBatches`` checks it at
+  once and the drive keeps it in ``timers``, stored before anything else reaches the
+  executor or the host, or by whoever stores the drive (ADR 32). When it fires
+  (``fired``) it is delivered as an immediate send would be if it is still armed, and
+  declined otherwise.
 * ``CancelTimers``, ``StartInvocation``, ``StopInvocation``: the executor; the armed list
   follows; a stopped invocation's open fan-outs are abandoned too (``_settlement``). An
   ``<invoke type="scxml">`` starts (and its stop cancels) a child execution instead.
@@ -50,7 +53,7 @@ from statifier.core.state import MachineState
 
 from ._armed import Armed
 from ._errors import EffectRefused
-from ._executor import EffectExecutor, HostHook, PostExecutor
+from ._executor import EffectExecutor, HostHook, PostExecutor, TimerBatches
 from ._invoked import InvokedCharts, StartRefused, invoked_by
 from ._journal import Draft
 from ._limits import Limits
@@ -98,6 +101,10 @@ class Drive:
     """The notice when ``driven`` took no transition (``statifier.chart.matching``)."""
     refused: set[str] = field(default_factory=set)
     """Send and invoke ids whose timer or invocation the executor refused."""
+    batches: TimerBatches | None = None
+    """The executor, when it stores timers in batches (``TimerBatches``)."""
+    timers: list[Any] = field(default_factory=list)
+    """Timers prepared by ``batches`` and not stored yet (``flush_timers``)."""
     posts: int = 0
     """The BasicHTTP POSTs the executor stored in this drive (``Limits.max_posts``)."""
     _own: deque[Event] = field(default_factory=deque)
@@ -168,6 +175,7 @@ class Drive:
         await self._settle()
         send_ids = self.armed.send_ids()
         if send_ids and isinstance(self.executor, MailboxExecutor):
+            await self.flush_timers()
             await self.executor.drop_timers(self.conn, self.scope, send_ids)
 
     async def _settle(self) -> None:
@@ -194,6 +202,12 @@ class Drive:
         self._own.clear()
         self._internal.clear()
 
+    async def flush_timers(self) -> None:
+        """Store the timers prepared so far (the executor's ``store_timers``)."""
+        if self.timers and self.batches is not None:
+            timers, self.timers = self.timers, []
+            await self.batches.store_timers(self.conn, timers)
+
     async def _perform(self, effects: list[fx.Effect]) -> None:
         for effect in effects:
             self.effects.append(effect)
@@ -210,13 +224,16 @@ class Drive:
             case planner.Schedule(effect=effect):
                 await self._schedule(effect)
             case planner.CancelTimers(effect=effect):
+                await self.flush_timers()  # the cancel must see every timer armed before it
                 await self.executor.cancel_timers(self.conn, self.scope, effect)
                 self.armed.cancel(effect.send_id)
             case planner.StartInvocation(effect=effect):
                 await self._start(effect)
             case planner.StopInvocation(effect=effect):
+                await self.flush_timers()
                 await self._stop(effect)
             case planner.Forward(invoke_id=invoke_id, event=event):
+                await self.flush_timers()
                 if not await self._forward(invoke_id, event):
                     logger.warning(
                         "%s: autoforward of %r to invocation %r: not delivered",
@@ -258,11 +275,14 @@ class Drive:
                 return
             case planner.InvocationTarget(invoke_id=invoke_id):
                 live = invoke_id in self.state.invocations.values()
+                if live:
+                    await self.flush_timers()
                 if live and await self._forward(invoke_id, instruction.event):
                     return
             case planner.ParentTarget() if self.invoked is not None and (
                 link := invoked_by(self.execution)
             ):
+                await self.flush_timers()
                 refused = await self.invoked.to_parent(self, link, instruction.event)
                 if refused is None:
                     return
@@ -270,6 +290,7 @@ class Drive:
                 self._internal.append(planner.undeliverable(instruction.send_id, message))
                 return
             case planner.ParentTarget() | planner.SessionTarget():
+                await self.flush_timers()
                 if await self.host.deliver(self.conn, self.execution, instruction):
                     return
         message = f"send target {planner.address(target)!r} is unreachable"
@@ -282,6 +303,7 @@ class Drive:
         elif self.posts >= self.limits.max_posts:
             reason = f"more than {self.limits.max_posts} BasicHTTP sends in one step"
         else:
+            await self.flush_timers()
             try:
                 await self.executor.post(self.conn, self.scope, post)
             except EffectRefused as refused:
@@ -314,7 +336,10 @@ class Drive:
             self._internal.append(planner.undeliverable(effect.send_id, message))
             return
         try:
-            await self.executor.schedule(self.conn, self.scope, effect)
+            if self.batches is not None:
+                self.timers.append(self.batches.prepare_timer(self.scope, effect))
+            else:
+                await self.executor.schedule(self.conn, self.scope, effect)
         except EffectRefused as refused:
             self.refused.add(effect.send_id)
             message = f"the delayed send could not be stored: {refused.reason}"
@@ -323,6 +348,7 @@ class Drive:
         self.armed.arm(effect)
 
     async def _start(self, effect: fx.Invoke) -> None:
+        await self.flush_timers()
         if self.invoked is not None and effect.type in planner.SCXML_INVOKE_TYPES:
             try:
                 child_id = await self.invoked.start(self, effect)

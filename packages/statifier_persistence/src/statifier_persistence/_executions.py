@@ -31,7 +31,7 @@ from ._answers import SUPERSEDED, LiveAnswer
 from ._armed import CANCELLED, Armed, decode_armed
 from ._charts import Charts
 from ._children import ChildStart, check_fan_out, start_child
-from ._db import transaction
+from ._db import KeyRace, transaction
 from ._drive import Drive
 from ._errors import (
     ChartNotRegistered,
@@ -47,7 +47,8 @@ from ._errors import (
     StalePosition,
     UnstorablePosition,
 )
-from ._executor import EffectExecutor, HostHook, LoggingHost
+from ._executor import EffectExecutor, HostHook, LoggingHost, TimerBatches
+from ._group import StepGroups
 from ._history_reads import HistoryMethods
 from ._invoked import NOT_FROM_PARENT, InvokedCharts, from_parent, invoked_by
 from ._journal import Draft
@@ -75,10 +76,12 @@ from ._rows import (
     check_text,
     decode_execution,
     decode_position,
+    decode_stored,
     encode_json_object,
 )
 from ._settlement import FanOut, FanOutExecutor, FanOutKey, Policy, Settlement
 from ._sql import check_prefix, statement
+from ._stepping import STORE_ARRAYS, Begun, Locked, Ready
 from ._traced import event_name, traced
 from ._wait import WaitMethods
 from .history import EntryKind, History, TriggerSource, current_trigger, triggered_by
@@ -96,10 +99,6 @@ logger = logging.getLogger("statifier_persistence")
 
 EventBuilder = Callable[[MachineState], Event | Decline]
 """Builds the event from the locked position, or declines (e.g. a late invocation answer)."""
-
-
-class _KeyRace(Exception):
-    """The step's key was applied by a concurrent step first (see ``Executions.step``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,9 +155,12 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
     gives every execution it creates a BasicHTTP location,
     ``_ioprocessors['basichttp']['location']`` (SCXML D.2), fixed for its life: the URL
     at which the host's app (``statifier_web``) takes POSTs for it; every process that
-    creates executions needs the same one. Chart revisions (``revisions``, ``migrate``,
-    ``park_all``, ``retire``...) are ``RevisionMethods``'; ``history`` and
-    ``prune_history`` are ``HistoryMethods``'; ``wait`` and ``follow`` ``WaitMethods``'.
+    creates executions needs the same one. ``group_commit`` (on by default) lets keyed
+    steps without ``conn=`` that arrive together (a worker's jobs fetched at once) share
+    one transaction, each still answered as if alone (ADR 32). Chart revisions
+    (``revisions``, ``migrate``, ``park_all``, ``retire``...) are ``RevisionMethods``';
+    ``history`` and ``prune_history`` are ``HistoryMethods``'; ``wait`` and ``follow``
+    ``WaitMethods``'.
     """
 
     def __init__(
@@ -174,6 +176,7 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         functions: Mapping[str, HostFunction] | None = None,
         history: History | bool = True,
         basichttp: Locations | None = None,
+        group_commit: bool = True,
     ) -> None:
         if not isinstance(executor, EffectExecutor):
             raise InvalidArgument(f"executor must implement EffectExecutor, not {executor!r}")
@@ -209,6 +212,8 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         if isinstance(executor, MailboxExecutor):
             self._mailbox = Mailbox(self._prefix, self._limits, executor)
             self._invoked = InvokedCharts(self, self._mailbox)
+        self._batches = executor if isinstance(executor, TimerBatches) else None
+        self._groups = StepGroups(self) if group_commit else None
 
     @property
     def pool(self) -> AsyncConnectionPool[Any] | None:
@@ -445,7 +450,7 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
             await drive.initial(effects)
             chart_detail = {"identity": identity, "name": machine.name, "version": machine.version}
             draft = self._draft(drive, "created", detail={"chart": chart_detail})
-            stored = await self._store(db, drive, draft, key)
+            [stored] = await self._store_ready(db, [self._ready(drive, draft, key)])
             await self._settlement.after_store(db, execution.status, stored)
         if after is not None:
             after.append((stored, drive, draft))
@@ -605,7 +610,7 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         try:
             try:
                 return await self._receive(execution_id, key, conn)
-            except _KeyRace:
+            except KeyRace:
                 return await self._receive(execution_id, key, conn)
         except ExecutionNotFound:
             async with transaction(self._pool, conn) as db:
@@ -646,7 +651,7 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
             source: TriggerSource = "parent" if message.kind in FROM_PARENT else "invocation"
             with triggered_by(replace(current_trigger(), source=source)):
                 draft = self._draft(drive, "cancelled" if cancel else "event", key=key)
-            stored = await self._store(db, drive, draft, key)
+            [stored] = await self._store_ready(db, [self._ready(drive, draft, key)])
             await self._settlement.after_store(db, execution.status, stored)
         return self._stepped(stored, drive, draft)
 
@@ -661,9 +666,22 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         execution_id = check_execution_id(execution_id)
         if key is not None:
             key = check_key(key)
+            if conn is None and self._groups is not None:
+                return await self._groups.step(execution_id, key, action, kind)
+        return await self._single(execution_id, action, key, conn, kind)
+
+    async def _single(
+        self,
+        execution_id: str,
+        action: _DriveAction,
+        key: str | None,
+        conn: AsyncConnection[Any] | None,
+        kind: EntryKind,
+    ) -> StepResult:
+        """A step in a transaction of its own (a savepoint of the caller's, with ``conn``)."""
         try:
             return await self._step(execution_id, action, key, conn, kind)
-        except _KeyRace:
+        except KeyRace:
             # A concurrent step applied this key while this one waited for the row lock
             # (the key check read the snapshot from before the wait). This transaction
             # rolled back; checked again, the key is seen.
@@ -678,23 +696,48 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         kind: EntryKind,
     ) -> StepResult:
         async with transaction(self._pool, conn) as db:
-            execution, persisted, applied = await self._locked(db, execution_id, key)
-            if key is not None and applied:
-                return AlreadyApplied(execution, key)
-            if execution.status in TERMINAL:
-                return Discarded(execution, execution.status)
-            if execution.status == "needs_migration":
-                raise NeedsMigration(execution)
-            routes = self._routes(execution)
-            state = await self._position(db, execution, persisted, routes)
-            drive = self._drive(db, execution, state, routes, persisted)
-            declined = await action(drive)
-            if declined is not None:
-                return Declined(execution, declined.reason)
-            draft = self._draft(drive, kind, key=key)
-            stored = await self._store(db, drive, draft, key)
-            await self._settlement.after_store(db, execution.status, stored)
-        return self._stepped(stored, drive, draft)
+            locked = await self._locked(db, execution_id, key)
+            begun = await self._begin(db, locked, key)
+            if not isinstance(begun, Begun):
+                return begun
+            ready = await self._run(db, begun, action, kind, key)
+            if not isinstance(ready, Ready):
+                return ready
+            [stored] = await self._store_ready(db, [ready])
+            await self._settlement.after_store(db, begun.execution.status, stored)
+        return self._stepped(stored, ready.drive, ready.draft)
+
+    async def _begin(
+        self, db: AsyncConnection[Any], locked: Locked, key: str | None
+    ) -> Begun | AlreadyApplied | Discarded:
+        """Whether the locked execution takes the step, and its position if it does.
+        Reads only: what it raises concerns this execution alone."""
+        execution, persisted, applied = locked
+        if key is not None and applied:
+            return AlreadyApplied(execution, key)
+        if execution.status in TERMINAL:
+            return Discarded(execution, execution.status)
+        if execution.status == "needs_migration":
+            raise NeedsMigration(execution)
+        routes = self._routes(execution)
+        state = await self._position(db, execution, persisted, routes)
+        return Begun(execution, persisted, state, routes)
+
+    async def _run(
+        self,
+        db: AsyncConnection[Any],
+        begun: Begun,
+        action: _DriveAction,
+        kind: EntryKind,
+        key: str | None,
+    ) -> Ready | Declined:
+        """Drive the step: its effects performed on ``db``, ready to store (or declined)."""
+        drive = self._drive(db, begun.execution, begun.state, begun.routes, begun.persisted)
+        declined = await action(drive)
+        if declined is not None:
+            return Declined(begun.execution, declined.reason)
+        draft = self._draft(drive, kind, key=key)
+        return self._ready(drive, draft, key)
 
     async def _superseded(self, drive: Drive, answer: LiveAnswer) -> bool:
         """Whether the invocation answering was started again after its generation (the
@@ -741,7 +784,7 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
             drive = self._drive(db, execution, state, routes, persisted)
             await drive.cancel()
             draft = self._draft(drive, "cancelled")
-            stored = await self._store(db, drive, draft)
+            [stored] = await self._store_ready(db, [self._ready(drive, draft)])
             await self._settlement.after_store(db, execution.status, stored)
         return self._stepped(stored, drive, draft)
 
@@ -989,7 +1032,7 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         lock: str,
         with_position: bool,
         key: str | None = None,
-    ) -> tuple[Execution, StoredPosition, bool]:
+    ) -> Locked:
         """The row, its position (if asked for: else an empty one) and whether ``key`` was
         applied to it."""
         params: dict[str, Any] = {**self._bounds(), "id": execution_id, "key": key}
@@ -999,6 +1042,10 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         row = await cursor.fetchone()
         if row is None:
             raise ExecutionNotFound(execution_id)
+        return self._decode_read(row, execution_id, with_position=with_position)
+
+    def _decode_read(self, row: Any, execution_id: str, *, with_position: bool) -> Locked:
+        """A row of ``select_execution.sql`` (or ``select_executions.sql``), checked."""
         execution = decode_execution(row, self._limits)
         if execution.id != execution_id:
             raise CorruptExecution(execution_id, f"the row answers to {execution.id!r}")
@@ -1012,10 +1059,33 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         key: str | None = None,
         *,
         with_position: bool = True,
-    ) -> tuple[Execution, StoredPosition, bool]:
+    ) -> Locked:
         return await self._read(
             db, execution_id, lock="FOR UPDATE", with_position=with_position, key=key
         )
+
+    async def _locked_many(
+        self, db: AsyncConnection[Any], asked: Sequence[tuple[str, str | None]]
+    ) -> dict[str, Locked | Exception]:
+        """Several executions locked at once, in id order (``select_executions.sql``), by
+        ``(execution id, step key)``: each one's read, or what reading it raised
+        (``ExecutionNotFound``, ``CorruptExecution``)."""
+        params = {
+            **self._bounds(),
+            "ids": [execution_id for execution_id, _ in asked],
+            "keys": [key for _, key in asked],
+        }
+        cursor = await db.execute(statement("select_executions", self._prefix), params)
+        found: dict[str, Locked | Exception] = {}
+        for row in await cursor.fetchall():
+            execution_id = row[0]
+            try:
+                found[execution_id] = self._decode_read(row, execution_id, with_position=True)
+            except CorruptExecution as exc:
+                found[execution_id] = exc
+        for execution_id, _ in asked:
+            found.setdefault(execution_id, ExecutionNotFound(execution_id))
+        return found
 
     async def _position(
         self,
@@ -1083,6 +1153,7 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
             settlement=self._settlement,
             invoked=self._invoked,
             armed=Armed() if stored is None else self._armed(execution, stored, state),
+            batches=self._batches if self._batches and self._batches.timer_batches else None,
         )
 
     def _draft(
@@ -1142,13 +1213,8 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
 
         return decode_armed(stored.armed, corrupt)
 
-    async def _store(
-        self,
-        db: AsyncConnection[Any],
-        drive: Drive,
-        draft: Draft | None,
-        key: str | None = None,
-    ) -> Execution:
+    def _ready(self, drive: Drive, draft: Draft | None, key: str | None = None) -> Ready:
+        """What ``store_executions.sql`` stores of ``drive``, checked against the bounds."""
         execution_id = drive.execution.id
         try:
             blob = position.dumps(drive.state, key=self._position_key)
@@ -1173,8 +1239,6 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         armed = drive.armed
         if drive.status in TERMINAL:
             armed.clear()
-            if self._invoked is not None:
-                await self._invoked.mailbox.purge(db, execution_id)
         armed_text = armed.encode(state.invocations.values())
         armed_size = len(armed_text.encode("utf-8", "surrogatepass"))
         if armed_size > self._limits.max_position_bytes:
@@ -1183,25 +1247,56 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
                 f"the armed list is {armed_size} bytes, over the "
                 f"{self._limits.max_position_bytes} limit",
             )
+        row = (
+            execution_id,
+            blob,
+            state.macrostep,
+            state.round,
+            armed_text,
+            drive.status,
+            failure,
+            outcome,
+            key,
+            draft.kind if draft is not None else None,
+            draft.body if draft is not None else None,
+        )
+        return Ready(drive, draft, row)
+
+    async def _store_ready(
+        self, db: AsyncConnection[Any], ready: Sequence[Ready]
+    ) -> tuple[Execution, ...]:
+        """Store drives ready to be stored, with one statement for their timers
+        (``TimerBatches``) and one for the rows (``store_executions.sql``), the mailboxes
+        of those that ended emptied; the rows as stored, in order. A key a concurrent step
+        applied first raises ``KeyRace`` (at the latest when the transaction ends)."""
+        columns = [list(column) for column in zip(*(each.row for each in ready), strict=True)]
         params = {
             **self._bounds(),
-            **self._journal(draft),
-            "id": execution_id,
-            "position": blob,
-            "macrostep": state.macrostep,
-            "round": state.round,
-            "armed": armed_text,
-            "status": drive.status,
-            "failure": failure,
-            "outcome": outcome,
-            "key": key,
+            "schema": self._prefix,
+            **dict(zip(STORE_ARRAYS, columns, strict=True)),
         }
-        cursor = await db.execute(statement("store_execution", self._prefix), params)
-        row = await cursor.fetchone()
-        assert row is not None  # noqa: S101 - locked (or inserted) by this transaction
-        if key is not None and row[-2] == 0:
-            raise _KeyRace
-        return decode_execution(row, self._limits)
+        # In pipeline mode the timer insert, the mailbox purges and the store travel to the
+        # server together and come back together: one round trip for all of them.
+        async with db.pipeline():
+            if self._batches is not None:
+                timers = [timer for each in ready for timer in each.drive.timers]
+                for each in ready:
+                    each.drive.timers.clear()
+                if timers:
+                    await self._batches.store_timers(db, timers)
+            if self._invoked is not None:
+                for each in ready:
+                    if each.drive.status in TERMINAL:
+                        await self._invoked.mailbox.purge(db, each.drive.execution.id)
+            cursor = await db.execute(statement("store_executions", self._prefix), params)
+            rows = {row[0]: row for row in await cursor.fetchall()}
+        stored = []
+        for each in ready:
+            row = rows.get(each.drive.execution.id)
+            assert row is not None  # noqa: S101 - locked (or inserted) by this transaction
+            execution = each.drive.execution
+            stored.append(decode_stored(execution, row, each.failure, each.outcome, self._limits))
+        return tuple(stored)
 
     def _stepped(self, stored: Execution, drive: Drive, draft: Draft | None) -> Stepped:
         """The answer of a committed drive; its reports go to the host now (first those of

@@ -8,6 +8,9 @@ it. ``statifier_oban`` ships the executor that makes these oban jobs. An executo
 ``error.communication``); any other exception is a failed durable write, and the step
 rolls back and raises it.
 
+An executor may also implement ``TimerBatches``: a step then checks each timer when the
+chart arms it and stores them later, together (ADR 32).
+
 An executor that is also a ``PostExecutor`` makes BasicHTTP sends (``<send
 type="basichttp">``, SCXML C.2) as durable work too: without one, each is refused with
 ``error.communication``.
@@ -20,7 +23,7 @@ type="basichttp">``, SCXML C.2) as durable work too: without one, each is refuse
 from __future__ import annotations
 
 import logging
-from collections.abc import Container, Iterable
+from collections.abc import Container, Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from psycopg import AsyncConnection
@@ -76,6 +79,36 @@ class EffectExecutor(Protocol):
     ) -> bool:
         """Hand ``event`` to live invocation ``invoke_id`` (a ``<send>`` to ``#_<id>``, or
         autoforward); False when the invocation takes no events."""
+
+
+@runtime_checkable
+class TimerBatches(Protocol):
+    """What an ``EffectExecutor`` implements besides to store timers in batches (ADR 32).
+
+    A step then asks ``prepare_timer`` when the chart arms a delayed send (a refusal is
+    decided there, and heard by the chart as with ``schedule``) and ``store_timers`` once
+    for every timer it prepared, right before it stores the execution, or before any
+    other call on the executor or the host in between; a group commit stores the timers
+    of several executions with one call. ``schedule`` is still used by an executor's
+    other callers.
+    """
+
+    @property
+    def timer_batches(self) -> bool:
+        """Whether steps use ``prepare_timer`` and ``store_timers`` (False: ``schedule``,
+        e.g. for a subclass that overrides ``schedule``, or while tracing is on); asked
+        when each step begins its drive."""
+
+    def prepare_timer(self, execution_id: str, effect: SendDelayed) -> Any:
+        """Check and encode a timer as ``schedule`` would, storing nothing; raises
+        ``EffectRefused`` for what ``schedule`` refuses. The answer is for
+        ``store_timers`` only."""
+
+    async def store_timers(self, conn: AsyncConnection[Any], timers: Sequence[Any]) -> None:
+        """Store prepared timers (of one execution or several) in the transaction of
+        ``conn``, idempotent on ``(execution_id, ordinal)``. It may send them without
+        waiting for an answer (a connection in pipeline mode): a failure then raises at
+        the latest when the transaction commits, and rolls it back."""
 
 
 @runtime_checkable

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Final, NoReturn, cast
 
@@ -32,7 +32,9 @@ def check_text(value: Any, what: str, limit: int) -> str:
         raise InvalidArgument(f"{what} must be a non-empty string, not {value!r}")
     if len(value) > limit:
         raise InvalidArgument(f"{what} is {len(value)} characters, over the {limit} limit")
-    if not value.isprintable() or any(ch.isspace() for ch in value):
+    # A printable string's only possible whitespace is the ASCII space: every other
+    # whitespace character is a control character or a separator, none printable.
+    if not value.isprintable() or " " in value:
         raise InvalidArgument(f"{what} {value!r} has whitespace or unprintable characters")
     return value
 
@@ -174,6 +176,42 @@ def decode_execution(row: tuple[Any, ...], limits: Limits) -> Execution:
         outcome=outcome,
         step_count=step_count,
         created_at=created_at,
+        updated_at=updated_at,
+        history_seq=history_seq,
+    )
+
+
+def decode_stored(
+    execution: Execution,
+    row: tuple[Any, ...],
+    failure: str | None,
+    outcome: str | None,
+    limits: Limits,
+) -> Execution:
+    """``execution`` as a store changed it: ``row`` is a row of ``store_executions.sql``
+    (id, status, step count, update time, history sequence), ``failure`` and ``outcome``
+    the JSON texts the store wrote. The other columns are as ``execution`` read them: the
+    row stayed locked from that read (or insert) to the store."""
+
+    def corrupt(message: str) -> CorruptExecution:
+        return CorruptExecution(execution.id, message)
+
+    execution_id, status, step_count, updated_at, history_seq = row[:5]
+    if execution_id != execution.id:
+        raise corrupt(f"the stored row answers to {execution_id!r}")
+    if status not in STATUSES:
+        raise corrupt(f"unknown status {status!r}")
+    for name, count in (("step_count", step_count), ("history_seq", history_seq)):
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise corrupt(f"{name} {count!r} is not a count")
+    if not isinstance(updated_at, datetime):
+        raise corrupt("a timestamp is missing")
+    return replace(
+        execution,
+        status=cast(ExecutionStatus, status),
+        failure=decode_json_object(failure, None, "failure", limits.max_metadata_bytes, corrupt),
+        outcome=decode_json_object(outcome, None, "outcome", limits.max_position_bytes, corrupt),
+        step_count=step_count,
         updated_at=updated_at,
         history_seq=history_seq,
     )

@@ -11,8 +11,11 @@ a stored row:
     ``statifier_persistence._rows`` decodes them;
 ``{revision_columns}``
     the columns of a ``Revision`` (the fragment ``revision_columns.sql``);
+``{position_columns}``
+    the position, its counters and the armed list of a locked read (the fragment
+    ``position_columns.sql``), in the order ``_rows.decode_position`` reads them;
 ``{journal}``
-    the history entry and the notification of a statement that changed an execution (the
+    the history entry and the notification of a statement that changed executions (the
     fragment ``journal.sql``: two CTEs after the ``updated`` one);
 ``{lock}``
     chosen per use: empty, ``FOR UPDATE`` (a step locks the row it drives) or
@@ -40,6 +43,7 @@ _CHOICES: Final = {"lock": frozenset({"", "FOR UPDATE", "FOR SHARE"})}
 _FRAGMENTS: Final = {
     "columns": "execution_columns",
     "revision_columns": "revision_columns",
+    "position_columns": "position_columns",
     "journal": "journal",
 }
 """Placeholders filled with another file's text (its own placeholders filled in turn)."""

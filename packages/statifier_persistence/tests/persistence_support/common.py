@@ -172,6 +172,51 @@ class TableExecutor:
         return True
 
 
+class BatchingTableExecutor(TableExecutor):
+    """A ``TableExecutor`` that stores timers in batches (``TimerBatches``): a prepared
+    timer is checked as ``schedule`` checks it (``refuse``), and ``store_timers`` writes
+    the ``schedule`` rows of every prepared timer with one statement (then fails, with
+    ``fail``). ``stored`` holds the size of each ``store_timers`` call."""
+
+    def __init__(self, invoke_types: Iterable[str] = ("test:job",)) -> None:
+        super().__init__(invoke_types)
+        self.stored: list[int] = []
+
+    @property
+    def timer_batches(self) -> bool:
+        """Steps prepare and store their timers."""
+        return True
+
+    def prepare_timer(
+        self, execution_id: str, effect: fx.SendDelayed
+    ) -> tuple[str, fx.SendDelayed]:
+        """The timer, checked."""
+        if "schedule" in self.refuse:
+            raise EffectRefused("schedule refused by the test executor")
+        return execution_id, effect
+
+    async def store_timers(
+        self, conn: AsyncConnection[Any], timers: Sequence[tuple[str, fx.SendDelayed]]
+    ) -> None:
+        """One statement for every timer's ``schedule`` row."""
+        self.stored.append(len(timers))
+        await conn.execute(
+            "INSERT INTO test_effects (execution_id, kind, send_id, ordinal, detail)"
+            " SELECT e, 'schedule', s, o, d FROM unnest(%s::text[], %s::text[], %s::int[],"
+            " %s::jsonb[]) AS t (e, s, o, d)",
+            [
+                [execution_id for execution_id, _ in timers],
+                [effect.send_id for _, effect in timers],
+                [effect.ordinal for _, effect in timers],
+                [Jsonb({"event": e.event, "delay_ms": e.delay_ms}) for _, e in timers],
+            ],
+        )
+        for execution_id, effect in timers:
+            self.timers[(execution_id, effect.ordinal)] = effect
+        if "schedule" in self.fail:
+            raise InjectedFailure("store_timers failed after writing")
+
+
 class FanOutTableExecutor(TableExecutor):
     """A ``TableExecutor`` that runs fan-outs: a settlement is a ``settle`` row, a cascade
     a ``cascade`` row (``invoke_id`` set, ``detail`` the generation), in the transaction;

@@ -23,9 +23,9 @@ from statifier.budget import FIELDS as LIMIT_FIELDS
 from statifier.chart.model import Machine
 from statifier.core._payload import CorruptPosition, decode_payload
 from statifier.core.state import MachineState
-from statifier.datamodel import datamodel_for
+from statifier.datamodel import Datamodel, datamodel_for, stored_variables, variables_of
 from statifier.errors import PositionError
-from statifier.values import brief
+from statifier.values import brief, same_data
 
 EXPORT_FORMAT: Final = "statifier-export-1"
 """The ``format`` of every export; ``import_position`` reads only this one."""
@@ -50,6 +50,8 @@ _KEYS: Final = frozenset(
         "limits",
     }
 )
+_STORED: Final = "stored_datamodel"
+"""The optional key of an export holding the datamodel's own stored form (ADR 22)."""
 _INVOCATION_KEYS: Final = frozenset({"state", "index", "node_id", "id"})
 _UNNAMED_PREFIX: Final = "__state"
 
@@ -117,10 +119,13 @@ def export_position(state: MachineState) -> dict[str, Any]:
     ids in document order, the root left out), ``history`` (history state id -> the state
     ids it recorded), ``invocations`` (``{"state", "index", "node_id", "id"}``: the
     invoking state's id, the ``<invoke>``'s place in it, its authored id or None, the live
-    invoke id), ``datamodel``, ``counters`` (``invoke``, ``send``, ``timer``,
-    ``macrostep``, ``microstep``, ``round``), ``running``, ``status``, ``trace``,
-    ``max_macrostep_rounds`` and ``limits``. The opaque ``caller_context`` of the last
-    macrostep is not exported.
+    invoke id), ``datamodel`` (the variables as plain data, as ``state.datamodel`` reads),
+    ``counters`` (``invoke``, ``send``, ``timer``, ``macrostep``, ``microstep``,
+    ``round``), ``running``, ``status``, ``trace``, ``max_macrostep_rounds`` and
+    ``limits``; for a datamodel that keeps a stored form of its own (ECMAScript, ADR 22),
+    ``stored_datamodel`` too: the variables as a position keeps them, which lets an import
+    keep what plain data cannot say (shared objects, the chart's functions). The opaque
+    ``caller_context`` of the last macrostep is not exported.
 
     Raises ``NotQuiescent`` while the internal queue holds events.
     """
@@ -143,7 +148,7 @@ def export_position(state: MachineState) -> dict[str, Any]:
         }
         for (s, n), invoke_id in sorted(state.invocations.items())
     ]
-    return {
+    exported = {
         "format": EXPORT_FORMAT,
         "identity": state.machine.identity,
         "session_id": state.session_id,
@@ -152,7 +157,7 @@ def export_position(state: MachineState) -> dict[str, Any]:
         "states_to_invoke": [states[i].id for i in state.states_to_invoke],
         "history": {states[h].id: ids(recorded) for h, recorded in sorted(state.history.items())},
         "invocations": invocations,
-        "datamodel": copy.deepcopy(state.datamodel),
+        "datamodel": copy.deepcopy(dict(state.datamodel)),
         "counters": {
             "invoke": state.invoke_counter,
             "send": state.send_counter,
@@ -167,6 +172,9 @@ def export_position(state: MachineState) -> dict[str, Any]:
         "max_macrostep_rounds": state.max_macrostep_rounds,
         "limits": {name: getattr(state.limits, name) for name in LIMIT_FIELDS},
     }
+    if type(state.datamodel) is not dict:
+        exported[_STORED] = copy.deepcopy(stored_variables(state.datamodel))
+    return exported
 
 
 # -- import ------------------------------------------------------------------------------
@@ -190,7 +198,11 @@ def import_position(
     again); every other state that is gone and not mapped refuses the import with
     ``UnknownStates``, naming all of them. A live invocation keeps its invoke id when its
     state has the ``<invoke>`` still (by authored id, else by its place in the state),
-    else ``UnknownInvocations``. ``datamodel`` sets variables (added or replaced; system
+    else ``UnknownInvocations``. The variables are the export's ``datamodel``; for a
+    datamodel with a stored form of its own, a variable whose plain value is what the
+    export's ``stored_datamodel`` holds comes from there (so it keeps what plain data cannot
+    say), and one changed in ``datamodel`` is taken as the data it now is. ``datamodel``
+    sets variables (added or replaced; system
     variables, starting with ``_``, cannot be set); every variable the chart declares must
     have a value then (``MissingVariables``), except those of states not entered yet under
     late binding. ``_name`` becomes ``machine``'s name; the session id, counters and
@@ -280,7 +292,7 @@ def _fields(exported: Any) -> dict[str, Any]:
         raise ImportRefused(f"an export is a mapping, not a {type(exported).__name__}")
     if exported.get("format") != EXPORT_FORMAT:
         raise ImportRefused(f"format {brief(exported.get('format'))} is not {EXPORT_FORMAT!r}")
-    keys = set(exported)
+    keys = set(exported) - {_STORED}
     if keys != _KEYS:
         raise ImportRefused(
             f"export keys: missing {sorted(_KEYS - keys)}, unexpected {sorted(keys - _KEYS)}"
@@ -322,12 +334,16 @@ def _datamodel(
     variables = fields["datamodel"]
     if not isinstance(variables, dict) or not all(isinstance(k, str) for k in variables):
         raise ImportRefused("datamodel must be an object with variable names as keys")
-    result = copy.deepcopy(variables)
+    model = datamodel_for(machine.datamodel)
+    if variables_of(machine) is None:
+        result = copy.deepcopy(variables)
+    else:
+        result = _kept(variables, fields.get(_STORED), model)
     if changes is None:
         return result
     if not isinstance(changes, Mapping):
         raise TypeError(f"datamodel is a mapping of variables, not {type(changes).__name__}")
-    stored = datamodel_for(machine.datamodel).stored_form
+    stored = model.stored_form
     for name, value in changes.items():
         if not isinstance(name, str) or not name:
             raise TypeError(f"a variable name is a non-empty string, not {name!r}")
@@ -336,6 +352,34 @@ def _datamodel(
         # An operator's value is data: the datamodel writes it in its stored form, where
         # nothing it holds can read as anything else (ADR 22).
         result[name] = stored(copy.deepcopy(value))
+    return result
+
+
+def _kept(plain: dict[str, Any], kept: Any, model: Datamodel) -> dict[str, Any]:
+    """The stored form of an export's variables for a datamodel with one of its own: from
+    ``stored_datamodel`` where ``datamodel`` still reads as it does, else from the data."""
+    if kept is not None and (
+        not isinstance(kept, dict) or not all(isinstance(k, str) for k in kept)
+    ):
+        raise ImportRefused(f"{_STORED} must be an object with variable names as keys")
+    unchanged = model.state_variables(kept) if kept is not None else {}
+    result: dict[str, Any] = {}
+    from_stored = False
+    for name, value in plain.items():
+        if name.startswith("_"):
+            result[name] = copy.deepcopy(value)  # system variables are stored as they are
+        elif not model.is_identifier(name):
+            raise ImportRefused(f"datamodel: {brief(name)} is not a variable name")
+        elif name in unchanged and same_data(unchanged[name], value):
+            result[name] = copy.deepcopy(kept[name])  # type: ignore[index]
+            from_stored = True
+        else:
+            result[name] = model.stored_form(copy.deepcopy(value))
+    if from_stored:
+        # The stored form's own entries (ECMAScript's ``#objects``: objects stored once).
+        for name, value in kept.items():  # type: ignore[union-attr]
+            if not name.startswith("_") and not model.is_identifier(name):
+                result[name] = copy.deepcopy(value)
     return result
 
 

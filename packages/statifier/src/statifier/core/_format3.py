@@ -66,6 +66,7 @@ from statifier.core._payload import (
 from statifier.core._run import shared
 from statifier.core.planner import io_processors
 from statifier.core.state import MachineState
+from statifier.datamodel.base import stored_variables
 
 STANDARD: Final = "standard_system_variables"
 """The values member that says the standard system variables are left out."""
@@ -209,7 +210,7 @@ def _plain(state: MachineState) -> bytes | None:
     for counter in (invoke_counter, send_counter, timer_counter, macrostep, microstep, round_):
         if type(counter) is not int or not 0 <= counter <= MAX_COUNTER:
             return None
-    datamodel = state.datamodel
+    datamodel = stored_variables(state.datamodel)
     if type(datamodel) is not dict:
         return None
     standard = standard_system_variables(datamodel, session_id, machine)

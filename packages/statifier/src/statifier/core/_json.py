@@ -11,11 +11,10 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from json.encoder import encode_basestring_ascii
 from typing import Any, Final, NoReturn, cast
 
 from statifier.core._payload import CorruptPosition
-from statifier.values import brief
+from statifier.values import brief, one_shot_json_writer
 
 
 def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -65,19 +64,5 @@ ENCODER: Final = json.JSONEncoder(
 """A position's JSON form: compact, sorted keys, ASCII only, no NaN."""
 
 
-def _one_shot_encoder() -> Callable[[Any], str]:
-    """``ENCODER.encode`` without building a new C encoder per call; a cycle is found as
-    a ``RecursionError`` instead of a ``ValueError`` (both mean: not JSON)."""
-    try:
-        from _json import make_encoder
-    except ImportError:  # pragma: no cover - an interpreter without the C accelerator
-        return ENCODER.encode
-    encoder = make_encoder(
-        None, ENCODER.default, encode_basestring_ascii, None, ":", ",", True, False, False
-    )
-    join = "".join
-    return lambda value: join(encoder(value, 0))
-
-
-encode_json: Final = _one_shot_encoder()
+encode_json: Final = one_shot_json_writer(sort_keys=True)
 """``ENCODER.encode``, faster: compact JSON text with sorted keys, ASCII only."""

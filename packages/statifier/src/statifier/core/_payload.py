@@ -33,6 +33,7 @@ from statifier.chart.model import Machine
 from statifier.core._legal import configuration_problem, history_problem
 from statifier.core.events import MAX_NAME_LENGTH, Event, EventType
 from statifier.core.state import MachineState, StateBuilder, Status, finish
+from statifier.datamodel.registry import state_variables
 from statifier.errors import PositionError
 from statifier.values import MAX_DEPTH, MAX_INT_BITS, ValueRefused, brief, measure
 
@@ -293,7 +294,7 @@ def build_state(
     state.send_counter = payload["send_counter"]
     state.timer_counter = payload["timer_counter"]
     state.caller_context = payload["caller_context"]
-    state.datamodel = payload["datamodel"]
+    state.datamodel = state_variables(machine, payload["datamodel"])
     state.running = shape.running
     state.status = shape.status
     state.macrostep = payload["macrostep"]

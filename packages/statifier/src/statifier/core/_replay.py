@@ -62,7 +62,7 @@ def replay(
         state.limits.start_steps < rounds * NODE_COST
     ):
         return None
-    datamodel = state.datamodel.copy()
+    datamodel = dict(state.datamodel)  # a dict: see ``record``
     datamodel["_event"] = event.as_system_variable()
     new: Any = _new(StateBuilder)
     new.machine = state.machine
@@ -98,8 +98,12 @@ def replay(
 
 def record(before: MachineState, name: str, after: MachineState, entered: frozenset[int]) -> None:
     """Remember the step from ``before`` on event ``name`` that ended in ``after``, having
-    entered ``entered`` on the way (the caller checked it only moved the configuration)."""
-    if len(name) > _NAME_LENGTH:
+    entered ``entered`` on the way (the caller checked it only moved the configuration).
+
+    Only for variables kept in a ``dict``: a datamodel that keeps its own (ADR 22) may
+    hold what a variable took of the event, which the next event must turn into data of
+    its own (its engine sees every event), so its steps always run in full."""
+    if len(name) > _NAME_LENGTH or type(after.datamodel) is not dict:
         return
     cache = before.machine._cache
     memo = cache.get(STEPS)

@@ -10,7 +10,7 @@ the datamodel, raising error events. ``freeze`` turns it back into an immutable 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Container, Iterable
+from collections.abc import Container, Iterable, Mapping
 from typing import Any, NoReturn, Self
 
 from statifier.budget import Budget, MacrostepLimits, Reason
@@ -554,8 +554,8 @@ class Run:
             self.effects.append(change)
         return change
 
-    def kept_freeze(self, datamodel: KeptVariables) -> tuple[dict[str, Any], Any]:
-        """The stored form of kept variables, and what the state carries to the next call."""
+    def kept_freeze(self, datamodel: KeptVariables) -> tuple[Mapping[str, Any], Any]:
+        """The state's view of kept variables, and what it carries to the next call."""
         try:
             return datamodel.freeze()
         except MemoryError:

@@ -9,7 +9,7 @@ block is skipped (spec 4.9). Send targets are read by ``statifier.core.planner``
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from statifier.budget import NODE_COST
@@ -34,7 +34,7 @@ from statifier.core import planner
 from statifier.core._build import cancel, datamodel_change, log, send_delayed
 from statifier.core._run import SMALL_INT, BlockAbort, Run
 from statifier.core.events import MAX_NAME_LENGTH, Event
-from statifier.datamodel import Expression, variables_of
+from statifier.datamodel import Expression, Location, WritesFailed, variables_of
 from statifier.values import brief
 
 
@@ -60,6 +60,9 @@ class ContentExecutor(Run):
         Every node spends ``NODE_COST`` steps of the macrostep budget, and none runs once a
         per-call budget is exhausted. Each node runs through its step (``steps_of``).
         """
+        if type(self.datamodel) is not dict:
+            self.execute_kept(nodes)
+            return
         budget = self.budget
         effects, queue, limits = self.effects, self.internal_queue, self.limits
         max_effects, max_queue = limits.max_effects, limits.max_queue
@@ -82,6 +85,119 @@ class ContentExecutor(Run):
             ):
                 self.check_budget()
             step(self, node)
+
+    def execute_kept(self, nodes: tuple[ContentNode, ...]) -> None:
+        """``execute_nodes`` over variables their datamodel keeps (ADR 22): each run of
+        ``<assign>`` (and a ``<log>`` ending it) goes to the datamodel in one call, as far
+        as the budgets let it go; a node a run stops before runs alone (trace mode runs
+        every node alone, for the values it records)."""
+        runs = None if self.trace else kept_runs(self.machine, nodes)
+        steps = steps_of(self.machine, nodes)
+        budget = self.budget
+        effects, queue, limits = self.effects, self.internal_queue, self.limits
+        index, end = 0, len(nodes)
+        while index < end:
+            run = None if runs is None else runs[index]
+            if run is not None:
+                done = self.run_kept(run)
+                index += done
+                if done == len(run.nodes):
+                    continue
+            # One node alone, as ``execute_nodes`` runs each.
+            node, step = steps[index]
+            self.node = node
+            self.line = node.line
+            budget.steps -= NODE_COST
+            if (
+                budget.steps < 0
+                or budget.exhausted is not None
+                or len(effects) >= limits.max_effects
+                or len(queue) >= limits.max_queue
+            ):
+                self.check_budget()
+            step(self, node)
+            index += 1
+
+    def run_kept(self, run: KeptRun) -> int:
+        """Run as much of ``run`` as the budgets allow in one datamodel call, with the
+        charges, effects and errors each node would have alone; the number of nodes run."""
+        budget = self.budget
+        limits = self.limits
+        datamodel: Any = self.datamodel
+        if budget.exhausted is not None or len(self.internal_queue) >= limits.max_queue:
+            return 0
+        # Each node charges NODE_COST, then its call; both checks pass while steps remain.
+        count = len(run.nodes)
+        affordable = budget.steps // (NODE_COST + datamodel.call_cost)
+        if affordable < count:
+            count = affordable
+        room = limits.max_effects - len(self.effects)
+        if room < count:
+            count = room
+        if count <= 0:
+            return 0
+        self.replayable = False
+        writes = len(run.writes)
+        try:
+            ran: tuple[int, Any] = datamodel.assign_all(
+                run.writes, run.log, count, self.in_state, budget
+            )
+        except WritesFailed as failed:
+            budget.steps -= NODE_COST * (failed.done + 1)
+            self.record_kept(run, failed.done)
+            node = run.nodes[failed.done]
+            self.node, self.line = node, node.line
+            what = (
+                f"cannot assign to {brief(node.location.source)}"
+                if type(node) is AssignNode
+                else brief(run.log.source if run.log is not None else "")
+            )
+            self.raise_error("error.execution", self.failure(what, failed.error))
+            raise BlockAbort from None
+        done, value = ran
+        budget.steps -= NODE_COST * done
+        self.record_kept(run, done if done < writes else writes)
+        if done > writes:
+            node = run.nodes[writes]
+            assert type(node) is LogNode  # noqa: S101 - a run ends with its log
+            self.node, self.line = node, node.line
+            self.effects.append(
+                log(
+                    node.label,
+                    self.ship(value),
+                    node.c_index,
+                    node.owner,
+                    self.macrostep,
+                    self.microstep,
+                    self.round,
+                )
+            )
+        return done
+
+    def record_kept(self, run: KeptRun, count: int) -> None:
+        """The ``DatamodelChange`` of each of the first ``count`` writes of ``run`` (no
+        values: a run never goes to the engine in trace mode)."""
+        append = self.effects.append
+        macrostep, microstep, rounds = self.macrostep, self.microstep, self.round
+        unrecorded = fx.NOT_RECORDED
+        for node in run.nodes[:count]:
+            assert type(node) is AssignNode  # noqa: S101 - writes come first
+            append(
+                datamodel_change(
+                    node.location.source,
+                    (),
+                    unrecorded,
+                    unrecorded,
+                    node.c_index,
+                    node.owner,
+                    macrostep,
+                    microstep,
+                    rounds,
+                )
+            )
+        if count:
+            node = run.nodes[count - 1]
+            self.node, self.line = node, node.line
 
     def exec_raise(self, node: RaiseNode) -> None:
         self.internal_queue.append(Event(name=node.event, type="internal"))
@@ -492,6 +608,52 @@ _STEPS: dict[type, Callable[[Any, bool], Step]] = {
 }
 """Per node type, what makes a node's step (given the node, and whether the machine's
 datamodel keeps its variables itself)."""
+
+
+@dataclass(frozen=True, slots=True)
+class KeptRun:
+    """A run of ``<assign>`` nodes (and a ``<log>`` with an ``expr`` ending it) that a
+    datamodel keeping its variables runs in one call (``KeptVariables.assign_all``)."""
+
+    nodes: tuple[ContentNode, ...]
+    writes: tuple[tuple[Location, Expression | None, Any], ...]
+    log: Expression | None
+
+
+_RUNS = "kept runs"
+"""The key, in a machine's ``_cache``, of the runs of its blocks (by the block's id)."""
+
+
+def kept_runs(machine: Machine, nodes: tuple[ContentNode, ...]) -> tuple[KeptRun | None, ...]:
+    """For each node of a block, the run starting there (None: none, or one node alone).
+
+    A run is two or more nodes: ``<assign>`` nodes, perhaps ended by a ``<log>`` with an
+    ``expr``. Worked out once per block (blocks live as long as their machine)."""
+    memo: dict[int, tuple[Any, tuple[KeptRun | None, ...]]] = machine._cache.setdefault(_RUNS, {})
+    known = memo.get(id(nodes))
+    if known is not None and known[0] is nodes:
+        return known[1]
+    runs: list[KeptRun | None] = [None] * len(nodes)
+    start = 0
+    while start < len(nodes):
+        end = start
+        while end < len(nodes) and type(nodes[end]) is AssignNode:
+            end += 1
+        tail = nodes[end] if end < len(nodes) else None
+        last = end + 1 if type(tail) is LogNode and tail.expr is not None else end
+        for first in range(start, last):
+            if last - first >= 2:
+                assigns: list[AssignNode] = [n for n in nodes[first:end] if type(n) is AssignNode]
+                runs[first] = KeptRun(
+                    nodes[first:last],
+                    tuple((n.location, n.expr, n.value) for n in assigns),
+                    tail.expr if last > end else None,  # type: ignore[union-attr]
+                )
+        start = max(last, start + 1)
+    found = tuple(runs)
+    memo[id(nodes)] = (nodes, found)
+    return found
+
 
 _BLOCKS: Final = "blocks"
 """The key, in a machine's ``_cache``, of the compiled blocks, by the identity of the

@@ -104,6 +104,7 @@ from statifier.core._payload import (
 )
 from statifier.core.events import Event
 from statifier.core.state import MachineState
+from statifier.datamodel.base import stored_variables
 from statifier.errors import PositionError
 from statifier.values import brief
 
@@ -218,7 +219,7 @@ def _checked_body(state: MachineState) -> bytes:
         return _format3.body(payload, state.machine)
     except CorruptPosition as exc:
         # A value JSON would carry unfaithfully (a tuple, a non-string key): say where.
-        _check_json(state.datamodel, "datamodel")
+        _check_json(stored_variables(state.datamodel), "datamodel")
         raise UnserializablePosition(f"state is not a valid position: {exc}") from None
     except MemoryError:
         raise UnserializablePosition("state is too large to write") from None
@@ -260,7 +261,7 @@ def _identity_line(identity: str) -> bytes:
 
 def _encode_state(state: MachineState) -> tuple[dict[str, Any], str]:
     """The payload of ``state`` as a dict, and its datamodel already encoded."""
-    datamodel = state.datamodel
+    datamodel = stored_variables(state.datamodel)
     try:
         # Cycles, NaN and unknown types make the encoder raise at C speed (what is left,
         # tuples and non-string keys, the datamodel check refuses); the walk below is only

@@ -6,7 +6,7 @@ execution across a restart is here, and ``statifier.core.position`` serializes i
 
 from __future__ import annotations
 
-from collections.abc import Container
+from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -24,8 +24,10 @@ class MachineState:
     ``configuration`` is the set of active state indexes (the root is implicit).
     ``invocations`` maps ``(state_index, invoke_index)`` to the live invoke id.
     ``history`` maps a history state's index to the state indexes it recorded.
-    ``datamodel`` maps variable names (system variables included) to JSON-like values (for
-    an ECMAScript chart, each variable's stored form, ADR 22); treat it as read-only.
+    ``datamodel`` maps variable names (system variables included) to JSON-like values;
+    treat it as read-only. It is a ``dict``, or for a datamodel that keeps a stored form of
+    its own (ECMAScript, ADR 22) a read-only mapping of plain values
+    (``statifier.datamodel.StoredVariables``) whose stored form only positions read.
     """
 
     machine: Machine
@@ -40,7 +42,7 @@ class MachineState:
     send_counter: int
     timer_counter: int
     caller_context: Any
-    datamodel: dict[str, Any]
+    datamodel: Mapping[str, Any]
     running: bool
     status: Status
     macrostep: int
@@ -53,7 +55,7 @@ class MachineState:
     limits: MacrostepLimits = DEFAULT_LIMITS
     """The budgets of every macrostep (``statifier.budget``); rounds are
     ``max_macrostep_rounds``."""
-    _datamodel_bound: tuple[dict[str, Any], Any] | None = field(
+    _datamodel_bound: tuple[Mapping[str, Any], Any] | None = field(
         default=None, init=False, repr=False, compare=False
     )
     """(derived) ``(datamodel, carried)``: what the call that made this state knows of that

@@ -22,9 +22,12 @@ from statifier.datamodel.base import (
     Location,
     Script,
     ScriptError,
+    StoredVariables,
     Value,
     Variables,
     WriteResult,
+    WritesFailed,
+    stored_variables,
 )
 from statifier.datamodel.host import HostFunction, HostFunctionError, HostFunctions
 from statifier.datamodel.python import (
@@ -65,9 +68,11 @@ __all__ = [
     "PythonDatamodel",
     "Script",
     "ScriptError",
+    "StoredVariables",
     "Value",
     "Variables",
     "WriteResult",
+    "WritesFailed",
     "compile_expression",
     "compile_location",
     "compile_script",
@@ -75,5 +80,6 @@ __all__ = [
     "is_identifier",
     "is_value",
     "parse_inline_content",
+    "stored_variables",
     "variables_of",
 ]

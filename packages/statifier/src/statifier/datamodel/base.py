@@ -9,13 +9,15 @@ into a value; the core evaluates the compiled :class:`Expression`, :class:`Locat
 The variables are a ``dict`` of JSON-like values (system variables included) that the core
 keeps, or, for a datamodel that keeps its variables itself (``Datamodel.variables``, ADR
 22), a :class:`KeptVariables` mapping: the core then writes through its operations, and a
-state's ``datamodel`` holds the stored form it returns at the end of each call.
+state's ``datamodel`` is the :class:`StoredVariables` each call ends with: plain values to
+read, and a stored form of the datamodel's own that only positions read
+(:func:`stored_variables`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, MutableMapping
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from statifier.datamodel.writes import Admit as Admit
 from statifier.datamodel.writes import PathKey as PathKey
@@ -89,6 +91,19 @@ class ScriptError(EvaluationError):
         super().__init__(message)
         self.writes = writes
         self.line = line
+
+
+class WritesFailed(DatamodelError):
+    """One of a run of writes (``KeptVariables.assign_all``) failed: ``done`` of them had
+    run before it, and ``error`` is what the failing one raised (nothing of it stayed)."""
+
+    done: int
+    error: EvaluationError
+
+    def __init__(self, done: int, error: EvaluationError) -> None:
+        super().__init__(str(error))
+        self.done = done
+        self.error = error
 
 
 class DatamodelUnavailable(DatamodelError):
@@ -177,7 +192,7 @@ class Script(Protocol):
 class KeptVariables(Protocol):
     """The variables of one call of a datamodel that keeps them itself (ADR 22).
 
-    A ``MutableMapping`` of the variables (reading one gives its stored form; setting one
+    A ``MutableMapping`` of the variables (reading one gives its plain value; setting one
     binds data), plus the writes the core makes, each admitted by the datamodel cap before
     it happens (a refusal raises and changes nothing), and ``freeze``.
     """
@@ -206,6 +221,29 @@ class KeptVariables(Protocol):
         ``EvaluationError`` (nothing changes then)."""
         ...
 
+    @property
+    def call_cost(self) -> int:
+        """Steps of the macrostep budget one call into the datamodel costs at least."""
+        ...
+
+    def assign_all(
+        self,
+        writes: tuple[tuple[Location, Expression | None, Value], ...],
+        log: Expression | None,
+        count: int,
+        in_state: InState,
+        budget: Budget | None = None,
+    ) -> tuple[int, Value]:
+        """The first ``count`` of ``writes`` (``(location, expr, value)``, each as
+        ``assign`` would store it), then ``log``'s value when ``count`` reaches it (it
+        comes after the writes), in as few calls as the datamodel can, each charging the
+        budget as its own call would: how many it ran, and the log's value. It stops
+        before one it cannot run so, a write into no declared variable among them (the
+        core runs that one alone, and reports it); a failing one raises ``WritesFailed``
+        (the writes before it stay). ``writes`` is the caller's own tuple, the same at
+        every call (the datamodel may prepare it once)."""
+        ...
+
     def foreach_array(
         self, expr: Expression, in_state: InState, budget: Budget | None = None
     ) -> int | None:
@@ -222,13 +260,42 @@ class KeptVariables(Protocol):
         ...
 
     def export(self, name: str) -> Value:
-        """A copy of a variable's value as plain data (a traced write's value)."""
+        """A variable's value as plain data (a traced write's value)."""
         ...
 
-    def freeze(self) -> tuple[dict[str, Value], Any]:
-        """End the call: the state's ``datamodel`` (the stored form) and what the state
-        carries to the next call (``MachineState._datamodel_bound``)."""
+    def freeze(self) -> tuple[Mapping[str, Value], Any]:
+        """End the call: the state's ``datamodel`` and what the state carries to the next
+        call (``MachineState._datamodel_bound``)."""
         ...
+
+
+@runtime_checkable
+class StoredVariables(Protocol):
+    """A state's variables, kept by their datamodel in a stored form of its own (ADR 22).
+
+    A read-only ``Mapping`` of the variables as plain JSON-like data (what users read:
+    ``MachineState.datamodel``), plus the stored form positions keep."""
+
+    def __getitem__(self, name: str) -> Value: ...
+
+    def __iter__(self) -> Iterator[str]: ...
+
+    def __len__(self) -> int: ...
+
+    def __contains__(self, name: object) -> bool: ...
+
+    def stored(self) -> dict[str, Value]:
+        """The variables in the stored form (system variables included), as a position
+        keeps them."""
+        ...
+
+
+def stored_variables(datamodel: Mapping[str, Value]) -> dict[str, Value]:
+    """What a position keeps of a state's ``datamodel``: the ``dict`` itself, or the stored
+    form of variables a datamodel keeps (:class:`StoredVariables`)."""
+    if type(datamodel) is dict:
+        return datamodel
+    return cast("StoredVariables", datamodel).stored()
 
 
 type OpenVariables = Callable[[Machine, MachineState | None], KeptVariables]
@@ -308,4 +375,9 @@ class Datamodel(Protocol):
         """Plain data as a state's ``datamodel`` stores it (an operator's change to a
         variable is written so): the value itself, unless the datamodel keeps a stored form
         of its own."""
+        ...
+
+    def state_variables(self, stored: dict[str, Value]) -> Mapping[str, Value]:
+        """A state's ``datamodel`` from what a position keeps of it: the ``dict`` itself,
+        or the :class:`StoredVariables` of a datamodel with a stored form of its own."""
         ...

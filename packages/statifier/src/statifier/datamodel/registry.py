@@ -8,6 +8,7 @@ code in a sandboxed QuickJS engine and needs the ``statifier[ecmascript]`` extra
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, cast
 
@@ -88,6 +89,10 @@ class PythonDatamodel:
         """The value itself (variables are stored as they are)."""
         return value
 
+    def state_variables(self, stored: dict[str, Value]) -> dict[str, Value]:
+        """The ``dict`` itself (variables are stored as they are)."""
+        return stored
+
 
 PYTHON: Final = PythonDatamodel()
 """The Python datamodel."""
@@ -124,6 +129,22 @@ def variables_of(machine: Machine) -> OpenVariables | None:
     if found is _UNKNOWN:
         found = machine._cache[_VARIABLES] = datamodel_for(machine.datamodel).variables
     return cast("OpenVariables | None", found)
+
+
+_STATE_VARIABLES: Final = ("datamodel", "state_variables")
+"""The key, in a machine's ``_cache``, of its datamodel's ``state_variables`` (not a memo)."""
+
+
+def state_variables(machine: Machine, stored: dict[str, Value]) -> Mapping[str, Value]:
+    """The ``datamodel`` of a state of ``machine`` whose position keeps ``stored``: the
+    ``dict`` itself, unless the datamodel keeps a stored form of its own (ADR 22)."""
+    if variables_of(machine) is None:
+        return stored
+    # Looked up once per machine: every position read of the chart comes here.
+    found = machine._cache.get(_STATE_VARIABLES)
+    if found is None:
+        found = machine._cache[_STATE_VARIABLES] = datamodel_for(machine.datamodel).state_variables
+    return cast("Callable[[dict[str, Value]], Mapping[str, Value]]", found)(stored)
 
 
 __all__ = [

@@ -213,6 +213,30 @@ class ObanExecutor:
         except ScheduleRejected as exc:
             raise EffectRefused(exc.reason, str(exc)) from exc
 
+    @property
+    def timer_batches(self) -> bool:
+        """Steps store their timers in batches (``prepare_timer``, ``store_timers``), unless
+        a subclass overrides ``schedule`` (then every timer goes through it, as before) or
+        tracing is on: each timer job then carries its own step's trace context and its
+        own ``schedule_timer`` span (ADR 30), which a batch of several steps' timers
+        cannot. Asked at every step."""
+        return type(self).schedule is ObanExecutor.schedule and instrumentation.current is None
+
+    def prepare_timer(self, execution_id: str, effect: SendDelayed) -> _schedule.PreparedTimer:
+        """A timer checked as ``schedule`` checks it, for ``store_timers`` (``TimerBatches``:
+        a step stores its timers, or a group commit several executions' timers, at once)."""
+        try:
+            return _schedule.prepare(self.config, execution_id, effect, any_target=True)
+        except ScheduleRejected as exc:
+            raise EffectRefused(exc.reason, str(exc)) from exc
+
+    async def store_timers(
+        self, conn: AsyncConnection[Any], timers: Sequence[_schedule.PreparedTimer]
+    ) -> None:
+        """Timer jobs for every prepared timer, in one statement on the step's connection
+        (read back only for ``timer.scheduled`` handlers)."""
+        await _schedule.store_prepared(self.config, timers, conn=conn, jobs=False)
+
     async def cancel_timers(
         self, conn: AsyncConnection[Any], execution_id: str, effect: Cancel
     ) -> None:

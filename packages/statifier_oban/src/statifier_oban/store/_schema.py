@@ -83,7 +83,8 @@ def invoke_indexes_sql(prefix: str = "public") -> str:
 
 
 def install_sql(prefix: str = "public") -> str:
-    """oban's schema SQL (``oban.schema.install_sql``) followed by our indexes and table.
+    """oban's schema SQL (``oban.schema.install_sql``) followed by our indexes, the
+    planner statistics of a job's scope and our table.
 
     For migration tools. Every statement is idempotent. For a prefix other than
     ``public``, run it with ``search_path`` set to that schema (created first), as
@@ -101,6 +102,8 @@ def install_sql(prefix: str = "public") -> str:
         + timer_indexes_sql(prefix)
         + "\n"
         + invoke_indexes_sql(prefix)
+        + "\n"
+        + _sql.statement("scope_statistics", prefix)
         + "\n"
         + _sql.statement("session_leases", prefix)
     )

@@ -14,6 +14,8 @@ in braces, filled here from a fixed table, never from a job row or a caller's da
     the job states a cancel reaches and a pending count counts, as a list of literals;
 ``{timer_dedup_index}`` and the other index names
     our index names (:data:`statifier_oban._names.INDEXES`);
+``{scope_statistics}``
+    the name of our planner statistics (:data:`statifier_oban._names.SCOPE_STATISTICS`);
 ``{announce_horizon_ms}``
     :data:`statifier_oban._names.ANNOUNCE_HORIZON_MS`, as an integer literal;
 ``{worker}``, ``{key}``
@@ -51,6 +53,7 @@ from .._names import (
     MESSAGE_WORKER,
     PENDING_STATES,
     POST_WORKER,
+    SCOPE_STATISTICS,
     SETTLEMENT_WORKER,
     TIMER_DEDUP_INDEX,
     TIMER_PENDING_INDEX,
@@ -130,6 +133,7 @@ _FIXED: Final = {
     "invoke_dedup_index": INVOKE_DEDUP_INDEX,
     "child_start_dedup_index": CHILD_START_DEDUP_INDEX,
     "invoke_pending_index": INVOKE_PENDING_INDEX,
+    "scope_statistics": SCOPE_STATISTICS,
     "announce_horizon_ms": str(int(ANNOUNCE_HORIZON_MS)),
 }
 """Placeholders with one value for every statement."""

@@ -8,7 +8,7 @@ id for a live host, the durable execution id otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
@@ -177,34 +177,34 @@ async def _schedule(
     return _scheduled(scope, effect, row)
 
 
-def _encode_batch(
-    config: Config, scope: str, batch: list[SendDelayed]
-) -> tuple[list[dict[str, Any]], bool]:
-    """The args of every effect of a batch, or the first refusal (announced and raised).
+@dataclass(frozen=True, slots=True)
+class PreparedTimer:
+    """A timer checked and encoded, not stored yet: :func:`store_prepared` stores it,
+    usually with others (a drive's, or several executions' at once)."""
 
-    Also says whether every args is plain (see ``_plain``), so that the batch can take
-    ``_statements.plain_jsonb``'s fast encoder.
-    """
-    encoded: list[dict[str, Any]] = []
-    seen: set[int] = set()
-    scope_ok = isinstance(scope, str) and bool(scope)
-    all_plain = scope_ok
-    codec = config.opaque_codec
-    for effect in batch:
-        try:
-            if not (scope_ok and _plain(effect)):
-                _check_effect(scope, effect, scope_checked=scope_ok)
-                all_plain = False
-            if effect.ordinal in seen:
-                raise DuplicateOrdinal(
-                    f"ordinal {effect.ordinal} appears twice in one batch", scope=scope
-                )
-            seen.add(effect.ordinal)
-            encoded.append(_args.encode(scope, effect, codec))
-        except ScheduleRejected as exc:
-            _rejected(scope, effect, exc.reason)
-            raise
-    return encoded, all_plain
+    scope: str
+    effect: SendDelayed
+    args: dict[str, Any]
+    plain: bool
+    """Whether the args hold only plain JSON (see ``_plain``): a batch of plain timers
+    takes ``_statements.plain_jsonb``'s fast encoder."""
+
+
+def prepare(
+    config: Config, scope: str, effect: SendDelayed, *, any_target: bool = False
+) -> PreparedTimer:
+    """Check and encode one timer, storing nothing: ``schedule``'s refusals
+    (``ScheduleRejected``, announced by a ``schedule_rejected`` event) before anything
+    is sent to the database. ``any_target`` as for ``schedule``."""
+    try:
+        plain = isinstance(scope, str) and bool(scope) and _plain(effect)
+        if not plain:
+            _check_effect(scope, effect, any_target=any_target)
+        args = _args.encode(scope, effect, config.opaque_codec)
+    except ScheduleRejected as exc:
+        _rejected(scope, effect, exc.reason)
+        raise
+    return PreparedTimer(scope, effect, args, plain)
 
 
 def _plain(effect: SendDelayed) -> bool:
@@ -257,65 +257,109 @@ async def schedule_many(
     All effects are validated before anything is stored: one refusal stores none of them.
     Returns the jobs in the order of ``effects`` (conflicts marked as such).
     """
-    batch = list(effects)
-    if not batch:
+    prepared: list[PreparedTimer] = []
+    seen: set[int] = set()
+    for effect in effects:
+        timer = prepare(config, scope, effect)
+        if effect.ordinal in seen:
+            _rejected(scope, effect, DuplicateOrdinal.reason)
+            raise DuplicateOrdinal(
+                f"ordinal {effect.ordinal} appears twice in one batch", scope=scope
+            )
+        seen.add(effect.ordinal)
+        prepared.append(timer)
+    if not prepared:
         return []
     tracer = instrumentation.current
     if tracer is None:
-        return await _schedule_many(config, scope, batch, conn, None)
+        return await store_prepared(config, prepared, conn=conn)
     with tracer.span(
-        instrumentation.SCHEDULE_TIMERS, scope=scope, count=len(batch), queue=config.timers_queue
+        instrumentation.SCHEDULE_TIMERS,
+        scope=scope,
+        count=len(prepared),
+        queue=config.timers_queue,
     ) as span:
-        jobs = await _schedule_many(config, scope, batch, conn, tracer)
+        jobs = await store_prepared(config, prepared, conn=conn, tracer=tracer)
         stored = sum(not job.conflict for job in jobs)
         span.set(stored=stored, conflict=stored < len(jobs))
     return jobs
 
 
-async def _schedule_many(
+async def store_prepared(
     config: Config,
-    scope: str,
-    batch: list[SendDelayed],
-    conn: AsyncConnection[Any] | None,
-    tracer: Instrumentation | None,
+    timers: Sequence[PreparedTimer],
+    *,
+    conn: AsyncConnection[Any] | None = None,
+    jobs: bool = True,
+    tracer: Instrumentation | None = None,
 ) -> list[TimerJob]:
-    encoded, plain = _encode_batch(config, scope, batch)
+    """Store prepared timers, of one scope or several, in a single statement.
+
+    An existing ``(scope, ordinal)`` is kept (a conflict). With ``jobs`` (the default),
+    returns the job of each timer, in order, conflicts marked. Without, nothing is read
+    back unless a ``timer.scheduled`` handler listens: on a connection in pipeline mode
+    the statement then costs no round trip of its own, and an error PostgreSQL raises
+    surfaces at the caller's next result or commit (psycopg's, unwrapped). Every job's
+    meta carries the trace context of ``tracer``'s current span (None: none): timers of
+    several traces are never stored together (``ObanExecutor.timer_batches``).
+    """
+    if not timers:
+        return []
+    plain = all(timer.plain for timer in timers)
+    encoded = [timer.args for timer in timers]
     params = {
         "args": _statements.plain_jsonb(encoded) if plain else _statements.jsonb(encoded),
         "meta": _statements.jsonb(_meta(config, tracer)),
         "queue": config.timers_queue,
-        "scope": scope,
         "due_channel": _statements.due_channel(config.oban),
     }
+    name = _insert_statement([timer.effect for timer in timers], plain)
+    read = jobs or telemetry.handled(telemetry.TIMER_SCHEDULED)
     try:
         async with _statements.connection(config.oban, conn) as db:
+            if not read:
+                await db.execute(_statements.statement(config.oban, name), params)
+                return []
             # Binary results: thousands of timestamps decode faster than from text.
             cursor = db.cursor(binary=True, row_factory=tuple_row)
-            await cursor.execute(
-                _statements.statement(config.oban, _insert_statement(batch, plain)), params
-            )
-            inserted = {row[3]: row for row in await cursor.fetchall()}
-            existing: dict[int, Any] = {}
-            if len(inserted) < len(batch):  # conflicts: read the rows that were there
-                missing = [str(e.ordinal) for e in batch if e.ordinal not in inserted]
-                found = await db.execute(
-                    _statements.statement(config.oban, "find_timers"),
-                    {**params, "ordinals": missing},
-                )
-                existing = {row[6]: row for row in await found.fetchall()}
+            await cursor.execute(_statements.statement(config.oban, name), params)
+            inserted = {(row[4], row[3]): row for row in await cursor.fetchall()}
+            existing = await _conflicts(config, db, timers, inserted)
     except psycopg.DataError as exc:
-        for effect in batch:
-            _rejected(scope, effect, ValueRefused.reason)
-        raise ValueRefused(f"PostgreSQL refused a timer: {exc}", scope=scope) from exc
+        for timer in timers:
+            _rejected(timer.scope, timer.effect, ValueRefused.reason)
+        raise ValueRefused(f"PostgreSQL refused a timer: {exc}") from exc
     except psycopg.Error as exc:
-        for effect in batch:
-            _rejected(scope, effect, "insert_failed")
+        for timer in timers:
+            _rejected(timer.scope, timer.effect, "insert_failed")
         raise StoreUnavailable(f"inserting timer jobs failed: {exc}") from exc
     except StoreUnavailable:
-        for effect in batch:
-            _rejected(scope, effect, "store_unavailable")
+        for timer in timers:
+            _rejected(timer.scope, timer.effect, "store_unavailable")
         raise
-    return _batch_jobs(config, scope, batch, inserted, existing)
+    return _batch_jobs(config, timers, inserted, existing)
+
+
+async def _conflicts(
+    config: Config,
+    db: AsyncConnection[Any],
+    timers: Sequence[PreparedTimer],
+    inserted: dict[tuple[str, int], Any],
+) -> dict[tuple[str, int], Any]:
+    """The rows that were there already, for the timers the insert skipped (conflicts),
+    read with one statement per scope."""
+    missing: dict[str, list[str]] = {}
+    for timer in timers:
+        if (timer.scope, timer.effect.ordinal) not in inserted:
+            missing.setdefault(timer.scope, []).append(str(timer.effect.ordinal))
+    existing: dict[tuple[str, int], Any] = {}
+    for scope, ordinals in missing.items():
+        found = await db.execute(
+            _statements.statement(config.oban, "find_timers"),
+            {"scope": scope, "ordinals": ordinals},
+        )
+        existing.update({(scope, row[6]): row for row in await found.fetchall()})
+    return existing
 
 
 def _insert_statement(batch: list[SendDelayed], plain: bool) -> str:
@@ -329,21 +373,21 @@ def _insert_statement(batch: list[SendDelayed], plain: bool) -> str:
 
 def _batch_jobs(
     config: Config,
-    scope: str,
-    batch: list[SendDelayed],
-    inserted: dict[int, Any],
-    existing: dict[int, Any],
+    timers: Sequence[PreparedTimer],
+    inserted: dict[tuple[str, int], Any],
+    existing: dict[tuple[str, int], Any],
 ) -> list[TimerJob]:
-    """The job of each effect of a batch, inserted now or found (a conflict), in order."""
+    """The job of each timer of a batch, inserted now or found (a conflict), in order."""
     jobs: list[TimerJob] = []
     queue = config.timers_queue
     announce = telemetry.handled(telemetry.TIMER_SCHEDULED)
-    for effect in batch:
-        new = inserted.get(effect.ordinal)
+    for timer in timers:
+        scope, effect = timer.scope, timer.effect
+        new = inserted.get((scope, effect.ordinal))
         if new is not None:
             job = _new_job(new[0], scope, effect, queue, new[1], new[2])
         else:
-            row = existing.get(effect.ordinal)
+            row = existing.get((scope, effect.ordinal))
             if row is None:
                 _rejected(scope, effect, "insert_failed")
                 raise StoreUnavailable(

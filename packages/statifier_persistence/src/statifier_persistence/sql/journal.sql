@@ -1,9 +1,10 @@
--- The history entry and the notification of a statement that changed an execution
--- (the `updated` CTE before it returns the row as changed). A fragment, not a statement.
+-- The history entry and the notification of a statement that changed executions: the
+-- `updated` CTE before it returns each row as changed, with `entry_kind` and
+-- `entry_body` (null: write no entry). A fragment, not a statement.
 journal AS (
     INSERT INTO {schema}.statifier_history (execution_id, seq, at, kind, entry)
-    SELECT id, history_seq, updated_at, %(kind)s::text, %(entry)s::json FROM updated
-    WHERE %(entry)s::json IS NOT NULL
+    SELECT id, history_seq, updated_at, entry_kind, entry_body FROM updated
+    WHERE entry_body IS NOT NULL
 ),
 notified AS (
     SELECT pg_notify('statifier_executions', %(schema)s::text || ' ' || updated.id)

@@ -13,7 +13,7 @@ WITH updated AS (
         history_seq = history_seq + 1,
         updated_at = now()
     WHERE id = %(id)s
-    RETURNING *
+    RETURNING *, %(kind)s::text AS entry_kind, %(entry)s::json AS entry_body
 ),
 {journal}
 SELECT {columns}, (SELECT count(*) FROM notified) FROM updated

@@ -3,12 +3,7 @@
 -- step key %(key)s was applied to it (null key: false). A position, an armed list or
 -- metadata over the configured bounds is not transferred, only its size.
 SELECT {columns},
-    octet_length(position),
-    CASE WHEN octet_length(position) <= %(max_position)s THEN position END,
-    position_macrostep,
-    position_round,
-    octet_length(armed::text),
-    CASE WHEN octet_length(armed::text) <= %(max_position)s THEN armed::text END,
+    {position_columns},
     EXISTS (
         SELECT 1 FROM {schema}.statifier_step_keys AS k
         WHERE k.execution_id = e.id AND k.key = %(key)s::text

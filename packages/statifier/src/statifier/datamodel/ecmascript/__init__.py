@@ -13,6 +13,10 @@ and cyclic objects once. A position's datamodel is the stored form of ADR 22: pl
 itself, anything else is a tag; data from outside (events, parameters, answers, operators'
 changes, stored positions) is never revived as code, and the only functions a position
 brings back are the chart's own function literals. Host functions (ADR 9) are callable.
+
+A state's ``datamodel`` is a :class:`VariablesView`: every variable reads as plain JSON
+data (``p`` and ``o`` as equal copies, a cycle as :data:`CIRCULAR`: :mod:`.plain`), while
+positions keep the stored form (``statifier.datamodel.stored_variables``).
 """
 
 from __future__ import annotations
@@ -31,8 +35,10 @@ from statifier.datamodel.ecmascript.compiled import (
     is_identifier,
 )
 from statifier.datamodel.ecmascript.limits import DEFAULT_LIMITS, Limits
+from statifier.datamodel.ecmascript.plain import CIRCULAR, TRUNCATED
 from statifier.datamodel.ecmascript.stored import stored_form
 from statifier.datamodel.ecmascript.variables import Variables, new_variables
+from statifier.datamodel.ecmascript.view import VariablesView
 from statifier.datamodel.failing import FailingExpression, FailingLocation, FailingScript
 from statifier.datamodel.python import parse_inline_content as _parse_inline_content
 
@@ -40,10 +46,13 @@ if TYPE_CHECKING:
     from statifier.datamodel.host import HostFunctions
 
 __all__ = [
+    "CIRCULAR",
     "DEFAULT_LIMITS",
+    "TRUNCATED",
     "EcmascriptDatamodel",
     "Limits",
     "Variables",
+    "VariablesView",
     "compile_expression",
     "compile_location",
     "compile_script",
@@ -106,6 +115,10 @@ class EcmascriptDatamodel:
     def stored_form(self, value: Value) -> Value:
         """The stored form of plain data (``stored_form``): what an operator sets."""
         return stored_form(value)
+
+    def state_variables(self, stored: dict[str, Value]) -> VariablesView:
+        """A state's variables from their stored form: plain values to read."""
+        return VariablesView.from_stored(stored)
 
 
 _DATAMODEL: Final = EcmascriptDatamodel()

@@ -95,16 +95,24 @@ class Context:
         """``function(*args)``; a JavaScript error becomes :class:`JSFailure`."""
         try:
             return function(*args)
-        except self._quickjs.StackOverflow as exc:
-            raise JSFailure(_first_line(exc), limit=True) from None
-        except self._quickjs.JSException as exc:
+        except Exception as exc:
+            raise self.failure(exc) from None
+
+    def failure(self, exc: Exception) -> JSFailure:
+        """The :class:`JSFailure` a call into the engine that raised ``exc`` failed with
+        (``exc`` itself is raised again when it is none of the engine's). Hot paths call
+        the engine's functions themselves and send what they raise here."""
+        if isinstance(exc, self._quickjs.StackOverflow):
+            return JSFailure(_first_line(exc), limit=True)
+        if isinstance(exc, self._quickjs.JSException):
             message = _first_line(exc)
             lowered = message.lower()
             limit = message in ("", "null") or any(m in lowered for m in _LIMIT_MARKERS)
-            raise JSFailure("out of memory" if message == "null" else message, limit) from None
-        except (TypeError, ValueError, OverflowError) as exc:
+            return JSFailure("out of memory" if message == "null" else message, limit)
+        if isinstance(exc, TypeError | ValueError | OverflowError):
             # The binding could not convert an argument or a result.
-            raise JSFailure(f"the value cannot be converted: {exc}", limit=False) from None
+            return JSFailure(f"the value cannot be converted: {exc}", limit=False)
+        raise exc
 
     def call_long(self, function: Callable[..., Any], *args: Any) -> Any:
         """``call`` under the time limit of a whole-datamodel encode or decode (its cost
@@ -178,13 +186,17 @@ class Instance:
         "api",
         "cap",
         "context",
+        "current",
         "functions",
         "generation",
         "host",
         "limits",
         "names",
+        "pending",
         "plans",
+        "previous",
         "setup",
+        "starting",
         "stored",
         "system",
         "version",
@@ -195,12 +207,23 @@ class Instance:
         self.context = context
         self.setup = setup
         self.api = _Api(context)
-        self.functions: dict[tuple[str, str], Any] = {}
+        self.functions: dict[tuple[Any, ...], Any] = {}
         self.plans: dict[Any, Any] = {}
         """How each source runs here (``variables._Plan``), by compiled source."""
         self.limits: Any = None
         """The macrostep limits the engine was last held to (by identity)."""
         self.generation = 0
+        self.current: Callable[[], Any] | None = None
+        """A weak reference to what holds the variables of the state the last call made
+        (``variables.Generation``), while the engine alone holds them."""
+        self.previous: Callable[[], Any] | None = None
+        """The same for the state the current (or last) call resumed."""
+        self.starting = False
+        self.pending: tuple[Any, ...] | None = None
+        """The event (``setEvent``'s arguments) a call set, until its next use of the
+        engine."""
+        """A call resumed the instance and has not written yet (the engine's log of what
+        its writes replace starts with its first write)."""
         self.host = setup.host
         self.system: dict[str, Any] = {}
         self.names: set[str] = set()
@@ -225,6 +248,19 @@ class Instance:
                 self.functions.clear()
                 self.plans.clear()
             self.functions[key] = function
+        return function
+
+    def target(self, object_source: str, key: str, computed: bool) -> Any:
+        """The function giving ``[object, key]`` a member location writes into (None when
+        its parts do not compile on their own)."""
+        cache_key = ("target", object_source, key, computed)
+        function = self.functions.get(cache_key)
+        if function is None:
+            try:
+                function = self.context.call(self.api.compile_target, object_source, key, computed)
+            except JSFailure:
+                return None
+            self.functions[cache_key] = function
         return function
 
     def drain(self) -> None:
@@ -252,19 +288,27 @@ class _Api:
         "answer_host",
         "assign",
         "bind",
+        "block_assign",
+        "block_log",
+        "block_progress",
         "compile_expression",
         "compile_location",
+        "compile_target",
         "declare",
         "decode",
         "define_host",
         "evaluate",
-        "export_variable",
         "fetch",
         "foreach_array",
         "foreach_end",
         "foreach_item",
         "forget_host_answers",
+        "new_block",
+        "next_generation",
+        "previous_stored",
         "read",
+        "read_event",
+        "run_block",
         "run_script",
         "set_cap",
         "set_event",
@@ -280,19 +324,27 @@ class _Api:
         self.answer_host = pick("answerHost")
         self.assign = pick("assign")
         self.bind = pick("bind")
+        self.block_assign = pick("blockAssign")
+        self.block_log = pick("blockLog")
+        self.block_progress = pick("blockProgress")
         self.compile_expression = pick("compileExpression")
         self.compile_location = pick("compileLocation")
+        self.compile_target = pick("compileTarget")
         self.declare = pick("declare")
         self.decode = pick("decode")
         self.define_host = pick("defineHost")
         self.evaluate = pick("evaluate")
-        self.export_variable = pick("exportVariable")
         self.fetch = pick("fetch")
         self.foreach_array = pick("foreachArray")
         self.foreach_end = pick("foreachEnd")
         self.foreach_item = pick("foreachItem")
         self.forget_host_answers = pick("forgetHostAnswers")
+        self.new_block = pick("newBlock")
+        self.next_generation = pick("nextGeneration")
+        self.previous_stored = pick("previousStored")
         self.read = pick("read")
+        self.read_event = pick("readEvent")
+        self.run_block = pick("runBlock")
         self.run_script = pick("runScript")
         self.set_cap = pick("setCap")
         self.set_event = pick("setEvent")

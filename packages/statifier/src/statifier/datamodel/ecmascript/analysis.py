@@ -155,6 +155,10 @@ class Analysis:
     member: str | None = None
     """For a location that writes into a property, that property's name when the source
     spells it out (``a.b.last``, ``a.b['last']``); None otherwise (``a[i]``, ``a``)."""
+    target: tuple[str, str, bool] | None = None
+    """For a location that writes into a property: the source of the object it writes
+    into, and the key (the property's name, or with ``True`` the source of the index:
+    ``a.b[i]`` is ``("a.b", "i", True)``); None otherwise."""
     calls: frozenset[str] = frozenset()
     parsed: bool = field(default=True)
     """False when the parser found an error (then only ``writes=True`` is known)."""
@@ -217,6 +221,7 @@ def analyse(kind: Kind, source: str) -> Analysis:
         names_local=frozenset(scope.top_lexical) if kind == "script" else frozenset(),
         root=reader.root_of(body) if kind == "location" else "",
         member=reader.member_of(body) if kind == "location" else None,
+        target=reader.target_of(body) if kind == "location" else None,
         calls=frozenset(reader.calls(root)),
     )
 
@@ -354,6 +359,25 @@ class _Reader:
     def member_of(self, node: Node) -> str | None:
         """See ``Analysis.member``."""
         return _member(self, node)
+
+    def target_of(self, node: Node) -> tuple[str, str, bool] | None:
+        """See ``Analysis.target``."""
+        while node.type in ("expression_statement", "parenthesized_expression"):
+            if node.named_child_count != 1:
+                return None
+            node = node.named_children[0]
+        target = node.child_by_field_name("object")
+        if target is None:
+            return None
+        if node.type == "member_expression":
+            name = node.child_by_field_name("property")
+            if name is None or name.type != "property_identifier":
+                return None  # a private name: not a property of the object
+            return (self.text(target), self.text(name), False)
+        if node.type == "subscript_expression":
+            index = node.child_by_field_name("index")
+            return None if index is None else (self.text(target), self.text(index), True)
+        return None
 
     def root_of(self, node: Node) -> str:
         """The variable a location writes into: the identifier its member chain starts at."""

@@ -26,7 +26,8 @@ STEPS_PER_SECOND: Final = 2_000_000
 NO_LIMIT: Final = 2**53 - 1
 """Stands in for "unbounded" in the engine (the largest integer a double holds exactly)."""
 
-_NS_PER_STEP: Final = 1_000_000_000 // STEPS_PER_SECOND
+NS_PER_STEP: Final = 1_000_000_000 // STEPS_PER_SECOND
+"""Nanoseconds of running chart code one step of the budget stands for."""
 
 
 def charge(budget: Budget | None) -> int:
@@ -44,7 +45,7 @@ def charge(budget: Budget | None) -> int:
 def charge_time(budget: Budget | None, started: int) -> None:
     """Charge what a call that ran longer than its fixed cost's worth spent beyond it."""
     if budget is not None:
-        beyond = (perf_counter_ns() - started) // _NS_PER_STEP - CALL_COST
+        beyond = (perf_counter_ns() - started) // NS_PER_STEP - CALL_COST
         if beyond > 0:
             budget.spend(beyond)
 

@@ -38,6 +38,7 @@
   const StringObject = String;
   const MapClass = Map;
   const SetClass = Set;
+  const WeakSetClass = WeakSet;
   const RegExpClass = RegExp;
   const BigIntFunction = BigInt;
   const mapSize = getOwnPropertyDescriptor(Map.prototype, "size").get;
@@ -288,7 +289,10 @@
     dirtyRoots: new SetClass(),  // else: the variables written since (nothing else changed)
     shared: false,    // the last encode() stored an object once for several places, or deep
     holdsEvent: false,  // a variable holds part of _event (stored as {"$system": path})
-    known: new MapClass(),  // the objects the last encode() saw
+    // The objects the last encode() saw, and those written since: weakly held, so that an
+    // object the variables dropped is not kept alive (a variable replaced on every event
+    // would otherwise fill the heap).
+    known: new WeakSetClass(),
     texts: new MapClass(),  // each variable's stored text at the last encode()
     sizes: new MapClass(),  // and its size
     inertRoots: new MapClass(),  // and whether it is inert
@@ -540,7 +544,8 @@
     state.shared = heap !== null || encoder.holdsEvent;
     state.holdsEvent = encoder.holdsEvent;
     state.inert = inert;
-    state.known = counts;
+    state.known = new WeakSetClass();
+    for (const object of counts.keys()) state.known.add(object);
     return finish(changed, size);
   }
 
@@ -602,7 +607,7 @@
         state.full = true;
         return encode();
       }
-      for (const object of counts.keys()) state.known.set(object, 1);
+      for (const object of counts.keys()) state.known.add(object);
       state.inertRoots.set(name, inert);
       state.callableRoots.set(name, walked.callableFree);
       state.sizes.set(name, rootSize);
@@ -687,7 +692,7 @@
         return null;
       }
     }
-    for (const object of seen) state.known.set(object, 1);
+    for (const object of seen) state.known.add(object);
     return [stringify(value), size];
   }
 
@@ -790,6 +795,20 @@
   let addedPlain = false;
   let addedObjects = null;
   function measureNew(value, room, whole, plain) {
+    if (plain && isArray(value) && !state.known.has(value) && !isFrozen(value) &&
+        getPrototypeOf(value) === ArrayPrototype) {
+      // A new array of numbers and strings (a list kept in a variable): one loop.
+      const size = flatArraySize(value);
+      if (size >= 0) {
+        if (size > room) throw new RangeError("the value is larger than " + room + " bytes stored");
+        addedInert = true;
+        addedKnown = false;
+        addedCallable = false;
+        addedPlain = true;
+        addedObjects = [value];
+        return size;
+      }
+    }
     let total = 0;
     let inert = true;
     let known = false;
@@ -906,6 +925,25 @@
     addedCallable = callable;
     addedPlain = flat;
     addedObjects = seen;
+    return total;
+  }
+
+  // What measureNew() counts for an array of finite numbers (not -0) and strings, read
+  // without descriptors; -1 for any other array.
+  function flatArraySize(array) {
+    const length = array.length;
+    let total = REFERENCE_COST + length;
+    for (let i = 0; i < length; i++) {
+      const item = array[i];
+      if (typeof item === "number") {
+        if (item !== item || item === Infinity || item === -Infinity || (item === 0 && 1 / item < 0)) return -1;
+        total += 24;
+      } else if (typeof item === "string") {
+        total += textSize(item);
+      } else {
+        return -1;
+      }
+    }
     return total;
   }
 
@@ -1233,6 +1271,83 @@
     };
   }
 
+  // -- the state before the call (lazy write-out) ----------------------------------------
+
+  // Python takes a state's variables out of the engine only when something needs them (a
+  // position, a read). While the state a call resumed may still be read, every write of
+  // the call first logs the property it replaces, so that the old values can be put back
+  // for a moment and written out (undone, written out, redone). A write that cannot be
+  // logged so (a guarded call, a location of no known object) writes the state out first.
+  let logging = false;
+  let undoLog = [];  // target, key, the descriptor it replaced (undefined: none) ...
+  let previousText = null;
+
+  function logWrite(target, key) {
+    if (!logging) return;
+    const name = typeof key === "symbol" ? key : StringObject(key);
+    if (name === "__proto__") {
+      snapshotPrevious();  // it sets the prototype, not a property
+      return;
+    }
+    if (isArray(target)) {
+      // An index past the end moves the length; a shorter length drops the items past it.
+      const length = getOwnPropertyDescriptor(target, "length");
+      undoLog.push(target, "length", length);
+      if (name === "length") {
+        for (let i = 0; i < length.value; i++) {
+          undoLog.push(target, StringObject(i), getOwnPropertyDescriptor(target, i));
+        }
+        return;
+      }
+    }
+    undoLog.push(target, name, getOwnPropertyDescriptor(target, name));
+  }
+
+  function snapshotPrevious() {
+    if (!logging) return;
+    logging = false;
+    previousText = writtenBefore();
+    undoLog = [];
+  }
+
+  function writtenBefore() {
+    // What every logged property holds now is kept first (putting one back can move
+    // another: an array's item, its length), then the old values go back, newest first;
+    // afterwards what was kept goes back.
+    const now = [];
+    for (let i = 0; i < undoLog.length; i += 3) {
+      now.push(getOwnPropertyDescriptor(undoLog[i], undoLog[i + 1]));
+    }
+    for (let i = undoLog.length - 3; i >= 0; i -= 3) put(undoLog[i], undoLog[i + 1], undoLog[i + 2]);
+    systemPaths = null;
+    try {
+      return encodeDetached();
+    } finally {
+      for (let i = 0; i < undoLog.length; i += 3) put(undoLog[i], undoLog[i + 1], now[i / 3]);
+      systemPaths = null;
+    }
+  }
+
+  function put(target, key, descriptor) {
+    if (descriptor === undefined) delete target[key];
+    else defineProperty(target, key, descriptor);
+  }
+
+  // Every variable in the stored form, as JSON text, leaving ``state`` as it is.
+  function encodeDetached() {
+    const names = userKeys();
+    const counts = new MapClass();
+    walk(names.map(rootValue), counts);
+    const encoder = new Encoder(counts);
+    let out = "";
+    for (const name of names) {
+      out += (out === "" ? "" : ",") + stringify(name) + ":" + encoder.root(name)[0];
+    }
+    const heap = encoder.heap();
+    if (heap !== null) out += (out === "" ? "" : ",") + stringify(HEAP) + ":" + heap[0];
+    return ("{" + out + "}").slice(0);
+  }
+
   // -- calls -----------------------------------------------------------------------------
 
   // A call that may write runs between begin() (a checkpoint) and settle() (every variable
@@ -1244,6 +1359,7 @@
   const foreachStack = [];
 
   function begin() {
+    snapshotPrevious();
     open = checkpoint();
     hostRequest = null;
   }
@@ -1351,6 +1467,12 @@
       added = measureNew(value, state.cap - state.bound, false, plain === true);
     } catch (error) {
       if (!(error instanceof RangeError)) throw error;
+      // The bound only grows between write-outs: one makes it exact again.
+      if (dirty()) {
+        encode();
+        admitted(value, root, key, write, plain, member);
+        return;
+      }
       begin();
       try { write(); } catch (failure) { abort(); throw failure; }
       settle(variableName);
@@ -1362,7 +1484,7 @@
       state.inert = false;
     }
     if (addedCallable) state.callableFree = false;
-    for (const object of addedObjects) state.known.set(object, 1);
+    for (const object of addedObjects) state.known.add(object);
     // A value that holds an object stored already moves or shares it: every variable is
     // walked again; else only this one changed.
     if (addedKnown || root === null) {
@@ -1385,6 +1507,62 @@
     return expr === null ? (text === null ? undefined : parseJSON(text)) : expr();
   }
 
+  // An unguarded <assign>: ``expr``'s value (or the JSON ``text``) admitted, then stored at
+  // ``location`` (or in the variable ``name``).
+  // ``keyCost`` is what the variable's name adds when the value is the whole variable.
+  function store(location, expr, text, name, root, plain, member, target, keyCost) {
+    const value = expr === null ? (text === null ? undefined : parseJSON(text)) : expr();
+    // ``member`` "" says the location is the variable itself.
+    const whole = location === null || member === "";
+    const variable = location === null ? name : root;
+    const kind = typeof value;
+    if (variable !== null && (kind === "number" || kind === "boolean" || value === undefined ||
+        (kind === "string" && value.length < 4096))) {
+      // admitted()'s scalar case, inline: the most common write of all.
+      const added = (kind === "string" ? textSize(value) : 24) + (whole ? keyCost : REFERENCE_COST);
+      if (added <= state.cap - state.bound) {
+        place(location, value, name, whole, target);
+        state.bound += added;
+        state.dirtyRoots.add(variable);
+        const flat = kind !== "number" || (value === value && value !== Infinity &&
+          value !== -Infinity && !(value === 0 && 1 / value < 0));
+        if (whole) {
+          state.plainRoots.set(variable, flat);
+        } else if (state.plainRoots.get(variable) === true) {
+          state.plainRoots.set(variable, flat && value !== undefined &&
+            typeof member === "string" && member.charCodeAt(0) !== 36 && member !== "__proto__");
+        }
+        return;
+      }
+    }
+    admitted(value, variable, whole ? variable : null,
+      () => place(location, value, name, whole, target), plain, member);
+  }
+
+  // Writes ``value`` at ``location`` (or into the variable ``name``), logging first what
+  // it replaces.
+  function place(location, value, name, whole, target) {
+    if (location === null) {
+      logWrite(global, name);
+      global[name] = value;
+      return;
+    }
+    if (logging) {
+      if (whole) {
+        logWrite(global, name);
+      } else if (target !== null) {
+        // The object and key the location writes into (the location reads nothing that
+        // can change: it is write-free, and no accessor is reachable).
+        const where = target();
+        if (isObject(where[0])) logWrite(where[0], where[1]);
+      } else {
+        snapshotPrevious();
+      }
+    }
+    location(value);
+  }
+  let blockStep = 0;
+
   const api = freezeObject({
     setup(revivable, cap) {
       state.revivable = new MapClass(parseJSON(revivable));
@@ -1392,19 +1570,24 @@
     },
     setCap(cap) { state.cap = cap; },
     setSystem(name, text) {
+      logWrite(system, name);
       const value = parseJSON(text);
       system[name] = value === null ? undefined : deepFreezeData(value);
       systemPaths = null;
     },
     // The event's fields (null: blank, undefined in the chart) and its data as JSON text.
-    setEvent(name, type, sendid, origin, origintype, invokeid, data) {
-      const event = name === null ? undefined : deepFreezeData({
+    // ``starting``: the first write of a call (nextGeneration() first).
+    setEvent(starting, name, type, sendid, origin, origintype, invokeid, data) {
+      if (starting) api.nextGeneration();
+      logWrite(system, "_event");
+      // Only the data can hold objects: the event itself is frozen as it is.
+      const event = name === null ? undefined : freezeObject({
         name, type,
         sendid: sendid === null ? undefined : sendid,
         origin: origin === null ? undefined : origin,
         origintype: origintype === null ? undefined : origintype,
         invokeid: invokeid === null ? undefined : invokeid,
-        data: data === null ? undefined : parseJSON(data),
+        data: data === null ? undefined : deepFreezeData(parseJSON(data)),
       });
       system._event = event;
       systemPaths = null;
@@ -1412,6 +1595,7 @@
     },
     // The same, from the whole event as JSON (fields a plain string cannot carry).
     setEventJSON(text) {
+      logWrite(system, "_event");
       const event = parseJSON(text);
       for (const key of ownKeys(event)) if (event[key] === null) event[key] = undefined;
       system._event = deepFreezeData(event);
@@ -1421,6 +1605,7 @@
     },
     declare(name) {
       if (getOwnPropertyDescriptor(global, name) === undefined) {
+        logWrite(global, name);
         global[name] = undefined;
         state.dirtyRoots.add(name);
       }
@@ -1428,10 +1613,11 @@
     // Binds a variable to data (JSON text; null at the top is undefined): never decoded.
     bind(name, text) {
       const value = text === null ? undefined : parseJSON(text);
-      admitted(value, name, name, () => { global[name] = value; }, true, null);
+      admitted(value, name, name, () => { logWrite(global, name); global[name] = value; }, true, null);
     },
     // Installs a position's stored variables (the chart's own functions come back).
     decode(text) {
+      snapshotPrevious();
       for (const [name, value] of decodeAll(text)) {
         if (variableName(name) && !baseline.has(name)) {
           try { global[name] = value; } catch (_error) { /* refused by the engine */ }
@@ -1453,6 +1639,25 @@
       makeFunction("return [" + source + "\n];");
       return makeFunction("__statifier_value", "(" + source + "\n) = __statifier_value;");
     },
+    // The object and key a member location writes into: [object, key] (the location's
+    // own parts, ``key`` an expression when ``computed``).
+    compileTarget(objectSource, key, computed) {
+      const object = makeFunction("return (" + objectSource + "\n);");
+      const index = computed ? makeFunction("return (" + key + "\n);") : null;
+      return function () { return [object(), index === null ? key : index()]; };
+    },
+    // The state before the current call, written out (a JSON object of its stored
+    // variables), or null when the engine holds no call's writes to undo.
+    previousStored() {
+      snapshotPrevious();
+      return previousText;
+    },
+    // A call starts: the state it resumes is the one previousStored() gives from now on.
+    nextGeneration() {
+      logging = true;
+      undoLog = [];
+      previousText = null;
+    },
     checkScript(source) {
       makeFunction(source);
       return true;
@@ -1470,6 +1675,11 @@
       begin();
       return attempt(() => guardedResult(fn(), limit));
     },
+    // setEvent() then read(), in one call.
+    readEvent(starting, name, type, sendid, origin, origintype, invokeid, data, fn, answers, limit, pure) {
+      api.setEvent(starting, name, type, sendid, origin, origintype, invokeid, data);
+      return api.read(fn, answers, limit, pure);
+    },
     // An expression that may write (settle() must follow).
     evaluate(fn, answers, limit) {
       setIn(answers);
@@ -1480,7 +1690,8 @@
     // null) and store the value at ``location`` (or in the variable ``name``). Returns
     // true when the call is guarded (settle() must follow). ``root`` is the variable
     // ``location`` writes into (null: not known).
-    assign(location, expr, text, name, root, answers, guard, pure, plain, member) {
+    assign(location, expr, text, name, root, answers, guard, pure, plain, member, target) {
+      if (location !== null) name = root;
       setIn(answers);
       if (guard || !state.inert || (pure && !state.callableFree)) {
         begin();
@@ -1491,15 +1702,38 @@
         });
         return true;
       }
-      const value = produce(expr, text);
-      // ``member`` "" says the location is the variable itself.
-      const whole = location === null || member === "";
-      admitted(value, location === null ? name : root, whole ? (location === null ? name : root) : null, () => {
-        if (location === null) global[name] = value;
-        else location(value);
-      }, plain, member);
+      store(location, expr, text, name, root, plain, member, target,
+        name === null ? 0 : textSize(name) + 4);
       return false;
     },
+    // Runs of <assign> (and a <log> ending one), made once per block and run in one call.
+    newBlock() { return []; },
+    blockAssign(block, location, expr, text, name, root, pure, plain, member, target) {
+      if (location !== null) name = root;
+      block.push({ log: null, location, expr, text, name, root, pure, plain, member, target,
+        keyCost: name === null ? 0 : textSize(name) + 4 });
+    },
+    blockLog(block, fn, pure) {
+      block.push({ log: fn, pure });
+    },
+    // Runs the first ``count`` steps of ``block``, each as assign() and read() would run
+    // it unguarded: true when every one ran (or the log's value, when the log did), or
+    // {stopped: i} before a step that needs a guarded call (Python runs it alone). A
+    // failure throws; blockProgress() then says which step failed.
+    runBlock(block, count, answers, limit) {
+      setIn(answers);
+      for (let i = 0; i < count; i++) {
+        blockStep = i;
+        const step = block[i];
+        if (!state.inert || (step.pure && !state.callableFree)) return { stopped: i };
+        if (step.log !== null) return result(step.log(), limit);
+        store(step.location, step.expr, step.text, step.name, step.root, step.plain, step.member,
+          step.target, step.keyCost);
+      }
+      blockStep = count;
+      return true;
+    },
+    blockProgress() { return blockStep; },
     // A <script> (settle() must follow).
     runScript(source, answers) {
       setIn(answers);
@@ -1535,17 +1769,13 @@
     foreachItem(item, index, position) {
       const copy = foreachStack[foreachStack.length - 1];
       const value = copy[position];
-      admitted(value, item, item, () => { global[item] = value; }, false, null);
+      admitted(value, item, item, () => { logWrite(global, item); global[item] = value; }, false, null);
       if (index !== null) {
-        admitted(position, index, index, () => { global[index] = position; }, true, null);
+        admitted(position, index, index, () => { logWrite(global, index); global[index] = position; }, true, null);
       }
     },
     foreachEnd() { foreachStack.pop(); },
     fetch,
-    exportVariable(name, limit) {
-      const tree = exportTree(rootValue(name), limit);
-      return tree === undefined ? "null" : flat(stringify(tree));
-    },
     defineHost(names) {
       for (const name of parseJSON(names)) {
         const fn = hostFunction(name);

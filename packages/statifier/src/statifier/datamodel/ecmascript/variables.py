@@ -7,16 +7,26 @@ The core reads and writes through the store's own operations (``assign``, ``bind
 ``foreach_*``) so that a value never makes a round trip through Python: object identity
 holds, and a write is admitted (the datamodel cap) before it happens.
 
-A call ends with ``freeze``: the stored form of every variable (a dict of JSON values, what
-positions store) and a :class:`Link` back to the instance. The next call that resumes that
-very state continues in the same instance; any other (an older state, a state read from a
-position) gets an instance of its own, built from the stored form.
+A call ends with ``freeze``: the state's ``datamodel``, a :class:`~.view.VariablesView`
+(plain values to read, the stored form positions keep), and a :class:`Link` back to the
+instance. The next call that resumes that very state continues in the same instance; any
+other (an older state, a state read from a position) gets an instance of its own, built
+from the stored form.
+
+The variables are written out of the engine only when something asks for a state's stored
+form (a position, a read): a :class:`Generation` stands for them until then. The engine
+logs what each call's writes replace, so the state a call resumed can still be written out
+after it; when the next call starts, that older state is written out if anything still
+holds it, and forgotten otherwise.
 """
 
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Iterator, Mapping, MutableMapping
+from operator import itemgetter
+from time import perf_counter_ns
 from typing import TYPE_CHECKING, Any, Final
 
 from statifier.datamodel.base import (
@@ -25,12 +35,23 @@ from statifier.datamodel.base import (
     Value,
     Writable,
     WriteResult,
+    WritesFailed,
+    stored_variables,
 )
 from statifier.datamodel.ecmascript._instance import BOX, Instance, JSFailure, setup_of
-from statifier.datamodel.ecmascript.charges import NO_LIMIT, charge, charge_time
+from statifier.datamodel.ecmascript.charges import (
+    CALL_COST,
+    NO_LIMIT,
+    NS_PER_STEP,
+    charge,
+    charge_time,
+)
 from statifier.datamodel.ecmascript.limits import MAX_HOST_CALLS
+from statifier.datamodel.ecmascript.plain import HEAP as _HEAP
+from statifier.datamodel.ecmascript.plain import PlainDecoder
+from statifier.datamodel.ecmascript.view import SYSTEM_VARIABLES, VariablesView
 from statifier.datamodel.host import HostFunctionError
-from statifier.values import ValueRefused
+from statifier.values import ValueRefused, json_text
 
 if TYPE_CHECKING:
     from statifier.budget import Budget
@@ -38,13 +59,96 @@ if TYPE_CHECKING:
     from statifier.core.state import MachineState
     from statifier.datamodel.ecmascript.compiled import Compiled
 
-SYSTEM_VARIABLES: Final = ("_sessionid", "_name", "_ioprocessors", "_event")
-"""Read-only variables the core binds; the engine exposes them through throwing setters."""
+__all__ = ["SYSTEM_VARIABLES", "Link", "Variables", "new_variables"]
 
 _SYSTEM: Final = frozenset(SYSTEM_VARIABLES)
-_HEAP: Final = "#objects"
-"""The stored form's entry holding objects stored once (shared, cyclic or deep ones)."""
-_ENCODER: Final = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+
+
+class Generation:
+    """The variables of one state while only its instance's engine holds them: written
+    out (and kept) the first time something asks for them.
+
+    The engine can write out the state the last call made (the instance's ``generation``)
+    and the one that call resumed; an older one was written out when the instance moved
+    past it, if anything held it still (``Instance.previous``)."""
+
+    __slots__ = ("__weakref__", "instance", "number", "stored")
+
+    def __init__(self, instance: Instance) -> None:
+        self.instance = instance
+        self.number = instance.generation
+        self.stored: dict[str, Value] | None = None
+
+    def __call__(self) -> dict[str, Value]:
+        """The stored form of the variables (``#objects`` included)."""
+        stored = self.stored
+        if stored is None:
+            instance = self.instance
+            try:
+                if instance.pending is not None and instance.generation == self.number:
+                    flush(instance)  # the last call's event, still waiting for the engine
+                if instance.generation == self.number or (
+                    instance.starting and instance.generation == self.number + 1
+                ):  # the engine holds these very variables (a call may have begun)
+                    stored = written_out(instance)
+                elif instance.generation == self.number + 1:
+                    stored = written_before(instance)
+                else:  # pragma: no cover - written out when the instance moved past it
+                    raise RuntimeError("the variables of this state were not kept")
+            except JSFailure as failure:
+                if failure.limit:
+                    raise MemoryError(failure.message) from None
+                raise failure.error() from None
+            self.stored = stored
+        return stored
+
+
+def flush(instance: Instance) -> None:
+    """Give the engine the event a call set (it waits for the call's next use of the engine:
+    one call fewer an event), starting the engine's log if the call had not yet."""
+    pending = instance.pending
+    if pending is not None:
+        instance.pending = None
+        starting = instance.starting
+        instance.starting = False
+        try:
+            instance.api.set_event(starting, *pending)
+        except Exception as exc:
+            raise instance.context.failure(exc).error() from None
+
+
+def written_out(instance: Instance) -> dict[str, Value]:
+    """The stored form of the variables the engine holds now (a new dict whenever they
+    changed: states share no dict). The engine sends what changed since the version the
+    instance last read."""
+    answer = instance.context.call_long(instance.api.fetch, instance.version)
+    if answer is not None:
+        news = json.loads(_text(answer))
+        if instance.version < 0:
+            stored = news["set"]
+        else:
+            stored = {**instance.stored, **news["set"]}
+            for name in news["gone"]:
+                stored.pop(name, None)
+        instance.stored = stored
+        instance.version = news["version"]
+    return instance.stored
+
+
+def written_before(instance: Instance) -> dict[str, Value]:
+    """The stored form of the variables as they were when the current (or last) call
+    started (the engine puts back what the call replaced, for a moment)."""
+    context = instance.context
+    # Putting values back takes memory: the heap may be full after a call that failed.
+    context.context.set_memory_limit(2 * context.limits.memory_bytes)
+    try:
+        text = context.call_long(instance.api.previous_stored)
+    finally:
+        context.context.set_memory_limit(context.limits.memory_bytes)
+    if text is None:  # pragma: no cover - every call logs from its start
+        raise RuntimeError("the engine kept no state before this call")
+    stored: dict[str, Value] = json.loads(_text(text))
+    return stored
 
 
 class Link:
@@ -61,12 +165,22 @@ class Link:
         self.generation = instance.generation
 
     def take(self) -> Instance | None:
-        """The instance, moved on for a new call, if it still holds these variables."""
+        """The instance, moved on for a new call, if it still holds these variables.
+
+        The state before these (what the last call resumed) is written out first if
+        anything still holds it; the engine logs the new call's writes from here."""
         instance = self.instance
         self.instance = None
         if instance is None or instance.generation != self.generation:
             return None
+        previous = None if instance.previous is None else instance.previous()
+        if previous is not None and previous.stored is None:
+            previous()
+        flush(instance)  # the event of the last call, which used the engine no more
+        # The engine starts logging with the call's first write (``Variables._begin``).
+        instance.starting = True
         instance.generation += 1
+        instance.previous, instance.current = instance.current, None
         return instance
 
 
@@ -78,22 +192,28 @@ def new_variables(machine: Machine, state: MachineState | None) -> Variables:
     cap = NO_LIMIT if state.limits.datamodel_bytes is None else state.limits.datamodel_bytes
     datamodel = state.datamodel
     carried = state._datamodel_bound
-    if carried is not None and carried[0] is datamodel and isinstance(carried[1], Link):
+    if (
+        carried is not None
+        and carried[0] is datamodel
+        and isinstance(carried[1], Link)
+        and isinstance(datamodel, VariablesView)
+    ):
         instance = carried[1].take()
         if instance is not None:
             variables = Variables(instance, instance.names)
             variables.sync(datamodel, cap)
             return variables
     variables = Variables(Instance(setup_of(machine), cap), set())
-    variables.load(datamodel)
+    variables.load(stored_variables(datamodel))
     return variables
 
 
 class Variables(MutableMapping[str, Value]):
     """One call's variables of an ECMAScript chart (see the module docstring).
 
-    Reading an item gives its stored form (as ``MachineState.datamodel`` holds it); setting
-    one binds data (never decoded: data is never code).
+    Reading an item gives its value as plain data (``.plain``), which writes the variables
+    out first: the core reads only in trace mode. Setting one binds data (never decoded:
+    data is never code).
     """
 
     __slots__ = ("instance", "names")
@@ -110,7 +230,7 @@ class Variables(MutableMapping[str, Value]):
             return system[name]
         if name not in self.names:
             raise KeyError(name)
-        return self.stored().get(name)
+        return self.export(name)
 
     def __setitem__(self, name: str, value: Value) -> None:
         if name in _SYSTEM:
@@ -138,6 +258,7 @@ class Variables(MutableMapping[str, Value]):
         if default is not None:
             self.bind(name, default, None)
         else:
+            self._begin()
             self._call(self.instance.api.declare, name)
             self.names.add(name)
         return default
@@ -145,35 +266,19 @@ class Variables(MutableMapping[str, Value]):
     # -- stored form ---------------------------------------------------------------------
 
     def stored(self) -> dict[str, Value]:
-        """The stored form of the user variables (the ``#objects`` entry included).
+        """The stored form of the user variables now (the ``#objects`` entry included)."""
+        flush(self.instance)
+        return written_out(self.instance)
 
-        The engine sends what changed since the version this instance last read, which
-        replaces those entries in a new dict (states share no dict)."""
+    def freeze(self) -> tuple[VariablesView, tuple[VariablesView, Link]]:
+        """The state's ``datamodel`` and what the state carries to the next call: nothing
+        is written out of the engine until something asks (``Generation``)."""
         instance = self.instance
-        answer = instance.context.call_long(instance.api.fetch, instance.version)
-        if answer is not None:
-            news = json.loads(_text(answer))
-            if instance.version < 0:
-                stored = news["set"]
-            else:
-                stored = {**instance.stored, **news["set"]}
-                for name in news["gone"]:
-                    stored.pop(name, None)
-            instance.stored = stored
-            instance.version = news["version"]
-        return instance.stored
-
-    def freeze(self) -> tuple[dict[str, Value], tuple[dict[str, Value], Link]]:
-        """The state's ``datamodel`` and what the state carries to the next call."""
-        instance = self.instance
-        try:
-            stored = self.stored()
-        except JSFailure as failure:
-            if failure.limit:  # the engine's own limits: the call cannot end
-                raise MemoryError(failure.message) from None
-            raise failure.error() from None
-        datamodel = {**instance.system, **stored}
-        instance.names = self.names
+        names = self.names
+        generation = Generation(instance)
+        instance.current = weakref.ref(generation)
+        datamodel = VariablesView(instance.system, frozenset(names), None, generation)
+        instance.names = names
         return datamodel, (datamodel, Link(instance))
 
     def load(self, datamodel: Mapping[str, Value]) -> None:
@@ -181,25 +286,32 @@ class Variables(MutableMapping[str, Value]):
         for name in SYSTEM_VARIABLES:
             if name in datamodel:
                 self.set_system(name, datamodel[name])
+        flush(self.instance)  # what a variable holds of the event is found in it
         user = {k: v for k, v in datamodel.items() if k not in _SYSTEM}
         try:
-            text = _ENCODER.encode(user)
+            text = json_text(user)
         except (TypeError, ValueError, RecursionError) as exc:
             raise EvaluationError(f"the stored variables are not JSON: {exc}") from None
         instance = self.instance
         instance.context.call_long(instance.api.decode, text)
         self.names = {name for name in user if name != _HEAP}
 
-    def sync(self, datamodel: Mapping[str, Value], cap: int) -> None:
+    def sync(self, datamodel: VariablesView, cap: int) -> None:
         """Bring the system variables up to the state's (a replayed step changes ``_event``)."""
         system = self.instance.system
-        for name in SYSTEM_VARIABLES:
-            value = datamodel.get(name)
-            if system.get(name, _MISSING) is not value:
-                self.set_system(name, value)
+        wanted = datamodel.system
+        # The very dict when the state is the one the last call left (none is ever changed).
+        if wanted is not system:
+            self._sync_system(system, wanted)
         if cap != self.instance.cap:
             self._call(self.instance.api.set_cap, float(cap))
             self.instance.cap = cap
+
+    def _sync_system(self, system: dict[str, Value], wanted: dict[str, Value]) -> None:
+        for name in SYSTEM_VARIABLES:
+            value = wanted.get(name)
+            if system.get(name, _MISSING) is not value:
+                self.set_system(name, value)
 
     def set_system(self, name: str, value: Value) -> None:
         """Bind a system variable (the core's, read-only for the chart)."""
@@ -207,13 +319,18 @@ class Variables(MutableMapping[str, Value]):
         if name == "_event":
             fields = _event_fields(value)
             if fields is not None:
-                self._call(instance.api.set_event, *fields)
+                # It goes with the call's next use of the engine (see ``flush``), a
+                # condition's most often; an event never used is never sent.
+                instance.pending = fields
             else:
+                self._begin()
                 self._call(instance.api.set_event_json, _dumps(value, "the event"))
         else:
+            self._begin()
             text = "null" if value is None else _dumps(value, f"the system variable {name}")
             self._call(instance.api.set_system, name, text)
-        instance.system[name] = value
+        # A new dict: states share the one a call leaves (see ``freeze``).
+        instance.system = {**instance.system, name: value}
 
     # -- the core's operations -----------------------------------------------------------
 
@@ -222,6 +339,7 @@ class Variables(MutableMapping[str, Value]):
 
         Raises ``ValueRefused`` when the datamodel cap refuses it (nothing changes)."""
         text = None if value is None else _dumps(value, f"the value of {name!r}")
+        self._begin()
         self._meter(budget)
         try:
             self.instance.context.call(self.instance.api.bind, name, text)
@@ -243,12 +361,16 @@ class Variables(MutableMapping[str, Value]):
 
         Raises ``EvaluationError`` (the evaluation failed, or the datamodel cap refused the
         value: a ``ValueRefused`` too); nothing changes then."""
+        self._begin()
         instance = self.instance
         # Keyed by identity: compiled sources live as long as their machine, and a key
         # that hashes their fields would cost more than the call.
         key = (id(location), id(expr))
         plan = instance.plans.get(key)
         if plan is None:
+            reason = _failing(location, expr)
+            if reason is not None:
+                raise EvaluationError(reason)
             plan = instance.plans[key] = _WritePlan(instance, location, expr)
         text = None if expr is not None or value is None else _dumps(value, "the value")
         answers = _answers(plan, in_state) if plan.asks else None
@@ -271,6 +393,7 @@ class Variables(MutableMapping[str, Value]):
                     pure,
                     plan.plain,
                     plan.member,
+                    plan.target,
                 )
             )
 
@@ -288,25 +411,111 @@ class Variables(MutableMapping[str, Value]):
         if location is None:
             self.names.add(name)
 
-    def evaluate(self, expr: Compiled, in_state: InState, budget: Budget | None = None) -> Value:
-        """The value of ``expr`` (a copy: JSON-like data)."""
+    call_cost: Final = CALL_COST
+    """Steps of the macrostep budget one call into the engine costs at least."""
+
+    def assign_all(
+        self,
+        writes: tuple[tuple[Compiled, Compiled | None, Value], ...],
+        log: Compiled | None,
+        count: int,
+        in_state: InState,
+        budget: Budget | None = None,
+    ) -> tuple[int, Value]:
+        """Run the first ``count`` of ``writes`` and (when ``count`` reaches it) ``log`` in
+        one call, as ``assign`` and ``evaluate`` would run each unguarded; stop before one
+        that needs a guarded call. Returns how many ran and the log's value; a failing one
+        raises ``WritesFailed``. Each charges the budget as its own call would."""
+        self._begin()
         instance = self.instance
-        plan = instance.plans.get(id(expr))
+        plan = instance.plans.get(id(writes))
         if plan is None:
-            plan = instance.plans[id(expr)] = _ReadPlan(instance, expr)
+            plan = instance.plans[id(writes)] = _BlockPlan(instance, writes, log)
+        if plan.runnable < count:
+            count = plan.runnable
+        if not plan.roots <= self.names:
+            # Up to a write into no declared variable (the core reports it).
+            names = self.names
+            count = min(count, next(i for i, root in enumerate(plan.order) if root not in names))
+        if count <= 0:
+            return 0, None
         answers = _answers(plan, in_state) if plan.asks else None
         if budget is not None and budget.limits is not instance.limits:
             self._meter(budget)
         limit = NO_LIMIT_FLOAT if budget is None else float(max(budget.output, 0))
+        context = instance.context
+        started = 0 if budget is None else perf_counter_ns()
+        ran = count
+        try:
+            try:
+                result = context.call(instance.api.run_block, plan.handle, count, answers, limit)
+            except JSFailure as failure:
+                ran = self._block_progress() + 1
+                self._abort_after(failure)
+                error = failure.error() if ran > len(writes) else _refusal(failure)
+                raise WritesFailed(ran - 1, error) from None
+            if isinstance(result, BOX):
+                decoded = _json(result)
+                if type(decoded) is dict:  # before a step that needs a guarded call
+                    ran = int(decoded["stopped"])
+                    return ran, None
+                return count, _unboxed(decoded)
+            return count, (_scalar(result) if count > len(writes) else None)
+        finally:
+            if budget is not None and ran:
+                spent = (perf_counter_ns() - started) // NS_PER_STEP
+                budget.spend(max(spent, CALL_COST * ran))
+
+    def _block_progress(self) -> int:
+        """The step a failed block call was at (its last one when the engine cannot say)."""
+        instance = self.instance
+        try:
+            return int(instance.context.call(instance.api.block_progress))
+        except JSFailure:
+            return 0
+
+    def evaluate(self, expr: Compiled, in_state: InState, budget: Budget | None = None) -> Value:
+        """The value of ``expr`` (a copy: JSON-like data)."""
+        instance = self.instance
+        pending = instance.pending
+        if pending is None and instance.starting:
+            self._begin()
+        plan = instance.plans.get(id(expr))
+        if plan is None:
+            plan = instance.plans[id(expr)] = _ReadPlan(instance, expr)
+        answers = _answers(plan, in_state) if plan.asks else None
+        if budget is None:
+            limit = NO_LIMIT_FLOAT
+        else:
+            if budget.limits is not instance.limits:
+                self._meter(budget)
+            output = budget.output
+            limit = float(output) if output > 0 else 0.0
         context = instance.context
         api = instance.api
         started = charge(budget)
         try:
             try:
                 if plan.guard:
+                    self._begin()
                     result = context.call(api.evaluate, plan.function, answers, limit)
                 else:
-                    result = context.call(api.read, plan.function, answers, limit, plan.pure)
+                    # ``context.call``, inlined: conditions are the most frequent call.
+                    try:
+                        if pending is None:
+                            result = api.read(plan.function, answers, limit, plan.pure)
+                        else:  # the event the call set goes with it
+                            instance.pending = None
+                            starting = instance.starting
+                            instance.starting = False
+                            result = api.read_event(
+                                starting, *pending, plan.function, answers, limit, plan.pure
+                            )
+                    except Exception as exc:
+                        raise context.failure(exc) from None
+                    kind = type(result)
+                    if kind is bool or kind is str:
+                        return result
                     if not isinstance(result, BOX):
                         return _scalar(result)
             except JSFailure as failure:
@@ -335,6 +544,7 @@ class Variables(MutableMapping[str, Value]):
         budget: Budget | None = None,
     ) -> list[WriteResult]:
         """Run a ``<script>``; one write per variable whose stored form it changed."""
+        self._begin()
         started = charge(budget)
         self._meter(budget)
         try:
@@ -363,13 +573,15 @@ class Variables(MutableMapping[str, Value]):
         # The engine holds to the core's rule itself (no variable whose name starts with
         # "_"): a call into the engine cannot call back into Python.
         changed = self._settle(run)
-        return [WriteResult(name, None, (), None) for name in changed if name != _HEAP]
+        # By name: the order of the engine's globals depends on how the instance was built.
+        return [WriteResult(name, None, (), None) for name in sorted(changed) if name != _HEAP]
 
     def foreach_array(
         self, expr: Compiled, in_state: InState, budget: Budget | None = None
     ) -> int | None:
         """Start a ``<foreach>``: the array's length (a shallow copy of it is kept until
         ``foreach_end``), or None when the value is not an array."""
+        self._begin()
         started = charge(budget)
         self._meter(budget)
         try:
@@ -382,6 +594,9 @@ class Variables(MutableMapping[str, Value]):
         api = instance.api
         plan = instance.plans.get(id(expr))
         if plan is None:
+            reason = _failing(expr)
+            if reason is not None:
+                raise EvaluationError(reason)
             plan = instance.plans[id(expr)] = _ReadPlan(instance, expr)
         answers = _answers(plan, in_state) if plan.asks else None
         call = instance.context.call
@@ -415,14 +630,18 @@ class Variables(MutableMapping[str, Value]):
         """End the innermost ``<foreach>``."""
         self.instance.context.call(self.instance.api.foreach_end)
 
-    def export(self, name: str, limit: int = NO_LIMIT) -> Value:
-        """A copy of one variable's value as plain data (a traced write's value)."""
-        instance = self.instance
+    def export(self, name: str) -> Value:
+        """One variable's value as plain data (a traced write's value), as the state's
+        ``datamodel`` will show it (the variables are written out first)."""
+        system = self.instance.system
+        if name in system:
+            return system[name]
         try:
-            text = instance.context.call(instance.api.export_variable, name, float(limit))
+            stored = self.stored()
         except JSFailure:
-            return self.stored().get(name)
-        return json.loads(_text(text))
+            # Past the engine's limits: the call's freeze reports it (a trace never does).
+            return None
+        return PlainDecoder(stored, system).variable(name) if name in stored else None
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -435,6 +654,17 @@ class Variables(MutableMapping[str, Value]):
             if cap != instance.cap:
                 instance.context.call(instance.api.set_cap, float(min(cap, NO_LIMIT)))
                 instance.cap = cap
+
+    def _begin(self) -> None:
+        """Before the first write of a call that resumed this instance: the engine logs
+        what the call's writes replace from here (see ``Generation``). Every operation that
+        may write calls it first."""
+        instance = self.instance
+        if instance.pending is not None:
+            flush(instance)
+        elif instance.starting:
+            instance.starting = False
+            self._call(instance.api.next_generation)
 
     def _call(self, function: Any, *args: Any) -> Any:
         try:
@@ -459,6 +689,10 @@ class Variables(MutableMapping[str, Value]):
 
     def _replace_instance(self) -> None:
         old = self.instance
+        # The state this call resumed lives on in the old engine alone: written out now.
+        previous = None if old.previous is None else old.previous()
+        if previous is not None:
+            previous()
         try:
             old.context.call(old.api.abort)
             stored = self.stored()
@@ -534,6 +768,7 @@ NO_LIMIT_FLOAT: Final = float(NO_LIMIT)
 
 
 _EVENT_FIELDS: Final = ("name", "type", "sendid", "origin", "origintype", "invokeid")
+_FIELDS: Final = itemgetter(*_EVENT_FIELDS)
 
 
 def _event_fields(event: Value) -> tuple[Any, ...] | None:
@@ -543,20 +778,20 @@ def _event_fields(event: Value) -> tuple[Any, ...] | None:
         return (None,) * 7
     if "raw" in event:
         return None  # a received message's event (rare): the whole event goes as JSON
-    fields = tuple(event.get(key) for key in _EVENT_FIELDS)
-    spelled = [field for field in fields if field is not None]
-    if not all(type(field) is str for field in spelled):
-        return None
-    text = "".join(spelled)
-    if not text.isascii() or "\x00" in text:
-        return None  # rare: the whole event goes as JSON
+    try:
+        fields = _FIELDS(event)
+    except KeyError:
+        fields = tuple(event.get(key) for key in _EVENT_FIELDS)
+    for field in fields:
+        if field is not None and (type(field) is not str or not field.isascii() or "\x00" in field):
+            return None  # rare: the whole event goes as JSON
     data = event.get("data")
     return (*fields, None if data is None else _dumps(data, "the event's data"))
 
 
 def _dumps(value: Value, what: str) -> str:
     try:
-        return _ENCODER.encode(value)
+        return json_text(value)
     except (TypeError, ValueError, RecursionError) as exc:
         raise EvaluationError(f"{what} is not a JSON value: {exc}") from None
 
@@ -616,6 +851,15 @@ class _Refused(EvaluationError, ValueRefused):
     """A write the datamodel cap refused (nothing was written)."""
 
 
+def _failing(*sources: Any) -> str | None:
+    """Why one of ``sources`` cannot run: the reason a source that did not compile gives
+    (``datamodel.failing``); None when all compiled."""
+    for source in sources:
+        if source is not None and not hasattr(source, "analysis"):
+            return str(getattr(source, "reason", "the source did not compile"))
+    return None
+
+
 def _answers(plan: _Plan, in_state: InState) -> str | None:
     """What ``In()`` answers from in one call: the state ids the sources name literally,
     and, for a call that may run other code, the whole active configuration."""
@@ -624,7 +868,7 @@ def _answers(plan: _Plan, in_state: InState) -> str | None:
     if not plan.ids and active_ids is None:
         return None
     answers = {state_id: bool(in_state(state_id)) for state_id in plan.ids}
-    return _ENCODER.encode([answers, active_ids])
+    return json_text([answers, active_ids])
 
 
 class _Plan:
@@ -681,17 +925,80 @@ class _ScriptPlan(_Plan):
         self.dynamic = self.guard = self.asks = True
 
 
+class _BlockPlan(_Plan):
+    """A run of ``<assign>`` (and a ``<log>`` ending it), made once in this instance: the
+    steps that can run unguarded come first (``runnable``)."""
+
+    __slots__ = ("handle", "order", "roots", "runnable")
+
+    def __init__(
+        self,
+        instance: Instance,
+        writes: tuple[tuple[Compiled, Compiled | None, Value], ...],
+        log: Compiled | None,
+    ) -> None:
+        plans: list[_Plan] = []
+        for location, expr, _value in writes:
+            if _failing(location, expr) is not None:
+                break  # run alone: it reports why
+            key = (id(location), id(expr))
+            write = instance.plans.get(key)
+            if write is None:
+                write = instance.plans[key] = _WritePlan(instance, location, expr)
+            plans.append(write)
+        if log is not None and len(plans) == len(writes) and _failing(log) is None:
+            read = instance.plans.get(id(log))
+            if read is None:
+                read = instance.plans[id(log)] = _ReadPlan(instance, log)
+            plans.append(read)
+        runnable = next((i for i, plan in enumerate(plans) if plan.guard), len(plans))
+        self.runnable = runnable
+        # The variable each write goes into, in turn ("" for none: never declared).
+        self.order = tuple(location.analysis.root for location, _, _ in writes[:runnable])
+        self.roots = frozenset(self.order)
+        self.ids = tuple(state_id for plan in plans[:runnable] for state_id in plan.ids)
+        self.dynamic = self.guard = self.pure = False
+        self.asks = bool(self.ids)
+        call = instance.context.call
+        api = instance.api
+        handle = call(api.new_block)
+        for (location, expr, value), plan in zip(writes, plans, strict=False):
+            assert isinstance(plan, _WritePlan)  # noqa: S101 - made above
+            text = None if expr is not None or value is None else _dumps(value, "the value")
+            call(
+                api.block_assign,
+                handle,
+                plan.location,
+                plan.expr,
+                text,
+                location.analysis.root,
+                plan.root,
+                plan.pure,
+                plan.plain,
+                plan.member,
+                plan.target,
+            )
+        if len(plans) > len(writes):
+            read = plans[-1]
+            assert isinstance(read, _ReadPlan)  # noqa: S101 - made above
+            call(api.block_log, handle, read.function, read.pure)
+        self.handle = handle
+
+
 class _WritePlan(_Plan):
     """An ``<assign>`` (or ``<data expr>``): the compiled location and expression here, the
     variable it writes into, and whether its value is read without descriptors."""
 
-    __slots__ = ("expr", "location", "member", "plain", "root")
+    __slots__ = ("expr", "location", "member", "plain", "root", "target")
 
     def __init__(
         self, instance: Instance, location: Compiled | None, expr: Compiled | None
     ) -> None:
         self._sources(expr, location)
         self.location = None if location is None else instance.compiled("location", location.source)
+        # Where an unguarded write into a property goes, logged before it (lazy write-out).
+        parts = None if location is None or self.guard else location.analysis.target
+        self.target = None if parts is None else instance.target(*parts)
         self.expr = None if expr is None else instance.compiled("expression", expr.source)
         self.root = None if location is None else location.analysis.root or None
         # The variable itself (``count``), or a property of it the source spells out.

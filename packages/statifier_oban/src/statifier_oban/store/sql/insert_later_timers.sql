@@ -7,4 +7,5 @@ SELECT args, %(meta)s::jsonb, %(queue)s, {timer_worker}, 'scheduled',
        timezone('UTC', now()) + (args->>'delay_ms')::bigint * interval '1 millisecond'
 FROM jsonb_array_elements(%(args)s::jsonb) AS timers(args)
 ON CONFLICT ((args->>'scope'), (args->>'ordinal')) WHERE worker = {timer_worker} DO NOTHING
-RETURNING id, scheduled_at, inserted_at, (args->>'ordinal')::int AS ordinal
+RETURNING id, scheduled_at, inserted_at, (args->>'ordinal')::int AS ordinal,
+          args->>'scope' AS scope

@@ -1,0 +1,152 @@
+"""The datamodel of an ECMAScript chart's state: plain values to read, the stored form to
+keep (ADR 22).
+
+A :class:`VariablesView` is what ``MachineState.datamodel`` holds for an ECMAScript chart: a
+read-only mapping of the variables (system variables first, then the chart's, by name) whose
+values are plain JSON data (:mod:`.plain`), decoded when first read. The stored form
+(references, ``#objects``, tags) is what positions keep; only they read it, through
+:meth:`VariablesView.stored` (``statifier.datamodel.stored_variables``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Final
+
+from statifier.datamodel.ecmascript.plain import HEAP, PlainDecoder
+
+SYSTEM_VARIABLES: Final = ("_sessionid", "_name", "_ioprocessors", "_event")
+"""Read-only variables the core binds (the engine exposes them through throwing setters)."""
+
+
+class VariablesView(Mapping[str, Any]):
+    """An ECMAScript chart's variables as a state holds them (see the module docstring).
+
+    Values read are plain data shared with the view: treat them as read-only, as every
+    datamodel's values. Two views are equal when their stored forms are; a view and any
+    other mapping when their plain values are.
+    """
+
+    __slots__ = ("_decoder", "_names", "_plain", "_source", "_stored", "_system", "_whole")
+
+    def __init__(
+        self,
+        system: dict[str, Any],
+        names: frozenset[str],
+        stored: dict[str, Any] | None,
+        source: Callable[[], dict[str, Any]] | None = None,
+    ) -> None:
+        self._system: dict[str, Any] | None = system
+        self._names: frozenset[str] | None = names
+        self._stored = stored
+        self._source = source
+        """Gives the stored form when it is first needed (``stored`` None: the engine still
+        holds the variables)."""
+        self._whole: dict[str, Any] | None = None
+        """The whole stored form (system variables too), once made or as a position gave it."""
+        self._plain: dict[str, Any] = {}
+        self._decoder: PlainDecoder | None = None
+
+    @classmethod
+    def from_stored(cls, datamodel: dict[str, Any]) -> VariablesView:
+        """The view of a stored datamodel (system variables and the stored form together,
+        as a position holds it; the view keeps it as it is, so treat it as read-only).
+        It is split into system and chart variables when first read: a state loaded only to
+        be stepped or stored again never is."""
+        view = cls.__new__(cls)
+        view._system = view._names = view._stored = view._source = view._decoder = None
+        view._whole = datamodel
+        view._plain = {}
+        return view
+
+    def _split(self) -> dict[str, Any]:
+        """The system variables, splitting the whole stored form the first time."""
+        whole = self._whole
+        assert whole is not None  # noqa: S101 - a view has its parts or the whole
+        system: dict[str, Any] = {name: whole[name] for name in SYSTEM_VARIABLES if name in whole}
+        user = {name: value for name, value in whole.items() if name not in system}
+        self._stored = user
+        self._names = frozenset(name for name in user if name != HEAP)
+        self._system = system
+        return system
+
+    @property
+    def system(self) -> dict[str, Any]:
+        """The system variables' values (the core's: plain data)."""
+        system = self._system
+        return self._split() if system is None else system
+
+    @property
+    def names(self) -> frozenset[str]:
+        """The chart's variables' names."""
+        names = self._names
+        if names is None:
+            self._split()
+            names = self._names
+            assert names is not None  # noqa: S101 - set by the split
+        return names
+
+    def stored(self) -> dict[str, Any]:
+        """The datamodel in the stored form, as a position keeps it (system variables
+        included; made once: treat it as read-only)."""
+        whole = self._whole
+        if whole is None:
+            whole = self._whole = {**self.system, **self.user_stored()}
+        return whole
+
+    def user_stored(self) -> dict[str, Any]:
+        """The chart's variables in the stored form (``#objects`` included): not a copy."""
+        stored = self._stored
+        if stored is None:
+            if self._system is None:
+                self._split()
+                stored = self._stored
+                assert stored is not None  # noqa: S101 - set by the split
+                return stored
+            assert self._source is not None  # noqa: S101 - a view has one or the other
+            stored = self._stored = self._source()
+            self._source = None
+        return stored
+
+    # -- the mapping ---------------------------------------------------------------------
+
+    def __getitem__(self, name: str) -> Any:
+        system = self.system
+        if name in system:
+            return system[name]
+        plain = self._plain
+        if name in plain:
+            return plain[name]
+        if name not in self.names:
+            raise KeyError(name)
+        decoder = self._decoder
+        if decoder is None:
+            decoder = self._decoder = PlainDecoder(self.user_stored(), system)
+        value = plain[name] = decoder.variable(name)
+        return value
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.system or name in self.names
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.system
+        yield from sorted(self.names)
+
+    def __len__(self) -> int:
+        return len(self.system) + len(self.names)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, VariablesView):
+            return self.stored() == other.stored()
+        if isinstance(other, Mapping):
+            return dict(self.items()) == dict(other.items())
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(dict(self.items()))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A copy (copy, deepcopy, pickle) holds the stored form, never a live engine.
+        return (VariablesView.from_stored, (self.stored(),))

@@ -1,0 +1,71 @@
+"""The parts of one step, as ``Executions`` and a group commit (``_group``) pass them on.
+
+A step locks its execution (a ``Locked`` read), checks that it takes the step and loads
+its position (``Begun``), drives it, and has its row ready to store (``Ready``). A step
+alone does all of it in its own transaction; a group commit does the locking and the
+storing for several executions at once, and each step its own part in between.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+from statifier.core.state import MachineState
+
+from ._drive import Drive
+from ._journal import Draft
+from ._records import Execution
+from ._rows import StoredPosition
+
+Locked = tuple[Execution, StoredPosition, bool]
+"""A read row: the execution, its position, whether the step's key was applied to it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Begun:
+    """A locked execution that takes the step, with its loaded position."""
+
+    execution: Execution
+    persisted: StoredPosition
+    state: MachineState
+    routes: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Ready:
+    """A drive ready to be stored: its row of ``store_executions.sql`` (in
+    ``STORE_ARRAYS`` order) and what the step's answer needs."""
+
+    drive: Drive
+    draft: Draft | None
+    row: tuple[Any, ...]
+
+    @property
+    def failure(self) -> str | None:
+        """The failure's JSON text the row stores (None: no failure)."""
+        return self.row[_FAILURE]  # type: ignore[no-any-return]
+
+    @property
+    def outcome(self) -> str | None:
+        """The outcome's JSON text the row stores (None: no outcome)."""
+        return self.row[_OUTCOME]  # type: ignore[no-any-return]
+
+
+STORE_ARRAYS: Final = (
+    "ids",
+    "positions",
+    "macrosteps",
+    "rounds",
+    "armed",
+    "statuses",
+    "failures",
+    "outcomes",
+    "keys",
+    "kinds",
+    "entries",
+)
+"""The array parameters of ``store_executions.sql``, in the order of a ``Ready`` row."""
+
+_FAILURE: Final = STORE_ARRAYS.index("failures")
+_OUTCOME: Final = STORE_ARRAYS.index("outcomes")
