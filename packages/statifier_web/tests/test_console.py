@@ -238,6 +238,9 @@ def test_markup_in_an_execution_is_shown_as_text(
     expect(page.locator(".row-details")).to_contain_text("<script>")
     assert page.locator("main i, main b, main script, img[src=x]").count() == 0
     assert page.title() == f"{execution_id} · statifier console"  # not 'pwned'
+    # The drawing is its own request (Graphviz renders it): wait until the browser is done
+    # with it, loaded or failed, then require that it loaded.
+    page.wait_for_function("document.getElementById('diagram').complete")
     assert page.evaluate("document.getElementById('diagram').naturalWidth") > 0
     drawing = page.request.get(page.locator("#diagram").get_attribute("src") or "")
     assert drawing.headers["content-type"] == "image/svg+xml"
