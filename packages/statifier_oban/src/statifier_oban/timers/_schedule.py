@@ -9,7 +9,7 @@ id for a live host, the durable execution id otherwise.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from contextlib import ExitStack
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
@@ -19,7 +19,7 @@ from psycopg import AsyncConnection
 from psycopg.rows import tuple_row
 from statifier import instrumentation
 from statifier.core.effects import Cancel, SendDelayed
-from statifier.instrumentation import Instrumentation
+from statifier.instrumentation import Instrumentation, Span
 
 from .. import telemetry
 from .._config import Config
@@ -114,18 +114,31 @@ async def schedule(
     tracer = instrumentation.current
     if tracer is None:
         return await _schedule(config, scope, effect, conn, any_target, None)
-    with tracer.span(
+    with _timer_span(tracer, config, scope, effect) as span:
+        job = await _schedule(config, scope, effect, conn, any_target, tracer)
+        span.set(job_id=job.job_id, conflict=job.conflict)
+    return job
+
+
+def _timer_span(
+    tracer: Instrumentation,
+    config: Config,
+    scope: str,
+    effect: SendDelayed,
+    parent: object = None,
+) -> AbstractContextManager[Span]:
+    """The ``ScheduleTimer`` span of one timer (``parent`` as for ``Instrumentation.span``);
+    its job's id and whether it existed are set once it is stored."""
+    return tracer.span(
         instrumentation.SCHEDULE_TIMER,
+        parent=parent,
         scope=scope,
         event=effect.event,
         send_id=effect.send_id,
         ordinal=effect.ordinal,
         delay_ms=effect.delay_ms,
         queue=config.timers_queue,
-    ) as span:
-        job = await _schedule(config, scope, effect, conn, any_target, tracer)
-        span.set(job_id=job.job_id, conflict=job.conflict)
-    return job
+    )
 
 
 async def _schedule(
@@ -365,23 +378,11 @@ async def store_traced(
     span of its firing continues (ADR 30). The spans end once the jobs are read back.
     """
     with ExitStack() as stack:
-        spans = []
-        metas = []
+        spans: list[Span] = []
+        metas: list[dict[str, Any]] = []
         for timer in timers:
-            effect = timer.effect
-            span = stack.enter_context(
-                tracer.span(
-                    instrumentation.SCHEDULE_TIMER,
-                    parent=timer.parent,
-                    scope=timer.scope,
-                    event=effect.event,
-                    send_id=effect.send_id,
-                    ordinal=effect.ordinal,
-                    delay_ms=effect.delay_ms,
-                    queue=config.timers_queue,
-                )
-            )
-            spans.append(span)
+            opened = _timer_span(tracer, config, timer.scope, timer.effect, timer.parent)
+            spans.append(stack.enter_context(opened))
             metas.append(carry({}, tracer))  # the span just entered is the current one
         jobs = await store_prepared(config, timers, conn=conn, metas=metas)
         for span, job in zip(spans, jobs, strict=True):
