@@ -1,27 +1,39 @@
 """The README and the documentation say what the code does: their examples are checked.
 
-A fenced block is checked when an HTML comment (invisible on GitHub and in the site) on a
-line of its own comes right before it:
+Every fenced block of the README and of ``docs/`` carries a marker, an HTML comment
+(invisible on GitHub and in the site) on the line right before it, saying how it is
+checked; a block without one fails here:
 
 * ``<!-- doctest: run -->``: a Python block runs as it is, from the repository root, and
-  each ``print(...)  # text`` line must print ``text``;
+  each ``print(...)  # text`` line (at any indentation) must print ``text``, in order;
+* ``<!-- doctest: database -->``: the same, for a program that works on the PostgreSQL
+  database ``$DATABASE_URL`` names, its schema installed (what ``statifier-oban db start``
+  gives a reader). A page's programs run one after the other, each in a namespace of its
+  own, on one fresh database of this run's server;
 * ``<!-- doctest: excerpt PATH -->``: the block is a verbatim excerpt of ``PATH`` (at any
   indentation), a file that is itself tested (the examples run in
   ``packages/statifier_oban/tests/test_examples.py``);
 * ``<!-- doctest: pytest -->``: the block is a test module; a page's such blocks run
   together under pytest (``pytester``), with the ``examples/`` charts beside them and the
-  plugins' fixtures on this run's database server, and every test they define must pass.
+  plugins' fixtures on this run's database server, and every test they define must pass;
+* ``<!-- doctest: diagram PATH -->``: a Mermaid block is what ``statifier diagram PATH``
+  draws;
+* ``<!-- doctest: walkthrough -->``: a console session ``tests/test_getting_started.py``
+  replays;
+* ``<!-- doctest: fragment -->``: the block is a piece of something larger (an XML
+  element, a call in context, a shell session against a server, output shown) and is not
+  run; a Python fragment must parse (``await`` allowed at its top level) and an XML one
+  must be well-formed. The pages a new user reads first have no Python fragments.
 
-Every Python block of the README and of the getting-started page must carry one of them.
-Besides: the README's Mermaid diagram is what ``statifier diagram`` draws, every
-``uv run statifier ...`` line of those two pages runs and exits 0, every concrete
-``statifier``/``statifier-oban`` command line in the README and the docs parses with the
-command's own parser, and every flag of a usage synopsis (``[--prefix P]``) is one the
-command has: a renamed or misspelled flag fails here.
+Besides: every ``uv run statifier ...`` line of the first pages runs and exits 0, every
+concrete ``statifier``/``statifier-oban`` command line in the README and the docs parses
+with the command's own parser, and every flag of a usage synopsis (``[--prefix P]``) is one
+the command has: a renamed or misspelled flag fails here.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import glob
 import io
@@ -36,6 +48,7 @@ from typing import Any
 import click
 import pytest
 import statifier.cli
+from statifier.chart import xmltree
 from statifier.cli import kit
 
 from tools import cli_reference
@@ -45,9 +58,11 @@ FIRST_STEPS = [ROOT / "README.md", ROOT / "docs" / "getting-started.md"]
 """The pages a new user reads first: every Python block there is checked."""
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
-_MARKER = re.compile(r"^<!-- doctest: (run|pytest|excerpt (\S+)) -->$")
+_MARKER = re.compile(
+    r"^<!-- doctest: (run|database|pytest|walkthrough|fragment|(?:excerpt|diagram) \S+) -->$"
+)
 _FENCE = re.compile(r"^```(\w*)$")
-_PRINT = re.compile(r"^print\((.*)\)\s+# (.+)$")
+_PRINT = re.compile(r"^\s*print\((.*)\)\s+# (.+)$")
 _SYNOPSIS = re.compile(r"[\[\]()|]|\.\.\.")
 
 
@@ -125,10 +140,43 @@ def argv_of(line: str, program: str) -> list[str] | None:
     return words[1:]
 
 
-def test_the_first_pages_check_every_python_block() -> None:
-    for page in FIRST_STEPS:
-        unchecked = [str(b) for b in blocks(page) if b.lang == "python" and b.marker is None]
-        assert not unchecked, f"Python blocks without a doctest marker: {unchecked}"
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT)))
+def test_every_block_is_checked_or_marked_a_fragment(page: Path) -> None:
+    unmarked = [str(b) for b in blocks(page) if b.marker is None]
+    assert not unmarked, f"blocks without a doctest marker (see tests/test_docs.py): {unmarked}"
+
+
+def test_a_block_is_unmarked_unless_a_known_marker_comes_right_before_it(
+    tmp_path: Path,
+) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "Text.\n\n```python\nx = 1\n```\n\n<!-- doctest: fragmnet -->\n```xml\n<a/>\n```\n"
+        "\n<!-- doctest: fragment -->\n```xml\n<b/>\n```\n",
+        encoding="utf-8",
+    )
+    assert [(b.line, b.marker) for b in blocks(page)] == [(3, None), (8, None), (13, "fragment")]
+
+
+def test_the_first_pages_have_no_python_fragments() -> None:
+    fragments = [
+        str(b)
+        for page in FIRST_STEPS
+        for b in blocks(page)
+        if b.lang == "python" and b.marker == "fragment"
+    ]
+    assert not fragments, f"a first page's Python block must run: {fragments}"
+
+
+def run_block(block: Block) -> None:
+    """Run ``block`` as a program of its own; its ``print(...)  # text`` lines must print
+    their text, in order."""
+    expected = [m.group(2) for m in map(_PRINT.match, block.text.splitlines()) if m]
+    code = compile(block.text, str(block), "exec")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(code, {"__name__": "__main__"})  # noqa: S102 - our own documentation
+    assert out.getvalue().splitlines() == expected, str(block)
 
 
 @pytest.mark.parametrize("block", marked("run"), ids=str)
@@ -136,12 +184,34 @@ def test_a_runnable_block_prints_what_it_says(
     block: Block, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(ROOT)
-    expected = [m.group(2) for m in map(_PRINT.match, block.text.splitlines()) if m]
-    code = compile(block.text, str(block), "exec")
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(code, {"__name__": "__doctest__"})  # noqa: S102 - our own documentation
-    assert out.getvalue().splitlines() == expected
+    run_block(block)
+
+
+@pytest.mark.parametrize(
+    "page",
+    [page for page in PAGES if any(b.marker == "database" for b in blocks(page))],
+    ids=lambda page: str(page.relative_to(ROOT)),
+)
+def test_the_programs_of_a_page_run_on_one_database(
+    page: Path, monkeypatch: pytest.MonkeyPatch, statifier_database_url: str
+) -> None:
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("DATABASE_URL", statifier_database_url)
+    for block in blocks(page):
+        if block.marker == "database":
+            run_block(block)
+
+
+@pytest.mark.parametrize(
+    "block", [b for b in marked("fragment") if b.lang in ("python", "xml")], ids=str
+)
+def test_a_fragment_is_well_formed(block: Block) -> None:
+    # Not run, but its Python parses (top-level await allowed) and its XML is XML.
+    if block.lang == "python":
+        compile(block.text, str(block), "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    else:
+        wrapped = f'<fragment xmlns="{xmltree.SCXML_NS}">\n{block.text}\n</fragment>'
+        xmltree.parse(wrapped.encode())
 
 
 @pytest.mark.parametrize("block", marked("excerpt"), ids=str)
@@ -195,10 +265,13 @@ def _not_charts(directory: str, names: list[str]) -> list[str]:
     return [name for name in names if not name.endswith(".scxml")]
 
 
-def test_the_readme_diagram_is_what_statifier_draws(capsys: pytest.CaptureFixture[str]) -> None:
-    (diagram,) = [b for b in blocks(ROOT / "README.md") if b.lang == "mermaid"]
-    assert statifier.cli.main(["diagram", str(ROOT / "examples" / "card_authorization.scxml")]) == 0
-    assert capsys.readouterr().out.rstrip("\n") == diagram.text
+@pytest.mark.parametrize("block", marked("diagram"), ids=str)
+def test_a_diagram_is_what_statifier_draws(
+    block: Block, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert block.marker is not None
+    assert statifier.cli.main(["diagram", str(ROOT / block.marker.split()[1])]) == 0
+    assert capsys.readouterr().out.rstrip("\n") == block.text
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """The getting-started page's command-line session, walked through from a fresh data
-directory: every ``$`` line of the block marked ``<!-- walkthrough -->`` runs, exits 0 and
-prints what the page shows (``...`` in a shown line stands for any text).
+directory: every ``$`` line of the block marked ``<!-- doctest: walkthrough -->`` runs, exits 0
+and prints what the page shows (``...`` in a shown line stands for any text).
 
 The commands run in-process through ``statifier_oban.cli.main`` (``uv run statifier-oban
 ARGS`` is ``main(ARGS)``), from the repository root; ``eval "$(COMMAND)"`` runs the command
@@ -24,7 +24,7 @@ from statifier_oban.embedded import DATA_DIR_PREFIX, KeptPostgres
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "getting-started.md"
-MARKER = "<!-- walkthrough -->"
+MARKER = "<!-- doctest: walkthrough -->"
 _EVAL = re.compile(r'^eval "\$\((.*)\)"$')
 
 
@@ -37,7 +37,7 @@ class Step:
 
 
 def session() -> list[Step]:
-    """The session of the block marked ``<!-- walkthrough -->``."""
+    """The session of the block marked ``<!-- doctest: walkthrough -->``."""
     lines = PAGE.read_text(encoding="utf-8").splitlines()
     start = lines.index(MARKER) + 2  # the marker, then the opening fence
     end = lines.index("```", start)

@@ -394,6 +394,8 @@ async def test_deferred_names_the_job_and_the_delivery(env: InvokeEnv) -> None:
         delivery=RECORDING,
         job_id=job_id,
     )
-    assert seen.for_scope(scope) == [INVOKE_ENQUEUED, INVOKE_DEFERRED]
+    # The queue runs in this process: it may fetch and defer the job before the enqueuing
+    # task resumes to report the enqueue, so the two events have no fixed order.
+    assert sorted(seen.for_scope(scope)) == sorted([INVOKE_ENQUEUED, INVOKE_DEFERRED])
     assert deliveries.calls_for(scope) == []
     handlers.forget(scope)

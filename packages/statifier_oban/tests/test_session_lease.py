@@ -239,7 +239,7 @@ def server_url(server: Server) -> str:
 async def test_the_documented_on_step_save_is_fenced_from_the_first_step(
     server: Server, positions: AsyncConnectionPool
 ) -> None:
-    # docs/operations.md: on_step saves fenced by session_lease(session). The first call
+    # docs/timers.md: on_step saves fenced by session_lease(session). The first call
     # comes from the initial macrostep, inside start_session: it must find the lease, or
     # a new session's first position is never saved.
     config = server.config()

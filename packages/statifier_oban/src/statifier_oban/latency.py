@@ -14,7 +14,7 @@ next tick (ADR 6). ``install()`` registers, through oban's ``stager.build`` hook
   stream of timers is staged in batches) and at most its interval (default
   :data:`DEFAULT_INTERVAL_S`, never more than :data:`ANNOUNCE_HORIZON_S`);
 * a timer scheduled to fire sooner than :data:`ANNOUNCE_HORIZON_S` is announced on
-  :data:`statifier_oban._names.DUE_CHANNEL` with its due time, which cuts the rest short.
+  oban's notifier channel ``statifier_timer_due`` with its due time, which cuts the rest short.
   A later one is found by a step before it is due, because no rest is longer than the
   horizon.
 

@@ -222,6 +222,7 @@ class Group(click.Group):
         self._order: list[str] = []
         super().__init__(*args, **kwargs)
         self.errors = errors
+        """The exception types whose errors its commands print as one line (status 1)."""
 
     def add_command(self, cmd: click.Command, name: str | None = None) -> None:
         """Add a subcommand (listed where it was first added or declared lazy)."""

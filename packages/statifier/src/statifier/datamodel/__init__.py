@@ -3,7 +3,7 @@
 The compiler picks the chart's :class:`Datamodel` with :func:`datamodel_for` and asks it to
 compile every expression, location and script; the core evaluates the compiled objects
 (:class:`Expression`, :class:`Location`, :class:`Script`, the protocols of
-:mod:`statifier.datamodel.base`) and never looks at which datamodel made them.
+``statifier.datamodel.base``) and never looks at which datamodel made them.
 
 ``statifier.datamodel.python`` is the safe Python-expression datamodel, the default; its
 compile functions stay re-exported here under their historical names.
