@@ -10,6 +10,7 @@ compared as ``tests.spans.tree`` prints them.
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -25,6 +26,7 @@ from statifier_persistence import Executions
 from oban_support.common import (
     chart,
     database_fixture,
+    execute,
     job_rows,
     unique,
     wait_for_configuration,
@@ -161,6 +163,76 @@ async def test_nothing_of_an_events_data_reaches_a_span(servers: Servers) -> Non
     text = json.dumps([span.attributes for span in tracing.spans()])
     assert "SECRET" not in text
     assert "secret question" not in text
+
+
+PAIR = chart(
+    """
+    <state id="waiting"><transition event="start" target="armed"/></state>
+    <state id="armed">
+      <onentry>
+        <send id="first" event="one" delay="1h"/>
+        <send id="second" event="two" delay="1h"/>
+      </onentry>
+      <transition event="one"/>
+      <transition event="two"/>
+    </state>
+    """,
+    name="otel_pair",
+)
+
+
+async def test_traced_steps_store_their_timers_in_one_batch_each_in_its_own_trace(
+    servers: Servers,
+) -> None:
+    async with running_rig(servers) as rig:
+        ids = [(await rig.executions.create(PAIR)).execution.id for _ in range(2)]
+        with traced() as tracing:
+            # Keyed steps that start together: one group, one transaction (ADR 32); each
+            # step's span (no caller's context) begins a trace of its own.
+            await asyncio.gather(
+                *(rig.executions.step(i, Event(name="start"), key=f"k:{i}") for i in ids)
+            )
+            async with rig.server.pool.connection() as conn:
+                cursor = await conn.execute(
+                    "SELECT xmin::text, cmin::text, args->>'scope', args->>'send_id', meta"
+                    " FROM oban_jobs WHERE args->>'scope' = ANY(%s)",
+                    [ids],
+                )
+                rows = await cursor.fetchall()
+            assert len(rows) == 4
+            # One transaction and one statement (its command id) stored all four timers.
+            assert len({(row[0], row[1]) for row in rows}) == 1
+            await execute(
+                rig.server.pool,
+                "UPDATE oban_jobs SET scheduled_at = now() WHERE args->>'scope' = ANY(%s)",
+                [ids],
+            )
+            fired = await spans_named(tracing, "FireTimer:one", 2)
+            fired += await spans_named(tracing, "FireTimer:two", 2)
+            stored = tracing.metric("statifier.timers.scheduled")
+    steps = {
+        span.attributes["statifier.execution.id"]: span for span in tracing.named("Step:otel_pair")
+    }
+    assert sorted(steps) == sorted(ids)
+    assert len({step.trace_id for step in steps.values()}) == 2
+    scheduled = tracing.named("ScheduleTimer:one") + tracing.named("ScheduleTimer:two")
+    assert len(scheduled) == 4
+    by_send = {}
+    for span in scheduled:
+        scope = span.attributes["statifier.scope"]
+        assert span.parent_id == steps[scope].span_id
+        assert span.trace_id == steps[scope].trace_id
+        by_send[(scope, span.attributes["statifier.send.id"])] = span
+    for _xmin, _cmin, scope, send_id, meta in rows:
+        span = by_send[(scope, send_id)]
+        carried = meta["trace_context"]["traceparent"].rsplit("-", 1)[0]
+        assert carried == f"00-{span.trace_id}-{span.span_id}"
+    for span in fired:
+        armed = next(s for s in scheduled if s.span_id == span.parent_id)
+        assert span.trace_id == armed.trace_id
+        assert span.attributes["statifier.send.id"] == armed.attributes["statifier.send.id"]
+        assert span.attributes["messaging.message.id"] == armed.attributes["messaging.message.id"]
+    assert stored == 4
 
 
 async def test_a_job_run_starts_a_linked_trace_when_asked(servers: Servers) -> None:

@@ -96,13 +96,14 @@ class TimerBatches(Protocol):
     @property
     def timer_batches(self) -> bool:
         """Whether steps use ``prepare_timer`` and ``store_timers`` (False: ``schedule``,
-        e.g. for a subclass that overrides ``schedule``, or while tracing is on); asked
-        when each step begins its drive."""
+        e.g. for a subclass that overrides ``schedule``); asked when each step begins its
+        drive."""
 
     def prepare_timer(self, execution_id: str, effect: SendDelayed) -> Any:
         """Check and encode a timer as ``schedule`` would, storing nothing; raises
         ``EffectRefused`` for what ``schedule`` refuses. The answer is for
-        ``store_timers`` only."""
+        ``store_timers`` only; it is asked in the step's own context (its tracing span),
+        ``store_timers`` maybe in another step's (a group commit)."""
 
     async def store_timers(self, conn: AsyncConnection[Any], timers: Sequence[Any]) -> None:
         """Store prepared timers (of one execution or several) in the transaction of

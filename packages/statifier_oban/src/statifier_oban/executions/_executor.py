@@ -216,11 +216,10 @@ class ObanExecutor:
     @property
     def timer_batches(self) -> bool:
         """Steps store their timers in batches (``prepare_timer``, ``store_timers``), unless
-        a subclass overrides ``schedule`` (then every timer goes through it, as before) or
-        tracing is on: each timer job then carries its own step's trace context and its
-        own ``schedule_timer`` span (ADR 30), which a batch of several steps' timers
-        cannot. Asked at every step."""
-        return type(self).schedule is ObanExecutor.schedule and instrumentation.current is None
+        a subclass overrides ``schedule`` (then every timer goes through it, as before).
+        Tracing or not: a traced batch gives each timer its own span and trace context.
+        Asked at every step."""
+        return type(self).schedule is ObanExecutor.schedule
 
     def prepare_timer(self, execution_id: str, effect: SendDelayed) -> _schedule.PreparedTimer:
         """A timer checked as ``schedule`` checks it, for ``store_timers`` (``TimerBatches``:
@@ -234,8 +233,14 @@ class ObanExecutor:
         self, conn: AsyncConnection[Any], timers: Sequence[_schedule.PreparedTimer]
     ) -> None:
         """Timer jobs for every prepared timer, in one statement on the step's connection
-        (read back only for ``timer.scheduled`` handlers)."""
-        await _schedule.store_prepared(self.config, timers, conn=conn, jobs=False)
+        (read back only for ``timer.scheduled`` handlers, or while tracing is on: each
+        timer's ``ScheduleTimer`` span then ends with its job's id, see
+        ``_schedule.store_traced``)."""
+        tracer = instrumentation.current
+        if tracer is None:
+            await _schedule.store_prepared(self.config, timers, conn=conn, jobs=False)
+        else:
+            await _schedule.store_traced(self.config, tracer, timers, conn=conn)
 
     async def cancel_timers(
         self, conn: AsyncConnection[Any], execution_id: str, effect: Cancel

@@ -9,6 +9,7 @@ id for a live host, the durable execution id otherwise.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
@@ -18,7 +19,7 @@ from psycopg import AsyncConnection
 from psycopg.rows import tuple_row
 from statifier import instrumentation
 from statifier.core.effects import Cancel, SendDelayed
-from statifier.instrumentation import Instrumentation
+from statifier.instrumentation import Instrumentation, Span
 
 from .. import telemetry
 from .._config import Config
@@ -113,18 +114,31 @@ async def schedule(
     tracer = instrumentation.current
     if tracer is None:
         return await _schedule(config, scope, effect, conn, any_target, None)
-    with tracer.span(
+    with _timer_span(tracer, config, scope, effect) as span:
+        job = await _schedule(config, scope, effect, conn, any_target, tracer)
+        span.set(job_id=job.job_id, conflict=job.conflict)
+    return job
+
+
+def _timer_span(
+    tracer: Instrumentation,
+    config: Config,
+    scope: str,
+    effect: SendDelayed,
+    parent: object = None,
+) -> AbstractContextManager[Span]:
+    """The ``ScheduleTimer`` span of one timer (``parent`` as for ``Instrumentation.span``);
+    its job's id and whether it existed are set once it is stored."""
+    return tracer.span(
         instrumentation.SCHEDULE_TIMER,
+        parent=parent,
         scope=scope,
         event=effect.event,
         send_id=effect.send_id,
         ordinal=effect.ordinal,
         delay_ms=effect.delay_ms,
         queue=config.timers_queue,
-    ) as span:
-        job = await _schedule(config, scope, effect, conn, any_target, tracer)
-        span.set(job_id=job.job_id, conflict=job.conflict)
-    return job
+    )
 
 
 async def _schedule(
@@ -188,6 +202,10 @@ class PreparedTimer:
     plain: bool
     """Whether the args hold only plain JSON (see ``_plain``): a batch of plain timers
     takes ``_statements.plain_jsonb``'s fast encoder."""
+    parent: object = None
+    """The context the timer was armed in (``Instrumentation.capture``) when tracing was
+    on: the parent of its ``ScheduleTimer`` span (:func:`store_traced`), wherever the
+    batch is stored."""
 
 
 def prepare(
@@ -195,7 +213,8 @@ def prepare(
 ) -> PreparedTimer:
     """Check and encode one timer, storing nothing: ``schedule``'s refusals
     (``ScheduleRejected``, announced by a ``schedule_rejected`` event) before anything
-    is sent to the database. ``any_target`` as for ``schedule``."""
+    is sent to the database. ``any_target`` as for ``schedule``. While tracing is on,
+    the current context is kept as the timer's ``parent``."""
     try:
         plain = isinstance(scope, str) and bool(scope) and _plain(effect)
         if not plain:
@@ -204,7 +223,9 @@ def prepare(
     except ScheduleRejected as exc:
         _rejected(scope, effect, exc.reason)
         raise
-    return PreparedTimer(scope, effect, args, plain)
+    tracer = instrumentation.current
+    parent = tracer.capture() if tracer is not None else None
+    return PreparedTimer(scope, effect, args, plain, parent)
 
 
 def _plain(effect: SendDelayed) -> bool:
@@ -292,6 +313,7 @@ async def store_prepared(
     conn: AsyncConnection[Any] | None = None,
     jobs: bool = True,
     tracer: Instrumentation | None = None,
+    metas: Sequence[dict[str, Any]] | None = None,
 ) -> list[TimerJob]:
     """Store prepared timers, of one scope or several, in a single statement.
 
@@ -300,8 +322,9 @@ async def store_prepared(
     back unless a ``timer.scheduled`` handler listens: on a connection in pipeline mode
     the statement then costs no round trip of its own, and an error PostgreSQL raises
     surfaces at the caller's next result or commit (psycopg's, unwrapped). Every job's
-    meta carries the trace context of ``tracer``'s current span (None: none): timers of
-    several traces are never stored together (``ObanExecutor.timer_batches``).
+    meta carries the trace context of ``tracer``'s current span (None: none), joined with
+    the entry of ``metas`` (one per timer, in order; None: none) that is its own
+    (:func:`store_traced`).
     """
     if not timers:
         return []
@@ -310,6 +333,7 @@ async def store_prepared(
     params = {
         "args": _statements.plain_jsonb(encoded) if plain else _statements.jsonb(encoded),
         "meta": _statements.jsonb(_meta(config, tracer)),
+        "metas": None if metas is None else _statements.jsonb(metas),
         "queue": config.timers_queue,
         "due_channel": _statements.due_channel(config.oban),
     }
@@ -338,6 +362,32 @@ async def store_prepared(
             _rejected(timer.scope, timer.effect, "store_unavailable")
         raise
     return _batch_jobs(config, timers, inserted, existing)
+
+
+async def store_traced(
+    config: Config,
+    tracer: Instrumentation,
+    timers: Sequence[PreparedTimer],
+    *,
+    conn: AsyncConnection[Any] | None = None,
+) -> list[TimerJob]:
+    """``store_prepared`` while tracing is on: still one statement, each timer inside a
+    ``ScheduleTimer`` span of its own whose parent is the context the timer was armed in
+    (``PreparedTimer.parent``: a step's span, even when a group commit stores the timers
+    of several steps), and each job's meta carrying its own span's context, which the
+    span of its firing continues (ADR 30). The spans end once the jobs are read back.
+    """
+    with ExitStack() as stack:
+        spans: list[Span] = []
+        metas: list[dict[str, Any]] = []
+        for timer in timers:
+            opened = _timer_span(tracer, config, timer.scope, timer.effect, timer.parent)
+            spans.append(stack.enter_context(opened))
+            metas.append(carry({}, tracer))  # the span just entered is the current one
+        jobs = await store_prepared(config, timers, conn=conn, metas=metas)
+        for span, job in zip(spans, jobs, strict=True):
+            span.set(job_id=job.job_id, conflict=job.conflict)
+    return jobs
 
 
 async def _conflicts(
