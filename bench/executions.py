@@ -638,8 +638,9 @@ def ms(value: float | None) -> str:
 
 
 def median_or_none(values: Sequence[float | None]) -> float | None:
-    """The median of the values, None if any is None."""
-    if any(value is None for value in values):
+    """The median of the values, None if any is None or there are none (a path left out
+    with ``--paths``)."""
+    if not values or any(value is None for value in values):
         return None
     return statistics.median(value for value in values if value is not None)
 
