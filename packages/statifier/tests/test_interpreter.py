@@ -313,3 +313,42 @@ def test_done_carries_configuration_and_top_level_donedata() -> None:
     assert done.configuration == ("end",)
     assert done.donedata == {"ok": True}
     assert state.status == "done"
+
+
+# A transition from inside a parallel state (one region) to that state's deep history: its domain
+# depends on the history, which the exit records. Entering under the exit's domain keeps
+# the parallel state; Appendix D read literally entered only its descendants (found by
+# the generated-charts property test).
+PARALLEL_HISTORY = chart(
+    """
+    <datamodel><data id="n" expr="0"/></datamodel>
+    <state id="start">
+      <transition cond="n &lt; 2" target="p"><assign location="n" expr="n + 1"/></transition>
+    </state>
+    <parallel id="p">
+      <history id="deep" type="deep"><transition target="left"/></history>
+      <state id="left">
+        <state id="inner">
+          <transition cond="n &lt; 2" target="deep"><assign location="n" expr="n + 1"/></transition>
+        </state>
+      </state>
+    </parallel>
+    """
+)
+
+
+@pytest.mark.parametrize("trace", [False, True])
+def test_a_parallel_states_deep_history_targeted_from_inside_keeps_the_parallel_state(
+    trace: bool,
+) -> None:
+    state, effects = statifier.initialize(PARALLEL_HISTORY, trace=trace)
+    assert state.datamodel["n"] == 2  # the history transition was taken
+    assert set(state.configuration_ids()) == {"p", "left", "inner"}
+    loaded = statifier.position.loads(statifier.position.dumps(state), PARALLEL_HISTORY)
+    assert loaded.active_leaf_ids() == ("inner",)
+    if trace:
+        exited, entered = (
+            of_type(effects, fx.StatesExited)[-1],
+            of_type(effects, fx.StatesEntered)[-1],
+        )
+        assert set(exited.states) == set(entered.states) == {"p", "left", "inner"}

@@ -563,9 +563,15 @@ class Interpreter(ContentExecutor):
             if plan is not None:
                 self.follow(plan, enabled[0])
                 return
+        # A transition to a history state has a domain that depends on the history recorded
+        # (getEffectiveTargetStates), which exitStates may record: Appendix D read
+        # literally then enters under another domain than it exited, and a deep history of
+        # a parallel state, targeted from inside it, would leave that parallel state out of
+        # the configuration. The entry uses the domains the exit used.
+        domains = [None if t.static else self.get_transition_domain(t) for t in enabled]
         self.exit_states(enabled)
         self.execute_transition_content(enabled)
-        self.enter_states(enabled)
+        self.enter_states(enabled, domains)
 
     def plan(self, t: TransitionNode) -> _Plan | None:
         """The plan of a microstep taking ``t`` alone from this configuration, when one can
@@ -703,11 +709,14 @@ class Interpreter(ContentExecutor):
                     fx.CancelInvoke(invoke_id=invoke_id, state_index=state.index, **self.counters())
                 )
 
-    def enter_states(self, enabled: list[TransitionNode]) -> None:  # noqa: C901 - Appendix D
-        """Appendix D ``enterStates``."""
+    def enter_states(  # noqa: C901 - Appendix D
+        self, enabled: list[TransitionNode], domains: list[int | None] | None = None
+    ) -> None:
+        """Appendix D ``enterStates``; ``domains``: each transition's domain as its exit
+        computed it (for a transition to a history state; see ``do_microstep``)."""
         states = self.states
         machine = self.machine
-        to_enter, default_entry, default_history = self.compute_entry_set(enabled)
+        to_enter, default_entry, default_history = self.compute_entry_set(enabled, domains)
         has_invokes = machine.has_invokes
         if self.replayable:
             self.entered_now.update(to_enter)
@@ -757,9 +766,11 @@ class Interpreter(ContentExecutor):
             self.effects.append(fx.StatesEntered(states=self.ids(to_enter), **self.counters()))
 
     def compute_entry_set(
-        self, transitions: list[TransitionNode]
+        self, transitions: list[TransitionNode], domains: list[int | None] | None = None
     ) -> tuple[list[int], set[int], dict[int, tuple[ContentNode, ...]]]:
-        """Appendix D ``computeEntrySet``; memoized when no history state is involved."""
+        """Appendix D ``computeEntrySet``; memoized when no history state is involved.
+        ``domains``, when given, are the transitions' domains as their exit computed them
+        (``do_microstep``); a static transition's domain never changes."""
         if len(transitions) == 1:
             cacheable = transitions[0].static
             key: Any = ("entry", transitions[0].index)
@@ -771,10 +782,15 @@ class Interpreter(ContentExecutor):
             if cached is not None:
                 return cached  # type: ignore[no-any-return]
         entry = _EntrySet()
-        for t in transitions:
+        for n, t in enumerate(transitions):
             for s in t.targets:
                 self.add_descendant_states_to_enter(s, entry)
-            ancestor = self.get_transition_domain(t)
+            if t.static:
+                ancestor = t.domain
+            elif domains is not None:
+                ancestor = domains[n]
+            else:
+                ancestor = self.get_transition_domain(t)
             for s in self.get_effective_target_states(t):
                 self.add_ancestor_states_to_enter(s, ancestor, entry)
         result = (sorted(entry.states), entry.default_entry, entry.default_history)
