@@ -69,6 +69,12 @@ async def xmins(store: AsyncConnectionPool, table: str, ids: Sequence[str]) -> s
     return {row[0] for row in rows}
 
 
+@pytest.fixture
+def executions(store: AsyncConnectionPool, executor: TableExecutor) -> Executions:
+    """The conftest's ``Executions`` with group commit on (it is opt-in, ADR 32)."""
+    return Executions(store, executor=executor, group_commit=True)
+
+
 async def created(executions: Executions, count: int) -> list[str]:
     """``count`` new executions of the counter."""
     ids = [unique("grp") for _ in range(count)]
@@ -81,7 +87,7 @@ async def test_keyed_steps_that_arrive_together_share_one_transaction(
     store: AsyncConnectionPool,
 ) -> None:
     executor = BatchingTableExecutor()
-    executions = Executions(store, executor=executor)
+    executions = Executions(store, executor=executor, group_commit=True)
     ids = await created(executions, 5)
     executor.stored.clear()
     results = await asyncio.gather(
@@ -105,7 +111,7 @@ async def test_keyed_steps_that_arrive_together_share_one_transaction(
 async def test_without_group_commit_each_step_is_a_transaction_of_its_own(
     store: AsyncConnectionPool,
 ) -> None:
-    executions = Executions(store, executor=BatchingTableExecutor(), group_commit=False)
+    executions = Executions(store, executor=BatchingTableExecutor())  # off by default
     ids = await created(executions, 4)
     results = await asyncio.gather(
         *(executions.step(i, Event(name="work"), key=f"job:{n}") for n, i in enumerate(ids))
@@ -157,10 +163,10 @@ class FailingFor(TableExecutor):
 async def test_a_step_that_fails_in_a_group_fails_alone_and_the_others_are_stored(
     store: AsyncConnectionPool, caplog: pytest.LogCaptureFixture
 ) -> None:
-    first = Executions(store, executor=TableExecutor())
+    first = Executions(store, executor=TableExecutor(), group_commit=True)
     ids = await created(first, 4)
     executor = FailingFor(ids[2])
-    executions = Executions(store, executor=executor)
+    executions = Executions(store, executor=executor, group_commit=True)
     results = await asyncio.gather(
         *(executions.step(i, Event(name="work"), key=f"job:{n}") for n, i in enumerate(ids)),
         return_exceptions=True,
@@ -206,7 +212,7 @@ async def test_a_send_cancelled_since_is_declined_in_a_group_and_the_others_comm
     store: AsyncConnectionPool,
 ) -> None:
     executor = TableExecutor()
-    executions = Executions(store, executor=executor)
+    executions = Executions(store, executor=executor, group_commit=True)
     cancelled, first, second = await created(executions, 3)
     await executions.step(cancelled, Event(name="work"))
     ping = executor.timers[(cancelled, 2)]
@@ -286,7 +292,7 @@ async def test_a_timer_armed_then_cancelled_in_one_drive_is_cancelled_when_batch
     store: AsyncConnectionPool,
 ) -> None:
     executor = BatchingTableExecutor()
-    executions = Executions(store, executor=executor)
+    executions = Executions(store, executor=executor, group_commit=True)
     [execution_id] = await created(executions, 1)
     assert isinstance(await executions.step(execution_id, Event(name="flip"), key="k"), Stepped)
     rows = await effect_rows(store, execution_id)
@@ -299,7 +305,7 @@ async def test_a_timer_armed_then_cancelled_in_one_drive_is_cancelled_when_batch
 
 async def test_a_failed_batch_of_timers_rolls_the_step_back(store: AsyncConnectionPool) -> None:
     executor = BatchingTableExecutor()
-    executions = Executions(store, executor=executor)
+    executions = Executions(store, executor=executor, group_commit=True)
     [execution_id] = await created(executions, 1)
     executor.fail.add("schedule")
     with pytest.raises(InjectedFailure):
@@ -310,7 +316,7 @@ async def test_a_failed_batch_of_timers_rolls_the_step_back(store: AsyncConnecti
 
 async def test_a_refused_timer_of_a_batch_is_heard_by_the_chart(store: AsyncConnectionPool) -> None:
     executor = BatchingTableExecutor()
-    executions = Executions(store, executor=executor)
+    executions = Executions(store, executor=executor, group_commit=True)
     [execution_id] = await created(executions, 1)
     executor.refuse.add("schedule")
     result = await executions.step(execution_id, Event(name="work"), key="job:1")

@@ -155,9 +155,10 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
     gives every execution it creates a BasicHTTP location,
     ``_ioprocessors['basichttp']['location']`` (SCXML D.2), fixed for its life: the URL
     at which the host's app (``statifier_web``) takes POSTs for it; every process that
-    creates executions needs the same one. ``group_commit`` (on by default) lets keyed
-    steps without ``conn=`` that arrive together (a worker's jobs fetched at once) share
-    one transaction, each still answered as if alone (ADR 32). Chart revisions
+    creates executions needs the same one. ``group_commit`` (off by default: opt in)
+    lets keyed steps without ``conn=`` that arrive together (a worker's jobs fetched at
+    once) share one transaction, each still answered as if alone (ADR 32); it is off by
+    default because groups of fan-out children stall (ADR 32, "Known problem"). Chart revisions
     (``revisions``, ``migrate``, ``park_all``, ``retire``...) are ``RevisionMethods``';
     ``history`` and ``prune_history`` are ``HistoryMethods``'; ``wait`` and ``follow``
     ``WaitMethods``'.
@@ -176,7 +177,7 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         functions: Mapping[str, HostFunction] | None = None,
         history: History | bool = True,
         basichttp: Locations | None = None,
-        group_commit: bool = True,
+        group_commit: bool = False,
     ) -> None:
         if not isinstance(executor, EffectExecutor):
             raise InvalidArgument(f"executor must implement EffectExecutor, not {executor!r}")
