@@ -567,9 +567,13 @@ class Interpreter(ContentExecutor):
         # (getEffectiveTargetStates), which exitStates may record: Appendix D read
         # literally then enters under another domain than it exited, and a deep history of
         # a parallel state, targeted from inside it, would leave that parallel state out of
-        # the configuration. The entry uses the domains the exit used.
-        domains = [None if t.static else self.get_transition_domain(t) for t in enabled]
-        self.exit_states(enabled)
+        # the configuration. Exit and entry use the domains worked out once, before the exit.
+        domains = (
+            None
+            if all(t.static for t in enabled)
+            else [t.domain if t.static else self.get_transition_domain(t) for t in enabled]
+        )
+        self.exit_states(enabled, domains)
         self.execute_transition_content(enabled)
         self.enter_states(enabled, domains)
 
@@ -639,7 +643,9 @@ class Interpreter(ContentExecutor):
         for t in enabled:
             self.execute_block(t.content)
 
-    def compute_exit_set(self, transitions: list[TransitionNode]) -> list[int]:
+    def compute_exit_set(
+        self, transitions: list[TransitionNode], domains: list[int | None] | None = None
+    ) -> list[int]:
         """Appendix D ``computeExitSet``, in document order.
 
         The active descendants of a domain are a contiguous run of the sorted
@@ -652,15 +658,18 @@ class Interpreter(ContentExecutor):
             t = transitions[0]
             if not t.targets:
                 return []
-            domain = t.domain if t.static else self.get_transition_domain(t)
+            if t.static:
+                domain = t.domain
+            else:
+                domain = domains[0] if domains is not None else self.get_transition_domain(t)
             if domain is None:
                 return []
             return order[bisect_right(order, domain) : bisect_right(order, states[domain].last)]
         found: set[int] = set()
-        for t in transitions:
+        for n, t in enumerate(transitions):
             if not t.targets:
                 continue
-            domain = self.get_transition_domain(t)
+            domain = domains[n] if domains is not None else self.get_transition_domain(t)
             if domain is None:
                 continue
             found.update(
@@ -668,10 +677,12 @@ class Interpreter(ContentExecutor):
             )
         return sorted(found)
 
-    def exit_states(self, enabled: list[TransitionNode]) -> None:
+    def exit_states(
+        self, enabled: list[TransitionNode], domains: list[int | None] | None = None
+    ) -> None:
         """Appendix D ``exitStates`` (history recorded, onexit run, invocations cancelled)."""
         states = self.states
-        to_exit = self.compute_exit_set(enabled)
+        to_exit = self.compute_exit_set(enabled, domains)
         if not to_exit:
             return
         if self.states_to_invoke:
