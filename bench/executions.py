@@ -261,7 +261,8 @@ async def serve(
         quiet = execution_config(
             oban, timers_queue=queue_of("quiet", processes), delivery=QUIET_DELIVERY
         )
-        _quiet = Executions(pool, executor=ObanExecutor(quiet), history=False)
+        # The history goal's peer differs from ours in history alone: it groups too.
+        _quiet = Executions(pool, executor=ObanExecutor(quiet), history=False, group_commit=True)
     try:
         await serve_until_stdin_closes(oban)
     finally:

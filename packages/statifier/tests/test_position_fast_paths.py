@@ -30,7 +30,7 @@ from statifier.core import _format3, position
 from statifier.core import _payload as payloads
 from statifier.core._json import DECODER, encode_json
 from statifier.core.position import CorruptPosition, UnserializablePosition, dumps, loads
-from statifier.values import MAX_INT_BITS, measure
+from statifier.values import MAX_INT_BITS, measure, one_shot_json_writer
 
 from engine_support import blobs
 
@@ -112,6 +112,19 @@ def test_measure_never_counts_more_than_the_ratio_times_any_json_text(value: Any
         texts.append(written)  # bytes: at least one per character
     for text in texts:
         assert size <= payloads.TEXT_RATIO * len(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_JSON, sort_keys=st.booleans(), ensure_ascii=st.booleans())
+def test_the_one_shot_writer_writes_what_json_dumps_writes(
+    value: Any, sort_keys: bool, ensure_ascii: bool
+) -> None:
+    write = one_shot_json_writer(sort_keys=sort_keys, ensure_ascii=ensure_ascii)
+    assert write(value) == json.dumps(
+        value, sort_keys=sort_keys, ensure_ascii=ensure_ascii, separators=(",", ":")
+    )
+    if not ensure_ascii and isinstance(value, str) and not value.isascii():
+        assert not write(value).isascii()  # held as UTF-8, not escaped
 
 
 def test_every_integer_of_the_short_digits_fits_its_bits() -> None:

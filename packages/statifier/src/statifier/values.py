@@ -325,22 +325,21 @@ def same_data(a: object, b: object) -> bool:
     return True
 
 
-def one_shot_json_writer(*, sort_keys: bool) -> Callable[[Any], str]:
-    """``json.JSONEncoder(sort_keys=sort_keys, ensure_ascii=True, allow_nan=False,
+def one_shot_json_writer(*, sort_keys: bool, ensure_ascii: bool = True) -> Callable[[Any], str]:
+    """``json.JSONEncoder(sort_keys=sort_keys, ensure_ascii=ensure_ascii, allow_nan=False,
     separators=(",", ":"))``'s ``encode``, on one C encoder made here instead of one per
     call; a cycle is found as a ``RecursionError`` (like ``ValueError``: not JSON)."""
     encoder = json.JSONEncoder(
-        sort_keys=sort_keys, ensure_ascii=True, allow_nan=False, separators=(",", ":")
+        sort_keys=sort_keys, ensure_ascii=ensure_ascii, allow_nan=False, separators=(",", ":")
     )
     try:
         from _json import make_encoder
     except ImportError:  # pragma: no cover - an interpreter without the C accelerator
         return encoder.encode
-    from json.encoder import encode_basestring_ascii
+    from json.encoder import encode_basestring, encode_basestring_ascii
 
-    make = make_encoder(
-        None, encoder.default, encode_basestring_ascii, None, ":", ",", sort_keys, False, False
-    )
+    quote = encode_basestring_ascii if ensure_ascii else encode_basestring
+    make = make_encoder(None, encoder.default, quote, None, ":", ",", sort_keys, False, False)
     join = "".join
     return lambda value: join(make(value, 0))
 

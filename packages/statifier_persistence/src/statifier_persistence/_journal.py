@@ -88,7 +88,16 @@ def draft(
     for effect in effects:
         did.add(effect)
     states_before, more_before = configuration(before)
-    states_after, more_after = configuration(after)
+    if (
+        after is not None
+        and before is not None
+        and after.machine is before.machine
+        and after.configuration == before.configuration
+    ):
+        # Most steps stay where they were (a counter, a re-armed timer): one list serves.
+        states_after, more_after = states_before, more_before
+    else:
+        states_after, more_after = configuration(after)
     if ended is not None:
         states_after = tuple(text(s) for s in ended[:MAX_STATES])
         more_after = max(len(ended) - MAX_STATES, 0)
@@ -123,7 +132,7 @@ def stored(draft: Draft | None, row: Execution) -> HistoryEntry | None:
     """The entry as committed: the draft with the ``seq`` and time the row was given."""
     if draft is None:
         return None
-    return dataclasses.replace(draft.entry, seq=row.history_seq, at=row.updated_at)
+    return draft.entry.stored_as(row.history_seq, row.updated_at)
 
 
 def _event_record(event: Event) -> EventRecord:
