@@ -17,7 +17,9 @@ from hypothesis import strategies as st
 from oban import Oban
 from psycopg_pool import AsyncConnectionPool
 from statifier.core.effects import SendDelayed
+from statifier.values import read_json
 from statifier_oban._errors import UndecodableRow
+from statifier_oban.store import _fetch, _oban_compat
 from statifier_oban.timers import _args
 from statifier_oban.timers._schedule import schedule, schedule_many
 
@@ -350,3 +352,74 @@ def test_optional_keys_may_be_absent_or_null() -> None:
     assert effect.data is None
     assert effect.caller_context is None
     assert effect.id_from_author is False
+
+
+# --- how a fetch reads the row's JSON -----------------------------------------------------
+
+EDGE_NUMBERS: list[Any] = [
+    2**63 - 1,
+    -(2**63),
+    -(2**63) - 1,  # 19 digits, below what orjson reads as an int: the standard decoder's
+    2**64 - 1,
+    2**64,
+    10**18 - 1,  # 18 digits: orjson's
+    -(10**18) + 1,
+    1.7976931348623157e308,
+    2.2250738585072014e-308,
+    0.30000000000000004,
+]
+
+
+@pytest.mark.parametrize("value", TRICKY_VALUES + EDGE_NUMBERS, ids=repr)
+def test_a_fetch_reads_json_exactly_as_the_standard_decoder(value: Any) -> None:
+    text = json.dumps({"data": value, "list": [value, {"k": value}]})
+    for data in (text.encode(), text):
+        assert same(read_json(data), json.loads(text))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    value=st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.integers(-(2**70), 2**70)
+        | st.floats(allow_nan=False, allow_infinity=False)
+        | st.text(max_size=8),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner),
+        max_leaves=12,
+    )
+)
+def test_any_json_reads_as_the_standard_decoder_reads_it(value: Any) -> None:
+    text = json.dumps(value, ensure_ascii=False)
+    assert same(read_json(text.encode()), json.loads(text))
+
+
+def test_what_orjson_refuses_goes_to_the_standard_decoder() -> None:
+    assert math.isinf(read_json(b"[1e400]")[0])
+    assert math.isnan(read_json(b"NaN"))
+    assert read_json(b'"\\ud800"') == "\ud800"
+
+
+async def test_the_fetch_hands_the_worker_args_exactly_as_stored(
+    oban_client: Oban, pool: AsyncConnectionPool
+) -> None:
+    config = make_config(oban_client, timers_queue="fetch_exact")
+    jobs = await schedule_many(config, SCOPE, DB_EFFECTS)
+    ids = [timer.job_id for timer in jobs]
+    async with pool.connection() as conn:
+        await conn.execute(
+            "UPDATE oban_jobs SET state = 'available', scheduled_at = now() WHERE id = ANY(%s)",
+            [ids],
+        )
+    fetched = await _fetch.fetch(
+        _oban_compat.FetchRequest(
+            pool=pool, prefix="public", queue="fetch_exact", node="n", uuid="u", demand=10
+        )
+    )
+    by_id = {job.id: job for job in fetched.jobs}
+    assert set(by_id) == set(ids)
+    for timer, effect in zip(jobs, DB_EFFECTS, strict=True):
+        scope, decoded = _args.decode(by_id[timer.job_id].args)
+        assert scope == SCOPE
+        assert same(decoded, effect), effect.ordinal

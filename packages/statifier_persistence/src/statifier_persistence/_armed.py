@@ -39,11 +39,11 @@ It is bounded by ``Limits.max_armed_sends`` (a chart arming more hears
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from statifier.core.effects import SendDelayed
+from statifier.values import one_shot_json_writer, read_json
 
 from ._limits import MAX_ID_LENGTH
 
@@ -141,14 +141,14 @@ class Armed:
         if self.since:
             document["since"] = self.since
             document["cut"] = sorted(self.cut)
-        return json.dumps(document, separators=(",", ":"), ensure_ascii=False)
+        return _write(document)
 
 
 def decode_armed(text: str, corrupt: Callable[[str], Exception]) -> Armed:
     """The ``armed`` column read back (its size is bounded by the read); ``corrupt(message)``
     is raised when it is not what a step writes: storage is as untrusted as a caller."""
     try:
-        document = json.loads(text)
+        document = read_json(text)
     except (ValueError, RecursionError) as exc:
         raise corrupt(f"the armed list is not valid JSON: {exc}") from None
     if not isinstance(document, dict) or not set(document) <= _FIELDS:
@@ -181,6 +181,8 @@ def decode_armed(text: str, corrupt: Callable[[str], Exception]) -> Armed:
         raise corrupt("an armed invocation's generation is not an integer >= 0")
     return Armed(sends, invocations, since, set(cut), children, finished)
 
+
+_write: Final = one_shot_json_writer(sort_keys=False, ensure_ascii=False)
 
 _FIELDS: Final = frozenset({"sends", "invocations", "since", "cut", "children", "finished"})
 

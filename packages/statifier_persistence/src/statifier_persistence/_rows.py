@@ -15,6 +15,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Final, NoReturn, cast
 
+from statifier.values import read_json
+
 from ._errors import CorruptExecution, InvalidArgument
 from ._limits import MAX_ID_LENGTH, MAX_KEY_LENGTH, Limits
 from ._records import STATUSES, Execution, ExecutionStatus, ParentLink
@@ -267,7 +269,7 @@ def decode_json_object(
     if not isinstance(text, str):
         raise corrupt(f"the {what} is not text")
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        value = read_json(text, parse_constant=_no_constant)
     except (ValueError, RecursionError) as exc:
         raise corrupt(f"the {what} is not valid JSON: {exc}") from None
     if not isinstance(value, dict):

@@ -28,6 +28,7 @@ async def fetch(request: FetchRequest) -> Fetched:
     }
     async with _statements.autocommit(request.pool) as conn:
         cursor = conn.cursor(row_factory=dict_row)
+        _statements.read_jsonb_fast(cursor)
         await cursor.execute(statement, params)
         rows: list[dict[str, Any]] = await cursor.fetchall()
     available = int(rows[0].pop("available")) if rows else 0
