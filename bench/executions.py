@@ -248,11 +248,7 @@ async def serve(
     oban = _oban = Oban(pool=pool, name=f"bench_{node}", node=node, queues=queues)
     stepping = role if alone else "ours"
     config = execution_config(oban, timers_queue=queue_of(stepping, processes))
-    # Group commit is opt-in (ADR 32); the baseline's Executions may predate it.
-    if role == "today":
-        use(Executions(pool, executor=ObanExecutor(config)))
-    else:
-        use(Executions(pool, executor=ObanExecutor(config), group_commit=True))
+    use(Executions(pool, executor=ObanExecutor(config)))
     if role == "traced":
         from statifier import instrumentation  # not at the top: a baseline may predate it
 
@@ -261,8 +257,7 @@ async def serve(
         quiet = execution_config(
             oban, timers_queue=queue_of("quiet", processes), delivery=QUIET_DELIVERY
         )
-        # The history goal's peer differs from ours in history alone: it groups too.
-        _quiet = Executions(pool, executor=ObanExecutor(quiet), history=False, group_commit=True)
+        _quiet = Executions(pool, executor=ObanExecutor(quiet), history=False)
     try:
         await serve_until_stdin_closes(oban)
     finally:

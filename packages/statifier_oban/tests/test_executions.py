@@ -243,14 +243,9 @@ async def _crash_leaves_nothing(rig: Rig, crashing: Executions) -> None:
     assert [j.id for j in await timer_jobs(rig, execution_id)] == [j.id for j in jobs_before]
 
 
-async def test_timers_due_together_are_stepped_in_one_transaction(servers: Servers) -> None:
+async def test_timers_due_together_are_stepped_in_one_transaction(rig: Rig) -> None:
     """A worker fetches the due timers of several executions at once: their steps share
-    one transaction (group commit, opted in: ADR 32), each applied once, with its job's key."""
-    async with running_rig(servers, group_commit=True) as rig:
-        await _timers_due_together_share_a_transaction(rig)
-
-
-async def _timers_due_together_share_a_transaction(rig: Rig) -> None:
+    one transaction (group commit, ADR 32), each applied once, with its job's key."""
     ids = [unique("grp") for _ in range(6)]
     job_ids = []
     for execution_id in ids:

@@ -184,7 +184,7 @@ PAIR = chart(
 async def test_traced_steps_store_their_timers_in_one_batch_each_in_its_own_trace(
     servers: Servers,
 ) -> None:
-    async with running_rig(servers, group_commit=True) as rig:
+    async with running_rig(servers) as rig:
         ids = [(await rig.executions.create(PAIR)).execution.id for _ in range(2)]
         with traced() as tracing:
             # Keyed steps that start together: one group, one transaction (ADR 32); each

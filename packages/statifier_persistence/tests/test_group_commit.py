@@ -22,6 +22,7 @@ from statifier_persistence import (
     Discarded,
     ExecutionNotFound,
     Executions,
+    FanOutKey,
     Stepped,
     Trigger,
     triggered_by,
@@ -29,10 +30,12 @@ from statifier_persistence import (
 
 from persistence_support.common import (
     BatchingTableExecutor,
+    FanOutTableExecutor,
     InjectedFailure,
     TableExecutor,
     chart,
     effect_rows,
+    scalar,
     unique,
 )
 
@@ -69,12 +72,6 @@ async def xmins(store: AsyncConnectionPool, table: str, ids: Sequence[str]) -> s
     return {row[0] for row in rows}
 
 
-@pytest.fixture
-def executions(store: AsyncConnectionPool, executor: TableExecutor) -> Executions:
-    """The conftest's ``Executions`` with group commit on (it is opt-in, ADR 32)."""
-    return Executions(store, executor=executor, group_commit=True)
-
-
 async def created(executions: Executions, count: int) -> list[str]:
     """``count`` new executions of the counter."""
     ids = [unique("grp") for _ in range(count)]
@@ -87,7 +84,7 @@ async def test_keyed_steps_that_arrive_together_share_one_transaction(
     store: AsyncConnectionPool,
 ) -> None:
     executor = BatchingTableExecutor()
-    executions = Executions(store, executor=executor, group_commit=True)
+    executions = Executions(store, executor=executor)  # on by default
     ids = await created(executions, 5)
     executor.stored.clear()
     results = await asyncio.gather(
@@ -111,7 +108,7 @@ async def test_keyed_steps_that_arrive_together_share_one_transaction(
 async def test_without_group_commit_each_step_is_a_transaction_of_its_own(
     store: AsyncConnectionPool,
 ) -> None:
-    executions = Executions(store, executor=BatchingTableExecutor())  # off by default
+    executions = Executions(store, executor=BatchingTableExecutor(), group_commit=False)
     ids = await created(executions, 4)
     results = await asyncio.gather(
         *(executions.step(i, Event(name="work"), key=f"job:{n}") for n, i in enumerate(ids))
@@ -163,10 +160,10 @@ class FailingFor(TableExecutor):
 async def test_a_step_that_fails_in_a_group_fails_alone_and_the_others_are_stored(
     store: AsyncConnectionPool, caplog: pytest.LogCaptureFixture
 ) -> None:
-    first = Executions(store, executor=TableExecutor(), group_commit=True)
+    first = Executions(store, executor=TableExecutor())
     ids = await created(first, 4)
     executor = FailingFor(ids[2])
-    executions = Executions(store, executor=executor, group_commit=True)
+    executions = Executions(store, executor=executor)
     results = await asyncio.gather(
         *(executions.step(i, Event(name="work"), key=f"job:{n}") for n, i in enumerate(ids)),
         return_exceptions=True,
@@ -212,7 +209,7 @@ async def test_a_send_cancelled_since_is_declined_in_a_group_and_the_others_comm
     store: AsyncConnectionPool,
 ) -> None:
     executor = TableExecutor()
-    executions = Executions(store, executor=executor, group_commit=True)
+    executions = Executions(store, executor=executor)
     cancelled, first, second = await created(executions, 3)
     await executions.step(cancelled, Event(name="work"))
     ping = executor.timers[(cancelled, 2)]
@@ -292,7 +289,7 @@ async def test_a_timer_armed_then_cancelled_in_one_drive_is_cancelled_when_batch
     store: AsyncConnectionPool,
 ) -> None:
     executor = BatchingTableExecutor()
-    executions = Executions(store, executor=executor, group_commit=True)
+    executions = Executions(store, executor=executor)
     [execution_id] = await created(executions, 1)
     assert isinstance(await executions.step(execution_id, Event(name="flip"), key="k"), Stepped)
     rows = await effect_rows(store, execution_id)
@@ -305,7 +302,7 @@ async def test_a_timer_armed_then_cancelled_in_one_drive_is_cancelled_when_batch
 
 async def test_a_failed_batch_of_timers_rolls_the_step_back(store: AsyncConnectionPool) -> None:
     executor = BatchingTableExecutor()
-    executions = Executions(store, executor=executor, group_commit=True)
+    executions = Executions(store, executor=executor)
     [execution_id] = await created(executions, 1)
     executor.fail.add("schedule")
     with pytest.raises(InjectedFailure):
@@ -316,7 +313,7 @@ async def test_a_failed_batch_of_timers_rolls_the_step_back(store: AsyncConnecti
 
 async def test_a_refused_timer_of_a_batch_is_heard_by_the_chart(store: AsyncConnectionPool) -> None:
     executor = BatchingTableExecutor()
-    executions = Executions(store, executor=executor, group_commit=True)
+    executions = Executions(store, executor=executor)
     [execution_id] = await created(executions, 1)
     executor.refuse.add("schedule")
     result = await executions.step(execution_id, Event(name="work"), key="job:1")
@@ -325,3 +322,71 @@ async def test_a_refused_timer_of_a_batch_is_heard_by_the_chart(store: AsyncConn
     assert [(e.name, e.sendid) for e in raised] == [("error.communication", "ping")]
     assert "schedule refused" in raised[0].message
     assert [row[1] for row in await effect_rows(store, execution_id)] == ["tick"]
+
+
+FAN_CHILD = chart(
+    """
+    <state id="waiting"><transition event="go" target="done"/></state>
+    <final id="done"/>
+    """,
+    name="group_fan_child",
+)
+
+FAN_PARENT = chart(
+    """
+    <state id="mapping"><invoke id="map" type="test:job"/></state>
+    """,
+    name="group_fan_parent",
+)
+
+
+async def _blocked_by(store: AsyncConnectionPool, pid: int) -> None:
+    """Until a backend of this database waits for a lock ``pid``'s transaction holds."""
+    query = (
+        "SELECT count(*) FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))"
+        " AND datname = current_database()"
+    )
+    while await scalar(store, query, [pid]) == 0:
+        await asyncio.sleep(0.02)
+
+
+async def test_fan_out_children_finishing_in_a_group_never_wait_for_their_parents_row(
+    store: AsyncConnectionPool, module_database_url: str
+) -> None:
+    """The stall of grouped fan-out children (ADR 32): a group counting two children of
+    one fan-out updates the fan-out's row twice, and PostgreSQL checks the second update's
+    reference to the parent (``FOR KEY SHARE`` of its row: the row it updates was written
+    by its own transaction). A child start holds the parent's row from its locked read
+    until it locks the fan-out row, which the group holds: under ``FOR UPDATE`` the two
+    deadlocked, the start's job failed and oban ran it again about 17 s later. Here a step of
+    the parent holds its row while the group runs: the group must commit without waiting
+    for it."""
+    executions = Executions(store, executor=FanOutTableExecutor())
+    await executions.register(FAN_CHILD)
+    created = await executions.create(FAN_PARENT, execution_id=unique("parent"))
+    (invoke,) = [e for e in created.effects if isinstance(e, fx.Invoke)]
+    key = FanOutKey(created.execution.id, invoke.invoke_id, invoke.macrostep)
+    children = [
+        (await executions.start_child(key, index, 3, chart="group_fan_child")).execution_id
+        for index in range(3)
+    ]
+    async with await AsyncConnection.connect(module_database_url) as holder:
+        async with holder.transaction():
+            await executions.step(key.parent_id, Event(name="aside"), conn=holder)
+            group = asyncio.ensure_future(
+                asyncio.gather(
+                    *(executions.step(c, Event(name="go"), key=f"go:{c}") for c in children[:2])
+                )
+            )
+            blocked = asyncio.ensure_future(_blocked_by(store, holder.info.backend_pid))
+            first: set[asyncio.Future[Any]] = {group, blocked}
+            await asyncio.wait(first, return_when=asyncio.FIRST_COMPLETED)
+            blocked.cancel()
+            waited = not group.done()
+        results = await asyncio.wait_for(group, 10)  # whatever waited goes on once it commits
+    assert not waited, "the group waited for the lock a step of the parent held"
+    assert all(isinstance(result, Stepped) for result in results)
+    assert len(await xmins(store, "executions", children[:2])) == 1  # one group
+    query = "SELECT finished, state FROM statifier_fan_outs WHERE parent_id = %s"
+    async with store.connection() as conn:
+        assert await (await conn.execute(query, [key.parent_id])).fetchone() == (2, "open")

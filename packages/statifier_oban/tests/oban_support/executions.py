@@ -129,12 +129,10 @@ async def running_rig(
     *,
     basichttp: OutboundPolicy | None = None,
     locations: Locations | None = None,
-    group_commit: bool = False,
     **config_options: Any,
 ) -> AsyncIterator[Rig]:
     """Start a rig (queues of its own); uninstall its ``Executions`` at exit. ``basichttp``
-    is the executor's allow-list, ``locations`` the executions' BasicHTTP locations,
-    ``group_commit`` the executions' (opt-in, ADR 32)."""
+    is the executor's allow-list, ``locations`` the executions' BasicHTTP locations."""
     timers, invokes = unique(TIMERS), unique(INVOKES)
     pool = await servers.pool(max_size=12)
     name = unique("exec_srv")
@@ -154,9 +152,7 @@ async def running_rig(
         server.oban, timers_queue=timers, invoke_queue=invokes, **config_options
     )
     executor = ObanExecutor(config, handlers=HANDLERS, basichttp=basichttp)
-    store = Executions(
-        server.pool, executor=executor, basichttp=locations, group_commit=group_commit
-    )
+    store = Executions(server.pool, executor=executor, basichttp=locations)
     executions.use(store, parked_snooze_s=60)
     _Configured.config_in_use = config
     GatedHandler.gate = asyncio.Event()

@@ -155,10 +155,9 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
     gives every execution it creates a BasicHTTP location,
     ``_ioprocessors['basichttp']['location']`` (SCXML D.2), fixed for its life: the URL
     at which the host's app (``statifier_web``) takes POSTs for it; every process that
-    creates executions needs the same one. ``group_commit`` (off by default: opt in)
-    lets keyed steps without ``conn=`` that arrive together (a worker's jobs fetched at
-    once) share one transaction, each still answered as if alone (ADR 32); it is off by
-    default because groups of fan-out children stall (ADR 32, "Known problem"). Chart revisions
+    creates executions needs the same one. ``group_commit`` (on by default) lets keyed
+    steps without ``conn=`` that arrive together (a worker's jobs fetched at once) share
+    one transaction, each still answered as if alone (ADR 32). Chart revisions
     (``revisions``, ``migrate``, ``park_all``, ``retire``...) are ``RevisionMethods``';
     ``history`` and ``prune_history`` are ``HistoryMethods``'; ``wait`` and ``follow``
     ``WaitMethods``'.
@@ -177,7 +176,7 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         functions: Mapping[str, HostFunction] | None = None,
         history: History | bool = True,
         basichttp: Locations | None = None,
-        group_commit: bool = False,
+        group_commit: bool = True,
     ) -> None:
         if not isinstance(executor, EffectExecutor):
             raise InvalidArgument(f"executor must implement EffectExecutor, not {executor!r}")
@@ -1061,8 +1060,13 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         *,
         with_position: bool = True,
     ) -> Locked:
+        # NO KEY: a step never changes an id, and this lock, unlike FOR UPDATE, lets the
+        # foreign-key checks of rows referencing the execution (FOR KEY SHARE) through.
+        # Under FOR UPDATE a transaction that updated a fan-out's row twice (two children
+        # of it counted in one group) waited on a step of the parent, which could be
+        # waiting for that fan-out row: a deadlock (ADR 32).
         return await self._read(
-            db, execution_id, lock="FOR UPDATE", with_position=with_position, key=key
+            db, execution_id, lock="FOR NO KEY UPDATE", with_position=with_position, key=key
         )
 
     async def _locked_many(

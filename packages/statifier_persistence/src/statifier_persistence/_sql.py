@@ -18,8 +18,10 @@ a stored row:
     the history entry and the notification of a statement that changed executions (the
     fragment ``journal.sql``: two CTEs after the ``updated`` one);
 ``{lock}``
-    chosen per use: empty, ``FOR UPDATE`` (a step locks the row it drives) or
-    ``FOR SHARE`` (a chart revision taking executions, against its retirement).
+    chosen per use: empty, ``FOR NO KEY UPDATE`` (a step locks the execution it drives),
+    ``FOR UPDATE`` (a chart revision being retired) or ``FOR SHARE`` (a chart revision
+    taking executions, against its retirement; a waiter reading an execution after a
+    step).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ _IDENTIFIER: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _NAME: Final = re.compile(r"[a-z][a-z0-9_]*")
 _PLACEHOLDER: Final = re.compile(r"\{([a-z_]+)\}")
 
-_CHOICES: Final = {"lock": frozenset({"", "FOR UPDATE", "FOR SHARE"})}
+_CHOICES: Final = {"lock": frozenset({"", "FOR NO KEY UPDATE", "FOR UPDATE", "FOR SHARE"})}
 """Placeholders chosen per use, and the values each may take."""
 
 _FRAGMENTS: Final = {

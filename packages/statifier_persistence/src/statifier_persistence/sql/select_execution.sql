@@ -1,4 +1,4 @@
--- One execution with its position ({lock}: FOR UPDATE when stepping), the position's
+-- One execution with its position ({lock}: FOR NO KEY UPDATE when stepping), the position's
 -- counters and what the execution has armed as the row records them, and whether the
 -- step key %(key)s was applied to it (null key: false). A position, an armed list or
 -- metadata over the configured bounds is not transferred, only its size.
