@@ -630,7 +630,11 @@ class Variables(MutableMapping[str, Value]):
                 self._abort_after(failure)
                 return index, False, failure.error()
             if type(result) is int:
-                ran = result - start + 1 if result < start + count else count
+                if result < start + count:
+                    # A transition without a condition holds without an evaluation.
+                    ran = result - start + (plan.conditions[result] is not None)
+                else:
+                    ran = count
                 return result, False, None
             index = int(_json(result)["stopped"])
             ran = index - start
