@@ -456,11 +456,15 @@ class Interpreter(ContentExecutor):
         transition per atomic state, then ``removeConflictingTransitions``."""
         return self._first_enabled(self.candidates(matching, name), matching is not None)
 
-    def _first_enabled(
+    def _first_enabled(  # noqa: C901 - one state's guards, inlined: most of a selection
         self, chains: tuple[tuple[TransitionNode, ...], ...], evented: bool
     ) -> list[TransitionNode]:
         enabled: list[TransitionNode] = []
-        if len(chains) == 1:
+        if len(chains) == 1 and len(chains[0]) > 1 and type(self.datamodel) is not dict:
+            found = self._first_kept(chains[0])
+            if found is not None:
+                enabled.append(found)
+        elif len(chains) == 1:
             for transition in chains[0]:
                 expr = transition.cond
                 if expr is not None:
@@ -491,6 +495,34 @@ class Interpreter(ContentExecutor):
                 fx.TransitionsSelected(t_indexes=tuple(t.index for t in enabled), **self.counters())
             )
         return enabled
+
+    def _first_kept(self, chain: tuple[TransitionNode, ...]) -> TransitionNode | None:
+        """The first transition of ``chain`` whose condition holds, for variables their
+        datamodel keeps (ADR 22): the datamodel evaluates the conditions in turn, in as
+        few calls as it can (``KeptVariables.first_true``); a failing one raises
+        ``error.execution`` and counts as false, as ``guard`` has it."""
+        if chain[0].cond is None:
+            return chain[0]
+        guards = _guards_of(self.machine, chain)
+        datamodel: Any = self.datamodel
+        end = len(chain)
+        start = 0
+        self.replayable = False
+        while start < end:
+            found: tuple[int, Exception | None] = datamodel.first_true(
+                guards, start, self.in_state, self.budget
+            )
+            index, error = found
+            if index >= end:
+                self.line = chain[-1].line
+                return None
+            transition = chain[index]
+            self.line = transition.line
+            if error is None:
+                return transition
+            self.condition_failed(guards[index], error)
+            start = index + 1
+        return None
 
     def guard(self, transition: TransitionNode) -> bool:
         """A transition's ``cond``, with errors located at the transition."""
@@ -976,6 +1008,33 @@ class Interpreter(ContentExecutor):
                 **self.counters(),
             )
         )
+
+
+_GUARDS = "guards"
+"""The key, in a machine's ``_cache``, of each candidate chain's conditions: by the chain's
+identity (reset with the select memo's limit), and the tuples themselves by the chain's
+transitions (bounded by the chart: a state's chain is the transitions whose longest
+matching event descriptor, or none, is the same)."""
+
+
+def _guards_of(machine: Machine, chain: tuple[TransitionNode, ...]) -> tuple[Any, ...]:
+    """The conditions of ``chain``'s transitions (None for none), one tuple per distinct
+    chain for the machine's lifetime: a datamodel prepares each once (``first_true``)."""
+    memos: tuple[dict[int, Any], dict[tuple[int, ...], Any]] | None = machine._cache.get(_GUARDS)
+    if memos is None:
+        memos = machine._cache[_GUARDS] = ({}, {})
+    by_id, by_chain = memos
+    found = by_id.get(id(chain))
+    if found is not None and found[0] is chain:
+        return found[1]  # type: ignore[no-any-return]
+    key = tuple(t.index for t in chain)
+    guards = by_chain.get(key)
+    if guards is None:
+        guards = by_chain[key] = tuple(t.cond for t in chain)
+    if len(by_id) >= _SELECT_CACHE_LIMIT:
+        by_id.clear()
+    by_id[id(chain)] = (chain, guards)
+    return guards
 
 
 def _memoize(cache: dict[Any, Any], key: Any, value: Any) -> None:

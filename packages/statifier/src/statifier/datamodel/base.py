@@ -17,7 +17,7 @@ read, and a stored form of the datamodel's own that only positions read
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
-from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from statifier.datamodel.writes import Admit as Admit
 from statifier.datamodel.writes import PathKey as PathKey
@@ -244,6 +244,21 @@ class KeptVariables(Protocol):
         every call (the datamodel may prepare it once)."""
         ...
 
+    def first_true(
+        self,
+        conditions: tuple[Expression | None, ...],
+        start: int,
+        in_state: InState,
+        budget: Budget | None = None,
+    ) -> tuple[int, Exception | None]:
+        """The first of ``conditions`` (a state's candidate transitions' ``cond``, None for
+        none) from ``start`` on whose value is truthy, each evaluated and charged as its
+        own ``evaluate`` would be, in as few calls as the datamodel can: ``(index, None)``;
+        ``(len(conditions), None)`` when none is; ``(index, error)`` for one that raised
+        (those before it were falsy; the core reports it and asks again from the next).
+        ``conditions`` is the caller's own tuple, the same at every call."""
+        ...
+
     def foreach_array(
         self, expr: Expression, in_state: InState, budget: Budget | None = None
     ) -> int | None:
@@ -295,7 +310,9 @@ def stored_variables(datamodel: Mapping[str, Value]) -> dict[str, Value]:
     form of variables a datamodel keeps (:class:`StoredVariables`)."""
     if type(datamodel) is dict:
         return datamodel
-    return cast("StoredVariables", datamodel).stored()
+    # Not ``cast``: a call at run time, and every position written comes here.
+    view: StoredVariables = datamodel  # type: ignore[assignment]
+    return view.stored()
 
 
 type OpenVariables = Callable[[Machine, MachineState | None], KeptVariables]

@@ -138,13 +138,21 @@ _STATE_VARIABLES: Final = ("datamodel", "state_variables")
 def state_variables(machine: Machine, stored: dict[str, Value]) -> Mapping[str, Value]:
     """The ``datamodel`` of a state of ``machine`` whose position keeps ``stored``: the
     ``dict`` itself, unless the datamodel keeps a stored form of its own (ADR 22)."""
-    if variables_of(machine) is None:
-        return stored
-    # Looked up once per machine: every position read of the chart comes here.
+    # Looked up once per machine (one lookup, not two): every position read comes here.
     found = machine._cache.get(_STATE_VARIABLES)
     if found is None:
-        found = machine._cache[_STATE_VARIABLES] = datamodel_for(machine.datamodel).state_variables
+        found = machine._cache[_STATE_VARIABLES] = (
+            _AS_STORED
+            if variables_of(machine) is None
+            else datamodel_for(machine.datamodel).state_variables
+        )
+    if found is _AS_STORED:
+        return stored
     return cast("Callable[[dict[str, Value]], Mapping[str, Value]]", found)(stored)
+
+
+_AS_STORED: Final = object()
+"""``state_variables`` of a datamodel whose states hold the stored ``dict`` itself."""
 
 
 __all__ = [

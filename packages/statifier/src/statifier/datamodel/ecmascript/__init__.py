@@ -38,7 +38,7 @@ from statifier.datamodel.ecmascript.limits import DEFAULT_LIMITS, Limits
 from statifier.datamodel.ecmascript.plain import CIRCULAR, TRUNCATED
 from statifier.datamodel.ecmascript.stored import stored_form
 from statifier.datamodel.ecmascript.variables import Variables, new_variables
-from statifier.datamodel.ecmascript.view import VariablesView
+from statifier.datamodel.ecmascript.view import VariablesView, loaded_view
 from statifier.datamodel.failing import FailingExpression, FailingLocation, FailingScript
 from statifier.datamodel.python import parse_inline_content as _parse_inline_content
 
@@ -116,9 +116,9 @@ class EcmascriptDatamodel:
         """The stored form of plain data (``stored_form``): what an operator sets."""
         return stored_form(value)
 
-    def state_variables(self, stored: dict[str, Value]) -> VariablesView:
-        """A state's variables from their stored form: plain values to read."""
-        return VariablesView.from_stored(stored)
+    state_variables = staticmethod(loaded_view)
+    """A state's variables from their stored form: plain values to read (the view itself,
+    not a method around it: every position read calls it)."""
 
 
 _DATAMODEL: Final = EcmascriptDatamodel()

@@ -303,11 +303,16 @@ class _Api:
         "foreach_end",
         "foreach_item",
         "forget_host_answers",
+        "guard_add",
+        "guard_progress",
         "new_block",
+        "new_guards",
         "next_generation",
         "previous_stored",
         "read",
         "read_event",
+        "read_guards",
+        "read_guards_event",
         "run_block",
         "run_script",
         "set_cap",
@@ -339,11 +344,16 @@ class _Api:
         self.foreach_end = pick("foreachEnd")
         self.foreach_item = pick("foreachItem")
         self.forget_host_answers = pick("forgetHostAnswers")
+        self.guard_add = pick("guardAdd")
+        self.guard_progress = pick("guardProgress")
         self.new_block = pick("newBlock")
+        self.new_guards = pick("newGuards")
         self.next_generation = pick("nextGeneration")
         self.previous_stored = pick("previousStored")
         self.read = pick("read")
         self.read_event = pick("readEvent")
+        self.read_guards = pick("readGuards")
+        self.read_guards_event = pick("readGuardsEvent")
         self.run_block = pick("runBlock")
         self.run_script = pick("runScript")
         self.set_cap = pick("setCap")

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from statifier.datamodel.base import (
     EvaluationError,
+    Expression,
     InState,
     Value,
     Writable,
@@ -536,6 +537,121 @@ class Variables(MutableMapping[str, Value]):
         finally:
             charge_time(budget, started)
 
+    def first_true(
+        self,
+        conditions: tuple[Expression | None, ...],
+        start: int,
+        in_state: InState,
+        budget: Budget | None = None,
+    ) -> tuple[int, Exception | None]:
+        """The first of ``conditions`` from ``start`` on that holds (None always does), each
+        evaluated as ``evaluate`` would and in as few calls into the engine as it can (one,
+        while every condition is an unguarded read with a primitive value): its index and
+        None, ``len(conditions)`` when none holds, or the index of one that failed and its
+        error (those before it did not hold). ``conditions`` is the caller's own tuple, the
+        same at every call (prepared once here)."""
+        end = len(conditions)
+        if start >= end:
+            return end, None
+        instance = self.instance
+        plan = instance.plans.get(id(conditions))
+        if plan is None or plan.conditions is not conditions:
+            plan = instance.plans[id(conditions)] = _GuardsPlan(instance, conditions)
+        while start < end:
+            if conditions[start] is None:
+                return start, None
+            count = end - start
+            if budget is not None:
+                # Each condition charges CALL_COST before it runs and fails past the budget:
+                # the batch holds those whose charge the budget still covers.
+                affordable = budget.steps // CALL_COST if budget.steps > 0 else 0
+                if affordable < count:
+                    count = affordable
+            if count > 0:
+                index, stopped, error = self._guards(plan, start, count, in_state, budget)
+                if error is not None or (not stopped and index < start + count):
+                    return index, error
+                if not stopped:
+                    start += count
+                    continue
+            else:
+                index = start
+            # Alone, as the core evaluates it: a guarded read, a value only Python reads, a
+            # source that did not compile, or one past the budget.
+            condition: Any = conditions[index]
+            try:
+                if condition.evaluate(self, in_state, budget):
+                    return index, None
+            except Exception as exc:  # the core reports any failure, as it does alone
+                return index, exc
+            start = index + 1
+        return end, None
+
+    def _guards(
+        self,
+        plan: _GuardsPlan,
+        start: int,
+        count: int,
+        in_state: InState,
+        budget: Budget | None,
+    ) -> tuple[int, bool, Exception | None]:
+        """One call evaluating up to ``count`` conditions from ``start``: the index it ended
+        at, whether it stopped before that one (to run it alone), and a failure's error."""
+        instance = self.instance
+        pending = instance.pending
+        if pending is None and instance.starting:
+            self._begin()
+        answers = _answers(plan, in_state) if plan.asks else None
+        if budget is None:
+            limit = NO_LIMIT_FLOAT
+        else:
+            if budget.limits is not instance.limits:
+                self._meter(budget)
+            output = budget.output
+            limit = float(output) if output > 0 else 0.0
+        api = instance.api
+        started = 0 if budget is None else perf_counter_ns()
+        ran = 0
+        try:
+            try:
+                if pending is None:
+                    result = api.read_guards(plan.handle, start, count, answers, limit)
+                else:  # the event the call set goes with it
+                    instance.pending = None
+                    starting = instance.starting
+                    instance.starting = False
+                    result = api.read_guards_event(
+                        starting, *pending, plan.handle, start, count, answers, limit
+                    )
+            except Exception as exc:
+                failure = instance.context.failure(exc)
+                index = self._guard_progress(start)
+                ran = index - start + 1
+                self._abort_after(failure)
+                return index, False, failure.error()
+            if type(result) is int:
+                if result < start + count:
+                    # A transition without a condition holds without an evaluation.
+                    ran = result - start + (plan.conditions[result] is not None)
+                else:
+                    ran = count
+                return result, False, None
+            index = int(_json(result)["stopped"])
+            ran = index - start
+            return index, True, None
+        finally:
+            if budget is not None and ran:
+                spent = (perf_counter_ns() - started) // NS_PER_STEP
+                budget.spend(max(spent, CALL_COST * ran))
+
+    def _guard_progress(self, start: int) -> int:
+        """The condition a failed guards call was at (``start`` when the engine cannot say)."""
+        instance = self.instance
+        try:
+            return int(instance.context.call(instance.api.guard_progress))
+        except JSFailure:
+            return start
+
     def run_script(
         self,
         script: Compiled,
@@ -983,6 +1099,41 @@ class _BlockPlan(_Plan):
             assert isinstance(read, _ReadPlan)  # noqa: S101 - made above
             call(api.block_log, handle, read.function, read.pure)
         self.handle = handle
+
+
+class _GuardsPlan(_Plan):
+    """A chain of transitions' conditions (``Variables.first_true``), made once in this
+    instance: per condition its function here, or None (no condition, or one that runs
+    alone: it may write, or it did not compile)."""
+
+    __slots__ = ("conditions", "handle")
+
+    def __init__(self, instance: Instance, conditions: tuple[Expression | None, ...]) -> None:
+        # Held, so that the id the plan is found by stays this tuple's.
+        self.conditions = conditions
+        call = instance.context.call
+        api = instance.api
+        handle = call(api.new_guards)
+        ids: tuple[str, ...] = ()
+        condition: Any
+        for condition in conditions:
+            if condition is None:
+                call(api.guard_add, handle, None, False, False)
+                continue
+            if _failing(condition) is not None:
+                call(api.guard_add, handle, None, False, True)
+                continue
+            read = instance.plans.get(id(condition))
+            if read is None:
+                read = instance.plans[id(condition)] = _ReadPlan(instance, condition)
+            assert isinstance(read, _ReadPlan)  # noqa: S101 - made above, by expression
+            call(api.guard_add, handle, read.function, read.pure, read.guard)
+            if not read.guard:
+                ids += read.ids
+        self.handle = handle
+        self.ids = ids
+        self.dynamic = self.guard = self.pure = False
+        self.asks = bool(ids)
 
 
 class _WritePlan(_Plan):

@@ -44,7 +44,8 @@ class VariablesView(Mapping[str, Any]):
         holds the variables)."""
         self._whole: dict[str, Any] | None = None
         """The whole stored form (system variables too), once made or as a position gave it."""
-        self._plain: dict[str, Any] = {}
+        self._plain: dict[str, Any] | None = None
+        """The plain values read so far (made on the first read)."""
         self._decoder: PlainDecoder | None = None
 
     @classmethod
@@ -53,11 +54,7 @@ class VariablesView(Mapping[str, Any]):
         as a position holds it; the view keeps it as it is, so treat it as read-only).
         It is split into system and chart variables when first read: a state loaded only to
         be stepped or stored again never is."""
-        view = cls.__new__(cls)
-        view._system = view._names = view._stored = view._source = view._decoder = None
-        view._whole = datamodel
-        view._plain = {}
-        return view
+        return loaded_view(datamodel)
 
     def _split(self) -> dict[str, Any]:
         """The system variables, splitting the whole stored form the first time."""
@@ -115,7 +112,9 @@ class VariablesView(Mapping[str, Any]):
         if name in system:
             return system[name]
         plain = self._plain
-        if name in plain:
+        if plain is None:
+            plain = self._plain = {}
+        elif name in plain:
             return plain[name]
         if name not in self.names:
             raise KeyError(name)
@@ -150,3 +149,16 @@ class VariablesView(Mapping[str, Any]):
     def __reduce__(self) -> tuple[Any, ...]:
         # A copy (copy, deepcopy, pickle) holds the stored form, never a live engine.
         return (VariablesView.from_stored, (self.stored(),))
+
+
+_new: Final = object.__new__
+
+
+def loaded_view(datamodel: dict[str, Any]) -> VariablesView:
+    """``VariablesView.from_stored``, without a class method's lookups: every position read
+    of an ECMAScript chart makes one (``Datamodel.state_variables``), so it costs what
+    handing the Python datamodel's ``dict`` back costs, within a few attribute stores."""
+    view: VariablesView = _new(VariablesView)
+    view._system = view._names = view._stored = view._source = view._decoder = view._plain = None
+    view._whole = datamodel
+    return view
