@@ -91,6 +91,7 @@ from psycopg_pool import AsyncConnectionPool
 from statifier.core.effects import SendDelayed
 from statifier.core.events import Event
 from statifier_oban import register_plugin
+from statifier_oban.cli._worker import freeze_startup_heap
 from statifier_oban.embedded import EmbeddedPostgres
 from statifier_oban.executions import ExecutionDelivery, ObanExecutor, execution_config, use
 from statifier_oban.schema import install
@@ -259,6 +260,7 @@ async def serve(
         )
         _quiet = Executions(pool, executor=ObanExecutor(quiet), history=False)
     try:
+        freeze_startup_heap()  # as `statifier-oban worker` does once its queues run
         await serve_until_stdin_closes(oban)
     finally:
         await pool.close()

@@ -12,6 +12,7 @@ delivers timers slowly on their first run, so a worker is holding them when it d
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import signal
 import textwrap
@@ -177,3 +178,16 @@ async def test_a_stopping_worker_puts_back_the_jobs_its_grace_period_cut_short(
             [job_ids],
         ).fetchall()
     assert rows == [("available", 0, 1)] * TIMERS
+
+
+def test_a_started_worker_puts_its_startup_heap_out_of_the_collectors_reach() -> None:
+    from statifier_oban.cli._worker import freeze_startup_heap
+
+    before = gc.get_freeze_count()
+    held = [object() for _ in range(3)] + [{"startup": True}]
+    try:
+        freeze_startup_heap()
+        assert gc.get_freeze_count() >= before + len(held)
+        assert not any(o is held[-1] for o in gc.get_objects())  # frozen: not collected
+    finally:
+        gc.unfreeze()
