@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from typing import Any
 
+import pytest
 import statifier
 from statifier.budget import MacrostepLimits
 from statifier.core import effects as fx
 from statifier.core.position import dumps, export_position, import_position, loads
 from statifier.datamodel import stored_variables
+from statifier.errors import ExecutionResourceError
 from statifier.virtual import run_chart
 
 from engine_support.ecmascript import chart, ended_in, errors, logged
@@ -255,6 +258,76 @@ def test_writes_refused_by_the_datamodel_cap_are_not_stored() -> None:
     stored = len(json.dumps(stored_variables(state.datamodel)))
     assert 2 * six_mib < stored <= MacrostepLimits().cap
     assert loads(dumps(state), machine).datamodel == state.datamodel
+
+
+# The restore after a refused write may itself run out of memory (the heap full of what
+# the write made): nothing of the write may survive it, in the engine or in the engine a
+# failed one is replaced by (issue 19).
+STARVED = chart(
+    """
+    <datamodel>
+      <data id="o" expr="({k: 1})"/><data id="d" expr="0"/><data id="n" expr="0"/>
+    </datamodel>
+    <state id="s">
+      <transition event="write">
+        <assign location="n" expr="n + 1"/>
+        <script>d = 'x'.repeat(64); o.k = 2</script>
+      </transition>
+      <transition event="look"><log expr="d + ':' + o.k + ':' + n"/></transition>
+    </state>
+    """
+)
+
+
+def _starve(state: statifier.MachineState, *calls: str) -> None:
+    """Make each of the engine's ``calls`` (prelude functions, by their Python names) run
+    out of memory at its first allocation, as if the heap were full: a forced OOM, where
+    only chance would hit it otherwise."""
+    instance = state._datamodel_bound[1].instance  # type: ignore[index]
+    quickjs = instance.context.context
+    for name in calls:
+        real = getattr(instance.api, name)
+
+        def starved(*args: Any, real: Any = real) -> Any:
+            limit = quickjs.memory()["malloc_limit"]
+            quickjs.set_memory_limit(quickjs.memory()["malloc_size"])
+            try:
+                return real(*args)
+            finally:
+                quickjs.set_memory_limit(limit)
+
+        setattr(instance.api, name, starved)
+
+
+def test_a_write_whose_restore_runs_out_of_memory_is_not_stored() -> None:
+    state, _ = statifier.initialize(STARVED, session_id="sess_starved")
+    # The settle's write-out fails, and so does the restore it starts at once.
+    _starve(state, "settle")
+    after, effects = statifier.handle_event(state, "write")
+    assert [message.split(":")[0] for message in errors(effects)] == ["script"]
+    # The engine was replaced (a resource limit): from its variables as the restore, run
+    # again with room, left them, with the write before the script's.
+    assert state._datamodel_bound[1].instance is not after._datamodel_bound[1].instance  # type: ignore[index]
+    assert stored_variables(after.datamodel)["d"] == 0
+    assert after.datamodel["o"] == {"k": 1}
+    _, effects = statifier.handle_event(after, "look")
+    assert logged(effects) == ["0:1:1"]
+    assert loads(dumps(after), STARVED).datamodel == after.datamodel
+
+
+@pytest.mark.parametrize("stuck", ["abort", "fetch"])
+def test_a_write_that_cannot_be_put_back_fails_the_whole_call(stuck: str) -> None:
+    state, _ = statifier.initialize(STARVED, session_id="sess_stuck")
+    # The restore fails again with room to spare, or the write-out of what it put back: no
+    # stored form the engine could give is trusted (the one Python read last is older than
+    # the call's first write), so the call fails and the state it resumed stays as it was.
+    _starve(state, "settle", stuck)
+    with pytest.raises(ExecutionResourceError):
+        statifier.handle_event(state, "write")
+    assert stored_variables(state.datamodel)["d"] == 0
+    assert state.datamodel["o"] == {"k": 1}
+    _, effects = statifier.handle_event(state, "look")
+    assert logged(effects) == ["0:1:0"]
 
 
 DEEP = (

@@ -17,6 +17,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import fields, is_dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Final
@@ -122,6 +123,20 @@ class Context:
             return self.call(function, *args)
         finally:
             self.context.set_time_limit(self.limits.cpu_seconds)
+
+    @contextmanager
+    def roomy(self) -> Iterator[None]:
+        """Calls made inside have twice the heap limit and the time of a whole-datamodel
+        encode: putting values back or writing them out after a call that failed, when the
+        heap may be full of what the call made (what it wrote is not stored then)."""
+        context = self.context
+        context.set_memory_limit(2 * self.limits.memory_bytes)
+        context.set_time_limit(max(self.limits.cpu_seconds, ENCODE_SECONDS))
+        try:
+            yield
+        finally:
+            context.set_memory_limit(self.limits.memory_bytes)
+            context.set_time_limit(self.limits.cpu_seconds)
 
 
 class Setup:

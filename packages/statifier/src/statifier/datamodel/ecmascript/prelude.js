@@ -1190,7 +1190,10 @@
   // -- checkpoints: a failed or refused call changes nothing -----------------------------
 
   // Everything a call could change, object by object. restore() puts the properties back
-  // on the very objects, so identity, closures and references all stay as they were.
+  // on the very objects, so identity, closures and references all stay as they were. It
+  // may be run again after it failed half-way (out of memory, out of time): only what
+  // the engine refuses for good (a TypeError: not configurable, not extensible) is
+  // skipped, and the checkpoint is kept until a restore() completes (see abort()).
   function checkpoint() {
     const objects = [];
     const seen = new SetClass();
@@ -1227,19 +1230,19 @@
     const keep = new SetClass();
     for (const [key] of saved.roots) keep.add(key);
     for (const key of userKeys()) {
-      if (!keep.has(key)) { try { delete global[key]; } catch (_error) { /* not configurable */ } }
+      if (!keep.has(key)) { try { delete global[key]; } catch (error) { refused(error); } }
     }
     for (const [key, descriptor] of saved.roots) redefine(global, key, descriptor);
     for (const [value, keys, descriptors, proto, items] of saved.objects) {
       const wanted = new SetClass(keys);
       if (isArray(value)) {
-        try { value.length = 0; } catch (_error) { /* sealed */ }
+        try { value.length = 0; } catch (error) { refused(error); }
       }
       for (const key of ownKeys(value)) {
-        if (!wanted.has(key)) { try { delete value[key]; } catch (_error) { /* kept */ } }
+        if (!wanted.has(key)) { try { delete value[key]; } catch (error) { refused(error); } }
       }
       for (let i = 0; i < keys.length; i++) redefine(value, keys[i], descriptors[i]);
-      try { setPrototypeOf(value, proto); } catch (_error) { /* not extensible any more */ }
+      try { setPrototypeOf(value, proto); } catch (error) { refused(error); }
       if (isMap(value)) {
         apply(mapClear, value, []);
         for (let i = 0; i < items.length; i += 2) apply(mapSet, value, [items[i], items[i + 1]]);
@@ -1251,7 +1254,12 @@
     state.full = true;
   }
   function redefine(target, key, descriptor) {
-    try { defineProperty(target, key, descriptor); } catch (_error) { /* not configurable */ }
+    try { defineProperty(target, key, descriptor); } catch (error) { refused(error); }
+  }
+  // A put-back the engine refuses for good (sealed, not configurable, not extensible) is
+  // skipped; any other failure (out of memory, out of time) stops the restore().
+  function refused(error) {
+    if (!(error instanceof TypeErrorClass)) throw error;
   }
 
   // -- host functions --------------------------------------------------------------------
@@ -1407,6 +1415,8 @@
     }
   }
 
+  // Puts back what the open call changed. The checkpoint is dropped only once restore()
+  // completes: after a failure Python calls abort() again with room to finish it.
   function abort() {
     if (open !== null) restore(open);
     open = null;
@@ -1420,38 +1430,37 @@
   }
 
   function settle(writable) {
-    const saved = open;
     const copy = pendingCopy;
-    open = null;
-    pendingCopy = null;
     if (hostRequest !== null) {
-      restore(saved);
+      abort();
       return ["ask", hostRequest];
     }
     let out;
     try {
       out = written();
     } catch (error) {
-      restore(saved);
+      abort();
       throw error;
     }
     const present = [];
     for (const name of out.changed) {
       if (name === HEAP) continue;
       if (!writable(name)) {
-        restore(saved);
+        abort();
         written();
         throw new TypeError("cannot create or assign the variable " + stringify(name));
       }
       if (getOwnPropertyDescriptor(global, name) !== undefined) present.push(name);
     }
     if (out.size > state.cap) {
-      restore(saved);
+      abort();
       written();
       const names = out.changed.filter((name) => name !== HEAP).slice(0, 5);
       throw new RangeError("the datamodel would be larger than its cap of " + state.cap +
         " bytes stored" + (names.length > 0 ? " (writing " + names.join(", ") + ")" : ""));
     }
+    open = null;
+    pendingCopy = null;
     if (copy !== null) foreachStack.push(copy);
     return ["done", out.changed, present];
   }

@@ -141,11 +141,8 @@ def written_before(instance: Instance) -> dict[str, Value]:
     started (the engine puts back what the call replaced, for a moment)."""
     context = instance.context
     # Putting values back takes memory: the heap may be full after a call that failed.
-    context.context.set_memory_limit(2 * context.limits.memory_bytes)
-    try:
-        text = context.call_long(instance.api.previous_stored)
-    finally:
-        context.context.set_memory_limit(context.limits.memory_bytes)
+    with context.roomy():
+        text = context.call(instance.api.previous_stored)
     if text is None:  # pragma: no cover - every call logs from its start
         raise RuntimeError("the engine kept no state before this call")
     stored: dict[str, Value] = json.loads(_text(text))
@@ -217,11 +214,13 @@ class Variables(MutableMapping[str, Value]):
     data is never code).
     """
 
-    __slots__ = ("instance", "names")
+    __slots__ = ("failed", "instance", "names")
 
     def __init__(self, instance: Instance, names: set[str]) -> None:
         self.instance = instance
         self.names = names
+        self.failed = False
+        """A failed write could not be put back exactly: the call fails (see ``freeze``)."""
 
     # -- the mapping ---------------------------------------------------------------------
 
@@ -273,7 +272,12 @@ class Variables(MutableMapping[str, Value]):
 
     def freeze(self) -> tuple[VariablesView, tuple[VariablesView, Link]]:
         """The state's ``datamodel`` and what the state carries to the next call: nothing
-        is written out of the engine until something asks (``Generation``)."""
+        is written out of the engine until something asks (``Generation``).
+
+        Raises ``MemoryError`` (the call fails as a whole, ADR 11) when a failed write
+        could not be put back exactly (``_replace_instance``)."""
+        if self.failed:
+            raise MemoryError("the variables could not be put back after a failed write")
         instance = self.instance
         names = self.names
         generation = Generation(instance)
@@ -345,6 +349,7 @@ class Variables(MutableMapping[str, Value]):
         try:
             self.instance.context.call(self.instance.api.bind, name, text)
         except JSFailure as failure:
+            self._abort_after(failure)
             raise _refusal(failure) from None
         self.names.add(name)
 
@@ -737,6 +742,7 @@ class Variables(MutableMapping[str, Value]):
         try:
             self.instance.context.call(self.instance.api.foreach_item, item, index, position)
         except JSFailure as failure:
+            self._abort_after(failure)
             raise _refusal(failure) from None
         self.names.add(item)
         if index is not None:
@@ -789,35 +795,60 @@ class Variables(MutableMapping[str, Value]):
             raise failure.error() from None
 
     def _abort_after(self, failure: JSFailure) -> None:
-        """Put back what a guarded call that ``failure`` ended had changed (its promise
-        jobs run first, so that they are put back too). An engine left with jobs it cannot
-        run, or past a resource limit while putting back, is replaced by one built from the
-        variables' stored form (QuickJS cannot drop a queued job)."""
+        """Put back what a call that ``failure`` ended had changed (its promise jobs run
+        first, so that they are put back too).
+
+        The engine may have failed half-way through putting values back (the heap full of
+        what the call made): it finishes with room to spare (``Context.roomy``) from the
+        checkpoint it keeps until then. An engine left with jobs it cannot run, or past a
+        resource limit, is replaced by one built from its variables as they were before the
+        call wrote (QuickJS cannot drop a queued job); when those cannot be had exactly,
+        the whole call fails (see ``freeze``) rather than keep any part of the write."""
         instance = self.instance
+        context = instance.context
+        replace = failure.limit
         try:
             instance.drain()
-            instance.context.call(instance.api.abort)
         except JSFailure:
-            self._replace_instance()
+            replace = True
+        try:
+            with context.roomy():
+                context.call(instance.api.abort)
+        except JSFailure:
+            self._replace_instance(restored=False)
             return
-        if failure.limit:
-            self._replace_instance()
+        if replace:
+            self._replace_instance(restored=True)
 
-    def _replace_instance(self) -> None:
+    def _replace_instance(self, restored: bool) -> None:
+        """Move the call to a new engine built from the old one's variables, which
+        ``restored`` says hold what they held before the failed write (nothing else is
+        trusted: a half put-back engine still holds part of the write)."""
         old = self.instance
         # The state this call resumed lives on in the old engine alone: written out now.
         previous = None if old.previous is None else old.previous()
-        if previous is not None:
-            previous()
-        try:
-            old.context.call(old.api.abort)
-            stored = self.stored()
-        except JSFailure:
-            stored = old.stored  # the last stored form read: nothing better survives
+        resumed = None if previous is None else previous()
+        stored = None
+        if restored:
+            try:
+                with old.context.roomy():
+                    stored = self.stored()
+            except (JSFailure, EvaluationError):
+                stored = None
+        # No state resumes the old engine from here (the one this call resumed was written
+        # out above).
+        generation = old.generation
+        old.generation += 1
+        if stored is None:
+            # Every stored form the old engine could give now may hold part of the failed
+            # write (and the one Python read last may be older than the call's writes):
+            # the call fails when it ends (a content error does not stop it), and the
+            # state it resumed stays as it was. Until then it runs on that state.
+            self.failed = True
+            stored = {} if resumed is None else resumed
         datamodel = {**old.system, **stored}
         instance = Instance(old.setup, old.cap, old.context.limits)
-        instance.generation = old.generation
-        old.generation += 1
+        instance.generation = generation
         self.instance = instance
         self.load(datamodel)
 
@@ -839,6 +870,8 @@ class Variables(MutableMapping[str, Value]):
                 try:
                     outcome = json.loads(_text(context.call(api.settle)))
                 except JSFailure as failure:
+                    # The engine put back what the call changed unless that failed too.
+                    self._abort_after(failure)
                     raise _refusal(failure) from None
                 if outcome[0] == "done":
                     return self._changed(outcome[1], set(outcome[2]))
