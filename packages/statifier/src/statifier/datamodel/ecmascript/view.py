@@ -192,6 +192,11 @@ def engine_view(
     and the stored form's encoder, which tag NaN and the infinities: never a bare
     ``NaN``), so the view vouches for its chart variables' types (``chart_json_typed``).
     ``system`` holds the system variables alone (the core's values, checked as ever)."""
-    view = VariablesView(system, names, None, source)
+    # Every step of a chart makes one: the slots stored here, without ``__init__``'s call.
+    view: VariablesView = _new(VariablesView)
+    view._system = system
+    view._names = names
+    view._source = source
+    view._stored = view._whole = view._plain = view._decoder = None
     view._typed = True
     return view
