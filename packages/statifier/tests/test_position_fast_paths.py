@@ -586,7 +586,7 @@ def test_a_vouching_view_s_system_variables_are_still_checked(
     if not standard:
         system["_name"] = "renamed"  # every system variable is then stored as it is
     good = _replace(state, datamodel=_ecma_view(system, {"n": 1}, engine=True))
-    assert good.datamodel.chart_json_typed is True
+    assert good.datamodel.chart_json_typed is True  # type: ignore[attr-defined]
     assert _format3.plain_body(good) == position._checked_body(good)
     names = ["_event"] if standard else ["_event", "_name", "_sessionid", "_ioprocessors"]
     for name in names:
