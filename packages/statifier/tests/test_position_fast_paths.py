@@ -486,3 +486,112 @@ def test_the_plain_read_accepts_only_what_the_full_read_accepts(
         assert plain == full
     if not changes:
         assert plain == state  # what dumps writes takes the plain path
+
+
+# -- dumps: an ECMAScript view of the engine's own state vouches for its chart variables ----
+
+ECMA = """\
+<scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0" datamodel="ecmascript"
+       name="ecma" initial="a">
+  <datamodel>
+    <data id="v" expr="({$ref: 0, $$x: 1, u: undefined, f: function () {}, t: 'h\\u00f6st',
+      n: [undefined, NaN, -0, Infinity, 1.5, 2e300], m: new Map([[1, 2]]), r: /x/g,
+      b: 12345678901234567890n, nul: null})"/>
+    <data id="o" expr="({k: [1, {deep: true}]})"/><data id="p" expr="o"/>
+    <data id="ev"/><data id="big" expr="2 ** 70"/>
+  </datamodel>
+  <state id="a">
+    <transition event="keep"><assign location="ev" expr="_event.data"/></transition>
+    <transition event="loop"><assign location="o.self" expr="o"/></transition>
+  </state>
+</scxml>
+"""
+
+
+@pytest.fixture(scope="module")
+def ecma() -> Machine:
+    return statifier.compile(ECMA)
+
+
+def _ecma_states(machine: Machine) -> list[MachineState]:
+    state, _ = statifier.initialize(machine, session_id="sess_ecma")
+    states = [state]
+    for event in (
+        statifier.Event(name="keep", data={"$y": [1, {"z": None}], "w": "\u2603"}),
+        statifier.Event(name="loop"),
+    ):
+        state, _ = statifier.handle_event(state, event)
+        states.append(state)
+    return states
+
+
+def test_the_engine_s_ecmascript_views_vouch_and_write_what_the_checked_path_writes(
+    ecma: Machine,
+) -> None:
+    for state in _ecma_states(ecma):
+        assert state.datamodel.chart_json_typed is True  # type: ignore[attr-defined]
+        plain = _format3.plain_body(state)
+        assert plain is not None
+        assert plain == position._checked_body(state)
+        loaded = loads(dumps(state), ecma)
+        # A view made from a stored form never vouches (its values were not the engine's).
+        assert loaded.datamodel.chart_json_typed is False  # type: ignore[attr-defined]
+        assert dumps(loaded) == dumps(state)
+        nonstandard = _replace(state, session_id="sess_other")  # the system variables stay
+        assert _format3.plain_body(nonstandard) == position._checked_body(nonstandard)
+
+
+def _ecma_view(system: dict[str, Any], chart: dict[str, Any], engine: bool) -> Any:
+    from statifier.datamodel.ecmascript.view import VariablesView, engine_view
+
+    names = frozenset(name for name in chart if name != "#objects")
+    if engine:
+        return engine_view(system, names, lambda: chart)
+    return VariablesView(system, names, chart)
+
+
+@pytest.mark.parametrize(
+    "value", [(1, 2), {"k": (1,)}, [float("nan")], math.inf, {1: "a"}, [{"k": {None: 1}}]]
+)
+@pytest.mark.parametrize("how", ["constructed", "from_stored"])
+def test_a_view_given_its_stored_form_vouches_for_nothing(
+    ecma: Machine, value: Any, how: str
+) -> None:
+    from statifier.datamodel.ecmascript.view import VariablesView
+
+    state = _ecma_states(ecma)[1]
+    system = dict(state.datamodel.system)  # type: ignore[attr-defined]
+    chart = {"n": 1, "v": value}
+    view = (
+        _ecma_view(system, chart, engine=False)
+        if how == "constructed"
+        else VariablesView.from_stored({**system, **chart})
+    )
+    assert view.chart_json_typed is False
+    bad = _replace(state, datamodel=view)
+    assert _format3.plain_body(bad) is None
+    with pytest.raises(UnserializablePosition, match=r"datamodel\['v'\]"):
+        dumps(bad)
+
+
+@pytest.mark.parametrize("standard", [True, False])
+@pytest.mark.parametrize(
+    "value", [(1, 2), {"k": (1,)}, [float("nan")], -math.inf, {1: "a"}, b"x", [{"k": {2: 1}}]]
+)
+def test_a_vouching_view_s_system_variables_are_still_checked(
+    ecma: Machine, standard: bool, value: Any
+) -> None:
+    state = _ecma_states(ecma)[1]
+    system = dict(state.datamodel.system)  # type: ignore[attr-defined]
+    if not standard:
+        system["_name"] = "renamed"  # every system variable is then stored as it is
+    good = _replace(state, datamodel=_ecma_view(system, {"n": 1}, engine=True))
+    assert good.datamodel.chart_json_typed is True  # type: ignore[attr-defined]
+    assert _format3.plain_body(good) == position._checked_body(good)
+    names = ["_event"] if standard else ["_event", "_name", "_sessionid", "_ioprocessors"]
+    for name in names:
+        broken = {**system, name: {"data": value} if name == "_event" else value}
+        bad = _replace(state, datamodel=_ecma_view(broken, {"n": 1}, engine=True))
+        assert _format3.plain_body(bad) is None, name
+        with pytest.raises(UnserializablePosition):
+            dumps(bad)

@@ -64,9 +64,9 @@ from statifier.core._payload import (
     limit_values,
 )
 from statifier.core._run import shared
+from statifier.core.algorithm import SYSTEM_VARIABLES
 from statifier.core.planner import io_processors
 from statifier.core.state import MachineState
-from statifier.datamodel.base import stored_variables
 
 STANDARD: Final = "standard_system_variables"
 """The values member that says the standard system variables are left out."""
@@ -210,9 +210,16 @@ def _plain(state: MachineState) -> bytes | None:
     for counter in (invoke_counter, send_counter, timer_counter, macrostep, microstep, round_):
         if type(counter) is not int or not 0 <= counter <= MAX_COUNTER:
             return None
-    datamodel = stored_variables(state.datamodel)
-    if type(datamodel) is not dict:
-        return None
+    variables: Any = state.datamodel
+    if type(variables) is dict:
+        datamodel: Any = variables
+        typed = False
+    else:
+        datamodel = variables.stored()
+        if type(datamodel) is not dict:
+            return None
+        # Only a view of the engine's own state vouches (``StoredVariables``).
+        typed = variables.chart_json_typed is True
     standard = standard_system_variables(datamodel, session_id, machine)
     stored = _without_implied(datamodel) if standard else datamodel
     context = state.caller_context
@@ -239,12 +246,21 @@ def _plain(state: MachineState) -> bytes | None:
     cap = state.limits.datamodel_bytes
     if not (
         fits(values_line, MAX_LIMIT if cap is None else cap)
-        and json_typed(stored)
+        and (_system_typed(stored, standard) if typed else json_typed(stored))
         and (not standard or _exact_processors(datamodel["_ioprocessors"]))
         and (context is None or json_typed(context))
     ):
         return None
     return b"".join((shape_line, b"\n", values_line))
+
+
+def _system_typed(stored: dict[str, Any], standard: bool) -> bool:
+    """``json_typed(stored)`` for a datamodel whose chart variables its view vouches for
+    (``StoredVariables.chart_json_typed``): the system variables' walk alone. With the
+    standard ones left out (``standard``, their types checked already) only ``_event``."""
+    if standard:
+        return json_typed(stored.get("_event"))
+    return all(json_typed(stored.get(name)) for name in SYSTEM_VARIABLES)
 
 
 _SHAPE_LINES: Final = "shape lines"

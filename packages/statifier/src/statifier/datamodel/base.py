@@ -304,6 +304,15 @@ class StoredVariables(Protocol):
         keeps them."""
         ...
 
+    @property
+    def chart_json_typed(self) -> bool:
+        """Whether every entry of :meth:`stored` but the system variables
+        (``_event``, ``_sessionid``, ``_name``, ``_ioprocessors``) holds only exact JSON
+        types (``str``, ``int``, finite ``float``, ``bool``, ``None``, ``list``, ``dict``)
+        under ``str`` keys, as JSON text the variables were read from vouches: ``dumps``
+        then checks the system variables' types alone. False when in doubt."""
+        ...
+
 
 def stored_variables(datamodel: Mapping[str, Value]) -> dict[str, Value]:
     """What a position keeps of a state's ``datamodel``: the ``dict`` itself, or the stored

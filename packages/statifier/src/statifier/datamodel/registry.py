@@ -148,7 +148,9 @@ def state_variables(machine: Machine, stored: dict[str, Value]) -> Mapping[str, 
         )
     if found is _AS_STORED:
         return stored
-    return cast("Callable[[dict[str, Value]], Mapping[str, Value]]", found)(stored)
+    # Not ``cast``: a call at run time, and every position read comes here.
+    make: Callable[[dict[str, Value]], Mapping[str, Value]] = found  # type: ignore[assignment]
+    return make(stored)
 
 
 _AS_STORED: Final = object()

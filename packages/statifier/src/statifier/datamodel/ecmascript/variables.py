@@ -50,7 +50,7 @@ from statifier.datamodel.ecmascript.charges import (
 from statifier.datamodel.ecmascript.limits import MAX_HOST_CALLS
 from statifier.datamodel.ecmascript.plain import HEAP as _HEAP
 from statifier.datamodel.ecmascript.plain import PlainDecoder
-from statifier.datamodel.ecmascript.view import SYSTEM_VARIABLES, VariablesView
+from statifier.datamodel.ecmascript.view import SYSTEM_VARIABLES, VariablesView, engine_view
 from statifier.datamodel.host import HostFunctionError
 from statifier.values import ValueRefused, json_text
 
@@ -282,7 +282,7 @@ class Variables(MutableMapping[str, Value]):
         names = self.names
         generation = Generation(instance)
         instance.current = weakref.ref(generation)
-        datamodel = VariablesView(instance.system, frozenset(names), None, generation)
+        datamodel = engine_view(instance.system, frozenset(names), generation)
         instance.names = names
         return datamodel, (datamodel, Link(instance))
 

@@ -27,7 +27,16 @@ class VariablesView(Mapping[str, Any]):
     other mapping when their plain values are.
     """
 
-    __slots__ = ("_decoder", "_names", "_plain", "_source", "_stored", "_system", "_whole")
+    __slots__ = (
+        "_decoder",
+        "_names",
+        "_plain",
+        "_source",
+        "_stored",
+        "_system",
+        "_typed",
+        "_whole",
+    )
 
     def __init__(
         self,
@@ -37,7 +46,7 @@ class VariablesView(Mapping[str, Any]):
         source: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         self._system: dict[str, Any] | None = system
-        self._names: frozenset[str] | None = names
+        self._names = names
         self._stored = stored
         self._source = source
         """Gives the stored form when it is first needed (``stored`` None: the engine still
@@ -47,6 +56,12 @@ class VariablesView(Mapping[str, Any]):
         self._plain: dict[str, Any] | None = None
         """The plain values read so far (made on the first read)."""
         self._decoder: PlainDecoder | None = None
+        self._typed = False
+        """Whether the chart's variables' stored form is JSON the engine wrote (``engine_view``)."""
+
+    # A view made from a whole stored form (``loaded_view``) holds only ``_whole``,
+    # ``_system`` (None) and ``_typed`` until it is split: every read but ``stored`` asks
+    # for ``system`` (or checks ``_system``) first, and the split sets the other slots.
 
     @classmethod
     def from_stored(cls, datamodel: dict[str, Any]) -> VariablesView:
@@ -57,13 +72,15 @@ class VariablesView(Mapping[str, Any]):
         return loaded_view(datamodel)
 
     def _split(self) -> dict[str, Any]:
-        """The system variables, splitting the whole stored form the first time."""
+        """The system variables, splitting the whole stored form (the first read of a view
+        made from one)."""
         whole = self._whole
         assert whole is not None  # noqa: S101 - a view has its parts or the whole
         system: dict[str, Any] = {name: whole[name] for name in SYSTEM_VARIABLES if name in whole}
         user = {name: value for name, value in whole.items() if name not in system}
         self._stored = user
         self._names = frozenset(name for name in user if name != HEAP)
+        self._source = self._decoder = self._plain = None
         self._system = system
         return system
 
@@ -76,12 +93,9 @@ class VariablesView(Mapping[str, Any]):
     @property
     def names(self) -> frozenset[str]:
         """The chart's variables' names."""
-        names = self._names
-        if names is None:
+        if self._system is None:
             self._split()
-            names = self._names
-            assert names is not None  # noqa: S101 - set by the split
-        return names
+        return self._names
 
     def stored(self) -> dict[str, Any]:
         """The datamodel in the stored form, as a position keeps it (system variables
@@ -91,15 +105,20 @@ class VariablesView(Mapping[str, Any]):
             whole = self._whole = {**self.system, **self.user_stored()}
         return whole
 
+    @property
+    def chart_json_typed(self) -> bool:
+        """Whether every entry of :meth:`stored` but the system variables holds only exact
+        JSON types under ``str`` keys because it was read from JSON text the engine wrote
+        (a view of the engine's own state): ``position.dumps`` then checks the system
+        variables alone. False for a view made from a stored form given to it."""
+        return self._typed
+
     def user_stored(self) -> dict[str, Any]:
         """The chart's variables in the stored form (``#objects`` included): not a copy."""
+        if self._system is None:
+            self._split()
         stored = self._stored
         if stored is None:
-            if self._system is None:
-                self._split()
-                stored = self._stored
-                assert stored is not None  # noqa: S101 - set by the split
-                return stored
             assert self._source is not None  # noqa: S101 - a view has one or the other
             stored = self._stored = self._source()
             self._source = None
@@ -159,6 +178,25 @@ def loaded_view(datamodel: dict[str, Any]) -> VariablesView:
     of an ECMAScript chart makes one (``Datamodel.state_variables``), so it costs what
     handing the Python datamodel's ``dict`` back costs, within a few attribute stores."""
     view: VariablesView = _new(VariablesView)
-    view._system = view._names = view._stored = view._source = view._decoder = view._plain = None
     view._whole = datamodel
+    view._system = None  # split on the first read (the other slots with it)
+    view._typed = False
+    return view
+
+
+def engine_view(
+    system: dict[str, Any], names: frozenset[str], source: Callable[[], dict[str, Any]]
+) -> VariablesView:
+    """The view of a state whose variables the engine still holds: ``source`` gives their
+    stored form as ``json.loads`` reads the JSON text the engine writes (``JSON.stringify``
+    and the stored form's encoder, which tag NaN and the infinities: never a bare
+    ``NaN``), so the view vouches for its chart variables' types (``chart_json_typed``).
+    ``system`` holds the system variables alone (the core's values, checked as ever)."""
+    # Every step of a chart makes one: the slots stored here, without ``__init__``'s call.
+    view: VariablesView = _new(VariablesView)
+    view._system = system
+    view._names = names
+    view._source = source
+    view._stored = view._whole = view._plain = view._decoder = None
+    view._typed = True
     return view
