@@ -609,3 +609,44 @@ async def test_a_cancelled_timer_that_fires_anyway_writes_nothing(
     assert isinstance(late, Declined)  # cancel wins: nothing driven, nothing written
     assert [e.kind for e in await entries(executions, execution_id)] == ["created", "event"]
     assert (await executions.get(execution_id)).history_seq == 2
+
+
+BUSY = chart(
+    """
+    <datamodel><data id="n" expr="0"/></datamodel>
+    <state id="idle">
+      <transition event="work" target="working">
+        <send event="started" target="#_parent"/>
+        <assign location="nowhere.deep" expr="1"/>
+      </transition>
+    </state>
+    <state id="working">
+      <invoke id="job" type="test:job"/>
+      <transition event="stop" target="idle"/>
+    </state>
+    """
+)
+
+
+async def test_an_entry_lists_the_sends_invocations_and_errors_of_its_step(
+    store: AsyncConnectionPool, executor: TableExecutor
+) -> None:
+    executions = Executions(store, executor=executor, host=OutboxHost())
+    execution_id = unique()
+    await executions.create(BUSY, execution_id=execution_id)
+    worked = await executions.step(execution_id, Event(name="work"))
+    stopped = await executions.step(execution_id, Event(name="stop"))
+    assert isinstance(worked, Stepped)
+    assert isinstance(stopped, Stepped)
+    entry, later = worked.entry, stopped.entry
+    assert entry is not None
+    assert later is not None
+    assert [(s.event, s.target) for s in entry.sends] == [("started", "#_parent")]
+    assert [(i.invoke_id, i.type) for i in entry.invocations_started] == [("job", "test:job")]
+    assert [(e.name, e.line) for e in entry.errors] == [("error.execution", 6)]
+    assert "nowhere" in entry.errors[0].message
+    assert (entry.invocations_cancelled, later.invocations_cancelled) == ((), ("job",))
+    assert (entry.configuration_before, entry.configuration_after) == (("idle",), ("working",))
+    stored = await entries(executions, execution_id)
+    assert stored[1:] == [entry, later]
+    assert worked.entry == entry  # read again from what the step stored, equal

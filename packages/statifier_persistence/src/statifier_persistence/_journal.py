@@ -2,54 +2,75 @@
 
 An entry is drafted before the statement that stores the change runs (its text is a
 parameter of that statement, ``sql/journal.sql``), with the row's fields left open: the
-statement gives it its ``seq`` and its time, and :func:`stored` fills them in from the
-row it returns. Everything in a draft is bounded as ``statifier_persistence.history``
-says, so what a chart or a caller controls can neither fail the step nor bloat the table.
+statement gives it its ``seq`` and its time. A draft is the entry's JSON body as stored
+(``HistoryEntry.to_json`` without the row's fields, the derived due times and the fields
+at their defaults), written straight from what the transaction did: a step pays for one
+dict and its text. The ``HistoryEntry`` a caller may ask for is read back from that text
+(``HistoryEntry.from_json``) only when asked, so it is exactly what ``history`` reads
+later. Everything in a draft is bounded as ``statifier_persistence.history`` says, so
+what a chart or a caller controls can neither fail the step nor bloat the table.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Final
 
 from statifier.core import effects as fx
 from statifier.core.events import Event
 from statifier.core.state import MachineState
+from statifier.values import one_shot_json_writer, read_json
 
-from ._records import Execution, ExecutionStatus
+from ._records import Execution, ExecutionStatus, utc_text
 from .history import (
     MAX_ITEMS,
-    ArmedTimer,
     EntryKind,
-    EventRecord,
     HistoryEntry,
-    LogLine,
-    RaisedError,
-    SentEvent,
-    StartedInvocation,
+    Trigger,
     current_trigger,
     kept_value,
-    storage_body,
     text,
 )
 
 MAX_STATES: Final = 64
 """State ids an entry keeps per configuration (ancestors included)."""
 
-_UNSTORED: Final = datetime(1970, 1, 1, tzinfo=UTC)
-"""The time of a draft: the statement storing it gives the entry its own."""
+_DEFAULT_TRIGGER: Final = Trigger()
+
+_write: Final = one_shot_json_writer(sort_keys=False, ensure_ascii=False)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Draft:
-    """An entry to store: its kind (a column), its body (the ``entry`` column's text) and
-    the entry itself, whose ``seq`` and ``at`` the storing statement decides."""
+    """An entry to store: its kind (a column) and its body (the ``entry`` column's text),
+    for the execution ``execution_id``; the storing statement decides its ``seq`` and
+    ``at``."""
 
     kind: EntryKind
     body: str
-    entry: HistoryEntry
+    execution_id: str
+
+    def entry(self, seq: int, at: datetime) -> HistoryEntry:
+        """The entry as stored under ``seq`` at ``at``, read back from its body."""
+        fields = read_json(self.body)
+        return HistoryEntry.from_json(
+            {"execution_id": self.execution_id, "seq": seq, "at": utc_text(at), **fields}
+        )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StoredEntry:
+    """The entry a committed transaction wrote, read from its draft when first asked."""
+
+    draft: Draft
+    seq: int
+    at: datetime
+
+    def read(self) -> HistoryEntry:
+        """The entry (a new ``HistoryEntry`` at each call, equal each time)."""
+        return self.draft.entry(self.seq, self.at)
 
 
 def configuration(state: MachineState | None) -> tuple[tuple[str, ...], int]:
@@ -84,11 +105,47 @@ def draft(
     ``ended`` are the states active when the execution ended, its configuration after (a
     finished position has none).
     """
+    body: dict[str, Any] = {"kind": kind}
+    trigger = current_trigger()
+    if trigger != _DEFAULT_TRIGGER:
+        body["trigger"] = trigger.to_json()
+    if key is not None:
+        body["key"] = key
+    if event is not None:
+        data, clipped = kept_value(event.data)
+        body["event"] = {"name": text(event.name), "data": data, "data_clipped": clipped}
+    if transition_taken is not None:
+        body["transition_taken"] = transition_taken
+    if unmatched is not None:
+        body["unmatched"] = text(unmatched)
+    states_before, states_after, omitted = _configurations(before, after, ended)
+    if states_before:
+        body["configuration_before"] = states_before
+    if states_after:
+        body["configuration_after"] = states_after
+    body["status_before"] = execution.status
+    body["status"] = status
     did = _Did(refused)
     for effect in effects:
         did.add(effect)
+    omitted += did.into(body)
+    if detail:
+        body["detail"] = {name: kept_value(value)[0] for name, value in detail.items()}
+    if omitted:
+        body["omitted"] = omitted
+    return Draft(kind, _write(body), execution.id)
+
+
+def _configurations(
+    before: MachineState | None, after: MachineState | None, ended: Sequence[str] | None
+) -> tuple[tuple[str, ...], tuple[str, ...], int]:
+    """The configurations before and after (``ended``: where a finished execution
+    stopped), bounded, and how many ids were left out of both."""
     states_before, more_before = configuration(before)
-    if (
+    if ended is not None:
+        states_after = tuple(text(s) for s in ended[:MAX_STATES])
+        more_after = max(len(ended) - MAX_STATES, 0)
+    elif (
         after is not None
         and before is not None
         and after.machine is before.machine
@@ -98,62 +155,57 @@ def draft(
         states_after, more_after = states_before, more_before
     else:
         states_after, more_after = configuration(after)
-    if ended is not None:
-        states_after = tuple(text(s) for s in ended[:MAX_STATES])
-        more_after = max(len(ended) - MAX_STATES, 0)
-    entry = HistoryEntry(
-        execution_id=execution.id,
-        seq=0,
-        at=_UNSTORED,
-        kind=kind,
-        trigger=current_trigger(),
-        key=key,
-        event=_event_record(event) if event is not None else None,
-        transition_taken=transition_taken,
-        unmatched=text(unmatched) if unmatched is not None else None,
-        configuration_before=states_before,
-        configuration_after=states_after,
-        status_before=execution.status,
-        status=status,
-        timers_armed=tuple(did.timers),
-        timers_cancelled=tuple(did.cancelled),
-        sends=tuple(did.sends),
-        invocations_started=tuple(did.invocations),
-        invocations_cancelled=tuple(did.stopped),
-        errors=tuple(did.errors),
-        logs=tuple(did.logs),
-        detail={name: kept_value(value)[0] for name, value in (detail or {}).items()},
-        omitted=did.omitted + more_before + more_after,
-    )
-    return Draft(kind, storage_body(entry), entry)
+    return states_before, states_after, more_before + more_after
 
 
-def stored(draft: Draft | None, row: Execution) -> HistoryEntry | None:
+def stored(draft: Draft | None, row: Execution) -> StoredEntry | None:
     """The entry as committed: the draft with the ``seq`` and time the row was given."""
     if draft is None:
         return None
-    return draft.entry.stored_as(row.history_seq, row.updated_at)
-
-
-def _event_record(event: Event) -> EventRecord:
-    data, clipped = kept_value(event.data)
-    return EventRecord(text(event.name), data, clipped)
+    return StoredEntry(draft, row.history_seq, row.updated_at)
 
 
 class _Did:
-    """What a transaction did, collected from its effects: each list keeps its first
-    ``MAX_ITEMS`` items, ``omitted`` counts the rest."""
+    """What a transaction did, collected from its effects as the entry's JSON items: each
+    list keeps its first ``MAX_ITEMS`` items, ``omitted`` counts the rest."""
+
+    __slots__ = (
+        "_refused",
+        "cancelled",
+        "errors",
+        "invocations",
+        "logs",
+        "omitted",
+        "sends",
+        "stopped",
+        "timers",
+    )
 
     def __init__(self, refused: frozenset[str]) -> None:
         self._refused = refused
-        self.timers: list[ArmedTimer] = []
+        self.timers: list[dict[str, Any]] = []
         self.cancelled: list[str] = []
-        self.sends: list[SentEvent] = []
-        self.invocations: list[StartedInvocation] = []
+        self.sends: list[dict[str, Any]] = []
+        self.invocations: list[dict[str, Any]] = []
         self.stopped: list[str] = []
-        self.errors: list[RaisedError] = []
-        self.logs: list[LogLine] = []
+        self.errors: list[dict[str, Any]] = []
+        self.logs: list[dict[str, Any]] = []
         self.omitted = 0
+
+    def into(self, body: dict[str, Any]) -> int:
+        """Put the lists that hold items into ``body``; how many items were left out."""
+        for name, items in (
+            ("timers_armed", self.timers),
+            ("timers_cancelled", self.cancelled),
+            ("sends", self.sends),
+            ("invocations_started", self.invocations),
+            ("invocations_cancelled", self.stopped),
+            ("errors", self.errors),
+            ("logs", self.logs),
+        ):
+            if items:
+                body[name] = items
+        return self.omitted
 
     def _room(self, items: list[Any]) -> bool:
         if len(items) < MAX_ITEMS:
@@ -166,23 +218,25 @@ class _Did:
             case fx.SendDelayed() if effect.send_id not in self._refused:
                 if self._room(self.timers):
                     self.timers.append(
-                        ArmedTimer(
-                            text(effect.send_id),
-                            text(effect.event),
-                            _target(effect.target),
-                            effect.delay_ms,
-                        )
+                        {
+                            "send_id": text(effect.send_id),
+                            "event": text(effect.event),
+                            "target": _target(effect.target),
+                            "delay_ms": effect.delay_ms,
+                        }
                     )
             case fx.Cancel():
                 if self._room(self.cancelled):
                     self.cancelled.append(text(effect.send_id))
             case fx.Send():
                 if self._room(self.sends):
-                    self.sends.append(SentEvent(text(effect.event), _target(effect.target)))
+                    self.sends.append(
+                        {"event": text(effect.event), "target": _target(effect.target)}
+                    )
             case fx.Invoke() if effect.invoke_id not in self._refused:
                 if self._room(self.invocations):
                     self.invocations.append(
-                        StartedInvocation(text(effect.invoke_id), text(effect.type))
+                        {"invoke_id": text(effect.invoke_id), "type": text(effect.type)}
                     )
             case fx.CancelInvoke():
                 if self._room(self.stopped):
@@ -190,13 +244,17 @@ class _Did:
             case fx.ErrorRaised():
                 if self._room(self.errors):
                     self.errors.append(
-                        RaisedError(text(effect.name), text(effect.message), effect.line)
+                        {
+                            "name": text(effect.name),
+                            "message": text(effect.message),
+                            "line": effect.line,
+                        }
                     )
             case fx.Log():
                 if self._room(self.logs):
                     value, clipped = kept_value(effect.value)
                     label = text(effect.label) if effect.label is not None else None
-                    self.logs.append(LogLine(label, value, clipped))
+                    self.logs.append({"label": label, "value": value, "value_clipped": clipped})
 
 
 def _target(target: str | None) -> str | None:

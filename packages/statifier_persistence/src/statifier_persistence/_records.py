@@ -9,7 +9,7 @@ answer of an invocation that is no longer live: nothing driven, SCXML 6.4).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 
@@ -18,6 +18,7 @@ from statifier.core.state import MachineState
 from statifier.values import format_time
 
 if TYPE_CHECKING:
+    from ._journal import StoredEntry
     from .history import HistoryEntry
 
 ExecutionStatus = Literal["active", "completed", "failed", "cancelled", "needs_migration"]
@@ -136,7 +137,13 @@ class Stepped:
     effects: tuple[Effect, ...]
     transition_taken: bool | None = None
     unmatched: str | None = None
-    entry: HistoryEntry | None = None
+    _written: StoredEntry | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def entry(self) -> HistoryEntry | None:
+        """The history entry the transaction wrote (None with history off), read from what
+        it stored when asked: a worker that never asks pays nothing for it."""
+        return None if self._written is None else self._written.read()
 
     def __repr__(self) -> str:
         active = " ".join(self.state.active_leaf_ids()) or "-"

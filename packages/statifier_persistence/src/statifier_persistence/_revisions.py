@@ -342,7 +342,8 @@ class RevisionMethods:
         row = await cursor.fetchone()
         assert row is not None  # noqa: S101 - the row is locked by this very transaction
         migrated = decode_execution(row, self._limits)
-        entry = _journal.stored(draft, migrated)
+        written = _journal.stored(draft, migrated)
+        entry = None if written is None else written.read()
         return Migrated(migrated, moved, execution.chart_identity, False, entry)
 
     async def _target(

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Final, Literal, get_args
 
-from statifier.values import ValueRefused, brief, clip, measure, one_shot_json_writer
+from statifier.values import ValueRefused, brief, clip, measure
 
 from ._errors import InvalidArgument
 from ._records import STATUSES, ExecutionStatus, utc_text
@@ -220,16 +220,6 @@ class HistoryEntry:
             f"-> {self.status} at {utc_text(self.at)}>"
         )
 
-    def stored_as(self, seq: int, at: datetime) -> HistoryEntry:
-        """This entry with the ``seq`` and time its row was given (``dataclasses.replace``
-        without its per-call field inspection: a step asks for it once)."""
-        copy = object.__new__(HistoryEntry)
-        for name in HistoryEntry.__slots__:
-            object.__setattr__(copy, name, getattr(self, name))
-        object.__setattr__(copy, "seq", seq)
-        object.__setattr__(copy, "at", at)
-        return copy
-
     def to_json(self) -> dict[str, Any]:
         """The entry as a JSON object: the one shape of a history entry (ADR 25).
 
@@ -303,20 +293,6 @@ def _timer_json(timer: ArmedTimer, at: datetime | None) -> dict[str, Any]:
     if at is not None:
         fields["due_at"] = utc_text(timer.due_at(at))
     return fields
-
-
-_write_body: Final = one_shot_json_writer(sort_keys=False, ensure_ascii=False)
-
-
-def storage_body(entry: HistoryEntry) -> str:
-    """The JSON text stored for ``entry``: :meth:`HistoryEntry.to_json` without the row's
-    fields (its columns), the derived ``due_at``, and the fields that hold their default
-    (:meth:`HistoryEntry.from_json` gives them back)."""
-    body = entry._body(None)
-    for name, default in _DEFAULTS.items():
-        if body[name] == default:
-            del body[name]
-    return _write_body(body)
 
 
 @dataclass(frozen=True, slots=True)
