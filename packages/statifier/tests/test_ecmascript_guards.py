@@ -10,14 +10,11 @@ from typing import Any
 import pytest
 import statifier
 from statifier.budget import MacrostepLimits
-from statifier.core import effects as fx
-from statifier.core._run import Run
-from statifier.core.position import dumps
 from statifier.datamodel import stored_variables
 from statifier.datamodel.ecmascript import charges, variables
 from statifier.values import measure
 
-from engine_support.ecmascript import chart, errors, logged
+from engine_support.ecmascript import MeteredStep, chart, errors, logged, metered_steps
 
 # Each event's conditions: values whose truth differs between JavaScript and what Python
 # reads of them (an empty array or object, the infinities, NaN), a failing condition, one
@@ -91,24 +88,14 @@ def alone(
     return len(conditions), None
 
 
-def drive(limits: MacrostepLimits) -> list[tuple[list[fx.Effect], bytes, int]]:
+def drive(limits: MacrostepLimits) -> list[MeteredStep]:
     """Every step of ``VALUES``: its effects, the position it ends in, the steps left."""
-    left: list[int] = []
-    freeze = Run.freeze
-
-    def metered(run: Run) -> Any:
-        left.append(run.budget.steps)
-        return freeze(run)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(Run, "freeze", metered)
-        state, effects = statifier.initialize(MACHINE, session_id="sess_guards", limits=limits)
-        steps = [(effects, dumps(state), left[-1])]
-        for value in VALUES:
-            event = statifier.Event(name="pick", data={"v": value})
-            state, effects = statifier.handle_event(state, event)
-            steps.append((effects, dumps(state), left[-1]))
-    return steps
+    return metered_steps(
+        MACHINE,
+        "sess_guards",
+        [statifier.Event(name="pick", data={"v": value}) for value in VALUES],
+        limits,
+    )
 
 
 @pytest.mark.parametrize(

@@ -10,12 +10,9 @@ import pytest
 import statifier
 from statifier.budget import MacrostepLimits
 from statifier.core import content
-from statifier.core import effects as fx
-from statifier.core._run import Run
-from statifier.core.position import dumps
 from statifier.datamodel.ecmascript import charges, variables
 
-from engine_support.ecmascript import chart
+from engine_support.ecmascript import MeteredStep, chart, metered_steps
 
 RUN = """
 <datamodel>
@@ -94,25 +91,15 @@ def one_at_a_time(_machine: Any, nodes: tuple[Any, ...]) -> tuple[None, ...]:
     return (None,) * len(nodes)
 
 
-def drive(limits: MacrostepLimits) -> list[tuple[list[fx.Effect], bytes, int]]:
+def drive(limits: MacrostepLimits) -> list[MeteredStep]:
     """Every step of ``EVENTS``: its effects, the position it ends in and the steps of its
     budget left."""
-    left: list[int] = []
-    freeze = Run.freeze
-
-    def metered(run: Run) -> Any:
-        left.append(run.budget.steps)
-        return freeze(run)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(Run, "freeze", metered)
-        state, effects = statifier.initialize(MACHINE, session_id="sess_runs", limits=limits)
-        steps = [(effects, dumps(state), left[-1])]
-        for name, data in EVENTS:
-            event = statifier.Event(name=name, data=data)
-            state, effects = statifier.handle_event(state, event)
-            steps.append((effects, dumps(state), left[-1]))
-    return steps
+    return metered_steps(
+        MACHINE,
+        "sess_runs",
+        [statifier.Event(name=name, data=data) for name, data in EVENTS],
+        limits,
+    )
 
 
 @pytest.mark.parametrize(

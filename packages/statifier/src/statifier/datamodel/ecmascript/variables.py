@@ -490,13 +490,7 @@ class Variables(MutableMapping[str, Value]):
         if plan is None:
             plan = instance.plans[id(expr)] = _ReadPlan(instance, expr)
         answers = _answers(plan, in_state) if plan.asks else None
-        if budget is None:
-            limit = NO_LIMIT_FLOAT
-        else:
-            if budget.limits is not instance.limits:
-                self._meter(budget)
-            output = budget.output
-            limit = float(output) if output > 0 else 0.0
+        limit = self._output_limit(budget)
         context = instance.context
         api = instance.api
         started = charge(budget)
@@ -607,13 +601,7 @@ class Variables(MutableMapping[str, Value]):
         if pending is None and instance.starting:
             self._begin()
         answers = _answers(plan, in_state) if plan.asks else None
-        if budget is None:
-            limit = NO_LIMIT_FLOAT
-        else:
-            if budget.limits is not instance.limits:
-                self._meter(budget)
-            output = budget.output
-            limit = float(output) if output > 0 else 0.0
+        limit = self._output_limit(budget)
         api = instance.api
         started = 0 if budget is None else perf_counter_ns()
         ran = 0
@@ -766,6 +754,16 @@ class Variables(MutableMapping[str, Value]):
         return PlainDecoder(stored, system).variable(name) if name in stored else None
 
     # -- helpers -------------------------------------------------------------------------
+
+    def _output_limit(self, budget: Budget | None) -> float:
+        """What output the engine may still write in this call (the budget metered first
+        when its limits are not the engine's)."""
+        if budget is None:
+            return NO_LIMIT_FLOAT
+        if budget.limits is not self.instance.limits:
+            self._meter(budget)
+        output = budget.output
+        return float(output) if output > 0 else 0.0
 
     def _meter(self, budget: Budget | None) -> None:
         """Hold the engine to the call's datamodel cap (the limits a budget carries)."""
