@@ -352,6 +352,12 @@ json_text: Final[Callable[[Any], str]] = one_shot_json_writer(sort_keys=False)
 ``TypeError``, ``ValueError`` (``NaN``, the infinities) or ``RecursionError`` (a cycle, or
 nesting too deep) for anything else."""
 
+json_text_utf8: Final[Callable[[Any], str]] = one_shot_json_writer(
+    sort_keys=False, ensure_ascii=False
+)
+""":data:`json_text` with the characters beyond ASCII written as themselves (text a
+database stores: smaller, and read back the same)."""
+
 
 _LONG_NUMBER: Final = re.compile(rb"[0-9]{19}")
 """19 digits in a row: an int orjson might read as a float (beyond 64 bits), or not."""

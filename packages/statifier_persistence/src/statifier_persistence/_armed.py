@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from statifier.core.effects import SendDelayed
-from statifier.values import one_shot_json_writer, read_json
+from statifier.values import json_text_utf8, read_json
 
 from ._limits import MAX_ID_LENGTH
 
@@ -141,7 +141,7 @@ class Armed:
         if self.since:
             document["since"] = self.since
             document["cut"] = sorted(self.cut)
-        return _write(document)
+        return json_text_utf8(document)
 
 
 def decode_armed(text: str, corrupt: Callable[[str], Exception]) -> Armed:
@@ -181,8 +181,6 @@ def decode_armed(text: str, corrupt: Callable[[str], Exception]) -> Armed:
         raise corrupt("an armed invocation's generation is not an integer >= 0")
     return Armed(sends, invocations, since, set(cut), children, finished)
 
-
-_write: Final = one_shot_json_writer(sort_keys=False, ensure_ascii=False)
 
 _FIELDS: Final = frozenset({"sends", "invocations", "since", "cut", "children", "finished"})
 

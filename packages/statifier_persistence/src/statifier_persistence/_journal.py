@@ -21,7 +21,7 @@ from typing import Any, Final
 from statifier.core import effects as fx
 from statifier.core.events import Event
 from statifier.core.state import MachineState
-from statifier.values import one_shot_json_writer, read_json
+from statifier.values import json_text_utf8, read_json
 
 from ._records import Execution, ExecutionStatus, utc_text
 from .history import (
@@ -38,8 +38,6 @@ MAX_STATES: Final = 64
 """State ids an entry keeps per configuration (ancestors included)."""
 
 _DEFAULT_TRIGGER: Final = Trigger()
-
-_write: Final = one_shot_json_writer(sort_keys=False, ensure_ascii=False)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -133,7 +131,7 @@ def draft(
         body["detail"] = {name: kept_value(value)[0] for name, value in detail.items()}
     if omitted:
         body["omitted"] = omitted
-    return Draft(kind, _write(body), execution.id)
+    return Draft(kind, json_text_utf8(body), execution.id)
 
 
 def _configurations(

@@ -384,10 +384,9 @@ def kept_value(value: Any) -> tuple[Any, bool]:
 def text(value: str) -> str:
     """``value`` clipped to :data:`MAX_TEXT_CHARS` characters, with what jsonb cannot hold
     (NUL, lone surrogates) written as backslash escapes."""
-    if value.isascii() and "\x00" not in value:
-        return value if len(value) <= MAX_TEXT_CHARS else clip(value, MAX_TEXT_CHARS)
-    value = value.encode("utf-8", "backslashreplace").decode("utf-8")
-    value = value.replace("\x00", "\\x00")
+    if not value.isascii() or "\x00" in value:
+        value = value.encode("utf-8", "backslashreplace").decode("utf-8")
+        value = value.replace("\x00", "\\x00")
     return clip(value, MAX_TEXT_CHARS)
 
 

@@ -67,6 +67,7 @@ from statifier.core._run import shared
 from statifier.core.algorithm import SYSTEM_VARIABLES
 from statifier.core.planner import io_processors
 from statifier.core.state import MachineState
+from statifier.datamodel.base import stored_variables
 
 STANDARD: Final = "standard_system_variables"
 """The values member that says the standard system variables are left out."""
@@ -211,15 +212,11 @@ def _plain(state: MachineState) -> bytes | None:
         if type(counter) is not int or not 0 <= counter <= MAX_COUNTER:
             return None
     variables: Any = state.datamodel
-    if type(variables) is dict:
-        datamodel: Any = variables
-        typed = False
-    else:
-        datamodel = variables.stored()
-        if type(datamodel) is not dict:
-            return None
-        # Only a view of the engine's own state vouches (``StoredVariables``).
-        typed = variables.chart_json_typed is True
+    datamodel = stored_variables(variables)
+    if type(datamodel) is not dict:
+        return None
+    # Only a view of the engine's own state vouches (``StoredVariables``).
+    typed = type(variables) is not dict and variables.chart_json_typed is True
     standard = standard_system_variables(datamodel, session_id, machine)
     stored = _without_implied(datamodel) if standard else datamodel
     context = state.caller_context

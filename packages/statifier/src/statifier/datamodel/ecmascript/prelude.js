@@ -1363,11 +1363,7 @@
       // The value alone goes back. Refused only where the write could not have changed
       // anything (a property neither writable nor configurable, a system variable's
       // accessor): it holds what it held.
-      try {
-        defineProperty(target, key, { value });
-      } catch (error) {
-        if (!(error instanceof TypeErrorClass)) throw error;  // out of memory: not "unchanged"
-      }
+      try { defineProperty(target, key, { value }); } catch (error) { refused(error); }
     } else {
       defineProperty(target, key, descriptor);
     }
