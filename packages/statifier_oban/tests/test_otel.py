@@ -12,14 +12,21 @@ from __future__ import annotations
 
 import asyncio
 import json
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
 
+import psycopg
 import pytest
 from opentelemetry import propagate, trace
+from psycopg import AsyncConnection, pq
+from psycopg_pool import AsyncConnectionPool
 from statifier import instrumentation
 from statifier.core.events import Event
 from statifier_oban import otel, schedule, schedule_many, start_session
 from statifier_oban.otel import GaugeSampler, SpanRecord
 from statifier_oban.otel._spans import read_carrier
+from statifier_oban.timers import _schedule
 from statifier_oban.workers import TIMER_WORKER
 from statifier_persistence import Executions
 
@@ -152,6 +159,82 @@ async def test_a_step_and_the_timer_it_arms_are_one_trace(servers: Servers) -> N
     step = tracing.named("Step:otel_hold")[0]
     assert step.attributes["statifier.states"] == ["holding"]
     assert step.attributes["statifier.execution.step_count"] == 2
+
+
+async def test_a_traced_step_waits_for_the_server_no_more_often_than_an_untraced_one(
+    servers: Servers, tmp_path: Path
+) -> None:
+    """The timer insert of a traced step reads its jobs back for their spans in the store's
+    round trip: the frontend asks the server to answer (a Sync, or a Flush in pipeline
+    mode) as often with tracing on as off, counted in libpq's protocol trace."""
+    async with running_rig(servers) as rig:
+        waits: dict[str, int] = {}
+        for name, tracing in (("untraced", nullcontext()), ("traced", traced())):
+            created = await rig.executions.create(HOLD)
+            log = tmp_path / f"{name}.trace"
+            with log.open("w") as file:
+                pool = AsyncConnectionPool(servers.url, open=False, min_size=1, max_size=1)
+                await pool.open()
+                try:
+                    stepping = Executions(pool, executor=rig.executor)
+                    async with pool.connection() as conn:
+                        conn.pgconn.trace(file.fileno())
+                        conn.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS)
+                    with tracing:
+                        await stepping.step(created.execution.id, Event(name="start"))
+                    async with pool.connection() as conn:
+                        conn.pgconn.untrace()  # flushes libpq's buffer
+                finally:
+                    await pool.close()
+            sent = [line.split("\t") for line in log.read_text().splitlines()]
+            waits[name] = sum(1 for line in sent if line[0] == "F" and line[2] in ASKS)
+            assert (await rig.executions.get(created.execution.id)).status == "active"
+    assert waits["untraced"] > 0
+    assert waits["traced"] == waits["untraced"]
+
+
+async def test_timers_sent_in_a_transaction_that_fails_end_their_spans_with_its_error(
+    servers: Servers,
+) -> None:
+    """A traced batch's spans stay open from its insert until its rows are read; when a
+    later statement of the pipeline fails first, the answer given that error reads
+    nothing, ends every span as failed and leaves the caller's context as it was."""
+    async with running_rig(servers) as rig:
+        timers = [
+            _schedule.prepare(rig.config, unique("scope"), send_delayed(ordinal=n)) for n in (1, 2)
+        ]
+        with traced() as tracing:
+            tracer = instrumentation.current
+            assert tracer is not None
+            before = trace.get_current_span()
+
+            async def send_then_fail(conn: AsyncConnection[Any]) -> None:
+                async with conn.pipeline():
+                    read = await _schedule.send_traced(rig.config, tracer, timers, conn=conn)
+                    assert trace.get_current_span() is not before  # a timer's span
+                    try:
+                        await (await conn.execute("SELECT 1 / 0")).fetchall()
+                    except psycopg.Error as exc:
+                        await read(exc)
+                        raise
+
+            async with rig.server.pool.connection() as conn:
+                with pytest.raises(psycopg.errors.DivisionByZero):
+                    await send_then_fail(conn)
+            assert trace.get_current_span() is before
+        spans = tracing.named("ScheduleTimer:authorization.expired")
+        assert [span.status for span in spans] == ["ERROR", "ERROR"]
+        assert not any("messaging.message.id" in span.attributes for span in spans)
+        async with rig.server.pool.connection() as conn:
+            scopes = [timer.scope for timer in timers]
+            found = await conn.execute(
+                "SELECT count(*) FROM oban_jobs WHERE args->>'scope' = ANY(%s)", [scopes]
+            )
+            assert await found.fetchone() == (0,)  # rolled back with the transaction
+
+
+ASKS = frozenset({"Sync", "Flush"})
+"""Frontend messages after which libpq waits for the server's answer."""
 
 
 async def test_nothing_of_an_events_data_reaches_a_span(servers: Servers) -> None:

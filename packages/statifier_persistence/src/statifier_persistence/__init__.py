@@ -61,7 +61,7 @@ from ._errors import (
     WaitUnreachable,
 )
 from ._executions import EventBuilder, Executions, StepObserver
-from ._executor import EffectExecutor, HostHook, LoggingHost, PostExecutor
+from ._executor import EffectExecutor, HostHook, LoggingHost, PostExecutor, TimersSent
 from ._invoked import NOT_FROM_PARENT, invoked_child_id
 from ._limits import MAX_ID_LENGTH, MAX_KEY_LENGTH, Limits
 from ._messages import NO_MESSAGE, UNREADABLE, MailboxExecutor, MessageKind
@@ -175,6 +175,7 @@ __all__ = [
     "StepResult",
     "Stepped",
     "StoreError",
+    "TimersSent",
     "Trigger",
     "UnstorablePosition",
     "WaitTimeout",

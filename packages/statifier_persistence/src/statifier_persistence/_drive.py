@@ -206,7 +206,9 @@ class Drive:
         """Store the timers prepared so far (the executor's ``store_timers``)."""
         if self.timers and self.batches is not None:
             timers, self.timers = self.timers, []
-            await self.batches.store_timers(self.conn, timers)
+            sent = await self.batches.store_timers(self.conn, timers)
+            if sent is not None:
+                await sent(None)
 
     async def _perform(self, effects: list[fx.Effect]) -> None:
         for effect in effects:

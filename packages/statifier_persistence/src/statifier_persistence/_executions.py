@@ -47,7 +47,7 @@ from ._errors import (
     StalePosition,
     UnstorablePosition,
 )
-from ._executor import EffectExecutor, HostHook, LoggingHost, TimerBatches
+from ._executor import EffectExecutor, HostHook, LoggingHost, TimerBatches, TimersSent
 from ._group import StepGroups
 from ._history_reads import HistoryMethods
 from ._invoked import NOT_FROM_PARENT, InvokedCharts, from_parent, invoked_by
@@ -1281,20 +1281,30 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
             **dict(zip(STORE_ARRAYS, columns, strict=True)),
         }
         # In pipeline mode the timer insert, the mailbox purges and the store travel to the
-        # server together and come back together: one round trip for all of them.
-        async with db.pipeline():
-            if self._batches is not None:
-                timers = [timer for each in ready for timer in each.drive.timers]
-                for each in ready:
-                    each.drive.timers.clear()
-                if timers:
-                    await self._batches.store_timers(db, timers)
-            if self._invoked is not None:
-                for each in ready:
-                    if each.drive.status in TERMINAL:
-                        await self._invoked.mailbox.purge(db, each.drive.execution.id)
-            cursor = await db.execute(statement("store_executions", self._prefix), params)
-            rows = {row[0]: row for row in await cursor.fetchall()}
+        # server together and come back together: one round trip for all of them (what
+        # the timer insert reads back, while tracing, is read once the store's rows came).
+        sent: TimersSent | None = None
+        try:
+            async with db.pipeline():
+                if self._batches is not None:
+                    timers = [timer for each in ready for timer in each.drive.timers]
+                    for each in ready:
+                        each.drive.timers.clear()
+                    if timers:
+                        sent = await self._batches.store_timers(db, timers)
+                if self._invoked is not None:
+                    for each in ready:
+                        if each.drive.status in TERMINAL:
+                            await self._invoked.mailbox.purge(db, each.drive.execution.id)
+                cursor = await db.execute(statement("store_executions", self._prefix), params)
+                rows = {row[0]: row for row in await cursor.fetchall()}
+                if sent is not None:
+                    read, sent = sent, None
+                    await read(None)
+        except BaseException as exc:
+            if sent is not None:
+                await sent(exc)
+            raise
         stored = []
         for each in ready:
             row = rows.get(each.drive.execution.id)

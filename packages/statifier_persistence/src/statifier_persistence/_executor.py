@@ -23,7 +23,7 @@ type="basichttp">``, SCXML C.2) as durable work too: without one, each is refuse
 from __future__ import annotations
 
 import logging
-from collections.abc import Container, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Container, Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from psycopg import AsyncConnection
@@ -105,11 +105,22 @@ class TimerBatches(Protocol):
         ``store_timers`` only; it is asked in the step's own context (its tracing span),
         ``store_timers`` maybe in another step's (a group commit)."""
 
-    async def store_timers(self, conn: AsyncConnection[Any], timers: Sequence[Any]) -> None:
+    async def store_timers(
+        self, conn: AsyncConnection[Any], timers: Sequence[Any]
+    ) -> TimersSent | None:
         """Store prepared timers (of one execution or several) in the transaction of
         ``conn``, idempotent on ``(execution_id, ordinal)``. It may send them without
         waiting for an answer (a connection in pipeline mode): a failure then raises at
-        the latest when the transaction commits, and rolls it back."""
+        the latest when the transaction commits, and rolls it back.
+
+        An answer other than None has something to read back (the jobs' ids, for tracing):
+        the caller awaits it once the transaction's other statements are sent, so that
+        one round trip answers them all, with None, or with the exception that stopped
+        the transaction first (it then reads nothing and only ends what it began)."""
+
+
+TimersSent = Callable[[BaseException | None], Awaitable[None]]
+"""What ``TimerBatches.store_timers`` answers when it has rows to read back later."""
 
 
 @runtime_checkable

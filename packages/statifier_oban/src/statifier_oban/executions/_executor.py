@@ -31,6 +31,7 @@ from statifier_persistence import (
     NeedsMigration,
     Stepped,
     StepResult,
+    TimersSent,
     Trigger,
     live_answer,
     triggered_by,
@@ -231,16 +232,16 @@ class ObanExecutor:
 
     async def store_timers(
         self, conn: AsyncConnection[Any], timers: Sequence[_schedule.PreparedTimer]
-    ) -> None:
+    ) -> TimersSent | None:
         """Timer jobs for every prepared timer, in one statement on the step's connection
         (read back only for ``timer.scheduled`` handlers, or while tracing is on: each
-        timer's ``ScheduleTimer`` span then ends with its job's id, see
-        ``_schedule.store_traced``)."""
+        timer's ``ScheduleTimer`` span then ends with its job's id, read when the answer
+        is awaited, see ``_schedule.send_traced``)."""
         tracer = instrumentation.current
         if tracer is None:
             await _schedule.store_prepared(self.config, timers, conn=conn, jobs=False)
-        else:
-            await _schedule.store_traced(self.config, tracer, timers, conn=conn)
+            return None
+        return await _schedule.send_traced(self.config, tracer, timers, conn=conn)
 
     async def cancel_timers(
         self, conn: AsyncConnection[Any], execution_id: str, effect: Cancel

@@ -8,14 +8,14 @@ id for a live host, the durable execution id otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from contextlib import AbstractContextManager, ExitStack
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
 import psycopg
-from psycopg import AsyncConnection
+from psycopg import AsyncConnection, AsyncCursor
 from psycopg.rows import tuple_row
 from statifier import instrumentation
 from statifier.core.effects import Cancel, SendDelayed
@@ -204,7 +204,7 @@ class PreparedTimer:
     takes ``_statements.plain_jsonb``'s fast encoder."""
     parent: object = None
     """The context the timer was armed in (``Instrumentation.capture``) when tracing was
-    on: the parent of its ``ScheduleTimer`` span (:func:`store_traced`), wherever the
+    on: the parent of its ``ScheduleTimer`` span (:func:`send_traced`), wherever the
     batch is stored."""
 
 
@@ -324,10 +324,84 @@ async def store_prepared(
     surfaces at the caller's next result or commit (psycopg's, unwrapped). Every job's
     meta carries the trace context of ``tracer``'s current span (None: none), joined with
     the entry of ``metas`` (one per timer, in order; None: none) that is its own
-    (:func:`store_traced`).
+    (:func:`send_traced`).
     """
     if not timers:
         return []
+    insert, params = _insert(config, timers, tracer, metas)
+    read = jobs or telemetry.handled(telemetry.TIMER_SCHEDULED)
+    with _refusals(timers):
+        async with _statements.connection(config.oban, conn) as db:
+            if not read:
+                await db.execute(insert, params)
+                return []
+            # Binary results: thousands of timestamps decode faster than from text.
+            cursor = db.cursor(binary=True, row_factory=tuple_row)
+            await cursor.execute(insert, params)
+            inserted, existing = await _read_back(config, db, timers, cursor)
+    return _batch_jobs(config, timers, inserted, existing)
+
+
+async def send_traced(
+    config: Config,
+    tracer: Instrumentation,
+    timers: Sequence[PreparedTimer],
+    *,
+    conn: AsyncConnection[Any],
+) -> Callable[[BaseException | None], Awaitable[None]]:
+    """``store_prepared`` while tracing is on, in two halves: still one statement, each
+    timer inside a ``ScheduleTimer`` span of its own whose parent is the context the
+    timer was armed in (``PreparedTimer.parent``: a step's span, even when a group commit
+    stores the timers of several steps), and each job's meta carrying its own span's
+    context, which the span of its firing continues (ADR 30).
+
+    This sends the insert on ``conn``; the answer reads the jobs back and ends the spans
+    with their ids. On a connection in pipeline mode the caller awaits it once the rest
+    of the transaction is sent, so the read costs no round trip of its own; given the
+    exception that stopped the transaction instead, it reads nothing and ends the spans
+    with it. The spans are the current context until then.
+    """
+    stack = ExitStack()
+    spans: list[Span] = []
+    metas: list[dict[str, Any]] = []
+    try:
+        for timer in timers:
+            opened = _timer_span(tracer, config, timer.scope, timer.effect, timer.parent)
+            spans.append(stack.enter_context(opened))
+            metas.append(carry({}, tracer))  # the span just entered is the current one
+        insert, params = _insert(config, timers, None, metas)
+        cursor = conn.cursor(binary=True, row_factory=tuple_row)
+        with _refusals(timers):
+            await cursor.execute(insert, params)
+    except BaseException as exc:
+        stack.__exit__(type(exc), exc, exc.__traceback__)
+        raise
+
+    async def read(stopped: BaseException | None) -> None:
+        if stopped is not None:
+            stack.__exit__(type(stopped), stopped, stopped.__traceback__)
+            return
+        try:
+            with _refusals(timers):
+                inserted, existing = await _read_back(config, conn, timers, cursor)
+            jobs = _batch_jobs(config, timers, inserted, existing)
+        except BaseException as exc:
+            stack.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        for span, job in zip(spans, jobs, strict=True):
+            span.set(job_id=job.job_id, conflict=job.conflict)
+        stack.close()
+
+    return read
+
+
+def _insert(
+    config: Config,
+    timers: Sequence[PreparedTimer],
+    tracer: Instrumentation | None,
+    metas: Sequence[dict[str, Any]] | None,
+) -> tuple[Any, dict[str, Any]]:
+    """The insert statement of a batch of prepared timers and its parameters."""
     plain = all(timer.plain for timer in timers)
     encoded = [timer.args for timer in timers]
     params = {
@@ -338,17 +412,26 @@ async def store_prepared(
         "due_channel": _statements.due_channel(config.oban),
     }
     name = _insert_statement([timer.effect for timer in timers], plain)
-    read = jobs or telemetry.handled(telemetry.TIMER_SCHEDULED)
+    return _statements.statement(config.oban, name), params
+
+
+async def _read_back(
+    config: Config,
+    db: AsyncConnection[Any],
+    timers: Sequence[PreparedTimer],
+    cursor: AsyncCursor[tuple[Any, ...]],
+) -> tuple[dict[tuple[str, int], Any], dict[tuple[str, int], Any]]:
+    """The rows a batch's insert returned, by ``(scope, ordinal)``, and the rows that
+    were there already (its conflicts)."""
+    inserted = {(row[4], row[3]): row for row in await cursor.fetchall()}
+    return inserted, await _conflicts(config, db, timers, inserted)
+
+
+@contextmanager
+def _refusals(timers: Sequence[PreparedTimer]) -> Iterator[None]:
+    """A batch's failures as this package raises them, each timer's rejection announced."""
     try:
-        async with _statements.connection(config.oban, conn) as db:
-            if not read:
-                await db.execute(_statements.statement(config.oban, name), params)
-                return []
-            # Binary results: thousands of timestamps decode faster than from text.
-            cursor = db.cursor(binary=True, row_factory=tuple_row)
-            await cursor.execute(_statements.statement(config.oban, name), params)
-            inserted = {(row[4], row[3]): row for row in await cursor.fetchall()}
-            existing = await _conflicts(config, db, timers, inserted)
+        yield
     except psycopg.DataError as exc:
         for timer in timers:
             _rejected(timer.scope, timer.effect, ValueRefused.reason)
@@ -361,33 +444,6 @@ async def store_prepared(
         for timer in timers:
             _rejected(timer.scope, timer.effect, "store_unavailable")
         raise
-    return _batch_jobs(config, timers, inserted, existing)
-
-
-async def store_traced(
-    config: Config,
-    tracer: Instrumentation,
-    timers: Sequence[PreparedTimer],
-    *,
-    conn: AsyncConnection[Any] | None = None,
-) -> list[TimerJob]:
-    """``store_prepared`` while tracing is on: still one statement, each timer inside a
-    ``ScheduleTimer`` span of its own whose parent is the context the timer was armed in
-    (``PreparedTimer.parent``: a step's span, even when a group commit stores the timers
-    of several steps), and each job's meta carrying its own span's context, which the
-    span of its firing continues (ADR 30). The spans end once the jobs are read back.
-    """
-    with ExitStack() as stack:
-        spans: list[Span] = []
-        metas: list[dict[str, Any]] = []
-        for timer in timers:
-            opened = _timer_span(tracer, config, timer.scope, timer.effect, timer.parent)
-            spans.append(stack.enter_context(opened))
-            metas.append(carry({}, tracer))  # the span just entered is the current one
-        jobs = await store_prepared(config, timers, conn=conn, metas=metas)
-        for span, job in zip(spans, jobs, strict=True):
-            span.set(job_id=job.job_id, conflict=job.conflict)
-    return jobs
 
 
 async def _conflicts(
