@@ -66,8 +66,9 @@ from statifier.core._payload import (
 from statifier.core._run import shared
 from statifier.core.algorithm import SYSTEM_VARIABLES
 from statifier.core.planner import io_processors
-from statifier.core.state import MachineState
+from statifier.core.state import MachineState, StateBuilder, finish
 from statifier.datamodel.base import stored_variables
+from statifier.datamodel.registry import state_variables
 
 STANDARD: Final = "standard_system_variables"
 """The values member that says the standard system variables are left out."""
@@ -212,13 +213,21 @@ def _plain(state: MachineState) -> bytes | None:
         if type(counter) is not int or not 0 <= counter <= MAX_COUNTER:
             return None
     variables: Any = state.datamodel
-    datamodel = stored_variables(variables)
-    if type(datamodel) is not dict:
-        return None
-    # Only a view of the engine's own state vouches (``StoredVariables``).
-    typed = type(variables) is not dict and variables.chart_json_typed is True
+    if type(variables) is dict:
+        datamodel = variables
+        typed = False
+    else:
+        datamodel = stored_variables(variables)
+        if type(datamodel) is not dict:
+            return None
+        # Only a view of the engine's own state vouches (``StoredVariables``).
+        typed = variables.chart_json_typed is True
     standard = standard_system_variables(datamodel, session_id, machine)
-    stored = _without_implied(datamodel) if standard else datamodel
+    if standard:
+        stored = datamodel.copy()  # ``_without_implied``, inlined: once per dump
+        del stored["_ioprocessors"], stored["_name"], stored["_sessionid"]
+    else:
+        stored = datamodel
     context = state.caller_context
     # orjson refuses cycles, values past its nesting limit and what it cannot write
     # faithfully (TypeError: the checked path then decides); NaN and types it writes as
@@ -407,11 +416,33 @@ def _plain_read(
         if (
             type(values) is not dict
             or len(values) != _VALUE_COUNT
-            or values.keys() != LINE_VALUE_KEYS
             or orjson.dumps(values, option=_OPTIONS) != values_text
         ):
             return None
     except (orjson.JSONDecodeError, TypeError):
+        return None
+    limits = shape.limits
+    cap = limits.datamodel_bytes
+    try:
+        datamodel = values["datamodel"]
+        session_id = values["session_id"]
+        if (
+            values[STANDARD] is True
+            and values["internal_queue"] == []
+            and values["invocations"] == []
+            and type(datamodel) is dict
+            and type(session_id) is str
+            and 0 < len(session_id) <= MAX_ID_LENGTH
+            and (limits is max_limits or max_limits is None)
+            and fits(values_text, MAX_LIMIT if cap is None else cap)
+        ):
+            # The common position, checked in place: ``decode_values``' checks for a
+            # position with no queue and no invocations, under the host's own budgets.
+            # Its twelve members all read, so the line holds exactly ``LINE_VALUE_KEYS``.
+            return _plain_state(machine, shape, values, datamodel, session_id, invoke_types, routes)
+    except KeyError:
+        return None  # a member is missing: the full path says which
+    if values.keys() != LINE_VALUE_KEYS:
         return None
     standard = values.pop(STANDARD)
     if standard is True:
@@ -421,6 +452,64 @@ def _plain_read(
         return None
     checked = decode_values(values, shape, machine, max_limits, values_text)
     return build_state(machine, shape, checked, values, invoke_types, routes)
+
+
+def _plain_state(
+    machine: Machine,
+    shape: Shape,
+    values: dict[str, Any],
+    datamodel: dict[str, Any],
+    session_id: str,
+    invoke_types: frozenset[str] | None,
+    routes: Container[str] | None,
+) -> MachineState | None:
+    """The state of a plain values line (no queue, no invocations, the standard system
+    variables left out, the datamodel vouched for by its text) once its counters are in
+    range and the datamodel lacks the system variables it leaves out; else None."""
+    invoke_counter = values["invoke_counter"]
+    send_counter = values["send_counter"]
+    timer_counter = values["timer_counter"]
+    macrostep = values["macrostep"]
+    microstep = values["microstep"]
+    round_ = values["round"]
+    for counter in (invoke_counter, send_counter, timer_counter, macrostep, microstep, round_):
+        if type(counter) is not int or not 0 <= counter <= MAX_COUNTER:
+            return None
+    if "_ioprocessors" in datamodel or "_name" in datamodel or "_sessionid" in datamodel:
+        return None
+    datamodel["_ioprocessors"] = io_processors(session_id)
+    datamodel["_name"] = machine.name
+    datamodel["_sessionid"] = session_id
+    # ``build_state``, inlined: once per load.
+    state: Any = _new(StateBuilder)
+    state.machine = machine
+    state.session_id = session_id
+    state.configuration = shape.configuration
+    state.internal_queue = ()
+    state.history = dict(shape.history) if shape.history else {}
+    state.entered = shape.entered
+    state.states_to_invoke = shape.states_to_invoke
+    state.invocations = {}
+    state.invoke_counter = invoke_counter
+    state.send_counter = send_counter
+    state.timer_counter = timer_counter
+    state.caller_context = values["caller_context"]
+    state.datamodel = state_variables(machine, datamodel)
+    state.running = shape.running
+    state.status = shape.status
+    state.macrostep = macrostep
+    state.microstep = microstep
+    state.round = round_
+    state.trace = shape.trace
+    state.max_macrostep_rounds = shape.rounds
+    state.invoke_types = invoke_types
+    state.routes = routes
+    state.limits = shape.limits
+    state._datamodel_bound = None
+    return finish(state)
+
+
+_new: Final = object.__new__
 
 
 _VALUE_COUNT: Final = len(LINE_VALUE_KEYS)
