@@ -192,6 +192,30 @@ def test_deep_long_and_large_datamodels_are_still_measured() -> None:
     assert not _check({"x": long_number}, DEFAULT_LIMITS)
 
 
+class _Key(str):
+    """A string key that is not an exact ``str``."""
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=_ODD | _JSON | st.dictionaries(st.builds(_Key, _TEXT), _JSON, min_size=1, max_size=2))
+def test_what_orjson_writes_needs_no_key_read(value: Any) -> None:
+    # The plain path of ``dumps`` walks what orjson wrote without reading keys
+    # (``json_typed(..., False)``): orjson writes no key but an exact ``str``.
+    try:
+        orjson.dumps({"v": value}, option=_format3._OPTIONS)
+    except TypeError:
+        return  # not written: the checked path decides
+    assert payloads.json_typed(value, False) == payloads.json_typed(value)
+
+
+def test_a_key_that_is_not_an_exact_string_is_not_written_plainly(machine: Machine) -> None:
+    state = _replace(_state(machine), datamodel={**_state(machine).datamodel, _Key("k"): 1})
+    assert _format3.plain_body(state) is None  # the checked path writes it, as a string
+    loaded = loads(dumps(state), machine)
+    assert loaded == state
+    assert all(type(name) is str for name in loaded.datamodel)
+
+
 @pytest.mark.parametrize(
     "value",
     [(1, 2), {1: "a"}, {"k": (1,)}, [{"k": {None: 1}}], b"bytes", 1j, [float("nan")], -math.inf],

@@ -66,7 +66,7 @@ from statifier.core._payload import (
 from statifier.core._run import shared
 from statifier.core.algorithm import SYSTEM_VARIABLES
 from statifier.core.planner import io_processors
-from statifier.core.state import MachineState, StateBuilder, finish
+from statifier.core.state import MachineState, StateBuilder
 from statifier.datamodel.base import stored_variables
 from statifier.datamodel.registry import state_variables
 
@@ -230,8 +230,10 @@ def _plain(state: MachineState) -> bytes | None:
         stored = datamodel
     context = state.caller_context
     # orjson refuses cycles, values past its nesting limit and what it cannot write
-    # faithfully (TypeError: the checked path then decides); NaN and types it writes as
-    # something else are found by the walks below, once ``fits`` bounded the nesting.
+    # faithfully (TypeError: the checked path then decides), keys that are not exact
+    # strings included; NaN and types it writes as something else (a tuple, a UUID, an
+    # enum) are found by the walks below, which need not read keys, once ``fits`` bounded
+    # the nesting.
     values_line = orjson.dumps(
         {
             "caller_context": context,
@@ -252,9 +254,9 @@ def _plain(state: MachineState) -> bytes | None:
     cap = state.limits.datamodel_bytes
     if not (
         fits(values_line, MAX_LIMIT if cap is None else cap)
-        and (_system_typed(stored, standard) if typed else json_typed(stored))
+        and (_system_typed(stored, standard) if typed else json_typed(stored, False))
         and (not standard or _exact_processors(datamodel["_ioprocessors"]))
-        and (context is None or json_typed(context))
+        and (context is None or json_typed(context, False))
     ):
         return None
     return b"".join((shape_line, b"\n", values_line))
@@ -265,8 +267,8 @@ def _system_typed(stored: dict[str, Any], standard: bool) -> bool:
     (``StoredVariables.chart_json_typed``): the system variables' walk alone. With the
     standard ones left out (``standard``, their types checked already) only ``_event``."""
     if standard:
-        return json_typed(stored.get("_event"))
-    return all(json_typed(stored.get(name)) for name in SYSTEM_VARIABLES)
+        return json_typed(stored.get("_event"), False)
+    return all(json_typed(stored.get(name), False) for name in SYSTEM_VARIABLES)
 
 
 _SHAPE_LINES: Final = "shape lines"
@@ -506,7 +508,9 @@ def _plain_state(
     state.routes = routes
     state.limits = shape.limits
     state._datamodel_bound = None
-    return finish(state)
+    state.__class__ = MachineState  # ``finish``, inlined
+    loaded: MachineState = state
+    return loaded
 
 
 _new: Final = object.__new__

@@ -685,16 +685,20 @@ def fits(text: str | bytes, cap: int) -> bool:
 _SCALARS: Final[frozenset[type]] = frozenset({str, int, bool, type(None)})
 
 
-def json_typed(value: Any) -> bool:
+def json_typed(value: Any, keys: bool = True) -> bool:
     """Whether ``value`` holds only ``str``, ``int``, finite ``float``, ``bool``, ``None``,
     ``list`` and ``dict`` with ``str`` keys (exactly those types, as ``measure`` wants).
-    It recurses: ``value`` is no deeper than ``MAX_DEPTH`` (``fits`` said so first)."""
+    It recurses: ``value`` is no deeper than ``MAX_DEPTH`` (``fits`` said so first).
+
+    ``keys=False`` leaves the keys unread, for a value orjson has just written with
+    ``OPT_PASSTHROUGH_SUBCLASS`` (``_format3``): it writes no key but an exact ``str``."""
     kind = type(value)
     children: Iterable[Any]
     if kind is dict:
-        for name in value:
-            if type(name) is not str:
-                return False
+        if keys:
+            for name in value:
+                if type(name) is not str:
+                    return False
         children = value.values()
     elif kind is list:
         children = value
@@ -709,7 +713,7 @@ def json_typed(value: Any) -> bool:
         if kind is float:
             if child - child != 0.0:
                 return False
-        elif (kind is not dict and kind is not list) or not json_typed(child):
+        elif (kind is not dict and kind is not list) or not json_typed(child, keys):
             return False
     return True
 
