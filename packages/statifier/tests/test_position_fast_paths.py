@@ -216,6 +216,31 @@ def test_a_key_that_is_not_an_exact_string_is_not_written_plainly(machine: Machi
     assert all(type(name) is str for name in loaded.datamodel)
 
 
+class _Location(dict[str, Any]):
+    """A dict that is not an exact ``dict``."""
+
+
+@pytest.mark.parametrize("where", ["key", "location", "processor"])
+def test_standard_processors_of_other_types_are_not_left_out(machine: Machine, where: str) -> None:
+    state = _state(machine)
+    processors = dict(state.datamodel["_ioprocessors"])
+    location = processors["scxml"]["location"]
+    if where == "key":
+        processors[_Key("scxml")] = processors.pop("scxml")
+    elif where == "location":
+        processors["scxml"] = {"location": _Key(location)}
+    else:
+        processors["scxml"] = _Location(location=location)
+    assert processors == state.datamodel["_ioprocessors"]  # equal, of other types
+    odd = _replace(state, datamodel={**state.datamodel, "_ioprocessors": processors})
+    assert _format3.plain_body(odd) is None  # the checked path decides
+    try:
+        blob = dumps(odd)
+    except UnserializablePosition:
+        return  # refused there
+    assert orjson.loads(blob.split(b"\n")[5])[blobs.STANDARD] is False  # not left out
+
+
 @pytest.mark.parametrize(
     "value",
     [(1, 2), {1: "a"}, {"k": (1,)}, [{"k": {None: 1}}], b"bytes", 1j, [float("nan")], -math.inf],

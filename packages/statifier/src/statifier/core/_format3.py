@@ -140,13 +140,14 @@ _ABSENT: Final = object()
 
 def _exact_processors(processors: dict[str, Any]) -> bool:
     """Whether a standard ``_ioprocessors`` (equal to the engine's) holds exact types, as
-    ``json_typed`` would say, without its walk."""
-    for name, processor in processors.items():
-        if type(name) is not str or type(processor) is not dict:
-            return False
-        for key, location in processor.items():
-            if type(key) is not str or type(location) is not str:
-                return False
+    ``json_typed`` would say, without its walk: orjson writes it. orjson writes no key
+    but an exact ``str`` and, with ``OPT_PASSTHROUGH_SUBCLASS``, no subclass of ``str`` or
+    ``dict``; of what else it writes (a tuple, a UUID, an enum) nothing equals a dict of
+    strings."""
+    try:
+        orjson.dumps(processors, option=_OPTIONS)
+    except TypeError:
+        return False
     return True
 
 
