@@ -22,7 +22,9 @@ standard library's encoder (ASCII, ``\\uXXXX`` escapes): the same state always g
 same bytes. Reading takes a plain path first: the shape line is judged once per machine
 and remembered by its bytes (``decode_shape``), the values line is parsed by orjson and
 must be exactly what orjson writes back (so it holds no duplicate key and no number
-orjson would read differently), and then checked as every payload is (``decode_values``).
+orjson would read differently), and then checked as every payload is (``decode_values``;
+the common line, with no queue, no invocations and the standard system variables left
+out, under the host's own budgets, by the same checks made in place, ``_plain_state``).
 Anything else goes through the standard library's decoder and the full checks of
 ``decode_payload``, which say what is wrong. Whatever the plain path accepts, the full
 one accepts as the same state: property tests drive both.
