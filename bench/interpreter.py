@@ -907,7 +907,10 @@ def report_positions(args: argparse.Namespace, baseline: BaselineChild | None) -
             f"  {rest / ours['macrostep']:5.2f} macrosteps"
         )
         print()
-        note = f"digest + JSON alone {floor / ours['macrostep']:.2f} of a macrostep"
+        note = (
+            f"digest + JSON alone {floor / ours['macrostep']:.2f} of a macrostep,"
+            f" the Python around them {rest / ours['macrostep']:.2f}"
+        )
     count = 500 if args.quick else 5000
     mem, base_mem = side_by_side(
         1 if args.quick else 2, lambda: session_memory(count), theirs("memory", count=count)

@@ -192,6 +192,55 @@ def test_deep_long_and_large_datamodels_are_still_measured() -> None:
     assert not _check({"x": long_number}, DEFAULT_LIMITS)
 
 
+class _Key(str):
+    """A string key that is not an exact ``str``."""
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=_ODD | _JSON | st.dictionaries(st.builds(_Key, _TEXT), _JSON, min_size=1, max_size=2))
+def test_what_orjson_writes_needs_no_key_read(value: Any) -> None:
+    # The plain path of ``dumps`` walks what orjson wrote without reading keys
+    # (``json_typed(..., False)``): orjson writes no key but an exact ``str``.
+    try:
+        orjson.dumps({"v": value}, option=_format3._OPTIONS)
+    except TypeError:
+        return  # not written: the checked path decides
+    assert payloads.json_typed(value, False) == payloads.json_typed(value)
+
+
+def test_a_key_that_is_not_an_exact_string_is_not_written_plainly(machine: Machine) -> None:
+    state = _replace(_state(machine), datamodel={**_state(machine).datamodel, _Key("k"): 1})
+    assert _format3.plain_body(state) is None  # the checked path writes it, as a string
+    loaded = loads(dumps(state), machine)
+    assert loaded == state
+    assert all(type(name) is str for name in loaded.datamodel)
+
+
+class _Location(dict[str, Any]):
+    """A dict that is not an exact ``dict``."""
+
+
+@pytest.mark.parametrize("where", ["key", "location", "processor"])
+def test_standard_processors_of_other_types_are_not_left_out(machine: Machine, where: str) -> None:
+    state = _state(machine)
+    processors = dict(state.datamodel["_ioprocessors"])
+    location = processors["scxml"]["location"]
+    if where == "key":
+        processors[_Key("scxml")] = processors.pop("scxml")
+    elif where == "location":
+        processors["scxml"] = {"location": _Key(location)}
+    else:
+        processors["scxml"] = _Location(location=location)
+    assert processors == state.datamodel["_ioprocessors"]  # equal, of other types
+    odd = _replace(state, datamodel={**state.datamodel, "_ioprocessors": processors})
+    assert _format3.plain_body(odd) is None  # the checked path decides
+    try:
+        blob = dumps(odd)
+    except UnserializablePosition:
+        return  # refused there
+    assert orjson.loads(blob.split(b"\n")[5])[blobs.STANDARD] is False  # not left out
+
+
 @pytest.mark.parametrize(
     "value",
     [(1, 2), {1: "a"}, {"k": (1,)}, [{"k": {None: 1}}], b"bytes", 1j, [float("nan")], -math.inf],
@@ -486,6 +535,91 @@ def test_the_plain_read_accepts_only_what_the_full_read_accepts(
         assert plain == full
     if not changes:
         assert plain == state  # what dumps writes takes the plain path
+
+
+# -- loads: the common values line, checked in place ----------------------------------------
+
+_DEEP: Any = "x"
+for _ in range(300):
+    _DEEP = [_DEEP]
+
+# Each changes one member of a position's values line, written as orjson writes it, so
+# that the plain read (and its checks in place, ``_format3._plain_state``) sees it first.
+_BROKEN_VALUES: dict[str, tuple[dict[str, Any], str]] = {
+    "macrostep past the largest counter": ({"macrostep": MAX_LIMIT + 1}, "macrostep is larger"),
+    "a negative send counter": ({"send_counter": -1}, "send_counter is negative"),
+    "a boolean round": ({"round": True}, "round is a bool"),
+    "a float timer counter": ({"timer_counter": 1.0}, "timer_counter is a float"),
+    "an empty session id": ({"session_id": ""}, "session_id is empty"),
+    "a session id too long": ({"session_id": "s" * 5000}, "session_id is longer"),
+    "a session id that is a number": ({"session_id": 7}, "session_id is a int"),
+    "a left-out system variable present": (
+        {"datamodel": {"n": 1, "_name": "other"}},
+        "holds a system variable",
+    ),
+    "a datamodel that is a list": ({"datamodel": []}, "datamodel is a list"),
+    "a datamodel nested too deeply": ({"datamodel": {"n": _DEEP}}, "nested more than"),
+    "a missing member in place of another": ({"round": None, "rounds": 1}, "missing"),
+}
+
+
+def _values_line_blob(blob: bytes, changes: dict[str, Any]) -> tuple[bytes, bytes, bytes]:
+    """``blob`` with ``changes`` to its values line (a None value removes the member), both
+    lines as orjson writes them (for these values): the blob and its two lines."""
+    shape_line, values_line = blobs.split(blob)[1].split(b"\n")
+    values = orjson.loads(values_line)
+    for name, value in changes.items():
+        if value is None:
+            del values[name]
+        else:
+            values[name] = value
+    # ASCII, compact and sorted: what orjson writes, and deeper than it writes.
+    changed = json.dumps(values, sort_keys=True, separators=(",", ":")).encode("ascii")
+    return _reframe(blob, shape_line + b"\n" + changed), shape_line, changed
+
+
+@pytest.mark.parametrize("case", sorted(_BROKEN_VALUES))
+def test_the_plain_read_checks_the_common_values_line_in_place(machine: Machine, case: str) -> None:
+    changes, message = _BROKEN_VALUES[case]
+    blob = dumps(_state(machine))
+    broken, shape_line, values_line = _values_line_blob(blob, changes)
+    # Weaken any check the plain read makes in place and it hands back a state here.
+    plain = _read_outcome(
+        lambda: _format3._plain_read(shape_line, values_line, machine, None, None, DEFAULT_LIMITS)
+    )
+    assert not isinstance(plain, MachineState)
+    with pytest.raises(CorruptPosition, match=message):
+        loads(broken, machine)
+
+
+def test_the_plain_read_holds_the_stored_budgets_against_the_host_s_ceiling(
+    machine: Machine,
+) -> None:
+    state = _state(machine)
+    blob = dumps(state)
+    shape_line, values_line = blobs.split(blob)[1].split(b"\n")
+    lower = MacrostepLimits(steps=1000)
+    plain = _read_outcome(
+        lambda: _format3._plain_read(shape_line, values_line, machine, None, None, lower)
+    )
+    assert not isinstance(plain, MachineState)
+    with pytest.raises(CorruptPosition, match=r"limits\.steps is 10000000"):
+        loads(blob, machine, max_limits=lower)
+    # With no ceiling, or the stored budgets' own, the same line reads in place.
+    for ceiling in (None, DEFAULT_LIMITS):
+        assert _format3._plain_read(shape_line, values_line, machine, None, None, ceiling) == state
+
+
+def test_a_short_text_vouches_only_within_the_cap_and_a_longer_one_is_read() -> None:
+    short = b'{"n":' + b"[" * 200 + b"]" * 200 + b"}"
+    assert len(short) <= payloads.SHORT_TEXT
+    assert payloads.fits(short, 12 * len(short))
+    assert not payloads.fits(short, 12 * len(short) - 1)
+    # Past the short texts the brackets are counted: 257 of them vouch for nothing.
+    deep = b'{"n":' + b"[" * 257 + b"]" * 257 + b"}"
+    assert len(deep) > payloads.SHORT_TEXT
+    assert not payloads.fits(deep, 2**62)
+    assert not payloads.fits(deep.decode(), 2**62)
 
 
 # -- dumps: an ECMAScript view of the engine's own state vouches for its chart variables ----

@@ -22,7 +22,9 @@ standard library's encoder (ASCII, ``\\uXXXX`` escapes): the same state always g
 same bytes. Reading takes a plain path first: the shape line is judged once per machine
 and remembered by its bytes (``decode_shape``), the values line is parsed by orjson and
 must be exactly what orjson writes back (so it holds no duplicate key and no number
-orjson would read differently), and then checked as every payload is (``decode_values``).
+orjson would read differently), and then checked as every payload is (``decode_values``;
+the common line, with no queue, no invocations and the standard system variables left
+out, under the host's own budgets, by the same checks made in place, ``_plain_state``).
 Anything else goes through the standard library's decoder and the full checks of
 ``decode_payload``, which say what is wrong. Whatever the plain path accepts, the full
 one accepts as the same state: property tests drive both.
@@ -66,8 +68,9 @@ from statifier.core._payload import (
 from statifier.core._run import shared
 from statifier.core.algorithm import SYSTEM_VARIABLES
 from statifier.core.planner import io_processors
-from statifier.core.state import MachineState
+from statifier.core.state import MachineState, StateBuilder
 from statifier.datamodel.base import stored_variables
+from statifier.datamodel.registry import state_variables
 
 STANDARD: Final = "standard_system_variables"
 """The values member that says the standard system variables are left out."""
@@ -139,13 +142,14 @@ _ABSENT: Final = object()
 
 def _exact_processors(processors: dict[str, Any]) -> bool:
     """Whether a standard ``_ioprocessors`` (equal to the engine's) holds exact types, as
-    ``json_typed`` would say, without its walk."""
-    for name, processor in processors.items():
-        if type(name) is not str or type(processor) is not dict:
-            return False
-        for key, location in processor.items():
-            if type(key) is not str or type(location) is not str:
-                return False
+    ``json_typed`` would say, without its walk: orjson writes it. orjson writes no key
+    but an exact ``str`` and, with ``OPT_PASSTHROUGH_SUBCLASS``, no subclass of ``str`` or
+    ``dict``; of what else it writes (a tuple, a UUID, an enum) nothing equals a dict of
+    strings."""
+    try:
+        orjson.dumps(processors, option=_OPTIONS)
+    except TypeError:
+        return False
     return True
 
 
@@ -212,17 +216,27 @@ def _plain(state: MachineState) -> bytes | None:
         if type(counter) is not int or not 0 <= counter <= MAX_COUNTER:
             return None
     variables: Any = state.datamodel
-    datamodel = stored_variables(variables)
-    if type(datamodel) is not dict:
-        return None
-    # Only a view of the engine's own state vouches (``StoredVariables``).
-    typed = type(variables) is not dict and variables.chart_json_typed is True
+    if type(variables) is dict:
+        datamodel = variables
+        typed = False
+    else:
+        datamodel = stored_variables(variables)
+        if type(datamodel) is not dict:
+            return None
+        # Only a view of the engine's own state vouches (``StoredVariables``).
+        typed = variables.chart_json_typed is True
     standard = standard_system_variables(datamodel, session_id, machine)
-    stored = _without_implied(datamodel) if standard else datamodel
+    if standard:
+        stored = datamodel.copy()  # ``_without_implied``, inlined: once per dump
+        del stored["_ioprocessors"], stored["_name"], stored["_sessionid"]
+    else:
+        stored = datamodel
     context = state.caller_context
     # orjson refuses cycles, values past its nesting limit and what it cannot write
-    # faithfully (TypeError: the checked path then decides); NaN and types it writes as
-    # something else are found by the walks below, once ``fits`` bounded the nesting.
+    # faithfully (TypeError: the checked path then decides), keys that are not exact
+    # strings included; NaN and types it writes as something else (a tuple, a UUID, an
+    # enum) are found by the walks below, which need not read keys, once ``fits`` bounded
+    # the nesting.
     values_line = orjson.dumps(
         {
             "caller_context": context,
@@ -243,9 +257,9 @@ def _plain(state: MachineState) -> bytes | None:
     cap = state.limits.datamodel_bytes
     if not (
         fits(values_line, MAX_LIMIT if cap is None else cap)
-        and (_system_typed(stored, standard) if typed else json_typed(stored))
+        and (_system_typed(stored, standard) if typed else json_typed(stored, False))
         and (not standard or _exact_processors(datamodel["_ioprocessors"]))
-        and (context is None or json_typed(context))
+        and (context is None or json_typed(context, False))
     ):
         return None
     return b"".join((shape_line, b"\n", values_line))
@@ -256,8 +270,8 @@ def _system_typed(stored: dict[str, Any], standard: bool) -> bool:
     (``StoredVariables.chart_json_typed``): the system variables' walk alone. With the
     standard ones left out (``standard``, their types checked already) only ``_event``."""
     if standard:
-        return json_typed(stored.get("_event"))
-    return all(json_typed(stored.get(name)) for name in SYSTEM_VARIABLES)
+        return json_typed(stored.get("_event"), False)
+    return all(json_typed(stored.get(name), False) for name in SYSTEM_VARIABLES)
 
 
 _SHAPE_LINES: Final = "shape lines"
@@ -407,11 +421,33 @@ def _plain_read(
         if (
             type(values) is not dict
             or len(values) != _VALUE_COUNT
-            or values.keys() != LINE_VALUE_KEYS
             or orjson.dumps(values, option=_OPTIONS) != values_text
         ):
             return None
     except (orjson.JSONDecodeError, TypeError):
+        return None
+    limits = shape.limits
+    cap = limits.datamodel_bytes
+    try:
+        datamodel = values["datamodel"]
+        session_id = values["session_id"]
+        if (
+            values[STANDARD] is True
+            and values["internal_queue"] == []
+            and values["invocations"] == []
+            and type(datamodel) is dict
+            and type(session_id) is str
+            and 0 < len(session_id) <= MAX_ID_LENGTH
+            and (limits is max_limits or max_limits is None)
+            and fits(values_text, MAX_LIMIT if cap is None else cap)
+        ):
+            # The common position, checked in place: ``decode_values``' checks for a
+            # position with no queue and no invocations, under the host's own budgets.
+            # Its twelve members all read, so the line holds exactly ``LINE_VALUE_KEYS``.
+            return _plain_state(machine, shape, values, datamodel, session_id, invoke_types, routes)
+    except KeyError:
+        return None  # a member is missing: the full path says which
+    if values.keys() != LINE_VALUE_KEYS:
         return None
     standard = values.pop(STANDARD)
     if standard is True:
@@ -421,6 +457,66 @@ def _plain_read(
         return None
     checked = decode_values(values, shape, machine, max_limits, values_text)
     return build_state(machine, shape, checked, values, invoke_types, routes)
+
+
+def _plain_state(
+    machine: Machine,
+    shape: Shape,
+    values: dict[str, Any],
+    datamodel: dict[str, Any],
+    session_id: str,
+    invoke_types: frozenset[str] | None,
+    routes: Container[str] | None,
+) -> MachineState | None:
+    """The state of a plain values line (no queue, no invocations, the standard system
+    variables left out, the datamodel vouched for by its text) once its counters are in
+    range and the datamodel lacks the system variables it leaves out; else None."""
+    invoke_counter = values["invoke_counter"]
+    send_counter = values["send_counter"]
+    timer_counter = values["timer_counter"]
+    macrostep = values["macrostep"]
+    microstep = values["microstep"]
+    round_ = values["round"]
+    for counter in (invoke_counter, send_counter, timer_counter, macrostep, microstep, round_):
+        if type(counter) is not int or not 0 <= counter <= MAX_COUNTER:
+            return None
+    if "_ioprocessors" in datamodel or "_name" in datamodel or "_sessionid" in datamodel:
+        return None
+    datamodel["_ioprocessors"] = io_processors(session_id)
+    datamodel["_name"] = machine.name
+    datamodel["_sessionid"] = session_id
+    # ``build_state``, inlined: once per load.
+    state: Any = _new(StateBuilder)
+    state.machine = machine
+    state.session_id = session_id
+    state.configuration = shape.configuration
+    state.internal_queue = ()
+    state.history = dict(shape.history) if shape.history else {}
+    state.entered = shape.entered
+    state.states_to_invoke = shape.states_to_invoke
+    state.invocations = {}
+    state.invoke_counter = invoke_counter
+    state.send_counter = send_counter
+    state.timer_counter = timer_counter
+    state.caller_context = values["caller_context"]
+    state.datamodel = state_variables(machine, datamodel)
+    state.running = shape.running
+    state.status = shape.status
+    state.macrostep = macrostep
+    state.microstep = microstep
+    state.round = round_
+    state.trace = shape.trace
+    state.max_macrostep_rounds = shape.rounds
+    state.invoke_types = invoke_types
+    state.routes = routes
+    state.limits = shape.limits
+    state._datamodel_bound = None
+    state.__class__ = MachineState  # ``finish``, inlined
+    loaded: MachineState = state
+    return loaded
+
+
+_new: Final = object.__new__
 
 
 _VALUE_COUNT: Final = len(LINE_VALUE_KEYS)

@@ -647,6 +647,10 @@ string with a character past U+FFFF counts 12 per character (a float 24 for at l
 SHORT_DIGITS: Final = int(MAX_INT_BITS * math.log10(2))
 """Every integer written in at most this many digits has at most ``MAX_INT_BITS`` bits."""
 
+SHORT_TEXT: Final = min(2 * MAX_DEPTH + 1, SHORT_DIGITS)
+"""The longest JSON text too short to hold a value nested past ``MAX_DEPTH`` or an integer
+of more than ``MAX_INT_BITS`` bits (``fits`` need not read it)."""
+
 _LONG_NUMBER: Final = re.compile(f"[0-9]{{{SHORT_DIGITS + 1}}}")
 _LONG_NUMBER_BYTES: Final = re.compile(f"[0-9]{{{SHORT_DIGITS + 1}}}".encode("ascii"))
 
@@ -657,8 +661,14 @@ def fits(text: str | bytes, cap: int) -> bool:
     would accept: no deeper than ``MAX_DEPTH`` (it has no more brackets than that), no
     integer of more than ``MAX_INT_BITS`` bits (no run of digits long enough), and no more
     than ``cap`` bytes measured (``TEXT_RATIO`` times the text's length; a character is at
-    least one byte). False is no verdict: the values are measured one by one then."""
+    least one byte). False is no verdict: the values are measured one by one then.
+
+    A text of at most ``SHORT_TEXT`` characters vouches without being read: a value
+    nested past ``MAX_DEPTH`` needs ``MAX_DEPTH + 1`` opening brackets and as many closing
+    ones in the text, and a long integer more digits than the whole text holds."""
     size = len(text)
+    if size <= SHORT_TEXT:
+        return size * TEXT_RATIO <= cap
     if isinstance(text, bytes):
         return (
             size * TEXT_RATIO <= cap
@@ -675,16 +685,20 @@ def fits(text: str | bytes, cap: int) -> bool:
 _SCALARS: Final[frozenset[type]] = frozenset({str, int, bool, type(None)})
 
 
-def json_typed(value: Any) -> bool:
+def json_typed(value: Any, keys: bool = True) -> bool:
     """Whether ``value`` holds only ``str``, ``int``, finite ``float``, ``bool``, ``None``,
     ``list`` and ``dict`` with ``str`` keys (exactly those types, as ``measure`` wants).
-    It recurses: ``value`` is no deeper than ``MAX_DEPTH`` (``fits`` said so first)."""
+    It recurses: ``value`` is no deeper than ``MAX_DEPTH`` (``fits`` said so first).
+
+    ``keys=False`` leaves the keys unread, for a value orjson has just written with
+    ``OPT_PASSTHROUGH_SUBCLASS`` (``_format3``): it writes no key but an exact ``str``."""
     kind = type(value)
     children: Iterable[Any]
     if kind is dict:
-        for name in value:
-            if type(name) is not str:
-                return False
+        if keys:
+            for name in value:
+                if type(name) is not str:
+                    return False
         children = value.values()
     elif kind is list:
         children = value
@@ -699,7 +713,7 @@ def json_typed(value: Any) -> bool:
         if kind is float:
             if child - child != 0.0:
                 return False
-        elif (kind is not dict and kind is not list) or not json_typed(child):
+        elif (kind is not dict and kind is not list) or not json_typed(child, keys):
             return False
     return True
 

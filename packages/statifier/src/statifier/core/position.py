@@ -203,6 +203,10 @@ def dumps(state: MachineState, *, key: bytes | None = None) -> bytes:
     ``bool``, ``None``, ``list``, ``dict`` with ``str`` keys), a NaN or infinite float, or
     a cycle, or when the state is not one ``loads`` would accept.
     """
+    if key is None:
+        body = _format3.plain_body(state) or _checked_body(state)
+        digest = hashlib.sha256(body).hexdigest().encode("ascii")
+        return b"".join((_plain_head(state.machine.identity), digest, b"\n", body))
     _check_key(key)
     body = _format3.plain_body(state) or _checked_body(state)
     head = _head(state.machine.identity)
@@ -430,14 +434,20 @@ def loads(
     digest mismatch, invalid UTF-8 or JSON, or a payload that does not describe a valid
     position of ``machine``).
     """
-    _check_key(key)
-    if isinstance(blob, bytearray | memoryview):
-        blob = bytes(blob)
-    if not isinstance(blob, bytes):
-        raise NotAPosition(f"a position is bytes, not {type(blob).__name__}")
-    version, body = _fast_body(blob, machine, key) or _body(blob, machine, key)
+    if key is not None:
+        _check_key(key)
+    if type(blob) is not bytes:
+        if isinstance(blob, bytearray | memoryview):
+            blob = bytes(blob)
+        elif not isinstance(blob, bytes):
+            raise NotAPosition(f"a position is bytes, not {type(blob).__name__}")
+    types = None if invoke_types is None else _frozen(invoke_types)
+    body = _fast_body(blob, machine, key)
+    if body is not None:
+        return _format3.read(body, machine, types, routes, max_limits)
+    version, body = _body(blob, machine, key)
     if version == FORMAT_VERSION:
-        return _format3.read(body, machine, _frozen(invoke_types), routes, max_limits)
+        return _format3.read(body, machine, types, routes, max_limits)
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -452,32 +462,45 @@ def loads(
     if version == 1:
         payload = _from_version_1(payload, max_limits)
     try:
-        return decode_payload(payload, machine, _frozen(invoke_types), routes, max_limits, text)
+        return decode_payload(payload, machine, types, routes, max_limits, text)
     except RecursionError:
         raise CorruptPosition("invalid payload: a value is nested too deeply") from None
 
 
-def _fast_body(blob: bytes, machine: Machine, key: bytes | None) -> tuple[int, bytes] | None:
-    """``(2, payload bytes)`` when ``blob`` is a current position of ``machine`` whose
+def _fast_body(blob: bytes, machine: Machine, key: bytes | None) -> bytes | None:
+    """The payload bytes of ``blob`` when it is a current position of ``machine`` whose
     digest (keyed with ``key`` if given) matches: the header lines ``dumps`` writes, byte for
     byte. None otherwise (``_body`` then checks the header line by line and says why)."""
+    if key is None:
+        head = _plain_head(machine.identity)
+        end = len(head) + _HEX_DIGITS
+        if not (blob.startswith(head) and blob[end : end + 1] == b"\n"):
+            return None
+        body = blob[end + 1 :]
+        # A plain digest hides nothing: ``==`` is as good as ``compare_digest`` here.
+        if not blob.startswith(hashlib.sha256(body).hexdigest().encode("ascii"), len(head)):
+            return None
+        return body
     head = _head(machine.identity)
-    prefix = _DIGEST_PREFIX if key is None else _KEYED_PREFIX
-    end = len(head) + len(prefix) + 64
-    if not (
-        blob.startswith(head)
-        and blob.startswith(prefix, len(head))
-        and blob[end : end + 1] == b"\n"
-    ):
+    end = len(head) + len(_KEYED_PREFIX) + _HEX_DIGITS
+    if not (blob.startswith(head) and blob.startswith(_KEYED_PREFIX, len(head))):
+        return None
+    if blob[end : end + 1] != b"\n":
         return None
     body = blob[end + 1 :]
-    if key is None:
-        # A plain digest hides nothing: ``==`` is as good as ``compare_digest`` here.
-        if blob[len(head) + len(prefix) : end] != hashlib.sha256(body).hexdigest().encode():
-            return None
-    elif not hmac.compare_digest(blob[len(head) : end], _digest(head, body, key)):
+    if not hmac.compare_digest(blob[len(head) : end], _digest(head, body, key)):
         return None
-    return FORMAT_VERSION, body
+    return body
+
+
+_HEX_DIGITS: Final = 64
+"""The hex digits of a digest line."""
+
+
+@functools.lru_cache(maxsize=64)
+def _plain_head(identity: str) -> bytes:
+    """The header lines of an unkeyed position up to its digest's hex digits."""
+    return _head(identity) + _DIGEST_PREFIX
 
 
 def _body(blob: bytes, machine: Machine, key: bytes | None) -> tuple[int, bytes]:
