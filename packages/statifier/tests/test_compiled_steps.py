@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from statifier import Event, MachineState, external, handle_event, initialize
 from statifier.budget import MacrostepLimits
 from statifier.chart import model
-from statifier.core import _replay, content, effects
+from statifier.core import _replay, algorithm, content, effects
 from statifier.core.algorithm import Interpreter
 from statifier.core.position import dumps
 
@@ -52,9 +52,12 @@ GENERAL_STEPS: dict[type, Any] = {
 
 @contextmanager
 def _general() -> Iterator[None]:
-    """Every node through its general executor, every microstep without a plan."""
+    """Every node through its general executor, every microstep without a plan, every
+    expression through ``Expression.evaluate`` (no direct runs or guards)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(content, "_STEPS", GENERAL_STEPS)
+        patch.setattr(content, "direct_of", lambda machine: None)
+        patch.setattr(algorithm, "direct_of", lambda machine: None)
         patch.setattr(Interpreter, "plan", lambda self, t: None)
         yield
 
@@ -189,5 +192,10 @@ def test_the_compiled_paths_are_taken() -> None:
     state, _ = initialize(machine, session_id="sess_taken")
     state, _ = handle_event(state, Event(name="charge", data={"amount": 70}))
     blocks = machine._cache["blocks"]
-    assert any(step.__name__ == "assign" for _, steps in blocks.values() for _, step in steps)
+    assert any(step.__name__ == "assign" for _, steps, _ in blocks.values() for _, step in steps)
     assert any(isinstance(key, tuple) and key[0] == "plan" for key in machine._cache)
+    # Whole blocks run directly, and the guards are evaluated so.
+    directs = [direct for _, _, direct in blocks.values() if direct is not None]
+    assert sorted(len(direct.ops) for direct in directs) == [1, 5]  # onexit, transition
+    guards = machine._cache["direct guards"]
+    assert all(code is not None for _, _, pairs, _ in guards.values() for _, code in pairs[:2])

@@ -16,11 +16,16 @@ from statifier.datamodel import python as py
 from statifier.datamodel.base import (
     Datamodel,
     DatamodelUnavailable,
+    DirectContext,
+    DirectEvaluator,
+    EvaluationError,
     Expression,
+    InState,
     Location,
     OpenVariables,
     Script,
     Value,
+    Variables,
 )
 from statifier.datamodel.failing import FailingExpression, FailingLocation, FailingScript
 
@@ -84,6 +89,23 @@ class PythonDatamodel:
     def builtin_names(self) -> frozenset[str]:
         """The built-in functions (``len``, ``str``...)."""
         return frozenset(py.FUNCTIONS)
+
+    @property
+    def step_limit(self) -> int:
+        """``DirectEvaluation``: what one evaluation may spend at most."""
+        return py.STEP_BUDGET
+
+    def evaluator(self, expr: Expression) -> DirectEvaluator | None:
+        """``DirectEvaluation``: the closure of an expression compiled here (ADR 20)."""
+        return py.direct_evaluator(expr)
+
+    def context(self, variables: Variables, in_state: InState) -> DirectContext:
+        """``DirectEvaluation``: an evaluation context for the closures."""
+        return py.direct_context(variables, in_state)
+
+    def failure(self, exc: Exception) -> EvaluationError:
+        """``DirectEvaluation``: the error ``evaluate`` raises for ``exc``."""
+        return py.direct_failure(exc)
 
     def stored_form(self, value: Value) -> Value:
         """The value itself (variables are stored as they are)."""

@@ -13,8 +13,16 @@ from statifier.datamodel.python.errors import (
     ExpressionSyntaxError,
     ScriptError,
 )
-from statifier.datamodel.python.expressions import Expression, compile_expression, is_identifier
+from statifier.datamodel.python.expressions import (
+    Expression,
+    compile_expression,
+    direct_context,
+    direct_evaluator,
+    direct_failure,
+    is_identifier,
+)
 from statifier.datamodel.python.functions import FUNCTIONS
+from statifier.datamodel.python.limits import STEP_BUDGET
 from statifier.datamodel.python.locations import Location, compile_location
 from statifier.datamodel.python.scripts import Script, compile_script
 from statifier.datamodel.python.values import (
@@ -27,6 +35,7 @@ from statifier.datamodel.python.values import (
 
 __all__ = [
     "FUNCTIONS",
+    "STEP_BUDGET",
     "DatamodelError",
     "EvaluationError",
     "Expression",
@@ -41,6 +50,9 @@ __all__ = [
     "compile_expression",
     "compile_location",
     "compile_script",
+    "direct_context",
+    "direct_evaluator",
+    "direct_failure",
     "is_identifier",
     "is_value",
     "parse_inline_content",

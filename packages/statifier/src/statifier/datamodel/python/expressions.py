@@ -101,6 +101,25 @@ _take_context: Final = CONTEXT_POOL.pop
 _give_context: Final = CONTEXT_POOL.append
 
 
+def direct_evaluator(expr: object) -> Evaluator | None:
+    """The closure of an :class:`Expression` without comprehension variables, to evaluate
+    against a context of the caller's (``datamodel.base.DirectEvaluation``); None for
+    anything else, which goes through ``evaluate``."""
+    if type(expr) is Expression and not expr._slot_count:
+        return expr._evaluator
+    return None
+
+
+def direct_context(variables: Variables, in_state: InState) -> EvalContext:
+    """A context for :func:`direct_evaluator`'s closures (no comprehension slots)."""
+    return EvalContext(variables, in_state, 0)
+
+
+def direct_failure(exc: Exception) -> EvaluationError:
+    """What ``Expression.evaluate`` raises when its closure raised ``exc``."""
+    return exc if isinstance(exc, EvaluationError) else evaluation_error(exc)
+
+
 def compile_expression(source: str, functions: HostCalls | None = None) -> Expression:
     """Compile ``source`` into an :class:`Expression` or raise :class:`ExpressionSyntaxError`.
 
