@@ -175,7 +175,51 @@ class ContentExecutor(Run):
                 done += 1
                 continue
             root = location.root
-            if kind is _INTO or root not in datamodel:
+            if kind is not _ASSIGN or root not in datamodel:
+                root_value = datamodel.get(root) if kind is not _ASSIGN else None
+                if type(root_value) is dict and kind is not _INTO:
+                    # ``Run.write`` of one spelled-out key into a dict (``account.last``), as
+                    # the hook's ``key`` has it: the copy's steps, then the cap.
+                    key: str = kind  # type: ignore[assignment] # not _ASSIGN, not _INTO
+                    units = len(root_value) + 1
+                    if units <= limit and units <= budget.steps:
+                        copy = dict(root_value)
+                        copy[key] = value
+                        budget.steps -= units  # ``spend``: it cannot go below zero here
+                        bound = self.bound
+                        if bound is None:
+                            bound = self.bound = self.carried_bound()
+                        room = limits.cap - bound - len(key) - 4
+                        value_type = type(value)
+                        if room >= 22 and (
+                            (value_type is int and -SMALL_INT < value < SMALL_INT)
+                            or value_type is bool
+                            or value is None
+                        ):
+                            self.bound = limits.cap - room + 22
+                        else:
+                            self.node, self.line = node, node.line
+                            try:
+                                self.admit(root, (key,), value, copy)
+                            except Exception as exc:
+                                what = f"cannot assign to {brief(location.source)}"
+                                self.raise_error("error.execution", self.failure(what, exc))
+                                raise BlockAbort from None
+                        datamodel[root] = copy
+                        effect = _new(CHANGE_BUILDER)
+                        effect.location = location.source
+                        effect.path = (key,)
+                        effect.new_value = fx.NOT_RECORDED
+                        effect.prior_value = fx.NOT_RECORDED
+                        effect.c_index = c_index
+                        effect.owner = owner
+                        effect.macrostep = macrostep
+                        effect.microstep = microstep
+                        effect.round = rounds
+                        effect.__class__ = fx.DatamodelChange
+                        effects.append(effect)
+                        done += 1
+                        continue
                 self.node, self.line = node, node.line
                 self.write(location, value, c_index, owner)  # (it reports an undeclared root)
                 done += 1
@@ -825,7 +869,8 @@ def compiled(machine: Machine, nodes: tuple[ContentNode, ...]) -> Compiled:
 _ASSIGN: Final = 0
 """A direct run's ``<assign>`` of an expression into a variable itself."""
 _INTO: Final = 1
-"""A direct run's ``<assign>`` of an expression into a path (written by ``Run.write``)."""
+"""A direct run's ``<assign>`` of an expression into a path (written by ``Run.write``);
+into one spelled-out key of a dict (``DirectEvaluation.key``), the kind is that key."""
 _LOG: Final = 2
 """A direct run's ``<log>``."""
 
@@ -836,7 +881,7 @@ class DirectRun:
     its kind, its expression's code and the expression, its location (a ``<log>``'s
     label), ``c_index`` and owner; and the datamodel's hook with its step limit."""
 
-    ops: tuple[tuple[Any, int, Any, Any, Any, int, Any], ...]
+    ops: tuple[tuple[Any, int | str, Any, Any, Any, int, Any], ...]
     direct: DirectEvaluation
     limit: int
 
@@ -866,7 +911,7 @@ def direct_run(machine: Machine, nodes: tuple[ContentNode, ...]) -> DirectRun | 
     direct = direct_of(machine)
     if direct is None:
         return None
-    ops: list[tuple[Any, int, Any, Any, Any, int, Any]] = []
+    ops: list[tuple[Any, int | str, Any, Any, Any, int, Any]] = []
     for node in nodes:
         if type(node) is AssignNode:
             expr = node.expr
@@ -875,8 +920,10 @@ def direct_run(machine: Machine, nodes: tuple[ContentNode, ...]) -> DirectRun | 
             evaluator = direct.evaluator(expr)
             if evaluator is None:
                 break
-            kind = _ASSIGN if node.location.plain else _INTO
-            ops.append((node, kind, evaluator, expr, node.location, node.c_index, node.owner))
+            location = node.location
+            key = direct.key(location)
+            kind: int | str = _ASSIGN if location.plain else _INTO if key is None else key
+            ops.append((node, kind, evaluator, expr, location, node.c_index, node.owner))
         elif type(node) is LogNode:
             expr = node.expr
             evaluator = None if expr is None else direct.evaluator(expr)

@@ -169,6 +169,14 @@ class DirectEvaluation(Protocol):
         """``expr``'s compiled code, or None when it must go through ``evaluate``."""
         ...
 
+    def key(self, location: Location) -> str | None:
+        """The key of a location that writes one spelled-out key of a variable
+        (``account.last``), when ``location.write`` into a ``dict`` value whose ``len + 1``
+        steps the budget can pay (within ``step_limit``) returns a shallow copy of it with
+        the key set (``path`` the key alone, ``prior`` the key's value or None) and charges
+        exactly those steps; else None."""
+        ...
+
     def context(self, variables: Variables, in_state: InState) -> DirectContext:
         """A context reading ``variables`` and answering ``In()`` with ``in_state`` (the
         caller keeps it while both stay the same, and drops it then)."""

@@ -99,6 +99,10 @@ class PythonDatamodel:
         """``DirectEvaluation``: the closure of an expression compiled here (ADR 20)."""
         return py.direct_evaluator(expr)
 
+    def key(self, location: Location) -> str | None:
+        """``DirectEvaluation``: the key of a ``variable.key`` location compiled here."""
+        return py.direct_key(location)
+
     def context(self, variables: Variables, in_state: InState) -> DirectContext:
         """``DirectEvaluation``: an evaluation context for the closures."""
         return py.direct_context(variables, in_state)

@@ -23,7 +23,7 @@ from statifier.datamodel.python.expressions import (
 )
 from statifier.datamodel.python.functions import FUNCTIONS
 from statifier.datamodel.python.limits import STEP_BUDGET
-from statifier.datamodel.python.locations import Location, compile_location
+from statifier.datamodel.python.locations import Location, compile_location, direct_key
 from statifier.datamodel.python.scripts import Script, compile_script
 from statifier.datamodel.python.values import (
     InState,
@@ -53,6 +53,7 @@ __all__ = [
     "direct_context",
     "direct_evaluator",
     "direct_failure",
+    "direct_key",
     "is_identifier",
     "is_value",
     "parse_inline_content",
