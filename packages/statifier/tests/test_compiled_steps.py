@@ -62,20 +62,40 @@ def _general() -> Iterator[None]:
         yield
 
 
-def _drive(machine: statifier.Machine, events: list[Event], **options: Any) -> list[Step]:
+Meters = list[tuple[Any, ...]]
+
+
+def _drive(
+    machine: statifier.Machine, events: list[Event], **options: Any
+) -> tuple[list[Step], Meters]:
+    """Each call's state and effects, and what each call left of its budgets (steps and
+    output bytes remaining, the reason it ran out, the datamodel's size bound, the element
+    last run): every charge, even one no effect shows."""
     machine._cache.clear()  # compiled blocks, plans and replays are made afresh
-    state, produced = initialize(machine, session_id="sess_compiled", **options)
-    steps: list[Step] = [(state, produced)]
-    for event in events:
-        if not state.running:
-            break
-        machine._cache.pop(_replay.STEPS, None)
-        state, produced = handle_event(state, event)
-        steps.append((state, produced))
-    return steps
+    meters: Meters = []
+    freeze = Interpreter.freeze
+
+    def metered(run: Interpreter) -> MachineState:
+        budget = run.budget
+        meters.append((budget.steps, budget.output, budget.exhausted, run.bound, run.line))
+        return freeze(run)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Interpreter, "freeze", metered)
+        state, produced = initialize(machine, session_id="sess_compiled", **options)
+        steps: list[Step] = [(state, produced)]
+        for event in events:
+            if not state.running:
+                break
+            machine._cache.pop(_replay.STEPS, None)
+            state, produced = handle_event(state, event)
+            steps.append((state, produced))
+    return steps, meters
 
 
-def _assert_same(general: list[Step], compiled: list[Step]) -> None:
+def _assert_same(driven: tuple[list[Step], Meters], drove: tuple[list[Step], Meters]) -> None:
+    (general, general_meters), (compiled, compiled_meters) = driven, drove
+    assert compiled_meters == general_meters
     assert len(compiled) == len(general)
     for (state_a, out_a), (state_b, out_b) in zip(general, compiled, strict=True):
         assert out_b == out_a
@@ -156,6 +176,18 @@ DATAMODEL = """\
       <assign location="missing" expr="1"/>
       <assign location="count" expr="count + 'x'"/>
     </transition>
+    <transition event="mixed" cond="In('open') and _event.data['amount'] != 7" target="open">
+      <assign location="account['last']" expr="_event.data['amount']"/>
+      <assign location="account['la' + 'st']" expr="[count, total]"/>
+      <log label="long" expr="'x' * (total % 300)"/>
+      <assign location="recent" expr="[n + 1 for n in recent]"/>
+      <raise event="again"/>
+      <assign location="total" expr="total - 1"/>
+    </transition>
+    <transition event="again" cond="total % 2 == 0" target="open">
+      <log label="again" expr="account"/>
+      <assign location="account" expr="{'id': 'acc_2'}"/>
+    </transition>
   </state>
   <final id="closed"/>
 </scxml>
@@ -169,7 +201,9 @@ _AMOUNTS = st.one_of(
 @settings(max_examples=150, deadline=None)
 @given(
     events=st.lists(
-        st.tuples(st.sampled_from(["charge", "charge", "close", "odd", "wrong"]), _AMOUNTS),
+        st.tuples(
+            st.sampled_from(["charge", "charge", "close", "odd", "wrong", "mixed"]), _AMOUNTS
+        ),
         max_size=10,
     ),
     limits=_LIMITS,

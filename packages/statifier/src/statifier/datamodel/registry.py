@@ -28,6 +28,7 @@ from statifier.datamodel.base import (
     Variables,
 )
 from statifier.datamodel.failing import FailingExpression, FailingLocation, FailingScript
+from statifier.datamodel.python.context import EvalContext
 
 if TYPE_CHECKING:
     from statifier.chart.model import Machine
@@ -105,7 +106,7 @@ class PythonDatamodel:
 
     def context(self, variables: Variables, in_state: InState) -> DirectContext:
         """``DirectEvaluation``: an evaluation context for the closures."""
-        return py.direct_context(variables, in_state)
+        return EvalContext(variables, in_state, 0)  # ``direct_context``, inlined: per call
 
     def failure(self, exc: Exception) -> EvaluationError:
         """``DirectEvaluation``: the error ``evaluate`` raises for ``exc``."""
