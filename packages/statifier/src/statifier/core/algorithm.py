@@ -466,6 +466,8 @@ class Interpreter(ContentExecutor):
             found = self._first_kept(chains[0])
             if found is not None:
                 enabled.append(found)
+        elif len(chains) == 1 and chains[0][0].cond is None:
+            enabled.append(chains[0][0])  # the first candidate has no condition: it is taken
         elif len(chains) == 1:
             chain = chains[0]
             memo = self.machine._cache.get(_DIRECT_GUARDS)
@@ -1087,7 +1089,8 @@ def _direct_guards(machine: Machine, chain: tuple[TransitionNode, ...]) -> Direc
     its condition's code (None: none, or evaluated through ``evaluate``), and the step
     limit of one evaluation."""
     memo: dict[int, DirectGuards] = machine._cache.setdefault(_DIRECT_GUARDS, {})
-    direct = direct_of(machine)
+    # One condition: its ``evaluate`` costs less than making the run's context.
+    direct = direct_of(machine) if sum(t.cond is not None for t in chain) > 1 else None
     pairs = tuple(
         (t, None if direct is None or t.cond is None else direct.evaluator(t.cond)) for t in chain
     )

@@ -907,7 +907,7 @@ def direct_of(machine: Machine) -> DirectEvaluation | None:
 def direct_run(machine: Machine, nodes: tuple[ContentNode, ...]) -> DirectRun | None:
     """The direct run of a block: its longest beginning of ``<assign>`` nodes of an
     expression into a variable that is no system variable, and ``<log>`` nodes, whose
-    expressions the datamodel evaluates directly (None: none)."""
+    expressions the datamodel evaluates directly (None: none, or one node)."""
     direct = direct_of(machine)
     if direct is None:
         return None
@@ -932,6 +932,8 @@ def direct_run(machine: Machine, nodes: tuple[ContentNode, ...]) -> DirectRun | 
             ops.append((node, _LOG, evaluator, expr, node.label, node.c_index, node.owner))
         else:
             break
-    if not ops:
+    if len(ops) < 2:
+        # One node: its step (the expression's ``evaluate``) costs less than making the
+        # run's context and starting the loop.
         return None
     return DirectRun(tuple(ops), direct, direct.step_limit)
