@@ -29,6 +29,9 @@ from statifier.datamodel.base import (
 )
 from statifier.datamodel.failing import FailingExpression, FailingLocation, FailingScript
 from statifier.datamodel.python.context import EvalContext
+from statifier.datamodel.python.expressions import direct_evaluator, direct_failure
+from statifier.datamodel.python.limits import STEP_BUDGET
+from statifier.datamodel.python.locations import direct_key
 
 if TYPE_CHECKING:
     from statifier.chart.model import Machine
@@ -94,23 +97,23 @@ class PythonDatamodel:
     @property
     def step_limit(self) -> int:
         """``DirectEvaluation``: what one evaluation may spend at most."""
-        return py.STEP_BUDGET
+        return STEP_BUDGET
 
     def evaluator(self, expr: Expression) -> DirectEvaluator | None:
         """``DirectEvaluation``: the closure of an expression compiled here (ADR 20)."""
-        return py.direct_evaluator(expr)
+        return direct_evaluator(expr)
 
     def key(self, location: Location) -> str | None:
         """``DirectEvaluation``: the key of a ``variable.key`` location compiled here."""
-        return py.direct_key(location)
+        return direct_key(location)
 
     def context(self, variables: Variables, in_state: InState) -> DirectContext:
         """``DirectEvaluation``: an evaluation context for the closures."""
-        return EvalContext(variables, in_state, 0)  # ``direct_context``, inlined: per call
+        return EvalContext(variables, in_state, 0)  # no comprehension slots: no code has any
 
     def failure(self, exc: Exception) -> EvaluationError:
         """``DirectEvaluation``: the error ``evaluate`` raises for ``exc``."""
-        return py.direct_failure(exc)
+        return direct_failure(exc)
 
     def stored_form(self, value: Value) -> Value:
         """The value itself (variables are stored as they are)."""

@@ -13,17 +13,9 @@ from statifier.datamodel.python.errors import (
     ExpressionSyntaxError,
     ScriptError,
 )
-from statifier.datamodel.python.expressions import (
-    Expression,
-    compile_expression,
-    direct_context,
-    direct_evaluator,
-    direct_failure,
-    is_identifier,
-)
+from statifier.datamodel.python.expressions import Expression, compile_expression, is_identifier
 from statifier.datamodel.python.functions import FUNCTIONS
-from statifier.datamodel.python.limits import STEP_BUDGET
-from statifier.datamodel.python.locations import Location, compile_location, direct_key
+from statifier.datamodel.python.locations import Location, compile_location
 from statifier.datamodel.python.scripts import Script, compile_script
 from statifier.datamodel.python.values import (
     InState,
@@ -35,7 +27,6 @@ from statifier.datamodel.python.values import (
 
 __all__ = [
     "FUNCTIONS",
-    "STEP_BUDGET",
     "DatamodelError",
     "EvaluationError",
     "Expression",
@@ -50,10 +41,6 @@ __all__ = [
     "compile_expression",
     "compile_location",
     "compile_script",
-    "direct_context",
-    "direct_evaluator",
-    "direct_failure",
-    "direct_key",
     "is_identifier",
     "is_value",
     "parse_inline_content",

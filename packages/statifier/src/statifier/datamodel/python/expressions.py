@@ -110,11 +110,6 @@ def direct_evaluator(expr: object) -> Evaluator | None:
     return None
 
 
-def direct_context(variables: Variables, in_state: InState) -> EvalContext:
-    """A context for :func:`direct_evaluator`'s closures (no comprehension slots)."""
-    return EvalContext(variables, in_state, 0)
-
-
 def direct_failure(exc: Exception) -> EvaluationError:
     """What ``Expression.evaluate`` raises when its closure raised ``exc``."""
     return exc if isinstance(exc, EvaluationError) else evaluation_error(exc)
