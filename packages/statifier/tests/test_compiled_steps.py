@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from statifier import Event, MachineState, external, handle_event, initialize
 from statifier.budget import MacrostepLimits
 from statifier.chart import model
-from statifier.core import _replay, content, effects
+from statifier.core import _replay, algorithm, content, effects
 from statifier.core.algorithm import Interpreter
 from statifier.core.position import dumps
 
@@ -52,27 +52,50 @@ GENERAL_STEPS: dict[type, Any] = {
 
 @contextmanager
 def _general() -> Iterator[None]:
-    """Every node through its general executor, every microstep without a plan."""
+    """Every node through its general executor, every microstep without a plan, every
+    expression through ``Expression.evaluate`` (no direct runs or guards)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(content, "_STEPS", GENERAL_STEPS)
+        patch.setattr(content, "direct_of", lambda machine: None)
+        patch.setattr(algorithm, "direct_of", lambda machine: None)
         patch.setattr(Interpreter, "plan", lambda self, t: None)
         yield
 
 
-def _drive(machine: statifier.Machine, events: list[Event], **options: Any) -> list[Step]:
+Meters = list[tuple[Any, ...]]
+
+
+def _drive(
+    machine: statifier.Machine, events: list[Event], **options: Any
+) -> tuple[list[Step], Meters]:
+    """Each call's state and effects, and what each call left of its budgets (steps and
+    output bytes remaining, the reason it ran out, the datamodel's size bound, the element
+    last run): every charge, even one no effect shows."""
     machine._cache.clear()  # compiled blocks, plans and replays are made afresh
-    state, produced = initialize(machine, session_id="sess_compiled", **options)
-    steps: list[Step] = [(state, produced)]
-    for event in events:
-        if not state.running:
-            break
-        machine._cache.pop(_replay.STEPS, None)
-        state, produced = handle_event(state, event)
-        steps.append((state, produced))
-    return steps
+    meters: Meters = []
+    freeze = Interpreter.freeze
+
+    def metered(run: Interpreter) -> MachineState:
+        budget = run.budget
+        meters.append((budget.steps, budget.output, budget.exhausted, run.bound, run.line))
+        return freeze(run)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Interpreter, "freeze", metered)
+        state, produced = initialize(machine, session_id="sess_compiled", **options)
+        steps: list[Step] = [(state, produced)]
+        for event in events:
+            if not state.running:
+                break
+            machine._cache.pop(_replay.STEPS, None)
+            state, produced = handle_event(state, event)
+            steps.append((state, produced))
+    return steps, meters
 
 
-def _assert_same(general: list[Step], compiled: list[Step]) -> None:
+def _assert_same(driven: tuple[list[Step], Meters], drove: tuple[list[Step], Meters]) -> None:
+    (general, general_meters), (compiled, compiled_meters) = driven, drove
+    assert compiled_meters == general_meters
     assert len(compiled) == len(general)
     for (state_a, out_a), (state_b, out_b) in zip(general, compiled, strict=True):
         assert out_b == out_a
@@ -153,6 +176,18 @@ DATAMODEL = """\
       <assign location="missing" expr="1"/>
       <assign location="count" expr="count + 'x'"/>
     </transition>
+    <transition event="mixed" cond="In('open') and _event.data['amount'] != 7" target="open">
+      <assign location="account['last']" expr="_event.data['amount']"/>
+      <assign location="account['la' + 'st']" expr="[count, total]"/>
+      <log label="long" expr="'x' * (total % 300)"/>
+      <assign location="recent" expr="[n + 1 for n in recent]"/>
+      <raise event="again"/>
+      <assign location="total" expr="total - 1"/>
+    </transition>
+    <transition event="again" cond="total % 2 == 0" target="open">
+      <log label="again" expr="account"/>
+      <assign location="account" expr="{'id': 'acc_2'}"/>
+    </transition>
   </state>
   <final id="closed"/>
 </scxml>
@@ -166,7 +201,9 @@ _AMOUNTS = st.one_of(
 @settings(max_examples=150, deadline=None)
 @given(
     events=st.lists(
-        st.tuples(st.sampled_from(["charge", "charge", "close", "odd", "wrong"]), _AMOUNTS),
+        st.tuples(
+            st.sampled_from(["charge", "charge", "close", "odd", "wrong", "mixed"]), _AMOUNTS
+        ),
         max_size=10,
     ),
     limits=_LIMITS,
@@ -189,5 +226,10 @@ def test_the_compiled_paths_are_taken() -> None:
     state, _ = initialize(machine, session_id="sess_taken")
     state, _ = handle_event(state, Event(name="charge", data={"amount": 70}))
     blocks = machine._cache["blocks"]
-    assert any(step.__name__ == "assign" for _, steps in blocks.values() for _, step in steps)
+    assert any(step.__name__ == "assign" for _, steps, _ in blocks.values() for _, step in steps)
     assert any(isinstance(key, tuple) and key[0] == "plan" for key in machine._cache)
+    # Whole blocks run directly, and the guards are evaluated so.
+    directs = [direct for _, _, direct in blocks.values() if direct is not None]
+    assert [len(direct.ops) for direct in directs] == [5]  # not the one-node onexit
+    guards = machine._cache["direct guards"]
+    assert all(code is not None for _, _, pairs, _ in guards.values() for _, code in pairs[:2])

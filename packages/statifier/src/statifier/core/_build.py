@@ -14,6 +14,9 @@ from statifier.core.effects import Cancel, DatamodelChange, Log, Owner, SendDela
 _new = object.__new__
 
 _ChangeBuilder: Final = builder(DatamodelChange)
+CHANGE_BUILDER: Final = _ChangeBuilder
+"""The builder of ``DatamodelChange``, for a loop that fills one without a call (every
+field, then ``__class__``, as :func:`datamodel_change` does)."""
 
 
 def datamodel_change(
@@ -44,6 +47,8 @@ def datamodel_change(
 
 
 _LogBuilder: Final = builder(Log)
+LOG_BUILDER: Final = _LogBuilder
+"""The builder of ``Log``, for a loop that fills one without a call (see :func:`log`)."""
 
 
 def log(

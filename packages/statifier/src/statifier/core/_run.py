@@ -88,6 +88,7 @@ class Run:
         "caller_context",
         "cap",
         "config",
+        "context",
         "datamodel",
         "effects",
         "entered",
@@ -137,6 +138,9 @@ class Run:
     timer_counter: int
     caller_context: Any
     datamodel: dict[str, Any]
+    context: Any
+    """The datamodel's evaluation context over ``datamodel`` (``DirectEvaluation``, ADR
+    20), made when first needed (None until then)."""
     running: bool
     status: str
     macrostep: int
@@ -196,6 +200,7 @@ class Run:
         opener = variables_of(machine)
         # A datamodel that keeps its variables itself gives the call a mapping of its own.
         run.datamodel = {} if opener is None else opener(machine, None)  # type: ignore[assignment]
+        run.context = None
         run.running = True
         run.status = "running"
         run.macrostep, run.microstep, run.round = 1, 0, 0
@@ -234,6 +239,7 @@ class Run:
         run.caller_context = state.caller_context
         opener = variables_of(machine)
         run.datamodel = dict(state.datamodel) if opener is None else opener(machine, state)  # type: ignore[assignment]
+        run.context = None
         run.running = state.running
         run.status = state.status
         run.macrostep, run.microstep, run.round = state.macrostep, state.microstep, state.round

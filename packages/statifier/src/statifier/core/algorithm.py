@@ -29,9 +29,11 @@ from statifier.chart.model import (
 from statifier.core import _replay, planner
 from statifier.core import effects as fx
 from statifier.core._run import KEEP, BlockAbort, Effects, Keep
-from statifier.core.content import ContentExecutor
+from statifier.core.content import ContentExecutor, direct_of
 from statifier.core.events import Event, name_matches
 from statifier.core.state import MachineState
+from statifier.datamodel import DirectEvaluation
+from statifier.datamodel.base import DirectEvaluator
 from statifier.errors import ExecutionResourceError, NotRunningError
 from statifier.ids import new_session_id
 from statifier.values import brief
@@ -464,19 +466,51 @@ class Interpreter(ContentExecutor):
             found = self._first_kept(chains[0])
             if found is not None:
                 enabled.append(found)
+        elif len(chains) == 1 and chains[0][0].cond is None:
+            enabled.append(chains[0][0])  # the first candidate has no condition: it is taken
         elif len(chains) == 1:
-            for transition in chains[0]:
+            chain = chains[0]
+            memo = self.machine._cache.get(_DIRECT_GUARDS)
+            known = None if memo is None else memo.get(id(chain))
+            if known is None or known[0] is not chain:
+                known = _direct_guards(self.machine, chain)
+            direct: DirectEvaluation | None = known[1]
+            limit = known[3]
+            budget = self.budget
+            for transition, evaluator in known[2]:
                 expr = transition.cond
                 if expr is not None:
                     # ``guard``, inlined: the guards of one state are most of a selection.
                     self.line = transition.line
                     self.replayable = False
-                    try:
-                        if not expr.evaluate(self.datamodel, self.in_state, self.budget):
+                    if evaluator is None or direct is None:
+                        try:
+                            if not expr.evaluate(self.datamodel, self.in_state, budget):
+                                continue
+                        except Exception as exc:
+                            self.condition_failed(expr, exc)
                             continue
-                    except Exception as exc:
-                        self.condition_failed(expr, exc)
-                        continue
+                    else:
+                        # ``Expression.evaluate`` without its wrapper (ADR 20): the same
+                        # allowance, charge and error.
+                        context = self.context
+                        if context is None:
+                            context = self.context = direct.context(self.datamodel, self.in_state)
+                        allowance = budget.steps
+                        if allowance > limit:
+                            allowance = limit
+                        context.steps = allowance
+                        try:
+                            value = evaluator(context)
+                        except Exception as exc:
+                            budget.spend(allowance - context.steps)
+                            self.condition_failed(expr, direct.failure(exc))
+                            continue
+                        steps = budget.steps = budget.steps - allowance + context.steps
+                        if steps < 0 and budget.exhausted is None:
+                            budget.exhausted = "steps"
+                        if not value:
+                            continue
                 enabled.append(transition)
                 break
         else:
@@ -1035,6 +1069,36 @@ def _guards_of(machine: Machine, chain: tuple[TransitionNode, ...]) -> tuple[Any
         by_id.clear()
     by_id[id(chain)] = (chain, guards)
     return guards
+
+
+_DIRECT_GUARDS = "direct guards"
+"""The key, in a machine's ``_cache``, of each candidate chain's transitions with their
+conditions' code for ``DirectEvaluation`` (by the chain's identity, reset with the select
+memo's limit)."""
+
+type DirectGuards = tuple[
+    tuple[TransitionNode, ...],
+    DirectEvaluation | None,
+    tuple[tuple[TransitionNode, DirectEvaluator | None], ...],
+    int,
+]
+
+
+def _direct_guards(machine: Machine, chain: tuple[TransitionNode, ...]) -> DirectGuards:
+    """``chain``, its datamodel's ``DirectEvaluation`` (None: none), each transition with
+    its condition's code (None: none, or evaluated through ``evaluate``), and the step
+    limit of one evaluation."""
+    memo: dict[int, DirectGuards] = machine._cache.setdefault(_DIRECT_GUARDS, {})
+    # One condition: its ``evaluate`` costs less than making the run's context.
+    direct = direct_of(machine) if sum(t.cond is not None for t in chain) > 1 else None
+    pairs = tuple(
+        (t, None if direct is None or t.cond is None else direct.evaluator(t.cond)) for t in chain
+    )
+    found: DirectGuards = (chain, direct, pairs, 0 if direct is None else direct.step_limit)
+    if len(memo) >= _SELECT_CACHE_LIMIT:
+        memo.clear()
+    memo[id(chain)] = found
+    return found
 
 
 def _memoize(cache: dict[Any, Any], key: Any, value: Any) -> None:

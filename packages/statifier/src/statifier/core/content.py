@@ -31,11 +31,27 @@ from statifier.chart.model import (
 )
 from statifier.core import effects as fx
 from statifier.core import planner
-from statifier.core._build import cancel, datamodel_change, log, send_delayed
+from statifier.core._build import (
+    CHANGE_BUILDER,
+    LOG_BUILDER,
+    cancel,
+    datamodel_change,
+    log,
+    send_delayed,
+)
 from statifier.core._run import SMALL_INT, BlockAbort, Run
 from statifier.core.events import MAX_NAME_LENGTH, Event
-from statifier.datamodel import Expression, Location, WritesFailed, variables_of
+from statifier.datamodel import (
+    DirectEvaluation,
+    Expression,
+    Location,
+    WritesFailed,
+    datamodel_for,
+    variables_of,
+)
 from statifier.values import brief
+
+_new = object.__new__
 
 
 class ContentExecutor(Run):
@@ -66,13 +82,19 @@ class ContentExecutor(Run):
         budget = self.budget
         effects, queue, limits = self.effects, self.internal_queue, self.limits
         max_effects, max_queue = limits.max_effects, limits.max_queue
-        # ``steps_of``, inlined: once per block.
+        # ``compiled``, inlined: once per block.
         memo = self.machine._cache.get(_BLOCKS)
         known = None if memo is None else memo.get(id(nodes))
-        if known is not None and known[0] is nodes:
-            steps = known[1]
-        else:
-            steps = steps_of(self.machine, nodes)
+        if known is None or known[0] is not nodes:
+            known = compiled(self.machine, nodes)
+        steps = known[1]
+        direct = known[2]
+        if direct is not None and not self.trace:
+            done = self.run_direct(direct)
+            if done == len(steps):
+                return
+            if done:
+                steps = steps[done:]
         for node, step in steps:
             self.node = node
             self.line = node.line
@@ -85,6 +107,160 @@ class ContentExecutor(Run):
             ):
                 self.check_budget()
             step(self, node)
+
+    def run_direct(self, program: DirectRun) -> int:  # noqa: C901 - one loop, inlined
+        """Run the nodes of ``program`` (a block's first nodes) as ``execute_nodes`` would
+        run them through their steps, evaluating their expressions straight against the
+        run's context of the datamodel (ADR 20): the same charges, effects and errors,
+        with no call a node but its expression's. Stops before a node the budgets would
+        stop (the caller's loop runs that one, as ever); returns how many nodes it ran.
+        Never in trace mode (changes record no values here)."""
+        budget = self.budget
+        effects = self.effects
+        limits = self.limits
+        if len(self.internal_queue) >= limits.max_queue:
+            return 0
+        ops = program.ops
+        # Each node adds one effect (an error ends the block): the last that may run.
+        end = limits.max_effects - len(effects)
+        if end > len(ops):
+            end = len(ops)
+        context = self.context
+        if context is None:
+            context = self.context = program.direct.context(self.datamodel, self.in_state)
+        limit = program.limit
+        datamodel = self.datamodel
+        macrostep, microstep, rounds = self.macrostep, self.microstep, self.round
+        done = 0
+        node: Any = None
+        value: Any = None
+        while done < end:
+            if budget.steps < NODE_COST or budget.exhausted is not None:
+                break  # the loop's check fires: ``execute_nodes`` runs this node
+            node, kind, evaluator, expr, location, c_index, owner = ops[done]
+            budget.steps -= NODE_COST
+            # ``Expression.evaluate``, without the wrapper: the same allowance and charge.
+            allowance = budget.steps
+            if allowance > limit:
+                allowance = limit
+            context.steps = allowance
+            if evaluator is None:
+                value = None
+            else:
+                try:
+                    value = evaluator(context)
+                except Exception as exc:
+                    budget.spend(allowance - context.steps)
+                    self.node, self.line = node, node.line
+                    self.evaluation_failed(expr, program.direct.failure(exc))
+                steps = budget.steps = budget.steps - allowance + context.steps
+                if steps < 0 and budget.exhausted is None:
+                    budget.exhausted = "steps"
+            if kind is _LOG:
+                if value is None or (type(value) is str and len(value) < 256):
+                    budget.output -= 0 if value is None else len(value) + 2  # ``ship``
+                else:
+                    self.node, self.line = node, node.line
+                    value = self.ship(value)
+                effect = _new(LOG_BUILDER)
+                effect.label = location
+                effect.value = value
+                effect.c_index = c_index
+                effect.owner = owner
+                effect.macrostep = macrostep
+                effect.microstep = microstep
+                effect.round = rounds
+                effect.__class__ = fx.Log
+                effects.append(effect)
+                done += 1
+                continue
+            root = location.root
+            if kind is not _ASSIGN or root not in datamodel:
+                root_value = datamodel.get(root) if kind is not _ASSIGN else None
+                if type(root_value) is dict and kind is not _INTO:
+                    # ``Run.write`` of one spelled-out key into a dict (``account.last``), as
+                    # the hook's ``key`` has it: the copy's steps, then the cap.
+                    key: str = kind  # type: ignore[assignment] # not _ASSIGN, not _INTO
+                    units = len(root_value) + 1
+                    if units <= limit and units <= budget.steps:
+                        copy = dict(root_value)
+                        copy[key] = value
+                        budget.steps -= units  # ``spend``: it cannot go below zero here
+                        bound = self.bound
+                        if bound is None:
+                            bound = self.bound = self.carried_bound()
+                        room = limits.cap - bound - len(key) - 4
+                        value_type = type(value)
+                        if room >= 22 and (
+                            (value_type is int and -SMALL_INT < value < SMALL_INT)
+                            or value_type is bool
+                            or value is None
+                        ):
+                            self.bound = limits.cap - room + 22
+                        else:
+                            self.node, self.line = node, node.line
+                            try:
+                                self.admit(root, (key,), value, copy)
+                            except Exception as exc:
+                                what = f"cannot assign to {brief(location.source)}"
+                                self.raise_error("error.execution", self.failure(what, exc))
+                                raise BlockAbort from None
+                        datamodel[root] = copy
+                        effect = _new(CHANGE_BUILDER)
+                        effect.location = location.source
+                        effect.path = (key,)
+                        effect.new_value = fx.NOT_RECORDED
+                        effect.prior_value = fx.NOT_RECORDED
+                        effect.c_index = c_index
+                        effect.owner = owner
+                        effect.macrostep = macrostep
+                        effect.microstep = microstep
+                        effect.round = rounds
+                        effect.__class__ = fx.DatamodelChange
+                        effects.append(effect)
+                        done += 1
+                        continue
+                self.node, self.line = node, node.line
+                self.write(location, value, c_index, owner)  # (it reports an undeclared root)
+                done += 1
+                continue
+            # ``Run.admit`` for a small scalar, as ``assign_step`` has it.
+            bound = self.bound
+            if bound is None:
+                bound = self.bound = self.carried_bound()
+            value_type = type(value)
+            if limits.cap - bound >= 22 and (
+                (value_type is int and -SMALL_INT < value < SMALL_INT)
+                or value_type is bool
+                or value is None
+            ):
+                self.bound = bound + 22
+            else:
+                self.node, self.line = node, node.line
+                try:
+                    self.admit(root, (), value, value)
+                except Exception as exc:
+                    what = f"cannot assign to {brief(location.source)}"
+                    self.raise_error("error.execution", self.failure(what, exc))
+                    raise BlockAbort from None
+            datamodel[root] = value
+            effect = _new(CHANGE_BUILDER)
+            effect.location = location.source
+            effect.path = ()
+            effect.new_value = fx.NOT_RECORDED
+            effect.prior_value = fx.NOT_RECORDED
+            effect.c_index = c_index
+            effect.owner = owner
+            effect.macrostep = macrostep
+            effect.microstep = microstep
+            effect.round = rounds
+            effect.__class__ = fx.DatamodelChange
+            effects.append(effect)
+            done += 1
+        if done:
+            node = ops[done - 1][0]
+            self.node, self.line = node, node.line
+        return done
 
     def execute_kept(self, nodes: tuple[ContentNode, ...]) -> None:
         """``execute_nodes`` over variables their datamodel keeps (ADR 22): each run of
@@ -660,18 +836,104 @@ _BLOCKS: Final = "blocks"
 node tuple (a machine's blocks live as long as it does)."""
 
 
+type Compiled = tuple[
+    tuple[ContentNode, ...], tuple[tuple[ContentNode, Step], ...], "DirectRun | None"
+]
+"""A block compiled: the block, each node with its step, and the run of its first nodes
+``ContentExecutor.run_direct`` takes (None: none)."""
+
+
 def steps_of(
     machine: Machine, nodes: tuple[ContentNode, ...]
 ) -> tuple[tuple[ContentNode, Step], ...]:
     """Each node of ``nodes`` with its step, compiled once per machine and block."""
-    memo: dict[int, tuple[Any, tuple[tuple[ContentNode, Step], ...]]] = machine._cache.get(
-        _BLOCKS
-    ) or machine._cache.setdefault(_BLOCKS, {})
+    return compiled(machine, nodes)[1]
+
+
+def compiled(machine: Machine, nodes: tuple[ContentNode, ...]) -> Compiled:
+    """The block ``nodes`` compiled (its steps and its direct run), once per machine."""
+    memo: dict[int, Compiled] = machine._cache.get(_BLOCKS) or machine._cache.setdefault(
+        _BLOCKS, {}
+    )
     known = memo.get(id(nodes))
     if known is not None and known[0] is nodes:
-        return known[1]
+        return known
     # A datamodel that keeps its variables itself (ADR 22) writes them in its own way.
     kept = variables_of(machine) is not None
     steps = tuple((node, _STEPS[type(node)](node, kept)) for node in nodes)
-    memo[id(nodes)] = (nodes, steps)
-    return steps
+    found: Compiled = (nodes, steps, direct_run(machine, nodes))
+    memo[id(nodes)] = found
+    return found
+
+
+_ASSIGN: Final = 0
+"""A direct run's ``<assign>`` of an expression into a variable itself."""
+_INTO: Final = 1
+"""A direct run's ``<assign>`` of an expression into a path (written by ``Run.write``);
+into one spelled-out key of a dict (``DirectEvaluation.key``), the kind is that key."""
+_LOG: Final = 2
+"""A direct run's ``<log>``."""
+
+
+@dataclass(frozen=True, slots=True)
+class DirectRun:
+    """The first nodes of a block, for ``ContentExecutor.run_direct``: per node, the node,
+    its kind, its expression's code and the expression, its location (a ``<log>``'s
+    label), ``c_index`` and owner; and the datamodel's hook with its step limit."""
+
+    ops: tuple[tuple[Any, int | str, Any, Any, Any, int, Any], ...]
+    direct: DirectEvaluation
+    limit: int
+
+
+_DIRECT: Final = "direct"
+"""The key, in a machine's ``_cache``, of its datamodel's ``DirectEvaluation`` (False:
+none, or variables the datamodel keeps)."""
+
+
+def direct_of(machine: Machine) -> DirectEvaluation | None:
+    """``machine``'s datamodel as a ``DirectEvaluation`` (ADR 20), or None."""
+    found = machine._cache.get(_DIRECT)
+    if found is None:
+        datamodel = datamodel_for(machine.datamodel)
+        found = machine._cache[_DIRECT] = (
+            datamodel
+            if variables_of(machine) is None and isinstance(datamodel, DirectEvaluation)
+            else False
+        )
+    return found if isinstance(found, DirectEvaluation) else None
+
+
+def direct_run(machine: Machine, nodes: tuple[ContentNode, ...]) -> DirectRun | None:
+    """The direct run of a block: its longest beginning of ``<assign>`` nodes of an
+    expression into a variable that is no system variable, and ``<log>`` nodes, whose
+    expressions the datamodel evaluates directly (None: none, or one node)."""
+    direct = direct_of(machine)
+    if direct is None:
+        return None
+    ops: list[tuple[Any, int | str, Any, Any, Any, int, Any]] = []
+    for node in nodes:
+        if type(node) is AssignNode:
+            expr = node.expr
+            if expr is None or node.location.root[:1] == "_":
+                break
+            evaluator = direct.evaluator(expr)
+            if evaluator is None:
+                break
+            location = node.location
+            key = direct.key(location)
+            kind: int | str = _ASSIGN if location.plain else _INTO if key is None else key
+            ops.append((node, kind, evaluator, expr, location, node.c_index, node.owner))
+        elif type(node) is LogNode:
+            expr = node.expr
+            evaluator = None if expr is None else direct.evaluator(expr)
+            if expr is not None and evaluator is None:
+                break
+            ops.append((node, _LOG, evaluator, expr, node.label, node.c_index, node.owner))
+        else:
+            break
+    if len(ops) < 2:
+        # One node: its step (the expression's ``evaluate``) costs less than making the
+        # run's context and starting the loop.
+        return None
+    return DirectRun(tuple(ops), direct, direct.step_limit)

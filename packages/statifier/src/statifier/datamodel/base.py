@@ -133,6 +133,60 @@ class Expression(Protocol):
         ...
 
 
+class DirectContext(Protocol):
+    """A datamodel's evaluation context, as :class:`DirectEvaluation` hands it out: what
+    remains of an evaluation's step allowance is all the core sets and reads of it."""
+
+    steps: int
+
+
+type DirectEvaluator = Callable[[Any], Value]
+"""An expression's compiled code, evaluated against a :class:`DirectContext`."""
+
+
+@runtime_checkable
+class DirectEvaluation(Protocol):
+    """An optional hook of a :class:`Datamodel` whose core-kept variables (``variables``
+    None) its expressions read without side effects: the compiled code of its expressions,
+    for the core to evaluate against one context of the datamodel's own, without the
+    wrapper ``Expression.evaluate`` puts around each evaluation (ADR 20).
+
+    With ``context.steps = a`` (``a`` being the budget's steps, at most ``step_limit``),
+    ``evaluator(expr)(context)`` returns what ``expr.evaluate(variables, in_state,
+    budget)`` would return, and leaves in ``context.steps`` what evaluate would leave of
+    ``a``: the caller charges the budget ``a - context.steps``, as evaluate does, whether it
+    returned or raised. An exception ``exc`` it raises stands for ``failure(exc)``, the
+    error evaluate would raise. A datamodel without the hook (or an expression the hook
+    gives no evaluator) is evaluated through ``Expression.evaluate``.
+    """
+
+    @property
+    def step_limit(self) -> int:
+        """The most steps one evaluation may spend, whatever the budget has left."""
+        ...
+
+    def evaluator(self, expr: Expression) -> DirectEvaluator | None:
+        """``expr``'s compiled code, or None when it must go through ``evaluate``."""
+        ...
+
+    def key(self, location: Location) -> str | None:
+        """The key of a location that writes one spelled-out key of a variable
+        (``account.last``), when ``location.write`` into a ``dict`` value whose ``len + 1``
+        steps the budget can pay (within ``step_limit``) returns a shallow copy of it with
+        the key set (``path`` the key alone, ``prior`` the key's value or None) and charges
+        exactly those steps; else None."""
+        ...
+
+    def context(self, variables: Variables, in_state: InState) -> DirectContext:
+        """A context reading ``variables`` and answering ``In()`` with ``in_state`` (the
+        caller keeps it while both stay the same, and drops it then)."""
+        ...
+
+    def failure(self, exc: Exception) -> EvaluationError:
+        """The error ``Expression.evaluate`` raises when its code raised ``exc``."""
+        ...
+
+
 @runtime_checkable
 class Location(Protocol):
     """A compiled location (the target of ``<assign>``, ``idlocation``...)."""

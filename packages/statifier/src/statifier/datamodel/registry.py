@@ -16,13 +16,22 @@ from statifier.datamodel import python as py
 from statifier.datamodel.base import (
     Datamodel,
     DatamodelUnavailable,
+    DirectContext,
+    DirectEvaluator,
+    EvaluationError,
     Expression,
+    InState,
     Location,
     OpenVariables,
     Script,
     Value,
+    Variables,
 )
 from statifier.datamodel.failing import FailingExpression, FailingLocation, FailingScript
+from statifier.datamodel.python.context import EvalContext
+from statifier.datamodel.python.expressions import direct_evaluator, direct_failure
+from statifier.datamodel.python.limits import STEP_BUDGET
+from statifier.datamodel.python.locations import direct_key
 
 if TYPE_CHECKING:
     from statifier.chart.model import Machine
@@ -84,6 +93,27 @@ class PythonDatamodel:
     def builtin_names(self) -> frozenset[str]:
         """The built-in functions (``len``, ``str``...)."""
         return frozenset(py.FUNCTIONS)
+
+    @property
+    def step_limit(self) -> int:
+        """``DirectEvaluation``: what one evaluation may spend at most."""
+        return STEP_BUDGET
+
+    def evaluator(self, expr: Expression) -> DirectEvaluator | None:
+        """``DirectEvaluation``: the closure of an expression compiled here (ADR 20)."""
+        return direct_evaluator(expr)
+
+    def key(self, location: Location) -> str | None:
+        """``DirectEvaluation``: the key of a ``variable.key`` location compiled here."""
+        return direct_key(location)
+
+    def context(self, variables: Variables, in_state: InState) -> DirectContext:
+        """``DirectEvaluation``: an evaluation context for the closures."""
+        return EvalContext(variables, in_state, 0)  # no comprehension slots: no code has any
+
+    def failure(self, exc: Exception) -> EvaluationError:
+        """``DirectEvaluation``: the error ``evaluate`` raises for ``exc``."""
+        return direct_failure(exc)
 
     def stored_form(self, value: Value) -> Value:
         """The value itself (variables are stored as they are)."""

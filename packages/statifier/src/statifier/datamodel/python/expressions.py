@@ -101,6 +101,20 @@ _take_context: Final = CONTEXT_POOL.pop
 _give_context: Final = CONTEXT_POOL.append
 
 
+def direct_evaluator(expr: object) -> Evaluator | None:
+    """The closure of an :class:`Expression` without comprehension variables, to evaluate
+    against a context of the caller's (``datamodel.base.DirectEvaluation``); None for
+    anything else, which goes through ``evaluate``."""
+    if type(expr) is Expression and not expr._slot_count:
+        return expr._evaluator
+    return None
+
+
+def direct_failure(exc: Exception) -> EvaluationError:
+    """What ``Expression.evaluate`` raises when its closure raised ``exc``."""
+    return exc if isinstance(exc, EvaluationError) else evaluation_error(exc)
+
+
 def compile_expression(source: str, functions: HostCalls | None = None) -> Expression:
     """Compile ``source`` into an :class:`Expression` or raise :class:`ExpressionSyntaxError`.
 

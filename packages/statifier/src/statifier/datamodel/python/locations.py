@@ -237,6 +237,13 @@ class Location:
             raise EvaluationError(f"name {self.root!r} is not defined") from None
 
 
+def direct_key(location: object) -> str | None:
+    """The one spelled-out key of a :class:`Location` such as ``account.last`` (None for
+    anything else): ``Location.write`` copies a ``dict`` root value with it set, charging
+    ``len + 1`` steps, when the budget can pay them (``datamodel.base.DirectEvaluation``)."""
+    return location._key if type(location) is Location else None
+
+
 def compile_location(source: str, functions: HostCalls | None = None) -> Location:
     """Compile ``source`` into a :class:`Location` or raise :class:`ExpressionSyntaxError`."""
     parsed = parse_expression_source(source, MAX_SOURCE_LENGTH)

@@ -18,7 +18,7 @@ from typing import Final
 
 from statifier.datamodel.python.access import slice_of
 from statifier.datamodel.python.context import EvalContext, Evaluator, budget_exceeded
-from statifier.datamodel.python.limits import MAX_INT_BITS
+from statifier.datamodel.python.limits import MAX_INT_BITS, MAX_SEQUENCE_LENGTH
 from statifier.datamodel.python.operators import BinaryOp, add, concatenate, multiply, subtract
 from statifier.datamodel.python.values import Value
 
@@ -161,6 +161,13 @@ def _name_sum_or_concatenation(
             if -_INT_LIMIT < result < _INT_LIMIT:
                 return result
         elif kind is list and type(b) is list:
+            # ``concatenate``, inlined for a result within the length limit.
+            length = len(a) + len(b)
+            if length <= MAX_SEQUENCE_LENGTH:
+                context.steps -= length
+                if context.steps < 0:
+                    raise budget_exceeded()
+                return a + b
             return concatenate(context, a, b)
         return apply(context, a, b)
 
