@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import pytest
 import statifier
-from statifier.budget import MacrostepLimits
+from statifier.budget import MAX_LIMIT, MacrostepLimits
 from statifier.core import effects as fx
 from statifier.core.algorithm import Interpreter
 from statifier.core.position import dumps
 from statifier.errors import ExecutionResourceError
+from statifier.values import measure
 
 NS = 'xmlns="http://www.w3.org/2005/07/scxml" version="1.0"'
 
@@ -68,6 +69,51 @@ def test_the_datamodel_cap_counts_the_whole_datamodel() -> None:
     assert len(_errors(effects)) == 1
     assert state.datamodel["a"] == 1
     assert state.datamodel["b"] == [0] * 400
+
+
+def _stored_size(state: statifier.MachineState) -> int:
+    """The chart variables' size as ``dumps`` checks it against the cap."""
+    variables = {k: v for k, v in state.datamodel.items() if not k.startswith("_")}
+    return sum(measure(value, MAX_LIMIT)[0] for value in variables.values())
+
+
+@pytest.mark.parametrize("key", ["k", "mixed", "\u00e9" * 8, "\U0001f600" * 4, "\x00\x01"])
+def test_a_new_key_is_counted_as_a_position_writes_it(key: str) -> None:
+    """A write under a new key computed from an event is admitted only while the datamodel,
+    the key written out (quoted, escaped) included, stays within the cap: whatever the
+    engine keeps, ``dumps`` stores."""
+    limits = MacrostepLimits(datamodel_bytes=150)
+    machine = _chart(
+        '<state id="s"><transition event="put">'
+        "<assign location=\"d[_event.data['k']]\" expr=\"_event.data['v']\"/>"
+        "</transition></state>",
+        '<data id="d" expr="{}"/>',
+    )
+    state, _ = statifier.initialize(machine, session_id="s", limits=limits)
+    refused = 0
+    for n in range(30):
+        data = {"k": f"{key}{n}", "v": [n] if n % 2 else 0}
+        state, effects = statifier.handle_event(state, statifier.Event(name="put", data=data))
+        refused += len(_errors(effects))
+        assert _stored_size(state) <= 150
+        dumps(state)
+    assert refused  # the cap was reached
+
+
+def test_spelled_out_keys_written_in_one_run_stay_within_the_cap() -> None:
+    """The same for a run of spelled-out keys (``d.k1``), at every cap from one that takes
+    none of them to one that takes them all."""
+    assigns = "".join(f'<assign location="d.k{n}" expr="[{n}]"/>' for n in range(8))
+    machine = _chart(
+        f'<state id="s"><transition event="put">{assigns}</transition></state>',
+        '<data id="d" expr="{}"/>',
+    )
+    for cap in range(2, 90):
+        limits = MacrostepLimits(datamodel_bytes=cap)
+        state, _ = statifier.initialize(machine, session_id="s", limits=limits)
+        state, _ = statifier.handle_event(state, statifier.Event(name="put"))
+        assert _stored_size(state) <= cap, cap
+        dumps(state)
 
 
 def test_an_unbounded_value_never_reaches_a_message() -> None:

@@ -136,6 +136,7 @@ def _walk(value: Any, limit: int, depth: int) -> tuple[int, int]:  # noqa: C901 
                             raise ValueRefused(
                                 f"dict key {brief(key)} is a {type(key).__name__}, not a string"
                             )
+                        # ``entry_key_size``, inlined (its 4 are in the dict's count).
                         total += len(key) + 2 if key.isascii() else _text_size(key)
                         push((child, depth + 1))
         else:
@@ -143,6 +144,13 @@ def _walk(value: Any, limit: int, depth: int) -> tuple[int, int]:  # noqa: C901 
         if total > limit:
             raise ValueTooLarge(f"the value is larger than {limit} bytes written out")
     return total, work
+
+
+def entry_key_size(key: str) -> int:
+    """What a new entry of a dict adds to ``measure``'s count besides its value: the key
+    written out (quoted, escaped as a position writes it) and the entry's four separators
+    counted with the dict."""
+    return 4 + (len(key) + 2 if key.isascii() else _text_size(key))
 
 
 def _text_size(text: str) -> int:

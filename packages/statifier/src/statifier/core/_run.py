@@ -29,7 +29,7 @@ from statifier.datamodel import (
     variables_of,
 )
 from statifier.errors import ExecutionResourceError
-from statifier.values import ValueRefused, ValueTooLarge, brief, clip, measure
+from statifier.values import ValueRefused, ValueTooLarge, brief, clip, entry_key_size, measure
 
 Effects = list[fx.Effect]
 
@@ -623,7 +623,7 @@ class Run:
         cap = self.limits.cap
         room = cap - bound
         if path and isinstance(path[-1], str):
-            room -= len(path[-1]) + 4  # the key, if it is new
+            room -= entry_key_size(path[-1])  # the key, if it is new
         kind = type(value)
         if room >= 22 and (
             (kind is int and -SMALL_INT < value < SMALL_INT) or kind is bool or value is None

@@ -49,7 +49,7 @@ from statifier.datamodel import (
     datamodel_for,
     variables_of,
 )
-from statifier.values import brief
+from statifier.values import brief, entry_key_size
 
 _new = object.__new__
 
@@ -189,7 +189,7 @@ class ContentExecutor(Run):
                         bound = self.bound
                         if bound is None:
                             bound = self.bound = self.carried_bound()
-                        room = limits.cap - bound - len(key) - 4
+                        room = limits.cap - bound - entry_key_size(key)
                         value_type = type(value)
                         if room >= 22 and (
                             (value_type is int and -SMALL_INT < value < SMALL_INT)
