@@ -380,3 +380,46 @@ def test_a_condition_that_runs_chart_code_implicitly_keeps_its_writes() -> None:
     assert logged(effects) == [1]
     _, effects = statifier.handle_event(loads(dumps(state), machine), "look")
     assert logged(effects) == [1]
+
+
+KEYED = chart(
+    '<datamodel><data id="d" expr="({})"/></datamodel><state id="s">'
+    '<transition event="put"><assign location="d[_event.data.k]" expr="_event.data.v"/>'
+    "</transition>"
+    '<transition event="spelled"><assign location="d.' + "k" * 80 + '" expr="1"/>'
+    "</transition></state>"
+)
+"""Writes under a key taken from an event, and under a long spelled-out key."""
+
+
+@pytest.mark.parametrize(
+    "key", ["k", "\u00e9" * 8, "\U0001f600" * 4, "x" * 200, "\u00e9" * 40, "\U0001f600" * 30]
+)
+@pytest.mark.parametrize("cap", [60, 150, 600, 3000])
+def test_a_key_is_counted_as_a_position_writes_it(key: str, cap: int) -> None:
+    """Whatever the engine keeps, ``dumps`` stores: a write under a new key is admitted only
+    while the datamodel, the key written out (quoted, escaped, however long) included,
+    stays within the cap; past it the write is refused and changes nothing."""
+    limits = MacrostepLimits(datamodel_bytes=cap)
+    state, _ = statifier.initialize(KEYED, session_id="s", limits=limits)
+    refused = 0
+    for n in range(400):
+        if refused == 3:
+            break
+        data = {"k": f"{key}{n}", "v": [n] if n % 2 else 0}
+        before = set(stored_variables(state.datamodel)["d"])
+        state, effects = statifier.handle_event(state, statifier.Event(name="put", data=data))
+        if errors(effects):
+            refused += 1
+            assert set(stored_variables(state.datamodel)["d"]) == before  # no key added
+        dumps(state)
+    assert refused == 3  # the cap was reached
+
+
+@pytest.mark.parametrize("cap", [60, 100, 150])
+def test_a_long_spelled_out_key_is_counted_in_full(cap: int) -> None:
+    limits = MacrostepLimits(datamodel_bytes=cap)
+    state, _ = statifier.initialize(KEYED, session_id="s", limits=limits)
+    state, effects = statifier.handle_event(state, statifier.Event(name="spelled"))
+    assert bool(errors(effects)) == (cap < 100)  # {"kk...k": 1}: 88 bytes written out
+    dumps(state)

@@ -1474,16 +1474,33 @@
     }
   }
 
+  // What a write under the spelled-out property ``member`` adds for its key, at least a
+  // reference's cost (the key may be new); -1 when the key is computed at run time.
+  function memberCost(member) {
+    if (typeof member !== "string" || member === "") return -1;
+    const cost = textSize(member) + 4;
+    return cost > REFERENCE_COST ? cost : REFERENCE_COST;
+  }
+
   // Admits ``value`` for a write into the variable ``root`` that needs no checkpoint
   // (``key``: the variable or property it goes under, null when unknown), then runs
   // ``write``; when the bound cannot vouch for the cap, the exact size decides (with a
   // checkpoint).
   function admitted(value, root, key, write, plain, member) {
+    const keyCost = key !== null ? textSize(key) + 4 : memberCost(member);
+    if (keyCost < 0) {
+      // A key computed at run time: the bound cannot vouch for what it adds, so the exact
+      // size decides (with a checkpoint), as when the bound runs out.
+      if (dirty()) encode();
+      begin();
+      try { write(); } catch (failure) { abort(); throw failure; }
+      settle(variableName);
+      return;
+    }
     if (root !== null && (typeof value === "number" || typeof value === "boolean" ||
         (typeof value === "string" && value.length < 4096) || value === undefined)) {
       // A scalar: its size without a walk, and nothing it could share or run.
-      const added = (typeof value === "string" ? textSize(value) : 24) +
-        (key === null ? REFERENCE_COST : textSize(key) + 4);
+      const added = (typeof value === "string" ? textSize(value) : 24) + keyCost;
       if (added <= state.cap - state.bound) {
         write();
         state.bound += added;
@@ -1501,7 +1518,8 @@
     }
     let added;
     try {
-      added = measureNew(value, state.cap - state.bound, false, plain === true);
+      // The room left once the key is paid for: the bound must stay within the cap.
+      added = measureNew(value, state.cap - state.bound - keyCost, false, plain === true);
     } catch (error) {
       if (!(error instanceof RangeError)) throw error;
       // The bound only grows between write-outs: one makes it exact again.
@@ -1516,7 +1534,7 @@
       return;
     }
     write();
-    state.bound += added + (key === null ? REFERENCE_COST : textSize(key) + 4);
+    state.bound += added + keyCost;
     if (!addedInert || (typeof value === "function" && (key === null || IMPLICIT_KEYS.has(key)))) {
       state.inert = false;
     }
@@ -1553,10 +1571,13 @@
     const whole = location === null || member === "";
     const variable = location === null ? name : root;
     const kind = typeof value;
-    if (variable !== null && (kind === "number" || kind === "boolean" || value === undefined ||
-        (kind === "string" && value.length < 4096))) {
+    const under = whole ? keyCost : memberCost(member);
+    if (under < 0) {
+      // a key computed at run time: admitted() has the exact size decide
+    } else if (variable !== null && (kind === "number" || kind === "boolean" ||
+        value === undefined || (kind === "string" && value.length < 4096))) {
       // admitted()'s scalar case, inline: the most common write of all.
-      const added = (kind === "string" ? textSize(value) : 24) + (whole ? keyCost : REFERENCE_COST);
+      const added = (kind === "string" ? textSize(value) : 24) + under;
       if (added <= state.cap - state.bound) {
         place(location, value, name, whole, target);
         state.bound += added;
@@ -1576,7 +1597,7 @@
       // inline: measureNew() would find it so and count the same size, and the bound
       // vouches for it with the key's cost too (else admitted() decides, as always).
       const size = flatArraySize(value);
-      const added = size + (whole ? keyCost : REFERENCE_COST);
+      const added = size + under;
       if (size >= 0 && added <= state.cap - state.bound) {
         place(location, value, name, whole, target);
         state.bound += added;
