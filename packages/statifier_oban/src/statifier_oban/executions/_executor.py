@@ -238,7 +238,7 @@ class ObanExecutor:
         timer's ``ScheduleTimer`` span then ends with its job's id, read when the answer
         is awaited, see ``_schedule.send_traced``)."""
         tracer = instrumentation.current
-        if tracer is None:
+        if tracer is None or not timers:
             await _schedule.store_prepared(self.config, timers, conn=conn, jobs=False)
             return None
         return await _schedule.send_traced(self.config, tracer, timers, conn=conn)
