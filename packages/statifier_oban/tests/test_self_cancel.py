@@ -144,6 +144,8 @@ async def test_end_to_end_the_onexit_cancel_after_a_fire_spares_the_fired_job(
         await wait_until(lambda: session.status().configuration == ("expired",))
         row = await wait_for_state(server.pool, fired.id, *SETTLED)
         await wait_until(lambda: seen.named(TIMER_CANCELLED, scope))
+        # The subscriber reads both rows after the cancel's telemetry: wait for it.
+        await wait_until(lambda: len(states_at_cancel) == 2)
     assert row.state == "completed", row.error_text
     assert (await job_row(server.pool, twin.id)).state == "cancelled"
     [cancelled] = seen.named(TIMER_CANCELLED, scope)
