@@ -190,3 +190,19 @@ def test_formats_after_4_are_still_refused(machine: statifier.Machine) -> None:
     body = blob("format 1").split(b"\n", 4)[4]
     with pytest.raises(UnsupportedVersion, match="reads versions 1, 2, 3, 4"):
         loads(b"\n".join([lines[0], b"5", *lines[2:], body]), machine)
+
+
+def test_a_keyed_format_3_position_loads_under_its_key(machine: statifier.Machine) -> None:
+    key = b"k" * 16
+    format_3 = blob("format 3")
+    keyed = blobs.reframe(format_3, format_3.split(b"\n", 4)[4], key=key)
+    assert header(keyed)[1] == b"3"
+    assert header(keyed)[3].startswith(b"hmac-sha256:")
+    assert loads(keyed, machine, key=key) == loads(format_3, machine)
+    with pytest.raises(CorruptPosition, match="keyed"):
+        loads(keyed, machine)
+    # Written again with the key, it is format 4 under the same HMAC.
+    rewritten = dumps(loads(keyed, machine, key=key), key=key)
+    assert header(rewritten)[1] == b"4"
+    assert header(rewritten)[3].startswith(b"hmac-sha256:")
+    assert loads(rewritten, machine, key=key) == loads(format_3, machine)
