@@ -153,19 +153,6 @@ def standard_system_variables(datamodel: Any, session_id: Any, machine: Machine)
 _ABSENT: Final = object()
 
 
-def _exact_processors(processors: dict[str, Any]) -> bool:
-    """Whether a standard ``_ioprocessors`` (equal to the engine's) holds exact types, as
-    ``json_typed`` would say, without its walk: orjson writes it. orjson writes no key
-    but an exact ``str`` and, with ``OPT_PASSTHROUGH_SUBCLASS``, no subclass of ``str`` or
-    ``dict``; of what else it writes (a tuple, a UUID, an enum) nothing equals a dict of
-    strings."""
-    try:
-        orjson.dumps(processors, option=_OPTIONS)
-    except TypeError:
-        return False
-    return True
-
-
 @functools.lru_cache(maxsize=256)
 def _standard_processors(session_id: str) -> dict[str, Any]:
     """``io_processors(session_id)``, to compare with (never handed out)."""
@@ -240,7 +227,18 @@ def plain_body(state: MachineState) -> bytes | None:
         macrostep = state.macrostep
         microstep = state.microstep
         round_ = state.round
-        if not _counters(invoke_counter, send_counter, timer_counter, macrostep, microstep, round_):
+        if not (  # ``_payload``'s check of the counters, without a loop: once per call
+            type(invoke_counter)
+            is type(send_counter)
+            is type(timer_counter)
+            is type(macrostep)
+            is type(microstep)
+            is type(round_)
+            is int
+            and min(invoke_counter, send_counter, timer_counter, macrostep, microstep, round_) >= 0
+            and max(invoke_counter, send_counter, timer_counter, macrostep, microstep, round_)
+            <= MAX_COUNTER
+        ):
             return None
         variables: Any = state.datamodel
         if type(variables) is dict:
@@ -252,8 +250,23 @@ def plain_body(state: MachineState) -> bytes | None:
                 return None
             # Only a view of the engine's own state vouches (``StoredVariables``).
             typed = variables.chart_json_typed is True
-        standard = standard_system_variables(datamodel, session_id, machine)
+        # ``standard_system_variables``, inlined (a dict and a string here): once per dump.
+        name = datamodel.get("_name", _ABSENT)
+        sid = datamodel.get("_sessionid")
+        processors = datamodel.get("_ioprocessors")
+        standard = (
+            (sid is session_id or (type(sid) is str and sid == session_id))
+            and (name is machine.name or (type(name) is str and name == machine.name))
+            and type(processors) is dict
+            and processors == _standard_processors(session_id)
+        )
         if standard:
+            # Left out, the standard processors must hold exact types, as ``json_typed``
+            # would say, without its walk: orjson writes no key but an exact ``str`` and,
+            # with ``OPT_PASSTHROUGH_SUBCLASS``, no subclass of ``str`` or ``dict`` (it
+            # raises ``TypeError``: the checked path then decides); of what else it writes
+            # (a tuple, a UUID, an enum) nothing equals a dict of strings.
+            orjson.dumps(processors, option=_OPTIONS)
             stored = datamodel.copy()  # ``_without_implied``, inlined: once per dump
             del stored["_ioprocessors"], stored["_name"], stored["_sessionid"]
         else:
@@ -285,23 +298,12 @@ def plain_body(state: MachineState) -> bytes | None:
         if not (
             fits(values_line, MAX_LIMIT if cap is None else cap)
             and (_system_typed(stored, standard) if typed else json_typed(stored, False))
-            and (not standard or _exact_processors(datamodel["_ioprocessors"]))
             and (context is None or json_typed(context, False))
         ):
             return None
         return b"".join((shape_line, b"\n", values_line))
     except (CorruptPosition, AttributeError, TypeError, ValueError, RecursionError):
         return None
-
-
-def _counters(a: Any, b: Any, c: Any, d: Any, e: Any, f: Any) -> bool:
-    """Whether the six counters are exact ints in ``0..MAX_COUNTER`` (``_payload``'s check,
-    without a loop: both plain paths make it once per call)."""
-    return (
-        type(a) is type(b) is type(c) is type(d) is type(e) is type(f) is int
-        and min(a, b, c, d, e, f) >= 0
-        and max(a, b, c, d, e, f) <= MAX_COUNTER
-    )
 
 
 def _system_typed(stored: dict[str, Any], standard: bool) -> bool:
@@ -502,7 +504,18 @@ def _plain_read(
     ):
         # The common position, checked in place: ``decode_values``' checks for a
         # position with no queue and no invocations, under the host's own budgets.
-        if not _counters(invoke_counter, send_counter, timer_counter, macrostep, microstep, round_):
+        if not (  # ``_payload``'s check of the counters, without a loop: once per call
+            type(invoke_counter)
+            is type(send_counter)
+            is type(timer_counter)
+            is type(macrostep)
+            is type(microstep)
+            is type(round_)
+            is int
+            and min(invoke_counter, send_counter, timer_counter, macrostep, microstep, round_) >= 0
+            and max(invoke_counter, send_counter, timer_counter, macrostep, microstep, round_)
+            <= MAX_COUNTER
+        ):
             return None
         if "_ioprocessors" in datamodel or "_name" in datamodel or "_sessionid" in datamodel:
             return None
