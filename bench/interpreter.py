@@ -893,9 +893,9 @@ def report_positions(args: argparse.Namespace, baseline: BaselineChild | None) -
     if "digest" in ours:
         floor = ours["digest"] + ours["json"]
         rest = ours["dumps"] + ours["loads"] - floor
-        print("  where statifier's dumps + loads go (format 3, same runs):")
+        print("  where statifier's dumps + loads go (same runs):")
         print(
-            f"    SHA-256 of the payload, both ways        {ours['digest'] * 1e6:6.2f} us"
+            f"    digest of the payload, both ways         {ours['digest'] * 1e6:6.2f} us"
             f"  {ours['digest'] / ours['macrostep']:5.2f} macrosteps"
         )
         print(

@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import json
 import random
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -13,6 +14,8 @@ import orjson
 import pytest
 import statifier
 from statifier import Event, Machine, MachineState, external, handle_event, initialize
+from statifier.core import _format3
+from statifier.core._format3 import VALUE_ORDER
 from statifier.core.position import (
     FORMAT_VERSION,
     MAGIC,
@@ -285,12 +288,29 @@ def test_blob_is_tagged_versioned_and_readable_json(machine: Machine) -> None:
     assert MAGIC == b"statifier-position\n"
     header, payload = _split(blob)
     assert header[0] == b"statifier-position"
-    assert header[1] == str(FORMAT_VERSION).encode() == b"3"
+    assert header[1] == str(FORMAT_VERSION).encode() == b"4"
     assert json.loads(header[2]) == machine.identity
-    assert header[3] == b"sha256:" + hashlib.sha256(payload).hexdigest().encode()
+    assert header[3] == b"crc32:%08x" % zlib.crc32(payload)
     shape_line, values_line = payload.split(b"\n")
     shape = json.loads(shape_line)
-    values = json.loads(values_line.decode("utf-8"))
+    row = json.loads(values_line.decode("utf-8"))
+    # The values line is an array in a fixed order: format 3's members, by sorted name.
+    assert isinstance(row, list)
+    assert VALUE_ORDER == (
+        "caller_context",
+        "datamodel",
+        "internal_queue",
+        "invocations",
+        "invoke_counter",
+        "macrostep",
+        "microstep",
+        "round",
+        "send_counter",
+        "session_id",
+        "standard_system_variables",
+        "timer_counter",
+    )
+    values = dict(zip(VALUE_ORDER, row, strict=True))
     assert set(shape) == {
         "configuration",
         "entered",
@@ -316,7 +336,7 @@ def test_blob_is_tagged_versioned_and_readable_json(machine: Machine) -> None:
     # Compact and canonical: equal states give equal bytes. orjson writes the shape; the
     # values hold an integer past 64 bits, so the standard library writes them (ASCII).
     assert shape_line == orjson.dumps(shape, option=orjson.OPT_SORT_KEYS)
-    assert values_line == json.dumps(values, sort_keys=True, separators=(",", ":")).encode()
+    assert values_line == json.dumps(row, sort_keys=True, separators=(",", ":")).encode()
     assert dumps(_drive(machine)) == blob
 
 
@@ -416,7 +436,7 @@ def test_loading_into_another_chart_raises_identity_mismatch(machine: Machine) -
 
 @pytest.mark.parametrize(
     ("line", "version"),
-    [(b"4", 4), (b"0", 0), (b"99999", 99999), (b"one", "one"), (b"03", "03")],
+    [(b"5", 5), (b"0", 0), (b"99999", 99999), (b"one", "one"), (b"03", "03")],
 )
 def test_other_versions_raise_unsupported_version(
     machine: Machine, line: bytes, version: int | str
@@ -433,7 +453,7 @@ def test_checks_run_in_order_before_the_payload_is_read(machine: Machine) -> Non
     header, _ = _split(blob)
     other = statifier.compile(OTHER_CHART)
     garbage = b"\xff not json at all"
-    future = b"\n".join([header[0], b"4", *header[2:], garbage])
+    future = b"\n".join([header[0], b"5", *header[2:], garbage])
     with pytest.raises(UnsupportedVersion):
         loads(future, other)
     mangled = b"\n".join([*header, garbage])
@@ -521,8 +541,8 @@ def test_every_flipped_byte_is_detected(machine: Machine) -> None:
             with pytest.raises(PositionError) as caught:
                 loads(bytes(damaged), machine, invoke_types=WORKER)
             expected = _region_error(blob, index)
-            if expected is UnsupportedVersion and _split(bytes(damaged))[0][1] == b"2":
-                # The line names format 2, which is read: its payload is then refused.
+            if expected is UnsupportedVersion and _split(bytes(damaged))[0][1] in (b"2", b"3"):
+                # The line names an older format, which is read: its payload is refused.
                 expected = CorruptPosition
             assert type(caught.value) is expected, (index, mask)
             if index >= payload_start:
@@ -608,7 +628,7 @@ MUTATIONS: dict[str, Callable[[dict[str, Any]], None]] = {
 }
 
 
-@pytest.mark.parametrize("version", [2, 3])
+@pytest.mark.parametrize("version", [2, 3, 4])
 @pytest.mark.parametrize("mutation", sorted(MUTATIONS))
 def test_structurally_invalid_payloads_raise_corrupt_position(
     machine: Machine, mutation: str, version: int
@@ -647,29 +667,76 @@ def test_undecodable_payloads_with_a_valid_digest_raise_corrupt_position(
 
 def test_duplicate_keys_inside_the_payload_are_refused(machine: Machine) -> None:
     blob = dumps(_start(machine))
-    payload = _split(blob)[1]
+    payload = blobs.body(_payload(blob), 3)
     doubled = payload[:-1] + b',"round":0}'
     with pytest.raises(CorruptPosition, match="duplicate key 'round'"):
-        loads(_reframe(blob, doubled), machine, invoke_types=WORKER)
+        loads(_reframe(blob, doubled, version=3), machine, invoke_types=WORKER)
+
+
+@pytest.mark.parametrize("version", [3, 4])
+def test_duplicate_keys_inside_the_datamodel_are_refused(machine: Machine, version: int) -> None:
+    blob = dumps(_start(machine))
+    members = _payload(blob)
+    members["datamodel"] = {**members["datamodel"], "dup": 1}
+    payload = blobs.body(members, version)
+    assert payload.count(b'"dup":1') == 1
+    doubled = payload.replace(b'"dup":1', b'"dup":1,"dup":2')
+    with pytest.raises(CorruptPosition, match="duplicate key 'dup'"):
+        loads(_reframe(blob, doubled, version=version), machine, invoke_types=WORKER)
+    # orjson alone keeps the last of the two: the plain read steps aside.
+    shape_line, values_line = doubled.split(b"\n")
+    assert orjson.loads(values_line)
+    array = version == 4
+    plain = _format3._plain_read(shape_line, values_line, machine, WORKER, None, None, array)
+    assert plain is None
 
 
 @pytest.mark.parametrize(
-    "digest_line", [b"sha256:", b"sha256:" + b"A" * 64, b"md5:" + b"0" * 64, b"0" * 71]
+    "digest_line",
+    [
+        b"sha256:",
+        b"sha256:" + b"A" * 64,
+        b"md5:" + b"0" * 64,
+        b"0" * 71,
+        b"crc32:",
+        b"crc32:" + b"A" * 8,
+        b"crc32:" + b"0" * 9,
+        b"crc32:" + b"0" * 64,
+    ],
 )
 def test_malformed_digest_line_raises_corrupt_position(
     machine: Machine, digest_line: bytes
 ) -> None:
     header, payload = _split(dumps(_start(machine)))
-    with pytest.raises(CorruptPosition):
+    with pytest.raises(CorruptPosition, match="digest line is malformed"):
         loads(b"\n".join([*header[:3], digest_line, payload]), machine)
 
 
 def test_uppercase_digest_is_not_accepted(machine: Machine) -> None:
     header, payload = _split(dumps(_start(machine)))
-    upper = b"sha256:" + header[3][len(b"sha256:") :].upper()
+    upper = b"crc32:" + header[3][len(b"crc32:") :].upper()
     assert upper != header[3]
     with pytest.raises(CorruptPosition):
         loads(b"\n".join([*header[:3], upper, payload]), machine)
+
+
+def test_each_format_has_its_own_plain_digest(machine: Machine) -> None:
+    """Format 4 is checked by CRC-32, formats 1 to 3 by SHA-256: neither is taken for the
+    other, even when it matches its payload."""
+    blob = dumps(_start(machine))
+    header, payload = _split(blob)
+    sha = b"sha256:" + hashlib.sha256(payload).hexdigest().encode()
+    with pytest.raises(CorruptPosition, match="digest line is malformed"):
+        loads(b"\n".join([*header[:3], sha, payload]), machine)
+    old = blobs.body(_payload(blob), 3)
+    crc = b"crc32:%08x" % zlib.crc32(old)
+    with pytest.raises(CorruptPosition, match="digest line is malformed"):
+        loads(b"\n".join([header[0], b"3", header[2], crc, old]), machine)
+    # Each under its own digest loads, to the same state.
+    format_3 = b"\n".join(
+        [header[0], b"3", header[2], b"sha256:" + hashlib.sha256(old).hexdigest().encode(), old]
+    )
+    assert loads(format_3, machine) == loads(blob, machine)
 
 
 # -- states that cannot be written -------------------------------------------------------

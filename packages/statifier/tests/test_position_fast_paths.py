@@ -17,7 +17,7 @@ import contextlib
 import dataclasses
 import json
 import math
-from typing import Any
+from typing import Any, Final
 
 import orjson
 import pytest
@@ -331,9 +331,19 @@ def test_numbers_orjson_reads_differently_take_the_full_path(machine: Machine) -
 def test_a_duplicate_key_orjson_would_accept_is_refused(machine: Machine) -> None:
     blob = dumps(_state(machine))
     shape_line, values_line = blob.split(b"\n", 4)[4].split(b"\n")
-    doubled = values_line[:-1] + b',"macrostep":0}'
+    # Format 3's values object.
+    members = _payload(blob)
+    values = {name: value for name, value in members.items() if name not in payloads.SHAPE_KEYS}
+    values_object = orjson.dumps(values, option=_ORJSON)
+    doubled = values_object[:-1] + b',"macrostep":0}'
     assert orjson.loads(doubled)["macrostep"] == 0
     with pytest.raises(CorruptPosition, match="duplicate key 'macrostep'"):
+        loads(_reframe(blob, shape_line + b"\n" + doubled, version=3), machine)
+    # Format 4's array: a key of its datamodel.
+    doubled = values_line.replace(b'"n":', b'"n":0,"n":', 1)
+    assert doubled != values_line
+    assert orjson.loads(doubled)
+    with pytest.raises(CorruptPosition, match="duplicate key 'n'"):
         loads(_reframe(blob, shape_line + b"\n" + doubled), machine)
     shape_doubled = shape_line[:-1] + b',"trace":true}'
     with pytest.raises(CorruptPosition, match="duplicate key 'trace'"):
@@ -514,23 +524,31 @@ def _read_outcome(call: Any) -> Any:
         lambda chosen: st.fixed_dictionaries({name: _MEMBERS[name] for name in chosen})
     ),
     ceiling=st.sampled_from([DEFAULT_LIMITS, None, MacrostepLimits(steps=10**8)]),
+    array=st.booleans(),
 )
 def test_the_plain_read_accepts_only_what_the_full_read_accepts(
-    rich: Machine, which: int, changes: dict[str, Any], ceiling: MacrostepLimits | None
+    rich: Machine,
+    which: int,
+    changes: dict[str, Any],
+    ceiling: MacrostepLimits | None,
+    array: bool,
 ) -> None:
     state = _rich_states(rich)[which]
     members = _payload(dumps(state))
     members.update(changes)
     shape = {name: members[name] for name in payloads.SHAPE_KEYS}
     values = {name: value for name, value in members.items() if name not in shape}
-    shape_text, values_text = _orjson(shape), _orjson(values)
+    # Format 4's values array, or format 3's object.
+    shape_text, values_text = _orjson(shape), _orjson(blobs.values_row(values) if array else values)
     if shape_text is None or values_text is None:
         return  # orjson cannot write it: no blob ``dumps`` writes looks like this
     body = shape_text + b"\n" + values_text
     plain = _read_outcome(
-        lambda: _format3._plain_read(shape_text, values_text, rich, WORKER, None, ceiling)
+        lambda: _format3._plain_read(shape_text, values_text, rich, WORKER, None, ceiling, array)
     )
-    full = _read_outcome(lambda: _format3._full_read(body, rich, WORKER, None, ceiling))
+    full = _read_outcome(
+        lambda: _format3._full_read(body, rich, WORKER, None, ceiling, array=array)
+    )
     if isinstance(plain, MachineState):  # else it stepped aside: the full path says why
         assert plain == full
     if not changes:
@@ -560,32 +578,55 @@ _BROKEN_VALUES: dict[str, tuple[dict[str, Any], str]] = {
     "a datamodel that is a list": ({"datamodel": []}, "datamodel is a list"),
     "a datamodel nested too deeply": ({"datamodel": {"n": _DEEP}}, "nested more than"),
     "a missing member in place of another": ({"round": None, "rounds": 1}, "missing"),
+    "a value short": ({"round": None}, "missing|holds 11 values, not 12"),
+    "a value more": ({"rounds": 1}, "unexpected|holds 13 values, not 12"),
 }
+_NAMES_ONLY: Final = frozenset({"a missing member in place of another"})
+"""Cases of format 3's names: format 4's array has none (its own are the length cases)."""
 
 
-def _values_line_blob(blob: bytes, changes: dict[str, Any]) -> tuple[bytes, bytes, bytes]:
-    """``blob`` with ``changes`` to its values line (a None value removes the member), both
-    lines as orjson writes them (for these values): the blob and its two lines."""
-    shape_line, values_line = blobs.split(blob)[1].split(b"\n")
-    values = orjson.loads(values_line)
+def _values_line_blob(
+    blob: bytes, changes: dict[str, Any], version: int = 4
+) -> tuple[bytes, bytes, bytes]:
+    """``blob`` with ``changes`` to its values line (a None value removes the member), in
+    format ``version`` (4: the array, 3: the object), both lines as orjson writes them
+    (for these values): the blob and its two lines."""
+    shape_line = blobs.split(blob)[1].split(b"\n")[0]
+    values = {
+        name: value for name, value in _payload(blob).items() if name not in payloads.SHAPE_KEYS
+    }
     for name, value in changes.items():
         if value is None:
             del values[name]
         else:
             values[name] = value
     # ASCII, compact and sorted: what orjson writes, and deeper than it writes.
-    changed = json.dumps(values, sort_keys=True, separators=(",", ":")).encode("ascii")
-    return _reframe(blob, shape_line + b"\n" + changed), shape_line, changed
+    line = blobs.values_row(values) if version == 4 else values
+    changed = json.dumps(line, sort_keys=True, separators=(",", ":")).encode("ascii")
+    return _reframe(blob, shape_line + b"\n" + changed, version=version), shape_line, changed
 
 
-@pytest.mark.parametrize("case", sorted(_BROKEN_VALUES))
-def test_the_plain_read_checks_the_common_values_line_in_place(machine: Machine, case: str) -> None:
+@pytest.mark.parametrize(
+    ("case", "version"),
+    [
+        (case, version)
+        for case in sorted(_BROKEN_VALUES)
+        for version in (3, 4)
+        if version == 3 or case not in _NAMES_ONLY
+    ],
+)
+def test_the_plain_read_checks_the_common_values_line_in_place(
+    machine: Machine, case: str, version: int
+) -> None:
     changes, message = _BROKEN_VALUES[case]
     blob = dumps(_state(machine))
-    broken, shape_line, values_line = _values_line_blob(blob, changes)
+    broken, shape_line, values_line = _values_line_blob(blob, changes, version)
     # Weaken any check the plain read makes in place and it hands back a state here.
+    array = version == 4
     plain = _read_outcome(
-        lambda: _format3._plain_read(shape_line, values_line, machine, None, None, DEFAULT_LIMITS)
+        lambda: _format3._plain_read(
+            shape_line, values_line, machine, None, None, DEFAULT_LIMITS, array
+        )
     )
     assert not isinstance(plain, MachineState)
     with pytest.raises(CorruptPosition, match=message):
@@ -729,3 +770,33 @@ def test_a_vouching_view_s_system_variables_are_still_checked(
         assert _format3.plain_body(bad) is None, name
         with pytest.raises(UnserializablePosition):
             dumps(bad)
+
+
+def _format_3(blob: bytes) -> bytes:
+    """``blob`` (format 4) rewritten as format 3 writes it: the values line an object with
+    sorted keys, as orjson writes it (or, where it cannot, the standard library), under a
+    SHA-256."""
+    shape_line = blobs.split(blob)[1].split(b"\n")[0]
+    members = _payload(blob)
+    values = {name: value for name, value in members.items() if name not in payloads.SHAPE_KEYS}
+    line = _orjson(values) or json.dumps(values, sort_keys=True, separators=(",", ":")).encode()
+    return _reframe(blob, shape_line + b"\n" + line, version=3)
+
+
+@pytest.mark.parametrize("datamodel", ["python", "ecmascript"])
+def test_positions_of_both_datamodels_round_trip_in_formats_3_and_4(
+    rich: Machine, ecma: Machine, datamodel: str
+) -> None:
+    chart, states = (
+        (ecma, _ecma_states(ecma)) if datamodel == "ecmascript" else (rich, _rich_states(rich))
+    )
+    for state in states:
+        blob = dumps(state)
+        assert blobs.split(blob)[0][1] == b"4"
+        loaded = loads(blob, chart, invoke_types=WORKER)
+        assert loaded.datamodel == state.datamodel
+        assert dumps(loaded) == blob
+        # The same position in format 3 loads as the same state, and is written back as 4.
+        old = loads(_format_3(blob), chart, invoke_types=WORKER)
+        assert old == loaded
+        assert dumps(old) == blob

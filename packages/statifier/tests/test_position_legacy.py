@@ -7,7 +7,9 @@ The fixtures in ``golden/legacy/`` are real blobs, written by the code of their 
 * ``pickup.v2.position``: format 2, under the identity of the source bytes (``sha256:``),
   by the release before canonical identities;
 * ``pickup.v2c.position``: format 2 under the canonical identity, by the release before
-  format 3 (issue 25).
+  format 3 (issue 25);
+* ``pickup.v3.position``: format 3 (a shape object and a values object, SHA-256), by the
+  release before format 4.
 
 The first two name the chart by the SHA-256 of its source bytes; ``loads`` accepts that
 identity for a machine compiled from those very bytes.
@@ -32,12 +34,15 @@ from statifier.core.position import (
     loads,
 )
 
+from engine_support import blobs
+
 LEGACY = Path(__file__).resolve().parent / "golden" / "legacy"
 SOURCE = (LEGACY / "pickup.scxml").read_bytes()
 BLOBS = {
     "format 1": "pickup.v1.position",
     "format 2, source identity": "pickup.v2.position",
     "format 2": "pickup.v2c.position",
+    "format 3": "pickup.v3.position",
 }
 
 
@@ -66,6 +71,9 @@ def test_the_fixtures_name_the_source_bytes(machine: statifier.Machine) -> None:
     assert header(blob("format 1"))[1] == b"1"
     assert header(blob("format 2, source identity"))[1] == b"2"
     assert header(blob("format 2"))[1] == b"2"
+    assert json.loads(header(blob("format 3"))[2]) == machine.identity
+    assert header(blob("format 3"))[1] == b"3"
+    assert header(blob("format 3"))[3].startswith(b"sha256:")
 
 
 @pytest.mark.parametrize("kind", sorted(BLOBS))
@@ -144,16 +152,57 @@ def test_a_format_1_header_on_a_format_2_payload_is_refused(machine: statifier.M
 
 
 def test_a_format_2_header_on_a_format_3_payload_is_refused(machine: statifier.Machine) -> None:
-    current = dumps(loads(blob("format 2, source identity"), machine))
-    lines = header(current)
-    body = current.split(b"\n", 4)[4]
-    relabelled = b"\n".join([lines[0], b"2", *lines[2:], body])
+    format_3 = blob("format 3")
+    relabelled = blobs.reframe(format_3, format_3.split(b"\n", 4)[4], version=2)
     with pytest.raises(CorruptPosition, match="not valid JSON"):
         loads(relabelled, machine)
 
 
-def test_formats_after_3_are_still_refused(machine: statifier.Machine) -> None:
+def test_a_format_3_payload_under_a_format_4_header_is_refused(
+    machine: statifier.Machine,
+) -> None:
+    format_3 = blob("format 3")
+    relabelled = blobs.reframe(format_3, format_3.split(b"\n", 4)[4], version=4)
+    with pytest.raises(CorruptPosition, match="the values line is a dict, not an array"):
+        loads(relabelled, machine)
+
+
+def test_a_format_4_payload_under_a_format_3_header_is_refused(
+    machine: statifier.Machine,
+) -> None:
+    current = dumps(loads(blob("format 3"), machine))
+    relabelled = blobs.reframe(current, current.split(b"\n", 4)[4], version=3)
+    with pytest.raises(CorruptPosition, match="the values line is not an object"):
+        loads(relabelled, machine)
+
+
+def test_a_format_3_position_loads_as_its_format_4_rewrite(machine: statifier.Machine) -> None:
+    old = loads(blob("format 3"), machine)
+    rewritten = dumps(old)
+    assert header(rewritten)[1] == b"4"
+    assert header(rewritten)[3].startswith(b"crc32:")
+    assert loads(rewritten, machine) == old
+    assert len(rewritten) < len(blob("format 3"))
+
+
+def test_formats_after_4_are_still_refused(machine: statifier.Machine) -> None:
     lines = header(blob("format 1"))
     body = blob("format 1").split(b"\n", 4)[4]
-    with pytest.raises(UnsupportedVersion, match="reads versions 1, 2, 3"):
-        loads(b"\n".join([lines[0], b"4", *lines[2:], body]), machine)
+    with pytest.raises(UnsupportedVersion, match="reads versions 1, 2, 3, 4"):
+        loads(b"\n".join([lines[0], b"5", *lines[2:], body]), machine)
+
+
+def test_a_keyed_format_3_position_loads_under_its_key(machine: statifier.Machine) -> None:
+    key = b"k" * 16
+    format_3 = blob("format 3")
+    keyed = blobs.reframe(format_3, format_3.split(b"\n", 4)[4], key=key)
+    assert header(keyed)[1] == b"3"
+    assert header(keyed)[3].startswith(b"hmac-sha256:")
+    assert loads(keyed, machine, key=key) == loads(format_3, machine)
+    with pytest.raises(CorruptPosition, match="keyed"):
+        loads(keyed, machine)
+    # Written again with the key, it is format 4 under the same HMAC.
+    rewritten = dumps(loads(keyed, machine, key=key), key=key)
+    assert header(rewritten)[1] == b"4"
+    assert header(rewritten)[3].startswith(b"hmac-sha256:")
+    assert loads(rewritten, machine, key=key) == loads(format_3, machine)

@@ -10,6 +10,7 @@ not trusted key their positions.
 from __future__ import annotations
 
 import hashlib
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -149,7 +150,7 @@ def _deep(depth: int) -> Any:
     return value
 
 
-@pytest.mark.parametrize("version", [2, 3])
+@pytest.mark.parametrize("version", [2, 3, 4])
 @pytest.mark.parametrize("craft", sorted(CRAFTED))
 def test_crafted_positions_with_a_valid_digest_are_refused(
     machine: Machine, craft: str, version: int
@@ -199,6 +200,7 @@ def test_a_forger_without_the_key_cannot_recompute_the_digest(machine: Machine) 
     payload["max_macrostep_rounds"] = None
     body = blobs.body(payload)
     for digest in (
+        b"crc32:%08x" % zlib.crc32(body),
         b"sha256:" + hashlib.sha256(body).hexdigest().encode(),
         b"hmac-sha256:" + hashlib.sha256(body).hexdigest().encode(),
     ):

@@ -3,8 +3,8 @@ in bulk, parking them, and charts registered under the identity of their source 
 
 from __future__ import annotations
 
-import hashlib
 import json
+import zlib
 
 import pytest
 import statifier
@@ -278,7 +278,8 @@ async def legacy_execution(
     state, _ = statifier.initialize(machine, session_id=execution_id)
     head, body = position.dumps(state).split(b"\n", 4)[:3], position.dumps(state).split(b"\n", 4)[4]
     head[2] = json.dumps(legacy).encode()
-    blob = b"\n".join([*head, b"sha256:" + hashlib.sha256(body).hexdigest().encode(), body])
+    # The current format under the old identity (its plain digest: CRC-32 since format 4).
+    blob = b"\n".join([*head, b"crc32:%08x" % zlib.crc32(body), body])
     async with store.connection() as conn:
         await conn.execute(
             "INSERT INTO statifier_charts (identity, name, version, source)"

@@ -1,14 +1,15 @@
-"""Format 3 payloads: the shape line and the values line (ADR 4).
+"""Format 4 and format 3 payloads: the shape line and the values line (ADR 4).
 
-A format 3 payload holds the members of a format 2 payload on two lines of compact JSON
-with sorted keys, separated by one ``\\n`` (JSON text never holds a raw newline):
+Both formats hold the members of a format 2 payload on two lines of compact JSON,
+separated by one ``\\n`` (JSON text never holds a raw newline):
 
 * the **shape** (``_payload.SHAPE_KEYS``): configuration, entered, history, budgets,
   round budget, running, states to invoke, status, trace: where the execution is in its
-  chart, judged against the chart alone;
+  chart, judged against the chart alone. An object with sorted keys in both formats;
 * the **values** (``_payload.VALUE_KEYS`` and ``standard_system_variables``): the session
   id, the counters, the datamodel, the caller context, the internal queue and the live
-  invocations.
+  invocations. Format 4 writes them as an array of twelve values in ``VALUE_ORDER`` (the
+  order of their names, sorted); format 3 wrote an object with sorted keys.
 
 ``standard_system_variables`` is true when the datamodel's ``_ioprocessors``, ``_name``
 and ``_sessionid`` hold exactly what the engine gives every session of the chart
@@ -16,27 +17,32 @@ and ``_sessionid`` hold exactly what the engine gives every session of the chart
 the stored datamodel and put back on load. Otherwise it is false and the datamodel is
 stored as it is.
 
-Both lines are written by ``orjson`` (UTF-8, shortest float text), or, for a value orjson
-cannot write (an integer past 64 bits, a lone surrogate, nesting past its limit), by the
-standard library's encoder (ASCII, ``\\uXXXX`` escapes): the same state always gives the
-same bytes. Reading takes a plain path first: the shape line is judged once per machine
-and remembered by its bytes (``decode_shape``), the values line is parsed by orjson and
-must be exactly what orjson writes back (so it holds no duplicate key and no number
-orjson would read differently), and then checked as every payload is (``decode_values``;
-the common line, with no queue, no invocations and the standard system variables left
-out, under the host's own budgets, by the same checks made in place, ``_plain_state``).
-Anything else goes through the standard library's decoder and the full checks of
-``decode_payload``, which say what is wrong. Whatever the plain path accepts, the full
-one accepts as the same state: property tests drive both.
+Both lines are written by ``orjson`` (UTF-8, shortest float text, objects with sorted
+keys), or, for a value orjson cannot write (an integer past 64 bits, a lone surrogate,
+nesting past its limit), by the standard library's encoder (ASCII, ``\\uXXXX`` escapes):
+the same state always gives the same bytes. Reading takes a plain path first: the shape
+line is judged once per machine and remembered by its bytes (``decode_shape``), the
+values line is parsed by orjson and must be exactly what orjson writes back (so it holds
+no duplicate key and no number orjson would read differently) with twelve values (or
+members), and then checked as every payload is (``decode_values``; the common line, with
+no queue, no invocations and the standard system variables left out, under the host's
+own budgets, by the same checks made in place in ``_plain_read``). Anything else goes
+through the standard library's decoder and the full checks of ``decode_payload``, which
+say what is wrong (a format 4 values line that is not an array of twelve values
+included). Whatever the plain path accepts, the full one accepts as the same state:
+property tests drive both, for both formats.
 
 To carry a new member: add it to ``SHAPE_KEYS`` (checked in ``decode_shape``) or to
-``VALUE_KEYS`` (checked in ``decode_values``), write it in ``position._encode_state`` and
-in ``plain_body`` below, and give the format a new version number.
+``VALUE_KEYS`` (checked in ``decode_values``; its place in the array is its name's in
+``VALUE_ORDER``), write it in ``position._encode_state`` and in ``plain_body`` below,
+and give the format a new version number (format 4's array has no room for a member
+it does not know: the version says how many values there are).
 """
 
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Container
 from typing import Any, Final
 
@@ -81,6 +87,12 @@ IMPLIED: Final = ("_ioprocessors", "_name", "_sessionid")
 LINE_VALUE_KEYS: Final = VALUE_KEYS | {STANDARD}
 """The members of the values line."""
 
+VALUE_ORDER: Final = tuple(sorted(LINE_VALUE_KEYS))
+"""The members of the values line in the order of its array in format 4 (the order of
+format 3's sorted keys): ``caller_context``, ``datamodel``, ``internal_queue``,
+``invocations``, ``invoke_counter``, ``macrostep``, ``microstep``, ``round``,
+``send_counter``, ``session_id``, ``standard_system_variables``, ``timer_counter``."""
+
 _OPTIONS: Final = (
     orjson.OPT_SORT_KEYS
     | orjson.OPT_PASSTHROUGH_SUBCLASS
@@ -100,7 +112,7 @@ _SHAPES_LIMIT: Final = 1024
 
 
 def body(payload: dict[str, Any], machine: Machine) -> bytes:
-    """The format 3 payload of ``payload``, a checked payload dict (every member of
+    """The format 4 payload of ``payload``, a checked payload dict (every member of
     ``_payload``, the datamodel whole) of an execution of ``machine``."""
     shape = {name: payload[name] for name in SHAPE_KEYS}
     values = {name: payload[name] for name in VALUE_KEYS}
@@ -108,7 +120,8 @@ def body(payload: dict[str, Any], machine: Machine) -> bytes:
     standard = standard_system_variables(datamodel, payload["session_id"], machine)
     values["datamodel"] = _without_implied(datamodel) if standard else datamodel
     values[STANDARD] = standard
-    return b"".join((encode_line(shape), b"\n", encode_line(values)))
+    row = [values[name] for name in VALUE_ORDER]
+    return b"".join((encode_line(shape), b"\n", encode_line(row)))
 
 
 def encode_line(obj: Any) -> bytes:
@@ -140,19 +153,6 @@ def standard_system_variables(datamodel: Any, session_id: Any, machine: Machine)
 _ABSENT: Final = object()
 
 
-def _exact_processors(processors: dict[str, Any]) -> bool:
-    """Whether a standard ``_ioprocessors`` (equal to the engine's) holds exact types, as
-    ``json_typed`` would say, without its walk: orjson writes it. orjson writes no key
-    but an exact ``str`` and, with ``OPT_PASSTHROUGH_SUBCLASS``, no subclass of ``str`` or
-    ``dict``; of what else it writes (a tuple, a UUID, an enum) nothing equals a dict of
-    strings."""
-    try:
-        orjson.dumps(processors, option=_OPTIONS)
-    except TypeError:
-        return False
-    return True
-
-
 @functools.lru_cache(maxsize=256)
 def _standard_processors(session_id: str) -> dict[str, Any]:
     """``io_processors(session_id)``, to compare with (never handed out)."""
@@ -167,102 +167,143 @@ def _without_implied(datamodel: dict[str, Any]) -> dict[str, Any]:
 
 
 def plain_body(state: MachineState) -> bytes | None:
-    """The format 3 payload of ``state`` when it is plainly a valid position, the way the
+    """The format 4 payload of ``state`` when it is plainly a valid position, the way the
     engine makes them: index sets as frozensets, no queued events, every field of the type
     and in the range ``loads`` wants, a legal configuration and history, a datamodel its
     written text vouches for (``fits``) of exact JSON types. None when anything is in
     doubt: the checked path of ``position.dumps`` then writes the same bytes or says what
     is wrong (tests check that it accepts whatever this accepts)."""
     try:
-        return _plain(state)
+        machine = state.machine
+        running = state.running
+        status = state.status
+        trace = state.trace
+        rounds = state.max_macrostep_rounds
+        if (
+            state.internal_queue
+            or (running is not True and running is not False)
+            or type(status) is not str
+            or (trace is not True and trace is not False)
+            or (rounds is not None and (type(rounds) is not int or not 0 < rounds <= MAX_LIMIT))
+        ):
+            return None
+        configuration = state.configuration
+        entered = state.entered
+        to_invoke = state.states_to_invoke
+        limits = state.limits
+        # ``_plain_shape_line``'s memo, read inline: once per dump.
+        memo: dict[tuple[Any, ...], tuple[Any, ...]] | None = machine._cache.get(_SHAPE_LINES)
+        known = (
+            None
+            if memo is None or state.history
+            else memo.get(
+                (configuration, entered, to_invoke, id(limits), rounds, running, status, trace)
+            )
+        )
+        if (
+            known is not None
+            and known[0] is configuration
+            and known[1] is entered
+            and known[2] is to_invoke
+            and known[3] is limits
+        ):
+            shape_line: bytes | None = known[4]
+        else:
+            shape_line = _plain_shape_line(state, running, status, trace, rounds)
+            if shape_line is None:
+                return None
+        invocations: Any = state.invocations
+        if invocations:
+            invocations = [[s, n, name] for (s, n), name in sorted(invocations.items())]
+            decode_invocations(invocations, machine.states, configuration)
+        else:
+            invocations = []
+        session_id = state.session_id
+        if type(session_id) is not str or not 0 < len(session_id) <= MAX_ID_LENGTH:
+            return None
+        invoke_counter = state.invoke_counter
+        send_counter = state.send_counter
+        timer_counter = state.timer_counter
+        macrostep = state.macrostep
+        microstep = state.microstep
+        round_ = state.round
+        if not (  # ``_payload``'s check of the counters, without a loop: once per call
+            type(invoke_counter)
+            is type(send_counter)
+            is type(timer_counter)
+            is type(macrostep)
+            is type(microstep)
+            is type(round_)
+            is int
+            and min(invoke_counter, send_counter, timer_counter, macrostep, microstep, round_) >= 0
+            and max(invoke_counter, send_counter, timer_counter, macrostep, microstep, round_)
+            <= MAX_COUNTER
+        ):
+            return None
+        variables: Any = state.datamodel
+        if type(variables) is dict:
+            datamodel = variables
+            typed = False
+        else:
+            datamodel = stored_variables(variables)
+            if type(datamodel) is not dict:
+                return None
+            # Only a view of the engine's own state vouches (``StoredVariables``).
+            typed = variables.chart_json_typed is True
+        # ``standard_system_variables``, inlined (a dict and a string here): once per dump.
+        name = datamodel.get("_name", _ABSENT)
+        sid = datamodel.get("_sessionid")
+        processors = datamodel.get("_ioprocessors")
+        standard = (
+            (sid is session_id or (type(sid) is str and sid == session_id))
+            and (name is machine.name or (type(name) is str and name == machine.name))
+            and type(processors) is dict
+            and processors == _standard_processors(session_id)
+        )
+        if standard:
+            # Left out, the standard processors must hold exact types, as ``json_typed``
+            # would say, without its walk: orjson writes no key but an exact ``str`` and,
+            # with ``OPT_PASSTHROUGH_SUBCLASS``, no subclass of ``str`` or ``dict`` (it
+            # raises ``TypeError``: the checked path then decides); of what else it writes
+            # (a tuple, a UUID, an enum) nothing equals a dict of strings.
+            orjson.dumps(processors, option=_OPTIONS)
+            stored = datamodel.copy()  # ``_without_implied``, inlined: once per dump
+            del stored["_ioprocessors"], stored["_name"], stored["_sessionid"]
+        else:
+            stored = datamodel
+        context = state.caller_context
+        # orjson refuses cycles, values past its nesting limit and what it cannot write
+        # faithfully (TypeError: the checked path then decides), keys that are not exact
+        # strings included; NaN and types it writes as something else (a tuple, a UUID,
+        # an enum) are found by the walks below, which need not read keys, once ``fits``
+        # bounded the nesting.
+        values_line = orjson.dumps(
+            [  # ``VALUE_ORDER``
+                context,
+                stored,
+                [],
+                invocations,
+                invoke_counter,
+                macrostep,
+                microstep,
+                round_,
+                send_counter,
+                session_id,
+                standard,
+                timer_counter,
+            ],
+            option=_OPTIONS,
+        )
+        cap = limits.datamodel_bytes
+        if not (
+            fits(values_line, MAX_LIMIT if cap is None else cap)
+            and (_system_typed(stored, standard) if typed else json_typed(stored, False))
+            and (context is None or json_typed(context, False))
+        ):
+            return None
+        return b"".join((shape_line, b"\n", values_line))
     except (CorruptPosition, AttributeError, TypeError, ValueError, RecursionError):
         return None
-
-
-def _plain(state: MachineState) -> bytes | None:
-    machine = state.machine
-    running = state.running
-    status = state.status
-    trace = state.trace
-    rounds = state.max_macrostep_rounds
-    if (
-        state.internal_queue
-        or (running is not True and running is not False)
-        or type(status) is not str
-        or (trace is not True and trace is not False)
-        or (rounds is not None and (type(rounds) is not int or not 0 < rounds <= MAX_LIMIT))
-    ):
-        return None
-    shape_line = _plain_shape_line(state, running, status, trace, rounds)
-    if shape_line is None:
-        return None
-    configuration = state.configuration
-    invocations: Any = state.invocations
-    if invocations:
-        invocations = [[s, n, name] for (s, n), name in sorted(invocations.items())]
-        decode_invocations(invocations, machine.states, configuration)
-    else:
-        invocations = []
-    session_id = state.session_id
-    if type(session_id) is not str or not 0 < len(session_id) <= MAX_ID_LENGTH:
-        return None
-    invoke_counter = state.invoke_counter
-    send_counter = state.send_counter
-    timer_counter = state.timer_counter
-    macrostep = state.macrostep
-    microstep = state.microstep
-    round_ = state.round
-    for counter in (invoke_counter, send_counter, timer_counter, macrostep, microstep, round_):
-        if type(counter) is not int or not 0 <= counter <= MAX_COUNTER:
-            return None
-    variables: Any = state.datamodel
-    if type(variables) is dict:
-        datamodel = variables
-        typed = False
-    else:
-        datamodel = stored_variables(variables)
-        if type(datamodel) is not dict:
-            return None
-        # Only a view of the engine's own state vouches (``StoredVariables``).
-        typed = variables.chart_json_typed is True
-    standard = standard_system_variables(datamodel, session_id, machine)
-    if standard:
-        stored = datamodel.copy()  # ``_without_implied``, inlined: once per dump
-        del stored["_ioprocessors"], stored["_name"], stored["_sessionid"]
-    else:
-        stored = datamodel
-    context = state.caller_context
-    # orjson refuses cycles, values past its nesting limit and what it cannot write
-    # faithfully (TypeError: the checked path then decides), keys that are not exact
-    # strings included; NaN and types it writes as something else (a tuple, a UUID, an
-    # enum) are found by the walks below, which need not read keys, once ``fits`` bounded
-    # the nesting.
-    values_line = orjson.dumps(
-        {
-            "caller_context": context,
-            "datamodel": stored,
-            "internal_queue": [],
-            "invocations": invocations,
-            "invoke_counter": invoke_counter,
-            "macrostep": macrostep,
-            "microstep": microstep,
-            "round": round_,
-            "send_counter": send_counter,
-            "session_id": session_id,
-            STANDARD: standard,
-            "timer_counter": timer_counter,
-        },
-        option=_OPTIONS,
-    )
-    cap = state.limits.datamodel_bytes
-    if not (
-        fits(values_line, MAX_LIMIT if cap is None else cap)
-        and (_system_typed(stored, standard) if typed else json_typed(stored, False))
-        and (not standard or _exact_processors(datamodel["_ioprocessors"]))
-        and (context is None or json_typed(context, False))
-    ):
-        return None
-    return b"".join((shape_line, b"\n", values_line))
 
 
 def _system_typed(stored: dict[str, Any], standard: bool) -> bool:
@@ -385,17 +426,22 @@ def read(
     invoke_types: frozenset[str] | None,
     routes: Container[str] | None,
     max_limits: MacrostepLimits | None,
+    version: int = 4,
 ) -> MachineState:
-    """The state a format 3 payload describes, or ``CorruptPosition`` saying what is wrong."""
+    """The state a format 4 payload (or, ``version`` 3, a format 3 one) describes, or
+    ``CorruptPosition`` saying what is wrong."""
     shape_text, newline, values_text = payload.partition(b"\n")
+    array = version != 3
     if newline:
         try:
-            state = _plain_read(shape_text, values_text, machine, invoke_types, routes, max_limits)
+            state = _plain_read(
+                shape_text, values_text, machine, invoke_types, routes, max_limits, array
+            )
         except CorruptPosition:
             state = None  # the full path says what is wrong
         if state is not None:
             return state
-    return _full_read(payload, machine, invoke_types, routes, max_limits)
+    return _full_read(payload, machine, invoke_types, routes, max_limits, array=array)
 
 
 def _plain_read(
@@ -405,10 +451,12 @@ def _plain_read(
     invoke_types: frozenset[str] | None,
     routes: Container[str] | None,
     max_limits: MacrostepLimits | None,
+    array: bool = True,
 ) -> MachineState | None:
     """The state, when both lines are exactly what orjson writes for what it reads in
     them and pass the checks (the full path's); else None (or ``CorruptPosition``): the
-    full path decides and says what is wrong."""
+    full path decides and says what is wrong. ``array``: the values line is format 4's
+    array (else format 3's object)."""
     memo: dict[bytes, Shape] | None = machine._cache.get(_SHAPES)
     shape = None if memo is None else memo.get(shape_text)
     if shape is None:
@@ -419,107 +467,107 @@ def _plain_read(
     try:
         values = orjson.loads(values_text)
         if (
-            type(values) is not dict
+            type(values) is not (list if array else dict)
             or len(values) != _VALUE_COUNT
             or orjson.dumps(values, option=_OPTIONS) != values_text
         ):
             return None
-    except (orjson.JSONDecodeError, TypeError):
-        return None
+        # Twelve members that all read: the object holds exactly ``LINE_VALUE_KEYS``.
+        row = values if array else _in_order(values)
+    except (orjson.JSONDecodeError, TypeError, KeyError):
+        return None  # a member is missing: the full path says which
+    (
+        context,
+        datamodel,
+        queue,
+        invocations,
+        invoke_counter,
+        macrostep,
+        microstep,
+        round_,
+        send_counter,
+        session_id,
+        standard,
+        timer_counter,
+    ) = row
     limits = shape.limits
     cap = limits.datamodel_bytes
-    try:
-        datamodel = values["datamodel"]
-        session_id = values["session_id"]
-        if (
-            values[STANDARD] is True
-            and values["internal_queue"] == []
-            and values["invocations"] == []
-            and type(datamodel) is dict
-            and type(session_id) is str
-            and 0 < len(session_id) <= MAX_ID_LENGTH
-            and (limits is max_limits or max_limits is None)
-            and fits(values_text, MAX_LIMIT if cap is None else cap)
+    if (
+        standard is True
+        and queue == []
+        and invocations == []
+        and type(datamodel) is dict
+        and type(session_id) is str
+        and 0 < len(session_id) <= MAX_ID_LENGTH
+        and (limits is max_limits or max_limits is None)
+        and fits(values_text, MAX_LIMIT if cap is None else cap)
+    ):
+        # The common position, checked in place: ``decode_values``' checks for a
+        # position with no queue and no invocations, under the host's own budgets.
+        if not (  # ``_payload``'s check of the counters, without a loop: once per call
+            type(invoke_counter)
+            is type(send_counter)
+            is type(timer_counter)
+            is type(macrostep)
+            is type(microstep)
+            is type(round_)
+            is int
+            and min(invoke_counter, send_counter, timer_counter, macrostep, microstep, round_) >= 0
+            and max(invoke_counter, send_counter, timer_counter, macrostep, microstep, round_)
+            <= MAX_COUNTER
         ):
-            # The common position, checked in place: ``decode_values``' checks for a
-            # position with no queue and no invocations, under the host's own budgets.
-            # Its twelve members all read, so the line holds exactly ``LINE_VALUE_KEYS``.
-            return _plain_state(machine, shape, values, datamodel, session_id, invoke_types, routes)
-    except KeyError:
-        return None  # a member is missing: the full path says which
-    if values.keys() != LINE_VALUE_KEYS:
-        return None
-    standard = values.pop(STANDARD)
+            return None
+        if "_ioprocessors" in datamodel or "_name" in datamodel or "_sessionid" in datamodel:
+            return None
+        datamodel["_ioprocessors"] = io_processors(session_id)
+        datamodel["_name"] = machine.name
+        datamodel["_sessionid"] = session_id
+        # ``build_state``, inlined: once per load.
+        state: Any = _new(StateBuilder)
+        state.machine = machine
+        state.session_id = session_id
+        state.configuration = shape.configuration
+        state.internal_queue = ()
+        state.history = dict(shape.history) if shape.history else {}
+        state.entered = shape.entered
+        state.states_to_invoke = shape.states_to_invoke
+        state.invocations = {}
+        state.invoke_counter = invoke_counter
+        state.send_counter = send_counter
+        state.timer_counter = timer_counter
+        state.caller_context = context
+        state.datamodel = state_variables(machine, datamodel)
+        state.running = shape.running
+        state.status = shape.status
+        state.macrostep = macrostep
+        state.microstep = microstep
+        state.round = round_
+        state.trace = shape.trace
+        state.max_macrostep_rounds = shape.rounds
+        state.invoke_types = invoke_types
+        state.routes = routes
+        state.limits = limits
+        state._datamodel_bound = None
+        state.__class__ = MachineState  # ``finish``, inlined
+        loaded: MachineState = state
+        return loaded
+    members = dict(zip(VALUE_ORDER, row, strict=True))
+    del members[STANDARD]
     if standard is True:
-        if not _restore(values, machine):
+        if not _restore(members, machine):
             return None
     elif standard is not False:
         return None
-    checked = decode_values(values, shape, machine, max_limits, values_text)
-    return build_state(machine, shape, checked, values, invoke_types, routes)
-
-
-def _plain_state(
-    machine: Machine,
-    shape: Shape,
-    values: dict[str, Any],
-    datamodel: dict[str, Any],
-    session_id: str,
-    invoke_types: frozenset[str] | None,
-    routes: Container[str] | None,
-) -> MachineState | None:
-    """The state of a plain values line (no queue, no invocations, the standard system
-    variables left out, the datamodel vouched for by its text) once its counters are in
-    range and the datamodel lacks the system variables it leaves out; else None."""
-    invoke_counter = values["invoke_counter"]
-    send_counter = values["send_counter"]
-    timer_counter = values["timer_counter"]
-    macrostep = values["macrostep"]
-    microstep = values["microstep"]
-    round_ = values["round"]
-    for counter in (invoke_counter, send_counter, timer_counter, macrostep, microstep, round_):
-        if type(counter) is not int or not 0 <= counter <= MAX_COUNTER:
-            return None
-    if "_ioprocessors" in datamodel or "_name" in datamodel or "_sessionid" in datamodel:
-        return None
-    datamodel["_ioprocessors"] = io_processors(session_id)
-    datamodel["_name"] = machine.name
-    datamodel["_sessionid"] = session_id
-    # ``build_state``, inlined: once per load.
-    state: Any = _new(StateBuilder)
-    state.machine = machine
-    state.session_id = session_id
-    state.configuration = shape.configuration
-    state.internal_queue = ()
-    state.history = dict(shape.history) if shape.history else {}
-    state.entered = shape.entered
-    state.states_to_invoke = shape.states_to_invoke
-    state.invocations = {}
-    state.invoke_counter = invoke_counter
-    state.send_counter = send_counter
-    state.timer_counter = timer_counter
-    state.caller_context = values["caller_context"]
-    state.datamodel = state_variables(machine, datamodel)
-    state.running = shape.running
-    state.status = shape.status
-    state.macrostep = macrostep
-    state.microstep = microstep
-    state.round = round_
-    state.trace = shape.trace
-    state.max_macrostep_rounds = shape.rounds
-    state.invoke_types = invoke_types
-    state.routes = routes
-    state.limits = shape.limits
-    state._datamodel_bound = None
-    state.__class__ = MachineState  # ``finish``, inlined
-    loaded: MachineState = state
-    return loaded
+    checked = decode_values(members, shape, machine, max_limits, values_text)
+    return build_state(machine, shape, checked, members, invoke_types, routes)
 
 
 _new: Final = object.__new__
 
 
 _VALUE_COUNT: Final = len(LINE_VALUE_KEYS)
+_in_order: Final = operator.itemgetter(*VALUE_ORDER)
+"""A format 3 values object's members in ``VALUE_ORDER`` (``KeyError`` when one lacks)."""
 
 
 def _canonical_object(text: bytes, keys: frozenset[str]) -> dict[str, Any] | None:
@@ -575,6 +623,8 @@ def _full_read(
     invoke_types: frozenset[str] | None,
     routes: Container[str] | None,
     max_limits: MacrostepLimits | None,
+    *,
+    array: bool = True,
 ) -> MachineState:
     try:
         text = payload.decode("utf-8")
@@ -584,7 +634,10 @@ def _full_read(
     if not newline:
         corrupt("the payload has no values line")
     shape = _keyed(decode_json(shape_text, "shape line"), SHAPE_KEYS, "the shape line")
-    values = _keyed(decode_json(values_text, "values line"), LINE_VALUE_KEYS, "the values line")
+    found = decode_json(values_text, "values line")
+    if array:
+        found = _named(found)
+    values = _keyed(found, LINE_VALUE_KEYS, "the values line")
     standard = values.pop(STANDARD)
     if type(standard) is not bool:
         corrupt(f"{STANDARD} is {type(standard).__name__}, not a boolean")
@@ -598,6 +651,15 @@ def _full_read(
         )
     except RecursionError:
         raise CorruptPosition("invalid payload: a value is nested too deeply") from None
+
+
+def _named(row: Any) -> dict[str, Any]:
+    """A format 4 values line's array as format 3's object, or ``CorruptPosition``."""
+    if type(row) is not list:
+        corrupt(f"the values line is a {type(row).__name__}, not an array")
+    if len(row) != _VALUE_COUNT:
+        corrupt(f"the values line holds {len(row)} values, not {_VALUE_COUNT}")
+    return dict(zip(VALUE_ORDER, row, strict=True))
 
 
 def _keyed(obj: Any, keys: frozenset[str], where: str) -> dict[str, Any]:

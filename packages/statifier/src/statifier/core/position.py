@@ -4,16 +4,17 @@
 turns it back into the equal ``MachineState``. Nothing is pickled or marshalled: loading a
 blob from untrusted storage can only produce a state or raise a ``PositionError``.
 
-Framing (format version 3). Four header lines, each ended by ``\\n``, then the payload::
+Framing (format version 4). Four header lines, each ended by ``\\n``, then the payload::
 
     statifier-position                  magic tag
-    3                                   format version, canonical decimal ASCII
+    4                                   format version, canonical decimal ASCII
     "scxml-c1:sha256:...;name=..."      chart identity, as a JSON string literal (ASCII)
-    sha256:<64 lowercase hex digits>    SHA-256 of the payload bytes, or, keyed:
-    hmac-sha256:<64 hex digits>         HMAC-SHA256 under the host's key of the three
+    crc32:<8 lowercase hex digits>      CRC-32 of the payload bytes (``zlib.crc32``), or,
+    hmac-sha256:<64 hex digits>         keyed: HMAC-SHA256 under the host's key of the three
                                         lines above (newlines included) and the payload
     {"configuration":[2],...}           the shape line, compact JSON with sorted keys
-    {"caller_context":null,...}         the values line, the same
+    [null,{"_event":...},[],[],0,...]   the values line: an array of twelve values in a
+                                        fixed order (``_format3.VALUE_ORDER``)
 
 The payload runs to the end of the blob (there is no trailing newline) and is valid UTF-8.
 The identity line is a JSON string so that a chart name holding a newline cannot break
@@ -31,19 +32,21 @@ The payload holds every ``MachineState`` field except ``machine``, ``routes`` an
 * ``limits``: the macrostep budgets (``statifier.budget``), an object of integers or nulls;
 * the scalars (``session_id``, counters, ``running``, ``status``...) as they are.
 
-Format 3 puts the members that place the execution in its chart on the shape line and
+Format 4 puts the members that place the execution in its chart on the shape line and
 the rest on the values line, and leaves out the standard system variables
-(``statifier.core._format3`` says how). Format 2, which ``loads`` still reads, is one
-JSON object of every member, ASCII only.
+(``statifier.core._format3`` says how). Format 3, which ``loads`` still reads, is the
+same with a values line that is an object with sorted keys and a plain digest that is
+``sha256:<64 hex digits>``; format 2 is one JSON object of every member, ASCII only (and
+the same SHA-256).
 
 ``loads`` checks, in order and before it decodes the payload: the magic tag
-(``NotAPosition``), the version (``UnsupportedVersion``; versions 1 to 3 are read), the
+(``NotAPosition``), the version (``UnsupportedVersion``; versions 1 to 4 are read), the
 identity (``IdentityMismatch``: the machine's identity, or the identity of its very
 source bytes that positions carried before canonical identities); then the digest, the
 JSON, the payload's structure and its meaning (``CorruptPosition``): a legal
 configuration, history records the algorithm could have made, invocations of active
 states, counters and budgets in range, a bounded queue and datamodel. It never returns a
-partly loaded state. ``dumps`` always writes version 3 under the canonical identity, so a
+partly loaded state. ``dumps`` always writes version 4 under the canonical identity, so a
 legacy position is upgraded by the first step that stores it again.
 
 ``export_position`` and ``import_position`` carry a position across chart revisions:
@@ -61,8 +64,10 @@ writes the same bytes. A number that reads as an infinite float (``1e999``) is n
 in a payload.
 
 The plain digest detects damage, not forgery: whoever can write the store can recompute
-it. A host whose storage is not trusted passes a ``key`` to both ``dumps`` and ``loads``
-(ADR 0004): a keyed position loads only under the same key.
+it, so format 4 takes the cheaper check of damage (CRC-32) where formats 1 to 3 took a
+SHA-256, which vouched for nothing more. A host whose storage is not trusted passes a
+``key`` to both ``dumps`` and ``loads`` (ADR 0004): a keyed position loads only under the
+same key.
 """
 
 from __future__ import annotations
@@ -73,6 +78,7 @@ import hmac
 import json
 import math
 import re
+import zlib
 from collections.abc import Container, Iterable
 from typing import Any, Final
 
@@ -135,11 +141,12 @@ __all__ = [
     "loads",
 ]
 
-FORMAT_VERSION: Final = 3
+FORMAT_VERSION: Final = 4
 """The format version ``dumps`` writes."""
 
-READABLE_VERSIONS: Final = frozenset({1, 2, FORMAT_VERSION})
-"""The format versions ``loads`` reads: version 2 is one JSON object; version 1 is version
+READABLE_VERSIONS: Final = frozenset({1, 2, 3, FORMAT_VERSION})
+"""The format versions ``loads`` reads: versions 4 and 3 are two lines (a shape and the
+values, an array in 4, an object in 3); version 2 is one JSON object; version 1 is version
 2 without ``limits`` (and without keyed digests) and loads with the host's ``max_limits``
 as its budgets."""
 
@@ -147,8 +154,12 @@ MAGIC: Final = b"statifier-position\n"
 """The magic tag every position starts with (its first header line, newline included)."""
 
 _DIGEST_PREFIX: Final = b"sha256:"
+"""The plain digest of formats 1 to 3: SHA-256 of the payload."""
+_CHECK_PREFIX: Final = b"crc32:"
+"""The plain digest of format 4: CRC-32 of the payload (``zlib.crc32``), 8 hex digits."""
 _KEYED_PREFIX: Final = b"hmac-sha256:"
 _DIGEST_LINE: Final = re.compile(rb"(hmac-)?sha256:[0-9a-f]{64}")
+_DIGEST_LINE_4: Final = re.compile(rb"crc32:[0-9a-f]{8}|hmac-sha256:[0-9a-f]{64}")
 _MIN_KEY_BYTES: Final = 16
 
 _VERSION_LINE: Final = re.compile(rb"0|[1-9][0-9]{0,17}")
@@ -205,8 +216,8 @@ def dumps(state: MachineState, *, key: bytes | None = None) -> bytes:
     """
     if key is None:
         body = _format3.plain_body(state) or _checked_body(state)
-        digest = hashlib.sha256(body).hexdigest().encode("ascii")
-        return b"".join((_plain_head(state.machine.identity), digest, b"\n", body))
+        check = b"%08x" % zlib.crc32(body)
+        return b"".join((_plain_head(state.machine.identity), check, b"\n", body))
     _check_key(key)
     body = _format3.plain_body(state) or _checked_body(state)
     head = _head(state.machine.identity)
@@ -248,10 +259,13 @@ def _check_key(key: bytes | None) -> None:
         raise ValueError(f"a position key has at least {_MIN_KEY_BYTES} bytes")
 
 
-def _digest(head: bytes, body: bytes, key: bytes | None) -> bytes:
-    """The digest line (without its newline): plain SHA-256 of the body, or the keyed HMAC
-    of the header lines and the body."""
+def _digest(head: bytes, body: bytes, key: bytes | None, version: int = FORMAT_VERSION) -> bytes:
+    """The digest line (without its newline) of a position in format ``version``: the
+    keyed HMAC of the header lines and the body, or, plain, the CRC-32 of the body (format
+    4) or its SHA-256 (formats 1 to 3)."""
     if key is None:
+        if version >= 4:
+            return _CHECK_PREFIX + b"%08x" % zlib.crc32(body)
         return _DIGEST_PREFIX + hashlib.sha256(body).hexdigest().encode("ascii")
     mac = hmac.new(key, head, hashlib.sha256)
     mac.update(body)
@@ -442,12 +456,35 @@ def loads(
         elif not isinstance(blob, bytes):
             raise NotAPosition(f"a position is bytes, not {type(blob).__name__}")
     types = None if invoke_types is None else _frozen(invoke_types)
-    body = _fast_body(blob, machine, key)
-    if body is not None:
-        return _format3.read(body, machine, types, routes, max_limits)
+    if key is None:
+        # ``_fast_body``, inlined: the header ``dumps`` writes, byte for byte, and a
+        # digest that matches (a plain digest hides nothing: ``==`` is as good as
+        # ``compare_digest`` here).
+        head = _plain_head(machine.identity)
+        end = len(head) + _CHECK_DIGITS
+        if blob.startswith(head) and blob[end : end + 1] == b"\n":
+            body = blob[end + 1 :]
+            if blob.startswith(b"%08x" % zlib.crc32(body), len(head)):
+                return _format3.read(body, machine, types, routes, max_limits)
+    else:
+        keyed = _fast_body(blob, machine, key)
+        if keyed is not None:
+            return _format3.read(keyed, machine, types, routes, max_limits)
     version, body = _body(blob, machine, key)
-    if version == FORMAT_VERSION:
-        return _format3.read(body, machine, types, routes, max_limits)
+    if version >= 3:
+        return _format3.read(body, machine, types, routes, max_limits, version)
+    return _read_object(body, version, machine, types, routes, max_limits)
+
+
+def _read_object(
+    body: bytes,
+    version: int,
+    machine: Machine,
+    types: frozenset[str] | None,
+    routes: Container[str] | None,
+    max_limits: MacrostepLimits,
+) -> MachineState:
+    """The state of a format 1 or 2 payload (one JSON object), or ``CorruptPosition``."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -467,20 +504,11 @@ def loads(
         raise CorruptPosition("invalid payload: a value is nested too deeply") from None
 
 
-def _fast_body(blob: bytes, machine: Machine, key: bytes | None) -> bytes | None:
+def _fast_body(blob: bytes, machine: Machine, key: bytes) -> bytes | None:
     """The payload bytes of ``blob`` when it is a current position of ``machine`` whose
-    digest (keyed with ``key`` if given) matches: the header lines ``dumps`` writes, byte for
-    byte. None otherwise (``_body`` then checks the header line by line and says why)."""
-    if key is None:
-        head = _plain_head(machine.identity)
-        end = len(head) + _HEX_DIGITS
-        if not (blob.startswith(head) and blob[end : end + 1] == b"\n"):
-            return None
-        body = blob[end + 1 :]
-        # A plain digest hides nothing: ``==`` is as good as ``compare_digest`` here.
-        if not blob.startswith(hashlib.sha256(body).hexdigest().encode("ascii"), len(head)):
-            return None
-        return body
+    digest, keyed with ``key``, matches: the header lines ``dumps`` writes, byte for byte.
+    None otherwise (``_body`` then checks the header line by line and says why). ``loads``
+    reads an unkeyed position's header the same way, inline."""
     head = _head(machine.identity)
     end = len(head) + len(_KEYED_PREFIX) + _HEX_DIGITS
     if not (blob.startswith(head) and blob.startswith(_KEYED_PREFIX, len(head))):
@@ -494,13 +522,15 @@ def _fast_body(blob: bytes, machine: Machine, key: bytes | None) -> bytes | None
 
 
 _HEX_DIGITS: Final = 64
-"""The hex digits of a digest line."""
+"""The hex digits of a SHA-256 digest line."""
+_CHECK_DIGITS: Final = 8
+"""The hex digits of a CRC-32 digest line."""
 
 
 @functools.lru_cache(maxsize=64)
 def _plain_head(identity: str) -> bytes:
     """The header lines of an unkeyed position up to its digest's hex digits."""
-    return _head(identity) + _DIGEST_PREFIX
+    return _head(identity) + _CHECK_PREFIX
 
 
 def _body(blob: bytes, machine: Machine, key: bytes | None) -> tuple[int, bytes]:
@@ -523,7 +553,7 @@ def _body(blob: bytes, machine: Machine, key: bytes | None) -> tuple[int, bytes]
         raise IdentityMismatch(machine.identity, _read_identity(identity_line))
 
     digest_line, body = _header_line(rest, "digest")
-    if _DIGEST_LINE.fullmatch(digest_line) is None:
+    if (_DIGEST_LINE_4 if version >= 4 else _DIGEST_LINE).fullmatch(digest_line) is None:
         raise CorruptPosition("the digest line is malformed")
     keyed = digest_line.startswith(_KEYED_PREFIX)
     if keyed and version == 1:
@@ -533,7 +563,7 @@ def _body(blob: bytes, machine: Machine, key: bytes | None) -> tuple[int, bytes]
     if key is not None and not keyed:
         raise CorruptPosition("the position is not keyed, but a key was given")
     head = blob[: len(blob) - len(body) - len(digest_line) - 1]
-    if not hmac.compare_digest(digest_line, _digest(head, body, key)):
+    if not hmac.compare_digest(digest_line, _digest(head, body, key, version)):
         raise CorruptPosition("the payload does not match its digest (altered or truncated)")
     return version, body
 
