@@ -38,6 +38,9 @@ Effects = list[fx.Effect]
 SMALL_INT = 2**64
 """Integers below this in magnitude write out in at most 20 digits."""
 
+NEGATIVE_SMALL_INT = -SMALL_INT
+"""``-SMALL_INT``, made once (negating a big integer allocates one per write)."""
+
 _new = object.__new__
 
 
@@ -186,7 +189,7 @@ class Run:
         caller_context: Any = None,
         limits: MacrostepLimits | None = None,
     ) -> Self:
-        run = cls.__new__(cls)
+        run = cls()  # no ``__init__``: a bare run, cheaper than ``__new__``
         run.machine = machine
         run.states = machine.states
         run.transitions = machine.transitions
@@ -222,7 +225,7 @@ class Run:
 
     @classmethod
     def resume(cls, state: MachineState, routes: Container[str] | Keep | None = KEEP) -> Self:
-        run = cls.__new__(cls)
+        run = cls()  # no ``__init__``: a bare run, cheaper than ``__new__``
         machine = state.machine
         run.machine = machine
         run.states = machine.states
@@ -282,7 +285,7 @@ class Run:
         self.origin = None
 
     def freeze(self) -> MachineState:
-        state: Any = _new(StateBuilder)
+        state: Any = StateBuilder()
         state.machine = self.machine
         state.session_id = self.session_id
         origin = self.origin
@@ -655,7 +658,9 @@ class Run:
             room -= entry_key_size(path[-1])  # the key, if it is new
         kind = type(value)
         if room >= 22 and (
-            (kind is int and -SMALL_INT < value < SMALL_INT) or kind is bool or value is None
+            (kind is int and NEGATIVE_SMALL_INT < value < SMALL_INT)
+            or kind is bool
+            or value is None
         ):
             # A small scalar: an upper bound of its size without walking anything.
             self.bound = cap - room + 22
