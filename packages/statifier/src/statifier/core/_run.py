@@ -174,8 +174,9 @@ class Run:
     """Whether this macrostep so far depends only on the configuration and the event name
     (``statifier.core._replay``): cleared by any condition, content, history, final state,
     internal event or invocation."""
-    entered_now: set[int]
-    """The states this macrostep entered (kept while it is replayable)."""
+    entered_now: frozenset[int]
+    """The states this macrostep entered (kept while it is replayable; a new set each
+    time, so that a step that stops being replayable made none)."""
 
     @classmethod
     def fresh(

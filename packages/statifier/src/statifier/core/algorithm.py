@@ -51,6 +51,11 @@ _MEMO_NAME_LENGTH = 256
 
 SYSTEM_VARIABLES = frozenset({"_event", "_sessionid", "_name", "_ioprocessors"})
 
+_NOTHING: frozenset[int] = frozenset()
+
+_NONE: list[TransitionNode] = []
+"""No transition enabled (never changed: ``main_event_loop`` only reads it)."""
+
 
 def initialize(
     machine: Machine,
@@ -128,7 +133,7 @@ def handle_event(
         raise _resource_error(state.session_id, exc) from None
     after = run.freeze()
     if run.replayable and not run.effects and run.running and not run.internal_queue:
-        _replay.record(state, event.name, after, frozenset(run.entered_now))
+        _replay.record(state, event.name, after, run.entered_now)
     return after, run.effects
 
 
@@ -235,7 +240,7 @@ class Interpreter(ContentExecutor):
             self.trace or self.invocations or self.internal_queue or self.machine.has_invokes
         )
         if self.replayable:
-            self.entered_now = set()
+            self.entered_now = _NOTHING
         if self.trace:
             self.effects.append(fx.EventDequeued(event=event, source="external", **self.counters()))
         self.datamodel["_event"] = event.as_system_variable()
@@ -307,7 +312,7 @@ class Interpreter(ContentExecutor):
                     return
                 rounds += 1
                 self.round += 1
-                enabled = self.select_eventless_transitions() if eventless else []
+                enabled = self.select_eventless_transitions() if eventless else _NONE
                 if not enabled:
                     if not self.internal_queue:
                         macrostep_done = True
@@ -725,7 +730,7 @@ class Interpreter(ContentExecutor):
                 pass
             self.node = None
         if self.replayable:
-            self.entered_now.update(plan.entered)
+            self.entered_now = self.entered_now | plan.entered
         for _, blocks, after in plan.entries:
             self.config = self._frozen = after
             self._order = None
@@ -827,7 +832,7 @@ class Interpreter(ContentExecutor):
         to_enter, default_entry, default_history = self.compute_entry_set(enabled, domains)
         has_invokes = machine.has_invokes
         if self.replayable:
-            self.entered_now.update(to_enter)
+            self.entered_now = self.entered_now.union(to_enter)
         config = self.thaw_config()
         to_invoke = self.to_invoke() if has_invokes else None
         for s in to_enter:
