@@ -233,3 +233,69 @@ def test_the_compiled_paths_are_taken() -> None:
     assert [len(direct.ops) for direct in directs] == [5]  # not the one-node onexit
     guards = machine._cache["direct guards"]
     assert all(code is not None for _, _, pairs, _ in guards.values() for _, code in pairs[:2])
+
+
+_IN_DURING_MICROSTEP = """<scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0"
+    datamodel="python" initial="a">
+  <state id="a" initial="a1">
+    <onexit><log label="exit a" expr="[In('a'), In('a1'), In('a2'), In('b'), In('b1')]"/></onexit>
+    <state id="a1">
+      <onexit><log label="exit a1" expr="[In('a'), In('a1'), In('b'), In('b1')]"/></onexit>
+      <transition event="go" target="b1">
+        <log label="content" expr="[In('a'), In('a1'), In('b'), In('b1')]"/>
+      </transition>
+      <transition event="self" target="a1">
+        <log label="self" expr="[In('a'), In('a1'), In('a2')]"/>
+      </transition>
+      <transition event="side" target="a2"/>
+    </state>
+    <state id="a2">
+      <onentry><log label="enter a2" expr="[In('a'), In('a1'), In('a2')]"/></onentry>
+      <transition event="go" target="b"/>
+    </state>
+  </state>
+  <state id="b" initial="b2">
+    <onentry><log label="enter b" expr="[In('a'), In('b'), In('b1'), In('b2')]"/></onentry>
+    <state id="b1">
+      <onentry><log label="enter b1" expr="[In('a'), In('b'), In('b1'), In('b2')]"/></onentry>
+      <transition event="back" target="a"/>
+    </state>
+    <state id="b2">
+      <onentry><log label="enter b2" expr="[In('b'), In('b1'), In('b2')]"/></onentry>
+      <transition event="back" target="a2"/>
+    </state>
+  </state>
+</scxml>
+"""
+
+
+@settings(max_examples=60, deadline=None)
+@given(names=st.lists(st.sampled_from(["go", "self", "side", "back"]), max_size=10))
+def test_a_planned_microstep_shows_the_configuration_state_by_state(names: list[str]) -> None:
+    """A plan carries the configuration after each state it exits or enters (``follow``
+    assigns them instead of changing a set): ``In()`` in ``<onexit>``, the transition's
+    content and ``<onentry>`` must see exactly what the general functions show."""
+    machine = statifier.compile(_IN_DURING_MICROSTEP)
+    fed = [Event(name=name) for name in names]
+    with _general():
+        general = _drive(machine, fed)
+    _assert_same(general, _drive(machine, fed))
+
+
+def test_in_during_a_planned_microstep() -> None:
+    """The configuration state by state on one path, spelled out (the plan is taken)."""
+    machine = statifier.compile(_IN_DURING_MICROSTEP)
+    state, _ = initialize(machine, session_id="sess_in")
+    logged: list[tuple[str | None, Any]] = []
+    for name in ["go", "back", "go"]:
+        state, produced = handle_event(state, Event(name=name))
+        logged += [(e.label, e.value) for e in produced if isinstance(e, effects.Log)]
+    assert any(isinstance(key, tuple) and key[0] == "plan" for key in machine._cache)
+    once = [
+        ("exit a1", [True, True, False, False]),
+        ("exit a", [True, False, False, False, False]),
+        ("content", [False, False, False, False]),
+        ("enter b", [False, True, False, False]),
+        ("enter b1", [False, True, True, False]),
+    ]
+    assert logged == once + once  # b1 back to a logs nothing

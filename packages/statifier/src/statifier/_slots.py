@@ -18,14 +18,17 @@ from typing import Any
 
 def builder(cls: type) -> Any:
     """A mutable class laid out exactly as ``cls`` (a slotted dataclass whose base is
-    ``object`` or another slotted class): fill a bare instance (``object.__new__``),
-    every field of it, then assign ``__class__ = cls``."""
+    ``object`` or another slotted class): make a bare instance (call the builder with no
+    argument), fill every field of it, then assign ``__class__ = cls``."""
     namespace = {
         "__slots__": cls.__dict__["__slots__"],
         # Both, so that CPython stores attributes with its generic C setter: a class that
         # keeps the frozen ``__delattr__`` falls back to a slow Python-level dispatch.
         "__setattr__": object.__setattr__,
         "__delattr__": object.__delattr__,
+        # Calling the builder then makes a bare instance without a Python call (the base's
+        # generated ``__init__`` would want the fields): cheaper than ``object.__new__``.
+        "__init__": object.__init__,
     }
     base = cls.__base__ or object
     return type(f"{cls.__name__}Builder", (base,), namespace)

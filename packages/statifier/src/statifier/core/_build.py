@@ -11,8 +11,6 @@ from typing import Any, Final
 from statifier._slots import builder
 from statifier.core.effects import Cancel, DatamodelChange, Log, Owner, SendDelayed
 
-_new = object.__new__
-
 _ChangeBuilder: Final = builder(DatamodelChange)
 CHANGE_BUILDER: Final = _ChangeBuilder
 """The builder of ``DatamodelChange``, for a loop that fills one without a call (every
@@ -31,7 +29,7 @@ def datamodel_change(
     round_: int,
 ) -> DatamodelChange:
     """``DatamodelChange(location=..., ..., round=round_)``, built fast."""
-    effect = _new(_ChangeBuilder)
+    effect = _ChangeBuilder()
     effect.location = location
     effect.path = path
     effect.new_value = new_value
@@ -61,7 +59,7 @@ def log(
     round_: int,
 ) -> Log:
     """``Log(label=..., ..., round=round_)``, built fast."""
-    effect = _new(_LogBuilder)
+    effect = _LogBuilder()
     effect.label = label
     effect.value = value
     effect.c_index = c_index
@@ -88,7 +86,7 @@ def cancel(
     round_: int,
 ) -> Cancel:
     """``Cancel(send_id=..., ..., round=round_)``, built fast."""
-    effect = _new(_CancelBuilder)
+    effect = _CancelBuilder()
     effect.send_id = send_id
     effect.c_index = c_index
     effect.owner = owner
@@ -122,7 +120,7 @@ def send_delayed(
     round_: int,
 ) -> SendDelayed:
     """``SendDelayed(event=..., ..., round=round_)``, built fast."""
-    effect = _new(_DelayedBuilder)
+    effect = _DelayedBuilder()
     effect.event = event
     effect.target = target
     effect.type = type_

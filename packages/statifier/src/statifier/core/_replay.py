@@ -40,8 +40,6 @@ Step = tuple[frozenset[int], int, int, frozenset[int]]
 """A remembered step: the configuration it ends in, its ``microstep`` and ``round``
 counters, and every state it enters (eventless hops included)."""
 
-_new = object.__new__
-
 
 def replay(
     state: MachineState, event: Event, routes: Container[str] | Keep | None
@@ -64,7 +62,7 @@ def replay(
         return None
     datamodel = dict(state.datamodel)  # a dict: see ``record``
     datamodel["_event"] = event.as_system_variable()
-    new: Any = _new(StateBuilder)
+    new: Any = StateBuilder()
     new.machine = state.machine
     new.session_id = state.session_id
     new.configuration = configuration

@@ -18,7 +18,7 @@ from statifier.chart.model import ContentNode, DataNode, Machine, Owner, StateNo
 from statifier.core import effects as fx
 from statifier.core._build import datamodel_change
 from statifier.core.events import Event
-from statifier.core.state import MachineState, StateBuilder, finish
+from statifier.core.state import MachineState, StateBuilder
 from statifier.datamodel import (
     EvaluationError,
     Expression,
@@ -28,6 +28,7 @@ from statifier.datamodel import (
     datamodel_for,
     variables_of,
 )
+from statifier.datamodel.registry import VARIABLES_KEY
 from statifier.errors import ExecutionResourceError
 from statifier.values import ValueRefused, ValueTooLarge, brief, clip, entry_key_size, measure
 
@@ -36,6 +37,9 @@ Effects = list[fx.Effect]
 
 SMALL_INT = 2**64
 """Integers below this in magnitude write out in at most 20 digits."""
+
+NEGATIVE_SMALL_INT = -SMALL_INT
+"""``-SMALL_INT``, made once (negating a big integer allocates one per write)."""
 
 _new = object.__new__
 
@@ -125,13 +129,16 @@ class Run:
     states: tuple[StateNode, ...]
     transitions: tuple[TransitionNode, ...]
     session_id: str
-    config: set[int]
+    config: set[int] | frozenset[int]
+    """The configuration: the state's own set until a change (``thaw_config``) or a
+    microstep plan (``Interpreter.follow``) replaces it."""
     _order: list[int] | None
     _frozen: frozenset[int] | None
     internal_queue: deque[Event]
     history: dict[int, tuple[int, ...]]
     entered: frozenset[int]
-    states_to_invoke: set[int]
+    states_to_invoke: set[int] | tuple[int, ...]
+    """An empty tuple until the first change (``to_invoke``): most calls never touch it."""
     invocations: dict[tuple[int, int], str]
     invoke_counter: int
     send_counter: int
@@ -167,8 +174,9 @@ class Run:
     """Whether this macrostep so far depends only on the configuration and the event name
     (``statifier.core._replay``): cleared by any condition, content, history, final state,
     internal event or invocation."""
-    entered_now: set[int]
-    """The states this macrostep entered (kept while it is replayable)."""
+    entered_now: frozenset[int]
+    """The states this macrostep entered (kept while it is replayable; a new set each
+    time, so that a step that stops being replayable made none)."""
 
     @classmethod
     def fresh(
@@ -182,7 +190,7 @@ class Run:
         caller_context: Any = None,
         limits: MacrostepLimits | None = None,
     ) -> Self:
-        run = cls.__new__(cls)
+        run = cls()  # no ``__init__``: a bare run, cheaper than ``__new__``
         run.machine = machine
         run.states = machine.states
         run.transitions = machine.transitions
@@ -218,27 +226,31 @@ class Run:
 
     @classmethod
     def resume(cls, state: MachineState, routes: Container[str] | Keep | None = KEEP) -> Self:
-        run = cls.__new__(cls)
+        run = cls()  # no ``__init__``: a bare run, cheaper than ``__new__``
         machine = state.machine
         run.machine = machine
         run.states = machine.states
         run.transitions = machine.transitions
         run.session_id = state.session_id
-        run.config = set(state.configuration)
+        # The configuration, states_to_invoke, history, entered and invocations are
+        # copied on write: most steps never change them in place.
+        run.config = run._frozen = state.configuration
         run._order = None
-        run._frozen = state.configuration
         run.internal_queue = deque(state.internal_queue)
-        # history, entered and invocations are copied on write: most steps never touch them.
         run.history = state.history
         run.entered = state.entered
-        run.states_to_invoke = set(state.states_to_invoke)
+        to_invoke = state.states_to_invoke
+        run.states_to_invoke = set(to_invoke) if to_invoke else ()
         run.invocations = state.invocations
         run.invoke_counter = state.invoke_counter
         run.send_counter = state.send_counter
         run.timer_counter = state.timer_counter
         run.caller_context = state.caller_context
-        opener = variables_of(machine)
-        run.datamodel = dict(state.datamodel) if opener is None else opener(machine, state)  # type: ignore[assignment]
+        # ``variables_of``, inlined: once per event.
+        opener = machine._cache.get(VARIABLES_KEY, variables_of)
+        if opener is variables_of:
+            opener = variables_of(machine)
+        run.datamodel = dict(state.datamodel) if opener is None else opener(machine, state)
         run.context = None
         run.running = state.running
         run.status = state.status
@@ -274,12 +286,15 @@ class Run:
         self.origin = None
 
     def freeze(self) -> MachineState:
-        state: Any = _new(StateBuilder)
+        state: Any = StateBuilder()
         state.machine = self.machine
         state.session_id = self.session_id
         origin = self.origin
         entered = self.entered
-        if origin is not None and self.config == origin.configuration:
+        config = self.config
+        if origin is not None and (
+            config is origin.configuration or config == origin.configuration
+        ):
             # Back where it started (a self-transition, most steps): no new set.
             configuration = origin.configuration
         else:
@@ -290,8 +305,9 @@ class Run:
         state.internal_queue = tuple(self.internal_queue) if self.internal_queue else ()
         state.history = self.history
         state.entered = entered
+        to_invoke = self.states_to_invoke
         state.states_to_invoke = (
-            tuple(sorted(self.states_to_invoke)) if self.states_to_invoke else ()
+            () if type(to_invoke) is tuple else (tuple(sorted(to_invoke)) if to_invoke else ())
         )
         state.invocations = self.invocations
         state.invoke_counter = self.invoke_counter
@@ -322,7 +338,9 @@ class Run:
         # is freed at once, not left to the cyclic collector.
         del self.in_state._run
         self.budget.admit = None
-        return finish(state)
+        state.__class__ = MachineState  # ``finish``, inlined: once per call
+        made: MachineState = state
+        return made
 
     # -- small helpers -------------------------------------------------------------------
 
@@ -331,6 +349,21 @@ class Run:
         if self._frozen is None:
             self._frozen = frozenset(self.config)
         return self._frozen
+
+    def thaw_config(self) -> set[int]:
+        """The configuration as a set of this call's own, to change in place (views of it
+        are dropped by whoever changes it)."""
+        config = self.config
+        if type(config) is not set:
+            config = self.config = set(config)
+        return config
+
+    def to_invoke(self) -> set[int]:
+        """``states_to_invoke`` as a set of this call's own, to change in place."""
+        found = self.states_to_invoke
+        if type(found) is not set:
+            found = self.states_to_invoke = set(found)
+        return found
 
     def changed(self) -> None:
         """The configuration changed: drop the cached views of it."""
@@ -626,7 +659,9 @@ class Run:
             room -= entry_key_size(path[-1])  # the key, if it is new
         kind = type(value)
         if room >= 22 and (
-            (kind is int and -SMALL_INT < value < SMALL_INT) or kind is bool or value is None
+            (kind is int and NEGATIVE_SMALL_INT < value < SMALL_INT)
+            or kind is bool
+            or value is None
         ):
             # A small scalar: an upper bound of its size without walking anything.
             self.bound = cap - room + 22

@@ -28,7 +28,7 @@ from statifier.chart.model import (
 )
 from statifier.core import _replay, planner
 from statifier.core import effects as fx
-from statifier.core._run import KEEP, BlockAbort, Effects, Keep
+from statifier.core._run import KEEP, BlockAbort, Effects, Keep, shared
 from statifier.core.content import ContentExecutor, direct_of
 from statifier.core.events import Event, name_matches
 from statifier.core.state import MachineState
@@ -50,6 +50,11 @@ _MEMO_NAME_LENGTH = 256
 """Longer event names are matched every time, never memoized."""
 
 SYSTEM_VARIABLES = frozenset({"_event", "_sessionid", "_name", "_ioprocessors"})
+
+_NOTHING: frozenset[int] = frozenset()
+
+_NONE: list[TransitionNode] = []
+"""No transition enabled (never changed: ``main_event_loop`` only reads it)."""
 
 
 def initialize(
@@ -128,7 +133,7 @@ def handle_event(
         raise _resource_error(state.session_id, exc) from None
     after = run.freeze()
     if run.replayable and not run.effects and run.running and not run.internal_queue:
-        _replay.record(state, event.name, after, frozenset(run.entered_now))
+        _replay.record(state, event.name, after, run.entered_now)
     return after, run.effects
 
 
@@ -235,7 +240,7 @@ class Interpreter(ContentExecutor):
             self.trace or self.invocations or self.internal_queue or self.machine.has_invokes
         )
         if self.replayable:
-            self.entered_now = set()
+            self.entered_now = _NOTHING
         if self.trace:
             self.effects.append(fx.EventDequeued(event=event, source="external", **self.counters()))
         self.datamodel["_event"] = event.as_system_variable()
@@ -244,7 +249,10 @@ class Interpreter(ContentExecutor):
         # ``select_transitions``, inlined: once per event.
         name = event.name
         memo = self.machine._cache.get("select")
-        chains = None if memo is None else memo.get((self.frozen_config(), name))
+        configuration = self._frozen  # ``frozen_config``, inlined: a resumed run has it
+        if configuration is None:
+            configuration = self.frozen_config()
+        chains = None if memo is None else memo.get((configuration, name))
         if chains is not None:
             enabled = self._first_enabled(chains, True)
         else:
@@ -280,7 +288,7 @@ class Interpreter(ContentExecutor):
         for key in finished:
             self.pop_invocation(key)
 
-    def main_event_loop(self) -> None:
+    def main_event_loop(self) -> None:  # noqa: C901 - Appendix D, its hot checks inlined
         """Appendix D ``mainEventLoop``, first half: eventless transitions and internal
         events to quiescence (or the round budget), then the invoke pass."""
         budget = self.max_rounds
@@ -304,7 +312,7 @@ class Interpreter(ContentExecutor):
                     return
                 rounds += 1
                 self.round += 1
-                enabled = self.select_eventless_transitions() if eventless else []
+                enabled = self.select_eventless_transitions() if eventless else _NONE
                 if not enabled:
                     if not self.internal_queue:
                         macrostep_done = True
@@ -324,7 +332,8 @@ class Interpreter(ContentExecutor):
                     self.do_microstep(enabled)
             if not self.running:
                 break
-            self.invoke_pass()
+            if self.states_to_invoke:
+                self.invoke_pass()
             if self.internal_queue:
                 continue
             if self.trace:
@@ -365,7 +374,7 @@ class Interpreter(ContentExecutor):
             for block in state.onexit:
                 self.execute_block(block)
             self.cancel_invocations(state)
-            self.config.discard(s)
+            self.thaw_config().discard(s)
             self.changed()
             if state.kind == "final" and state.parent == 0:
                 donedata = self.evaluate_donedata(state)
@@ -625,9 +634,16 @@ class Interpreter(ContentExecutor):
     def do_microstep(self, enabled: list[TransitionNode]) -> None:
         """Appendix D ``microstep``."""
         if len(enabled) == 1 and not self.trace:
-            plan = self.plan(enabled[0])
+            # ``plan``, inlined: once per microstep.
+            t = enabled[0]
+            configuration = self._frozen
+            if configuration is None:
+                configuration = self.frozen_config()
+            plan = self.machine._cache.get(("plan", configuration, t.index), _UNPLANNED)
+            if plan is _UNPLANNED:
+                plan = self.plan(t)
             if plan is not None:
-                self.follow(plan, enabled[0])
+                self.follow(plan, t)
                 return
         # A transition to a history state has a domain that depends on the history recorded
         # (getEffectiveTargetStates), which exitStates may record: Appendix D read
@@ -668,7 +684,12 @@ class Interpreter(ContentExecutor):
         to_enter, default_entry, default_history = self.compute_entry_set([t])
         if default_history or any(states[s].history for s in to_exit):
             return None
-        entries: list[tuple[int, tuple[tuple[ContentNode, ...], ...]]] = []
+        config = set(self.config)
+        exits: list[_Step] = []
+        for s in to_exit:
+            config.discard(s)
+            exits.append((s, states[s].onexit, frozenset(config)))
+        entries: list[_Step] = []
         for s in to_enter:
             state = states[s]
             if state.kind == "final":
@@ -676,29 +697,43 @@ class Interpreter(ContentExecutor):
             blocks = state.onentry
             if s in default_entry and state.initial_transition is not None:
                 blocks = (*blocks, self.transitions[state.initial_transition].content)
-            entries.append((s, blocks))
-        return _Plan(
-            tuple((s, states[s].onexit) for s in to_exit), tuple(entries), frozenset(to_enter)
-        )
+            config.add(s)
+            entries.append((s, blocks, frozenset(config)))
+        # The configuration the microstep ends in is the machine's one such set (``freeze``
+        # then finds it is where a self-transition started without comparing).
+        steps = entries or exits
+        if steps:
+            s, blocks, end = steps[-1]
+            steps[-1] = (s, blocks, shared(machine, end))
+        return _Plan(tuple(exits), tuple(entries), frozenset(to_enter))
 
     def follow(self, plan: _Plan, t: TransitionNode) -> None:
         """Appendix D ``microstep`` for one transition, as ``plan`` lays it out: exactly
-        what ``exitStates``, ``executeTransitionContent`` and ``enterStates`` do then."""
-        config = self.config
+        what ``exitStates``, ``executeTransitionContent`` and ``enterStates`` do then. The
+        configuration after each state exited or entered is the plan's own set (content
+        cannot change it), so nothing is copied or changed in place."""
         if self.states_to_invoke:
-            for s, _ in plan.exits:
-                self.states_to_invoke.discard(s)
-        for s, blocks in plan.exits:
+            to_invoke = self.to_invoke()
+            for s, _, _ in plan.exits:
+                to_invoke.discard(s)
+        for _, blocks, after in plan.exits:
             for block in blocks:
                 self.execute_block(block)
-            config.discard(s)
-            self._order = self._frozen = None
-        self.execute_block(t.content)
+            self.config = self._frozen = after
+            self._order = None
+        content = t.content
+        if content:  # ``execute_block``, inlined
+            self.replayable = False
+            try:  # noqa: SIM105 - cheaper than contextlib.suppress on this hot path
+                self.execute_nodes(content)
+            except BlockAbort:
+                pass
+            self.node = None
         if self.replayable:
-            self.entered_now.update(plan.entered)
-        for s, blocks in plan.entries:
-            config.add(s)
-            self._order = self._frozen = None
+            self.entered_now = self.entered_now | plan.entered
+        for _, blocks, after in plan.entries:
+            self.config = self._frozen = after
+            self._order = None
             for block in blocks:
                 self.execute_block(block)
         if not plan.entered <= self.entered:
@@ -752,8 +787,9 @@ class Interpreter(ContentExecutor):
         if not to_exit:
             return
         if self.states_to_invoke:
+            to_invoke = self.to_invoke()
             for s in to_exit:
-                self.states_to_invoke.discard(s)
+                to_invoke.discard(s)
         to_exit.sort(reverse=True)
         for s in to_exit:
             for h in states[s].history:
@@ -765,7 +801,7 @@ class Interpreter(ContentExecutor):
                 else:
                     recorded = tuple(x for x in self.order() if states[x].parent == s)
                     self.history = {**self.history, h: recorded}
-        config = self.config
+        config = self.thaw_config()
         for s in to_exit:
             state = states[s]
             for block in state.onexit:
@@ -796,14 +832,15 @@ class Interpreter(ContentExecutor):
         to_enter, default_entry, default_history = self.compute_entry_set(enabled, domains)
         has_invokes = machine.has_invokes
         if self.replayable:
-            self.entered_now.update(to_enter)
-        config = self.config
+            self.entered_now = self.entered_now.union(to_enter)
+        config = self.thaw_config()
+        to_invoke = self.to_invoke() if has_invokes else None
         for s in to_enter:
             state = states[s]
             config.add(s)
             self._order = self._frozen = None
-            if has_invokes:
-                self.states_to_invoke.add(s)
+            if to_invoke is not None:
+                to_invoke.add(s)
             if s not in self.entered:
                 self.entered = self.entered | {s}
                 if machine.late_binding and s != 0 and state.data:
@@ -977,10 +1014,10 @@ class Interpreter(ContentExecutor):
         if not self.states_to_invoke:
             return
         if not self.machine.has_invokes:
-            self.states_to_invoke.clear()
+            self.states_to_invoke = ()
             return
         pending = sorted(self.states_to_invoke)
-        self.states_to_invoke.clear()
+        self.states_to_invoke = ()
         for s in pending:
             if s not in self.config:
                 continue
@@ -1115,18 +1152,23 @@ def _memoize(cache: dict[Any, Any], key: Any, value: Any) -> None:
 _UNPLANNED: Any = object()
 
 
+_Step = tuple[int, tuple[tuple[ContentNode, ...], ...], frozenset[int]]
+"""A state a plan exits or enters, its blocks, and the configuration once it is out or in."""
+
+
 class _Plan:
     """What a microstep of one transition from one configuration does (``Interpreter.plan``):
     the states it exits, in exit order, with their ``<onexit>`` blocks; the states it
     enters, in entry order, with their ``<onentry>`` blocks (and the initial transition's
-    content of a state entered by default); and the states it enters, as a set."""
+    content of a state entered by default); each with the configuration once that state is
+    out or in; and the states it enters, as a set."""
 
     __slots__ = ("entered", "entries", "exits")
 
     def __init__(
         self,
-        exits: tuple[tuple[int, tuple[tuple[ContentNode, ...], ...]], ...],
-        entries: tuple[tuple[int, tuple[tuple[ContentNode, ...], ...]], ...],
+        exits: tuple[_Step, ...],
+        entries: tuple[_Step, ...],
         entered: frozenset[int],
     ) -> None:
         self.exits = exits

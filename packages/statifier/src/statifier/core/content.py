@@ -39,7 +39,7 @@ from statifier.core._build import (
     log,
     send_delayed,
 )
-from statifier.core._run import SMALL_INT, BlockAbort, Run
+from statifier.core._run import NEGATIVE_SMALL_INT, SMALL_INT, BlockAbort, Run
 from statifier.core.events import MAX_NAME_LENGTH, Event
 from statifier.datamodel import (
     DirectEvaluation,
@@ -50,8 +50,6 @@ from statifier.datamodel import (
     variables_of,
 )
 from statifier.values import brief, entry_key_size
-
-_new = object.__new__
 
 
 class ContentExecutor(Run):
@@ -162,7 +160,7 @@ class ContentExecutor(Run):
                 else:
                     self.node, self.line = node, node.line
                     value = self.ship(value)
-                effect = _new(LOG_BUILDER)
+                effect = LOG_BUILDER()
                 effect.label = location
                 effect.value = value
                 effect.c_index = c_index
@@ -192,7 +190,7 @@ class ContentExecutor(Run):
                         room = limits.cap - bound - entry_key_size(key)
                         value_type = type(value)
                         if room >= 22 and (
-                            (value_type is int and -SMALL_INT < value < SMALL_INT)
+                            (value_type is int and NEGATIVE_SMALL_INT < value < SMALL_INT)
                             or value_type is bool
                             or value is None
                         ):
@@ -206,7 +204,7 @@ class ContentExecutor(Run):
                                 self.raise_error("error.execution", self.failure(what, exc))
                                 raise BlockAbort from None
                         datamodel[root] = copy
-                        effect = _new(CHANGE_BUILDER)
+                        effect = CHANGE_BUILDER()
                         effect.location = location.source
                         effect.path = (key,)
                         effect.new_value = fx.NOT_RECORDED
@@ -230,7 +228,7 @@ class ContentExecutor(Run):
                 bound = self.bound = self.carried_bound()
             value_type = type(value)
             if limits.cap - bound >= 22 and (
-                (value_type is int and -SMALL_INT < value < SMALL_INT)
+                (value_type is int and NEGATIVE_SMALL_INT < value < SMALL_INT)
                 or value_type is bool
                 or value is None
             ):
@@ -244,7 +242,7 @@ class ContentExecutor(Run):
                     self.raise_error("error.execution", self.failure(what, exc))
                     raise BlockAbort from None
             datamodel[root] = value
-            effect = _new(CHANGE_BUILDER)
+            effect = CHANGE_BUILDER()
             effect.location = location.source
             effect.path = ()
             effect.new_value = fx.NOT_RECORDED
@@ -739,7 +737,9 @@ def assign_step(node: AssignNode, kept: bool) -> Step:
                 bound = run.bound = run.carried_bound()
             kind = type(value)
             if run.limits.cap - bound >= 22 and (
-                (kind is int and -SMALL_INT < value < SMALL_INT) or kind is bool or value is None
+                (kind is int and NEGATIVE_SMALL_INT < value < SMALL_INT)
+                or kind is bool
+                or value is None
             ):
                 run.bound = bound + 22
             else:

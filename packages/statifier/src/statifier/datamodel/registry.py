@@ -147,17 +147,18 @@ def datamodel_for(name: str) -> Datamodel:
     raise KeyError(name)
 
 
-_VARIABLES: Final = ("datamodel", "variables")
-"""The key, in a machine's ``_cache``, of its datamodel's ``variables`` (not a memo)."""
+VARIABLES_KEY: Final = ("datamodel", "variables")
+"""The key, in a machine's ``_cache``, of its datamodel's ``variables`` (not a memo; the
+core reads it there itself once an event)."""
 
 _UNKNOWN: Final = object()
 
 
 def variables_of(machine: Machine) -> OpenVariables | None:
     """``machine``'s datamodel's ``variables`` (None: a plain ``dict``), looked up once."""
-    found: object = machine._cache.get(_VARIABLES, _UNKNOWN)
+    found: object = machine._cache.get(VARIABLES_KEY, _UNKNOWN)
     if found is _UNKNOWN:
-        found = machine._cache[_VARIABLES] = datamodel_for(machine.datamodel).variables
+        found = machine._cache[VARIABLES_KEY] = datamodel_for(machine.datamodel).variables
     return cast("OpenVariables | None", found)
 
 

@@ -46,7 +46,7 @@ def write_result(
 ) -> WriteResult:
     """``WriteResult(root, root_value, path, prior, value)``, built fast (a write per
     ``<assign>``)."""
-    result = object.__new__(_WriteResultBuilder)
+    result = _WriteResultBuilder()
     result.root = root
     result.root_value = root_value
     result.path = path
