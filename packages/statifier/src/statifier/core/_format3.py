@@ -166,6 +166,16 @@ def _without_implied(datamodel: dict[str, Any]) -> dict[str, Any]:
     return stored
 
 
+def _counters_fit(a: Any, b: Any, c: Any, d: Any, e: Any, f: Any) -> bool:
+    """``_payload``'s check of a position's six counters (ints from 0 to ``MAX_COUNTER``),
+    without its loop: both plain paths make it once per call."""
+    return (
+        type(a) is type(b) is type(c) is type(d) is type(e) is type(f) is int
+        and min(a, b, c, d, e, f) >= 0
+        and max(a, b, c, d, e, f) <= MAX_COUNTER
+    )
+
+
 def plain_body(state: MachineState) -> bytes | None:
     """The format 4 payload of ``state`` when it is plainly a valid position, the way the
     engine makes them: index sets as frozensets, no queued events, every field of the type
@@ -227,17 +237,8 @@ def plain_body(state: MachineState) -> bytes | None:
         macrostep = state.macrostep
         microstep = state.microstep
         round_ = state.round
-        if not (  # ``_payload``'s check of the counters, without a loop: once per call
-            type(invoke_counter)
-            is type(send_counter)
-            is type(timer_counter)
-            is type(macrostep)
-            is type(microstep)
-            is type(round_)
-            is int
-            and min(invoke_counter, send_counter, timer_counter, macrostep, microstep, round_) >= 0
-            and max(invoke_counter, send_counter, timer_counter, macrostep, microstep, round_)
-            <= MAX_COUNTER
+        if not _counters_fit(
+            invoke_counter, send_counter, timer_counter, macrostep, microstep, round_
         ):
             return None
         variables: Any = state.datamodel
@@ -504,17 +505,8 @@ def _plain_read(
     ):
         # The common position, checked in place: ``decode_values``' checks for a
         # position with no queue and no invocations, under the host's own budgets.
-        if not (  # ``_payload``'s check of the counters, without a loop: once per call
-            type(invoke_counter)
-            is type(send_counter)
-            is type(timer_counter)
-            is type(macrostep)
-            is type(microstep)
-            is type(round_)
-            is int
-            and min(invoke_counter, send_counter, timer_counter, macrostep, microstep, round_) >= 0
-            and max(invoke_counter, send_counter, timer_counter, macrostep, microstep, round_)
-            <= MAX_COUNTER
+        if not _counters_fit(
+            invoke_counter, send_counter, timer_counter, macrostep, microstep, round_
         ):
             return None
         if "_ioprocessors" in datamodel or "_name" in datamodel or "_sessionid" in datamodel:
