@@ -1329,6 +1329,24 @@
     }
   }
 
+  // logWrite(target, name) for a string ``name`` and a ``target`` that is no array (the
+  // global object for a variable, the system variables' holder for the event, an object a
+  // member write goes into), without the checks a symbol key or an array needs.
+  function logNamed(target, name) {
+    if (!logging) return;
+    if (name === "__proto__") {
+      snapshotPrevious();  // it sets the prototype, not a property
+      return;
+    }
+    if (!hasOwn(target, name)) {
+      undoLog.push(target, name, undefined, undefined);
+    } else if (state.inert) {
+      undoLog.push(target, name, VALUE_ONLY, target[name]);
+    } else {
+      undoLog.push(target, name, getOwnPropertyDescriptor(target, name), undefined);
+    }
+  }
+
   function snapshotPrevious() {
     if (!logging) return;
     logging = false;
@@ -1558,20 +1576,28 @@
     }
   }
 
+  // What store() adds for the key of a write at ``location`` (or into the variable
+  // ``name``): the variable's name when the value is the whole variable, else the member's
+  // (-1: a key computed at run time).
+  function storeCost(location, name, member) {
+    if (location === null || member === "") return name === null ? 0 : textSize(name) + 4;
+    return memberCost(member);
+  }
+
   function produce(expr, text) {
     return expr === null ? (text === null ? undefined : parseJSON(text)) : expr();
   }
 
   // An unguarded <assign>: ``expr``'s value (or the JSON ``text``) admitted, then stored at
   // ``location`` (or in the variable ``name``).
-  // ``keyCost`` is what the variable's name adds when the value is the whole variable.
-  function store(location, expr, text, name, root, plain, member, target, keyCost) {
+  // ``under`` is what the write's key adds (storeCost(): the same for every write of one
+  // <assign>, worked out once for a run's).
+  function store(location, expr, text, name, root, plain, member, target, under) {
     const value = expr === null ? (text === null ? undefined : parseJSON(text)) : expr();
     // ``member`` "" says the location is the variable itself.
     const whole = location === null || member === "";
     const variable = location === null ? name : root;
     const kind = typeof value;
-    const under = whole ? keyCost : memberCost(member);
     if (under < 0) {
       // a key computed at run time: admitted() has the exact size decide
     } else if (variable !== null && (kind === "number" || kind === "boolean" ||
@@ -1620,18 +1646,18 @@
   // it replaces.
   function place(location, value, name, whole, target) {
     if (location === null) {
-      logWrite(global, name);
+      logNamed(global, name);
       global[name] = value;
       return;
     }
     if (logging) {
       if (whole) {
-        logWrite(global, name);
+        logNamed(global, name);
       } else if (target !== null) {
-        // The object and key the location writes into (the location reads nothing that
-        // can change: it is write-free, and no accessor is reachable).
-        const where = target();
-        if (isObject(where[0])) logWrite(where[0], where[1]);
+        // Logs what the write replaces in the object and under the key the location writes
+        // into (the location reads nothing that can change: it is write-free, and no
+        // accessor is reachable).
+        target();
       } else {
         snapshotPrevious();
       }
@@ -1657,7 +1683,7 @@
     // ``starting``: the first write of a call (nextGeneration() first).
     setEvent(starting, name, type, sendid, origin, origintype, invokeid, data) {
       if (starting) api.nextGeneration();
-      logWrite(system, "_event");
+      logNamed(system, "_event");
       // Only the data can hold objects: the event itself is frozen as it is.
       const event = name === null ? undefined : freezeObject({
         name, type,
@@ -1717,12 +1743,26 @@
       makeFunction("return [" + source + "\n];");
       return makeFunction("__statifier_value", "(" + source + "\n) = __statifier_value;");
     },
-    // The object and key a member location writes into: [object, key] (the location's
-    // own parts, ``key`` an expression when ``computed``).
+    // A function that logs (logWrite) what a member location's write replaces, from the
+    // location's own parts: the object it writes into and its key (an expression when
+    // ``computed``). No array is made per write: a spelled-out key on an object that is
+    // no array takes logNamed.
     compileTarget(objectSource, key, computed) {
       const object = makeFunction("return (" + objectSource + "\n);");
-      const index = computed ? makeFunction("return (" + key + "\n);") : null;
-      return function () { return [object(), index === null ? key : index()]; };
+      if (computed) {
+        const index = makeFunction("return (" + key + "\n);");
+        return function () {
+          const where = object();
+          const at = index();
+          if (isObject(where)) logWrite(where, at);
+        };
+      }
+      return function () {
+        const where = object();
+        if (!isObject(where)) return;
+        if (isArray(where)) logWrite(where, key);
+        else logNamed(where, key);
+      };
     },
     // The state before the current call, written out (a JSON object of its stored
     // variables), or null when the engine holds no call's writes to undo.
@@ -1781,7 +1821,7 @@
         return true;
       }
       store(location, expr, text, name, root, plain, member, target,
-        name === null ? 0 : textSize(name) + 4);
+        storeCost(location, name, member));
       return false;
     },
     // Runs of <assign> (and a <log> ending one), made once per block and run in one call.
@@ -1789,7 +1829,7 @@
     blockAssign(block, location, expr, text, name, root, pure, plain, member, target) {
       if (location !== null) name = root;
       block.push({ log: null, location, expr, text, name, root, pure, plain, member, target,
-        keyCost: name === null ? 0 : textSize(name) + 4 });
+        under: storeCost(location, name, member) });
     },
     blockLog(block, fn, pure) {
       block.push({ log: fn, pure });
@@ -1806,7 +1846,7 @@
         if (!state.inert || (step.pure && !state.callableFree)) return { stopped: i };
         if (step.log !== null) return result(step.log(), limit);
         store(step.location, step.expr, step.text, step.name, step.root, step.plain, step.member,
-          step.target, step.keyCost);
+          step.target, step.under);
       }
       blockStep = count;
       return true;
@@ -1910,7 +1950,9 @@
 
   function deepFreezeData(value) {
     if (value !== null && typeof value === "object") {
-      for (const key of ownKeys(value)) deepFreezeData(value[key]);
+      // Indexed: no iterator an object (every event's data comes here).
+      const keys = ownKeys(value);
+      for (let i = 0; i < keys.length; i++) deepFreezeData(value[keys[i]]);
       freezeObject(value);
     }
     return value;

@@ -63,6 +63,7 @@ if TYPE_CHECKING:
 __all__ = ["SYSTEM_VARIABLES", "Link", "Variables", "new_variables"]
 
 _SYSTEM: Final = frozenset(SYSTEM_VARIABLES)
+_new: Final = object.__new__
 
 
 class Generation:
@@ -198,7 +199,11 @@ def new_variables(machine: Machine, state: MachineState | None) -> Variables:
     ):
         instance = carried[1].take()
         if instance is not None:
-            variables = Variables(instance, instance.names)
+            # ``Variables(instance, instance.names)`` without the call: once an event.
+            variables = _new(Variables)
+            variables.instance = instance
+            variables.names = instance.names
+            variables.failed = False
             variables.sync(datamodel, cap)
             return variables
     variables = Variables(Instance(setup_of(machine), cap), set())
@@ -280,11 +285,18 @@ class Variables(MutableMapping[str, Value]):
             raise MemoryError("the variables could not be put back after a failed write")
         instance = self.instance
         names = self.names
-        generation = Generation(instance)
+        # ``Generation(instance)`` and ``Link(instance)`` without the calls: once an event.
+        generation = _new(Generation)
+        generation.instance = instance
+        generation.number = number = instance.generation
+        generation.stored = None
         instance.current = weakref.ref(generation)
         datamodel = engine_view(instance.system, frozenset(names), generation)
         instance.names = names
-        return datamodel, (datamodel, Link(instance))
+        link = _new(Link)
+        link.instance = instance
+        link.generation = number
+        return datamodel, (datamodel, link)
 
     def load(self, datamodel: Mapping[str, Value]) -> None:
         """Install a state's stored variables in this (fresh) instance."""
