@@ -1691,7 +1691,7 @@
         origin: origin === null ? undefined : origin,
         origintype: origintype === null ? undefined : origintype,
         invokeid: invokeid === null ? undefined : invokeid,
-        data: data === null ? undefined : deepFreezeData(parseJSON(data)),
+        data: data === null ? undefined : frozenData(data),
       });
       system._event = event;
       systemPaths = null;
@@ -1947,6 +1947,14 @@
     answerHost(key, value, error) { hostAnswers.set(key, [value, error]); },
     forgetHostAnswers() { hostAnswers.clear(); },
   });
+
+  // The value of JSON ``text``, frozen through. Text with no "{" past its first character
+  // and no "[" holds one object at most, its first: no walk then (an event's flat data).
+  function frozenData(text) {
+    const value = parseJSON(text);
+    if (text.indexOf("[") < 0 && text.indexOf("{", 1) < 0) return freezeObject(value);
+    return deepFreezeData(value);
+  }
 
   function deepFreezeData(value) {
     if (value !== null && typeof value === "object") {

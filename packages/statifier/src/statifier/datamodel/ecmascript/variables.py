@@ -928,24 +928,47 @@ NO_LIMIT_FLOAT: Final = float(NO_LIMIT)
 
 _EVENT_FIELDS: Final = ("name", "type", "sendid", "origin", "origintype", "invokeid")
 _FIELDS: Final = itemgetter(*_EVENT_FIELDS)
+_NO_EVENT: Final = (None,) * 7
+_CARRIED: Final[set[tuple[Any, ...]]] = set()
+"""Events' fields found to be strings the binding carries as they are (a chart's events
+mostly share their name, type and origin: each such tuple is checked once)."""
+_CARRIED_LIMIT: Final = 1024
+"""How many tuples ``_CARRIED`` keeps (cleared when full: fields that differ on every
+event never pile up)."""
 
 
 def _event_fields(event: Value) -> tuple[Any, ...] | None:
     """``setEvent``'s arguments: the event's fields as they are, its data as JSON text; None
     when a field is not a string the binding carries as it is (ASCII without NUL)."""
-    if not isinstance(event, dict):
-        return (None,) * 7
+    if type(event) is not dict and not isinstance(event, dict):
+        return _NO_EVENT
     if "raw" in event:
         return None  # a received message's event (rare): the whole event goes as JSON
     try:
         fields = _FIELDS(event)
     except KeyError:
         fields = tuple(event.get(key) for key in _EVENT_FIELDS)
-    for field in fields:
-        if field is not None and (type(field) is not str or not field.isascii() or "\x00" in field):
-            return None  # rare: the whole event goes as JSON
+    try:
+        carried = fields in _CARRIED
+    except TypeError:
+        return None  # a field that is no string (nor hashable): the whole event goes as JSON
+    if not carried:
+        for field in fields:
+            if field is not None and (
+                type(field) is not str or not field.isascii() or "\x00" in field
+            ):
+                return None  # rare: the whole event goes as JSON
+        if len(_CARRIED) >= _CARRIED_LIMIT:
+            _CARRIED.clear()
+        _CARRIED.add(fields)
     data = event.get("data")
-    return (*fields, None if data is None else _dumps(data, "the event's data"))
+    if data is None:
+        return (*fields, None)
+    try:  # ``_dumps``, inlined: once an event
+        text = json_text(data)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise EvaluationError(f"the event's data is not a JSON value: {exc}") from None
+    return (*fields, text)
 
 
 def _dumps(value: Value, what: str) -> str:
