@@ -1336,7 +1336,8 @@
   // member write goes into), without the checks a symbol key or an array needs.
   function logNamed(target, name) {
     if (!logging) return;
-    if (name === "__proto__") {
+    // The length first: comparing strings is QuickJS's slow strict equality.
+    if (name.length === 9 && name === "__proto__") {
       snapshotPrevious();  // it sets the prototype, not a property
       return;
     }
@@ -1775,7 +1776,10 @@
     // A call starts: the state it resumes is the one previousStored() gives from now on.
     nextGeneration() {
       logging = true;
-      undoLog = [];
+      // Emptied in place (no new array, no growing it again an event); a long one is
+      // dropped, so that its room is not kept.
+      if (undoLog.length > 256) undoLog = [];
+      else undoLog.length = 0;
       previousText = null;
     },
     checkScript(source) {
@@ -1878,8 +1882,10 @@
         if (fn === null) return i;
         if (!state.inert || (guards[k + 1] && !state.callableFree)) return { stopped: i };
         const value = fn();
+        // A boolean first, without typeof (a string compared: QuickJS's slow path).
+        if (value === true) return i;
+        if (value === false) continue;
         switch (typeof value) {
-          case "boolean": if (value) return i; break;
           case "number": if (value !== 0 && value - value === 0) return i; break;
           case "string": if (value.length > 0) return i; break;
           case "undefined": break;
