@@ -175,7 +175,8 @@ class Link:
         previous = None if instance.previous is None else instance.previous()
         if previous is not None and previous.stored is None:
             previous()
-        flush(instance)  # the event of the last call, which used the engine no more
+        if instance.pending is not None:
+            flush(instance)  # the event of the last call, which used the engine no more
         # The engine starts logging with the call's first write (``Variables._begin``).
         instance.starting = True
         instance.generation += 1
@@ -204,7 +205,10 @@ def new_variables(machine: Machine, state: MachineState | None) -> Variables:
             variables.instance = instance
             variables.names = instance.names
             variables.failed = False
-            variables.sync(datamodel, cap)
+            # ``sync``, inlined: the system variables are the very dict the last call left
+            # unless a replayed step changed them.
+            if datamodel._system is not instance.system or cap != instance.cap:
+                variables.sync(datamodel, cap)
             return variables
     variables = Variables(Instance(setup_of(machine), cap), set())
     variables.load(stored_variables(datamodel))
@@ -238,6 +242,16 @@ class Variables(MutableMapping[str, Value]):
         return self.export(name)
 
     def __setitem__(self, name: str, value: Value) -> None:
+        if name == "_event":
+            # ``set_system``'s common case, inlined: the core sets the event every step.
+            instance = self.instance
+            fields = _event_fields(value)
+            if fields is None:
+                self.set_system(name, value)
+                return
+            instance.pending = fields
+            instance.system = {**instance.system, name: value}
+            return
         if name in _SYSTEM:
             self.set_system(name, value)
             return
@@ -432,7 +446,7 @@ class Variables(MutableMapping[str, Value]):
     call_cost: Final = CALL_COST
     """Steps of the macrostep budget one call into the engine costs at least."""
 
-    def assign_all(
+    def assign_all(  # noqa: C901 - the run's call, inlined: most of an event's engine calls
         self,
         writes: tuple[tuple[Compiled, Compiled | None, Value], ...],
         log: Compiled | None,
@@ -444,8 +458,13 @@ class Variables(MutableMapping[str, Value]):
         one call, as ``assign`` and ``evaluate`` would run each unguarded; stop before one
         that needs a guarded call. Returns how many ran and the log's value; a failing one
         raises ``WritesFailed``. Each charges the budget as its own call would."""
-        self._begin()
         instance = self.instance
+        # ``_begin``, inlined (a run is most of an event's calls into the engine).
+        if instance.pending is not None:
+            flush(instance)
+        elif instance.starting:
+            instance.starting = False
+            self._call(instance.api.next_generation)
         plan = instance.plans.get(id(writes))
         if plan is None:
             plan = instance.plans[id(writes)] = _BlockPlan(instance, writes, log)
@@ -460,13 +479,19 @@ class Variables(MutableMapping[str, Value]):
         answers = _answers(plan, in_state) if plan.asks else None
         if budget is not None and budget.limits is not instance.limits:
             self._meter(budget)
-        limit = NO_LIMIT_FLOAT if budget is None else float(max(budget.output, 0))
-        context = instance.context
+        if budget is None:
+            limit = NO_LIMIT_FLOAT
+        else:
+            output = budget.output
+            limit = float(output) if output > 0 else 0.0
         started = 0 if budget is None else perf_counter_ns()
         ran = count
         try:
             try:
-                result = context.call(instance.api.run_block, plan.handle, count, answers, limit)
+                try:  # ``Context.call``, inlined
+                    result = instance.api.run_block(plan.handle, count, answers, limit)
+                except Exception as exc:
+                    raise instance.context.failure(exc) from None
             except JSFailure as failure:
                 ran = self._block_progress() + 1
                 self._abort_after(failure)
@@ -482,7 +507,8 @@ class Variables(MutableMapping[str, Value]):
         finally:
             if budget is not None and ran:
                 spent = (perf_counter_ns() - started) // NS_PER_STEP
-                budget.spend(max(spent, CALL_COST * ran))
+                least = CALL_COST * ran
+                budget.spend(spent if spent > least else least)
 
     def _block_progress(self) -> int:
         """The step a failed block call was at (its last one when the engine cannot say)."""
@@ -613,7 +639,13 @@ class Variables(MutableMapping[str, Value]):
         if pending is None and instance.starting:
             self._begin()
         answers = _answers(plan, in_state) if plan.asks else None
-        limit = self._output_limit(budget)
+        if budget is None:  # ``_output_limit``, inlined: once an event
+            limit = NO_LIMIT_FLOAT
+        else:
+            if budget.limits is not instance.limits:
+                self._meter(budget)
+            output = budget.output
+            limit = float(output) if output > 0 else 0.0
         api = instance.api
         started = 0 if budget is None else perf_counter_ns()
         ran = 0
@@ -647,7 +679,8 @@ class Variables(MutableMapping[str, Value]):
         finally:
             if budget is not None and ran:
                 spent = (perf_counter_ns() - started) // NS_PER_STEP
-                budget.spend(max(spent, CALL_COST * ran))
+                least = CALL_COST * ran
+                budget.spend(spent if spent > least else least)
 
     def _guard_progress(self, start: int) -> int:
         """The condition a failed guards call was at (``start`` when the engine cannot say)."""
