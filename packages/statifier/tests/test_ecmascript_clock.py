@@ -12,6 +12,8 @@ from __future__ import annotations
 import time
 
 import pytest
+import statifier
+from statifier.core import effects as fx
 from statifier.datamodel.ecmascript import _instance
 from statifier.datamodel.ecmascript._instance import Context, Instance, JSFailure, Setup
 from statifier.datamodel.ecmascript.charges import NO_LIMIT
@@ -87,3 +89,32 @@ def test_without_the_handler_the_bindings_limit_stops_a_runaway(
         context.call(context.context.eval, "while (true) {}")
     with context.roomy():
         assert context.call(context.context.eval, SPIN) == 19999900000
+
+
+HOT = statifier.compile(
+    '<scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0" datamodel="ecmascript">'
+    '<datamodel><data id="copy" expr="[]"/><data id="n" expr="0"/></datamodel>'
+    '<state id="s">'
+    '<transition event="e" cond="_event.data.items.length &gt; 0" target="s">'
+    '<assign location="copy" expr="_event.data.numbers.slice()"/>'
+    '<assign location="n" expr="copy.length"/>'
+    "</transition>"
+    '<transition event="e" target="s"/>'
+    "</state></scxml>"
+)
+"""A chart whose event calls pass the engine's interrupt checks: the conditions' call
+freezes an event of 20,000 objects (a call each), the run measures a new array of 50,000
+numbers (a loop turn each)."""
+
+
+def test_an_events_calls_start_their_limit_afresh() -> None:
+    state, _ = statifier.initialize(HOT, session_id="hot")
+    data = {"items": [{} for _ in range(20_000)], "numbers": list(range(50_000))}
+    for _ in range(2):
+        instance = state._datamodel_bound[1].instance  # type: ignore[index]
+        # A deadline no call resets would stop the first check of either call.
+        instance.context.clock.deadline = STALE
+        state, effects = statifier.handle_event(state, statifier.Event(name="e", data=data))
+        assert not [e for e in effects if isinstance(e, fx.ErrorRaised)]
+        assert state.datamodel["n"] == 50_000
+        assert instance.context.clock.deadline == 0.0

@@ -425,7 +425,9 @@ class Instance:
 
 
 class _Api:
-    """The prelude's functions, looked up once."""
+    """The prelude's functions, looked up once (each starts its call's time limit afresh:
+    ``Context.pick``), and the three an event calls, raw, with the clock whose ``deadline``
+    the hot paths that call them reset themselves before and after (``_timed``, inlined)."""
 
     __slots__ = (
         "abort",
@@ -435,6 +437,7 @@ class _Api:
         "block_assign",
         "block_log",
         "block_progress",
+        "clock",
         "compile_expression",
         "compile_location",
         "compile_target",
@@ -453,6 +456,9 @@ class _Api:
         "new_guards",
         "next_generation",
         "previous_stored",
+        "raw_read_guards",
+        "raw_read_guards_event",
+        "raw_run_block",
         "read",
         "read_event",
         "read_guards",
@@ -506,6 +512,11 @@ class _Api:
         self.set_system = pick("setSystem")
         self.settle = pick("settle")
         self.setup = pick("setup")
+        self.clock = context.clock
+        raw = context.api
+        self.raw_read_guards = raw("readGuards")
+        self.raw_read_guards_event = raw("readGuardsEvent")
+        self.raw_run_block = raw("runBlock")
 
 
 class Checker:

@@ -488,10 +488,15 @@ class Variables(MutableMapping[str, Value]):
         ran = count
         try:
             try:
-                try:  # ``Context.call``, inlined
-                    result = instance.api.run_block(plan.handle, count, answers, limit)
+                # ``Context.call`` and ``_timed``, inlined: the limit starts afresh.
+                clock = instance.api.clock
+                clock.deadline = 0.0
+                try:
+                    result = instance.api.raw_run_block(plan.handle, count, answers, limit)
                 except Exception as exc:
                     raise instance.context.failure(exc) from None
+                finally:
+                    clock.deadline = 0.0
             except JSFailure as failure:
                 ran = self._block_progress() + 1
                 self._abort_after(failure)
@@ -649,17 +654,23 @@ class Variables(MutableMapping[str, Value]):
         api = instance.api
         started = 0 if budget is None else perf_counter_ns()
         ran = 0
+        # ``_timed``, inlined: the call's time limit starts afresh (and ends with it).
+        clock = api.clock
+        clock.deadline = 0.0
         try:
             try:
-                if pending is None:
-                    result = api.read_guards(plan.handle, start, count, answers, limit)
-                else:  # the event the call set goes with it
-                    instance.pending = None
-                    starting = instance.starting
-                    instance.starting = False
-                    result = api.read_guards_event(
-                        starting, *pending, plan.handle, start, count, answers, limit
-                    )
+                try:
+                    if pending is None:
+                        result = api.raw_read_guards(plan.handle, start, count, answers, limit)
+                    else:  # the event the call set goes with it
+                        instance.pending = None
+                        starting = instance.starting
+                        instance.starting = False
+                        result = api.raw_read_guards_event(
+                            starting, *pending, plan.handle, start, count, answers, limit
+                        )
+                finally:
+                    clock.deadline = 0.0
             except Exception as exc:
                 failure = instance.context.failure(exc)
                 index = self._guard_progress(start)
