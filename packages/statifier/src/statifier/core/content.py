@@ -339,17 +339,17 @@ class ContentExecutor(Run):
             node = run.nodes[writes]
             assert type(node) is LogNode  # noqa: S101 - a run ends with its log
             self.node, self.line = node, node.line
-            self.effects.append(
-                log(
-                    node.label,
-                    self.ship(value),
-                    node.c_index,
-                    node.owner,
-                    self.macrostep,
-                    self.microstep,
-                    self.round,
-                )
-            )
+            # ``log``, inlined (as ``run_direct`` builds its effects).
+            effect = _new(LOG_BUILDER)
+            effect.label = node.label
+            effect.value = self.ship(value)
+            effect.c_index = node.c_index
+            effect.owner = node.owner
+            effect.macrostep = self.macrostep
+            effect.microstep = self.microstep
+            effect.round = self.round
+            effect.__class__ = fx.Log
+            self.effects.append(effect)
         return done
 
     def record_kept(self, run: KeptRun, count: int) -> None:
