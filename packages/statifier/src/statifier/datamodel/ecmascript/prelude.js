@@ -1845,7 +1845,9 @@
     // {stopped: i} before a step that needs a guarded call (Python runs it alone). A
     // failure throws; blockProgress() then says which step failed.
     runBlock(block, count, answers, limit) {
-      setIn(answers);
+      // setIn(answers) without its call when there are none (an event's two calls).
+      if (answers !== null) setIn(answers);
+      else inAnswers = activeIds = null;
       for (let i = 0; i < count; i++) {
         blockStep = i;
         const step = block[i];
@@ -1872,7 +1874,9 @@
     // 0 (NaN and the infinities read as None), a non-empty string, true. A failure throws;
     // guardProgress() then says which condition failed.
     readGuards(guards, from, count, answers, limit) {
-      setIn(answers);
+      // setIn(answers) without its call when there are none (an event's two calls).
+      if (answers !== null) setIn(answers);
+      else inAnswers = activeIds = null;
       const end = from + count;
       for (let i = from; i < end; i++) {
         guardStep = i;
