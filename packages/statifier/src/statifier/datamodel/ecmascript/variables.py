@@ -153,8 +153,9 @@ def written_before(instance: Instance) -> dict[str, Value]:
 class Link:
     """Ties a state's stored variables to the instance that still holds them live.
 
-    Only the instance's newest link can be taken; taking it moves the instance on, so
-    every older link (an older state, a copy of this one) builds an instance of its own.
+    Only the instance's newest link can be taken (``new_variables``); taking it moves the
+    instance on, so every older link (an older state, a copy of this one) builds an
+    instance of its own.
     """
 
     __slots__ = ("generation", "instance")
@@ -162,26 +163,6 @@ class Link:
     def __init__(self, instance: Instance) -> None:
         self.instance: Instance | None = instance
         self.generation = instance.generation
-
-    def take(self) -> Instance | None:
-        """The instance, moved on for a new call, if it still holds these variables.
-
-        The state before these (what the last call resumed) is written out first if
-        anything still holds it; the engine logs the new call's writes from here."""
-        instance = self.instance
-        self.instance = None
-        if instance is None or instance.generation != self.generation:
-            return None
-        previous = None if instance.previous is None else instance.previous()
-        if previous is not None and previous.stored is None:
-            previous()
-        if instance.pending is not None:
-            flush(instance)  # the event of the last call, which used the engine no more
-        # The engine starts logging with the call's first write (``Variables._begin``).
-        instance.starting = True
-        instance.generation += 1
-        instance.previous, instance.current = instance.current, None
-        return instance
 
 
 def new_variables(machine: Machine, state: MachineState | None) -> Variables:
@@ -198,15 +179,29 @@ def new_variables(machine: Machine, state: MachineState | None) -> Variables:
         and isinstance(carried[1], Link)
         and isinstance(datamodel, VariablesView)
     ):
-        instance = carried[1].take()
-        if instance is not None:
-            # ``Variables(instance, instance.names)`` without the call: once an event.
+        # The link is taken (once: see ``Link``), inlined here: this runs once an event.
+        link = carried[1]
+        instance = link.instance
+        link.instance = None
+        if instance is not None and instance.generation == link.generation:
+            # The state before these (what the last call resumed) is written out first if
+            # anything still holds it; the engine logs the new call's writes from here.
+            previous = None if instance.previous is None else instance.previous()
+            if previous is not None and previous.stored is None:
+                previous()
+            if instance.pending is not None:
+                flush(instance)  # the event of the last call, which used the engine no more
+            # The engine starts logging with the call's first write (``Variables._begin``).
+            instance.starting = True
+            instance.generation += 1
+            instance.previous, instance.current = instance.current, None
+            # ``Variables(instance, instance.names)`` without the call.
             variables = _new(Variables)
             variables.instance = instance
             variables.names = instance.names
             variables.failed = False
-            # ``sync``, inlined: the system variables are the very dict the last call left
-            # unless a replayed step changed them.
+            # ``sync`` only when the system variables or the cap differ (a replayed step):
+            # most steps, the very dict the last call left.
             if datamodel._system is not instance.system or cap != instance.cap:
                 variables.sync(datamodel, cap)
             return variables
