@@ -423,3 +423,50 @@ def test_a_long_spelled_out_key_is_counted_in_full(cap: int) -> None:
     state, effects = statifier.handle_event(state, statifier.Event(name="spelled"))
     assert bool(errors(effects)) == (cap < 100)  # {"kk...k": 1}: 88 bytes written out
     dumps(state)
+
+
+# -- the event is the core's: a chart cannot change it ------------------------------------
+
+EVENT_KEEPER = chart(
+    """
+    <datamodel><data id="kept"/><data id="refused"/></datamodel>
+    <state id="open">
+      <transition event="e">
+        <assign location="kept" expr="_event.data"/>
+        <script>
+          refused = [
+            function () { "use strict"; _event.data.n = 99; },
+            function () { "use strict"; _event.data.extra = 1; },
+            function () { "use strict"; kept.n = 98; },
+            function () { "use strict"; _event.data.inner.n = 97; },
+            function () { "use strict"; _event.data.list.push(96); },
+            function () { "use strict"; _event.name = "other"; },
+          ].map((f) => { try { f(); return false; } catch (e) { return true; } });
+        </script>
+        <log expr="JSON.stringify([refused, _event.name, _event.data, kept])"/>
+      </transition>
+    </state>
+    """
+)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"n": 1},  # flat: one object, frozen without a walk
+        {"n": 1, "inner": {"n": 2}, "list": [3], "text": "{ [ not markup"},
+    ],
+)
+def test_the_events_data_stays_read_only(data: dict[str, Any]) -> None:
+    state, _ = statifier.initialize(EVENT_KEEPER, session_id="keeper")
+    _, effects = statifier.handle_event(state, statifier.Event(name="e", data=data))
+    [text] = logged(effects)
+    refused, name, seen, kept = json.loads(text)
+    nested = "inner" in data
+    # Every write into the event or the data a variable holds of it is refused; a write
+    # into a part the data does not have (no inner, no list) fails all the same.
+    assert refused == [True] * 6
+    assert name == "e"
+    assert seen == data
+    assert kept == data
+    assert nested or set(seen) == {"n"}

@@ -266,7 +266,7 @@ class ContentExecutor(Run):
         as the budgets let it go; a node a run stops before runs alone (trace mode runs
         every node alone, for the values it records)."""
         runs = None if self.trace else kept_runs(self.machine, nodes)
-        steps = steps_of(self.machine, nodes)
+        steps = None  # worked out only when a node runs alone
         budget = self.budget
         effects, queue, limits = self.effects, self.internal_queue, self.limits
         index, end = 0, len(nodes)
@@ -278,6 +278,8 @@ class ContentExecutor(Run):
                 if done == len(run.nodes):
                     continue
             # One node alone, as ``execute_nodes`` runs each.
+            if steps is None:
+                steps = steps_of(self.machine, nodes)
             node, step = steps[index]
             self.node = node
             self.line = node.line
@@ -335,17 +337,17 @@ class ContentExecutor(Run):
             node = run.nodes[writes]
             assert type(node) is LogNode  # noqa: S101 - a run ends with its log
             self.node, self.line = node, node.line
-            self.effects.append(
-                log(
-                    node.label,
-                    self.ship(value),
-                    node.c_index,
-                    node.owner,
-                    self.macrostep,
-                    self.microstep,
-                    self.round,
-                )
-            )
+            # ``log``, inlined (as ``run_direct`` builds its effects).
+            effect = _new(LOG_BUILDER)
+            effect.label = node.label
+            effect.value = self.ship(value)
+            effect.c_index = node.c_index
+            effect.owner = node.owner
+            effect.macrostep = self.macrostep
+            effect.microstep = self.microstep
+            effect.round = self.round
+            effect.__class__ = fx.Log
+            self.effects.append(effect)
         return done
 
     def record_kept(self, run: KeptRun, count: int) -> None:
@@ -354,21 +356,22 @@ class ContentExecutor(Run):
         append = self.effects.append
         macrostep, microstep, rounds = self.macrostep, self.microstep, self.round
         unrecorded = fx.NOT_RECORDED
+        change = fx.DatamodelChange
         for node in run.nodes[:count]:
             assert type(node) is AssignNode  # noqa: S101 - writes come first
-            append(
-                datamodel_change(
-                    node.location.source,
-                    (),
-                    unrecorded,
-                    unrecorded,
-                    node.c_index,
-                    node.owner,
-                    macrostep,
-                    microstep,
-                    rounds,
-                )
-            )
+            # ``datamodel_change``, inlined (as ``run_direct`` builds its effects).
+            effect = _new(CHANGE_BUILDER)
+            effect.location = node.location.source
+            effect.path = ()
+            effect.new_value = unrecorded
+            effect.prior_value = unrecorded
+            effect.c_index = node.c_index
+            effect.owner = node.owner
+            effect.macrostep = macrostep
+            effect.microstep = microstep
+            effect.round = rounds
+            effect.__class__ = change
+            append(effect)
         if count:
             node = run.nodes[count - 1]
             self.node, self.line = node, node.line

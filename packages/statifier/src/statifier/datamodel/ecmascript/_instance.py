@@ -11,11 +11,14 @@ never runs there).
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import importlib.util
+import itertools
 import json
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import fields, is_dataclass
@@ -74,26 +77,132 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0].strip() if text else ""
 
 
+class _Clock:
+    """The time limit of one runtime's calls, kept by the interrupt handler (``_interrupted``).
+
+    A call's limit starts at the engine's first interrupt check in the call (QuickJS checks
+    once every 10,000 or so function calls and loop turns), not at the call: a call that
+    never gets there ran less than that, and reads no clock. ``deadline`` 0.0 says the call
+    has not been checked yet; every call into the engine sets it so first (``_timed``)."""
+
+    __slots__ = ("deadline", "limit")
+
+    def __init__(self, limit: float) -> None:
+        self.deadline = 0.0
+        self.limit = limit
+
+
+_CLOCKS: Final[dict[int, _Clock]] = {}
+"""The clock of each runtime whose interrupt handler is ``_interrupted``, by its number
+(the handler's opaque argument)."""
+_numbers = itertools.count(1)
+
+
+def _interrupted(_runtime: int | None, number: int | None) -> int:
+    """QuickJS's interrupt handler: 1 (stop the call) once its CPU time passes the limit.
+
+    It must never raise (the engine would read nothing and go on): any failure, and a
+    runtime whose ``Context`` is gone, stops the call."""
+    try:
+        clock = _CLOCKS.get(number or 0)
+        if clock is None:
+            return 1
+        now = time.process_time()
+        deadline = clock.deadline
+        if deadline == 0.0:
+            clock.deadline = now + clock.limit
+            return 0
+        return 1 if now >= deadline else 0
+    except BaseException:  # a handler that raised would not stop the call
+        return 1
+
+
+_HANDLER_TYPE: Final = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+_HANDLER: Final = _HANDLER_TYPE(_interrupted)
+"""One handler for every runtime (never freed: no runtime can outlive it)."""
+
+
+def _runtime_of(quickjs: Any, context: Any) -> tuple[Any, int] | None:
+    """The QuickJS library and the ``JSRuntime`` pointer of the binding's ``context``, when
+    the binding is laid out as this module knows it (None: use its own time limit).
+
+    The binding (quickjs-ng 0.17) keeps the runtime and the context pointers right after
+    the object header; both are checked against the library before anything is written."""
+    if quickjs.Context.__basicsize__ != _CONTEXT_SIZE:
+        return None
+    try:
+        library = ctypes.CDLL(quickjs.__file__)
+        get_runtime = library.JS_GetRuntime
+        set_handler = library.JS_SetInterruptHandler
+        set_memory = library.JS_SetMemoryLimit
+    except (OSError, AttributeError):
+        return None
+    get_runtime.argtypes = [ctypes.c_void_p]
+    get_runtime.restype = ctypes.c_void_p
+    set_handler.argtypes = [ctypes.c_void_p, _HANDLER_TYPE, ctypes.c_void_p]
+    set_handler.restype = None
+    set_memory.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    set_memory.restype = None
+    header = object.__basicsize__
+    runtime = ctypes.c_void_p.from_address(id(context) + header).value
+    js_context = ctypes.c_void_p.from_address(id(context) + header + _POINTER).value
+    if not runtime or not js_context or get_runtime(js_context) != runtime:
+        return None
+    # The runtime pointer is the binding's own: a limit set through it reads back there.
+    probe = context.memory()["malloc_limit"] + 1
+    set_memory(runtime, probe)
+    if context.memory()["malloc_limit"] != probe:  # pragma: no cover - checked above
+        return None
+    return library, runtime
+
+
+_POINTER: Final = ctypes.sizeof(ctypes.c_void_p)
+_CONTEXT_SIZE: Final = object.__basicsize__ + 8 * _POINTER
+"""The binding's ``RuntimeData``: the header, then two pointers, a flag, a ``clock_t``, a
+thread state, the interrupt data (two ``clock_t``) and a list's head."""
+
+
 class Context:
-    """A hardened QuickJS context: the prelude's functions, and calls that map errors."""
+    """A hardened QuickJS context: the prelude's functions, and calls that map errors.
+
+    Each call is held to ``Limits.cpu_seconds`` of CPU time by an interrupt handler of our
+    own (``_interrupted``): the binding's time limit reads the process's CPU clock when
+    every call starts (a system call, about 2 us here: as much as the call itself), where
+    ours reads it only from the engine's first interrupt check in a call. When the binding
+    is not laid out as expected, its own time limit holds calls instead."""
 
     def __init__(self, limits: Limits) -> None:
         quickjs = load_quickjs()
         self._quickjs = quickjs
         context = quickjs.Context()
         context.set_memory_limit(limits.memory_bytes)
-        context.set_time_limit(limits.cpu_seconds)
         context.set_max_stack_size(limits.stack_bytes)
         self.context = context
         self.limits = limits
+        self.clock = _Clock(limits.cpu_seconds)
+        found = _runtime_of(quickjs, context)
+        if found is None:
+            self._own = False
+            context.set_time_limit(limits.cpu_seconds)
+        else:
+            self._own = True
+            library, runtime = found
+            number = next(_numbers)
+            _CLOCKS[number] = self.clock
+            weakref.finalize(self, _CLOCKS.pop, number, None)
+            library.JS_SetInterruptHandler(runtime, _HANDLER, number)
+        context.set_memory_limit(limits.memory_bytes)
+        self.clock.deadline = 0.0
         self.api = context.eval(_PRELUDE)(context.globalThis)
 
-    def pick(self, name: str) -> Any:
-        """A function of the prelude's API, by name."""
-        return self.api(name)
+    def pick(self, name: str) -> Callable[..., Any]:
+        """A function of the prelude's API, by name (each call of it starts its time limit
+        afresh)."""
+        return _timed(self.clock, self.api(name))
 
     def call(self, function: Callable[..., Any], *args: Any) -> Any:
         """``function(*args)``; a JavaScript error becomes :class:`JSFailure`."""
+        self.clock.deadline = 0.0
         try:
             return function(*args)
         except Exception as exc:
@@ -115,14 +224,20 @@ class Context:
             return JSFailure(f"the value cannot be converted: {exc}", limit=False)
         raise exc
 
+    def set_time_limit(self, seconds: float) -> None:
+        """Hold the calls from now on to ``seconds`` of CPU time each."""
+        self.clock.limit = seconds
+        if not self._own:
+            self.context.set_time_limit(seconds)
+
     def call_long(self, function: Callable[..., Any], *args: Any) -> Any:
         """``call`` under the time limit of a whole-datamodel encode or decode (its cost
         grows with the datamodel, which the cap bounds)."""
-        self.context.set_time_limit(max(self.limits.cpu_seconds, ENCODE_SECONDS))
+        self.set_time_limit(max(self.limits.cpu_seconds, ENCODE_SECONDS))
         try:
             return self.call(function, *args)
         finally:
-            self.context.set_time_limit(self.limits.cpu_seconds)
+            self.set_time_limit(self.limits.cpu_seconds)
 
     @contextmanager
     def roomy(self) -> Iterator[None]:
@@ -131,12 +246,26 @@ class Context:
         heap may be full of what the call made (what it wrote is not stored then)."""
         context = self.context
         context.set_memory_limit(2 * self.limits.memory_bytes)
-        context.set_time_limit(max(self.limits.cpu_seconds, ENCODE_SECONDS))
+        self.set_time_limit(max(self.limits.cpu_seconds, ENCODE_SECONDS))
         try:
             yield
         finally:
             context.set_memory_limit(self.limits.memory_bytes)
-            context.set_time_limit(self.limits.cpu_seconds)
+            self.set_time_limit(self.limits.cpu_seconds)
+
+
+def _timed(clock: _Clock, function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` (one of the engine's), its time limit started afresh at each call."""
+
+    def call(*args: Any) -> Any:
+        clock.deadline = 0.0
+        try:
+            return function(*args)
+        finally:
+            # What runs outside these calls (a box's JSON) starts afresh too.
+            clock.deadline = 0.0
+
+    return call
 
 
 class Setup:
@@ -296,7 +425,9 @@ class Instance:
 
 
 class _Api:
-    """The prelude's functions, looked up once."""
+    """The prelude's functions, looked up once (each starts its call's time limit afresh:
+    ``Context.pick``), and the three an event calls, raw, with the clock whose ``deadline``
+    the hot paths that call them reset themselves before and after (``_timed``, inlined)."""
 
     __slots__ = (
         "abort",
@@ -306,6 +437,7 @@ class _Api:
         "block_assign",
         "block_log",
         "block_progress",
+        "clock",
         "compile_expression",
         "compile_location",
         "compile_target",
@@ -324,6 +456,9 @@ class _Api:
         "new_guards",
         "next_generation",
         "previous_stored",
+        "raw_read_guards",
+        "raw_read_guards_event",
+        "raw_run_block",
         "read",
         "read_event",
         "read_guards",
@@ -377,6 +512,11 @@ class _Api:
         self.set_system = pick("setSystem")
         self.settle = pick("settle")
         self.setup = pick("setup")
+        self.clock = context.clock
+        raw = context.api
+        self.raw_read_guards = raw("readGuards")
+        self.raw_read_guards_event = raw("readGuardsEvent")
+        self.raw_run_block = raw("runBlock")
 
 
 class Checker:

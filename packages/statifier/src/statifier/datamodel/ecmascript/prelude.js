@@ -34,6 +34,7 @@
   const isArray = Array.isArray;
   const objectKeys = Object.keys;
   const isInteger = Number.isInteger;
+  const isFiniteNumber = Number.isFinite;
   const log2 = Math.log2;
   const floor = Math.floor;
   const clz32 = Math.clz32;
@@ -934,21 +935,22 @@
   // without descriptors; -1 for any other array.
   function flatArraySize(array) {
     const length = array.length;
-    let total = REFERENCE_COST + length;
+    // Every item a number until found otherwise: Number.isFinite is cheaper here than a
+    // typeof compared with "number" (no coercion: true only for a finite number).
+    let total = REFERENCE_COST + 25 * length;
     for (let i = 0; i < length; i++) {
       const item = array[i];
-      if (typeof item === "number") {
-        // NaN and the infinities give NaN; -0 is the one zero whose inverse is negative.
-        if (item - item !== 0 || (item === 0 && 1 / item < 0)) return -1;
-        total += 24;
+      if (isFiniteNumber(item)) {
+        if (item === 0 && 1 / item < 0) return -1;  // -0: the one zero whose inverse is negative
       } else if (typeof item === "string") {
-        total += textSize(item);
+        total += textSize(item) - 24;
       } else {
-        return -1;
+        return -1;  // NaN, the infinities, anything not a number or a string
       }
     }
     return total;
   }
+
 
   // -- decoding --------------------------------------------------------------------------
 
@@ -1329,6 +1331,25 @@
     }
   }
 
+  // logWrite(target, name) for a string ``name`` and a ``target`` that is no array (the
+  // global object for a variable, the system variables' holder for the event, an object a
+  // member write goes into), without the checks a symbol key or an array needs.
+  function logNamed(target, name) {
+    if (!logging) return;
+    // The length first: comparing strings is QuickJS's slow strict equality.
+    if (name.length === 9 && name === "__proto__") {
+      snapshotPrevious();  // it sets the prototype, not a property
+      return;
+    }
+    if (!hasOwn(target, name)) {
+      undoLog.push(target, name, undefined, undefined);
+    } else if (state.inert) {
+      undoLog.push(target, name, VALUE_ONLY, target[name]);
+    } else {
+      undoLog.push(target, name, getOwnPropertyDescriptor(target, name), undefined);
+    }
+  }
+
   function snapshotPrevious() {
     if (!logging) return;
     logging = false;
@@ -1558,20 +1579,28 @@
     }
   }
 
+  // What store() adds for the key of a write at ``location`` (or into the variable
+  // ``name``): the variable's name when the value is the whole variable, else the member's
+  // (-1: a key computed at run time).
+  function storeCost(location, name, member) {
+    if (location === null || member === "") return name === null ? 0 : textSize(name) + 4;
+    return memberCost(member);
+  }
+
   function produce(expr, text) {
     return expr === null ? (text === null ? undefined : parseJSON(text)) : expr();
   }
 
   // An unguarded <assign>: ``expr``'s value (or the JSON ``text``) admitted, then stored at
   // ``location`` (or in the variable ``name``).
-  // ``keyCost`` is what the variable's name adds when the value is the whole variable.
-  function store(location, expr, text, name, root, plain, member, target, keyCost) {
+  // ``under`` is what the write's key adds (storeCost(): the same for every write of one
+  // <assign>, worked out once for a run's).
+  function store(location, expr, text, name, root, plain, member, target, under) {
     const value = expr === null ? (text === null ? undefined : parseJSON(text)) : expr();
     // ``member`` "" says the location is the variable itself.
     const whole = location === null || member === "";
     const variable = location === null ? name : root;
     const kind = typeof value;
-    const under = whole ? keyCost : memberCost(member);
     if (under < 0) {
       // a key computed at run time: admitted() has the exact size decide
     } else if (variable !== null && (kind === "number" || kind === "boolean" ||
@@ -1620,18 +1649,18 @@
   // it replaces.
   function place(location, value, name, whole, target) {
     if (location === null) {
-      logWrite(global, name);
+      logNamed(global, name);
       global[name] = value;
       return;
     }
     if (logging) {
       if (whole) {
-        logWrite(global, name);
+        logNamed(global, name);
       } else if (target !== null) {
-        // The object and key the location writes into (the location reads nothing that
-        // can change: it is write-free, and no accessor is reachable).
-        const where = target();
-        if (isObject(where[0])) logWrite(where[0], where[1]);
+        // Logs what the write replaces in the object and under the key the location writes
+        // into (the location reads nothing that can change: it is write-free, and no
+        // accessor is reachable).
+        target();
       } else {
         snapshotPrevious();
       }
@@ -1657,7 +1686,7 @@
     // ``starting``: the first write of a call (nextGeneration() first).
     setEvent(starting, name, type, sendid, origin, origintype, invokeid, data) {
       if (starting) api.nextGeneration();
-      logWrite(system, "_event");
+      logNamed(system, "_event");
       // Only the data can hold objects: the event itself is frozen as it is.
       const event = name === null ? undefined : freezeObject({
         name, type,
@@ -1665,7 +1694,7 @@
         origin: origin === null ? undefined : origin,
         origintype: origintype === null ? undefined : origintype,
         invokeid: invokeid === null ? undefined : invokeid,
-        data: data === null ? undefined : deepFreezeData(parseJSON(data)),
+        data: data === null ? undefined : frozenData(data),
       });
       system._event = event;
       systemPaths = null;
@@ -1717,12 +1746,26 @@
       makeFunction("return [" + source + "\n];");
       return makeFunction("__statifier_value", "(" + source + "\n) = __statifier_value;");
     },
-    // The object and key a member location writes into: [object, key] (the location's
-    // own parts, ``key`` an expression when ``computed``).
+    // A function that logs (logWrite) what a member location's write replaces, from the
+    // location's own parts: the object it writes into and its key (an expression when
+    // ``computed``). No array is made per write: a spelled-out key on an object that is
+    // no array takes logNamed.
     compileTarget(objectSource, key, computed) {
       const object = makeFunction("return (" + objectSource + "\n);");
-      const index = computed ? makeFunction("return (" + key + "\n);") : null;
-      return function () { return [object(), index === null ? key : index()]; };
+      if (computed) {
+        const index = makeFunction("return (" + key + "\n);");
+        return function () {
+          const where = object();
+          const at = index();
+          if (isObject(where)) logWrite(where, at);
+        };
+      }
+      return function () {
+        const where = object();
+        if (!isObject(where)) return;
+        if (isArray(where)) logWrite(where, key);
+        else logNamed(where, key);
+      };
     },
     // The state before the current call, written out (a JSON object of its stored
     // variables), or null when the engine holds no call's writes to undo.
@@ -1733,7 +1776,10 @@
     // A call starts: the state it resumes is the one previousStored() gives from now on.
     nextGeneration() {
       logging = true;
-      undoLog = [];
+      // Emptied in place (no new array, no growing it again an event); a long one is
+      // dropped, so that its room is not kept.
+      if (undoLog.length > 256) undoLog = [];
+      else undoLog.length = 0;
       previousText = null;
     },
     checkScript(source) {
@@ -1781,7 +1827,7 @@
         return true;
       }
       store(location, expr, text, name, root, plain, member, target,
-        name === null ? 0 : textSize(name) + 4);
+        storeCost(location, name, member));
       return false;
     },
     // Runs of <assign> (and a <log> ending one), made once per block and run in one call.
@@ -1789,7 +1835,7 @@
     blockAssign(block, location, expr, text, name, root, pure, plain, member, target) {
       if (location !== null) name = root;
       block.push({ log: null, location, expr, text, name, root, pure, plain, member, target,
-        keyCost: name === null ? 0 : textSize(name) + 4 });
+        under: storeCost(location, name, member) });
     },
     blockLog(block, fn, pure) {
       block.push({ log: fn, pure });
@@ -1799,14 +1845,16 @@
     // {stopped: i} before a step that needs a guarded call (Python runs it alone). A
     // failure throws; blockProgress() then says which step failed.
     runBlock(block, count, answers, limit) {
-      setIn(answers);
+      // setIn(answers) without its call when there are none (an event's two calls).
+      if (answers !== null) setIn(answers);
+      else inAnswers = activeIds = null;
       for (let i = 0; i < count; i++) {
         blockStep = i;
         const step = block[i];
         if (!state.inert || (step.pure && !state.callableFree)) return { stopped: i };
         if (step.log !== null) return result(step.log(), limit);
         store(step.location, step.expr, step.text, step.name, step.root, step.plain, step.member,
-          step.target, step.keyCost);
+          step.target, step.under);
       }
       blockStep = count;
       return true;
@@ -1826,7 +1874,9 @@
     // 0 (NaN and the infinities read as None), a non-empty string, true. A failure throws;
     // guardProgress() then says which condition failed.
     readGuards(guards, from, count, answers, limit) {
-      setIn(answers);
+      // setIn(answers) without its call when there are none (an event's two calls).
+      if (answers !== null) setIn(answers);
+      else inAnswers = activeIds = null;
       const end = from + count;
       for (let i = from; i < end; i++) {
         guardStep = i;
@@ -1836,8 +1886,10 @@
         if (fn === null) return i;
         if (!state.inert || (guards[k + 1] && !state.callableFree)) return { stopped: i };
         const value = fn();
+        // A boolean first, without typeof (a string compared: QuickJS's slow path).
+        if (value === true) return i;
+        if (value === false) continue;
         switch (typeof value) {
-          case "boolean": if (value) return i; break;
           case "number": if (value !== 0 && value - value === 0) return i; break;
           case "string": if (value.length > 0) return i; break;
           case "undefined": break;
@@ -1908,9 +1960,19 @@
     forgetHostAnswers() { hostAnswers.clear(); },
   });
 
+  // The value of JSON ``text``, frozen through. Text with no "{" past its first character
+  // and no "[" holds one object at most, its first: no walk then (an event's flat data).
+  function frozenData(text) {
+    const value = parseJSON(text);
+    if (text.indexOf("[") < 0 && text.indexOf("{", 1) < 0) return freezeObject(value);
+    return deepFreezeData(value);
+  }
+
   function deepFreezeData(value) {
     if (value !== null && typeof value === "object") {
-      for (const key of ownKeys(value)) deepFreezeData(value[key]);
+      // Indexed: no iterator an object (every event's data comes here).
+      const keys = ownKeys(value);
+      for (let i = 0; i < keys.length; i++) deepFreezeData(value[keys[i]]);
       freezeObject(value);
     }
     return value;

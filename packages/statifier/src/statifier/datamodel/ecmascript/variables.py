@@ -63,6 +63,7 @@ if TYPE_CHECKING:
 __all__ = ["SYSTEM_VARIABLES", "Link", "Variables", "new_variables"]
 
 _SYSTEM: Final = frozenset(SYSTEM_VARIABLES)
+_new: Final = object.__new__
 
 
 class Generation:
@@ -152,8 +153,9 @@ def written_before(instance: Instance) -> dict[str, Value]:
 class Link:
     """Ties a state's stored variables to the instance that still holds them live.
 
-    Only the instance's newest link can be taken; taking it moves the instance on, so
-    every older link (an older state, a copy of this one) builds an instance of its own.
+    Only the instance's newest link can be taken (``new_variables``); taking it moves the
+    instance on, so every older link (an older state, a copy of this one) builds an
+    instance of its own.
     """
 
     __slots__ = ("generation", "instance")
@@ -161,25 +163,6 @@ class Link:
     def __init__(self, instance: Instance) -> None:
         self.instance: Instance | None = instance
         self.generation = instance.generation
-
-    def take(self) -> Instance | None:
-        """The instance, moved on for a new call, if it still holds these variables.
-
-        The state before these (what the last call resumed) is written out first if
-        anything still holds it; the engine logs the new call's writes from here."""
-        instance = self.instance
-        self.instance = None
-        if instance is None or instance.generation != self.generation:
-            return None
-        previous = None if instance.previous is None else instance.previous()
-        if previous is not None and previous.stored is None:
-            previous()
-        flush(instance)  # the event of the last call, which used the engine no more
-        # The engine starts logging with the call's first write (``Variables._begin``).
-        instance.starting = True
-        instance.generation += 1
-        instance.previous, instance.current = instance.current, None
-        return instance
 
 
 def new_variables(machine: Machine, state: MachineState | None) -> Variables:
@@ -196,10 +179,31 @@ def new_variables(machine: Machine, state: MachineState | None) -> Variables:
         and isinstance(carried[1], Link)
         and isinstance(datamodel, VariablesView)
     ):
-        instance = carried[1].take()
-        if instance is not None:
-            variables = Variables(instance, instance.names)
-            variables.sync(datamodel, cap)
+        # The link is taken (once: see ``Link``), inlined here: this runs once an event.
+        link = carried[1]
+        instance = link.instance
+        link.instance = None
+        if instance is not None and instance.generation == link.generation:
+            # The state before these (what the last call resumed) is written out first if
+            # anything still holds it; the engine logs the new call's writes from here.
+            previous = None if instance.previous is None else instance.previous()
+            if previous is not None and previous.stored is None:
+                previous()
+            if instance.pending is not None:
+                flush(instance)  # the event of the last call, which used the engine no more
+            # The engine starts logging with the call's first write (``Variables._begin``).
+            instance.starting = True
+            instance.generation += 1
+            instance.previous, instance.current = instance.current, None
+            # ``Variables(instance, instance.names)`` without the call.
+            variables = _new(Variables)
+            variables.instance = instance
+            variables.names = instance.names
+            variables.failed = False
+            # ``sync`` only when the system variables or the cap differ (a replayed step):
+            # most steps, the very dict the last call left.
+            if datamodel._system is not instance.system or cap != instance.cap:
+                variables.sync(datamodel, cap)
             return variables
     variables = Variables(Instance(setup_of(machine), cap), set())
     variables.load(stored_variables(datamodel))
@@ -233,6 +237,16 @@ class Variables(MutableMapping[str, Value]):
         return self.export(name)
 
     def __setitem__(self, name: str, value: Value) -> None:
+        if name == "_event":
+            # ``set_system``'s common case, inlined: the core sets the event every step.
+            instance = self.instance
+            fields = _event_fields(value)
+            if fields is None:
+                self.set_system(name, value)
+                return
+            instance.pending = fields
+            instance.system = {**instance.system, name: value}
+            return
         if name in _SYSTEM:
             self.set_system(name, value)
             return
@@ -280,11 +294,18 @@ class Variables(MutableMapping[str, Value]):
             raise MemoryError("the variables could not be put back after a failed write")
         instance = self.instance
         names = self.names
-        generation = Generation(instance)
+        # ``Generation(instance)`` and ``Link(instance)`` without the calls: once an event.
+        generation = _new(Generation)
+        generation.instance = instance
+        generation.number = number = instance.generation
+        generation.stored = None
         instance.current = weakref.ref(generation)
         datamodel = engine_view(instance.system, frozenset(names), generation)
         instance.names = names
-        return datamodel, (datamodel, Link(instance))
+        link = _new(Link)
+        link.instance = instance
+        link.generation = number
+        return datamodel, (datamodel, link)
 
     def load(self, datamodel: Mapping[str, Value]) -> None:
         """Install a state's stored variables in this (fresh) instance."""
@@ -420,7 +441,7 @@ class Variables(MutableMapping[str, Value]):
     call_cost: Final = CALL_COST
     """Steps of the macrostep budget one call into the engine costs at least."""
 
-    def assign_all(
+    def assign_all(  # noqa: C901 - the run's call, inlined: most of an event's engine calls
         self,
         writes: tuple[tuple[Compiled, Compiled | None, Value], ...],
         log: Compiled | None,
@@ -432,8 +453,13 @@ class Variables(MutableMapping[str, Value]):
         one call, as ``assign`` and ``evaluate`` would run each unguarded; stop before one
         that needs a guarded call. Returns how many ran and the log's value; a failing one
         raises ``WritesFailed``. Each charges the budget as its own call would."""
-        self._begin()
         instance = self.instance
+        # ``_begin``, inlined (a run is most of an event's calls into the engine).
+        if instance.pending is not None:
+            flush(instance)
+        elif instance.starting:
+            instance.starting = False
+            self._call(instance.api.next_generation)
         plan = instance.plans.get(id(writes))
         if plan is None:
             plan = instance.plans[id(writes)] = _BlockPlan(instance, writes, log)
@@ -448,13 +474,24 @@ class Variables(MutableMapping[str, Value]):
         answers = _answers(plan, in_state) if plan.asks else None
         if budget is not None and budget.limits is not instance.limits:
             self._meter(budget)
-        limit = NO_LIMIT_FLOAT if budget is None else float(max(budget.output, 0))
-        context = instance.context
+        if budget is None:
+            limit = NO_LIMIT_FLOAT
+        else:
+            output = budget.output
+            limit = float(output) if output > 0 else 0.0
         started = 0 if budget is None else perf_counter_ns()
         ran = count
         try:
             try:
-                result = context.call(instance.api.run_block, plan.handle, count, answers, limit)
+                # ``Context.call`` and ``_timed``, inlined: the limit starts afresh.
+                clock = instance.api.clock
+                clock.deadline = 0.0
+                try:
+                    result = instance.api.raw_run_block(plan.handle, count, answers, limit)
+                except Exception as exc:
+                    raise instance.context.failure(exc) from None
+                finally:
+                    clock.deadline = 0.0
             except JSFailure as failure:
                 ran = self._block_progress() + 1
                 self._abort_after(failure)
@@ -470,7 +507,8 @@ class Variables(MutableMapping[str, Value]):
         finally:
             if budget is not None and ran:
                 spent = (perf_counter_ns() - started) // NS_PER_STEP
-                budget.spend(max(spent, CALL_COST * ran))
+                least = CALL_COST * ran
+                budget.spend(spent if spent > least else least)
 
     def _block_progress(self) -> int:
         """The step a failed block call was at (its last one when the engine cannot say)."""
@@ -601,21 +639,33 @@ class Variables(MutableMapping[str, Value]):
         if pending is None and instance.starting:
             self._begin()
         answers = _answers(plan, in_state) if plan.asks else None
-        limit = self._output_limit(budget)
+        if budget is None:  # ``_output_limit``, inlined: once an event
+            limit = NO_LIMIT_FLOAT
+        else:
+            if budget.limits is not instance.limits:
+                self._meter(budget)
+            output = budget.output
+            limit = float(output) if output > 0 else 0.0
         api = instance.api
         started = 0 if budget is None else perf_counter_ns()
         ran = 0
+        # ``_timed``, inlined: the call's time limit starts afresh (and ends with it).
+        clock = api.clock
+        clock.deadline = 0.0
         try:
             try:
-                if pending is None:
-                    result = api.read_guards(plan.handle, start, count, answers, limit)
-                else:  # the event the call set goes with it
-                    instance.pending = None
-                    starting = instance.starting
-                    instance.starting = False
-                    result = api.read_guards_event(
-                        starting, *pending, plan.handle, start, count, answers, limit
-                    )
+                try:
+                    if pending is None:
+                        result = api.raw_read_guards(plan.handle, start, count, answers, limit)
+                    else:  # the event the call set goes with it
+                        instance.pending = None
+                        starting = instance.starting
+                        instance.starting = False
+                        result = api.raw_read_guards_event(
+                            starting, *pending, plan.handle, start, count, answers, limit
+                        )
+                finally:
+                    clock.deadline = 0.0
             except Exception as exc:
                 failure = instance.context.failure(exc)
                 index = self._guard_progress(start)
@@ -635,7 +685,8 @@ class Variables(MutableMapping[str, Value]):
         finally:
             if budget is not None and ran:
                 spent = (perf_counter_ns() - started) // NS_PER_STEP
-                budget.spend(max(spent, CALL_COST * ran))
+                least = CALL_COST * ran
+                budget.spend(spent if spent > least else least)
 
     def _guard_progress(self, start: int) -> int:
         """The condition a failed guards call was at (``start`` when the engine cannot say)."""
@@ -916,24 +967,47 @@ NO_LIMIT_FLOAT: Final = float(NO_LIMIT)
 
 _EVENT_FIELDS: Final = ("name", "type", "sendid", "origin", "origintype", "invokeid")
 _FIELDS: Final = itemgetter(*_EVENT_FIELDS)
+_NO_EVENT: Final = (None,) * 7
+_CARRIED: Final[set[tuple[Any, ...]]] = set()
+"""Events' fields found to be strings the binding carries as they are (a chart's events
+mostly share their name, type and origin: each such tuple is checked once)."""
+_CARRIED_LIMIT: Final = 1024
+"""How many tuples ``_CARRIED`` keeps (cleared when full: fields that differ on every
+event never pile up)."""
 
 
 def _event_fields(event: Value) -> tuple[Any, ...] | None:
     """``setEvent``'s arguments: the event's fields as they are, its data as JSON text; None
     when a field is not a string the binding carries as it is (ASCII without NUL)."""
-    if not isinstance(event, dict):
-        return (None,) * 7
+    if type(event) is not dict and not isinstance(event, dict):
+        return _NO_EVENT
     if "raw" in event:
         return None  # a received message's event (rare): the whole event goes as JSON
     try:
         fields = _FIELDS(event)
     except KeyError:
         fields = tuple(event.get(key) for key in _EVENT_FIELDS)
-    for field in fields:
-        if field is not None and (type(field) is not str or not field.isascii() or "\x00" in field):
-            return None  # rare: the whole event goes as JSON
+    try:
+        carried = fields in _CARRIED
+    except TypeError:
+        return None  # a field that is no string (nor hashable): the whole event goes as JSON
+    if not carried:
+        for field in fields:
+            if field is not None and (
+                type(field) is not str or not field.isascii() or "\x00" in field
+            ):
+                return None  # rare: the whole event goes as JSON
+        if len(_CARRIED) >= _CARRIED_LIMIT:
+            _CARRIED.clear()
+        _CARRIED.add(fields)
     data = event.get("data")
-    return (*fields, None if data is None else _dumps(data, "the event's data"))
+    if data is None:
+        return (*fields, None)
+    try:  # ``_dumps``, inlined: once an event
+        text = json_text(data)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise EvaluationError(f"the event's data is not a JSON value: {exc}") from None
+    return (*fields, text)
 
 
 def _dumps(value: Value, what: str) -> str:
