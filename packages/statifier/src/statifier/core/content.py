@@ -338,7 +338,7 @@ class ContentExecutor(Run):
             assert type(node) is LogNode  # noqa: S101 - a run ends with its log
             self.node, self.line = node, node.line
             # ``log``, inlined (as ``run_direct`` builds its effects).
-            effect = _new(LOG_BUILDER)
+            effect = LOG_BUILDER()
             effect.label = node.label
             effect.value = self.ship(value)
             effect.c_index = node.c_index
@@ -360,7 +360,7 @@ class ContentExecutor(Run):
         for node in run.nodes[:count]:
             assert type(node) is AssignNode  # noqa: S101 - writes come first
             # ``datamodel_change``, inlined (as ``run_direct`` builds its effects).
-            effect = _new(CHANGE_BUILDER)
+            effect = CHANGE_BUILDER()
             effect.location = node.location.source
             effect.path = ()
             effect.new_value = unrecorded
