@@ -412,7 +412,16 @@ class Bench:
             )
             done, seconds, failed = rows[0]
             if failed:
-                raise VerificationError(f"{failed} job(s) did not complete")
+                # The error says why (a baseline that cannot read the position format the
+                # executions were created in, say): the last line of the first such job's.
+                last = await self.rows(
+                    "SELECT errors -> -1 ->> 'error' FROM oban_jobs WHERE id = ANY(%s)"
+                    " AND state IN ('cancelled', 'discarded', 'retryable') ORDER BY id LIMIT 1",
+                    [job_ids],
+                )
+                lines = str(last[0][0] if last else None).strip().splitlines()
+                why = lines[-1][:500] if lines else "no error recorded"
+                raise VerificationError(f"{failed} job(s) did not complete; the first: {why}")
             if done == len(job_ids):
                 return float(seconds)
             await asyncio.sleep(0.02)
