@@ -1,10 +1,10 @@
 """The built distributions work outside the checkout: built, installed into a fresh virtualenv, run.
 
-Every workspace package is built as a wheel and as an sdist. One fresh virtualenv gets the
-wheels (and their dependencies from the index), then runs ``statifier check`` and the demo
-from them; another gets only the sdists, built there from their own files, and runs
-``statifier check`` and ``--version``: an sdist that leans on the checkout (a licence
-symlinked from the repository root, say) fails there.
+Every workspace package is built the way an installer builds it from PyPI: an sdist
+first, then the wheel from that sdist alone (``uv build``'s default), so an sdist that
+leans on the checkout (a licence symlinked from the repository root, say) fails the
+build. One fresh virtualenv gets those wheels (and their dependencies from the index),
+then runs ``statifier check``, ``--version`` and the demo from them.
 """
 
 from __future__ import annotations
@@ -38,14 +38,15 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
 
 @pytest.fixture(scope="module")
 def installed() -> Iterator[Path]:
-    """A fresh virtualenv with every workspace package's wheel installed.
+    """A fresh virtualenv with every workspace package's wheel installed, each wheel built
+    from the package's sdist (both are kept in the ``dist`` folder beside it).
 
     It lives in a folder of its own that other users may traverse: run as root, the
     embedded PostgreSQL of the demo runs ``pg_ctl`` from this virtualenv as a dedicated
     system user, which pytest's private (0700) temporary folders would lock out.
     """
     uv = shutil.which("uv")
-    assert uv is not None, "uv is needed to build and install the wheels"
+    assert uv is not None, "uv is needed to build and install the distributions"
     work = Path(tempfile.mkdtemp(prefix="statifier-wheel-"))
     work.chmod(0o755)
     try:
@@ -55,46 +56,14 @@ def installed() -> Iterator[Path]:
 
 
 def _install(uv: str, work: Path) -> Path:
-    wheels = work / "wheels"
-    _run([uv, "build", "--all-packages", "--wheel", "-o", str(wheels), "-q"], REPO)
+    dist = work / "dist"
+    # No --wheel or --sdist: uv builds each sdist, then the wheel from the unpacked sdist.
+    _run([uv, "build", "--all-packages", "-o", str(dist), "-q"], REPO)
     venv = work / "venv"
     _run([uv, "venv", "-q", "--python", sys.executable, str(venv)], work)
     python = venv / "bin" / "python"
-    _run(
-        [uv, "pip", "install", "-q", "--python", str(python), *map(str, wheels.glob("*.whl"))], work
-    )
+    _run([uv, "pip", "install", "-q", "--python", str(python), *map(str, dist.glob("*.whl"))], work)
     return venv
-
-
-@pytest.fixture(scope="module")
-def from_sdists() -> Iterator[Path]:
-    """A fresh virtualenv with every workspace package installed from its sdist alone."""
-    uv = shutil.which("uv")
-    assert uv is not None, "uv is needed to build and install the sdists"
-    work = Path(tempfile.mkdtemp(prefix="statifier-sdist-"))
-    try:
-        sdists = work / "sdists"
-        _run([uv, "build", "--all-packages", "--sdist", "-o", str(sdists), "-q"], REPO)
-        venv = work / "venv"
-        _run([uv, "venv", "-q", "--python", sys.executable, str(venv)], work)
-        python = str(venv / "bin" / "python")
-        # --no-sources: uv must not swap a workspace member for its checkout folder.
-        _run(
-            [
-                uv,
-                "pip",
-                "install",
-                "-q",
-                "--no-sources",
-                "--python",
-                python,
-                *map(str, sdists.glob("*.tar.gz")),
-            ],
-            work,
-        )
-        yield venv
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def _clean_env() -> dict[str, str]:
@@ -103,7 +72,7 @@ def _clean_env() -> dict[str, str]:
 
 
 def test_wheels_carry_licence_readme_and_typing(installed: Path) -> None:
-    wheels = sorted((installed.parent / "wheels").glob("*.whl"))
+    wheels = sorted((installed.parent / "dist").glob("*.whl"))
     assert [w.name.split("-")[0] for w in wheels] == PACKAGES
     for wheel in wheels:
         names = zipfile.ZipFile(wheel).namelist()
@@ -166,9 +135,9 @@ def test_the_demo_runs_from_the_wheels(installed: Path, tmp_path: Path) -> None:
     assert "demo passed" in out, out
 
 
-def test_sdists_carry_their_licence_as_a_file_and_no_tests(from_sdists: Path) -> None:
+def test_sdists_carry_their_licence_as_a_file_and_no_tests(installed: Path) -> None:
     licence = (REPO / "LICENSE").read_bytes()
-    sdists = sorted((from_sdists.parent / "sdists").glob("*.tar.gz"))
+    sdists = sorted((installed.parent / "dist").glob("*.tar.gz"))
     assert [s.name.split("-")[0] for s in sdists] == PACKAGES
     for sdist in sdists:
         with tarfile.open(sdist) as archive:
@@ -192,17 +161,11 @@ def test_every_package_licence_is_the_repository_licence() -> None:
         assert path.read_bytes() == licence, f"{path} differs from the repository's LICENSE"
 
 
-def test_the_sdists_install_and_run_without_the_checkout(from_sdists: Path, tmp_path: Path) -> None:
-    chart = tmp_path / "card.scxml"
-    shutil.copy(CARD, chart)
-    bin_dir = from_sdists / "bin"
-    out = _run(
-        [str(bin_dir / "statifier"), "check", "--strict", str(chart)], tmp_path, _clean_env()
-    )
-    assert f"{chart}: ok" in out
-    script = "import statifier_oban, statifier_persistence, statifier_demo; print('ok')"
-    assert _run([str(bin_dir / "python"), "-c", script], tmp_path, _clean_env()) == "ok\n"
+def test_the_installed_packages_carry_the_licence_their_sdists_gave_them(installed: Path) -> None:
+    """The wheels were built from the sdists alone: the licence each installed package
+    carries is the file its sdist held, not the checkout's."""
     licences = list(
-        from_sdists.glob("lib/python*/site-packages/statifier*.dist-info/licenses/LICENSE")
+        installed.glob("lib/python*/site-packages/statifier*.dist-info/licenses/LICENSE")
     )
     assert len(licences) == len(PACKAGES), licences
+    assert {path.read_bytes() for path in licences} == {(REPO / "LICENSE").read_bytes()}
