@@ -1319,21 +1319,12 @@
       undoLog.push(target, name, getOwnPropertyDescriptor(target, name), undefined);
       return;
     }
-    if (!hasOwn(target, name)) {
-      undoLog.push(target, name, undefined, undefined);
-    } else if (state.inert) {
-      // Cheaper than its descriptor (no object made). No accessor is reachable (see walk),
-      // so reading the value runs no chart code (the system variables' accessors on the
-      // global object only read).
-      undoLog.push(target, name, VALUE_ONLY, target[name]);
-    } else {
-      undoLog.push(target, name, getOwnPropertyDescriptor(target, name), undefined);
-    }
+    logNamed(target, name);
   }
 
-  // logWrite(target, name) for a string ``name`` and a ``target`` that is no array (the
-  // global object for a variable, the system variables' holder for the event, an object a
-  // member write goes into), without the checks a symbol key or an array needs.
+  // logWrite(target, name) for a string (or symbol) ``name`` and a ``target`` that is no
+  // array (the global object for a variable, the system variables' holder for the event,
+  // an object a member write goes into), without the checks an array needs.
   function logNamed(target, name) {
     if (!logging) return;
     // The length first: comparing strings is QuickJS's slow strict equality.
@@ -1344,6 +1335,9 @@
     if (!hasOwn(target, name)) {
       undoLog.push(target, name, undefined, undefined);
     } else if (state.inert) {
+      // Cheaper than its descriptor (no object made). No accessor is reachable (see walk),
+      // so reading the value runs no chart code (the system variables' accessors on the
+      // global object only read).
       undoLog.push(target, name, VALUE_ONLY, target[name]);
     } else {
       undoLog.push(target, name, getOwnPropertyDescriptor(target, name), undefined);
