@@ -47,7 +47,6 @@ from statifier_oban import Delivered
 
 class SlowFirstRun:
     async def deliver(self, scope, effect):
-        await asyncio.sleep(1.0)  # TEMP: a slow start of the handler
         url = os.environ["OPS_TEST_URL"]
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
             cursor = await conn.execute(
