@@ -9,6 +9,7 @@ and when the binding is not laid out as expected, its own time limit still stops
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -118,3 +119,18 @@ def test_an_events_calls_start_their_limit_afresh() -> None:
         assert not [e for e in effects if isinstance(e, fx.ErrorRaised)]
         assert state.datamodel["n"] == 50_000
         assert instance.context.clock.deadline == 0.0
+
+
+def test_the_engine_offers_charts_no_python_callable() -> None:
+    # With our clock the binding's own time limit is off, and with it the binding's refusal
+    # to call Python from JavaScript: the engine must register no Python callable. Its
+    # global object is a bare engine's, less what the sandbox removes, plus only what the
+    # prelude defines in JavaScript.
+    listed = "JSON.stringify(Reflect.ownKeys(globalThis).filter(k => typeof k === 'string'))"
+    bare = set(json.loads(_instance.load_quickjs().Context().eval(listed)))
+    context = Context(DEFAULT_LIMITS)
+    assert context._own
+    ours = set(json.loads(context.context.eval(listed)))
+    assert ours - bare == {"In", "_event", "_ioprocessors", "_name", "_sessionid"}
+    source = context.context.eval("String(In)")
+    assert "[native code]" not in source, source  # written in JavaScript, not bound
