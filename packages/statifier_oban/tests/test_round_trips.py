@@ -171,6 +171,42 @@ async def test_an_ack_applies_only_to_the_attempt_that_was_fetched(
     assert rows[available].state == "available"
 
 
+async def test_an_ack_batch_with_a_nan_in_a_recorded_meta_is_still_written(
+    servers: Servers,
+) -> None:
+    # The standard encoder writes NaN, which PostgreSQL refuses: the batch, kept and
+    # written again, would block every later ack of the producer.
+    pool = await servers.pool()
+    attempted = datetime(2026, 1, 1, 12, 0, 0)
+    async with pool.connection() as conn:
+        cursor = await conn.execute(
+            "INSERT INTO oban_jobs (worker, queue, state, attempt, attempted_at, args) "
+            "SELECT %s, 'acks', 'executing', 1, %s, '{}' FROM generate_series(1, 2) "
+            "RETURNING id",
+            [TIMER_WORKER, attempted],
+        )
+        first, second = [row[0] for row in await cursor.fetchall()]
+    acked = await _acks.write(
+        _oban_compat.AckColumns(
+            pool=pool,
+            prefix="public",
+            ids=[first, second],
+            attempted_at=[attempted, attempted],
+            states=["completed", "retryable"],
+            attempt_changes=[None, None],
+            schedule_in=[None, 30],
+            errors=[None, {"attempt": 1, "error": "état: ∞"}],
+            metas=[{"recorded": [float("nan"), 0.5]}, None],
+        )
+    )
+    assert sorted(acked) == sorted([first, second])
+    done, retried = await job_row(pool, first), await job_row(pool, second)
+    assert done.state == "completed"
+    assert done.meta == {"recorded": [None, 0.5]}
+    assert retried.state == "retryable"
+    assert "état: ∞" in retried.error_text
+
+
 async def test_an_ack_is_led_by_the_primary_key_when_the_state_index_is_full_of_dead_rows(
     servers: Servers,
 ) -> None:

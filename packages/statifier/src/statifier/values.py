@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
@@ -367,8 +366,32 @@ json_text_utf8: Final[Callable[[Any], str]] = one_shot_json_writer(
 database stores: smaller, and read back the same)."""
 
 
-_LONG_NUMBER: Final = re.compile(rb"[0-9]{19}")
-"""19 digits in a row: an int orjson might read as a float (beyond 64 bits), or not."""
+def json_value_text_utf8(value: Any) -> str:
+    """:data:`json_text_utf8` of a value already checked to be JSON (lists, dicts with
+    string keys, strings, ints, finite floats, booleans, None), written by orjson where it
+    can: the same value read back, in about a sixth of the time. Only for such values:
+    orjson writes ``NaN`` as ``null`` and some non-JSON types (dataclasses, datetimes) as
+    something, where :data:`json_text_utf8` raises. A float may be spelled differently
+    (``1e16`` for ``1e+16``). What orjson refuses (an int beyond 64 bits, a key that is not
+    a string, a lone surrogate) goes to :data:`json_text_utf8`, which writes or raises."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_PASSTHROUGH_SUBCLASS).decode()
+    except TypeError:
+        return json_text_utf8(value)
+
+
+LONG_NUMBER_DIGITS: Final = 19
+"""Digits in a row of an int orjson might read as a float (beyond 64 bits), or not."""
+
+_DIGIT_MARKS: Final = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+"""A ``bytes.translate`` table: every ASCII digit to ``0``, every other byte to a space."""
+
+
+def digit_run(data: bytes, length: int) -> bool:
+    """Whether ``data`` holds ``length`` ASCII digits in a row: a regex search's answer in
+    two passes of C (the digits marked, then a substring found), several times faster on
+    the few hundred bytes of a stored JSON document."""
+    return b"0" * length in data.translate(_DIGIT_MARKS)
 
 
 def read_json(data: bytes | str, *, parse_constant: Callable[[str], Any] | None = None) -> Any:
@@ -381,7 +404,7 @@ def read_json(data: bytes | str, *, parse_constant: Callable[[str], Any] | None 
     (``NaN``, a number too large for a float, an escaped lone surrogate, nesting deeper
     than 1,024), with ``parse_constant`` as ``json.loads`` takes it."""
     raw = data.encode() if isinstance(data, str) else data
-    if _LONG_NUMBER.search(raw) is None:
+    if not digit_run(raw, LONG_NUMBER_DIGITS):
         try:
             return orjson.loads(raw)
         except orjson.JSONDecodeError:

@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from statifier.core.effects import SendDelayed
-from statifier.values import json_text_utf8, read_json
+from statifier.values import json_value_text_utf8, read_json
 
 from ._limits import MAX_ID_LENGTH
 
@@ -141,7 +141,7 @@ class Armed:
         if self.since:
             document["since"] = self.since
             document["cut"] = sorted(self.cut)
-        return json_text_utf8(document)
+        return json_value_text_utf8(document)  # ids, counts and lists of them: JSON
 
 
 def decode_armed(text: str, corrupt: Callable[[str], Exception]) -> Armed:

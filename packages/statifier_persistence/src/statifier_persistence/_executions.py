@@ -1038,7 +1038,9 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         params: dict[str, Any] = {**self._bounds(), "id": execution_id, "key": key}
         if not with_position:
             params["max_position"] = _NO_POSITION
-        cursor = await db.execute(statement("select_execution", self._prefix, lock=lock), params)
+        # Results in binary: the position's bytes as they are, not hex to decode.
+        query = statement("select_execution", self._prefix, lock=lock)
+        cursor = await db.execute(query, params, binary=True)
         row = await cursor.fetchone()
         if row is None:
             raise ExecutionNotFound(execution_id)
@@ -1080,7 +1082,9 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
             "ids": [execution_id for execution_id, _ in asked],
             "keys": [key for _, key in asked],
         }
-        cursor = await db.execute(statement("select_executions", self._prefix), params)
+        # Results in binary, as ``_read``'s.
+        query = statement("select_executions", self._prefix)
+        cursor = await db.execute(query, params, binary=True)
         found: dict[str, Locked | Exception] = {}
         for row in await cursor.fetchall():
             execution_id = row[0]
@@ -1296,7 +1300,8 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
                     for each in ready:
                         if each.drive.status in TERMINAL:
                             await self._invoked.mailbox.purge(db, each.drive.execution.id)
-                cursor = await db.execute(statement("store_executions", self._prefix), params)
+                query = statement("store_executions", self._prefix)
+                cursor = await db.execute(query, params, binary=True)
                 rows = {row[0]: row for row in await cursor.fetchall()}
                 if sent is not None:
                     read, sent = sent, None

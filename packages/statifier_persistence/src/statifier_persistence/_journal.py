@@ -21,7 +21,7 @@ from typing import Any, Final
 from statifier.core import effects as fx
 from statifier.core.events import Event
 from statifier.core.state import MachineState
-from statifier.values import json_text_utf8, read_json
+from statifier.values import json_value_text_utf8, read_json
 
 from ._records import Execution, ExecutionStatus, utc_text
 from .history import (
@@ -76,8 +76,27 @@ def configuration(state: MachineState | None) -> tuple[tuple[str, ...], int]:
     and how many were left out."""
     if state is None:
         return (), 0
+    machine = state.machine
+    active = state.configuration
+    # Most steps of a chart stand in a handful of configurations: each is worked out once.
+    known = _CONFIGURATIONS.get((id(machine), active))
+    if known is not None and known[0] is machine:
+        return known[1]
     ids = state.configuration_ids()
-    return tuple(text(s) for s in ids[:MAX_STATES]), max(len(ids) - MAX_STATES, 0)
+    found = tuple(text(s) for s in ids[:MAX_STATES]), max(len(ids) - MAX_STATES, 0)
+    if len(_CONFIGURATIONS) >= MAX_CONFIGURATIONS:
+        _CONFIGURATIONS.clear()
+    _CONFIGURATIONS[id(machine), active] = (machine, found)
+    return found
+
+
+MAX_CONFIGURATIONS: Final = 1024
+"""Configurations :func:`configuration` remembers (all charts together); when full, it
+forgets them all and starts again."""
+
+_CONFIGURATIONS: Final[dict[tuple[int, Any], tuple[Any, tuple[tuple[str, ...], int]]]] = {}
+"""``(id(machine), configuration)`` to ``(machine, configuration(...))``: the machine is
+kept, so its id names no other machine while its entry lives."""
 
 
 def draft(
@@ -131,7 +150,8 @@ def draft(
         body["detail"] = {name: kept_value(value)[0] for name, value in detail.items()}
     if omitted:
         body["omitted"] = omitted
-    return Draft(kind, json_text_utf8(body), execution.id)
+    # Every value in ``body`` is JSON: texts, counts, and values ``kept_value`` checked.
+    return Draft(kind, json_value_text_utf8(body), execution.id)
 
 
 def _configurations(

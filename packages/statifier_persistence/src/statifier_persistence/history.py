@@ -24,7 +24,6 @@ as untrusted as a caller). :class:`History` is the switch and the bounds a host 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -32,7 +31,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Final, Literal, get_args
 
-from statifier.values import ValueRefused, brief, clip, measure
+from statifier.values import ValueRefused, brief, clip, json_text_utf8, measure
 
 from ._errors import InvalidArgument
 from ._records import STATUSES, ExecutionStatus, utc_text
@@ -372,7 +371,7 @@ def kept_value(value: Any) -> tuple[Any, bool]:
         return value, False
     try:
         measure(value, MAX_DATA_BYTES)
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        text = json_text_utf8(value)
         text.encode("utf-8")  # a lone surrogate cannot be stored
     except (ValueRefused, ValueError, TypeError, RecursionError):
         return brief(value, MAX_VALUE_CHARS), True

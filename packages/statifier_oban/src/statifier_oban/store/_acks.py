@@ -18,8 +18,6 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from psycopg.types.json import Jsonb
-
 from . import _sql, _statements
 from ._oban_compat import AckColumns
 
@@ -50,7 +48,10 @@ async def write(batch: AckColumns) -> list[int]:
         )
     ]
     async with _statements.autocommit(batch.pool) as conn:
-        cursor = await conn.execute(statement, {"acks": Jsonb(acks), "ids": batch.ids})
+        # orjson, not the standard encoder: a NaN (a recorded result's) becomes null where
+        # ``NaN`` would make PostgreSQL refuse this batch and every later one.
+        params = {"acks": _statements.plain_jsonb(acks), "ids": batch.ids}
+        cursor = await conn.execute(statement, params)
         return [row[0] for row in await cursor.fetchall()]
 
 

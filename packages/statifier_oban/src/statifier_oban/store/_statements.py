@@ -90,7 +90,8 @@ def jsonb(value: Any) -> Jsonb:
 
 def plain_jsonb(value: Any) -> Jsonb:
     """Wrap a value made only of strings, ints, bools, None, lists and dicts with string
-    keys (no float) for a jsonb parameter, encoded by orjson.
+    keys (floats only where a NaN written as null is better than a refused statement) for
+    a jsonb parameter, encoded by orjson.
 
     For such a value orjson writes the JSON ``json.dumps`` writes, up to whitespace and
     the escaping of non-ASCII characters, which jsonb does not keep, in a tenth of the
