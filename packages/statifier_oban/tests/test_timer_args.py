@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -423,3 +424,38 @@ async def test_the_fetch_hands_the_worker_args_exactly_as_stored(
         scope, decoded = _args.decode(by_id[timer.job_id].args)
         assert scope == SCOPE
         assert same(decoded, effect), effect.ordinal
+
+
+async def test_the_fetch_hands_the_worker_its_timestamps_aware_and_as_stored(
+    oban_client: Oban, pool: AsyncConnectionPool
+) -> None:
+    config = make_config(oban_client, timers_queue="fetch_times")
+    jobs = await schedule_many(config, SCOPE, DB_EFFECTS[:1])
+    job_id = jobs[0].job_id
+    async with pool.connection() as conn:
+        await conn.execute(
+            "UPDATE oban_jobs SET state = 'available',"
+            " inserted_at = '2026-03-01 10:00:00.123456',"
+            " scheduled_at = '2026-03-01 11:30:00.000001' WHERE id = %s",
+            [job_id],
+        )
+    fetched = await _fetch.fetch(
+        _oban_compat.FetchRequest(
+            pool=pool, prefix="public", queue="fetch_times", node="n", uuid="u", demand=10
+        )
+    )
+    (job,) = fetched.jobs
+    assert job.inserted_at == datetime(2026, 3, 1, 10, 0, 0, 123456, tzinfo=UTC)
+    assert job.scheduled_at == datetime(2026, 3, 1, 11, 30, 0, 1, tzinfo=UTC)
+    assert job.attempted_at is not None
+    for moment in (job.inserted_at, job.scheduled_at, job.attempted_at):
+        assert moment.tzinfo is not None  # oban's Job would make a naive one aware again
+    assert job.completed_at is None
+    assert job.cancelled_at is None
+    assert job.discarded_at is None
+    async with pool.connection() as conn:
+        stored = await (
+            await conn.execute("SELECT attempted_at FROM oban_jobs WHERE id = %s", [job_id])
+        ).fetchone()
+    assert stored is not None
+    assert job.attempted_at == stored[0].replace(tzinfo=UTC)

@@ -4,6 +4,8 @@
 -- 0.7.0's own fetch does (a row whose attempts are used up is not taken). The first
 -- column counts the rows that were there to take, so the producer can tell a queue that
 -- ran dry from a full fetch; a fetch that takes nothing still returns that one count.
+-- The timestamps (stored without a time zone, in UTC) come back as timestamptz: the job
+-- gets them aware, instead of each made aware by a datetime.replace in Python.
 WITH locked AS (
     SELECT id FROM {prefix}.oban_jobs
     WHERE state = 'available' AND queue = %(queue)s
@@ -21,8 +23,13 @@ taken AS (
     WHERE jobs.id = locked.id AND jobs.attempt < jobs.max_attempts
     RETURNING jobs.id, jobs.state::text, jobs.queue, jobs.worker, jobs.attempt,
               jobs.max_attempts, jobs.priority, jobs.args, jobs.meta, jobs.errors, jobs.tags,
-              jobs.attempted_by, jobs.inserted_at, jobs.attempted_at, jobs.cancelled_at,
-              jobs.completed_at, jobs.discarded_at, jobs.scheduled_at
+              jobs.attempted_by,
+              timezone('UTC', jobs.inserted_at) AS inserted_at,
+              timezone('UTC', jobs.attempted_at) AS attempted_at,
+              timezone('UTC', jobs.cancelled_at) AS cancelled_at,
+              timezone('UTC', jobs.completed_at) AS completed_at,
+              timezone('UTC', jobs.discarded_at) AS discarded_at,
+              timezone('UTC', jobs.scheduled_at) AS scheduled_at
 )
 SELECT (SELECT count(*) FROM locked) AS available, taken.*
 FROM (SELECT 1) AS one
