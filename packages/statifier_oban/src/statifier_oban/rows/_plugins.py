@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Awaitable
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Any, Final, Protocol, cast, runtime_checkable
 
 from statifier.core.effects import Invoke
 
@@ -115,6 +115,9 @@ def _build(path: str, protocol: type[Any], methods: _Methods, what: str) -> obje
     with ``isinstance``.
     """
     target = lookup(path)
+    if isinstance(target, type) and _fit.get((target, protocol)) is not None:
+        # Checked before; only what it builds is new (every job row resolves again).
+        return target()
     missing = [name for name in methods if not _conforms(target, name)]
     if missing:
         raise ResolutionError(f"{path!r} does not implement {', '.join(missing)}")
@@ -131,9 +134,21 @@ def _build(path: str, protocol: type[Any], methods: _Methods, what: str) -> obje
     if isinstance(target, type):
         if not issubclass(target, protocol):
             raise ResolutionError(f"{path!r} is not a {what}")
+        if len(_fit) >= MAX_CHECKED_CLASSES:
+            _fit.clear()
+        _fit[target, protocol] = True
         built: object = target()
         return built
     return target
+
+
+MAX_CHECKED_CLASSES: Final = 256
+"""Plug-in classes ``_build`` remembers as checked against a protocol; when full, it
+forgets them all and starts again."""
+
+_fit: dict[tuple[type, type], bool] = {}
+"""``(class, protocol)`` pairs ``_build`` checked: a class's methods do not change while a
+worker runs (a reloaded module's class is another class)."""
 
 
 def _refused(path: str, what: str) -> ResolutionError:

@@ -80,10 +80,24 @@ def _split(path: str) -> tuple[str, str]:
 
 def canonical(path: str) -> str:
     """``path`` spelled ``module:QualName`` (``ResolutionError`` if it is not a path)."""
+    known = _canonical.get(path) if type(path) is str else None
+    if known is not None:
+        return known
     if not is_path(path):
         raise ResolutionError(f"{_shown(path)} is not an import path")
     module_name, qualname = _split(path)
-    return f"{module_name}:{qualname}"
+    key = f"{module_name}:{qualname}"
+    if len(_canonical) >= MAX_KNOWN_PATHS:
+        _canonical.clear()
+    _canonical[path] = key
+    return key
+
+
+MAX_KNOWN_PATHS: Final = 1024
+"""Paths :func:`canonical` remembers the spelling of (every job row names its plug-ins
+again, mostly the same few); when full, it forgets them all and starts again."""
+
+_canonical: dict[str, str] = {}
 
 
 def register(obj: object, *, path: str | None = None) -> str:
@@ -182,7 +196,8 @@ def lookup(path: object) -> object:
         raise ResolutionError(f"{key!r} is not a class defined in the allowed module")
     if importable:
         try:
-            module = importlib.import_module(module_name)
+            # Imported already, in a worker, from the second row on: no import machinery.
+            module = sys.modules.get(module_name) or importlib.import_module(module_name)
         except ImportError as exc:
             raise ResolutionError(f"cannot import {module_name!r} for {key!r}: {exc}") from exc
         target = _walk(module, qualname)
@@ -203,7 +218,8 @@ def _walk(module: ModuleType, qualname: str) -> object:
     target: object = module
     for part in qualname.split("."):
         namespace = getattr(target, "__dict__", None)
-        if not isinstance(namespace, dict | MappingProxyType):
+        kind = type(namespace)
+        if kind is not dict and kind is not MappingProxyType and not isinstance(namespace, dict):
             return _MISSING
         target = namespace.get(part, _MISSING)
         if target is _MISSING:
