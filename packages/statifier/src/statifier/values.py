@@ -389,9 +389,15 @@ _DIGIT_MARKS: Final = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(2
 
 def digit_run(data: bytes, length: int) -> bool:
     """Whether ``data`` holds ``length`` ASCII digits in a row: a regex search's answer in
-    two passes of C (the digits marked, then a substring found), several times faster on
-    the few hundred bytes of a stored JSON document."""
+    passes of C, several times faster on the few hundred bytes of a stored JSON document.
+    Fewer digits in all answer at once; else the digits are marked and the run looked for
+    (a search whose set-up alone costs about a microsecond)."""
+    if len(data) - len(data.translate(None, _DIGITS)) < length:
+        return False
     return b"0" * length in data.translate(_DIGIT_MARKS)
+
+
+_DIGITS: Final = b"0123456789"
 
 
 def read_json(data: bytes | str, *, parse_constant: Callable[[str], Any] | None = None) -> Any:

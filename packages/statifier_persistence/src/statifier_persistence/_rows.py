@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, NoReturn, cast
 
@@ -208,12 +208,19 @@ def decode_stored(
             raise corrupt(f"{name} {count!r} is not a count")
     if not isinstance(updated_at, datetime):
         raise corrupt("a timestamp is missing")
-    return replace(
-        execution,
+    # Built whole, not by ``dataclasses.replace``, which reads the fields anew each call.
+    return Execution(
+        id=execution.id,
+        chart_identity=execution.chart_identity,
+        chart_name=execution.chart_name,
+        chart_version=execution.chart_version,
         status=cast(ExecutionStatus, status),
+        metadata=execution.metadata,
+        parent=execution.parent,
         failure=decode_json_object(failure, None, "failure", limits.max_metadata_bytes, corrupt),
         outcome=decode_json_object(outcome, None, "outcome", limits.max_position_bytes, corrupt),
         step_count=step_count,
+        created_at=execution.created_at,
         updated_at=updated_at,
         history_seq=history_seq,
     )

@@ -20,6 +20,8 @@ MAX_ROW_STRING: Final = 4096
 def string(args: dict[str, Any], key: str) -> str:
     """A non-empty, bounded string field."""
     value = args.get(key)
+    if type(value) is str and 0 < len(value) <= MAX_ROW_STRING:  # what rows hold
+        return value
     if not isinstance(value, str) or not value or len(value) > MAX_ROW_STRING:
         raise UndecodableRow(
             f"{key} must be a non-empty string of at most {MAX_ROW_STRING} characters, "
@@ -44,6 +46,8 @@ def optional_string(args: dict[str, Any], key: str) -> str | None:
 def integer(args: dict[str, Any], key: str, minimum: int = 0) -> int:
     """An integer field (never a boolean) of at least ``minimum``."""
     value = args.get(key)
+    if type(value) is int and value >= minimum:  # what rows hold: one check, not three
+        return value
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise UndecodableRow(f"{key} must be an integer >= {minimum}, found {brief(value)}")
     return value
