@@ -58,6 +58,11 @@ Goals, each a verdict at the end (``bench/README.md`` has the procedure and a ru
    second verdict), against ``Oban.enqueue`` of a bare job; interleaved slices, order
    rotating, best of ``--repeats`` rounds.
 
+``--callgrind`` runs neither: it profiles one worker process of the ours path under
+valgrind's callgrind and prints the instructions a step costs, counted only while a
+round runs (a warm-up round, then ``--repeats`` rounds of ``--jobs`` steps): a figure
+that, unlike the timed rounds, the machine's other work does not move.
+
 The embedded PostgreSQL server is used unless ``--database-url`` names a server; one
 database is created there and dropped at the end. Exit status 1 only on a crash or a
 failed verification; a missed target prints BELOW with the measurement that bounds it.
@@ -69,8 +74,12 @@ import argparse
 import asyncio
 import cProfile
 import os
+import re
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import traceback
 import uuid
@@ -558,6 +567,8 @@ async def run(args: argparse.Namespace) -> int:
         bench = Bench(url, args)
         await bench.open()
         try:
+            if args.callgrind:
+                return await callgrind(bench, args)
             return await report(bench, args)
         finally:
             await bench.pool.close()
@@ -568,6 +579,74 @@ async def run(args: argparse.Namespace) -> int:
             )
         if embedded is not None:
             embedded.stop()
+
+
+async def callgrind(bench: Bench, args: argparse.Namespace) -> int:
+    """``--callgrind``: one worker process of the ours path (and, with ``--baseline``, one
+    of today's) under valgrind's callgrind, counting instructions only while a round runs
+    (``callgrind_control``); a warm-up round of each, then ``--repeats`` rounds of
+    ``--jobs`` steps, the paths taking turns. A profile for comparing changes, no goal:
+    instructions do not move with the machine's load, the timed rounds do."""
+    out = Path(tempfile.mkdtemp(prefix="statifier_callgrind_"))
+    paths = ["ours", "today"] if args.baseline else ["ours"]
+    control_program = shutil.which("callgrind_control") or "callgrind_control"
+    workers: dict[str, WorkerProcesses] = {}
+    for path in paths:
+        workers[path] = WorkerProcesses(
+            str(Path(__file__).resolve()),
+            bench.url,
+            1,
+            args.limit,
+            extra=["--role", "today" if path == "today" else "current", "--procs", "1"],
+            env={"PYTHONPATH": baseline_path(args.baseline)} if path == "today" else None,
+            node_prefix=f"g{path}_",
+            launcher=(
+                "valgrind",
+                "-q",
+                "--tool=callgrind",
+                "--instr-atstart=no",
+                f"--callgrind-out-file={out}/{path}.%p",
+            ),
+        )
+    print(f"callgrind: {args.jobs} steps a round, queue limit {args.limit}; dumps in {out}")
+    found: dict[str, list[float]] = {path: [] for path in paths}
+    try:
+        for each in workers.values():
+            await each.start()
+        for round_number in range(args.repeats + 1):
+            for path in paths[round_number % len(paths) :] + paths[: round_number % len(paths)]:
+                pid = str(workers[path].procs[0].pid)
+
+                def control(*what: str, pid: str = pid) -> None:
+                    # valgrind's own tool, fixed arguments and our worker's pid.
+                    command = [control_program, *what, pid]
+                    subprocess.run(command, check=True, capture_output=True)  # noqa: S603
+
+                ids, job_ids = await bench.prepare_steps(path, 1, args.jobs)
+                if round_number:
+                    control("-i", "on")
+                await bench.release(job_ids)
+                await bench.finished(job_ids, timeout=60 + args.jobs)
+                if round_number:
+                    control("-i", "off")
+                    control("-d")  # written out and zeroed: the next round counts afresh
+                    newest = max(out.glob(f"{path}.*"), key=lambda file: file.stat().st_mtime)
+                    totals = re.search(r"^totals: (\d+)", newest.read_text(), re.MULTILINE)
+                    if totals is None:
+                        raise VerificationError(f"{newest} has no totals line")
+                    found[path].append(int(totals.group(1)) / args.jobs)
+                    print(f"  round {round_number}, {path}: {found[path][-1]:,.0f} per step")
+                await bench.verify_steps(ids, entries=2)
+    finally:
+        for each in workers.values():
+            await each.stop()
+    for path in paths:
+        median = statistics.median(found[path])
+        print(f"  {path}: median of {len(found[path])} rounds, {median:,.0f} instructions/step")
+    if args.baseline:
+        ratio = statistics.median(found["ours"]) / statistics.median(found["today"])
+        print(f"  ours/today: {ratio:.3f} of the instructions per step")
+    return 0
 
 
 Rounds = dict[tuple[str, int], list[Round]]
@@ -853,6 +932,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=500, help="in-process steps per round")
     parser.add_argument("--slice", type=int, default=50, help="in-process slice size")
     parser.add_argument("--database-url", default=None, help="server to use (default: embedded)")
+    parser.add_argument(
+        "--callgrind",
+        action="store_true",
+        help="profile instead: instructions per step of one worker process under callgrind",
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.jobs, args.repeats, args.steps = 300, 2, 150

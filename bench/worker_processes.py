@@ -24,7 +24,8 @@ class WorkerStartFailed(RuntimeError):
 class WorkerProcesses:
     """``count`` worker processes of ``script`` (each ``script --worker ...``, then
     ``extra`` arguments; ``env`` is added to the environment, ``node_prefix`` names the
-    nodes ``<prefix>1``, ``<prefix>2``...)."""
+    nodes ``<prefix>1``, ``<prefix>2``...; ``launcher`` goes before the interpreter, a
+    profiler's command line)."""
 
     def __init__(
         self,
@@ -36,8 +37,10 @@ class WorkerProcesses:
         extra: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
         node_prefix: str = "w",
+        launcher: Sequence[str] = (),
     ) -> None:
         self.script = script
+        self.launcher = tuple(launcher)
         self.url = url
         self.count = count
         self.limit = limit
@@ -60,6 +63,7 @@ class WorkerProcesses:
                 *self.extra,
             ]
             proc = await asyncio.create_subprocess_exec(
+                *self.launcher,
                 sys.executable,
                 self.script,
                 *argv,
@@ -70,7 +74,8 @@ class WorkerProcesses:
             self.procs.append(proc)
         for proc in self.procs:
             assert proc.stdout is not None  # noqa: S101 - started with stdout=PIPE
-            line = await asyncio.wait_for(proc.stdout.readline(), 60)
+            # A profiler's launcher slows the start-up tenfold or more.
+            line = await asyncio.wait_for(proc.stdout.readline(), 600 if self.launcher else 60)
             if line.strip() != b"ready":
                 raise WorkerStartFailed(f"a worker process did not start (said {line!r})")
 
