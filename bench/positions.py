@@ -88,12 +88,14 @@ def position_costs(calls: int = 2000, rounds: int = 5) -> dict[str, float]:
 def floor_costs(blob: bytes) -> dict[str, Any]:
     """What a ``dumps`` and a ``loads`` of a format 4 (or 3) ``blob`` do that no check can
     skip, to be timed: ``digest``, the plain digest of the payload (once each way: CRC-32
-    in format 4, SHA-256 in format 3), and ``json``, the JSON of the values line (orjson
-    writes it; reading it, orjson parses it and writes it back to see it is canonical).
-    The shape line costs neither way: it is remembered. Empty for a blob of another
-    format (a baseline's)."""
+    in format 4, continued from the shape line's remembered one over the values line;
+    SHA-256 in format 3), and ``json``, the JSON of the values line (orjson writes it;
+    reading it, orjson parses it and writes it back to see it is canonical). The shape
+    line costs neither way: it is remembered. Empty for a blob of another format (a
+    baseline's)."""
     import hashlib
     import zlib
+    from binascii import hexlify
 
     import orjson
 
@@ -101,12 +103,17 @@ def floor_costs(blob: bytes) -> dict[str, Any]:
     if len(header) < 5 or header[1] not in (b"3", b"4"):
         return {}
     payload = header[4]
-    values_line = payload.split(b"\n")[1]
+    shape_line, values_line = payload.split(b"\n")
     values = orjson.loads(values_line)
     sorted_keys = orjson.OPT_SORT_KEYS
+    # Format 4 remembers a shape line's CRC with it: the payload's continues it.
+    shape_check = zlib.crc32(shape_line + b"\n")
 
     def checks() -> tuple[bytes, bytes]:
-        return b"%08x" % zlib.crc32(payload), b"%08x" % zlib.crc32(payload)
+        return (
+            hexlify(zlib.crc32(values_line, shape_check).to_bytes(4)),
+            hexlify(zlib.crc32(values_line, shape_check).to_bytes(4)),
+        )
 
     def digests() -> tuple[str, str]:
         return hashlib.sha256(payload).hexdigest(), hashlib.sha256(payload).hexdigest()

@@ -17,6 +17,7 @@ import contextlib
 import dataclasses
 import json
 import math
+import zlib
 from typing import Any, Final
 
 import orjson
@@ -661,6 +662,59 @@ def test_a_short_text_vouches_only_within_the_cap_and_a_longer_one_is_read() -> 
     assert len(deep) > payloads.SHORT_TEXT
     assert not payloads.fits(deep, 2**62)
     assert not payloads.fits(deep.decode(), 2**62)
+
+
+def test_a_short_values_line_vouches_only_within_its_cap_on_both_plain_paths(
+    machine: Machine,
+) -> None:
+    # Both plain paths judge a short values line in place, as ``fits`` does: unread, but
+    # only within the cap. Past it the datamodel is measured, and this one is over its cap.
+    small = MacrostepLimits(datamodel_bytes=100)
+    over = {"n": 1, "x": "y" * 200}
+    state = _replace(_state(machine, limits=small), datamodel={**_state(machine).datamodel, **over})
+    assert _format3.plain_body(state) is None
+    with pytest.raises(UnserializablePosition, match="datamodel"):
+        dumps(state)
+    blob = dumps(_state(machine, limits=small))
+    broken, shape_line, values_line = _values_line_blob(blob, {"datamodel": over})
+    assert 12 * len(values_line) > small.datamodel_bytes  # type: ignore[operator]
+    assert len(values_line) <= payloads.SHORT_TEXT  # short: it vouches unread within the cap
+    plain = _read_outcome(
+        lambda: _format3._plain_read(shape_line, values_line, machine, None, None, None)
+    )
+    assert not isinstance(plain, MachineState)
+    with pytest.raises(CorruptPosition, match="datamodel"):
+        loads(broken, machine, max_limits=small)
+
+
+def test_counters_each_within_the_largest_round_trip_whatever_their_bitwise_or(
+    machine: Machine,
+) -> None:
+    # The plain paths range-check the six counters by their bitwise or, which can pass the
+    # largest counter when none of them does: the checked paths then decide, and accept.
+    state = _replace(_state(machine), macrostep=payloads.MAX_COUNTER, microstep=1)
+    assert state.macrostep | state.microstep > payloads.MAX_COUNTER
+    blob = dumps(state)
+    assert loads(blob, machine) == state
+    assert dumps(loads(blob, machine)) == blob
+
+
+def test_a_remembered_shape_line_s_crc_starts_the_payload_s(machine: Machine) -> None:
+    # Both plain paths continue the CRC-32 remembered with a shape line over the values
+    # line: it is the payload's own, and an unkeyed position ``dumps`` wrote reads in one
+    # comparison of its header (the plain path steps aside for no such position).
+    state = _state(machine)
+    blob = dumps(state)
+    header, body = blobs.split(blob)
+    assert header[3] == b"crc32:%08x" % zlib.crc32(body)
+    head = position._plain_head(machine.identity)
+    for _ in range(2):  # the shape line judged, then remembered
+        assert _format3.read_unkeyed(blob, head, machine, None, None, DEFAULT_LIMITS) == state
+    assert dumps(state) == blob
+    # Another chart's header, or another digest, is for the checks line by line.
+    assert _format3.read_unkeyed(blob, head + b"x", machine, None, None, DEFAULT_LIMITS) is None
+    altered = blob.replace(b'"sess_fast"', b'"sess_fash"')
+    assert _format3.read_unkeyed(altered, head, machine, None, None, DEFAULT_LIMITS) is None
 
 
 # -- dumps: an ECMAScript view of the engine's own state vouches for its chart variables ----

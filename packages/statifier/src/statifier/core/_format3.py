@@ -21,12 +21,14 @@ Both lines are written by ``orjson`` (UTF-8, shortest float text, objects with s
 keys), or, for a value orjson cannot write (an integer past 64 bits, a lone surrogate,
 nesting past its limit), by the standard library's encoder (ASCII, ``\\uXXXX`` escapes):
 the same state always gives the same bytes. Reading takes a plain path first: the shape
-line is judged once per machine and remembered by its bytes (``decode_shape``), the
-values line is parsed by orjson and must be exactly what orjson writes back (so it holds
-no duplicate key and no number orjson would read differently) with twelve values (or
-members), and then checked as every payload is (``decode_values``; the common line, with
-no queue, no invocations and the standard system variables left out, under the host's
-own budgets, by the same checks made in place in ``_plain_read``). Anything else goes
+line is judged once per machine and remembered by its bytes (``decode_shape``) with its
+CRC-32, which an unkeyed position's digest continues over the values line (both ways:
+``plain_parts``, ``read_unkeyed``); the values line is parsed by orjson and must be
+exactly what orjson writes back (so it holds no duplicate key and no number orjson would
+read differently) with twelve values (or members), and then checked as every payload is
+(``decode_values``; the common line, with no queue, no invocations and the standard
+system variables left out, under the host's own budgets, by the same checks made in place
+in ``_plain_read``). Anything else goes
 through the standard library's decoder and the full checks of ``decode_payload``, which
 say what is wrong (a format 4 values line that is not an array of twelve values
 included). Whatever the plain path accepts, the full one accepts as the same state:
@@ -43,6 +45,8 @@ from __future__ import annotations
 
 import functools
 import operator
+import zlib
+from binascii import hexlify
 from collections.abc import Container
 from typing import Any, Final
 
@@ -56,6 +60,8 @@ from statifier.core._payload import (
     MAX_COUNTER,
     MAX_ID_LENGTH,
     SHAPE_KEYS,
+    SHORT_TEXT,
+    TEXT_RATIO,
     VALUE_KEYS,
     CorruptPosition,
     Shape,
@@ -103,7 +109,8 @@ _OPTIONS: Final = (
 (with no ``default``, orjson then raises and the standard library's encoder decides)."""
 
 _SHAPES: Final = "shapes"
-"""The key, in a machine's ``_cache``, of the shape lines already judged, by their bytes."""
+"""The key, in a machine's ``_cache``, of the shape lines already judged, by their bytes
+(each with the CRC-32 of the line and its newline)."""
 
 _SHAPES_LIMIT: Final = 1024
 
@@ -166,16 +173,6 @@ def _without_implied(datamodel: dict[str, Any]) -> dict[str, Any]:
     return stored
 
 
-def _counters_fit(a: Any, b: Any, c: Any, d: Any, e: Any, f: Any) -> bool:
-    """``_payload``'s check of a position's six counters (ints from 0 to ``MAX_COUNTER``),
-    without its loop: both plain paths make it once per call."""
-    return (
-        type(a) is type(b) is type(c) is type(d) is type(e) is type(f) is int
-        and min(a, b, c, d, e, f) >= 0
-        and max(a, b, c, d, e, f) <= MAX_COUNTER
-    )
-
-
 def plain_body(state: MachineState) -> bytes | None:
     """The format 4 payload of ``state`` when it is plainly a valid position, the way the
     engine makes them: index sets as frozensets, no queued events, every field of the type
@@ -183,6 +180,15 @@ def plain_body(state: MachineState) -> bytes | None:
     written text vouches for (``fits``) of exact JSON types. None when anything is in
     doubt: the checked path of ``position.dumps`` then writes the same bytes or says what
     is wrong (tests check that it accepts whatever this accepts)."""
+    parts = plain_parts(state)
+    return None if parts is None else parts[0] + parts[2]
+
+
+def plain_parts(state: MachineState) -> tuple[bytes, int, bytes] | None:
+    """``plain_body`` in its parts: the shape line with its newline, the CRC-32 of that
+    (``zlib.crc32``), and the values line. The shape line and its CRC are remembered
+    together: a plain digest of the payload is that CRC continued over the values line
+    (``zlib.crc32(values_line, crc)``), the same number for fewer bytes."""
     try:
         machine = state.machine
         running = state.running
@@ -217,11 +223,13 @@ def plain_body(state: MachineState) -> bytes | None:
             and known[2] is to_invoke
             and known[3] is limits
         ):
-            shape_line: bytes | None = known[4]
+            shape_line: bytes = known[4]
+            shape_check: int = known[5]
         else:
-            shape_line = _plain_shape_line(state, running, status, trace, rounds)
-            if shape_line is None:
+            judged = _plain_shape_line(state, running, status, trace, rounds)
+            if judged is None:
                 return None
+            shape_line, shape_check = judged
         invocations: Any = state.invocations
         if invocations:
             invocations = [[s, n, name] for (s, n), name in sorted(invocations.items())]
@@ -237,8 +245,22 @@ def plain_body(state: MachineState) -> bytes | None:
         macrostep = state.macrostep
         microstep = state.microstep
         round_ = state.round
-        if not _counters_fit(
-            invoke_counter, send_counter, timer_counter, macrostep, microstep, round_
+        # ``_payload``'s check of the six counters (ints from 0 to ``MAX_COUNTER``) in
+        # place, once per dump: exact ints, then one range check of their bitwise or.
+        # Each is at most the or of all (which has every bit of each), and the or is
+        # negative when one of them is: the or in range puts all six in range. Out of
+        # range, each may still be (``2**62 | 1``): no verdict, the checked path decides.
+        # (``min`` and ``max`` cost more than all the rest: their keyword parsing.)
+        if not (
+            type(invoke_counter) is int
+            and type(send_counter) is int
+            and type(timer_counter) is int
+            and type(macrostep) is int
+            and type(microstep) is int
+            and type(round_) is int
+            and 0
+            <= invoke_counter | send_counter | timer_counter | macrostep | microstep | round_
+            <= MAX_COUNTER
         ):
             return None
         variables: Any = state.datamodel
@@ -296,13 +318,16 @@ def plain_body(state: MachineState) -> bytes | None:
             option=_OPTIONS,
         )
         cap = limits.datamodel_bytes
+        cap = MAX_LIMIT if cap is None else cap
+        size = len(values_line)
         if not (
-            fits(values_line, MAX_LIMIT if cap is None else cap)
+            # ``fits``, its first case inlined (a short text vouches unread): once per dump
+            (size * TEXT_RATIO <= cap if size <= SHORT_TEXT else fits(values_line, cap))
             and (_system_typed(stored, standard) if typed else json_typed(stored, False))
             and (context is None or json_typed(context, False))
         ):
             return None
-        return b"".join((shape_line, b"\n", values_line))
+        return shape_line, shape_check, values_line
     except (CorruptPosition, AttributeError, TypeError, ValueError, RecursionError):
         return None
 
@@ -323,10 +348,11 @@ shape fields."""
 
 def _plain_shape_line(
     state: MachineState, running: bool, status: str, trace: bool, rounds: int | None
-) -> bytes | None:
-    """The shape line of ``state`` (whose flags and round budget the caller checked), or
-    None if its shape is not plainly valid. Remembered per machine for the very sets and
-    budgets of the engine's states (they share them, ``_run.shared``)."""
+) -> tuple[bytes, int] | None:
+    """The shape line of ``state`` (whose flags and round budget the caller checked) with
+    its newline, and the CRC-32 of that; None if its shape is not plainly valid.
+    Remembered per machine for the very sets and budgets of the engine's states (they
+    share them, ``_run.shared``)."""
     configuration = state.configuration
     entered = state.entered
     to_invoke = state.states_to_invoke
@@ -343,15 +369,18 @@ def _plain_shape_line(
             and known[2] is to_invoke
             and known[3] is limits
         ):
-            line: bytes = known[4]
-            return line
-    line_or_none = _judge_shape(state, running, status, trace, rounds)
-    if line_or_none is not None and not history:
+            return known[4], known[5]
+    judged = _judge_shape(state, running, status, trace, rounds)
+    if judged is None:
+        return None
+    line = judged + b"\n"
+    check = zlib.crc32(line)
+    if not history:
         memo = state.machine._cache.setdefault(_SHAPE_LINES, {})
         if len(memo) >= _SHAPES_LIMIT:
             memo.clear()
-        memo[key] = (configuration, entered, to_invoke, limits, line_or_none)
-    return line_or_none
+        memo[key] = (configuration, entered, to_invoke, limits, line, check)
+    return line, check
 
 
 def _judge_shape(
@@ -445,6 +474,56 @@ def read(
     return _full_read(payload, machine, invoke_types, routes, max_limits, array=array)
 
 
+def read_unkeyed(
+    blob: bytes,
+    head: bytes,
+    machine: Machine,
+    invoke_types: frozenset[str] | None,
+    routes: Container[str] | None,
+    max_limits: MacrostepLimits | None,
+) -> MachineState | None:
+    """``read`` of a whole unkeyed format 4 ``blob`` whose header is ``head`` (the lines
+    up to the digest's hex digits, ``position._plain_head``) followed by the CRC-32 of the
+    payload: checked in one comparison before the payload is read. None when the blob has
+    another header or digest (``position.loads`` then checks it line by line and says
+    why); else the state, or ``CorruptPosition``.
+
+    The CRC of a shape line judged before is remembered with it (``_learn_shape``): the
+    payload's CRC is that one continued over the values line (``zlib.crc32``'s running
+    value), the same number for fewer bytes. Looking the line up reads nothing of it."""
+    start = len(head) + _CHECK_DIGITS + 1
+    payload = blob[start:]
+    shape_text, newline, values_text = payload.partition(b"\n")
+    if not newline:
+        return None
+    memo: dict[bytes, tuple[Shape, int]] | None = machine._cache.get(_SHAPES)
+    known = None if memo is None else memo.get(shape_text)
+    check = zlib.crc32(payload) if known is None else zlib.crc32(values_text, known[1])
+    # A plain digest hides nothing: ``==`` is as good as ``compare_digest`` here.
+    if blob[:start] != b"".join((head, hexlify(check.to_bytes(4)), b"\n")):
+        return None
+    try:
+        state = _plain_read(
+            shape_text,
+            values_text,
+            machine,
+            invoke_types,
+            routes,
+            max_limits,
+            True,
+            None if known is None else known[0],
+        )
+    except CorruptPosition:
+        state = None  # the full path says what is wrong
+    if state is not None:
+        return state
+    return _full_read(payload, machine, invoke_types, routes, max_limits)
+
+
+_CHECK_DIGITS: Final = 8
+"""The hex digits of a CRC-32 digest line."""
+
+
 def _plain_read(
     shape_text: bytes,
     values_text: bytes,
@@ -453,17 +532,22 @@ def _plain_read(
     routes: Container[str] | None,
     max_limits: MacrostepLimits | None,
     array: bool = True,
+    shape: Shape | None = None,
 ) -> MachineState | None:
     """The state, when both lines are exactly what orjson writes for what it reads in
     them and pass the checks (the full path's); else None (or ``CorruptPosition``): the
     full path decides and says what is wrong. ``array``: the values line is format 4's
-    array (else format 3's object)."""
-    memo: dict[bytes, Shape] | None = machine._cache.get(_SHAPES)
-    shape = None if memo is None else memo.get(shape_text)
+    array (else format 3's object). ``shape``: the one remembered for ``shape_text``,
+    when the caller has looked it up."""
     if shape is None:
-        shape = _learn_shape(shape_text, machine)
-        if shape is None:
-            return None
+        memo: dict[bytes, tuple[Shape, int]] | None = machine._cache.get(_SHAPES)
+        known = None if memo is None else memo.get(shape_text)
+        if known is None:
+            shape = _learn_shape(shape_text, machine)
+            if shape is None:
+                return None
+        else:
+            shape = known[0]
     # ``_canonical_object``, inlined: once per load.
     try:
         values = orjson.loads(values_text)
@@ -493,27 +577,42 @@ def _plain_read(
     ) = row
     limits = shape.limits
     cap = limits.datamodel_bytes
+    cap = MAX_LIMIT if cap is None else cap
+    size = len(values_text)
     if (
         standard is True
-        and queue == []
-        and invocations == []
+        and queue == _NOTHING
+        and invocations == _NOTHING
         and type(datamodel) is dict
         and type(session_id) is str
         and 0 < len(session_id) <= MAX_ID_LENGTH
         and (limits is max_limits or max_limits is None)
-        and fits(values_text, MAX_LIMIT if cap is None else cap)
+        # ``fits``, its first case inlined (a short text vouches unread): once per load
+        and (size * TEXT_RATIO <= cap if size <= SHORT_TEXT else fits(values_text, cap))
     ):
         # The common position, checked in place: ``decode_values``' checks for a
         # position with no queue and no invocations, under the host's own budgets.
-        if not _counters_fit(
-            invoke_counter, send_counter, timer_counter, macrostep, microstep, round_
+        # The six counters, as ``plain_body`` checks them (its comment says why it holds):
+        if not (
+            type(invoke_counter) is int
+            and type(send_counter) is int
+            and type(timer_counter) is int
+            and type(macrostep) is int
+            and type(microstep) is int
+            and type(round_) is int
+            and 0
+            <= invoke_counter | send_counter | timer_counter | macrostep | microstep | round_
+            <= MAX_COUNTER
         ):
             return None
-        if "_ioprocessors" in datamodel or "_name" in datamodel or "_sessionid" in datamodel:
-            return None
+        # The standard system variables go back in; the stored datamodel held none of
+        # them when it grew by three (one step, not three lookups before).
+        stored = len(datamodel)
         datamodel["_ioprocessors"] = io_processors(session_id)
         datamodel["_name"] = machine.name
         datamodel["_sessionid"] = session_id
+        if len(datamodel) != stored + 3:
+            return None  # the full path refuses it and says why
         # ``build_state``, inlined: once per load.
         state: Any = _new(StateBuilder)
         state.machine = machine
@@ -555,6 +654,8 @@ def _plain_read(
 
 
 _new: Final = object.__new__
+_NOTHING: Final[list[Any]] = []
+"""An empty list to compare with (never changed, never handed out): not one made each time."""
 
 
 _VALUE_COUNT: Final = len(LINE_VALUE_KEYS)
@@ -585,10 +686,11 @@ def _learn_shape(shape_text: bytes, machine: Machine) -> Shape | None:
     # Loaded states share their index sets with the engine's (``_run.shared``).
     shape.configuration = shared(machine, shape.configuration)
     shape.entered = shared(machine, shape.entered)
-    memo: dict[bytes, Shape] = machine._cache.setdefault(_SHAPES, {})
+    memo: dict[bytes, tuple[Shape, int]] = machine._cache.setdefault(_SHAPES, {})
     if len(memo) >= _SHAPES_LIMIT:
         memo.clear()
-    memo[shape_text] = shape
+    # With the CRC-32 of the line and its newline (``read_unkeyed``).
+    memo[shape_text] = (shape, zlib.crc32(b"\n", zlib.crc32(shape_text)))
     return shape
 
 

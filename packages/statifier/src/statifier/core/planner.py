@@ -195,7 +195,8 @@ def io_processors(session_id: str, basichttp: str | None = None) -> dict[str, An
     at), the BasicHTTP Event I/O Processor under its type URI and under ``basichttp``
     (SCXML D.2)."""
     # Values are never changed in place: both names can share one description.
-    processor = {"location": origin_of(session_id)}
+    # ``origin_of``, inlined: every position read rebuilds this.
+    processor = {"location": SESSION_PREFIX + session_id}
     processors: dict[str, Any] = {SCXML_EVENT_PROCESSOR: processor, "scxml": processor}
     if basichttp is not None:
         http = {"location": basichttp}

@@ -55,10 +55,12 @@ and changed variables (``statifier.core._export``).
 
 Both directions take a plain path first and fall back to the full one, which alone says
 what is wrong (ADR 19): ``dumps`` writes a state the engine made straight from its fields,
-checked in place (``_format3.plain_body``), and ``loads`` reads the header ``dumps``
+checked in place (``_format3.plain_parts``), and ``loads`` reads the header ``dumps``
 writes in one comparison, a shape line it judged before by its bytes, and the values line
-with orjson. Neither measures the datamodel value by value when its JSON text vouches for
-it (``fits``: few enough brackets, digits and characters for any value in it to pass).
+with orjson (``_format3.read_unkeyed``). The CRC-32 of a shape line is remembered with
+it: both compute an unkeyed digest over the values line alone, continuing that CRC.
+Neither measures the datamodel value by value when its JSON text vouches for it
+(``fits``: few enough brackets, digits and characters for any value in it to pass).
 Property tests check that each plain path accepts nothing the full checks refuse and
 writes the same bytes. A number that reads as an infinite float (``1e999``) is not valid
 in a payload.
@@ -79,6 +81,7 @@ import json
 import math
 import re
 import zlib
+from binascii import hexlify
 from collections.abc import Container, Iterable
 from typing import Any, Final
 
@@ -215,9 +218,18 @@ def dumps(state: MachineState, *, key: bytes | None = None) -> bytes:
     a cycle, or when the state is not one ``loads`` would accept.
     """
     if key is None:
-        body = _format3.plain_body(state) or _checked_body(state)
-        check = b"%08x" % zlib.crc32(body)
-        return b"".join((_plain_head(state.machine.identity), check, b"\n", body))
+        # ``_digest``'s, inlined, for the payload's parts: the shape line's CRC comes with
+        # it, and the payload's is that one continued over the values line.
+        parts = _format3.plain_parts(state)
+        if parts is None:
+            body = _checked_body(state)
+            check = hexlify(zlib.crc32(body).to_bytes(4))
+            return b"".join((_plain_head(state.machine.identity), check, b"\n", body))
+        shape_line, shape_check, values_line = parts
+        check = hexlify(zlib.crc32(values_line, shape_check).to_bytes(4))
+        return b"".join(
+            (_plain_head(state.machine.identity), check, b"\n", shape_line, values_line)
+        )
     _check_key(key)
     body = _format3.plain_body(state) or _checked_body(state)
     head = _head(state.machine.identity)
@@ -265,7 +277,9 @@ def _digest(head: bytes, body: bytes, key: bytes | None, version: int = FORMAT_V
     4) or its SHA-256 (formats 1 to 3)."""
     if key is None:
         if version >= 4:
-            return _CHECK_PREFIX + b"%08x" % zlib.crc32(body)
+            # The 8 lowercase hex digits of the big-endian CRC (``b"%08x" %`` writes the
+            # same, in three times the time).
+            return _CHECK_PREFIX + hexlify(zlib.crc32(body).to_bytes(4))
         return _DIGEST_PREFIX + hashlib.sha256(body).hexdigest().encode("ascii")
     mac = hmac.new(key, head, hashlib.sha256)
     mac.update(body)
@@ -457,15 +471,14 @@ def loads(
             raise NotAPosition(f"a position is bytes, not {type(blob).__name__}")
     types = None if invoke_types is None else _frozen(invoke_types)
     if key is None:
-        # ``_fast_body``, inlined: the header ``dumps`` writes, byte for byte, and a
-        # digest that matches (a plain digest hides nothing: ``==`` is as good as
-        # ``compare_digest`` here).
-        head = _plain_head(machine.identity)
-        end = len(head) + _CHECK_DIGITS
-        if blob.startswith(head) and blob[end : end + 1] == b"\n":
-            body = blob[end + 1 :]
-            if blob.startswith(b"%08x" % zlib.crc32(body), len(head)):
-                return _format3.read(body, machine, types, routes, max_limits)
+        # ``_fast_body``'s work for an unkeyed position: the header ``dumps`` writes,
+        # byte for byte, with the digest of what follows it, in one comparison. A blob
+        # with another header pays a CRC for nothing before the checks line by line say why.
+        state = _format3.read_unkeyed(
+            blob, _plain_head(machine.identity), machine, types, routes, max_limits
+        )
+        if state is not None:
+            return state
     else:
         keyed = _fast_body(blob, machine, key)
         if keyed is not None:
@@ -508,7 +521,7 @@ def _fast_body(blob: bytes, machine: Machine, key: bytes) -> bytes | None:
     """The payload bytes of ``blob`` when it is a current position of ``machine`` whose
     digest, keyed with ``key``, matches: the header lines ``dumps`` writes, byte for byte.
     None otherwise (``_body`` then checks the header line by line and says why). ``loads``
-    reads an unkeyed position's header the same way, inline."""
+    reads an unkeyed position's header the same way (``_format3.read_unkeyed``)."""
     head = _head(machine.identity)
     end = len(head) + len(_KEYED_PREFIX) + _HEX_DIGITS
     if not (blob.startswith(head) and blob.startswith(_KEYED_PREFIX, len(head))):
@@ -522,9 +535,7 @@ def _fast_body(blob: bytes, machine: Machine, key: bytes) -> bytes | None:
 
 
 _HEX_DIGITS: Final = 64
-"""The hex digits of a SHA-256 digest line."""
-_CHECK_DIGITS: Final = 8
-"""The hex digits of a CRC-32 digest line."""
+"""The hex digits of a SHA-256 digest line (a CRC-32's: ``_format3._CHECK_DIGITS``)."""
 
 
 @functools.lru_cache(maxsize=64)
