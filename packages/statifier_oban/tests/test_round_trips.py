@@ -137,25 +137,35 @@ async def test_outcomes_finishing_together_are_acked_in_one_batch_with_oban_s_me
     assert "last attempt" in discarded.error_text
 
 
-async def test_an_ack_applies_only_to_the_attempt_that_was_fetched(
-    servers: Servers,
-) -> None:
-    pool = await servers.pool()
-    attempted = datetime(2026, 1, 1, 12, 0, 0)
+ATTEMPTED = datetime(2026, 1, 1, 12, 0, 0)
+"""When the jobs of the ack tests below were fetched (naive UTC, as the column holds it)."""
+
+
+async def _attempted_jobs(pool: AsyncConnectionPool, states: list[str]) -> list[int]:
+    """Timer jobs in ``states``, each attempted once at ``ATTEMPTED``; their ids."""
     async with pool.connection() as conn:
         cursor = await conn.execute(
             "INSERT INTO oban_jobs (worker, queue, state, attempt, attempted_at, args) "
             "SELECT %s, 'acks', s::oban_job_state, 1, %s, '{}' "
-            "FROM unnest(ARRAY['executing', 'executing', 'available']) AS s RETURNING id",
-            [TIMER_WORKER, attempted],
+            "FROM unnest(%s::text[]) WITH ORDINALITY AS u (s, n) ORDER BY n RETURNING id",
+            [TIMER_WORKER, ATTEMPTED, states],
         )
-        current, rescued, available = [row[0] for row in await cursor.fetchall()]
+        return sorted(row[0] for row in await cursor.fetchall())  # ids rise in insert order
+
+
+async def test_an_ack_applies_only_to_the_attempt_that_was_fetched(
+    servers: Servers,
+) -> None:
+    pool = await servers.pool()
+    current, rescued, available = await _attempted_jobs(
+        pool, ["executing", "executing", "available"]
+    )
     acked = await _acks.write(
         _oban_compat.AckColumns(
             pool=pool,
             prefix="public",
             ids=[current, rescued, available],
-            attempted_at=[attempted, attempted - timedelta(seconds=1), attempted],
+            attempted_at=[ATTEMPTED, ATTEMPTED - timedelta(seconds=1), ATTEMPTED],
             states=["completed", "completed", "completed"],
             attempt_changes=[None, None, None],
             schedule_in=[None, None, None],
@@ -177,21 +187,13 @@ async def test_an_ack_batch_with_a_nan_in_a_recorded_meta_is_still_written(
     # The standard encoder writes NaN, which PostgreSQL refuses: the batch, kept and
     # written again, would block every later ack of the producer.
     pool = await servers.pool()
-    attempted = datetime(2026, 1, 1, 12, 0, 0)
-    async with pool.connection() as conn:
-        cursor = await conn.execute(
-            "INSERT INTO oban_jobs (worker, queue, state, attempt, attempted_at, args) "
-            "SELECT %s, 'acks', 'executing', 1, %s, '{}' FROM generate_series(1, 2) "
-            "RETURNING id",
-            [TIMER_WORKER, attempted],
-        )
-        first, second = [row[0] for row in await cursor.fetchall()]
+    first, second = await _attempted_jobs(pool, ["executing", "executing"])
     acked = await _acks.write(
         _oban_compat.AckColumns(
             pool=pool,
             prefix="public",
             ids=[first, second],
-            attempted_at=[attempted, attempted],
+            attempted_at=[ATTEMPTED, ATTEMPTED],
             states=["completed", "retryable"],
             attempt_changes=[None, None],
             schedule_in=[None, 30],
