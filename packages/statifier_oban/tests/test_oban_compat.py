@@ -293,3 +293,16 @@ def test_contract_instance_registry(pool: AsyncConnectionPool) -> None:
         assert vars(oban)["_name"] == name
     finally:
         forget_instance(oban)
+
+
+def test_an_ack_names_the_fetched_attempt_in_naive_utc() -> None:
+    from datetime import UTC, datetime, timedelta, timezone
+
+    caracas = timezone(timedelta(hours=-4))
+    attempted = datetime(2026, 3, 1, 8, 30, 0, 123456, tzinfo=caracas)
+    assert _oban_compat._naive_utc(attempted) == datetime(2026, 3, 1, 12, 30, 0, 123456)
+    assert _oban_compat._naive_utc(attempted.astimezone(UTC)) == datetime(
+        2026, 3, 1, 12, 30, 0, 123456
+    )
+    assert _oban_compat._naive_utc(attempted).tzinfo is None
+    assert _oban_compat._naive_utc(None) is None

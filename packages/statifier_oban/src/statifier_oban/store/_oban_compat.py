@@ -477,7 +477,19 @@ type AckWriter = Callable[[AckColumns], Awaitable[list[int]]]
 
 
 def _naive_utc(value: datetime | None) -> datetime | None:
-    return None if value is None else value.astimezone(UTC).replace(tzinfo=None)
+    if value is None:
+        return None
+    # Built from its fields: ``replace(tzinfo=None)`` parses its keyword for longer.
+    moment = value.astimezone(UTC)
+    return datetime(
+        moment.year,
+        moment.month,
+        moment.day,
+        moment.hour,
+        moment.minute,
+        moment.second,
+        moment.microsecond,
+    )
 
 
 def set_ack_writer(write: AckWriter | None) -> None:
