@@ -188,10 +188,13 @@ def test_a_started_worker_puts_its_startup_heap_out_of_the_collectors_reach() ->
     from statifier_oban.cli._worker import freeze_startup_heap
 
     before = gc.get_freeze_count()
+    thresholds = gc.get_threshold()
     held = [object() for _ in range(3)] + [{"startup": True}]
     try:
         freeze_startup_heap()
         assert gc.get_freeze_count() >= before + len(held)
         assert not any(o is held[-1] for o in gc.get_objects())  # frozen: not collected
+        assert gc.get_threshold() == (10_000, *thresholds[1:])
     finally:
         gc.unfreeze()
+        gc.set_threshold(*thresholds)

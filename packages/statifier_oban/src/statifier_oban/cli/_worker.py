@@ -24,7 +24,7 @@ import signal
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import click
 from oban import Oban
@@ -304,12 +304,25 @@ async def run_worker(
     return 0
 
 
+YOUNG_COLLECTION_THRESHOLD: Final = 10_000
+"""Allocations of container objects (less their frees) that set off a collection of the
+youngest generation in a started worker (Python's default is 700)."""
+
+
 def freeze_startup_heap() -> None:
     """Put what the worker holds once started (modules, plug-ins, pools, oban) out of the
     garbage collector's reach (``gc.freeze``): its full collections, which the garbage of
-    steps sets off now and then, walk only what came after instead of the whole process."""
+    steps sets off now and then, walk only what came after instead of the whole process.
+
+    The youngest generation is then collected after ``YOUNG_COLLECTION_THRESHOLD``
+    allocations instead of 700: a step's objects die by their reference counts, so a
+    collection walks about what the steps in flight hold, however rarely it runs; fewer
+    of them cost a durable step about 4% fewer instructions (``bench/executions.py
+    --callgrind``). The older generations keep their thresholds."""
     gc.collect()
     gc.freeze()
+    _, middle, oldest = gc.get_threshold()
+    gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, middle, oldest)
 
 
 async def _sample_gauges(pool: AsyncConnectionPool[Any], prefix: str, interval: float) -> None:
