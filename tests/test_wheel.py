@@ -4,12 +4,13 @@ Every workspace package is built the way an installer builds it from PyPI: an sd
 first, then the wheel from that sdist alone (``uv build``'s default), so an sdist that
 leans on the checkout (a licence symlinked from the repository root, say) fails the
 build. One fresh virtualenv gets those wheels (and their dependencies from the index),
-then runs ``statifier check``, ``--version`` and the demo from them.
+then runs ``statifier check``, ``--version`` and the demo (with a fault injected) from them.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -125,14 +126,36 @@ def test_versions_come_from_the_installed_metadata(installed: Path, tmp_path: Pa
     )
 
 
-def test_the_demo_runs_from_the_wheels(installed: Path, tmp_path: Path) -> None:
-    """``statifier-oban demo`` finds the demo package and its chart without the checkout.
+def test_the_demo_runs_from_the_wheels_and_its_checks_catch_a_fault(
+    installed: Path, tmp_path: Path
+) -> None:
+    """``statifier-oban demo`` finds the demo package and its chart without the checkout,
+    on an embedded server of its own, and ``--fault no-capture`` fails exactly the checks
+    it should (status 1, one line of error).
 
     The shortest hold the demo's own tests use: what is checked here is that it runs from
-    the wheels, not its timing (``test_cli_demo`` runs it from the checkout)."""
+    the wheels, not its timing. The story without a fault, with the rows it leaves, is
+    ``test_cli_demo``'s (from the checkout); this is the suite's one run of a fault."""
     argv = [str(installed / "bin" / "statifier-oban"), "demo", "--hold", "1s"]
-    out = _run(argv, tmp_path, _clean_env())
-    assert "demo passed" in out, out
+    done = subprocess.run(  # noqa: S603 - the installed command, fixed arguments, no shell
+        [*argv, "--fault", "no-capture"],
+        cwd=tmp_path,
+        env=_clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    out, err = done.stdout, done.stderr
+    assert done.returncode == 1, out + err
+    assert "starting an embedded PostgreSQL" in out
+    assert re.search(r"FAIL\s+card A \(card_a\) ended settled", out), out
+    assert re.search(r"FAIL\s+card A's hold job was cancelled by the capture", out), out
+    assert re.search(r"FAIL\s+three holds applied in all", out), out
+    assert re.search(r"ok\s+card D's hold job was delivered twice", out), out
+    assert "demo FAILED: 3 of 12 checks failed" in out
+    assert err.startswith("statifier-oban demo: error: ")
+    assert err.count("\n") == 1
 
 
 def test_sdists_carry_their_licence_as_a_file_and_no_tests(installed: Path) -> None:

@@ -31,7 +31,7 @@ def test_listed_case_passes(profile: str, case_id: str) -> None:
     case = cases_by_id().get(case_id)
     if case is None:
         pytest.fail(f"{case_id} in the {profile} ratchet is not a test id of the manifest")
-    result = run_case_guarded(case, timeout=DEFAULT_TIMEOUT, profile=profile)
+    result = run_case_guarded(case, timeout=DEFAULT_TIMEOUT, profile=profile, warm=True)
     assert result.passed, result.describe()
 
 

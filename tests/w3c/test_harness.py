@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tools.w3c import _server
 from tools.w3c.corpus import require_corpus
 from tools.w3c.harness import run_case, run_case_guarded
 from tools.w3c.manifest import cases_by_id
@@ -106,6 +107,34 @@ def test_guard_times_out(monkeypatch: pytest.MonkeyPatch, isolate: bool) -> None
     assert time.monotonic() - started < 5
     assert not result.passed
     assert "timed out" in result.reason()
+
+
+def test_a_warm_guard_runs_the_case_in_the_case_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The case server forked the case's process, not this one: the fake engine installed
+    # here (every case fails) is not the one that ran it.
+    install_fake_engine(monkeypatch, "fail")
+    result = run_case_guarded(cases_by_id()["144"], timeout=10, warm=True)
+    assert result.passed, result.describe()
+    assert result.starts[0].configuration == ("pass",)
+
+
+def test_a_case_server_that_does_not_answer_is_stopped_and_replaced(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    case = cases_by_id()["144"]
+    assert run_case_guarded(case, timeout=10, warm=True).passed
+    first = _server._server
+    assert first is not None
+    monkeypatch.setattr(_server, "MARGIN_S", 0.0)
+    result = run_case_guarded(case, timeout=0.0, warm=True)  # no server answers in 0 s
+    assert not result.passed
+    assert "the case server did not answer within 0 s" in result.reason()
+    assert _server._server is None
+    assert first.process.poll() is not None  # stopped, its process group with it
+    monkeypatch.undo()
+    assert run_case_guarded(case, timeout=10, warm=True).passed  # a new server
+    assert _server._server is not None
+    assert _server._server is not first
 
 
 def test_report_updates_the_ratchet(

@@ -8,7 +8,9 @@ that imports it, loads while the engine is still incomplete.
 
 :func:`run_case_guarded` adds a wall-clock guard so that a hang in the engine cannot hang
 the caller: the case runs in a forked child process that is killed on timeout (where
-``fork`` is unavailable, in a daemon thread that is abandoned on timeout).
+``fork`` is unavailable, in a daemon thread that is abandoned on timeout). With
+``warm=True`` that child is forked from a small case server that loaded the engine once
+(:mod:`tools.w3c._server`) rather than from the caller.
 """
 
 from __future__ import annotations
@@ -226,15 +228,24 @@ def run_case_guarded(
     *,
     isolate: bool | None = None,
     profile: str = DATAMODEL,
+    warm: bool = False,
 ) -> CaseResult:
     """Run ``case``, rendered for ``profile``, with a wall-clock guard of ``timeout`` seconds.
 
     ``isolate`` (default: whenever the ``fork`` start method exists) runs the case in a
     forked child process, killed on timeout; otherwise a daemon thread is used and simply
-    abandoned on timeout.
+    abandoned on timeout. ``warm`` (with ``isolate``) forks that process from the case
+    server of :mod:`tools.w3c._server`, started on first use, rather than from this
+    process: much cheaper per case when this process is large (a whole test run) or has
+    not loaded the datamodels, and the case sees nothing this process changed (a test
+    double of the engine, say).
     """
     if isolate is None:
         isolate = "fork" in multiprocessing.get_all_start_methods()
+    if warm and isolate:
+        from tools.w3c import _server
+
+        return _server.run(case, timeout, directory, profile)
     runner: Callable[[Case, float, Path | None, str], CaseResult]
     runner = _run_in_process if isolate else _run_in_thread
     return runner(case, timeout, directory, profile)

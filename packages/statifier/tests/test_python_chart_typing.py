@@ -2,7 +2,7 @@
 
 Each line of ``MISUSE`` is a mistake an editor and ``mypy --strict`` must report, with the
 error code given after it; ``CORRECT`` uses every builder the documented way and must
-type-check clean. mypy runs in this process on files written for the test.
+type-check clean. mypy runs once, in this process, on the two files written for the test.
 """
 
 from __future__ import annotations
@@ -92,33 +92,44 @@ CHART = sc.chart(
 )
 """
 
-_ERROR = re.compile(r"^[^:]+:(\d+): error: .*\[([a-z-]+)\]$")
+_ERROR = re.compile(r"^([^:]+):(\d+): error: .*\[([a-z-]+)\]$")
 
 
-def mypy_errors(tmp_path: Path, source: str) -> set[tuple[int, str]]:
-    """(line, code) of every error ``mypy --strict`` reports on ``source``."""
-    path = tmp_path / "chart.py"
-    path.write_text(source, encoding="utf-8")
-    out, err, _ = api.run(["--strict", "--no-incremental", "--no-error-summary", str(path)])
+@pytest.fixture(scope="module")
+def mypy_errors(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[tuple[int, str]]]:
+    """(line, code) of every error ``mypy --strict`` reports, by file (``misuse``,
+    ``correct``): both files in one run, which analyses the library once for the two."""
+    folder = tmp_path_factory.mktemp("typing")
+    paths = {name: folder / f"{name}.py" for name in ("misuse", "correct")}
+    for name, source in (("misuse", MISUSE), ("correct", CORRECT)):
+        paths[name].write_text(source, encoding="utf-8")
+    argv = ["--strict", "--no-incremental", "--no-error-summary", *map(str, paths.values())]
+    out, err, _ = api.run(argv)
     assert not err, err
-    found = {(int(m.group(1)), m.group(2)) for m in map(_ERROR.match, out.splitlines()) if m}
-    assert len(found) == sum(" error: " in line for line in out.splitlines()), out
+    found: dict[str, set[tuple[int, str]]] = {name: set() for name in paths}
+    for match in filter(None, map(_ERROR.match, out.splitlines())):
+        found[Path(match.group(1)).stem].add((int(match.group(2)), match.group(3)))
+    assert sum(map(len, found.values())) == sum(" error: " in line for line in out.splitlines())
     return found
 
 
 @pytest.mark.timeout(180)
-def test_misuse_of_the_builder_is_a_type_error(tmp_path: Path) -> None:
+def test_misuse_of_the_builder_is_a_type_error(
+    mypy_errors: dict[str, set[tuple[int, str]]],
+) -> None:
     expected = {
         (number, line.split("# ")[1].split(":")[0])
         for number, line in enumerate(MISUSE.splitlines(), 1)
         if "# " in line
     }
-    assert mypy_errors(tmp_path, MISUSE) == expected
+    assert mypy_errors["misuse"] == expected
 
 
 @pytest.mark.timeout(180)
-def test_the_documented_uses_type_check_clean(tmp_path: Path) -> None:
-    assert mypy_errors(tmp_path, CORRECT) == set()
+def test_the_documented_uses_type_check_clean(
+    mypy_errors: dict[str, set[tuple[int, str]]],
+) -> None:
+    assert mypy_errors["correct"] == set()
     namespace: dict[str, object] = {}
     exec(compile(CORRECT, "correct.py", "exec"), namespace)  # noqa: S102 - the test's own code
     assert type(namespace["CHART"]).__name__ == "Chart"

@@ -1,9 +1,12 @@
 """``statifier-oban demo``: the command runs the ``statifier_demo`` package end to end.
 
-The end-to-end runs use a fresh database of the test server (``--database-url``) and a
-1 s hold unit; each takes 10 to 20 s, most of it starting five worker processes. The
-demo's own checks are tested in ``packages/statifier_demo/tests``. Also: the command
-without the package, and the other commands never loading demo code.
+A run of the whole story takes 10 to 20 s, most of it starting five worker processes, so
+the suite runs it twice: here once, as a process with ``--web`` on a fresh database of the
+test server and a 1 s hold unit (the story, the database, then the console serving the
+demo's executions until SIGTERM), and once from the built wheels with ``--fault
+no-capture`` (``tests/test_wheel.py``: the checks catch the fault). The demo's own checks
+are tested in ``packages/statifier_demo/tests``. Also here: the command without the
+package, a demo stopped early, and the other commands never loading demo code.
 """
 
 from __future__ import annotations
@@ -14,9 +17,11 @@ import re
 import signal
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psycopg
 import pytest
 from statifier_oban.cli import _main as cli
@@ -39,73 +44,104 @@ def card_ids(out: str) -> list[str]:
     return [by_letter[letter] for letter in "abcd"]
 
 
-def test_the_demo_runs_end_to_end(database_url: str, capsys: pytest.CaptureFixture[str]) -> None:
-    code = cli.main(["demo", "--database-url", database_url, "--hold", HOLD])
-
-    out, err = capsys.readouterr()
-    assert code == 0, out + err
-    card_a, card_b, card_c, card_d = card_ids(out)
-    # The timeline tells the story: a capture, a kill mid-flight, a deploy.
-    assert re.search(rf"demo\s+step\s+{card_a}: capture.requested", out), out
-    assert re.search(rf"w2\s+delivered\s+{card_d}: job \d+ \(attempt 1\) applied", out), out
-    assert re.search(rf"w2\s+stalls\s+{card_d}", out), out
-    assert re.search(r"w2\s+killed\s+SIGKILL", out), out
-    assert re.search(rf"w3\s+delivered\s+{card_d}: job \d+ \(attempt 2\) already applied", out)
-    assert re.search(rf"demo\s+due\s+{card_b}'s hold is due, and no worker is running", out)
-    assert re.search(rf"w[45]\s+delivered\s+{card_b}: .* applied, {card_b} ended in expired", out)
-    assert re.search(rf"w[45]\s+delivered\s+{card_c}: .* applied, {card_c} ended in expired", out)
-    assert "FAIL" not in out
-    assert "demo passed: all 12 checks hold" in out
-    assert err == ""
-
-    # The database agrees, read independently of the demo's own checks.
-    jobs = rows(
-        database_url,
-        "SELECT args->>'scope', state::text, coalesce((meta->>'rescued')::int, 0) FROM oban_jobs "
-        "WHERE worker = %s ORDER BY id",
-        [TIMER_WORKER],
-    )
-    assert jobs == [
-        (card_a, "cancelled", 0),
-        (card_d, "completed", 1),
-        (card_b, "completed", 0),
-        (card_c, "completed", 0),
-    ]
-    ended = dict(
-        rows(
-            database_url,
-            "SELECT id, status || ':' || (outcome->'configuration'->>0) || ':' || step_count "
-            "FROM statifier_executions",
-        )
-    )
-    assert ended == {
-        card_a: "completed:settled:3",
-        card_b: "completed:expired:2",
-        card_c: "completed:expired:2",
-        card_d: "completed:expired:2",
-    }
-    deliveries = rows(database_url, "SELECT execution_id, outcome FROM demo_deliveries ORDER BY id")
-    assert deliveries[:2] == [(card_d, "applied"), (card_d, "already applied")]
-    assert sorted(deliveries[2:]) == sorted([(card_b, "applied"), (card_c, "applied")])
-    keys = rows(database_url, "SELECT count(*), count(DISTINCT key) FROM statifier_step_keys")
-    assert keys == [(3, 3)]
+SERVING = re.compile(r"the console at (http://127\.0\.0\.1:\d+)/console/ \(token (\S+)\)")
 
 
-def test_the_checks_fail_when_card_a_is_never_captured(
-    database_url: str, capsys: pytest.CaptureFixture[str]
+@pytest.mark.timeout(150)
+def test_the_demo_runs_end_to_end_then_serves_its_executions_in_the_console(
+    database_url: str, tmp_path: Path
 ) -> None:
-    args = ["demo", "--database-url", database_url, "--hold", HOLD, "--fault", "no-capture"]
-    code = cli.main(args)
+    # One run of the whole story, as `statifier-oban demo --web` in a process of its own:
+    # what it prints and leaves in the database, then its executions in the console (on
+    # the test's database) until SIGTERM.
+    errors = tmp_path / "stderr.txt"
+    with errors.open("w") as stderr:
+        process = subprocess.Popen(  # noqa: S603 - this interpreter, fixed arguments, no shell
+            [sys.executable, "-m", "statifier_oban.cli", "demo", "--web", "--hold", HOLD,
+             "--database-url", database_url],
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            stdout=subprocess.PIPE, stderr=stderr, text=True,
+        )  # fmt: skip
+    assert process.stdout is not None
+    seen: list[str] = []
+    try:
+        with ThreadPoolExecutor(max_workers=1) as reader:
+            while (serving := SERVING.search(seen[-1] if seen else "")) is None:
+                line = reader.submit(process.stdout.readline).result(timeout=120)
+                assert line, "".join(seen) + errors.read_text()
+                seen.append(line)
+        out = "".join(seen)
+        card_a, card_b, card_c, card_d = card_ids(out)
+        # The timeline tells the story: a capture, a kill mid-flight, a deploy.
+        assert re.search(rf"demo\s+step\s+{card_a}: capture.requested", out), out
+        assert re.search(rf"w2\s+delivered\s+{card_d}: job \d+ \(attempt 1\) applied", out), out
+        assert re.search(rf"w2\s+stalls\s+{card_d}", out), out
+        assert re.search(r"w2\s+killed\s+SIGKILL", out), out
+        assert re.search(
+            rf"w3\s+delivered\s+{card_d}: job \d+ \(attempt 2\) already applied", out
+        ), out
+        assert re.search(rf"demo\s+due\s+{card_b}'s hold is due, and no worker is running", out)
+        assert re.search(
+            rf"w[45]\s+delivered\s+{card_b}: .* applied, {card_b} ended in expired", out
+        ), out
+        assert re.search(
+            rf"w[45]\s+delivered\s+{card_c}: .* applied, {card_c} ended in expired", out
+        ), out
+        assert "FAIL" not in out
+        assert "demo passed: all 12 checks hold" in out
 
-    out, err = capsys.readouterr()
-    assert code == 1, out + err
-    assert re.search(r"FAIL\s+card A \(card_a_\w+\) ended settled", out), out
-    assert re.search(r"FAIL\s+card A's hold job was cancelled by the capture", out), out
-    assert re.search(r"FAIL\s+three holds applied in all", out), out
-    assert re.search(r"ok\s+card D's hold job was delivered twice", out), out
-    assert "demo FAILED: 3 of 12 checks failed" in out
-    assert err.startswith("statifier-oban demo: error: ")
-    assert err.count("\n") == 1
+        # The database agrees, read independently of the demo's own checks.
+        jobs = rows(
+            database_url,
+            "SELECT args->>'scope', state::text, coalesce((meta->>'rescued')::int, 0) "
+            "FROM oban_jobs WHERE worker = %s ORDER BY id",
+            [TIMER_WORKER],
+        )
+        assert jobs == [
+            (card_a, "cancelled", 0),
+            (card_d, "completed", 1),
+            (card_b, "completed", 0),
+            (card_c, "completed", 0),
+        ]
+        ended = dict(
+            rows(
+                database_url,
+                "SELECT id, status || ':' || (outcome->'configuration'->>0) || ':' || step_count "
+                "FROM statifier_executions",
+            )
+        )
+        assert ended == {
+            card_a: "completed:settled:3",
+            card_b: "completed:expired:2",
+            card_c: "completed:expired:2",
+            card_d: "completed:expired:2",
+        }
+        deliveries = rows(
+            database_url, "SELECT execution_id, outcome FROM demo_deliveries ORDER BY id"
+        )
+        assert deliveries[:2] == [(card_d, "applied"), (card_d, "already applied")]
+        assert sorted(deliveries[2:]) == sorted([(card_b, "applied"), (card_c, "applied")])
+        keys = rows(database_url, "SELECT count(*), count(DISTINCT key) FROM statifier_step_keys")
+        assert keys == [(3, 3)]
+
+        # The console serves those executions, with the token it printed and only with it.
+        url, token = serving.groups()
+        headers = {"Authorization": f"Bearer {token}"}
+        counts = httpx.get(f"{url}/api/counts", headers=headers).json()
+        assert counts["counts"]["completed"] == 4, counts
+        assert httpx.get(f"{url}/api/counts").status_code == 401
+        listed = httpx.get(f"{url}/api/executions", headers=headers).json()["executions"]
+        assert sorted(e["id"] for e in listed) == sorted([card_a, card_b, card_c, card_d])
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+        rest = process.stdout.read()
+        assert "the console stopped" in rest
+        assert "embedded" not in rest  # the test's own server: nothing embedded to stop
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+    assert errors.read_text() == ""
 
 
 def test_a_missing_chart_is_one_line_and_status_1(
