@@ -304,5 +304,7 @@ def test_an_ack_names_the_fetched_attempt_in_naive_utc() -> None:
     assert _oban_compat._naive_utc(attempted.astimezone(UTC)) == datetime(
         2026, 3, 1, 12, 30, 0, 123456
     )
-    assert _oban_compat._naive_utc(attempted).tzinfo is None
+    naive = _oban_compat._naive_utc(attempted)
+    assert naive is not None
+    assert naive.tzinfo is None
     assert _oban_compat._naive_utc(None) is None
