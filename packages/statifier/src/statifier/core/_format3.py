@@ -500,8 +500,7 @@ def read_unkeyed(
     shape_text, newline, values_text = payload.partition(b"\n")
     if not newline:
         return None
-    memo: dict[bytes, tuple[Shape, int]] | None = machine._cache.get(_SHAPES)
-    known = None if memo is None else memo.get(shape_text)
+    known = _remembered_shape(shape_text, machine)
     check = zlib.crc32(payload) if known is None else zlib.crc32(values_text, known[1])
     # A plain digest hides nothing: ``==`` is as good as ``compare_digest`` here.
     if blob[:start] != b"".join((head, hexlify(check.to_bytes(4)), b"\n")):
@@ -528,6 +527,13 @@ _CHECK_DIGITS: Final = 8
 """The hex digits of a CRC-32 digest line."""
 
 
+def _remembered_shape(shape_text: bytes, machine: Machine) -> tuple[Shape, int] | None:
+    """The shape judged before for ``shape_text`` on ``machine``, with the CRC-32 of the
+    line and its newline (``_learn_shape``); None when it was not judged (or forgotten)."""
+    memo: dict[bytes, tuple[Shape, int]] | None = machine._cache.get(_SHAPES)
+    return None if memo is None else memo.get(shape_text)
+
+
 def _plain_read(
     shape_text: bytes,
     values_text: bytes,
@@ -544,8 +550,7 @@ def _plain_read(
     array (else format 3's object). ``shape``: the one remembered for ``shape_text``,
     when the caller has looked it up."""
     if shape is None:
-        memo: dict[bytes, tuple[Shape, int]] | None = machine._cache.get(_SHAPES)
-        known = None if memo is None else memo.get(shape_text)
+        known = _remembered_shape(shape_text, machine)
         if known is None:
             shape = _learn_shape(shape_text, machine)
             if shape is None:

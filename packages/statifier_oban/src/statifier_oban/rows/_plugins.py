@@ -115,7 +115,7 @@ def _build(path: str, protocol: type[Any], methods: _Methods, what: str) -> obje
     with ``isinstance``.
     """
     target = lookup(path)
-    if isinstance(target, type) and _fit.get((target, protocol)) is not None:
+    if isinstance(target, type) and (target, protocol) in _fit:
         # Checked before; only what it builds is new (every job row resolves again).
         return target()
     missing = [name for name in methods if not _conforms(target, name)]
@@ -136,7 +136,7 @@ def _build(path: str, protocol: type[Any], methods: _Methods, what: str) -> obje
             raise ResolutionError(f"{path!r} is not a {what}")
         if len(_fit) >= MAX_CHECKED_CLASSES:
             _fit.clear()
-        _fit[target, protocol] = True
+        _fit.add((target, protocol))
         built: object = target()
         return built
     return target
@@ -146,7 +146,7 @@ MAX_CHECKED_CLASSES: Final = 256
 """Plug-in classes ``_build`` remembers as checked against a protocol; when full, it
 forgets them all and starts again."""
 
-_fit: dict[tuple[type, type], bool] = {}
+_fit: set[tuple[type, type]] = set()
 """``(class, protocol)`` pairs ``_build`` checked: a class's methods do not change while a
 worker runs (a reloaded module's class is another class)."""
 
