@@ -77,7 +77,10 @@ class Armed:
         is still to be applied)."""
         self.since = since
         self.cut: set[str] = cut if cut is not None else set()
-        self.sends = sum(len(ordinals) for ordinals in self._sends.values())
+        count = 0
+        for ordinals in self._sends.values():
+            count += len(ordinals)
+        self.sends = count
         """How many delayed sends are armed."""
 
     def arm(self, effect: SendDelayed) -> None:
@@ -151,7 +154,7 @@ def decode_armed(text: str, corrupt: Callable[[str], Exception]) -> Armed:
         document = read_json(text)
     except (ValueError, RecursionError) as exc:
         raise corrupt(f"the armed list is not valid JSON: {exc}") from None
-    if not isinstance(document, dict) or not set(document) <= _FIELDS:
+    if type(document) is not dict or not document.keys() <= _FIELDS:
         raise corrupt(
             "the armed list is not an object of sends, invocations, children, finished, since"
             " and cut"
@@ -162,23 +165,27 @@ def decode_armed(text: str, corrupt: Callable[[str], Exception]) -> Armed:
     cut = document.get("cut", [])
     children = document.get("children", {})
     finished = document.get("finished", {})
+    # Loops rather than all() over generators: this reads every step's row, whose
+    # lists are short or empty.
     if (
-        not isinstance(sends, dict)
-        or not isinstance(invocations, dict)
+        type(sends) is not dict
+        or type(invocations) is not dict
         or not _ids(children)
         or not _ids(finished)
         or not _count(since, 0)
-        or not isinstance(cut, list)
-        or not all(isinstance(send_id, str) for send_id in cut)
+        or type(cut) is not list
+        or (cut and not all(type(send_id) is str for send_id in cut))
     ):
         raise corrupt("the armed list has a field of the wrong type")
     for ordinals in sends.values():
-        if not isinstance(ordinals, list) or not ordinals:
+        if type(ordinals) is not list or not ordinals:
             raise corrupt("an armed send id holds no list of ordinals")
-        if not all(_count(ordinal, 1) for ordinal in ordinals):
-            raise corrupt("an armed ordinal is not an integer >= 1")
-    if not all(_count(generation, 0) for generation in invocations.values()):
-        raise corrupt("an armed invocation's generation is not an integer >= 0")
+        for ordinal in ordinals:
+            if not _count(ordinal, 1):
+                raise corrupt("an armed ordinal is not an integer >= 1")
+    for generation in invocations.values():
+        if not _count(generation, 0):
+            raise corrupt("an armed invocation's generation is not an integer >= 0")
     return Armed(sends, invocations, since, set(cut), children, finished)
 
 
@@ -187,10 +194,14 @@ _FIELDS: Final = frozenset({"sends", "invocations", "since", "cut", "children", 
 
 def _ids(value: Any) -> bool:
     """Whether ``value`` maps invoke ids to execution ids."""
-    return isinstance(value, dict) and all(
-        isinstance(child, str) and 0 < len(child) <= MAX_ID_LENGTH for child in value.values()
-    )
+    if type(value) is not dict:
+        return False
+    for child in value.values():
+        if type(child) is not str or not 0 < len(child) <= MAX_ID_LENGTH:
+            return False
+    return True
 
 
 def _count(value: Any, minimum: int) -> bool:
-    return not isinstance(value, bool) and isinstance(value, int) and value >= minimum
+    """Whether ``value`` is an integer (never a boolean) of at least ``minimum``."""
+    return type(value) is int and value >= minimum
