@@ -89,6 +89,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import callgrind_names
 import psycopg
 import statifier
 from cpu_meter import ServerCpu, machine_busy
@@ -598,7 +599,7 @@ async def callgrind(bench: Bench, args: argparse.Namespace) -> int:
             1,
             args.limit,
             extra=["--role", "today" if path == "today" else "current", "--procs", "1"],
-            env={"PYTHONPATH": baseline_path(args.baseline)} if path == "today" else None,
+            env=profiled_env(path, args),
             node_prefix=f"g{path}_",
             launcher=(
                 "valgrind",
@@ -610,9 +611,11 @@ async def callgrind(bench: Bench, args: argparse.Namespace) -> int:
         )
     print(f"callgrind: {args.jobs} steps a round, queue limit {args.limit}; dumps in {out}")
     found: dict[str, list[float]] = {path: [] for path in paths}
+    last: dict[str, Path] = {}
     try:
         for each in workers.values():
             await each.start()
+        pids = {path: each.procs[0].pid for path, each in workers.items()}
         for round_number in range(args.repeats + 1):
             for path in paths[round_number % len(paths) :] + paths[: round_number % len(paths)]:
                 pid = str(workers[path].procs[0].pid)
@@ -635,18 +638,49 @@ async def callgrind(bench: Bench, args: argparse.Namespace) -> int:
                     if totals is None:
                         raise VerificationError(f"{newest} has no totals line")
                     found[path].append(int(totals.group(1)) / args.jobs)
+                    last[path] = newest
                     print(f"  round {round_number}, {path}: {found[path][-1]:,.0f} per step")
                 await bench.verify_steps(ids, entries=2)
     finally:
         for each in workers.values():
             await each.stop()
-    for path in paths:
-        median = statistics.median(found[path])
-        print(f"  {path}: median of {len(found[path])} rounds, {median:,.0f} instructions/step")
+    report_callgrind(found, {path: (last[path], pids[path]) for path in paths}, args)
+    return 0
+
+
+def report_callgrind(
+    found: dict[str, list[float]], last: dict[str, tuple[Path, int]], args: argparse.Namespace
+) -> None:
+    """Each path's median instructions per step, ours/today, and with ``--python-names``
+    the Python functions of each path's last round (``last``: its dump and worker pid)."""
+    for path, rounds in found.items():
+        median = statistics.median(rounds)
+        print(f"  {path}: median of {len(rounds)} rounds, {median:,.0f} instructions/step")
     if args.baseline:
         ratio = statistics.median(found["ours"]) / statistics.median(found["today"])
         print(f"  ours/today: {ratio:.3f} of the instructions per step")
-    return 0
+    if args.python_names:
+        for path, (dump, pid) in last.items():
+            print_python_costs(path, dump, pid, args)
+
+
+def profiled_env(path: str, args: argparse.Namespace) -> dict[str, str]:
+    """What a profiled worker adds to the environment: today's code for the baseline,
+    perf trampolines for ``--python-names``."""
+    env = {"PYTHONPATH": baseline_path(args.baseline)} if path == "today" else {}
+    if args.python_names:
+        env["PYTHONPERFSUPPORT"] = "1"
+    return env
+
+
+def print_python_costs(path: str, dump: Path, pid: int, args: argparse.Namespace) -> None:
+    """``--python-names``: the Python functions of ``path``'s last round that cost the
+    most instructions per step, with what they called (perf trampolines named)."""
+    named = callgrind_names.name_trampolines(dump, callgrind_names.perf_map(pid))
+    print(f"  {path}, last round: instructions per step by Python function (inclusive)")
+    for count, name in callgrind_names.python_costs(named)[: args.python_names]:
+        function, _, file = name.rpartition(":")
+        print(f"  {count / args.jobs:>12,.0f}  {function} ({Path(file).name})")
 
 
 Rounds = dict[tuple[str, int], list[Round]]
@@ -936,6 +970,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--callgrind",
         action="store_true",
         help="profile instead: instructions per step of one worker process under callgrind",
+    )
+    parser.add_argument(
+        "--python-names",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with --callgrind: the N Python functions costing the most (perf trampolines)",
     )
     args = parser.parse_args(argv)
     if args.quick:
