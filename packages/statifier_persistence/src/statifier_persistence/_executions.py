@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, overload
+from typing import Any, Final, overload
 
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
@@ -130,6 +130,9 @@ MIN_POSITION_KEY_BYTES = 16
 
 _NO_POSITION = -1
 """A position bound no position meets: reads that need no position do not transfer it."""
+
+_NO_KEY: Final = ""
+"""The step key a keyless read asks about: none is empty (``check_key``)."""
 
 _UNREAD = StoredPosition(b"", None, None)
 """What a read that did not transfer the position has of it."""
@@ -1035,7 +1038,13 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
     ) -> Locked:
         """The row, its position (if asked for: else an empty one) and whether ``key`` was
         applied to it."""
-        params: dict[str, Any] = {**self._bounds(), "id": execution_id, "key": key}
+        # A keyless read asks about the empty key, which no step has: then the statement's
+        # plan is the same with a key or without, and PostgreSQL keeps one generic plan
+        # for it. A null key folded the key check away in a plan made for each call,
+        # which it then preferred, planning the read again every time (about twice what
+        # running it costs).
+        asked = _NO_KEY if key is None else key
+        params: dict[str, Any] = {**self._bounds(), "id": execution_id, "key": asked}
         if not with_position:
             params["max_position"] = _NO_POSITION
         # Results in binary: the position's bytes as they are, not hex to decode.
@@ -1044,7 +1053,10 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         row = await cursor.fetchone()
         if row is None:
             raise ExecutionNotFound(execution_id)
-        return self._decode_read(row, execution_id, with_position=with_position)
+        execution, stored, applied = self._decode_read(
+            row, execution_id, with_position=with_position
+        )
+        return execution, stored, applied and key is not None
 
     def _decode_read(self, row: Any, execution_id: str, *, with_position: bool) -> Locked:
         """A row of ``select_execution.sql`` (or ``select_executions.sql``), checked."""
@@ -1077,6 +1089,14 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         """Several executions locked at once, in id order (``select_executions.sql``), by
         ``(execution id, step key)``: each one's read, or what reading it raised
         (``ExecutionNotFound``, ``CorruptExecution``)."""
+        if len(asked) == 1:
+            # A group of one (a keyed step that came alone) takes the single read, whose
+            # plan PostgreSQL keeps: a plan for arrays of ids it makes again at each call.
+            [(execution_id, key)] = asked
+            try:
+                return {execution_id: await self._locked(db, execution_id, key)}
+            except (ExecutionNotFound, CorruptExecution) as exc:
+                return {execution_id: exc}
         params = {
             **self._bounds(),
             "ids": [execution_id for execution_id, _ in asked],
