@@ -53,12 +53,14 @@ GENERAL_STEPS: dict[type, Any] = {
 @contextmanager
 def _general() -> Iterator[None]:
     """Every node through its general executor, every microstep without a plan, every
-    expression through ``Expression.evaluate`` (no direct runs or guards)."""
+    expression through ``Expression.evaluate`` (no direct runs or guards), every round
+    through ``main_event_loop``."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(content, "_STEPS", GENERAL_STEPS)
         patch.setattr(content, "direct_of", lambda machine: None)
         patch.setattr(algorithm, "direct_of", lambda machine: None)
         patch.setattr(Interpreter, "plan", lambda self, t: None)
+        patch.setattr(algorithm, "QUIET_ROUNDS", False)
         yield
 
 

@@ -244,6 +244,24 @@ def test_effects_and_internal_events_are_budgeted() -> None:
     assert len(state.internal_queue) <= 102
 
 
+@pytest.mark.parametrize("datamodel", ["python", "ecmascript"])
+def test_a_block_stops_at_the_internal_event_budget(datamodel: str) -> None:
+    """Each node is checked against the queue as it is then: a call's queue starts empty
+    (no deque) and the first event queued makes one, which the check must see."""
+    machine = statifier.compile(
+        f'<scxml {NS} initial="s" datamodel="{datamodel}"><state id="s"><onentry>'
+        + '<raise event="e"/>' * 5
+        + "</onentry></state></scxml>"
+    )
+    state, effects = statifier.initialize(
+        machine, session_id="s", limits=MacrostepLimits(internal_events=2)
+    )
+    # Two raised, then the third node's check queues the budget's error and ends the block.
+    assert [event.name for event in state.internal_queue] == ["e", "e", "error.execution"]
+    assert "internal_events budget" in _errors(effects)[0]
+    assert _exhausted(effects).reason == "internal_events"
+
+
 def test_output_bytes_are_budgeted_across_the_macrostep() -> None:
     machine = _chart(
         '<state id="s"><onentry><foreach array="list(range(100))" item="i">'

@@ -10,9 +10,10 @@ the datamodel, raising error events. ``freeze`` turns it back into an immutable 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Container, Iterable, Mapping
-from typing import Any, NoReturn, Self
+from collections.abc import Container, Iterable
+from typing import Any, Final, NoReturn, Self
 
+from statifier._slots import bare
 from statifier.budget import Budget, MacrostepLimits, Reason
 from statifier.chart.model import ContentNode, DataNode, Machine, Owner, StateNode, TransitionNode
 from statifier.core import effects as fx
@@ -22,7 +23,6 @@ from statifier.core.state import MachineState, StateBuilder
 from statifier.datamodel import (
     EvaluationError,
     Expression,
-    KeptVariables,
     Location,
     WriteResult,
     datamodel_for,
@@ -41,7 +41,8 @@ SMALL_INT = 2**64
 NEGATIVE_SMALL_INT = -SMALL_INT
 """``-SMALL_INT``, made once (negating a big integer allocates one per write)."""
 
-_new = object.__new__
+_BARE_BUDGET: Final = bare(Budget)
+"""A call's budget, made without ``Budget.__init__`` (``Run.resume`` fills it)."""
 
 
 class Keep:
@@ -55,34 +56,14 @@ class BlockAbort(Exception):
     """An error inside a block of executable content: the rest of the block is skipped."""
 
 
-class ActiveStates:
-    """What a datamodel gets for ``In()``: call it with a state id, or list the active ids.
-
-    The Python datamodel calls it; the ECMAScript datamodel, whose chart code cannot call
-    back into Python, hands ``active_state_ids()`` to the engine before a call.
-    """
-
-    __slots__ = ("_run",)
-
-    _run: Run
-    """The run, until it ends (``Run.freeze`` deletes it)."""
-
-    def __init__(self, run: Run) -> None:
-        self._run = run
-
-    def __call__(self, state_id: str) -> bool:
-        run = self._run
-        index = run.machine.state_ids.get(state_id)
-        return index is not None and index in run.config
-
-    def active_state_ids(self) -> tuple[str, ...]:
-        """Ids of every active state, in document order."""
-        run = self._run
-        return run.ids(run.order())
-
-
 class Run:
-    """A mutable working copy of a ``MachineState`` for the duration of one public call."""
+    """A mutable working copy of a ``MachineState`` for the duration of one public call.
+
+    A run is also what a datamodel gets for ``In()`` (``in_state``, the run itself): call
+    it with a state id, or list the active ids (the Python datamodel calls it; the
+    ECMAScript datamodel, whose chart code cannot call back into Python, hands
+    ``active_state_ids()`` to the engine before a call).
+    """
 
     __slots__ = (
         "_frozen",
@@ -131,10 +112,12 @@ class Run:
     session_id: str
     config: set[int] | frozenset[int]
     """The configuration: the state's own set until a change (``thaw_config``) or a
-    microstep plan (``Interpreter.follow``) replaces it."""
+    microstep plan (``Interpreter.do_microstep``) replaces it."""
     _order: list[int] | None
     _frozen: frozenset[int] | None
-    internal_queue: deque[Event]
+    internal_queue: deque[Event] | tuple[()]
+    """The internal queue: an empty tuple until the first event (``queue``), most calls
+    never queue one."""
     history: dict[int, tuple[int, ...]]
     entered: frozenset[int]
     states_to_invoke: set[int] | tuple[int, ...]
@@ -154,7 +137,9 @@ class Run:
     microstep: int
     round: int
     trace: bool
-    in_state: ActiveStates
+    in_state: Run
+    """What a datamodel gets for ``In()``: the run itself, until it ends (``freeze``
+    deletes it), so that no object is made for it."""
     max_rounds: int | None
     invoke_types: frozenset[str] | None
     routes: Container[str] | None
@@ -217,7 +202,7 @@ class Run:
         run.invoke_types = frozenset(invoke_types) if invoke_types is not None else None
         run.routes = routes
         run.effects = []
-        run.in_state = ActiveStates(run)
+        run.in_state = run
         run.node = None
         run.line = None
         run.replayable = False
@@ -236,7 +221,8 @@ class Run:
         # copied on write: most steps never change them in place.
         run.config = run._frozen = state.configuration
         run._order = None
-        run.internal_queue = deque(state.internal_queue)
+        queued = state.internal_queue
+        run.internal_queue = deque(queued) if queued else ()
         run.history = state.history
         run.entered = state.entered
         to_invoke = state.states_to_invoke
@@ -260,14 +246,13 @@ class Run:
         run.invoke_types = state.invoke_types
         run.routes = state.routes if isinstance(routes, Keep) else routes
         run.effects = []
-        in_state = run.in_state = _new(ActiveStates)
-        in_state._run = run  # ``ActiveStates(run)`` without the call: this runs once per event
+        run.in_state = run  # ``In()``: no object of its own (``freeze`` drops it)
         run.node = None
         run.line = None
         run.replayable = False
         # The budget, inlined from ``meter``: this runs once per event.
         limits = run.limits = state.limits
-        budget = run.budget = _new(Budget)
+        budget = run.budget = _BARE_BUDGET()  # no ``__init__``: cheaper than ``__new__``
         budget.limits = limits
         budget.steps = limits.start_steps
         budget.output = limits.start_output
@@ -322,7 +307,10 @@ class Run:
             state._datamodel_bound = None if bound is None else (datamodel, bound)
         else:
             kept: Any = datamodel  # variables kept by their datamodel (ADR 22)
-            state.datamodel, state._datamodel_bound = self.kept_freeze(kept)
+            try:  # ``kept_freeze``, inlined: once a call
+                state.datamodel, state._datamodel_bound = kept.freeze()
+            except MemoryError:
+                raise ExecutionResourceError(self.session_id, "memory") from None
         state.running = self.running
         state.status = "done" if self.status == "done" else "running"
         state.macrostep = self.macrostep
@@ -333,14 +321,25 @@ class Run:
         state.invoke_types = self.invoke_types
         state.routes = self.routes
         state.limits = self.limits
-        # The call ends here. The run's In() view and its budget's ``admit`` point back at
-        # the run: without them the run (with the state it resumed and the effects it made)
-        # is freed at once, not left to the cyclic collector.
-        del self.in_state._run
+        # The call ends here. The run's In() view (itself), its datamodel's context (which
+        # holds that view) and its budget's ``admit`` point back at the run: without them
+        # the run (with the state it resumed and the effects it made) is freed at once,
+        # not left to the cyclic collector.
+        del self.in_state
+        self.context = None
         self.budget.admit = None
         state.__class__ = MachineState  # ``finish``, inlined: once per call
         made: MachineState = state
         return made
+
+    def __call__(self, state_id: str) -> bool:
+        """``In(state_id)``: whether the state is active."""
+        index = self.machine.state_ids.get(state_id)
+        return index is not None and index in self.config
+
+    def active_state_ids(self) -> tuple[str, ...]:
+        """Ids of every active state, in document order."""
+        return self.ids(self.order())
 
     # -- small helpers -------------------------------------------------------------------
 
@@ -357,6 +356,13 @@ class Run:
         if type(config) is not set:
             config = self.config = set(config)
         return config
+
+    def queue(self) -> deque[Event]:
+        """The internal queue as a deque of this call's own, to add events to."""
+        found = self.internal_queue
+        if type(found) is not deque:
+            found = self.internal_queue = deque()
+        return found
 
     def to_invoke(self) -> set[int]:
         """``states_to_invoke`` as a set of this call's own, to change in place."""
@@ -410,7 +416,7 @@ class Run:
         The effect names the element being run (line, ``c_index``, owner) when the error
         comes from the chart; errors a driver hands in carry no location.
         """
-        self.internal_queue.append(event)
+        self.queue().append(event)
         node = self.node
         data = event.data
         message = data.get("message") if isinstance(data, dict) else None
@@ -592,13 +598,6 @@ class Run:
         if emit:
             self.effects.append(change)
         return change
-
-    def kept_freeze(self, datamodel: KeptVariables) -> tuple[Mapping[str, Any], Any]:
-        """The state's view of kept variables, and what it carries to the next call."""
-        try:
-            return datamodel.freeze()
-        except MemoryError:
-            raise ExecutionResourceError(self.session_id, "memory") from None
 
     def change(
         self,

@@ -27,12 +27,13 @@ from statifier.chart.model import (
     transition_domain,
 )
 from statifier.core import _replay, planner
+from statifier.core import content as _content
 from statifier.core import effects as fx
 from statifier.core._run import KEEP, BlockAbort, Effects, Keep, shared
-from statifier.core.content import ContentExecutor, direct_of
-from statifier.core.events import Event, name_matches
+from statifier.core.content import ContentExecutor, DirectRun, KeptRun, compiled, direct_of
+from statifier.core.events import SYSTEM_VARIABLE_DEFAULTS, Event, name_matches
 from statifier.core.state import MachineState
-from statifier.datamodel import DirectEvaluation
+from statifier.datamodel import DirectEvaluation, variables_of
 from statifier.datamodel.base import DirectEvaluator
 from statifier.errors import ExecutionResourceError, NotRunningError
 from statifier.ids import new_session_id
@@ -55,6 +56,10 @@ _NOTHING: frozenset[int] = frozenset()
 
 _NONE: list[TransitionNode] = []
 """No transition enabled (never changed: ``main_event_loop`` only reads it)."""
+
+QUIET_ROUNDS = True
+"""Whether ``process_external`` settles a macrostep that nothing follows without
+``main_event_loop`` (tests turn it off to compare both ways)."""
 
 
 def initialize(
@@ -156,7 +161,7 @@ def deliver_internal(
         if event.name.startswith("error."):
             run.queue_error(event)
         else:
-            run.internal_queue.append(event)
+            run.queue().append(event)
         run.main_event_loop()
     except (MemoryError, RecursionError) as exc:
         raise _resource_error(state.session_id, exc) from None
@@ -243,7 +248,11 @@ class Interpreter(ContentExecutor):
             self.entered_now = _NOTHING
         if self.trace:
             self.effects.append(fx.EventDequeued(event=event, source="external", **self.counters()))
-        self.datamodel["_event"] = event.as_system_variable()
+        # ``event.as_system_variable()``, inlined: once an event.
+        variable = {**SYSTEM_VARIABLE_DEFAULTS, **event.__dict__}
+        if len(variable) != len(SYSTEM_VARIABLE_DEFAULTS):
+            variable.pop("caller_context", None)  # not part of ``_event``
+        self.datamodel["_event"] = variable
         if self.invocations:
             self.finalize_and_autoforward(event)
         # ``select_transitions``, inlined: once per event.
@@ -260,7 +269,28 @@ class Interpreter(ContentExecutor):
         if enabled:
             self.microstep += 1
             self.do_microstep(enabled)
-        self.main_event_loop()
+        # ``main_event_loop``'s one round when nothing follows the event (no eventless
+        # transition, no internal event, no invocation to start, no trace, budgets left):
+        # the round's charge and count, as its loop has them; anything else runs the loop.
+        meter = self.budget
+        steps = meter.steps - NODE_COST
+        rounds = self.max_rounds
+        if (
+            QUIET_ROUNDS
+            and steps >= 0
+            and meter.exhausted is None
+            and self.running
+            and not self.internal_queue
+            and not self.states_to_invoke
+            and not self.trace
+            and not self.machine.has_eventless
+            and len(self.effects) < self.limits.max_effects
+            and (rounds is None or rounds > 0)
+        ):
+            meter.steps = steps
+            self.round += 1
+        else:
+            self.main_event_loop()
 
     def finalize_and_autoforward(self, event: Event) -> None:
         """Appendix D ``mainEventLoop``: the ``<finalize>`` and ``autoforward`` pass over
@@ -318,7 +348,7 @@ class Interpreter(ContentExecutor):
                         macrostep_done = True
                     else:
                         self.replayable = False
-                        internal_event = self.internal_queue.popleft()
+                        internal_event = self.queue().popleft()
                         if self.trace:
                             self.effects.append(
                                 fx.EventDequeued(
@@ -472,9 +502,41 @@ class Interpreter(ContentExecutor):
     ) -> list[TransitionNode]:
         enabled: list[TransitionNode] = []
         if len(chains) == 1 and len(chains[0]) > 1 and type(self.datamodel) is not dict:
-            found = self._first_kept(chains[0])
-            if found is not None:
-                enabled.append(found)
+            # The first transition whose condition holds, for variables their datamodel
+            # keeps (ADR 22): the datamodel evaluates the conditions in turn, in as few
+            # calls as it can (``KeptVariables.first_true``); a failing one raises
+            # ``error.execution`` and counts as false, as ``guard`` has it.
+            chain = chains[0]
+            if chain[0].cond is None:
+                enabled.append(chain[0])
+            else:
+                # ``_guards_of``, inlined for a chain it knows: once an event.
+                memos = self.machine._cache.get(_GUARDS)
+                found = None if memos is None else memos[0].get(id(chain))
+                guards = (
+                    found[1]
+                    if found is not None and found[0] is chain
+                    else _guards_of(self.machine, chain)
+                )
+                datamodel: Any = self.datamodel
+                end = len(chain)
+                start = 0
+                self.replayable = False
+                while start < end:
+                    first: tuple[int, Exception | None] = datamodel.first_true(
+                        guards, start, self.in_state, self.budget
+                    )
+                    index, error = first
+                    if index >= end:
+                        self.line = chain[-1].line
+                        break
+                    transition = chain[index]
+                    self.line = transition.line
+                    if error is None:
+                        enabled.append(transition)
+                        break
+                    self.condition_failed(guards[index], error)
+                    start = index + 1
         elif len(chains) == 1 and chains[0][0].cond is None:
             enabled.append(chains[0][0])  # the first candidate has no condition: it is taken
         elif len(chains) == 1:
@@ -538,34 +600,6 @@ class Interpreter(ContentExecutor):
                 fx.TransitionsSelected(t_indexes=tuple(t.index for t in enabled), **self.counters())
             )
         return enabled
-
-    def _first_kept(self, chain: tuple[TransitionNode, ...]) -> TransitionNode | None:
-        """The first transition of ``chain`` whose condition holds, for variables their
-        datamodel keeps (ADR 22): the datamodel evaluates the conditions in turn, in as
-        few calls as it can (``KeptVariables.first_true``); a failing one raises
-        ``error.execution`` and counts as false, as ``guard`` has it."""
-        if chain[0].cond is None:
-            return chain[0]
-        guards = _guards_of(self.machine, chain)
-        datamodel: Any = self.datamodel
-        end = len(chain)
-        start = 0
-        self.replayable = False
-        while start < end:
-            found: tuple[int, Exception | None] = datamodel.first_true(
-                guards, start, self.in_state, self.budget
-            )
-            index, error = found
-            if index >= end:
-                self.line = chain[-1].line
-                return None
-            transition = chain[index]
-            self.line = transition.line
-            if error is None:
-                return transition
-            self.condition_failed(guards[index], error)
-            start = index + 1
-        return None
 
     def guard(self, transition: TransitionNode) -> bool:
         """A transition's ``cond``, with errors located at the transition."""
@@ -631,8 +665,13 @@ class Interpreter(ContentExecutor):
 
     # -- microstep -----------------------------------------------------------------------
 
-    def do_microstep(self, enabled: list[TransitionNode]) -> None:
-        """Appendix D ``microstep``."""
+    def do_microstep(self, enabled: list[TransitionNode]) -> None:  # noqa: C901 - inlined
+        """Appendix D ``microstep``.
+
+        A microstep of one transition with a plan (``plan``) follows it: exactly what
+        ``exitStates``, ``executeTransitionContent`` and ``enterStates`` do then. The
+        configuration after each state exited or entered is the plan's own set (content
+        cannot change it), so nothing is copied or changed in place."""
         if len(enabled) == 1 and not self.trace:
             # ``plan``, inlined: once per microstep.
             t = enabled[0]
@@ -643,7 +682,44 @@ class Interpreter(ContentExecutor):
             if plan is _UNPLANNED:
                 plan = self.plan(t)
             if plan is not None:
-                self.follow(plan, t)
+                if self.states_to_invoke:
+                    to_invoke = self.to_invoke()
+                    for s, _, _ in plan.exits:
+                        to_invoke.discard(s)
+                for _, blocks, after in plan.exits:
+                    for block in blocks:
+                        self.execute_block(block)
+                    self.config = self._frozen = after
+                    self._order = None
+                content = t.content
+                if content:  # ``execute_block``, inlined
+                    self.replayable = False
+                    try:
+                        program = plan.content
+                        if program is None:
+                            self.execute_nodes(content)
+                        else:
+                            # ``execute_nodes`` of a block one run covers: the run, then
+                            # the nodes it stopped before (budgets, a guarded call).
+                            done = (
+                                self.run_direct(program)
+                                if type(program) is DirectRun
+                                else self.run_kept(program)
+                            )
+                            if done < len(content):
+                                self.execute_nodes(content, done)
+                    except BlockAbort:
+                        pass
+                    self.node = None
+                if self.replayable:
+                    self.entered_now = self.entered_now | plan.entered
+                for _, blocks, after in plan.entries:
+                    self.config = self._frozen = after
+                    self._order = None
+                    for block in blocks:
+                        self.execute_block(block)
+                if not plan.entered <= self.entered:
+                    self.entered = self.entered | plan.entered
                 return
         # A transition to a history state has a domain that depends on the history recorded
         # (getEffectiveTargetStates), which exitStates may record: Appendix D read
@@ -705,39 +781,21 @@ class Interpreter(ContentExecutor):
         if steps:
             s, blocks, end = steps[-1]
             steps[-1] = (s, blocks, shared(machine, end))
-        return _Plan(tuple(exits), tuple(entries), frozenset(to_enter))
-
-    def follow(self, plan: _Plan, t: TransitionNode) -> None:
-        """Appendix D ``microstep`` for one transition, as ``plan`` lays it out: exactly
-        what ``exitStates``, ``executeTransitionContent`` and ``enterStates`` do then. The
-        configuration after each state exited or entered is the plan's own set (content
-        cannot change it), so nothing is copied or changed in place."""
-        if self.states_to_invoke:
-            to_invoke = self.to_invoke()
-            for s, _, _ in plan.exits:
-                to_invoke.discard(s)
-        for _, blocks, after in plan.exits:
-            for block in blocks:
-                self.execute_block(block)
-            self.config = self._frozen = after
-            self._order = None
+        # The transition's content, when one run covers it: a direct run, or one call of a
+        # datamodel keeping its variables (never in trace mode: plans are not followed).
+        program: DirectRun | KeptRun | None = None
         content = t.content
-        if content:  # ``execute_block``, inlined
-            self.replayable = False
-            try:  # noqa: SIM105 - cheaper than contextlib.suppress on this hot path
-                self.execute_nodes(content)
-            except BlockAbort:
-                pass
-            self.node = None
-        if self.replayable:
-            self.entered_now = self.entered_now | plan.entered
-        for _, blocks, after in plan.entries:
-            self.config = self._frozen = after
-            self._order = None
-            for block in blocks:
-                self.execute_block(block)
-        if not plan.entered <= self.entered:
-            self.entered = self.entered | plan.entered
+        if content:
+            if variables_of(machine) is None:
+                program = compiled(machine, content)[2]
+                if program is not None and len(program.ops) < len(content):
+                    program = None
+            else:
+                # (Through the module: a test runs every node alone by replacing it.)
+                program = _content.kept_runs(machine, content)[0]
+                if program is not None and len(program.nodes) < len(content):
+                    program = None
+        return _Plan(tuple(exits), tuple(entries), frozenset(to_enter), program)
 
     def execute_transition_content(self, enabled: list[TransitionNode]) -> None:
         """Appendix D ``executeTransitionContent``."""
@@ -861,7 +919,7 @@ class Interpreter(ContentExecutor):
                     self.running = False
                 else:
                     parent = states[state.parent]
-                    self.internal_queue.append(
+                    self.queue().append(
                         Event(
                             name=f"done.state.{parent.id}",
                             type="platform",
@@ -873,7 +931,7 @@ class Interpreter(ContentExecutor):
                         if grandparent.kind == "parallel" and all(
                             self.is_in_final_state(c) for c in grandparent.children
                         ):
-                            self.internal_queue.append(
+                            self.queue().append(
                                 Event(name=f"done.state.{grandparent.id}", type="platform")
                             )
         if self.trace:
@@ -1161,19 +1219,24 @@ class _Plan:
     the states it exits, in exit order, with their ``<onexit>`` blocks; the states it
     enters, in entry order, with their ``<onentry>`` blocks (and the initial transition's
     content of a state entered by default); each with the configuration once that state is
-    out or in; and the states it enters, as a set."""
+    out or in; the states it enters, as a set; and the transition's content as one run when
+    one covers it."""
 
-    __slots__ = ("entered", "entries", "exits")
+    __slots__ = ("content", "entered", "entries", "exits")
 
     def __init__(
         self,
         exits: tuple[_Step, ...],
         entries: tuple[_Step, ...],
         entered: frozenset[int],
+        content: DirectRun | KeptRun | None,
     ) -> None:
         self.exits = exits
         self.entries = entries
         self.entered = entered
+        self.content = content
+        """The transition's content as one run (``run_direct`` or ``run_kept``; None:
+        ``execute_nodes`` runs it)."""
 
 
 class _EntrySet:

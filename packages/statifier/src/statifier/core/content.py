@@ -23,6 +23,7 @@ from statifier.chart.model import (
     IfNode,
     LogNode,
     Machine,
+    Owner,
     ParamNode,
     RaiseNode,
     ScriptNode,
@@ -68,17 +69,19 @@ class ContentExecutor(Run):
             pass
         self.node = None
 
-    def execute_nodes(self, nodes: tuple[ContentNode, ...]) -> None:
-        """Run nodes in order; ``BlockAbort`` propagates to the enclosing block.
+    def execute_nodes(self, nodes: tuple[ContentNode, ...], start: int = 0) -> None:
+        """Run nodes in order (from ``start``: a direct or kept run ran the first ones and
+        stopped before that one); ``BlockAbort`` propagates to the enclosing block.
 
         Every node spends ``NODE_COST`` steps of the macrostep budget, and none runs once a
         per-call budget is exhausted. Each node runs through its step (``steps_of``).
         """
         if type(self.datamodel) is not dict:
-            self.execute_kept(nodes)
+            self.execute_kept(nodes, start)
             return
         budget = self.budget
-        effects, queue, limits = self.effects, self.internal_queue, self.limits
+        # (Not the queue: the first event queued replaces the empty one, see ``queue``.)
+        effects, limits = self.effects, self.limits
         max_effects, max_queue = limits.max_effects, limits.max_queue
         # ``compiled``, inlined: once per block.
         memo = self.machine._cache.get(_BLOCKS)
@@ -87,7 +90,9 @@ class ContentExecutor(Run):
             known = compiled(self.machine, nodes)
         steps = known[1]
         direct = known[2]
-        if direct is not None and not self.trace:
+        if start:
+            steps = steps[start:]
+        elif direct is not None and not self.trace:
             done = self.run_direct(direct)
             if done == len(steps):
                 return
@@ -101,7 +106,7 @@ class ContentExecutor(Run):
                 budget.steps < 0
                 or budget.exhausted is not None
                 or len(effects) >= max_effects
-                or len(queue) >= max_queue
+                or len(self.internal_queue) >= max_queue
             ):
                 self.check_budget()
             step(self, node)
@@ -260,18 +265,21 @@ class ContentExecutor(Run):
             self.node, self.line = node, node.line
         return done
 
-    def execute_kept(self, nodes: tuple[ContentNode, ...]) -> None:
+    def execute_kept(self, nodes: tuple[ContentNode, ...], start: int = 0) -> None:
         """``execute_nodes`` over variables their datamodel keeps (ADR 22): each run of
         ``<assign>`` (and a ``<log>`` ending it) goes to the datamodel in one call, as far
         as the budgets let it go; a node a run stops before runs alone (trace mode runs
-        every node alone, for the values it records)."""
+        every node alone, for the values it records). From ``start`` (a run stopped
+        before that node), that node runs alone first."""
         runs = None if self.trace else kept_runs(self.machine, nodes)
         steps = None  # worked out only when a node runs alone
         budget = self.budget
-        effects, queue, limits = self.effects, self.internal_queue, self.limits
-        index, end = 0, len(nodes)
+        effects, limits = self.effects, self.limits
+        index, end = start, len(nodes)
+        alone = start > 0
         while index < end:
-            run = None if runs is None else runs[index]
+            run = None if runs is None or alone else runs[index]
+            alone = False
             if run is not None:
                 done = self.run_kept(run)
                 index += done
@@ -288,7 +296,7 @@ class ContentExecutor(Run):
                 budget.steps < 0
                 or budget.exhausted is not None
                 or len(effects) >= limits.max_effects
-                or len(queue) >= limits.max_queue
+                or len(self.internal_queue) >= limits.max_queue
             ):
                 self.check_budget()
             step(self, node)
@@ -332,22 +340,58 @@ class ContentExecutor(Run):
             raise BlockAbort from None
         done, value = ran
         budget.steps -= NODE_COST * done
-        self.record_kept(run, done if done < writes else writes)
+        # ``record_kept``, inlined: once a run.
+        effects = self.effects
+        macrostep, microstep, rounds = self.macrostep, self.microstep, self.round
+        unrecorded = fx.NOT_RECORDED
+        change = fx.DatamodelChange
+        changes = run.changes
+        for location, c_index, owner in changes if done >= writes else changes[:done]:
+            # ``datamodel_change``, inlined (as ``run_direct`` builds its effects).
+            effect = CHANGE_BUILDER()
+            effect.location = location
+            effect.path = ()
+            effect.new_value = unrecorded
+            effect.prior_value = unrecorded
+            effect.c_index = c_index
+            effect.owner = owner
+            effect.macrostep = macrostep
+            effect.microstep = microstep
+            effect.round = rounds
+            effect.__class__ = change
+            effects.append(effect)
         if done > writes:
             node = run.nodes[writes]
-            assert type(node) is LogNode  # noqa: S101 - a run ends with its log
             self.node, self.line = node, node.line
+            value_type = type(value)
+            if value is None or (value_type is str and len(value) < 256):
+                budget.output -= 0 if value is None else len(value) + 2  # ``ship``
+            elif (
+                value_type is int
+                and NEGATIVE_SMALL_INT < value < SMALL_INT
+                and (size := (value.bit_length() * 77 >> 8) + 2) <= budget.output
+            ):
+                # ``ship`` of a small int (``measure``'s count, one step).
+                budget.output -= size
+                steps = budget.steps = budget.steps - 1
+                if steps < 0 and budget.exhausted is None:
+                    budget.exhausted = "steps"
+            else:
+                value = self.ship(value)
             # ``log``, inlined (as ``run_direct`` builds its effects).
             effect = LOG_BUILDER()
-            effect.label = node.label
-            effect.value = self.ship(value)
+            effect.label = node.label  # type: ignore[attr-defined] # a run ends with its log
+            effect.value = value
             effect.c_index = node.c_index
             effect.owner = node.owner
-            effect.macrostep = self.macrostep
-            effect.microstep = self.microstep
-            effect.round = self.round
+            effect.macrostep = macrostep
+            effect.microstep = microstep
+            effect.round = rounds
             effect.__class__ = fx.Log
-            self.effects.append(effect)
+            effects.append(effect)
+        elif done:
+            node = run.nodes[done - 1]
+            self.node, self.line = node, node.line
         return done
 
     def record_kept(self, run: KeptRun, count: int) -> None:
@@ -355,29 +399,26 @@ class ContentExecutor(Run):
         values: a run never goes to the engine in trace mode)."""
         append = self.effects.append
         macrostep, microstep, rounds = self.macrostep, self.microstep, self.round
-        unrecorded = fx.NOT_RECORDED
-        change = fx.DatamodelChange
-        for node in run.nodes[:count]:
-            assert type(node) is AssignNode  # noqa: S101 - writes come first
-            # ``datamodel_change``, inlined (as ``run_direct`` builds its effects).
-            effect = CHANGE_BUILDER()
-            effect.location = node.location.source
-            effect.path = ()
-            effect.new_value = unrecorded
-            effect.prior_value = unrecorded
-            effect.c_index = node.c_index
-            effect.owner = node.owner
-            effect.macrostep = macrostep
-            effect.microstep = microstep
-            effect.round = rounds
-            effect.__class__ = change
-            append(effect)
+        for location, c_index, owner in run.changes[:count]:
+            append(
+                datamodel_change(
+                    location,
+                    (),
+                    fx.NOT_RECORDED,
+                    fx.NOT_RECORDED,
+                    c_index,
+                    owner,
+                    macrostep,
+                    microstep,
+                    rounds,
+                )
+            )
         if count:
             node = run.nodes[count - 1]
             self.node, self.line = node, node.line
 
     def exec_raise(self, node: RaiseNode) -> None:
-        self.internal_queue.append(Event(name=node.event, type="internal"))
+        self.queue().append(Event(name=node.event, type="internal"))
 
     def exec_log(self, node: LogNode) -> None:
         expr = node.expr
@@ -562,7 +603,7 @@ class ContentExecutor(Run):
                 )
             )
         elif isinstance(parsed, planner.InternalTarget):
-            self.internal_queue.append(
+            self.queue().append(
                 planner.internal_send_event(self.session_id, name, data, send_id, from_author)
             )
         else:
@@ -619,10 +660,11 @@ class ContentExecutor(Run):
 
     def retag_last_error(self, send_id: str) -> None:
         """Give the error event a failed send argument just queued the send's id."""
-        if self.internal_queue:
-            last = self.internal_queue[-1]
+        queue = self.internal_queue
+        if queue:
+            last = queue[-1]
             if last.name == "error.execution" and last.sendid is None:
-                self.internal_queue[-1] = replace(last, sendid=send_id)
+                self.queue()[-1] = replace(last, sendid=send_id)
                 announced = self.effects[-1]
                 if isinstance(announced, fx.ErrorRaised) and announced.sendid is None:
                     self.effects[-1] = replace(announced, sendid=send_id)
@@ -797,6 +839,9 @@ class KeptRun:
     nodes: tuple[ContentNode, ...]
     writes: tuple[tuple[Location, Expression | None, Any], ...]
     log: Expression | None
+    changes: tuple[tuple[str, int, Owner], ...]
+    """Per write, what its ``DatamodelChange`` says of it: its location's source, its
+    ``c_index`` and owner."""
 
 
 _RUNS = "kept runs"
@@ -827,6 +872,7 @@ def kept_runs(machine: Machine, nodes: tuple[ContentNode, ...]) -> tuple[KeptRun
                     nodes[first:last],
                     tuple((n.location, n.expr, n.value) for n in assigns),
                     tail.expr if last > end else None,  # type: ignore[union-attr]
+                    tuple((n.location.source, n.c_index, n.owner) for n in assigns),
                 )
         start = max(last, start + 1)
     found = tuple(runs)

@@ -29,6 +29,7 @@ from operator import itemgetter
 from time import perf_counter_ns
 from typing import TYPE_CHECKING, Any, Final
 
+from statifier._slots import bare
 from statifier.datamodel.base import (
     EvaluationError,
     Expression,
@@ -63,7 +64,6 @@ if TYPE_CHECKING:
 __all__ = ["SYSTEM_VARIABLES", "Link", "Variables", "new_variables"]
 
 _SYSTEM: Final = frozenset(SYSTEM_VARIABLES)
-_new: Final = object.__new__
 
 
 class Generation:
@@ -165,6 +165,11 @@ class Link:
         self.generation = instance.generation
 
 
+_new: Final = object.__new__
+_BARE_GENERATION: Final = bare(Generation)
+_BARE_LINK: Final = bare(Link)
+
+
 def new_variables(machine: Machine, state: MachineState | None) -> Variables:
     """The variables of a call that starts ``machine`` (``state`` None) or resumes ``state``."""
     if state is None:
@@ -195,8 +200,9 @@ def new_variables(machine: Machine, state: MachineState | None) -> Variables:
             instance.starting = True
             instance.generation += 1
             instance.previous, instance.current = instance.current, None
-            # ``Variables(instance, instance.names)`` without the call.
-            variables = _new(Variables)
+            # ``Variables(instance, instance.names)`` without the call (not a bare subclass:
+            # compiled sources tell the engine's variables by their exact type).
+            variables: Variables = _new(Variables)
             variables.instance = instance
             variables.names = instance.names
             variables.failed = False
@@ -240,11 +246,32 @@ class Variables(MutableMapping[str, Value]):
         if name == "_event":
             # ``set_system``'s common case, inlined: the core sets the event every step.
             instance = self.instance
-            fields = _event_fields(value)
-            if fields is None:
-                self.set_system(name, value)
-                return
-            instance.pending = fields
+            # ``_event_fields``'s common case too: an event with every field, whose fields
+            # went to the engine before.
+            fields = None
+            if type(value) is dict and "raw" not in value:
+                try:
+                    fields = _FIELDS(value)
+                    if fields not in _CARRIED:
+                        fields = None
+                except (KeyError, TypeError):
+                    fields = None
+            pending: tuple[Any, ...] | None
+            if fields is not None:
+                data = value.get("data")
+                if data is None:
+                    pending = (*fields, None)
+                else:
+                    try:
+                        pending = (*fields, json_text(data))
+                    except (TypeError, ValueError, RecursionError) as exc:
+                        raise _not_event_data(exc) from None
+            else:
+                pending = _event_fields(value)
+                if pending is None:
+                    self.set_system(name, value)
+                    return
+            instance.pending = pending
             instance.system = {**instance.system, name: value}
             return
         if name in _SYSTEM:
@@ -294,15 +321,16 @@ class Variables(MutableMapping[str, Value]):
             raise MemoryError("the variables could not be put back after a failed write")
         instance = self.instance
         names = self.names
-        # ``Generation(instance)`` and ``Link(instance)`` without the calls: once an event.
-        generation = _new(Generation)
+        # ``Generation(instance)`` and ``Link(instance)`` without their ``__init__``'s
+        # calls: once an event.
+        generation = _BARE_GENERATION()
         generation.instance = instance
         generation.number = number = instance.generation
         generation.stored = None
         instance.current = weakref.ref(generation)
         datamodel = engine_view(instance.system, frozenset(names), generation)
         instance.names = names
-        link = _new(Link)
+        link = _BARE_LINK()
         link.instance = instance
         link.generation = number
         return datamodel, (datamodel, link)
@@ -503,12 +531,23 @@ class Variables(MutableMapping[str, Value]):
                     ran = int(decoded["stopped"])
                     return ran, None
                 return count, _unboxed(decoded)
-            return count, (_scalar(result) if count > len(writes) else None)
+            if count > len(writes):
+                # ``_scalar``, inlined for what a log's value mostly is: a finite number
+                # (integral ones as int), else as it came.
+                if type(result) is float and result - result == 0:
+                    if result.is_integer() and -_EXACT < result < _EXACT:
+                        return count, int(result)
+                    return count, result
+                return count, _scalar(result)
+            return count, None
         finally:
             if budget is not None and ran:
                 spent = (perf_counter_ns() - started) // NS_PER_STEP
                 least = CALL_COST * ran
-                budget.spend(spent if spent > least else least)
+                # ``budget.spend``, inlined: once a call into the engine.
+                steps = budget.steps = budget.steps - (spent if spent > least else least)
+                if steps < 0 and budget.exhausted is None:
+                    budget.exhausted = "steps"
 
     def _block_progress(self) -> int:
         """The step a failed block call was at (its last one when the engine cannot say)."""
@@ -686,7 +725,10 @@ class Variables(MutableMapping[str, Value]):
             if budget is not None and ran:
                 spent = (perf_counter_ns() - started) // NS_PER_STEP
                 least = CALL_COST * ran
-                budget.spend(spent if spent > least else least)
+                # ``budget.spend``, inlined: once a call into the engine.
+                steps = budget.steps = budget.steps - (spent if spent > least else least)
+                if steps < 0 and budget.exhausted is None:
+                    budget.exhausted = "steps"
 
     def _guard_progress(self, start: int) -> int:
         """The condition a failed guards call was at (``start`` when the engine cannot say)."""
@@ -1006,8 +1048,13 @@ def _event_fields(event: Value) -> tuple[Any, ...] | None:
     try:  # ``_dumps``, inlined: once an event
         text = json_text(data)
     except (TypeError, ValueError, RecursionError) as exc:
-        raise EvaluationError(f"the event's data is not a JSON value: {exc}") from None
+        raise _not_event_data(exc) from None
     return (*fields, text)
+
+
+def _not_event_data(exc: Exception) -> EvaluationError:
+    """The error for event data that cannot be written out as JSON."""
+    return EvaluationError(f"the event's data is not a JSON value: {exc}")
 
 
 def _dumps(value: Value, what: str) -> str:
@@ -1043,13 +1090,17 @@ def _guarded_value(box: Any) -> Value:
     return decoded.get("guarded") if isinstance(decoded, dict) else None
 
 
+_EXACT: Final = 2**53
+"""Integral doubles below this in magnitude are exact: they come back as int."""
+
+
 def _scalar(value: Any) -> Value:
     """A scalar the engine handed out, as JSON reads it."""
     if isinstance(value, float):
         if value != value or abs(value) == float("inf"):
             return None
         # Numbers are doubles in JavaScript; integral ones come back as int, as JSON reads them.
-        return int(value) if value.is_integer() and abs(value) < 2**53 else value
+        return int(value) if value.is_integer() and abs(value) < _EXACT else value
     return value
 
 
