@@ -165,8 +165,8 @@ def decode_armed(text: str, corrupt: Callable[[str], Exception]) -> Armed:
     cut = document.get("cut", [])
     children = document.get("children", {})
     finished = document.get("finished", {})
-    # Loops rather than all() over generators: this reads every step's row, whose
-    # lists are short or empty.
+    # Loops, and all() over the cut only when it has items: this reads every step's
+    # row, whose lists are short or empty, and a generator costs more than their check.
     if (
         type(sends) is not dict
         or type(invocations) is not dict
