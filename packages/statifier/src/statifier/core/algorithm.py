@@ -31,7 +31,7 @@ from statifier.core import content as _content
 from statifier.core import effects as fx
 from statifier.core._run import KEEP, BlockAbort, Effects, Keep, shared
 from statifier.core.content import ContentExecutor, DirectRun, KeptRun, compiled, direct_of
-from statifier.core.events import SYSTEM_VARIABLE_DEFAULTS, Event, name_matches
+from statifier.core.events import Event, name_matches
 from statifier.core.state import MachineState
 from statifier.datamodel import DirectEvaluation, variables_of
 from statifier.datamodel.base import DirectEvaluator
@@ -248,11 +248,7 @@ class Interpreter(ContentExecutor):
             self.entered_now = _NOTHING
         if self.trace:
             self.effects.append(fx.EventDequeued(event=event, source="external", **self.counters()))
-        # ``event.as_system_variable()``, inlined: once an event.
-        variable = {**SYSTEM_VARIABLE_DEFAULTS, **event.__dict__}
-        if len(variable) != len(SYSTEM_VARIABLE_DEFAULTS):
-            variable.pop("caller_context", None)  # not part of ``_event``
-        self.datamodel["_event"] = variable
+        self.datamodel["_event"] = event.as_system_variable()
         if self.invocations:
             self.finalize_and_autoforward(event)
         # ``select_transitions``, inlined: once per event.

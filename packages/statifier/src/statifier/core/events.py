@@ -83,13 +83,13 @@ class Event:
         # The defaults in their order, overlaid with the fields this instance stores (see
         # ``__init__``): one dict display merged in C instead of seven attribute reads (and
         # without the method calls of a copy and an update).
-        variable = {**SYSTEM_VARIABLE_DEFAULTS, **self.__dict__}
-        if len(variable) != len(SYSTEM_VARIABLE_DEFAULTS):
+        variable = {**_SYSTEM_VARIABLE, **self.__dict__}
+        if len(variable) != len(_SYSTEM_VARIABLE):
             variable.pop("caller_context", None)  # not part of ``_event``
         return variable
 
 
-SYSTEM_VARIABLE_DEFAULTS: dict[str, Any] = {
+_SYSTEM_VARIABLE: dict[str, Any] = {
     "name": None,
     "type": Event.type,
     "sendid": Event.sendid,
@@ -98,8 +98,7 @@ SYSTEM_VARIABLE_DEFAULTS: dict[str, Any] = {
     "invokeid": Event.invokeid,
     "data": Event.data,
 }
-"""``Event.as_system_variable`` of an event with every field at its default (name aside);
-never changed (the core merges it with an event's fields inline, once an event)."""
+"""``Event.as_system_variable`` of an event with every field at its default (name aside)."""
 
 
 def external(name: str, data: Any = None, **fields: Any) -> Event:

@@ -246,31 +246,10 @@ class Variables(MutableMapping[str, Value]):
         if name == "_event":
             # ``set_system``'s common case, inlined: the core sets the event every step.
             instance = self.instance
-            # ``_event_fields``'s common case too: an event with every field, whose fields
-            # went to the engine before.
-            fields = None
-            if type(value) is dict and "raw" not in value:
-                try:
-                    fields = _FIELDS(value)
-                    if fields not in _CARRIED:
-                        fields = None
-                except (KeyError, TypeError):
-                    fields = None
-            pending: tuple[Any, ...] | None
-            if fields is not None:
-                data = value.get("data")
-                if data is None:
-                    pending = (*fields, None)
-                else:
-                    try:
-                        pending = (*fields, json_text(data))
-                    except (TypeError, ValueError, RecursionError) as exc:
-                        raise _not_event_data(exc) from None
-            else:
-                pending = _event_fields(value)
-                if pending is None:
-                    self.set_system(name, value)
-                    return
+            pending = _event_fields(value)
+            if pending is None:
+                self.set_system(name, value)
+                return
             instance.pending = pending
             instance.system = {**instance.system, name: value}
             return
