@@ -11,7 +11,7 @@ import pytest
 import statifier
 from statifier.budget import MacrostepLimits
 from statifier.datamodel import stored_variables
-from statifier.datamodel.ecmascript import charges, variables
+from statifier.datamodel.ecmascript import _instance, charges, variables
 from statifier.values import measure
 
 from engine_support.ecmascript import MeteredStep, chart, errors, logged, metered_steps
@@ -150,13 +150,21 @@ def test_what_each_condition_picks() -> None:
 
 def test_primitive_conditions_cost_one_call_an_event(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[int] = []
-    guards = variables.Variables._guards
+    made = _instance._Api.__init__
 
-    def counted(self: variables.Variables, *args: Any) -> Any:
-        calls.append(1)
-        return guards(self, *args)
+    def counting(api: Any, context: Any) -> None:
+        # Each call into the engine that evaluates conditions, with or without the event.
+        made(api, context)
+        for name in ("raw_read_guards", "raw_read_guards_event"):
+            function = getattr(api, name)
 
-    monkeypatch.setattr(variables.Variables, "_guards", counted)
+            def counted(*args: Any, function: Any = function) -> Any:
+                calls.append(1)
+                return function(*args)
+
+            setattr(api, name, counted)
+
+    monkeypatch.setattr(_instance._Api, "__init__", counting)
     evaluations: list[int] = []
     evaluate = variables.Variables.evaluate
 

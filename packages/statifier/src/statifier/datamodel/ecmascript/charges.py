@@ -50,6 +50,18 @@ def charge_time(budget: Budget | None, started: int) -> None:
             budget.spend(beyond)
 
 
+def charge_calls(budget: Budget, started: int, ran: int) -> None:
+    """Charge one call into the engine that ran ``ran`` steps (conditions, writes) each
+    charged as its own call would be: ``CALL_COST`` each, or the time since ``started``
+    when that is more."""
+    spent = (perf_counter_ns() - started) // NS_PER_STEP
+    least = CALL_COST * ran
+    # ``budget.spend``, inlined.
+    steps = budget.steps = budget.steps - (spent if spent > least else least)
+    if steps < 0 and budget.exhausted is None:
+        budget.exhausted = "steps"
+
+
 def output_limit(budget: Budget | None) -> int:
     """How large a value a call may hand out: what remains of the output budget."""
     return NO_LIMIT if budget is None else max(budget.output, 0)

@@ -75,6 +75,14 @@
     return value.slice(0);
   }
 
+  // The same string as the engine keeps it for a property key: a key handed over from
+  // Python is a string of its own, which every property access with it (hasOwn, a read, a
+  // write) looks up again among the engine's keys; one made once here is the key itself.
+  // For names a block or a location keeps and uses at every write.
+  function keyString(value) {
+    return typeof value === "string" ? objectKeys({ [value]: 0 })[0] : value;
+  }
+
   // -- hardening -------------------------------------------------------------------------
 
   for (const name of [
@@ -1595,17 +1603,19 @@
     const whole = location === null || member === "";
     const variable = location === null ? name : root;
     const kind = typeof value;
+    // Compared once: comparing strings takes QuickJS's slow strict equality.
+    const number = kind === "number";
     if (under < 0) {
       // a key computed at run time: admitted() has the exact size decide
-    } else if (variable !== null && (kind === "number" || kind === "boolean" ||
+    } else if (variable !== null && (number || kind === "boolean" ||
         value === undefined || (kind === "string" && value.length < 4096))) {
       // admitted()'s scalar case, inline: the most common write of all.
-      const added = (kind === "string" ? textSize(value) : 24) + under;
+      const added = (number || kind !== "string" ? 24 : textSize(value)) + under;
       if (added <= state.cap - state.bound) {
         place(location, value, name, whole, target);
         state.bound += added;
         state.dirtyRoots.add(variable);
-        const flat = kind !== "number" || (value - value === 0 && !(value === 0 && 1 / value < 0));
+        const flat = !number || (value - value === 0 && !(value === 0 && 1 / value < 0));
         if (whole) {
           state.plainRoots.set(variable, flat);
         } else if (state.plainRoots.get(variable) === true) {
@@ -1681,14 +1691,22 @@
     setEvent(starting, name, type, sendid, origin, origintype, invokeid, data) {
       if (starting) api.nextGeneration();
       logNamed(system, "_event");
-      // Only the data can hold objects: the event itself is frozen as it is.
+      // Only the data can hold objects, frozen through: JSON text with no "{" past its
+      // first character and no "[" holds one object at most, its first (an event's flat
+      // data: no walk). The event itself is frozen as it is.
+      let value;
+      if (name !== null && data !== null) {
+        value = parseJSON(data);
+        if (data.indexOf("[") < 0 && data.indexOf("{", 1) < 0) freezeObject(value);
+        else deepFreezeData(value);
+      }
       const event = name === null ? undefined : freezeObject({
         name, type,
         sendid: sendid === null ? undefined : sendid,
         origin: origin === null ? undefined : origin,
         origintype: origintype === null ? undefined : origintype,
         invokeid: invokeid === null ? undefined : invokeid,
-        data: data === null ? undefined : frozenData(data),
+        data: value,
       });
       system._event = event;
       systemPaths = null;
@@ -1745,6 +1763,7 @@
     // ``computed``). No array is made per write: a spelled-out key on an object that is
     // no array takes logNamed.
     compileTarget(objectSource, key, computed) {
+      if (!computed) key = keyString(key);
       const object = makeFunction("return (" + objectSource + "\n);");
       if (computed) {
         const index = makeFunction("return (" + key + "\n);");
@@ -1756,7 +1775,8 @@
       }
       return function () {
         const where = object();
-        if (!isObject(where)) return;
+        // ``isObject``, inline: every write through such a location comes here.
+        if (where === null || (typeof where !== "object" && typeof where !== "function")) return;
         if (isArray(where)) logWrite(where, key);
         else logNamed(where, key);
       };
@@ -1827,6 +1847,8 @@
     // Runs of <assign> (and a <log> ending one), made once per block and run in one call.
     newBlock() { return []; },
     blockAssign(block, location, expr, text, name, root, pure, plain, member, target) {
+      name = keyString(name);
+      root = keyString(root);
       if (location !== null) name = root;
       block.push({ log: null, location, expr, text, name, root, pure, plain, member, target,
         under: storeCost(location, name, member) });
@@ -1953,14 +1975,6 @@
     answerHost(key, value, error) { hostAnswers.set(key, [value, error]); },
     forgetHostAnswers() { hostAnswers.clear(); },
   });
-
-  // The value of JSON ``text``, frozen through. Text with no "{" past its first character
-  // and no "[" holds one object at most, its first: no walk then (an event's flat data).
-  function frozenData(text) {
-    const value = parseJSON(text);
-    if (text.indexOf("[") < 0 && text.indexOf("{", 1) < 0) return freezeObject(value);
-    return deepFreezeData(value);
-  }
 
   function deepFreezeData(value) {
     if (value !== null && typeof value === "object") {

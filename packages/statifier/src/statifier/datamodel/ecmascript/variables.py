@@ -44,8 +44,8 @@ from statifier.datamodel.ecmascript._instance import BOX, Instance, JSFailure, s
 from statifier.datamodel.ecmascript.charges import (
     CALL_COST,
     NO_LIMIT,
-    NS_PER_STEP,
     charge,
+    charge_calls,
     charge_time,
 )
 from statifier.datamodel.ecmascript.limits import MAX_HOST_CALLS
@@ -182,7 +182,10 @@ def new_variables(machine: Machine, state: MachineState | None) -> Variables:
         carried is not None
         and carried[0] is datamodel
         and isinstance(carried[1], Link)
-        and isinstance(datamodel, VariablesView)
+        # (By its exact type: ``isinstance`` of a ``Mapping`` goes through the ABC's check,
+        # about 1,500 instructions. ``freeze`` makes exactly these; anything else is built
+        # from its stored form, below.)
+        and type(datamodel) is VariablesView
     ):
         # The link is taken (once: see ``Link``), inlined here: this runs once an event.
         link = carried[1]
@@ -521,12 +524,7 @@ class Variables(MutableMapping[str, Value]):
             return count, None
         finally:
             if budget is not None and ran:
-                spent = (perf_counter_ns() - started) // NS_PER_STEP
-                least = CALL_COST * ran
-                # ``budget.spend``, inlined: once a call into the engine.
-                steps = budget.steps = budget.steps - (spent if spent > least else least)
-                if steps < 0 and budget.exhausted is None:
-                    budget.exhausted = "steps"
+                charge_calls(budget, started, ran)
 
     def _block_progress(self) -> int:
         """The step a failed block call was at (its last one when the engine cannot say)."""
@@ -592,7 +590,7 @@ class Variables(MutableMapping[str, Value]):
         finally:
             charge_time(budget, started)
 
-    def first_true(
+    def first_true(  # noqa: C901 - the engine's call, inlined: once an event
         self,
         conditions: tuple[Expression | None, ...],
         start: int,
@@ -623,12 +621,61 @@ class Variables(MutableMapping[str, Value]):
                 if affordable < count:
                     count = affordable
             if count > 0:
-                index, stopped, error = self._guards(plan, start, count, in_state, budget)
-                if error is not None or (not stopped and index < start + count):
-                    return index, error
-                if not stopped:
-                    start += count
-                    continue
+                # ``_guards``, inlined (once an event): one call evaluating up to ``count``
+                # conditions from ``start``.
+                pending = instance.pending
+                if pending is None and instance.starting:
+                    self._begin()
+                answers = _answers(plan, in_state) if plan.asks else None
+                if budget is None:  # ``_output_limit``, inlined
+                    limit = NO_LIMIT_FLOAT
+                else:
+                    if budget.limits is not instance.limits:
+                        self._meter(budget)
+                    output = budget.output
+                    limit = float(output) if output > 0 else 0.0
+                api = instance.api
+                started = 0 if budget is None else perf_counter_ns()
+                ran = 0
+                # ``_timed``, inlined: the call's time limit starts afresh (and ends with it).
+                clock = api.clock
+                clock.deadline = 0.0
+                try:
+                    try:
+                        try:
+                            if pending is None:
+                                result = api.raw_read_guards(
+                                    plan.handle, start, count, answers, limit
+                                )
+                            else:  # the event the call set goes with it
+                                instance.pending = None
+                                starting = instance.starting
+                                instance.starting = False
+                                result = api.raw_read_guards_event(
+                                    starting, *pending, plan.handle, start, count, answers, limit
+                                )
+                        finally:
+                            clock.deadline = 0.0
+                    except Exception as exc:
+                        failure = instance.context.failure(exc)
+                        index = self._guard_progress(start)
+                        ran = index - start + 1
+                        self._abort_after(failure)
+                        return index, failure.error()
+                    if type(result) is int:
+                        if result < start + count:
+                            # A transition without a condition holds without an evaluation.
+                            ran = result - start + (conditions[result] is not None)
+                            return result, None
+                        ran = count
+                        start += count
+                        continue
+                    # Before one that runs alone (below).
+                    index = int(_json(result)["stopped"])
+                    ran = index - start
+                finally:
+                    if budget is not None and ran:
+                        charge_calls(budget, started, ran)
             else:
                 index = start
             # Alone, as the core evaluates it: a guarded read, a value only Python reads, a
@@ -641,73 +688,6 @@ class Variables(MutableMapping[str, Value]):
                 return index, exc
             start = index + 1
         return end, None
-
-    def _guards(
-        self,
-        plan: _GuardsPlan,
-        start: int,
-        count: int,
-        in_state: InState,
-        budget: Budget | None,
-    ) -> tuple[int, bool, Exception | None]:
-        """One call evaluating up to ``count`` conditions from ``start``: the index it ended
-        at, whether it stopped before that one (to run it alone), and a failure's error."""
-        instance = self.instance
-        pending = instance.pending
-        if pending is None and instance.starting:
-            self._begin()
-        answers = _answers(plan, in_state) if plan.asks else None
-        if budget is None:  # ``_output_limit``, inlined: once an event
-            limit = NO_LIMIT_FLOAT
-        else:
-            if budget.limits is not instance.limits:
-                self._meter(budget)
-            output = budget.output
-            limit = float(output) if output > 0 else 0.0
-        api = instance.api
-        started = 0 if budget is None else perf_counter_ns()
-        ran = 0
-        # ``_timed``, inlined: the call's time limit starts afresh (and ends with it).
-        clock = api.clock
-        clock.deadline = 0.0
-        try:
-            try:
-                try:
-                    if pending is None:
-                        result = api.raw_read_guards(plan.handle, start, count, answers, limit)
-                    else:  # the event the call set goes with it
-                        instance.pending = None
-                        starting = instance.starting
-                        instance.starting = False
-                        result = api.raw_read_guards_event(
-                            starting, *pending, plan.handle, start, count, answers, limit
-                        )
-                finally:
-                    clock.deadline = 0.0
-            except Exception as exc:
-                failure = instance.context.failure(exc)
-                index = self._guard_progress(start)
-                ran = index - start + 1
-                self._abort_after(failure)
-                return index, False, failure.error()
-            if type(result) is int:
-                if result < start + count:
-                    # A transition without a condition holds without an evaluation.
-                    ran = result - start + (plan.conditions[result] is not None)
-                else:
-                    ran = count
-                return result, False, None
-            index = int(_json(result)["stopped"])
-            ran = index - start
-            return index, True, None
-        finally:
-            if budget is not None and ran:
-                spent = (perf_counter_ns() - started) // NS_PER_STEP
-                least = CALL_COST * ran
-                # ``budget.spend``, inlined: once a call into the engine.
-                steps = budget.steps = budget.steps - (spent if spent > least else least)
-                if steps < 0 and budget.exhausted is None:
-                    budget.exhausted = "steps"
 
     def _guard_progress(self, start: int) -> int:
         """The condition a failed guards call was at (``start`` when the engine cannot say)."""
