@@ -351,6 +351,62 @@ def test_a_duplicate_key_orjson_would_accept_is_refused(machine: Machine) -> Non
         loads(_reframe(blob, shape_doubled + b"\n" + values_line), machine)
 
 
+@pytest.mark.parametrize("version", [3, 4])
+def test_a_values_line_with_keys_out_of_order_reads_in_place_as_the_full_read_reads_it(
+    machine: Machine, version: int
+) -> None:
+    # The plain read writes the values back in the order it read them: keys out of order
+    # (which the full read accepts as the same state) read in place; a duplicate key, in
+    # any order, still writes back to other bytes and is for the full read to refuse.
+    state = _state(machine)
+    blob = dumps(state)
+    shape_line = blobs.split(blob)[1].split(b"\n")[0]
+    values = {
+        name: value for name, value in _payload(blob).items() if name not in payloads.SHAPE_KEYS
+    }
+    datamodel = values["datamodel"]
+    values["datamodel"] = {
+        name: dict(reversed(value.items())) if type(value) is dict else value
+        for name, value in reversed(datamodel.items())
+    }
+    line = blobs.values_row(values) if version == 4 else dict(reversed(values.items()))
+    unsorted = orjson.dumps(line)
+    assert unsorted != orjson.dumps(line, option=_ORJSON)  # out of order, and canonical else
+    reordered = _reframe(blob, shape_line + b"\n" + unsorted, version=version)
+    plain = _format3._plain_read(
+        shape_line, unsorted, machine, None, None, DEFAULT_LIMITS, version == 4
+    )
+    assert plain == state
+    assert plain == _format3._full_read(
+        shape_line + b"\n" + unsorted, machine, None, None, DEFAULT_LIMITS, array=version == 4
+    )
+    assert loads(reordered, machine) == state
+    assert dumps(loads(reordered, machine)) == blob  # written back in order
+    doubled = unsorted.replace(b'{"n":', b'{"n":0,"n":', 1)
+    assert doubled != unsorted
+    assert orjson.loads(doubled)
+    assert (
+        _format3._plain_read(shape_line, doubled, machine, None, None, DEFAULT_LIMITS, version == 4)
+        is None
+    )
+    with pytest.raises(CorruptPosition, match="duplicate key 'n'"):
+        loads(_reframe(blob, shape_line + b"\n" + doubled, version=version), machine)
+
+
+def test_a_machine_keeps_the_unkeyed_header_both_ways_read(machine: Machine) -> None:
+    # ``dumps`` and ``loads`` read the header of an unkeyed position from the machine's
+    # cache: the one ``_plain_head`` gives for its identity, and no other machine's.
+    other = statifier.compile(CHART.replace('initial="a"', 'initial="b"'))
+    blob = dumps(_state(machine))
+    assert machine._cache[position._PLAIN_HEAD] == position._plain_head(machine.identity)
+    assert blob.startswith(position._plain_head(machine.identity))
+    with pytest.raises(position.IdentityMismatch):
+        loads(blob, other)
+    assert other._cache[position._PLAIN_HEAD] == position._plain_head(other.identity)
+    assert other._cache[position._PLAIN_HEAD] != machine._cache[position._PLAIN_HEAD]
+    assert loads(blob, machine) == _state(machine)
+
+
 # -- dumps: the plain path writes what the checked path writes -----------------------------
 
 RICH = """\

@@ -501,7 +501,9 @@ def read_unkeyed(
     shape_text, newline, values_text = payload.partition(b"\n")
     if not newline:
         return None
-    known = _remembered_shape(shape_text, machine)
+    # ``_remembered_shape``, inlined: once per load.
+    memo: dict[bytes, tuple[Shape, int]] | None = machine._cache.get(_SHAPES)
+    known = None if memo is None else memo.get(shape_text)
     check = zlib.crc32(payload) if known is None else zlib.crc32(values_text, known[1])
     # A plain digest hides nothing: ``==`` is as good as ``compare_digest`` here.
     if blob[:start] != b"".join((head, hexlify(check.to_bytes(4)), b"\n")):
@@ -564,7 +566,11 @@ def _plain_read(
         if (
             type(values) is not (list if array else dict)
             or len(values) != _VALUE_COUNT
-            or orjson.dumps(values, option=_OPTIONS) != values_text
+            # Written back in the order read (no key sorted): a duplicate key, a number
+            # orjson reads otherwise (an integer past 64 bits reads as a float) or any
+            # spacing still writes other bytes; keys out of order the full path reads
+            # too, as the same state.
+            or orjson.dumps(values) != values_text
         ):
             return None
         # Twelve members that all read: the object holds exactly ``LINE_VALUE_KEYS``.

@@ -221,15 +221,15 @@ def dumps(state: MachineState, *, key: bytes | None = None) -> bytes:
         # ``_digest``'s, inlined, for the payload's parts: the shape line's CRC comes with
         # it, and the payload's is that one continued over the values line.
         parts = _format3.plain_parts(state)
+        machine = state.machine
+        head = machine._cache.get(_PLAIN_HEAD) or _learn_head(machine)
         if parts is None:
             body = _checked_body(state)
             check = hexlify(zlib.crc32(body).to_bytes(4))
-            return b"".join((_plain_head(state.machine.identity), check, b"\n", body))
+            return b"".join((head, check, b"\n", body))
         shape_line, shape_check, values_line = parts
         check = hexlify(zlib.crc32(values_line, shape_check).to_bytes(4))
-        return b"".join(
-            (_plain_head(state.machine.identity), check, b"\n", shape_line, values_line)
-        )
+        return b"".join((head, check, b"\n", shape_line, values_line))
     _check_key(key)
     body = _format3.plain_body(state) or _checked_body(state)
     head = _head(state.machine.identity)
@@ -474,9 +474,8 @@ def loads(
         # ``_fast_body``'s work for an unkeyed position: the header ``dumps`` writes,
         # byte for byte, with the digest of what follows it, in one comparison. A blob
         # with another header pays a CRC for nothing before the checks line by line say why.
-        state = _format3.read_unkeyed(
-            blob, _plain_head(machine.identity), machine, types, routes, max_limits
-        )
+        head = machine._cache.get(_PLAIN_HEAD) or _learn_head(machine)
+        state = _format3.read_unkeyed(blob, head, machine, types, routes, max_limits)
         if state is not None:
             return state
     else:
@@ -542,6 +541,18 @@ _HEX_DIGITS: Final = 64
 def _plain_head(identity: str) -> bytes:
     """The header lines of an unkeyed position up to its digest's hex digits."""
     return _head(identity) + _CHECK_PREFIX
+
+
+_PLAIN_HEAD: Final = "position head"
+"""The key, in a machine's ``_cache``, of ``_plain_head`` of its identity: both ways read it
+there (one dict lookup instead of reading the identity and calling the cache)."""
+
+
+def _learn_head(machine: Machine) -> bytes:
+    """``_plain_head`` of ``machine``'s identity, remembered in its ``_cache``."""
+    head: bytes = _plain_head(machine.identity)
+    machine._cache[_PLAIN_HEAD] = head
+    return head
 
 
 def _body(blob: bytes, machine: Machine, key: bytes | None) -> tuple[int, bytes]:
