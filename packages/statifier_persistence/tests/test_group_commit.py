@@ -192,8 +192,8 @@ async def test_a_large_group_stores_its_first_half_while_the_rest_steps(
     results = await asyncio.gather(
         *(executions.step(i, Event(name="work"), key=f"job:{n}") for n, i in enumerate(ids))
     )
-    stepped = [result for result in results if isinstance(result, Stepped)]
-    assert [result.state.datamodel["count"] for result in stepped] == [1] * count
+    assert all(isinstance(result, Stepped) for result in results)
+    assert [result.state.datamodel["count"] for result in results] == [1] * count
     assert len(await xmins(store, "executions", ids)) == 1  # still one transaction
     assert await xmins(store, "history", ids) == await xmins(store, "executions", ids)
     assert executor.stored == [count // 2, count - count // 2]  # two stores, not one
