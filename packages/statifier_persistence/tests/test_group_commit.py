@@ -27,7 +27,6 @@ from statifier_persistence import (
     Trigger,
     triggered_by,
 )
-from statifier_persistence._group import MIN_EARLY_STORE
 
 from persistence_support.common import (
     BatchingTableExecutor,
@@ -178,68 +177,6 @@ async def test_a_step_that_fails_in_a_group_fails_alone_and_the_others_are_store
     # The group rolled back and every step ran again alone (a step's own failure is not
     # the group's: nothing is logged for it).
     assert len(await xmins(store, "executions", [ids[0], ids[1], ids[3]])) == 3
-    assert "group commit" not in caplog.text
-
-
-async def test_a_large_group_stores_its_first_half_while_the_rest_steps(
-    store: AsyncConnectionPool,
-) -> None:
-    executor = BatchingTableExecutor()
-    executions = Executions(store, executor=executor)
-    count = 2 * MIN_EARLY_STORE  # the smallest group that splits
-    ids = await created(executions, count)
-    executor.stored.clear()
-    results = await asyncio.gather(
-        *(executions.step(i, Event(name="work"), key=f"job:{n}") for n, i in enumerate(ids))
-    )
-    assert all(isinstance(result, Stepped) for result in results)
-    assert [result.state.datamodel["count"] for result in results] == [1] * count
-    assert len(await xmins(store, "executions", ids)) == 1  # still one transaction
-    assert await xmins(store, "history", ids) == await xmins(store, "executions", ids)
-    assert executor.stored == [count // 2, count - count // 2]  # two stores, not one
-    for execution_id in ids:
-        assert [row[1] for row in await effect_rows(store, execution_id)] == ["tick", "ping"]
-
-
-async def test_a_group_too_small_to_split_stores_once(store: AsyncConnectionPool) -> None:
-    executor = BatchingTableExecutor()
-    executions = Executions(store, executor=executor)
-    count = 2 * MIN_EARLY_STORE - 1
-    ids = await created(executions, count)
-    executor.stored.clear()
-    results = await asyncio.gather(
-        *(executions.step(i, Event(name="work"), key=f"job:{n}") for n, i in enumerate(ids))
-    )
-    assert all(isinstance(result, Stepped) for result in results)
-    assert executor.stored == [count]
-
-
-async def test_steps_that_write_while_the_first_half_is_stored_and_one_that_fails_after_it(
-    store: AsyncConnectionPool, caplog: pytest.LogCaptureFixture
-) -> None:
-    # Each drive writes on the group's connection (``TableExecutor.schedule``) while the
-    # first half's store may be in flight on it; the last step of the group fails after
-    # that store was sent: everything rolls back and every step runs again alone.
-    first = Executions(store, executor=TableExecutor())
-    ids = await created(first, 2 * MIN_EARLY_STORE)
-    failing = max(ids)  # the group steps in id order: this one comes last
-    executions = Executions(store, executor=FailingFor(failing))
-    results = await asyncio.gather(
-        *(executions.step(i, Event(name="work"), key=f"job:{n}") for n, i in enumerate(ids)),
-        return_exceptions=True,
-    )
-    for execution_id, result in zip(ids, results, strict=True):
-        rows = [row[1] for row in await effect_rows(store, execution_id)]
-        if execution_id == failing:
-            assert isinstance(result, InjectedFailure)
-            assert rows == ["tick"]
-            assert (await executions.get(execution_id)).step_count == 1
-        else:
-            assert isinstance(result, Stepped)
-            assert result.execution.step_count == 2  # stepped once, though stored twice
-            assert rows == ["tick", "ping"]
-    others = [i for i in ids if i != failing]
-    assert len(await xmins(store, "executions", others)) == len(others)  # each alone
     assert "group commit" not in caplog.text
 
 

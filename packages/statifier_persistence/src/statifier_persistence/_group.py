@@ -7,9 +7,7 @@ its own: its locked read, its timer insert, its store, its commit, each a round 
 and each a statement for PostgreSQL to run. Together, the steps that start in the same
 turn of the event loop join one group, and the group runs one transaction for all of
 them: one statement locks every row (in id order), one stores every timer, one stores
-every row with its key and history entry, one commit. A group of ``2 * MIN_EARLY_STORE``
-steps or more stores its first half as soon as that half has stepped, while the second
-half steps (the database works while this process does): two stores, one transaction.
+every row with its key and history entry, one commit.
 
 Each step still does its own part in its own task, so whatever it reads from its
 context (who triggered it, for history; a tracing span) is its own: when the group has
@@ -52,10 +50,6 @@ logger = logging.getLogger("statifier_persistence")
 
 MAX_GROUP: Final = 64
 """The most steps in one group; more arriving together start another one."""
-
-MIN_EARLY_STORE: Final = 8
-"""A group of at least twice this many steps stores its first half while the second half
-steps: the database works on the first store while this process drives the rest."""
 
 
 class _Retry(Exception):
@@ -203,56 +197,29 @@ class StepGroups:
     async def _transact(self, group: _Group, members: Sequence[Member]) -> dict[str, Execution]:
         executions = self._executions
         ready: list[tuple[Member, Ready]] = []
-        stored: dict[str, Execution] = {}
-        early: asyncio.Task[None] | None = None
-        split = len(members) // 2 if len(members) >= 2 * MIN_EARLY_STORE else 0
         async with transaction(executions.pool, None) as db:
-            try:
-                asked = [(member.execution_id, member.key) for member in members]
-                found = await executions._locked_many(db, asked)
-                for index, member in enumerate(members):
-                    if split and index == split and ready:
-                        # The database stores these while the rest step; a step that
-                        # writes meanwhile waits for the connection, as it would anyway.
-                        store = self._store(db, ready, stored)
-                        early = asyncio.get_running_loop().create_task(store)
-                        ready = []
-                    if member.turn.done():  # its caller gave up before its turn
-                        continue
-                    read = found[member.execution_id]
-                    if isinstance(read, Exception):
-                        member.turn.set_exception(read)
-                        continue
-                    member.turn.set_result((db, read))
-                    outcome = await member.report  # one step at a time on the connection
-                    if isinstance(outcome, _Failed):
-                        raise _Retry
-                    if outcome is not None:
-                        ready.append((member, outcome))
-                        group.stored.append(member)
-                if early is not None:
-                    task, early = early, None
-                    await task
-                if ready:
-                    await self._store(db, ready, stored)
-            finally:
-                if early is not None:  # the group failed: its transaction rolls back
-                    await asyncio.gather(early, return_exceptions=True)
-        return stored
-
-    async def _store(
-        self,
-        db: AsyncConnection[Any],
-        part: Sequence[tuple[Member, Ready]],
-        stored: dict[str, Execution],
-    ) -> None:
-        """Store ``part`` of the group's steps (their timers, rows, keys and entries), and
-        put each row as stored in ``stored``."""
-        executions = self._executions
-        rows = await executions._store_ready(db, [each for _, each in part])
-        for (member, each), row in zip(part, rows, strict=True):
-            await executions._settlement.after_store(db, each.drive.execution.status, row)
-            stored[member.execution_id] = row
+            asked = [(member.execution_id, member.key) for member in members]
+            found = await executions._locked_many(db, asked)
+            for member in members:
+                if member.turn.done():  # its caller gave up before its turn
+                    continue
+                read = found[member.execution_id]
+                if isinstance(read, Exception):
+                    member.turn.set_exception(read)
+                    continue
+                member.turn.set_result((db, read))
+                outcome = await member.report  # one step at a time on the connection
+                if isinstance(outcome, _Failed):
+                    raise _Retry
+                if outcome is not None:
+                    ready.append((member, outcome))
+                    group.stored.append(member)
+            if not ready:
+                return {}
+            rows = await executions._store_ready(db, [each for _, each in ready])
+            for (_, each), row in zip(ready, rows, strict=True):
+                await executions._settlement.after_store(db, each.drive.execution.status, row)
+        return {member.execution_id: row for (member, _), row in zip(ready, rows, strict=True)}
 
 
 def _retry(future: asyncio.Future[Any]) -> None:
