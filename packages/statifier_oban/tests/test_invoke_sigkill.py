@@ -111,16 +111,23 @@ async def _run(workers: WorkerProcesses, pool: AsyncConnectionPool, executions: 
     process_b, node_b = workers.spawn("b")
     await running(pool, node_b, process_b)
 
-    async def all_completed() -> bool:
+    async def all_settled() -> bool:
+        # The "after" parents completed under A; what B still owes them is the second
+        # delivery of their done, so the jobs settling is the event to wait for too.
         done = await scalar(
             pool,
             "SELECT count(*) FROM statifier_executions WHERE id = ANY(%s) AND status = 'completed'",
             [ids],
         )
-        return int(done) == PARENTS
+        unsettled = await scalar(
+            pool,
+            "SELECT count(*) FROM oban_jobs WHERE worker = %s AND state <> 'completed'",
+            [MESSAGE_WORKER],
+        )
+        return int(done) == PARENTS and int(unsettled) == 0
 
     try:
-        await wait_until(all_completed, timeout=30, interval=0.2, what="every parent answered")
+        await wait_until(all_settled, timeout=30, interval=0.2, what="every parent answered")
     except AssertionError:
         raise AssertionError(f"not every parent answered; B said:\n{workers.log('b')}") from None
     await _check(pool, executions, ids, process_a.pid, process_b.pid)
