@@ -81,7 +81,7 @@ from ._rows import (
 )
 from ._settlement import FanOut, FanOutExecutor, FanOutKey, Policy, Settlement
 from ._sql import check_prefix, statement
-from ._stepping import STORE_ARRAYS, Begun, Locked, Ready
+from ._stepping import STORE_ARRAYS, Begun, Locked, Ready, one_row_values
 from ._traced import event_name, traced
 from ._wait import WaitMethods
 from .history import EntryKind, History, TriggerSource, current_trigger, triggered_by
@@ -1298,11 +1298,16 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
         (``TimerBatches``) and one for the rows (``store_executions.sql``), the mailboxes
         of those that ended emptied; the rows as stored, in order. A key a concurrent step
         applied first raises ``KeyRace`` (at the latest when the transaction ends)."""
-        columns = [list(column) for column in zip(*(each.row for each in ready), strict=True)]
+        if len(ready) == 1:
+            stepped = "row"  # a statement PostgreSQL plans once (``stepped_row.sql``)
+            values: list[Any] = one_row_values(ready[0].row)
+        else:
+            stepped = "rows"
+            values = [list(column) for column in zip(*(each.row for each in ready), strict=True)]
         params = {
             **self._bounds(),
             "schema": self._prefix,
-            **dict(zip(STORE_ARRAYS, columns, strict=True)),
+            **dict(zip(STORE_ARRAYS, values, strict=True)),
         }
         # In pipeline mode the timer insert, the mailbox purges and the store travel to the
         # server together and come back together: one round trip for all of them (what
@@ -1320,7 +1325,7 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
                     for each in ready:
                         if each.drive.status in TERMINAL:
                             await self._invoked.mailbox.purge(db, each.drive.execution.id)
-                query = statement("store_executions", self._prefix)
+                query = statement("store_executions", self._prefix, stepped=stepped)
                 cursor = await db.execute(query, params, binary=True)
                 rows = {row[0]: row for row in await cursor.fetchall()}
                 if sent is not None:

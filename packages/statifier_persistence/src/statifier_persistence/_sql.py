@@ -21,7 +21,11 @@ a stored row:
     chosen per use: empty, ``FOR NO KEY UPDATE`` (a step locks the execution it drives),
     ``FOR UPDATE`` (a chart revision being retired) or ``FOR SHARE`` (a chart revision
     taking executions, against its retirement; a waiter reading an execution after a
-    step).
+    step);
+``{stepped}``
+    chosen per use: the rows a store writes (``store_executions.sql``), from arrays for
+    a group of steps (``rows``: the fragment ``stepped_rows.sql``) or from one value per
+    parameter for one step (``row``: ``stepped_row.sql``).
 """
 
 from __future__ import annotations
@@ -39,8 +43,14 @@ _IDENTIFIER: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _NAME: Final = re.compile(r"[a-z][a-z0-9_]*")
 _PLACEHOLDER: Final = re.compile(r"\{([a-z_]+)\}")
 
-_CHOICES: Final = {"lock": frozenset({"", "FOR NO KEY UPDATE", "FOR UPDATE", "FOR SHARE"})}
+_CHOICES: Final = {
+    "lock": frozenset({"", "FOR NO KEY UPDATE", "FOR UPDATE", "FOR SHARE"}),
+    "stepped": frozenset({"rows", "row"}),
+}
 """Placeholders chosen per use, and the values each may take."""
+
+_CHOSEN_FRAGMENTS: Final = {"stepped": {"rows": "stepped_rows", "row": "stepped_row"}}
+"""Placeholders chosen per use whose value names a fragment: the file filled in."""
 
 _FRAGMENTS: Final = {
     "columns": "execution_columns",
@@ -92,8 +102,11 @@ def _render(name: str, prefix: str, choices: tuple[tuple[str, str], ...]) -> Lit
 
     def fill(match: re.Match[str]) -> str:
         placeholder = match.group(1)
-        if placeholder in _FRAGMENTS:
-            return _PLACEHOLDER.sub(fill, _source(_FRAGMENTS[placeholder]).strip())
+        fragment = _FRAGMENTS.get(placeholder)
+        if fragment is None and placeholder in values and placeholder in _CHOSEN_FRAGMENTS:
+            fragment = _CHOSEN_FRAGMENTS[placeholder][values[placeholder]]
+        if fragment is not None:
+            return _PLACEHOLDER.sub(fill, _source(fragment).strip())
         if placeholder not in values:
             raise StatementError(
                 f"statement {name!r} has an unfilled placeholder {{{placeholder}}}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
+from psycopg.types.numeric import Int8
 from statifier.core.state import MachineState
 
 from ._drive import Drive
@@ -69,3 +70,15 @@ STORE_ARRAYS: Final = (
 
 _FAILURE: Final = STORE_ARRAYS.index("failures")
 _OUTCOME: Final = STORE_ARRAYS.index("outcomes")
+_COUNTERS: Final = (STORE_ARRAYS.index("macrosteps"), STORE_ARRAYS.index("rounds"))
+
+
+def one_row_values(row: tuple[Any, ...]) -> list[Any]:
+    """The values ``stepped_row.sql`` binds for a ``Ready`` row stored alone
+    (``STORE_ARRAYS``' order), its counters as bigint whatever their size: psycopg types a
+    small int ``int2``, and each other combination of types would be a statement prepared
+    and planned apart."""
+    values = list(row)
+    for index in _COUNTERS:
+        values[index] = Int8(values[index])
+    return values

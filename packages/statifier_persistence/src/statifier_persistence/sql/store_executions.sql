@@ -2,10 +2,8 @@
 -- or several stepped in one transaction by a group commit, ADR 32) its new position
 -- with its counters, status, what it has armed, and step count; the step's key when it
 -- has one; the history entry when history is on (a null entry: off); and a notification
--- of the commit when someone watches the execution (journal.sql). Each parameter is an
--- array with one element per execution, in the same order, sent in binary (a "b"
--- placeholder): psycopg writes a text array element by element in Python (about 20 ms
--- for the positions and entries of 50 steps), a binary one in C (about 0.1 ms).
+-- of the commit when someone watches the execution (journal.sql). The rows to store come
+-- from `stepped`: stepped_rows.sql (arrays, for a group) or stepped_row.sql (one step).
 -- A key is inserted plainly: a key a concurrent step applied first (its commit came while
 -- this step waited for the row lock, after the locked read's snapshot) fails the whole
 -- statement with a unique violation of statifier_step_keys_unique; the caller rolls back
@@ -15,14 +13,7 @@
 -- and history sequence; the last column counts the notifications sent (it makes the
 -- notifying CTE run).
 WITH stepped AS (
-    SELECT *
-    FROM unnest(
-        %(ids)b::text[], %(positions)b::bytea[], %(macrosteps)b::bigint[],
-        %(rounds)b::bigint[], %(armed)b::text[], %(statuses)b::text[],
-        %(failures)b::text[], %(outcomes)b::text[], %(keys)b::text[], %(kinds)b::text[],
-        %(entries)b::text[]
-    ) AS s (id, position, macrostep, round, armed, status, failure, outcome, key, kind,
-            entry)
+    {stepped}
 ),
 updated AS (
     UPDATE {schema}.statifier_executions AS e
