@@ -181,6 +181,46 @@ async def test_an_ack_applies_only_to_the_attempt_that_was_fetched(
     assert rows[available].state == "available"
 
 
+async def test_acks_that_come_one_at_a_time_keep_one_plan(servers: Servers) -> None:
+    # With completed jobs in the table, PostgreSQL's generic plan of "id = ANY" of an
+    # array it cannot see looked three times dearer than the custom plan of an array of
+    # one, so it planned each lone ack again (planning cost four times the running).
+    pool = await servers.pool(max_size=1)  # every statement prepared on one connection
+    async with pool.connection() as conn:
+        await conn.execute(
+            "INSERT INTO oban_jobs (worker, queue, state, args) "
+            "SELECT %s, 'acks', 'completed', '{}' FROM generate_series(1, 3000)",
+            [TIMER_WORKER],
+        )
+        await conn.execute("ANALYZE oban_jobs")
+    lone = await _attempted_jobs(pool, ["executing"] * 30)
+    for job_id in lone:
+        acked = await _acks.write(
+            _oban_compat.AckColumns(
+                pool=pool,
+                prefix="public",
+                ids=[job_id],
+                attempted_at=[ATTEMPTED],
+                states=["completed"],
+                attempt_changes=[None],
+                schedule_in=[None],
+                errors=[None],
+                metas=[None],
+            )
+        )
+        assert acked == [job_id]
+    async with pool.connection() as conn:
+        cursor = await conn.execute(
+            "SELECT generic_plans, custom_plans FROM pg_prepared_statements"
+            " WHERE statement LIKE %s",
+            ["-- Record what oban's executor decided%"],
+        )
+        [(generic, custom)] = await cursor.fetchall()
+    # psycopg prepares a statement at its sixth use; PostgreSQL makes five custom plans.
+    assert custom <= 5
+    assert generic >= len(lone) - 10
+
+
 async def test_an_ack_batch_with_a_nan_in_a_recorded_meta_is_still_written(
     servers: Servers,
 ) -> None:
@@ -239,19 +279,24 @@ async def test_an_ack_is_led_by_the_primary_key_when_the_state_index_is_full_of_
             {"id": job_id, "attempted_at": at.isoformat(), "state": "completed"}
             for job_id, at in rows
         ]
-        statement = _sql.statement("ack_jobs", "public")
-        prepared = statement.replace("%(acks)s", "$1").replace("%(ids)s", "$2")
-        await conn.execute(f"PREPARE ack AS {prepared}")
-        for mode in ("force_custom_plan", "force_generic_plan"):
-            await conn.execute(f"SET plan_cache_mode = {mode}")
-            explain = AsyncClientCursor(conn)
-            await explain.execute(
-                "EXPLAIN (FORMAT JSON) EXECUTE ack(%s, %s)",
-                [json.dumps(acks), [job_id for job_id, _ in rows]],
-            )
-            plan = json.dumps((await explain.fetchone() or [None])[0])
-            assert '"Index Name": "oban_jobs_pkey"' in plan, (mode, plan)
-            assert "oban_jobs_state_queue_priority_scheduled_at_id_index" not in plan, mode
+        # A batch, and a batch of one (its id alone, acked_id.sql).
+        for acked, batch, ids in (
+            ("ids", acks, [job_id for job_id, _ in rows]),
+            ("id", acks[:1], rows[0][0]),
+        ):
+            statement = _sql.statement("ack_jobs", "public", acked=acked)
+            prepared = statement.replace("%(acks)s", "$1").replace(f"%({acked})s", "$2")
+            await conn.execute(f"PREPARE ack_{acked} AS {prepared}")
+            for mode in ("force_custom_plan", "force_generic_plan"):
+                await conn.execute(f"SET plan_cache_mode = {mode}")
+                explain = AsyncClientCursor(conn)
+                await explain.execute(
+                    f"EXPLAIN (FORMAT JSON) EXECUTE ack_{acked}(%s, %s)",
+                    [json.dumps(batch), ids],
+                )
+                plan = json.dumps((await explain.fetchone() or [None])[0])
+                assert '"Index Name": "oban_jobs_pkey"' in plan, (acked, mode, plan)
+                assert "oban_jobs_state_queue_priority_scheduled_at_id_index" not in plan, mode
         await conn.rollback()
 
 

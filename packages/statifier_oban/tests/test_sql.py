@@ -22,10 +22,15 @@ from statifier_oban.store import _sql
 PLACEHOLDER = re.compile(r"\{[a-z_]+\}")
 
 
+FRAGMENTS = {name for chosen in _sql._CHOSEN_FRAGMENTS.values() for name in chosen.values()}
+"""The files filled into a statement, not statements of their own."""
+
+
 def statement_names() -> list[str]:
-    """Every statement shipped in ``statifier_oban/store/sql``."""
+    """Every statement shipped in ``statifier_oban/store/sql`` (not its fragments)."""
     folder = resources.files("statifier_oban.store").joinpath("sql")
-    return sorted(p.name.removesuffix(".sql") for p in folder.iterdir() if p.name.endswith(".sql"))
+    names = (p.name.removesuffix(".sql") for p in folder.iterdir() if p.name.endswith(".sql"))
+    return sorted(set(names) - FRAGMENTS)
 
 
 def test_the_statements_are_shipped_as_files() -> None:
@@ -37,6 +42,7 @@ def test_the_statements_are_shipped_as_files() -> None:
 CHOICES: dict[str, dict[str, str]] = {
     "cancel_jobs": {"worker": TIMER_WORKER, "key": "send_id"},
     "insert_fan_out_job": {"worker": SETTLEMENT_WORKER},
+    "ack_jobs": {"acked": "ids"},
 }
 """The choices of the statements that have some."""
 
@@ -69,6 +75,17 @@ def test_the_worker_and_key_of_the_cancel_are_literals() -> None:
 def test_a_choice_outside_the_allowed_values_is_refused(choices: dict[str, str]) -> None:
     with pytest.raises(StatementError):
         _sql.statement("cancel_jobs", "public", **choices)
+
+
+def test_an_ack_finds_its_rows_by_an_array_or_by_the_one_id_without_comments() -> None:
+    batch = _sql.statement("ack_jobs", "public", acked="ids")
+    alone = _sql.statement("ack_jobs", "public", acked="id")
+    assert "WHERE jobs.id = ANY(%(ids)s::bigint[])\n" in batch
+    assert "WHERE jobs.id = %(id)s::bigint\n" in alone
+    assert "%(ids)s" not in alone
+    assert batch.replace("= ANY(%(ids)s::bigint[])", "= %(id)s::bigint") == alone
+    with pytest.raises(StatementError):
+        _sql.statement("ack_jobs", "public", acked="rows")
 
 
 def test_a_statement_that_needs_a_choice_is_refused_without_it() -> None:

@@ -22,6 +22,10 @@ in braces, filled here from a fixed table, never from a job row or a caller's da
     chosen per use (the one cancel statement serves every worker, the one fan-out job
     insert both fan-out workers): one of our worker names, and the args key a cancel
     matches (``send_id`` or ``invoke_id``), as literals.
+``{acked}``
+    chosen per use of ``ack_jobs.sql``: the rows a batch of acks changes, by an array of
+    ids (``ids``: the fragment ``acked_ids.sql``) or by the one id of a batch of one
+    (``id``: ``acked_id.sql``, which PostgreSQL plans once).
 
 Worker names and keys are literals in the text, never parameters: a partial index's
 predicate (``worker = '...'``) and its expression (``args->>'send_id'``) must be provable
@@ -138,8 +142,12 @@ _FIXED: Final = {
 }
 """Placeholders with one value for every statement."""
 
-_CHOICES: Final = {"worker": WORKERS, "key": CANCEL_KEYS}
+_CHOICES: Final = {"worker": WORKERS, "key": CANCEL_KEYS, "acked": frozenset({"ids", "id"})}
 """Placeholders chosen per use, and the values each may take."""
+
+_CHOSEN_FRAGMENTS: Final = {"acked": {"ids": "acked_ids", "id": "acked_id"}}
+"""Placeholders chosen per use whose value names a fragment: the file filled in (without
+its comment lines)."""
 
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
@@ -151,7 +159,7 @@ RENDERED_CACHE_SIZE: Final = 256
 def statement(name: str, prefix: str, **choices: str) -> LiteralString:
     """The text of ``sql/<name>.sql`` for schema ``prefix``, placeholders filled in.
 
-    ``choices`` fill ``{worker}`` and ``{key}`` where a statement has them. Raises
+    ``choices`` fill ``{worker}``, ``{key}`` and ``{acked}`` where a statement has them. Raises
     :class:`InvalidPrefix` for an unusable prefix and :class:`StatementError` for an
     unknown statement, an unknown placeholder, or a choice outside its allowed values.
     """
@@ -165,7 +173,14 @@ def statement(name: str, prefix: str, **choices: str) -> LiteralString:
 
 @lru_cache(maxsize=RENDERED_CACHE_SIZE)
 def _render(name: str, prefix: str, choices: tuple[tuple[str, str], ...]) -> LiteralString:
-    values = {**_FIXED, "prefix": prefix, **{k: _literal(v) for k, v in choices}}
+    values = {
+        **_FIXED,
+        "prefix": prefix,
+        **{
+            k: _fragment(_CHOSEN_FRAGMENTS[k][v]) if k in _CHOSEN_FRAGMENTS else _literal(v)
+            for k, v in choices
+        },
+    }
 
     def fill(match: re.Match[str]) -> str:
         placeholder = match.group(1)
@@ -178,6 +193,12 @@ def _render(name: str, prefix: str, choices: tuple[tuple[str, str], ...]) -> Lit
     # Our own packaged file, with only the checked prefix and constant literals filled in:
     # as trusted as a literal in the code, which is what LiteralString stands for.
     return _PLACEHOLDER.sub(fill, _source(name))
+
+
+def _fragment(name: str) -> str:
+    """A fragment file's SQL, its comment lines left out (it is filled in mid-clause)."""
+    lines = _source(name).splitlines()
+    return " ".join(line.strip() for line in lines if not line.lstrip().startswith("--"))
 
 
 @cache

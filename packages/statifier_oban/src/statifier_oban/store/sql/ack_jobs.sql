@@ -5,8 +5,9 @@
 -- columns and values as oban's own ack: the state's timestamp, the next scheduled_at of a
 -- snooze or a retry, a snooze's attempt given back, an error appended, meta merged.
 -- The batch is one jsonb array of acks (one parameter, whatever the batch size), and its
--- ids once more as an array: the rows are found by primary key (ids = ANY), and the state
--- is compared as text, so that oban's state index can never lead the plan. In a burst
+-- ids once more ({acked}: acked_ids.sql, an array, or acked_id.sql, the one id of a batch
+-- of one): the rows are found by primary key, and the state is compared as text, so that
+-- oban's state index can never lead the plan. In a burst
 -- that index holds thousands of dead 'executing' entries (every acked row leaves one
 -- until vacuum) while the statistics count a few live ones: a plan led by it read
 -- hundreds of heap pages per ack, most of the database's CPU per fired timer. Returns
@@ -32,7 +33,7 @@ SET state = acks.state::{prefix}.oban_job_state,
     errors = CASE WHEN acks.error IS NULL THEN jobs.errors ELSE jobs.errors || acks.error END,
     meta = CASE WHEN acks.meta IS NULL THEN jobs.meta ELSE jobs.meta || acks.meta END
 FROM acks
-WHERE jobs.id = ANY(%(ids)s::bigint[])
+WHERE {acked}
   AND jobs.id = acks.id
   AND jobs.state::text = 'executing'
   AND jobs.attempted_at = acks.attempted_at
