@@ -27,7 +27,7 @@ from statifier_oban.executions import ObanExecutor, execution_config
 from statifier_oban.workers import TIMER_WORKER
 from statifier_persistence import Executions
 
-from oban_support.common import chart, database_fixture, forget_instance, wait_until
+from oban_support.common import TERMINAL, chart, database_fixture, forget_instance, wait_until
 from oban_support.executions_worker import CREATE_TABLES, DELIVERY_PATH
 from oban_support.processes import WorkerProcesses, running, scalar, worker_processes_fixture
 
@@ -129,17 +129,27 @@ async def _run(
     process_d, node_d = workers.spawn("d")
     await running(pool, node_d, process_d)
 
-    async def all_completed() -> bool:
+    async def all_settled() -> bool:
+        # An execution completes when its last step commits; that step's job is acked
+        # later (in a batch), and a job of A's whose step had committed is still waiting
+        # for its rescue and second delivery. The checks read every timer job and every
+        # delivery, so they wait for the jobs to settle too.
         done = await scalar(
             pool, "SELECT count(*) FROM statifier_executions WHERE status = 'completed'"
         )
-        return int(done) == EXECUTIONS
+        unsettled = await scalar(
+            pool,
+            "SELECT count(*) FROM oban_jobs WHERE worker = %s AND state::text <> ALL(%s)",
+            [TIMER_WORKER, list(TERMINAL)],
+        )
+        return int(done) == EXECUTIONS and int(unsettled) == 0
 
     try:
-        await wait_until(all_completed, timeout=DEADLINE_S, interval=0.2, what="every execution")
+        await wait_until(all_settled, timeout=DEADLINE_S, interval=0.2, what="every execution")
     except AssertionError:
         raise AssertionError(
-            f"not every execution completed; worker d said:\n{workers.log('d')}"
+            "not every execution completed with its timer jobs settled;"
+            f" worker d said:\n{workers.log('d')}"
         ) from None
     recovered_s = time.monotonic() - killed_at
     return await _check(pool, executions, ids, stranded) | {
