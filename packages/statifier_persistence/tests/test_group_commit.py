@@ -33,9 +33,9 @@ from persistence_support.common import (
     FanOutTableExecutor,
     InjectedFailure,
     TableExecutor,
+    blocked_by,
     chart,
     effect_rows,
-    scalar,
     unique,
 )
 
@@ -258,7 +258,7 @@ async def test_a_key_applied_while_the_group_waited_for_its_locks_is_already_app
                 executions.step(raced, Event(name="work"), key="job:race"),
                 executions.step(other, Event(name="work"), key="job:other"),
             )
-            await asyncio.sleep(0.5)
+            await blocked_by(store, holder.info.backend_pid)
             assert not group.done()  # the group waits for the row the holder locked
         results = await asyncio.wait_for(group, 10)
     assert isinstance(results[0], AlreadyApplied)
@@ -340,16 +340,6 @@ FAN_PARENT = chart(
 )
 
 
-async def _blocked_by(store: AsyncConnectionPool, pid: int) -> None:
-    """Until a backend of this database waits for a lock ``pid``'s transaction holds."""
-    query = (
-        "SELECT count(*) FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))"
-        " AND datname = current_database()"
-    )
-    while await scalar(store, query, [pid]) == 0:
-        await asyncio.sleep(0.02)
-
-
 async def test_fan_out_children_finishing_in_a_group_never_wait_for_their_parents_row(
     store: AsyncConnectionPool, module_database_url: str
 ) -> None:
@@ -378,7 +368,7 @@ async def test_fan_out_children_finishing_in_a_group_never_wait_for_their_parent
                     *(executions.step(c, Event(name="go"), key=f"go:{c}") for c in children[:2])
                 )
             )
-            blocked = asyncio.ensure_future(_blocked_by(store, holder.info.backend_pid))
+            blocked = asyncio.ensure_future(blocked_by(store, holder.info.backend_pid))
             first: set[asyncio.Future[Any]] = {group, blocked}
             await asyncio.wait(first, return_when=asyncio.FIRST_COMPLETED)
             blocked.cancel()

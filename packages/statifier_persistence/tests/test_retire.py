@@ -20,7 +20,7 @@ from statifier_persistence import (
 )
 from statifier_persistence import _revisions as revisions_module
 
-from persistence_support.common import NS, unique
+from persistence_support.common import NS, blocked_by, unique
 
 CHART = f"""<scxml {NS} name="loan">
   <state id="lent">
@@ -229,7 +229,7 @@ async def test_a_create_waits_for_a_retire_in_progress_and_is_refused(
     async with store.connection() as conn, conn.transaction():
         await executions.retire(machine.identity, conn=conn)
         creating = asyncio.create_task(executions.create(machine, execution_id=unique()))
-        await asyncio.sleep(0.3)
+        await blocked_by(store, conn.info.backend_pid)
         assert not creating.done()  # waiting for the revision's row
     with pytest.raises(ChartRetired):
         await creating

@@ -26,6 +26,7 @@ from statifier_persistence import (
 from persistence_support.common import (
     InjectedFailure,
     TableExecutor,
+    blocked_by,
     chart,
     effect_rows,
     scalar,
@@ -155,14 +156,8 @@ async def test_concurrent_steps_on_one_execution_serialize(
             assert isinstance(first, Stepped)
             # A second step (its own connection) must wait for the row lock.
             second = asyncio.create_task(executions.step(execution_id, Event(name="work")))
-            await asyncio.sleep(0.5)
+            await blocked_by(store, holder.info.backend_pid)  # fails if it never waits
             assert not second.done()
-            waiting = await scalar(
-                store,
-                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-                " AND datname = current_database()",
-            )
-            assert waiting >= 1
         result = await asyncio.wait_for(second, 10)
     assert isinstance(result, Stepped)
     assert result.execution.step_count == 3  # it saw the first step's commit
@@ -184,7 +179,7 @@ async def test_a_key_applied_while_a_step_waited_for_the_lock_is_already_applied
             second = asyncio.create_task(
                 executions.step(execution_id, Event(name="work"), key="job:race")
             )
-            await asyncio.sleep(0.5)
+            await blocked_by(store, holder.info.backend_pid)
             assert not second.done()
         result = await asyncio.wait_for(second, 10)
     assert isinstance(result, AlreadyApplied)

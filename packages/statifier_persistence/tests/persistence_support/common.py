@@ -8,6 +8,7 @@ leaves no row (which is what the tests check). It can refuse an effect kind
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
@@ -296,6 +297,26 @@ async def scalar(pool: AsyncConnectionPool, query: Any, params: Any = None) -> A
         row = await (await conn.execute(query, params)).fetchone()
     assert row is not None
     return row[0]
+
+
+async def blocked_by(pool: AsyncConnectionPool, pid: int, *, timeout: float = 30.0) -> None:
+    """Return once a backend of this database waits for a lock that backend ``pid``'s
+    transaction holds; fail after ``timeout`` s.
+
+    The event a test of a lock wait needs before it lets the holder go: a step started
+    beside the holder may not have reached the lock yet (its connection, its first reads),
+    and on a loaded machine no fixed sleep is long enough to be sure.
+    """
+    query = (
+        "SELECT count(*) FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))"
+        " AND datname = current_database()"
+    )
+    try:
+        async with asyncio.timeout(timeout):
+            while await scalar(pool, query, [pid]) == 0:
+                await asyncio.sleep(0.02)
+    except TimeoutError:
+        raise AssertionError(f"nothing waited for a lock of backend {pid} in {timeout} s") from None
 
 
 class MailboxTableExecutor(FanOutTableExecutor):
