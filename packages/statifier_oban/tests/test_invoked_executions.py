@@ -15,7 +15,7 @@ import statifier
 from statifier_oban import executions as execution_jobs
 from statifier_persistence import Executions
 
-from oban_support.common import NS, database_fixture, wait_until
+from oban_support.common import NS, TERMINAL, database_fixture, wait_until
 from oban_support.executions import Rig, running_rig
 from oban_support.harness import Servers, servers_fixture
 
@@ -84,7 +84,9 @@ async def test_a_tree_of_three_cancelled_from_the_top(rig: Rig) -> None:
     await wait_until(all_cancelled, timeout=10, what="the tree cancelled")
 
     async def settled() -> bool:
-        return all(state != "available" for *_, state in await jobs_of(rig, ids))
+        # A cancel message job whose step committed is still ``executing`` until its
+        # (batched) ack: only a terminal state says the job is done.
+        return all(state in TERMINAL for *_, state in await jobs_of(rig, ids))
 
     await wait_until(settled, what="the cancels delivered")
     jobs = await jobs_of(rig, ids)
