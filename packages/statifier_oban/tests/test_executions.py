@@ -24,6 +24,7 @@ from statifier_oban.workers import INVOKE_WORKER, TIMER_WORKER
 from statifier_persistence import Executions, Stepped
 
 from oban_support.common import (
+    TERMINAL,
     chart,
     database_fixture,
     execute,
@@ -117,7 +118,11 @@ async def test_timers_fire_into_the_execution_and_arm_the_next_one(rig: Rig) -> 
     await rig.executions.create(TICKER, execution_id=execution_id)
 
     async def finished() -> bool:
-        return (await rig.executions.get(execution_id)).status == "completed"
+        # The last tick's job is acked (in a batch) after its step committed: the jobs
+        # settling is part of the event.
+        if (await rig.executions.get(execution_id)).status != "completed":
+            return False
+        return all(job.state in TERMINAL for job in await timer_jobs(rig, execution_id))
 
     await wait_until(finished, timeout=10, what="three ticks")
     execution, state = await rig.executions.load(execution_id)
@@ -275,15 +280,21 @@ async def test_an_invocation_answers_into_the_execution(rig: Rig) -> None:
     execution_id = unique("exe")
     await rig.executions.create(INVOKING, execution_id=execution_id)
 
+    async def invocation() -> list[Any]:
+        return await job_rows(
+            rig.server.pool, "worker = %s AND args->>'scope' = %s", [INVOKE_WORKER, execution_id]
+        )
+
     async def answered() -> bool:
-        return (await rig.executions.get(execution_id)).status == "completed"
+        # The invocation's job is acked (in a batch) after the answer's step committed.
+        if (await rig.executions.get(execution_id)).status != "completed":
+            return False
+        return all(job.state in TERMINAL for job in await invocation())
 
     await wait_until(answered, timeout=10, what="the invocation's answer")
     _, state = await rig.executions.load(execution_id)
     assert state.datamodel["answer"] == {"echo": {"n": 7}}
-    (job,) = await job_rows(
-        rig.server.pool, "worker = %s AND args->>'scope' = %s", [INVOKE_WORKER, execution_id]
-    )
+    (job,) = await invocation()
     assert job.state == "completed"
     assert await _keys(rig, execution_id) == {f"job:{job.id}"}
 
