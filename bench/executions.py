@@ -58,6 +58,11 @@ Goals, each a verdict at the end (``bench/README.md`` has the procedure and a ru
    second verdict), against ``Oban.enqueue`` of a bare job; interleaved slices, order
    rotating, best of ``--repeats`` rounds.
 
+3. **lone steps** (with ``--baseline`` only, ``lone_steps.py``): ``Executions.step``
+   with nothing beside it, ours and today each in a process of its own taking turns, on
+   this run's database: wall time, the process's CPU and its PostgreSQL backend's CPU per
+   step, and ours/today of each (an A/B of what a lightly loaded system waits for).
+
 ``--callgrind`` runs neither: it profiles one worker process of the ours path under
 valgrind's callgrind and prints the instructions a step costs, counted only while a
 round runs (a warm-up round, then ``--repeats`` rounds of ``--jobs`` steps): a figure
@@ -90,6 +95,7 @@ from pathlib import Path
 from typing import Any
 
 import callgrind_names
+import lone_steps
 import psycopg
 import statifier
 from cpu_meter import ServerCpu, machine_busy
@@ -820,8 +826,26 @@ async def report(bench: Bench, args: argparse.Namespace) -> int:
     verdict = "PASS" if kept >= TRACED_TARGET else "BELOW"
     print(f"  traced/untraced (>= {TRACED_TARGET}, ADR 30)                {kept:8.3f}  {verdict}")
     print(f"  recorded/untraced (context)                       {sdk / in_process['step']:8.3f}")
+    if args.baseline:
+        script = str(Path(__file__).resolve())
+        paths = baseline_path(args.baseline)
+        lone_steps.report(
+            lone_steps.measure(script, bench.url, paths, args.steps, args.repeats), args.steps
+        )
     print(f"\nload average at the start: {started:.1f}, at the end: {os.getloadavg()[0]:.1f}")
     return 0
+
+
+def lone_side(url: str, steps: int) -> None:
+    """``--lone-side``: one side's round of section 3, its figures printed (us a step)."""
+
+    def make(pool: AsyncConnectionPool) -> Executions:
+        client = Oban(pool=pool, name=f"bench_lone_{uuid.uuid4().hex[:6]}")  # never started
+        config = execution_config(client, timers_queue="lone")
+        return Executions(pool, executor=ObanExecutor(config))
+
+    found = asyncio.run(lone_steps.run_side(url, steps, make, CHART))
+    print(f"{found.wall_us:.1f} {found.cpu_us:.1f} {found.server_us:.1f}")
 
 
 def verdicts(rounds: Rounds, args: argparse.Namespace) -> None:
@@ -941,6 +965,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """The command line (see the module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--lone-side", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--node", default="w1", help=argparse.SUPPRESS)
     parser.add_argument("--role", default="current", help=argparse.SUPPRESS)
@@ -993,6 +1018,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark (or, with ``--worker``, one worker process)."""
     args = parse_args(argv)
     try:
+        if args.lone_side:
+            lone_side(args.url, args.steps)
+            return 0
         if args.worker:
             profile_dir = os.environ.get(PROFILE_ENV)
             profiler = cProfile.Profile(time.process_time) if profile_dir else None
