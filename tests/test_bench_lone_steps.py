@@ -1,0 +1,38 @@
+"""``bench/lone_steps.py``: a backend's CPU read from ``/proc``, and the report of the
+lone steps' A/B (medians per side, ours/today of each figure)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from bench.lone_steps import LoneRound, backend_cpu_seconds, report
+
+
+def test_a_process_cpu_is_read_from_proc_and_grows_with_work() -> None:
+    before = backend_cpu_seconds(os.getpid())
+    started = time.process_time()
+    while time.process_time() - started < 0.05:
+        pass
+    after = backend_cpu_seconds(os.getpid())
+    assert before >= 0
+    assert after > before
+
+
+def test_the_report_prints_each_sides_medians_and_ours_over_today(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    found = {
+        "ours": [LoneRound(1000, 800, 300), LoneRound(1200, 900, 500), LoneRound(9000, 1, 1)],
+        "today": [LoneRound(2000, 1000, 600), LoneRound(1800, 1000, 400), LoneRound(2200, 2, 2)],
+    }
+    report(found, 500)
+    lines = capsys.readouterr().out.splitlines()
+    assert "3. lone steps: ours against today (500 steps a round, 3 rounds each)" in lines
+    assert lines[-3].split() == ["ours", "1200", "800", "300"]
+    assert lines[-2].split() == ["today", "2000", "1000", "400"]
+    assert lines[-1] == (
+        "  ours/today: wall 0.600, CPU 0.800, PostgreSQL 0.750 (below 1: ours cheaper)"
+    )
