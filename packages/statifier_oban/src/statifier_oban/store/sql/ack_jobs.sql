@@ -5,12 +5,12 @@
 -- columns and values as oban's own ack: the state's timestamp, the next scheduled_at of a
 -- snooze or a retry, a snooze's attempt given back, an error appended, meta merged.
 -- The batch is one jsonb array of acks (one parameter, whatever the batch size), and its
--- ids once more ({acked}: acked_ids.sql, an array, or acked_id.sql, the one id of a batch
--- of one): the rows are found by primary key, and the state is compared as text, so that
--- oban's state index can never lead the plan. In a burst that index holds thousands of
--- dead 'executing' entries (every acked row leaves one until vacuum) while the statistics
--- count a few live ones: a plan led by it read hundreds of heap pages per ack, most of the
--- database's CPU per fired timer. Returns the ids of the rows changed.
+-- ids once more (chosen per use: acked_ids.sql, an array, or acked_id.sql, the one id of a
+-- batch of one): the rows are found by primary key, and the state is compared as text, so
+-- that oban's state index can never lead the plan. In a burst that index holds thousands
+-- of dead 'executing' entries (every acked row leaves one until vacuum) while the
+-- statistics count a few live ones: a plan led by it read hundreds of heap pages per ack,
+-- most of the database's CPU per fired timer. Returns the ids of the rows changed.
 WITH acks AS (
     SELECT *
     FROM jsonb_to_recordset(%(acks)s::jsonb) AS a(
