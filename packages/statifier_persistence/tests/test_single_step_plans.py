@@ -81,35 +81,22 @@ async def fill(pool: AsyncConnectionPool, execution_id: str, count: int) -> None
 
 
 @pytest.mark.parametrize("keyed", [False, True], ids=["keyless", "keyed"])
-async def test_a_step_alone_keeps_one_plan_for_its_read(
-    one_connection: AsyncConnectionPool, keyed: bool
+@pytest.mark.parametrize("rows", [0, ROWS], ids=["few", "thousands"])
+async def test_a_step_alone_keeps_one_plan_for_its_read_and_its_store(
+    one_connection: AsyncConnectionPool, keyed: bool, rows: int
 ) -> None:
     executions = Executions(one_connection, executor=TableExecutor())
     created = await executions.create(TICKING)
-    for n in range(STEPS):
-        key = f"tick-{n}" if keyed else None
-        result = await executions.step(created.execution.id, Event(name="tick"), key=key)
-        assert isinstance(result, Stepped)
-    generic, custom = await plans_of(one_connection, READ)
-    assert custom <= 5
-    assert generic >= STEPS - 10
-
-
-@pytest.mark.parametrize("keyed", [False, True], ids=["keyless", "keyed"])
-async def test_a_step_alone_keeps_one_plan_for_its_store(
-    one_connection: AsyncConnectionPool, keyed: bool
-) -> None:
-    executions = Executions(one_connection, executor=TableExecutor())
-    created = await executions.create(TICKING)
-    await fill(one_connection, created.execution.id, ROWS)
+    await fill(one_connection, created.execution.id, rows)
     for n in range(STEPS):
         key = f"tick-{n}" if keyed else None
         result = await executions.step(created.execution.id, Event(name="tick"), key=key)
         assert isinstance(result, Stepped)
         assert result.execution.step_count == created.execution.step_count + n + 1
-    generic, custom = await plans_of(one_connection, STORE)
-    assert custom <= 5
-    assert generic >= STEPS - 10
+    for statement in (READ, STORE):
+        generic, custom = await plans_of(one_connection, statement)
+        assert custom <= 5, statement
+        assert generic >= STEPS - 10, statement
 
 
 async def test_a_keyed_step_alone_still_sees_its_key_applied(
