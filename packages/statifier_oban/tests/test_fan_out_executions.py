@@ -394,6 +394,12 @@ async def test_settlement_is_exactly_once_under_redelivered_child_finishes(rig: 
             [kid.id],
         )
         finishes.append(timer.id)
+    # The parent answered once the last child's timer step committed; that timer's job is
+    # acked later (in a batch), and a retry of an ``executing`` job changes nothing.
+    await wait_until(
+        lambda: _all_completed(rig.server.pool, [*finishes, settlement.id]),
+        what="the finishing timers and the settlement acked",
+    )
     # oban delivers every child's finishing timer again, and the settlement too.
     await asyncio.gather(
         *(rig.server.oban.retry_job(job_id) for job_id in [*finishes, settlement.id])
