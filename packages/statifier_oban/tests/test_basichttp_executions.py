@@ -203,8 +203,15 @@ async def test_a_post_failing_after_the_execution_ended_is_discarded(servers: Se
             f'event="bye" target="{receiver.url()}"/></onentry>'
             '<transition event="done" target="end"/></state><final id="end"/></scxml>'
         )
-        await rig.executions.create(chart, execution_id="ended")
-        await rig.executions.step("ended", statifier.Event(name="done"))
+        # The POST job must run after the execution ended: run first, its failure would
+        # step into the live execution (no transition takes it) and the job complete.
+        queue = _post_queue(rig.config)
+        await rig.server.oban.pause_queue(queue)
+        try:
+            await rig.executions.create(chart, execution_id="ended")
+            await rig.executions.step("ended", statifier.Event(name="done"))
+        finally:
+            await rig.server.oban.resume_queue(queue)
         ((state, _, _, _),) = await wait_until(
             lambda: _in_state(rig.executions, "ended", "cancelled"), what="the job cancelled"
         )
