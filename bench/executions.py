@@ -98,7 +98,7 @@ import callgrind_names
 import lone_steps
 import psycopg
 import statifier
-from cpu_meter import ServerCpu, machine_busy
+from cpu_meter import ServerCpu, machine_busy, process_cpu
 from oban import Job, Oban
 from oban.worker import register_worker, worker_name
 from psycopg import sql
@@ -844,7 +844,7 @@ def lone_side(url: str, steps: int) -> None:
         config = execution_config(client, timers_queue="lone")
         return Executions(pool, executor=ObanExecutor(config))
 
-    found = asyncio.run(lone_steps.run_side(url, steps, make, CHART))
+    found = asyncio.run(lone_steps.run_side(url, steps, make, CHART, process_cpu))
     print(f"{found.wall_us:.1f} {found.cpu_us:.1f} {found.server_us:.1f}")
 
 

@@ -7,9 +7,9 @@ a statement shows (ADR 32 and ADR 18 amendments): the server spends it on every 
 statement it keeps planning. Each side runs in a process of its own (``today`` with the
 baseline's packages on ``PYTHONPATH``), on the bench's database and its thousands of
 executions, with a pool of one connection (so that the server CPU read is that one
-backend's): 20 executions of its own, a warm-up, then keyed steps round robin, each
-arming its next timer. The sides take turns over the rounds; each figure is the median of
-the rounds.
+backend's, ``cpu_meter.process_cpu``): 20 executions of its own, a warm-up, then keyed
+steps round robin, each arming its next timer. The sides take turns over the rounds; each
+figure is the median of the rounds.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 WARM_UP = 200
@@ -43,14 +42,15 @@ class LoneRound:
     """Its PostgreSQL backend's CPU."""
 
 
-def backend_cpu_seconds(pid: int) -> float:
-    """CPU seconds (user and system) PostgreSQL backend ``pid`` has spent, from ``/proc``."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-async def run_side(url: str, steps: int, make: Callable[[Any], Any], chart: Any) -> LoneRound:
-    """One side's round in this process: ``make(pool)`` builds its ``Executions``."""
+async def run_side(
+    url: str,
+    steps: int,
+    make: Callable[[Any], Any],
+    chart: Any,
+    process_cpu: Callable[[int], float],
+) -> LoneRound:
+    """One side's round in this process: ``make(pool)`` builds its ``Executions``;
+    ``process_cpu(pid)`` reads a process's CPU seconds (``cpu_meter.process_cpu``)."""
     from psycopg_pool import AsyncConnectionPool
     from statifier.core.events import Event
     from statifier_persistence import Stepped
@@ -67,7 +67,7 @@ async def run_side(url: str, steps: int, make: Callable[[Any], Any], chart: Any)
         tag = uuid.uuid4().hex[:8]
         for n in range(WARM_UP):
             await executions.step(ids[n % EXECUTIONS], Event(name="tick"), key=f"w{tag}{n}")
-        wall, cpu, server = time.perf_counter(), time.process_time(), backend_cpu_seconds(backend)
+        wall, cpu, server = time.perf_counter(), time.process_time(), process_cpu(backend)
         for n in range(steps):
             result = await executions.step(
                 ids[n % EXECUTIONS], Event(name="tick"), key=f"m{tag}{n}"
@@ -77,7 +77,7 @@ async def run_side(url: str, steps: int, make: Callable[[Any], Any], chart: Any)
         return LoneRound(
             (time.perf_counter() - wall) / steps * 1e6,
             (time.process_time() - cpu) / steps * 1e6,
-            (backend_cpu_seconds(backend) - server) / steps * 1e6,
+            (process_cpu(backend) - server) / steps * 1e6,
         )
     finally:
         await pool.close()
