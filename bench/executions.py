@@ -975,21 +975,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--otel", choices=OTEL_MODES, default="api", help="how the traced path traces (api)"
     )
     parser.add_argument("--quick", action="store_true", help="smoke run: small rounds, 2 groups")
-    parser.add_argument("--jobs", type=int, default=2000, help="jobs per round (default 2000)")
-    parser.add_argument("--repeats", type=int, default=5, help="groups of rounds")
+    parser.add_argument("--jobs", type=positive, default=2000, help="jobs per round (default 2000)")
+    parser.add_argument("--repeats", type=positive, default=5, help="groups of rounds")
     parser.add_argument(
-        "--limit", type=int, default=50, help="queue limit per worker process (default 50)"
+        "--limit", type=positive, default=50, help="queue limit per worker process (default 50)"
     )
     parser.add_argument(
-        "--today-limit", type=int, default=10, help="the same for today's workers (default 10)"
+        "--today-limit", type=positive, default=10, help="the same for today's workers (default 10)"
     )
     parser.add_argument("--processes", default="1,2", help="worker process counts (1,2)")
     parser.add_argument(
         "--paths", default=",".join(ALL_PATHS), help="paths of section 1 (all by default)"
     )
     parser.add_argument("--baseline", default=None, help="a checkout or archive for today")
-    parser.add_argument("--steps", type=int, default=500, help="in-process steps per round")
-    parser.add_argument("--slice", type=int, default=50, help="in-process slice size")
+    parser.add_argument("--steps", type=positive, default=500, help="in-process steps per round")
+    parser.add_argument("--slice", type=positive, default=50, help="in-process slice size")
     parser.add_argument("--database-url", default=None, help="server to use (default: embedded)")
     parser.add_argument(
         "--callgrind",
@@ -1014,6 +1014,27 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def positive(text: str) -> int:
+    """An option's whole number of at least 1 (a round of no steps has no rate)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is less than 1")
+    return value
+
+
+def worker_loop() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The event loop a worker process of the code under test runs on: what its
+    ``statifier-oban worker`` would choose (ADR 36)."""
+    try:
+        from statifier_oban.cli._loop import loop_factory
+    except ImportError:  # a baseline from before ADR 36: its workers ran on asyncio's loop
+        return None
+    return loop_factory("auto")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark (or, with ``--worker``, one worker process)."""
     args = parse_args(argv)
@@ -1036,7 +1057,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         args.procs,
                         args.pool,
                         args.otel,
-                    )
+                    ),
+                    loop_factory=worker_loop(),
                 )
             finally:
                 if profiler is not None and profile_dir:

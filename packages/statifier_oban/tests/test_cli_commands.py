@@ -149,8 +149,13 @@ def test_pending_needs_a_scope(capsys: pytest.CaptureFixture[str]) -> None:
 # -- worker ------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("loop_args", "loop"),
+    [([], "uvloop"), (["--loop", "asyncio"], "asyncio")],
+    ids=["default-loop", "asyncio-loop"],
+)
 async def test_worker_fires_a_due_timer_through_a_host_module_and_stops_on_sigterm(
-    oban_client: Oban, database_url: str, tmp_path: Path
+    oban_client: Oban, database_url: str, tmp_path: Path, loop_args: list[str], loop: str
 ) -> None:
     (tmp_path / "cli_worker_host.py").write_text(textwrap.dedent(HOST_MODULE))
     with psycopg.connect(database_url, autocommit=True) as conn:
@@ -178,6 +183,7 @@ async def test_worker_fires_a_due_timer_through_a_host_module_and_stops_on_sigte
             ".",
             "--log-level",
             "WARNING",
+            *loop_args,
         ],
         cwd=tmp_path,  # the host module is found through the working directory (--path .)
         env={**os.environ, "WORKER_TEST_URL": database_url},
@@ -189,7 +195,7 @@ async def test_worker_fires_a_due_timer_through_a_host_module_and_stops_on_sigte
         lines = Lines(process)
         lines.wait_for("cli_worker_host imported")
         running = lines.wait_for("statifier-oban worker: running queues timers=5")
-        assert f"node {os.uname().nodename}.{process.pid}" in running
+        assert f"node {os.uname().nodename}.{process.pid}, loop {loop};" in running
 
         state = await asyncio.to_thread(wait_for_job, database_url, job.job_id, {"completed"})
         assert state == "completed"

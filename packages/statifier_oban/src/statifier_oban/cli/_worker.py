@@ -40,6 +40,7 @@ from .._errors import StatifierObanError
 from ..rows import _resolve
 from ..store import _operations
 from ..store._schema import OBAN_TABLES, describe
+from ._loop import LOOPS, loop_factory, loop_name
 from ._main import DEFAULT_TIMERS_QUEUE, PROG, checked_pool, database_options, execution_options
 from ._tracing import otel_option, start_tracing, stop_tracing
 
@@ -228,7 +229,8 @@ async def run_worker(
 ) -> int:
     """Run ``queues`` in a server-mode ``Oban`` until SIGINT or SIGTERM; stop gracefully.
 
-    Prints one ``running`` line once the queues run and one ``stopped`` line at the end.
+    Prints one ``running`` line once the queues run (naming the event loop) and one
+    ``stopped`` line at the end.
     A second signal while stopping gets Python's default behaviour (a forced exit).
     ``on_start`` runs before the queues start. ``gauges`` (seconds) samples the gauges of
     ``statifier_oban.otel`` that often while running (tracing must be instrumented).
@@ -283,7 +285,7 @@ async def run_worker(
         shown = ", ".join(f"{name}={limit}" for name, limit in queues.items())
         print(
             f"{PROG} worker: running queues {shown} on {describe(url)}, schema {prefix!r}, "
-            f"node {node}; stop with SIGINT or SIGTERM",
+            f"node {node}, loop {loop_name(loop)}; stop with SIGINT or SIGTERM",
             flush=True,
         )
         await stop.wait()
@@ -405,6 +407,11 @@ async def _put_back(
     show_default=True, envvar="STATIFIER_OBAN_LOG_LEVEL", show_envvar=True,
     help="logging level",
 )  # fmt: skip
+@click.option(
+    "--loop", type=click.Choice(LOOPS), default="auto", show_default=True,
+    envvar="STATIFIER_OBAN_LOOP", show_envvar=True,
+    help="the event loop: uvloop when it imports (auto), or the one named",
+)  # fmt: skip
 @otel_option("the jobs")
 @click.option(
     "--otel-interval", type=Seconds(), default=_shown(DEFAULT_GAUGE_INTERVAL_S),
@@ -424,6 +431,7 @@ def worker(
     stuck_after: float,
     shutdown_grace: float,
     log_level: str,
+    loop: str,
     otel: bool,
     otel_interval: float,
     timers_queue: str,
@@ -475,7 +483,8 @@ def worker(
                 options=options,
                 on_start=on_start,
                 gauges=otel_interval if otel else None,
-            )
+            ),
+            loop_factory=loop_factory(loop),
         )
     finally:
         if on_start is not None:
