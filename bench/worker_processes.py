@@ -12,8 +12,8 @@ import asyncio
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
+from cpu_meter import process_cpu
 from oban import Oban
 
 
@@ -81,12 +81,7 @@ class WorkerProcesses:
 
     def cpu_seconds(self) -> float:
         """User plus system CPU time of every worker process so far (Linux ``/proc``)."""
-        ticks = os.sysconf("SC_CLK_TCK")
-        total = 0
-        for proc in self.procs:
-            fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
-        return total / ticks
+        return sum(process_cpu(proc.pid) for proc in self.procs)
 
     async def stop(self) -> None:
         """Close every worker's stdin and wait for it to exit."""

@@ -31,6 +31,7 @@ from statifier_persistence.history import (
     MAX_TEXT_CHARS,
     MAX_VALUE_CHARS,
     HistoryFormatError,
+    current_trigger,
 )
 
 from persistence_support.common import (
@@ -650,3 +651,36 @@ async def test_an_entry_lists_the_sends_invocations_and_errors_of_its_step(
     stored = await entries(executions, execution_id)
     assert stored[1:] == [entry, later]
     assert worked.entry == entry  # read again from what the step stored, equal
+
+
+def test_a_triggered_by_block_puts_the_outer_trigger_back_even_when_it_raises() -> None:
+    outer = Trigger("operator", detail="outer")
+    inner = Trigger("timer", job_id=7)
+    seen: list[Trigger] = []
+
+    def fail_inside() -> None:
+        with triggered_by(inner):
+            seen.append(current_trigger())
+            raise ValueError("inside")
+
+    with triggered_by(outer) as entered:
+        assert entered is outer
+        with pytest.raises(ValueError, match="inside"):
+            fail_inside()
+        assert seen == [inner]
+        assert current_trigger() is outer
+    assert current_trigger() == Trigger()
+
+
+def test_a_triggered_by_block_is_entered_once() -> None:
+    block = triggered_by(Trigger("timer", job_id=7))
+    with block:
+        pass
+    with pytest.raises(RuntimeError, match="entered once"), block:
+        pass
+    assert current_trigger() == Trigger()
+
+
+def test_triggered_by_refuses_what_is_not_a_trigger_when_called() -> None:
+    with pytest.raises(InvalidArgument, match="trigger must be a Trigger, not 'timer'"):
+        triggered_by("timer")  # type: ignore[arg-type]

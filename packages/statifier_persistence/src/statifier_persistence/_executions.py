@@ -1113,7 +1113,8 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
             except CorruptExecution as exc:
                 found[execution_id] = exc
         for execution_id, _ in asked:
-            found.setdefault(execution_id, ExecutionNotFound(execution_id))
+            if execution_id not in found:  # an error made only when it is one: most are found
+                found[execution_id] = ExecutionNotFound(execution_id)
         return found
 
     async def _position(
