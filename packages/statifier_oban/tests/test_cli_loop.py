@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
+import warnings
 
 import pytest
 import uvloop
@@ -34,9 +36,11 @@ def test_an_unknown_loop_is_refused() -> None:
         loop_factory("x")
 
 
+WORKER = ["worker", "--database-url", "postgresql://nowhere", "--queue", "timers=1"]
+
+
 def test_the_command_line_refuses_an_unknown_loop(capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["worker", "--database-url", "postgresql://nowhere", "--queue", "timers=1"]
-    assert cli.main([*args, "--loop", "trio"]) == 2
+    assert cli.main([*WORKER, "--loop", "trio"]) == 2
     assert "'trio' is not one of 'auto', 'uvloop', 'asyncio'" in capsys.readouterr().err
 
 
@@ -48,3 +52,19 @@ def test_a_loop_is_named_by_its_package(factory: LoopFactory | None, name: str) 
         return loop_name(asyncio.get_running_loop())
 
     assert asyncio.run(running(), loop_factory=factory) == name
+
+
+def test_a_worker_without_uvloop_that_asks_for_it_stops_before_anything_is_made(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "uvloop", None)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert cli.main([*WORKER, "--loop", "uvloop"]) == 1
+        gc.collect()
+
+    assert [str(warning.message) for warning in caught] == []  # no worker coroutine left
+    err = capsys.readouterr().err
+    assert err.startswith("statifier-oban worker: error: --loop uvloop: uvloop does not import")
+    assert err.count("\n") == 1

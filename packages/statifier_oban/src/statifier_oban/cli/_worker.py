@@ -443,6 +443,7 @@ def worker(
 ) -> int:
     """``statifier-oban worker``: import the host modules, then run the queues."""
     logs.configure(kit.log_format(), log_level)
+    factory = loop_factory(loop)  # first: a loop it cannot have stops it before anything runs
     by_name: dict[str, int] = {}
     for name, limit in queues:
         if name in by_name:
@@ -484,7 +485,7 @@ def worker(
                 on_start=on_start,
                 gauges=otel_interval if otel else None,
             ),
-            loop_factory=loop_factory(loop),
+            loop_factory=factory,
         )
     finally:
         if on_start is not None:
