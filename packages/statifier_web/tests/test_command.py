@@ -58,7 +58,7 @@ def test_the_server_serves_until_sigterm(database_url: str, tmp_path: Path) -> N
         line = read_line(process)
         ready = READY.search(line)
         assert ready is not None, line
-        assert line.rstrip().endswith("(2 token(s))")
+        assert line.rstrip().endswith("(2 token(s)), loop uvloop")
         assert read_line(process).rstrip() == (
             "statifier-oban web: BasicHTTP locations under"
             " https://statifier.example.com/ops/basichttp/"
@@ -102,13 +102,15 @@ async def test_the_server_with_otel_continues_a_callers_trace(
     }  # fmt: skip
     process = subprocess.Popen(  # noqa: S603 - this interpreter, fixed arguments, no shell
         [sys.executable, "-m", "statifier_oban.cli", "web", "--database-url", database_url,
-         "--port", "0", "--otel"],
+         "--port", "0", "--otel", "--loop", "asyncio"],
         env=environment, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )  # fmt: skip
     trace_id, caller = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
     try:
-        ready = READY.search(read_line(process))
-        assert ready is not None
+        line = read_line(process)
+        ready = READY.search(line)
+        assert ready is not None, line
+        assert line.rstrip().endswith(", loop asyncio")  # the standard loop traces as well
         async with httpx.AsyncClient(base_url=ready.group(1)) as client:
             started = await client.post(
                 "/api/executions",

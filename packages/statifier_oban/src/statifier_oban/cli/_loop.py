@@ -1,4 +1,5 @@
-"""The event loop ``statifier-oban worker`` runs on (``--loop``, ADR 36).
+"""The event loop ``statifier-oban worker`` and ``statifier-oban web`` run on (``--loop``,
+ADR 36).
 
 ``auto`` takes uvloop when it imports (oban requires it, so it does wherever oban
 installs) and asyncio's own loop otherwise; ``uvloop`` insists on it; ``asyncio`` never
@@ -12,8 +13,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Final
+from typing import Any, Final
 
+import click
 from statifier.cli import kit
 
 LOOPS: Final = ("auto", "uvloop", "asyncio")
@@ -21,6 +23,19 @@ LOOPS: Final = ("auto", "uvloop", "asyncio")
 
 LoopFactory = Callable[[], asyncio.AbstractEventLoop]
 """What ``asyncio.run(..., loop_factory=...)`` takes (None there: asyncio's own loop)."""
+
+
+def loop_option[F: Callable[..., Any]](what: str) -> Callable[[F], F]:
+    """``--loop`` (``$STATIFIER_OBAN_LOOP``): the event loop ``what`` runs on."""
+    return click.option(
+        "--loop",
+        type=click.Choice(LOOPS),
+        default="auto",
+        show_default=True,
+        envvar="STATIFIER_OBAN_LOOP",
+        show_envvar=True,
+        help=f"the event loop {what} run on: uvloop when it imports (auto), or the one named",
+    )
 
 
 def loop_factory(name: str) -> LoopFactory | None:

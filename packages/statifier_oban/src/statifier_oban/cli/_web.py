@@ -33,6 +33,7 @@ from statifier_web import (
 )
 
 from ..store._schema import OBAN_TABLES
+from ._loop import loop_factory, loop_name, loop_option
 from ._main import PROG, checked_pool, database_options, execution_options
 from ._persistence import ExecutionOptions, executions_for
 from ._tracing import otel_option, start_tracing, stop_tracing
@@ -99,6 +100,7 @@ def _settings(token_file: Path | None, open_: bool, secure_cookies: bool) -> Web
     "--secure-cookies", is_flag=True, envvar="STATIFIER_WEB_SECURE_COOKIES", show_envvar=True,
     help="send the console's session cookie over HTTPS only (behind HTTPS)",
 )  # fmt: skip
+@loop_option("the requests")
 @otel_option("the requests")
 def web(
     database_url: str,
@@ -115,9 +117,11 @@ def web(
     token_file: Path | None,
     open_: bool,
     secure_cookies: bool,
+    loop: str,
     otel: bool,
 ) -> None:
     """``statifier-oban web``: say where it serves, serve until stopped."""
+    factory = loop_factory(loop)  # first: a loop it cannot have stops it before anything runs
     kit.set_import_path(paths)
     options = ExecutionOptions(timers_queue, invoke_queue, handlers, functions, history)
     try:
@@ -128,8 +132,10 @@ def web(
 
     def ready(url: str, locations: Locations | None) -> None:
         guard = "without authentication" if settings.open else f"{len(settings.tokens)} token(s)"
+        loop = loop_name(asyncio.get_running_loop())
         output.line(
-            f"{PROG} web: the console at {url}/console/, the API under {url}/api/ ({guard})"
+            f"{PROG} web: the console at {url}/console/, the API under {url}/api/ ({guard}), "
+            f"loop {loop}"
         )
         if locations is None:
             output.line(f"{PROG} web: no BasicHTTP locations (${URL_ENV} and ${KEY_ENV} unset)")
@@ -154,7 +160,7 @@ def web(
 
     providers = start_tracing() if otel else None
     try:
-        asyncio.run(run())
+        asyncio.run(run(), loop_factory=factory)
     except WebConfigError as exc:
         raise kit.CommandError(exc) from None
     finally:

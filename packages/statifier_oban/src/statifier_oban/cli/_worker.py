@@ -40,7 +40,7 @@ from .._errors import StatifierObanError
 from ..rows import _resolve
 from ..store import _operations
 from ..store._schema import OBAN_TABLES, describe
-from ._loop import LOOPS, loop_factory, loop_name
+from ._loop import loop_factory, loop_name, loop_option
 from ._main import DEFAULT_TIMERS_QUEUE, PROG, checked_pool, database_options, execution_options
 from ._tracing import otel_option, start_tracing, stop_tracing
 
@@ -407,11 +407,7 @@ async def _put_back(
     show_default=True, envvar="STATIFIER_OBAN_LOG_LEVEL", show_envvar=True,
     help="logging level",
 )  # fmt: skip
-@click.option(
-    "--loop", type=click.Choice(LOOPS), default="auto", show_default=True,
-    envvar="STATIFIER_OBAN_LOOP", show_envvar=True,
-    help="the event loop: uvloop when it imports (auto), or the one named",
-)  # fmt: skip
+@loop_option("the jobs")
 @otel_option("the jobs")
 @click.option(
     "--otel-interval", type=Seconds(), default=_shown(DEFAULT_GAUGE_INTERVAL_S),
