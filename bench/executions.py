@@ -104,6 +104,7 @@ from oban.worker import register_worker, worker_name
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from psycopg_pool import AsyncConnectionPool
+from run_options import positive, worker_loop
 from statifier.core.effects import SendDelayed
 from statifier.core.events import Event
 from statifier_oban import register_plugin
@@ -1012,27 +1013,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if unknown:
         parser.error(f"unknown paths: {', '.join(sorted(unknown))}")
     return args
-
-
-def positive(text: str) -> int:
-    """An option's whole number of at least 1 (a round of no steps has no rate)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is less than 1")
-    return value
-
-
-def worker_loop() -> Callable[[], asyncio.AbstractEventLoop] | None:
-    """The event loop a worker process of the code under test runs on: what its
-    ``statifier-oban worker`` would choose (ADR 36)."""
-    try:
-        from statifier_oban.cli._loop import loop_factory
-    except ImportError:  # a baseline from before ADR 36: its workers ran on asyncio's loop
-        return None
-    return loop_factory("auto")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
