@@ -116,9 +116,13 @@ def report(found: dict[str, list[LoneRound]], steps: int) -> None:
         ]
         wall, cpu, server = medians[side]
         print(f"  {side:<6} {wall:13.0f} {cpu:12.0f} {server:19.0f}")
-    ratios = [ours / today for ours, today in zip(medians["ours"], medians["today"], strict=True)]
-    print(
-        "  ours/today: wall {:.3f}, CPU {:.3f}, PostgreSQL {:.3f} (below 1: ours cheaper)".format(
-            *ratios
-        )
-    )
+    ratios = [
+        _ratio(ours, today) for ours, today in zip(medians["ours"], medians["today"], strict=True)
+    ]
+    print("  ours/today: wall {}, CPU {}, PostgreSQL {} (below 1: ours cheaper)".format(*ratios))
+
+
+def _ratio(ours: float, today: float) -> str:
+    """``ours / today`` to three places; ``n/a`` when today's median is 0 (a few steps
+    may take less than the clock tick the server's CPU is read in)."""
+    return f"{ours / today:.3f}" if today > 0 else "n/a"

@@ -23,3 +23,11 @@ def test_the_report_prints_each_sides_medians_and_ours_over_today(
     assert lines[-1] == (
         "  ours/today: wall 0.600, CPU 0.800, PostgreSQL 0.750 (below 1: ours cheaper)"
     )
+
+
+def test_a_figure_today_measured_as_zero_has_no_ratio(capsys: pytest.CaptureFixture[str]) -> None:
+    found = {"ours": [LoneRound(1000, 800, 0)], "today": [LoneRound(2000, 1000, 0)]}
+    report(found, 1)
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "  ours/today: wall 0.500, CPU 0.800, PostgreSQL n/a (below 1: ours cheaper)"
+    )

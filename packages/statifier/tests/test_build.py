@@ -7,7 +7,7 @@ import pickle
 from typing import Any
 
 import pytest
-from statifier.core import _build
+from statifier.core import _build, planner
 from statifier.core import effects as fx
 from statifier.datamodel.base import WriteResult, write_result
 
@@ -19,7 +19,7 @@ def _same(built: Any, expected: Any) -> None:
         assert getattr(built, field.name) is getattr(expected, field.name)
     assert pickle.loads(pickle.dumps(built)) == expected  # noqa: S301 - our own bytes
     with pytest.raises(dataclasses.FrozenInstanceError):
-        built.round = 99
+        built.__setattr__(dataclasses.fields(expected)[0].name, None)
 
 
 def test_datamodel_change_builder_sets_every_field() -> None:
@@ -99,3 +99,16 @@ def test_write_result_builder_sets_every_field() -> None:
     assert built == expected
     for field in dataclasses.fields(expected):
         assert getattr(built, field.name) is getattr(expected, field.name)
+
+
+def test_a_fired_send_is_an_ordinary_deliver() -> None:
+    effect = _build.send_delayed(
+        "tick", None, None, None, "tick", 1000, 0, ("transition", 2), 3, True, None, 1, 1, 1
+    )
+    fired = planner.fire("sess_1", effect)
+    assert isinstance(fired, planner.Deliver)
+    expected = planner.Deliver(fired.event, fired.target, "tick")
+    _same(fired, expected)
+    assert hash(fired) == hash(expected)
+    assert fired.event.name == "tick"
+    assert fired.event.sendid == "tick"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import pickle
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,7 +22,7 @@ from statifier.core.effects import SendDelayed
 from statifier.values import read_json
 from statifier_oban._errors import UndecodableRow
 from statifier_oban.store import _fetch, _oban_compat
-from statifier_oban.timers import _args
+from statifier_oban.timers import _args, _schedule
 from statifier_oban.timers._schedule import schedule, schedule_many
 
 from oban_support.effects_factory import ARGS_KEYS, make_config, raw_args, send_delayed
@@ -316,6 +317,8 @@ CORRUPTIONS: list[tuple[str, Any]] = [
     ("owner", ["onentry", -1, 0]),
     ("owner", ["onentry", "1", 0]),
     ("owner", ["onentry", True, 0]),
+    ("owner", ["onentry", 0, -1]),
+    ("owner", ["finalize", 0, True]),
     ("owner", ["transition", 1.5]),
     ("owner", ["finalize", 1, None]),
     ("owner", [["onentry"], 1, 2]),
@@ -459,3 +462,27 @@ async def test_the_fetch_hands_the_worker_its_timestamps_aware_and_as_stored(
         ).fetchone()
     assert stored is not None
     assert job.attempted_at == stored[0].replace(tzinfo=UTC)
+
+
+def test_a_decoded_effect_is_an_ordinary_send_delayed() -> None:
+    """``decode`` builds the effect fast (the engine's builder): still an ordinary frozen,
+    hashable ``SendDelayed`` equal to the one encoded."""
+    effect = send_delayed(owner=("onexit", 4, 2), data=None, caller_context=None)
+    _, decoded = round_trip(effect)
+    assert type(decoded) is SendDelayed
+    assert decoded == effect
+    assert hash(decoded) == hash(effect)
+    assert pickle.loads(pickle.dumps(decoded)) == effect  # noqa: S301 - our own bytes
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        decoded.__setattr__("event", "other")
+
+
+async def test_a_prepared_timer_is_an_ordinary_record(oban_client: Oban) -> None:
+    effect = send_delayed(ordinal=3)
+    prepared = _schedule.prepare(make_config(oban_client), SCOPE, effect)
+    expected = _schedule.PreparedTimer(SCOPE, effect, prepared.args, True, None)
+    assert type(prepared) is _schedule.PreparedTimer
+    assert prepared == expected
+    assert prepared.args == _args.encode(SCOPE, effect, None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        prepared.__setattr__("plain", False)

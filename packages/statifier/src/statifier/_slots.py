@@ -10,6 +10,10 @@ whose instances take plain attribute stores, and then gives the filled instance 
 class (``obj.__class__ = cls``, which CPython allows between classes of one layout). The
 result is an ordinary instance of the dataclass: equal, hashable and frozen as any other.
 Every builder sets every field; tests compare each with the dataclass constructor.
+
+``statifier-persistence`` and ``statifier-oban`` build their per-step records this way
+too (an execution row, a step's parts, a decoded timer): they are released with
+statifier under one version, so this private module is theirs to use.
 """
 
 from __future__ import annotations

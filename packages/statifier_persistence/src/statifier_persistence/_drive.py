@@ -67,7 +67,7 @@ NO_POSTS = "the executor makes no BasicHTTP POSTs (it is no PostExecutor)"
 """Why a BasicHTTP send of an execution whose executor cannot make it fails."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Drive:
     """One transaction's drive of one execution; see the module docstring."""
 

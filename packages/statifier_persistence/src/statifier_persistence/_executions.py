@@ -17,6 +17,7 @@ from typing import Any, Final, overload
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 from statifier import Machine, initialize, instrumentation, new_session_id
+from statifier._slots import builder
 from statifier.basichttp import Locations
 from statifier.build import Chart
 from statifier.chart.compiler import host_functions
@@ -81,7 +82,7 @@ from ._rows import (
 )
 from ._settlement import FanOut, FanOutExecutor, FanOutKey, Policy, Settlement
 from ._sql import check_prefix, statement
-from ._stepping import STORE_ARRAYS, Begun, Locked, Ready, one_row_values
+from ._stepping import STORE_ARRAYS, Begun, Locked, Ready, begun, one_row_values, ready
 from ._traced import event_name, traced
 from ._wait import WaitMethods
 from .history import EntryKind, History, TriggerSource, current_trigger, triggered_by
@@ -133,6 +134,8 @@ _NO_POSITION = -1
 
 _NO_KEY: Final = ""
 """The step key a keyless read asks about: none is empty (``check_key``)."""
+
+_SteppedBuilder: Final = builder(Stepped)
 
 _UNREAD = StoredPosition(b"", None, None)
 """What a read that did not transfer the position has of it."""
@@ -724,7 +727,7 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
             raise NeedsMigration(execution)
         routes = self._routes(execution)
         state = await self._position(db, execution, persisted, routes)
-        return Begun(execution, persisted, state, routes)
+        return begun(execution, persisted, state, routes)
 
     async def _run(
         self,
@@ -1290,7 +1293,7 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
             draft.kind if draft is not None else None,
             draft.body if draft is not None else None,
         )
-        return Ready(drive, draft, row)
+        return ready(drive, draft, row)
 
     async def _store_ready(
         self, db: AsyncConnection[Any], ready: Sequence[Ready]
@@ -1358,14 +1361,15 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
                     stored.id,
                     extra={"execution_id": stored.id},
                 )
-        stepped = Stepped(
-            stored,
-            drive.state,
-            tuple(drive.effects),
-            drive.transition_taken,
-            drive.unmatched,
-            _journal.stored(draft, stored),
-        )
+        answer = _SteppedBuilder()  # ``Stepped(...)``, built fast (``statifier._slots``)
+        answer.execution = stored
+        answer.state = drive.state
+        answer.effects = tuple(drive.effects)
+        answer.transition_taken = drive.transition_taken
+        answer.unmatched = drive.unmatched
+        answer._written = _journal.stored(draft, stored)
+        answer.__class__ = Stepped
+        stepped: Stepped = answer
         if self._observer is not None:
             try:
                 self._observer(stepped)

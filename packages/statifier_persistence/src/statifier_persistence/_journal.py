@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
+from statifier._slots import builder
 from statifier.core import effects as fx
 from statifier.core.events import Event
 from statifier.core.state import MachineState
@@ -99,6 +100,9 @@ _CONFIGURATIONS: Final[dict[tuple[int, Any], tuple[Any, tuple[tuple[str, ...], i
 kept, so its id names no other machine while its entry lives."""
 
 
+_DraftBuilder: Final = builder(Draft)
+
+
 def draft(
     execution: Execution,
     kind: EntryKind,
@@ -151,7 +155,13 @@ def draft(
     if omitted:
         body["omitted"] = omitted
     # Every value in ``body`` is JSON: texts, counts, and values ``kept_value`` checked.
-    return Draft(kind, json_value_text_utf8(body), execution.id)
+    made = _DraftBuilder()  # ``Draft(...)``, built fast: one a step
+    made.kind = kind
+    made.body = json_value_text_utf8(body)
+    made.execution_id = execution.id
+    made.__class__ = Draft
+    built: Draft = made
+    return built
 
 
 def _configurations(
@@ -176,11 +186,20 @@ def _configurations(
     return states_before, states_after, more_before + more_after
 
 
+_StoredEntryBuilder: Final = builder(StoredEntry)
+
+
 def stored(draft: Draft | None, row: Execution) -> StoredEntry | None:
     """The entry as committed: the draft with the ``seq`` and time the row was given."""
     if draft is None:
         return None
-    return StoredEntry(draft, row.history_seq, row.updated_at)
+    entry = _StoredEntryBuilder()  # ``StoredEntry(...)``, built fast: one a step
+    entry.draft = draft
+    entry.seq = row.history_seq
+    entry.at = row.updated_at
+    entry.__class__ = StoredEntry
+    built: StoredEntry = entry
+    return built
 
 
 class _Did:

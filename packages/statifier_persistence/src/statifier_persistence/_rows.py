@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, NoReturn, cast
 
+from statifier._slots import builder
 from statifier.values import read_json
 
 from ._errors import CorruptExecution, InvalidArgument
@@ -166,20 +167,20 @@ def decode_execution(row: tuple[Any, ...], limits: Limits) -> Execution:
         raise corrupt(f"history_seq {history_seq!r} is not a count")
     if not isinstance(created_at, datetime) or not isinstance(updated_at, datetime):
         raise corrupt("a timestamp is missing")
-    return Execution(
-        id=execution_id,
-        chart_identity=identity,
-        chart_name=name,
-        chart_version=version,
-        status=cast(ExecutionStatus, status),
-        metadata=metadata,
-        parent=parent,
-        failure=failure,
-        outcome=outcome,
-        step_count=step_count,
-        created_at=created_at,
-        updated_at=updated_at,
-        history_seq=history_seq,
+    return execution_record(
+        execution_id,
+        identity,
+        name,
+        version,
+        cast(ExecutionStatus, status),
+        metadata,
+        parent,
+        failure,
+        outcome,
+        step_count,
+        created_at,
+        updated_at,
+        history_seq,
     )
 
 
@@ -209,21 +210,61 @@ def decode_stored(
     if not isinstance(updated_at, datetime):
         raise corrupt("a timestamp is missing")
     # Built whole, not by ``dataclasses.replace``, which reads the fields anew each call.
-    return Execution(
-        id=execution.id,
-        chart_identity=execution.chart_identity,
-        chart_name=execution.chart_name,
-        chart_version=execution.chart_version,
-        status=cast(ExecutionStatus, status),
-        metadata=execution.metadata,
-        parent=execution.parent,
-        failure=decode_json_object(failure, None, "failure", limits.max_metadata_bytes, corrupt),
-        outcome=decode_json_object(outcome, None, "outcome", limits.max_position_bytes, corrupt),
-        step_count=step_count,
-        created_at=execution.created_at,
-        updated_at=updated_at,
-        history_seq=history_seq,
+    return execution_record(
+        execution.id,
+        execution.chart_identity,
+        execution.chart_name,
+        execution.chart_version,
+        cast(ExecutionStatus, status),
+        execution.metadata,
+        execution.parent,
+        decode_json_object(failure, None, "failure", limits.max_metadata_bytes, corrupt),
+        decode_json_object(outcome, None, "outcome", limits.max_position_bytes, corrupt),
+        step_count,
+        execution.created_at,
+        updated_at,
+        history_seq,
     )
+
+
+_ExecutionBuilder: Final = builder(Execution)
+
+
+def execution_record(
+    execution_id: str,
+    chart_identity: str,
+    chart_name: str | None,
+    chart_version: str | None,
+    status: ExecutionStatus,
+    metadata: Mapping[str, Any],
+    parent: ParentLink | None,
+    failure: Mapping[str, Any] | None,
+    outcome: Mapping[str, Any] | None,
+    step_count: int,
+    created_at: datetime,
+    updated_at: datetime,
+    history_seq: int,
+) -> Execution:
+    """``Execution(...)`` of these fields, built fast (``statifier._slots``): a worker
+    reads one and stores one at every step, and a frozen dataclass's ``__init__`` stores
+    each of its 13 fields through ``object.__setattr__``."""
+    record = _ExecutionBuilder()
+    record.id = execution_id
+    record.chart_identity = chart_identity
+    record.chart_name = chart_name
+    record.chart_version = chart_version
+    record.status = status
+    record.metadata = metadata
+    record.parent = parent
+    record.failure = failure
+    record.outcome = outcome
+    record.step_count = step_count
+    record.created_at = created_at
+    record.updated_at = updated_at
+    record.history_seq = history_seq
+    record.__class__ = Execution
+    built: Execution = record
+    return built
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,6 +279,9 @@ class StoredPosition:
     blob: bytes
     counters: tuple[int, int] | None
     armed: str | None
+
+
+_StoredPositionBuilder: Final = builder(StoredPosition)
 
 
 def decode_position(row: tuple[Any, ...], execution_id: str, limits: Limits) -> StoredPosition:
@@ -260,7 +304,13 @@ def decode_position(row: tuple[Any, ...], execution_id: str, limits: Limits) -> 
         )
     if armed is not None and not isinstance(armed, str):
         raise CorruptExecution(execution_id, "the armed list is not text")
-    return StoredPosition(bytes(blob), counters, armed)
+    stored = _StoredPositionBuilder()  # ``StoredPosition(...)``, built fast: one a step
+    stored.blob = bytes(blob)
+    stored.counters = counters
+    stored.armed = armed
+    stored.__class__ = StoredPosition
+    built: StoredPosition = stored
+    return built
 
 
 def decode_json_object(

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from psycopg.types.numeric import Int8
+from statifier._slots import builder
 from statifier.core.state import MachineState
 
 from ._drive import Drive
@@ -51,6 +52,35 @@ class Ready:
     def outcome(self) -> str | None:
         """The outcome's JSON text the row stores (None: no outcome)."""
         return self.row[_OUTCOME]  # type: ignore[no-any-return]
+
+
+_BegunBuilder: Final = builder(Begun)
+_ReadyBuilder: Final = builder(Ready)
+
+
+def begun(
+    execution: Execution, persisted: StoredPosition, state: MachineState, routes: Any
+) -> Begun:
+    """``Begun(execution, persisted, state, routes)``, built fast (``statifier._slots``)."""
+    made = _BegunBuilder()
+    made.execution = execution
+    made.persisted = persisted
+    made.state = state
+    made.routes = routes
+    made.__class__ = Begun
+    built: Begun = made
+    return built
+
+
+def ready(drive: Drive, draft: Draft | None, row: tuple[Any, ...]) -> Ready:
+    """``Ready(drive, draft, row)``, built fast (``statifier._slots``)."""
+    made = _ReadyBuilder()
+    made.drive = drive
+    made.draft = draft
+    made.row = row
+    made.__class__ = Ready
+    built: Ready = made
+    return built
 
 
 STORE_ARRAYS: Final = (

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Final
 from urllib.parse import urlsplit
 
+from statifier._slots import builder
 from statifier.core import effects as fx
 from statifier.core.events import BASIC_HTTP_EVENT_PROCESSOR, SCXML_EVENT_PROCESSOR, Event
 from statifier.values import clip
@@ -467,9 +468,18 @@ def fire(scope: str, effect: fx.SendDelayed) -> Deliver | Post:
     return _sent(scope, effect)
 
 
+_DeliverBuilder: Final = builder(Deliver)
+
+
 def _sent(session_id: str, effect: fx.Send | fx.SendDelayed) -> Deliver | Post:
     """The instruction of a send whose time has come (immediate, or a delay elapsed)."""
     target = parse_target(effect.target, session_id, effect.type)
     if isinstance(target, HttpTarget):
         return Post(effect, target.url)
-    return Deliver(sent_event(session_id, effect), target, effect.send_id)
+    deliver = _DeliverBuilder()  # ``Deliver(...)``, built fast: every send delivered
+    deliver.event = sent_event(session_id, effect)
+    deliver.target = target
+    deliver.send_id = effect.send_id
+    deliver.__class__ = Deliver
+    built: Deliver = deliver
+    return built

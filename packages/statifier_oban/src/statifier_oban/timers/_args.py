@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from statifier.core._build import send_delayed
 from statifier.core.effects import Owner, SendDelayed
 from statifier.values import brief
 
@@ -48,21 +49,22 @@ def decode(args: Any) -> tuple[str, SendDelayed]:
     if not isinstance(args, dict):
         raise UndecodableRow("args are not an object")
     scope = fields.string(args, "scope")
-    effect = SendDelayed(
-        event=fields.string(args, "event"),
-        target=fields.optional_string(args, "target"),
-        type=fields.optional_string(args, "type"),
-        data=decode_field("data", args.get("data")),
-        send_id=fields.string(args, "send_id"),
-        delay_ms=fields.integer(args, "delay_ms", 0),
-        c_index=fields.integer(args, "c_index", 0),
-        owner=_owner(args.get("owner")),
-        ordinal=fields.integer(args, "ordinal", 1),
-        id_from_author=fields.boolean(args, "id_from_author"),
-        caller_context=decode_field("caller_context", args.get("caller_context")),
-        macrostep=fields.integer(args, "macrostep", 0),
-        microstep=fields.integer(args, "microstep", 0),
-        round=fields.integer(args, "round", 0),
+    # The engine's fast constructor of the effect (every worker step decodes one).
+    effect = send_delayed(
+        fields.string(args, "event"),
+        fields.optional_string(args, "target"),
+        fields.optional_string(args, "type"),
+        decode_field("data", args.get("data")),
+        fields.string(args, "send_id"),
+        fields.integer(args, "delay_ms", 0),
+        fields.integer(args, "c_index", 0),
+        _owner(args.get("owner")),
+        fields.integer(args, "ordinal", 1),
+        fields.boolean(args, "id_from_author"),
+        decode_field("caller_context", args.get("caller_context")),
+        fields.integer(args, "macrostep", 0),
+        fields.integer(args, "microstep", 0),
+        fields.integer(args, "round", 0),
     )
     return scope, effect
 
@@ -70,13 +72,17 @@ def decode(args: Any) -> tuple[str, SendDelayed]:
 def _owner(value: Any) -> Owner | None:
     if value is None:
         return None
-    if isinstance(value, list) and value and isinstance(value[0], str) and value[0] in OWNER_KINDS:
-        size = OWNER_KINDS[value[0]]
-        rest = value[1:]
-        if len(value) == size and all(
-            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in rest
-        ):
-            if size == 2:
-                return (value[0], rest[0])
-            return (value[0], rest[0], rest[1])
+    # Exact types, as JSON reads them (a bool is no index); no generator: every step's
+    # timer decodes one owner of two or three items.
+    if type(value) is list and value:
+        kind = value[0]
+        size = OWNER_KINDS.get(kind) if type(kind) is str else None
+        if size is not None and len(value) == size:
+            first = value[1]
+            if type(first) is int and first >= 0:
+                if size == 2:
+                    return (kind, first)
+                second = value[2]
+                if type(second) is int and second >= 0:
+                    return (kind, first, second)
     raise UndecodableRow(f"owner has an unknown shape: {brief(value)}")

@@ -12,12 +12,13 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 import psycopg
 from psycopg import AsyncConnection, AsyncCursor
 from psycopg.rows import tuple_row
 from statifier import instrumentation
+from statifier._slots import builder
 from statifier.core.effects import Cancel, SendDelayed
 from statifier.instrumentation import Instrumentation, Span
 
@@ -208,6 +209,9 @@ class PreparedTimer:
     batch is stored."""
 
 
+_PreparedBuilder: Final = builder(PreparedTimer)
+
+
 def prepare(
     config: Config, scope: str, effect: SendDelayed, *, any_target: bool = False
 ) -> PreparedTimer:
@@ -225,7 +229,15 @@ def prepare(
         raise
     tracer = instrumentation.current
     parent = tracer.capture() if tracer is not None else None
-    return PreparedTimer(scope, effect, args, plain, parent)
+    prepared = _PreparedBuilder()  # ``PreparedTimer(...)``, built fast: one a step
+    prepared.scope = scope
+    prepared.effect = effect
+    prepared.args = args
+    prepared.plain = plain
+    prepared.parent = parent
+    prepared.__class__ = PreparedTimer
+    built: PreparedTimer = prepared
+    return built
 
 
 def _plain(effect: SendDelayed) -> bool:
