@@ -407,6 +407,29 @@ def test_a_machine_keeps_the_unkeyed_header_both_ways_read(machine: Machine) -> 
     assert loads(blob, machine) == _state(machine)
 
 
+def test_loads_of_two_shapes_in_turn_read_each_its_own() -> None:
+    # ``read_unkeyed`` compares a blob's shape line with the one the machine read last
+    # before it looks in the memo: loads of states in two configurations, in turn, each
+    # read back their own, and a damaged shape line is not taken for the last one.
+    machine = statifier.compile(CHART)
+    in_b = _state(machine)
+    in_a, _ = statifier.handle_event(in_b, "go")
+    blobs_of = {state.configuration_ids(): (state, dumps(state)) for state in (in_a, in_b)}
+    assert len({blob.split(b"\n")[4] for _, blob in blobs_of.values()}) == 2
+    for _ in range(3):
+        for state, blob in blobs_of.values():
+            assert loads(blob, machine) == state
+            last, _known = machine._cache[_format3._LAST_SHAPE]
+            assert last == blob.split(b"\n")[4]
+    state, blob = blobs_of[("b",)]
+    shape, values = blob.split(b"\n")[4:6]
+    assert b'"trace":false' in shape
+    other = _reframe(blob, shape.replace(b'"trace":false', b'"trace":true') + b"\n" + values)
+    assert machine._cache[_format3._LAST_SHAPE][0] == shape
+    assert loads(other, machine).trace is True
+    assert loads(blob, machine) == state
+
+
 # -- dumps: the plain path writes what the checked path writes -----------------------------
 
 RICH = """\

@@ -495,15 +495,25 @@ def read_unkeyed(
 
     The CRC of a shape line judged before is remembered with it (``_learn_shape``): the
     payload's CRC is that one continued over the values line (``zlib.crc32``'s running
-    value), the same number for fewer bytes. Looking the line up reads nothing of it."""
+    value), the same number for fewer bytes. Looking the line up reads nothing of it, and
+    the line the machine last read is compared before the memo is looked in (loads of
+    one chart's executions in one configuration share their shape line: a comparison of
+    bytes costs less than hashing them)."""
     start = len(head) + _CHECK_DIGITS + 1
     payload = blob[start:]
     shape_text, newline, values_text = payload.partition(b"\n")
     if not newline:
         return None
-    # ``_remembered_shape``, inlined: once per load.
-    memo: dict[bytes, tuple[Shape, int]] | None = machine._cache.get(_SHAPES)
-    known = None if memo is None else memo.get(shape_text)
+    cache = machine._cache
+    last: tuple[bytes, tuple[Shape, int]] | None = cache.get(_LAST_SHAPE)
+    if last is not None and last[0] == shape_text:
+        known: tuple[Shape, int] | None = last[1]
+    else:
+        # ``_remembered_shape``, inlined: once per load.
+        memo: dict[bytes, tuple[Shape, int]] | None = cache.get(_SHAPES)
+        known = None if memo is None else memo.get(shape_text)
+        if known is not None:
+            cache[_LAST_SHAPE] = (shape_text, known)
     check = zlib.crc32(payload) if known is None else zlib.crc32(values_text, known[1])
     # A plain digest hides nothing: ``==`` is as good as ``compare_digest`` here.
     if blob[:start] != b"".join((head, hexlify(check.to_bytes(4)), b"\n")):
@@ -525,6 +535,10 @@ def read_unkeyed(
         return state
     return _full_read(payload, machine, invoke_types, routes, max_limits)
 
+
+_LAST_SHAPE: Final = "last shape"
+"""The key, in a machine's ``_cache``, of the shape line ``read_unkeyed`` last found in
+the memo, with what the memo holds for it."""
 
 _CHECK_DIGITS: Final = 8
 """The hex digits of a CRC-32 digest line."""
@@ -698,7 +712,8 @@ def _learn_shape(shape_text: bytes, machine: Machine) -> Shape | None:
     if len(memo) >= _SHAPES_LIMIT:
         memo.clear()
     # With the CRC-32 of the line and its newline (``read_unkeyed``).
-    memo[shape_text] = (shape, zlib.crc32(b"\n", zlib.crc32(shape_text)))
+    known = memo[shape_text] = (shape, zlib.crc32(b"\n", zlib.crc32(shape_text)))
+    machine._cache[_LAST_SHAPE] = (shape_text, known)
     return shape
 
 
