@@ -410,7 +410,7 @@ def test_a_machine_keeps_the_unkeyed_header_both_ways_read(machine: Machine) -> 
 def test_loads_of_two_shapes_in_turn_read_each_its_own() -> None:
     # ``read_unkeyed`` compares a blob's shape line with the one the machine read last
     # before it looks in the memo: loads of states in two configurations, in turn, each
-    # read back their own, and a damaged shape line is not taken for the last one.
+    # read back their own, and another shape line is not taken for the last one.
     machine = statifier.compile(CHART)
     in_b = _state(machine)
     in_a, _ = statifier.handle_event(in_b, "go")

@@ -129,8 +129,8 @@ def test_the_step_parts_and_the_history_records_are_built_whole() -> None:
     state: Any = "a state"  # stand-ins that pickle and compare
     drive: Any = "a drive"
     _same_record(
-        _stepping.begun(_READ, position, state, ("route",)),
+        _stepping.begun_record(_READ, position, state, ("route",)),
         _stepping.Begun(_READ, position, state, ("route",)),
     )
     row = ("e-1", b"blob")
-    _same_record(_stepping.ready(drive, draft, row), _stepping.Ready(drive, draft, row))
+    _same_record(_stepping.ready_record(drive, draft, row), _stepping.Ready(drive, draft, row))

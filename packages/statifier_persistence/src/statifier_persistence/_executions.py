@@ -82,7 +82,15 @@ from ._rows import (
 )
 from ._settlement import FanOut, FanOutExecutor, FanOutKey, Policy, Settlement
 from ._sql import check_prefix, statement
-from ._stepping import STORE_ARRAYS, Begun, Locked, Ready, begun, one_row_values, ready
+from ._stepping import (
+    STORE_ARRAYS,
+    Begun,
+    Locked,
+    Ready,
+    begun_record,
+    one_row_values,
+    ready_record,
+)
 from ._traced import event_name, traced
 from ._wait import WaitMethods
 from .history import EntryKind, History, TriggerSource, current_trigger, triggered_by
@@ -727,7 +735,7 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
             raise NeedsMigration(execution)
         routes = self._routes(execution)
         state = await self._position(db, execution, persisted, routes)
-        return begun(execution, persisted, state, routes)
+        return begun_record(execution, persisted, state, routes)
 
     async def _run(
         self,
@@ -1293,7 +1301,7 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
             draft.kind if draft is not None else None,
             draft.body if draft is not None else None,
         )
-        return ready(drive, draft, row)
+        return ready_record(drive, draft, row)
 
     async def _store_ready(
         self, db: AsyncConnection[Any], ready: Sequence[Ready]

@@ -58,7 +58,7 @@ _BegunBuilder: Final = builder(Begun)
 _ReadyBuilder: Final = builder(Ready)
 
 
-def begun(
+def begun_record(
     execution: Execution, persisted: StoredPosition, state: MachineState, routes: Any
 ) -> Begun:
     """``Begun(execution, persisted, state, routes)``, built fast (``statifier._slots``)."""
@@ -72,7 +72,7 @@ def begun(
     return built
 
 
-def ready(drive: Drive, draft: Draft | None, row: tuple[Any, ...]) -> Ready:
+def ready_record(drive: Drive, draft: Draft | None, row: tuple[Any, ...]) -> Ready:
     """``Ready(drive, draft, row)``, built fast (``statifier._slots``)."""
     made = _ReadyBuilder()
     made.drive = drive

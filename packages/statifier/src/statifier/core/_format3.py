@@ -538,7 +538,7 @@ def read_unkeyed(
 
 _LAST_SHAPE: Final = "last shape"
 """The key, in a machine's ``_cache``, of the shape line ``read_unkeyed`` last found in
-the memo, with what the memo holds for it."""
+the memo (or ``_learn_shape`` last judged), with what the memo holds for it."""
 
 _CHECK_DIGITS: Final = 8
 """The hex digits of a CRC-32 digest line."""
