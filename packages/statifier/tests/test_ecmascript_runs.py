@@ -10,9 +10,11 @@ import pytest
 import statifier
 from statifier.budget import MacrostepLimits
 from statifier.core import content
+from statifier.core import effects as fx
+from statifier.core.position import dumps, loads
 from statifier.datamodel.ecmascript import charges, variables
 
-from engine_support.ecmascript import MeteredStep, chart, metered_steps
+from engine_support.ecmascript import MeteredStep, chart, logged, metered_steps
 
 RUN = """
 <datamodel>
@@ -141,3 +143,37 @@ def test_the_runs_of_a_block() -> None:
         2, None, 2, None, None, 2, None,
     ]  # fmt: skip
     assert content.kept_runs(MACHINE, block) is runs
+
+
+ODD = chart(
+    """
+    <datamodel>
+      <data id="a" expr="1"/><data id="b" expr="2"/><data id="c" expr="3"/>
+      <data id="o" expr="({n: 4})"/>
+    </datamodel>
+    <state id="s">
+      <transition event="odd">
+        <assign location="a" expr="0 / 0"/>
+        <assign location="b" expr="-0"/>
+        <assign location="c" expr="-1 / 0"/>
+        <assign location="o.n" expr="1 / 0"/>
+      </transition>
+      <transition event="read">
+        <log expr="[Number.isNaN(a), Object.is(b, -0), c === -Infinity, o.n === Infinity]"/>
+      </transition>
+    </state>
+    """
+)
+
+
+def test_a_runs_numbers_json_cannot_say_are_written_out_with_their_tags() -> None:
+    # Written out once (each variable plain: JSON.stringify writes it), then a run makes
+    # each a number JSON.stringify would write as null or 0: the variables it wrote are
+    # written out again with the stored form's tags, and read back as they were.
+    state, _ = statifier.initialize(ODD, session_id="sess_odd")
+    dumps(state)
+    state, effects = statifier.handle_event(state, statifier.Event(name="odd"))
+    assert [type(e) for e in effects].count(fx.DatamodelChange) == 4
+    resumed = loads(dumps(state), ODD)
+    _, effects = statifier.handle_event(resumed, statifier.Event(name="read"))
+    assert logged(effects) == [[True, True, True, True]]

@@ -297,7 +297,8 @@
     inert: true,      // no function the engine calls implicitly is reachable (see walk)
     callableFree: true,  // no function at all is reachable: a call reaches only built-ins
     full: true,       // the next encode() must walk every variable
-    dirtyRoots: new SetClass(),  // else: the variables written since (nothing else changed)
+    // else: the records (recordOf) of the variables written since (nothing else changed)
+    dirtyList: [],
     shared: false,    // the last encode() stored an object once for several places, or deep
     holdsEvent: false,  // a variable holds part of _event (stored as {"$system": path})
     // The objects the last encode() saw, and those written since: weakly held, so that an
@@ -308,7 +309,7 @@
     sizes: new MapClass(),  // and its size
     inertRoots: new MapClass(),  // and whether it is inert
     callableRoots: new MapClass(),  // and whether it holds a function
-    plainRoots: new MapClass(),  // and whether JSON.stringify writes it as the stored form
+    roots: new MapClass(),  // each variable's record (recordOf): never replaced
     heapSize: 0,
     unfetched: new SetClass(),  // the entries changed since Python last read them
     fetched: -1,      // the version Python read last
@@ -316,7 +317,30 @@
     revivable: new MapClass(),  // the chart's function literals: text -> how to rebuild
   };
 
-  function dirty() { return state.full || state.dirtyRoots.size > 0; }
+  function dirty() { return state.full || state.dirtyList.length > 0; }
+
+  // A variable's record, made on first need and kept: whether it was written since the
+  // last encode() (``dirty``; the dirty ones are listed in ``state.dirtyList``), and
+  // whether JSON.stringify writes it as the stored form (``plain``: true, false, or
+  // undefined when not known since that encode()). A block keeps the records of the
+  // variables it writes: a write marks its own with no lookup by name (a Map's is about a
+  // thousand instructions here). The names are the chart's (its locations, its data, the
+  // variables the core declares), so the records stay as few as its variables.
+  function recordOf(name) {
+    let record = state.roots.get(name);
+    if (record === undefined) {
+      record = { name, dirty: false, plain: undefined };
+      state.roots.set(name, record);
+    }
+    return record;
+  }
+
+  function markDirty(record) {
+    if (!record.dirty) {
+      record.dirty = true;
+      state.dirtyList.push(record);
+    }
+  }
 
   // Walks ``values``: counts references to each object (one referred to twice is stored
   // once) and finds whether chart code can run without a call in the source: an accessor,
@@ -546,7 +570,7 @@
     state.sizes = sizes;
     state.inertRoots = new MapClass();
     state.callableRoots = new MapClass();
-    state.plainRoots = new MapClass();
+    for (const record of state.roots.values()) record.plain = undefined;
     for (const name of names) {
       state.inertRoots.set(name, inert);
       state.callableRoots.set(name, callableFree);
@@ -565,7 +589,8 @@
   function encodeRoots() {
     const changed = [];
     let size = state.size;
-    for (const name of state.dirtyRoots) {
+    for (const record of state.dirtyList) {
+      const name = record.name;
       const descriptor = getOwnPropertyDescriptor(global, name);
       const oldSize = state.sizes.get(name) || 0;
       if (descriptor === undefined) {
@@ -581,7 +606,7 @@
       // A plain variable (see admitted) while nothing can run implicitly: JSON.stringify
       // writes it, and its size is bounded by 12 bytes per character of that text (exact
       // sizes are worked out again as the bound nears the cap).
-      if (state.plainRoots.get(name) === true && state.inert && state.callableFree &&
+      if (record.plain === true && state.inert && state.callableFree &&
           state.bound < state.cap / 2) {
         const text = value === undefined ? "null" : stringify(value);
         const bound = 12 * text.length;
@@ -595,7 +620,7 @@
       }
       const plain = state.inert ? plainText(value) : null;
       if (plain !== null) {
-        state.plainRoots.set(name, value !== null);
+        record.plain = value !== null;
         state.sizes.set(name, plain[1]);
         size += plain[1] - oldSize;
         if (state.texts.get(name) !== plain[0]) {
@@ -711,7 +736,8 @@
     state.size = size;
     state.bound = size;
     state.full = false;
-    state.dirtyRoots.clear();
+    for (const record of state.dirtyList) record.dirty = false;
+    state.dirtyList = [];
     if (changed.length > 0) {
       state.version += 1;
       for (const name of changed) state.unfetched.add(name);
@@ -1527,14 +1553,15 @@
       if (added <= state.cap - state.bound) {
         write();
         state.bound += added;
-        state.dirtyRoots.add(root);
+        const record = recordOf(root);
+        markDirty(record);
         const flat = typeof value !== "number" || (value === value && value !== Infinity &&
           value !== -Infinity && !(value === 0 && 1 / value < 0));
         if (key === root) {
-          state.plainRoots.set(root, flat);
-        } else if (state.plainRoots.get(root) === true) {
-          state.plainRoots.set(root, flat && value !== undefined &&
-            typeof member === "string" && member.charCodeAt(0) !== 36 && member !== "__proto__");
+          record.plain = flat;
+        } else if (record.plain === true) {
+          record.plain = flat && value !== undefined &&
+            typeof member === "string" && member.charCodeAt(0) !== 36 && member !== "__proto__";
         }
         return;
       }
@@ -1569,15 +1596,15 @@
       state.full = true;
       return;
     }
-    state.dirtyRoots.add(root);
+    const record = recordOf(root);
+    markDirty(record);
     // Whether JSON.stringify still writes the variable as the stored form does: the whole
     // variable was this value, or a plain variable got a plain value under a plain key.
     if (key === root) {
-      state.plainRoots.set(root, addedPlain && value !== null);
+      record.plain = addedPlain && value !== null;
     } else {
-      const wasPlain = state.plainRoots.get(root) === true;
-      state.plainRoots.set(root, wasPlain && addedPlain && value !== undefined &&
-        typeof member === "string" && member.charCodeAt(0) !== 36 && member !== "__proto__");
+      record.plain = record.plain === true && addedPlain && value !== undefined &&
+        typeof member === "string" && member.charCodeAt(0) !== 36 && member !== "__proto__";
     }
   }
 
@@ -1596,8 +1623,9 @@
   // An unguarded <assign>: ``expr``'s value (or the JSON ``text``) admitted, then stored at
   // ``location`` (or in the variable ``name``).
   // ``under`` is what the write's key adds (storeCost(): the same for every write of one
-  // <assign>, worked out once for a run's).
-  function store(location, expr, text, name, root, plain, member, target, under) {
+  // <assign>, worked out once for a run's); ``record`` the record of the variable it writes
+  // into (recordOf; null: looked up when needed).
+  function store(location, expr, text, name, root, plain, member, target, under, record) {
     const value = expr === null ? (text === null ? undefined : parseJSON(text)) : expr();
     // ``member`` "" says the location is the variable itself.
     const whole = location === null || member === "";
@@ -1614,13 +1642,17 @@
       if (added <= state.cap - state.bound) {
         place(location, value, name, whole, target);
         state.bound += added;
-        state.dirtyRoots.add(variable);
+        if (record === null) record = recordOf(variable);
+        if (!record.dirty) {  // ``markDirty``, inline: the most common write of all
+          record.dirty = true;
+          state.dirtyList.push(record);
+        }
         const flat = !number || (value - value === 0 && !(value === 0 && 1 / value < 0));
         if (whole) {
-          state.plainRoots.set(variable, flat);
-        } else if (state.plainRoots.get(variable) === true) {
-          state.plainRoots.set(variable, flat && value !== undefined &&
-            typeof member === "string" && member.charCodeAt(0) !== 36 && member !== "__proto__");
+          record.plain = flat;
+        } else if (record.plain === true) {
+          record.plain = flat && value !== undefined &&
+            typeof member === "string" && member.charCodeAt(0) !== 36 && member !== "__proto__";
         }
         return;
       }
@@ -1635,12 +1667,13 @@
         place(location, value, name, whole, target);
         state.bound += added;
         state.known.add(value);
-        state.dirtyRoots.add(variable);
+        if (record === null) record = recordOf(variable);
+        markDirty(record);
         if (whole) {
-          state.plainRoots.set(variable, true);
-        } else if (state.plainRoots.get(variable) === true) {
-          state.plainRoots.set(variable, typeof member === "string" &&
-            member.charCodeAt(0) !== 36 && member !== "__proto__");
+          record.plain = true;
+        } else if (record.plain === true) {
+          record.plain = typeof member === "string" &&
+            member.charCodeAt(0) !== 36 && member !== "__proto__";
         }
         return;
       }
@@ -1726,7 +1759,7 @@
       if (getOwnPropertyDescriptor(global, name) === undefined) {
         logWrite(global, name);
         global[name] = undefined;
-        state.dirtyRoots.add(name);
+        markDirty(recordOf(name));
       }
     },
     // Binds a variable to data (JSON text; null at the top is undefined): never decoded.
@@ -1841,7 +1874,7 @@
         return true;
       }
       store(location, expr, text, name, root, plain, member, target,
-        storeCost(location, name, member));
+        storeCost(location, name, member), null);
       return false;
     },
     // Runs of <assign> (and a <log> ending one), made once per block and run in one call.
@@ -1851,7 +1884,7 @@
       root = keyString(root);
       if (location !== null) name = root;
       block.push({ log: null, location, expr, text, name, root, pure, plain, member, target,
-        under: storeCost(location, name, member) });
+        under: storeCost(location, name, member), record: name === null ? null : recordOf(name) });
     },
     blockLog(block, fn, pure) {
       block.push({ log: fn, pure });
@@ -1870,7 +1903,7 @@
         if (!state.inert || (step.pure && !state.callableFree)) return { stopped: i };
         if (step.log !== null) return result(step.log(), limit);
         store(step.location, step.expr, step.text, step.name, step.root, step.plain, step.member,
-          step.target, step.under);
+          step.target, step.under, step.record);
       }
       blockStep = count;
       return true;
