@@ -789,7 +789,7 @@ def report_datamodel_parts(shape: Shape, rows: Sequence[Row], args: argparse.Nam
     )
     for line in needed:
         print(f"    the goals need it {line}")
-    if companion > 1.0 and slower:
+    if needed and companion > 1.0 and slower:
         print(
             f"    and then the ECMAScript event {companion:.2f}x faster, for issue 19's 0.5"
             f" (now {1 / slower:.2f})"
