@@ -3,8 +3,9 @@
 Every workspace package is built the way an installer builds it from PyPI: an sdist
 first, then the wheel from that sdist alone (``uv build``'s default), so an sdist that
 leans on the checkout (a licence symlinked from the repository root, say) fails the
-build. One fresh virtualenv gets those wheels (and their dependencies from the index),
-then runs ``statifier check``, ``--version`` and the demo (with a fault injected) from them.
+build. One fresh virtualenv gets those wheels and their dependencies (at the versions
+the workspace locks), then runs ``statifier check``, ``--version`` and the demo (with a
+fault injected) from them.
 """
 
 from __future__ import annotations
@@ -63,7 +64,24 @@ def _install(uv: str, work: Path) -> Path:
     venv = work / "venv"
     _run([uv, "venv", "-q", "--python", sys.executable, str(venv)], work)
     python = venv / "bin" / "python"
-    _run([uv, "pip", "install", "-q", "--python", str(python), *map(str, dist.glob("*.whl"))], work)
+    # The dependencies: the packages' closure at the versions the workspace locks, taken
+    # from uv's cache (the sync before this run filled it), offline. Resolved against the
+    # index instead, erlpack (oban's dependency, an sdist alone) was compiled again at every
+    # run, 13 of this fixture's 18 seconds: the index answers for its sdist as if it had
+    # changed. ``pip check`` then holds every wheel's requirements to what was installed.
+    locked = work / "locked.txt"
+    _run(
+        [uv, "export", "--frozen", "--all-packages", "--no-default-groups",
+         "--no-emit-workspace", "--no-hashes", "-q", "-o", str(locked)],
+        REPO,
+    )  # fmt: skip
+    wheels = [str(wheel) for wheel in dist.glob("*.whl")]
+    _run(
+        [uv, "pip", "install", "-q", "--offline", "--no-deps", "-r", str(locked),
+         "--python", str(python), *wheels],
+        work,
+    )  # fmt: skip
+    _run([uv, "pip", "check", "-q", "--python", str(python)], work)
     return venv
 
 
