@@ -64,25 +64,33 @@ def _install(uv: str, work: Path) -> Path:
     venv = work / "venv"
     _run([uv, "venv", "-q", "--python", sys.executable, str(venv)], work)
     python = venv / "bin" / "python"
-    # The dependencies: the packages' closure at the versions the workspace locks, taken
-    # from uv's cache (the sync before this run filled it), offline. Resolved against the
-    # index instead, erlpack (oban's dependency, an sdist alone) was compiled again at every
-    # run, 13 of this fixture's 18 seconds: the index answers for its sdist as if it had
-    # changed. ``pip check`` then holds every wheel's requirements to what was installed.
-    locked = work / "locked.txt"
+    # The dependencies first: the packages' closure exported from the lock (with each
+    # file's URL and hash), installed from uv's cache as the sync before this run left it.
+    # Resolved against the index instead, erlpack (oban's dependency, an sdist alone) was
+    # compiled again at every run, 13 of this fixture's 18 seconds: the index answers for
+    # its sdist as if it had changed. Then the wheels, and ``pip check`` holds each wheel's
+    # requirements to what is installed.
+    locked = work / "pylock.toml"
     _run(
         [uv, "export", "--frozen", "--all-packages", "--no-default-groups",
-         "--no-emit-workspace", "--no-hashes", "-q", "-o", str(locked)],
+         "--no-emit-workspace", "--format", "pylock.toml", "-q", "-o", str(locked)],
         REPO,
     )  # fmt: skip
+    _cached_first([uv, "pip", "install", "-q", "--python", str(python), "-r", str(locked)], work)
     wheels = [str(wheel) for wheel in dist.glob("*.whl")]
-    _run(
-        [uv, "pip", "install", "-q", "--offline", "--no-deps", "-r", str(locked),
-         "--python", str(python), *wheels],
-        work,
-    )  # fmt: skip
+    _run([uv, "pip", "install", "-q", "--no-deps", "--python", str(python), *wheels], work)
     _run([uv, "pip", "check", "-q", "--python", str(python)], work)
     return venv
+
+
+def _cached_first(argv: list[str], cwd: Path) -> None:
+    """``argv`` offline; where the cache lacks a file (it was cleaned since the sync), again
+    with the network."""
+    done = subprocess.run(  # noqa: S603 - argv from this module's fixed lists, no shell
+        [*argv, "--offline"], cwd=cwd, capture_output=True, timeout=600, check=False
+    )
+    if done.returncode != 0:
+        _run(argv, cwd)
 
 
 def _clean_env() -> dict[str, str]:
