@@ -158,7 +158,7 @@ async def _schedule(
         raise
     params = {
         "args": _statements.jsonb(args),
-        "meta": _statements.jsonb(_meta(config, tracer)),
+        "meta": _statements.plain_jsonb(_meta(config, tracer)),
         "queue": config.timers_queue,
         "delay_ms": effect.delay_ms,
         "scope": scope,
@@ -418,8 +418,8 @@ def _insert(
     encoded = [timer.args for timer in timers]
     params = {
         "args": _statements.plain_jsonb(encoded) if plain else _statements.jsonb(encoded),
-        "meta": _statements.jsonb(_meta(config, tracer)),
-        "metas": None if metas is None else _statements.jsonb(metas),
+        "meta": _statements.plain_jsonb(_meta(config, tracer)),
+        "metas": None if metas is None else _statements.plain_jsonb(metas),
         "queue": config.timers_queue,
         "due_channel": _statements.due_channel(config.oban),
     }
@@ -553,7 +553,8 @@ def _new_job(
 
 def _meta(config: Config, tracer: Instrumentation | None) -> dict[str, Any]:
     """A timer job's meta: the delivery to resolve at fire time, the bound if any, and the
-    trace context of the scheduling span when tracing is on."""
+    trace context of the scheduling span when tracing is on. Strings and an int only, so
+    it is written by ``_statements.plain_jsonb`` (as are the per-timer trace contexts)."""
     meta: dict[str, Any] = {META_DELIVERY: config.delivery}
     if config.timer_timeout is not None:
         meta[META_TIMEOUT] = config.timer_timeout
