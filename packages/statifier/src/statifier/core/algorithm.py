@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Container, Iterable
-from typing import Any
+from typing import Any, Final
 
 from statifier.budget import DEFAULT_LIMITS, NODE_COST, MacrostepLimits, Reason
 from statifier.chart.model import (
@@ -685,8 +685,9 @@ class Interpreter(ContentExecutor):
                 for _, blocks, after in plan.exits:
                     for block in blocks:
                         self.execute_block(block)
-                    self.config = self._frozen = after
-                    self._order = None
+                    if after is not None:
+                        self.config = self._frozen = after
+                        self._order = None
                 content = t.content
                 if content:  # ``execute_block``, inlined
                     self.replayable = False
@@ -710,8 +711,9 @@ class Interpreter(ContentExecutor):
                 if self.replayable:
                     self.entered_now = self.entered_now | plan.entered
                 for _, blocks, after in plan.entries:
-                    self.config = self._frozen = after
-                    self._order = None
+                    if after is not None:
+                        self.config = self._frozen = after
+                        self._order = None
                     for block in blocks:
                         self.execute_block(block)
                 if not plan.entered <= self.entered:
@@ -756,26 +758,16 @@ class Interpreter(ContentExecutor):
         to_enter, default_entry, default_history = self.compute_entry_set([t])
         if default_history or any(states[s].history for s in to_exit):
             return None
-        config = set(self.config)
-        exits: list[_Step] = []
-        for s in to_exit:
-            config.discard(s)
-            exits.append((s, states[s].onexit, frozenset(config)))
-        entries: list[_Step] = []
-        for s in to_enter:
-            state = states[s]
-            if state.kind == "final":
-                return None
-            blocks = state.onentry
-            if s in default_entry and state.initial_transition is not None:
-                blocks = (*blocks, self.transitions[state.initial_transition].content)
-            config.add(s)
-            entries.append((s, blocks, frozenset(config)))
+        planned = self.plan_steps(to_exit, to_enter, default_entry)
+        if planned is None:
+            return None
+        exits, entries = planned
         # The configuration the microstep ends in is the machine's one such set (``freeze``
         # then finds it is where a self-transition started without comparing).
         steps = entries or exits
         if steps:
             s, blocks, end = steps[-1]
+            assert end is not None  # noqa: S101 - the last step's configuration is kept
             steps[-1] = (s, blocks, shared(machine, end))
         # The transition's content, when one run covers it: a direct run, or one call of a
         # datamodel keeping its variables (never in trace mode: plans are not followed).
@@ -792,6 +784,43 @@ class Interpreter(ContentExecutor):
                 if program is not None and len(program.nodes) < len(content):
                     program = None
         return _Plan(tuple(exits), tuple(entries), frozenset(to_enter), program)
+
+    def plan_steps(
+        self, to_exit: list[int], to_enter: list[int], default_entry: set[int]
+    ) -> tuple[list[_Step], list[_Step]] | None:
+        """A plan's exits and entries (``make_plan``), or None when one enters a final state
+        or its configurations would keep more than ``_PLAN_MEMBERS`` states.
+
+        A configuration between two steps is kept only where content sees it: while the
+        next exited state's ``<onexit>`` runs, while an entered state's blocks run, and
+        after the last exit and the last entry. One configuration per step made the plan
+        of a wide parallel quadratic in time and memory."""
+        states = self.states
+        config = set(self.config)
+        kept = 0
+        exits: list[_Step] = []
+        for n, s in enumerate(to_exit):
+            config.discard(s)
+            after = None
+            if n + 1 == len(to_exit) or states[to_exit[n + 1]].onexit:
+                kept += len(config)
+                after = frozenset(config)
+            exits.append((s, states[s].onexit, after))
+        entries: list[_Step] = []
+        for n, s in enumerate(to_enter):
+            state = states[s]
+            if state.kind == "final":
+                return None
+            blocks = state.onentry
+            if s in default_entry and state.initial_transition is not None:
+                blocks = (*blocks, self.transitions[state.initial_transition].content)
+            config.add(s)
+            after = None
+            if blocks or n + 1 == len(to_enter):
+                kept += len(config)
+                after = frozenset(config)
+            entries.append((s, blocks, after))
+        return None if kept > _PLAN_MEMBERS else (exits, entries)
 
     def execute_transition_content(self, enabled: list[TransitionNode]) -> None:
         """Appendix D ``executeTransitionContent``."""
@@ -845,16 +874,16 @@ class Interpreter(ContentExecutor):
             for s in to_exit:
                 to_invoke.discard(s)
         to_exit.sort(reverse=True)
+        recorded: dict[int, tuple[int, ...]] | None = None
         for s in to_exit:
-            for h in states[s].history:
+            state = states[s]
+            if state.history:
                 self.replayable = False
-                if states[h].history_deep:
-                    last = states[s].last
-                    recorded = tuple(x for x in self.order() if states[x].atomic and s < x <= last)
-                    self.history = {**self.history, h: recorded}
-                else:
-                    recorded = tuple(x for x in self.order() if states[x].parent == s)
-                    self.history = {**self.history, h: recorded}
+                if recorded is None:
+                    recorded = dict(self.history)  # one copy: the old map is the state's
+                self.record_history(state, recorded)
+        if recorded is not None:
+            self.history = recorded
         config = self.thaw_config()
         for s in to_exit:
             state = states[s]
@@ -866,6 +895,29 @@ class Interpreter(ContentExecutor):
             self._order = self._frozen = None
         if self.trace:
             self.effects.append(fx.StatesExited(states=self.ids(to_exit), **self.counters()))
+
+    def record_history(self, state: StateNode, recorded: dict[int, tuple[int, ...]]) -> None:
+        """Appendix D ``exitStates``' record of each history state of ``state`` into
+        ``recorded``: its active children (shallow) or active atomic descendants (deep),
+        in document order. Read from the state's own children and the slice of the sorted
+        configuration under it, not from the whole configuration per history state, which
+        made leaving a wide parallel of regions with history quadratic."""
+        states = self.states
+        shallow: tuple[int, ...] | None = None
+        deep: tuple[int, ...] | None = None
+        for h in state.history:
+            if states[h].history_deep:
+                if deep is None:
+                    order = self.order()
+                    start = bisect_right(order, state.index)
+                    below = order[start : bisect_right(order, state.last)]
+                    deep = tuple(x for x in below if states[x].atomic)
+                recorded[h] = deep
+            else:
+                if shallow is None:
+                    config = self.config
+                    shallow = tuple(c for c in state.children if c in config)
+                recorded[h] = shallow
 
     def cancel_invocations(self, state: StateNode) -> None:
         """Appendix D ``exitStates``: ``cancelInvoke`` for each invocation of ``state``."""
@@ -889,18 +941,20 @@ class Interpreter(ContentExecutor):
             self.entered_now = self.entered_now.union(to_enter)
         config = self.thaw_config()
         to_invoke = self.to_invoke() if has_invokes else None
+        entered = self.entered  # as before this microstep: ``s not in entered`` is a first entry
+        if not entered.issuperset(to_enter):
+            self.entered = entered.union(to_enter)  # one union, not a copy per state
+        finals: dict[int, int] = {}  # ``_regions_final``'s progress, per parallel
         for s in to_enter:
             state = states[s]
             config.add(s)
             self._order = self._frozen = None
             if to_invoke is not None:
                 to_invoke.add(s)
-            if s not in self.entered:
-                self.entered = self.entered | {s}
-                if machine.late_binding and s != 0 and state.data:
-                    self.replayable = False
-                    for d in state.data:
-                        self.initialize_data(machine.data[d])
+            if s not in entered and machine.late_binding and s != 0 and state.data:
+                self.replayable = False
+                for d in state.data:
+                    self.initialize_data(machine.data[d])
             for block in state.onentry:
                 self.execute_block(block)
             if s in default_entry and state.initial_transition is not None:
@@ -924,14 +978,28 @@ class Interpreter(ContentExecutor):
                     )
                     if parent.parent > 0:
                         grandparent = states[parent.parent]
-                        if grandparent.kind == "parallel" and all(
-                            self.is_in_final_state(c) for c in grandparent.children
+                        if grandparent.kind == "parallel" and self._regions_final(
+                            grandparent, finals
                         ):
                             self.queue().append(
                                 Event(name=f"done.state.{grandparent.id}", type="platform")
                             )
         if self.trace:
             self.effects.append(fx.StatesEntered(states=self.ids(to_enter), **self.counters()))
+
+    def _regions_final(self, parallel: StateNode, known: dict[int, int]) -> bool:
+        """Whether every region of ``parallel`` is in a final state (Appendix D
+        ``enterStates``' test before ``done.state`` of a parallel), the scan resumed where
+        the last look at ``parallel`` in this ``enter_states`` stopped (``known``: how many
+        leading regions were found final). Entering states only adds to the configuration,
+        so a region found final stays final: one pass a microstep, where scanning every
+        region at each final state entered made finishing a wide parallel quadratic."""
+        children = parallel.children
+        done = known.get(parallel.index, 0)
+        while done < len(children) and self.is_in_final_state(children[done]):
+            done += 1
+        known[parallel.index] = done
+        return done == len(children)
 
     def compute_entry_set(
         self, transitions: list[TransitionNode], domains: list[int | None] | None = None
@@ -949,7 +1017,7 @@ class Interpreter(ContentExecutor):
             cached = self.machine._cache.get(key)
             if cached is not None:
                 return cached  # type: ignore[no-any-return]
-        entry = _EntrySet()
+        entry = _EntrySet(self.states)
         for n, t in enumerate(transitions):
             for s in t.targets:
                 self.add_descendant_states_to_enter(s, entry)
@@ -968,9 +1036,7 @@ class Interpreter(ContentExecutor):
             _memoize(self.machine._cache, key, result)
         return result
 
-    def add_descendant_states_to_enter(  # noqa: C901 - Appendix D, ported literally
-        self, s: int, entry: _EntrySet
-    ) -> None:
+    def add_descendant_states_to_enter(self, s: int, entry: _EntrySet) -> None:
         """Appendix D ``addDescendantStatesToEnter``."""
         states = self.states
         state = states[s]
@@ -991,7 +1057,7 @@ class Interpreter(ContentExecutor):
                 for r in default.targets:
                     self.add_ancestor_states_to_enter(r, state.parent, entry)
             return
-        entry.states.add(s)
+        entry.add(s)
         if state.compound:
             entry.default_entry.add(s)
             assert state.initial_transition is not None  # noqa: S101 - compiled compound
@@ -1001,19 +1067,29 @@ class Interpreter(ContentExecutor):
             for r in initial.targets:
                 self.add_ancestor_states_to_enter(r, s, entry)
         elif state.kind == "parallel":
-            for child in state.children:
-                if not any(child <= x <= states[child].last for x in entry.states):
-                    self.add_descendant_states_to_enter(child, entry)
+            self.enter_regions(state, entry)
 
     def add_ancestor_states_to_enter(self, s: int, ancestor: int | None, entry: _EntrySet) -> None:
         """Appendix D ``addAncestorStatesToEnter``."""
         states = self.states
         for anc in self.get_proper_ancestors(s, ancestor):
-            entry.states.add(anc)
+            entry.add(anc)
             if states[anc].kind == "parallel":
-                for child in states[anc].children:
-                    if not any(child <= x <= states[child].last for x in entry.states):
-                        self.add_descendant_states_to_enter(child, entry)
+                self.enter_regions(states[anc], entry)
+
+    def enter_regions(self, parallel: StateNode, entry: _EntrySet) -> None:
+        """The loop over a ``<parallel>``'s regions in Appendix D's
+        ``addDescendantStatesToEnter`` and ``addAncestorStatesToEnter``: a region with no
+        state to enter yet is entered by default. Once per parallel and entry set: after
+        it every region has a state to enter (``reached`` only grows), so the loop again
+        would do nothing; a deep history of a wide parallel otherwise ran it once per
+        recorded state."""
+        if parallel.index in entry.filled:
+            return
+        entry.filled.add(parallel.index)
+        for child in parallel.children:
+            if child not in entry.reached:
+                self.add_descendant_states_to_enter(child, entry)
 
     def get_proper_ancestors(self, s: int, ancestor: int | None) -> list[int]:
         """Appendix D ``getProperAncestors``: proper ancestors of ``s`` up to (excluding)
@@ -1206,8 +1282,12 @@ def _memoize(cache: dict[Any, Any], key: Any, value: Any) -> None:
 _UNPLANNED: Any = object()
 
 
-_Step = tuple[int, tuple[tuple[ContentNode, ...], ...], frozenset[int]]
-"""A state a plan exits or enters, its blocks, and the configuration once it is out or in."""
+_Step = tuple[int, tuple[tuple[ContentNode, ...], ...], frozenset[int] | None]
+"""A state a plan exits or enters, its blocks, and the configuration once it is out or in
+(None where no content sees that configuration: the next step's replaces it)."""
+
+_PLAN_MEMBERS: Final = 1024
+"""The most states a plan keeps in its configurations, all steps together."""
 
 
 class _Plan:
@@ -1236,10 +1316,38 @@ class _Plan:
 
 
 class _EntrySet:
-    __slots__ = ("default_entry", "default_history", "states", "touched_history")
+    __slots__ = (
+        "default_entry",
+        "default_history",
+        "filled",
+        "reached",
+        "states",
+        "touched_history",
+        "tree",
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, tree: tuple[StateNode, ...]) -> None:
+        self.tree = tree
         self.states: set[int] = set()
+        self.reached: set[int] = set()
+        """Every state with a state to enter at or below it: a ``<parallel>``'s region
+        needs its default entry exactly when it is not here (one lookup, where scanning
+        the states to enter per region made entering a wide parallel quadratic)."""
+        self.filled: set[int] = set()
+        """The parallels whose regions were given their entries (``enter_regions``)."""
         self.default_entry: set[int] = set()
         self.default_history: dict[int, tuple[ContentNode, ...]] = {}
         self.touched_history = False
+
+    def add(self, s: int) -> None:
+        """Enter ``s``, and mark it and its ancestors reached (up to one marked before:
+        its ancestors are then marked too)."""
+        self.states.add(s)
+        reached = self.reached
+        if s in reached:
+            return
+        reached.add(s)
+        for ancestor in self.tree[s].ancestors:
+            if ancestor in reached:
+                return
+            reached.add(ancestor)
