@@ -31,7 +31,7 @@ from statifier.core import content as _content
 from statifier.core import effects as fx
 from statifier.core._run import KEEP, BlockAbort, Effects, Keep, shared
 from statifier.core.content import ContentExecutor, DirectRun, KeptRun, compiled, direct_of
-from statifier.core.events import Event, name_matches
+from statifier.core.events import DescriptorIndex, Event
 from statifier.core.state import MachineState
 from statifier.datamodel import DirectEvaluation, variables_of
 from statifier.datamodel.base import DirectEvaluator
@@ -413,14 +413,19 @@ class Interpreter(ContentExecutor):
     # -- selection -----------------------------------------------------------------------
 
     def matching(self, name: str) -> frozenset[int]:
-        """Transitions whose event descriptors match ``name`` (memoized per machine)."""
+        """Transitions whose event descriptors match ``name`` (memoized per machine), read
+        from the machine's index of its descriptors: a scan of every transition per new
+        name made a thousand distinct ``done.state`` events of a wide parallel quadratic."""
         cache = self.machine._cache
         key = ("match", name)
         found = cache.get(key)
         if found is None:
-            found = frozenset(
-                t.index for t in self.transitions if t.events and name_matches(t.events, name)
-            )
+            index = cache.get(_DESCRIPTORS)
+            if index is None:
+                index = cache[_DESCRIPTORS] = DescriptorIndex(
+                    (t.index, t.events) for t in self.transitions if t.events
+                )
+            found = index.matching(name)
             if len(name) <= _MEMO_NAME_LENGTH:
                 _memoize(cache, key, found)
         return found
@@ -802,8 +807,10 @@ class Interpreter(ContentExecutor):
         for n, s in enumerate(to_exit):
             config.discard(s)
             after = None
-            if n + 1 == len(to_exit) or states[to_exit[n + 1]].onexit:
+            if n + 1 == len(to_exit) or any(states[to_exit[n + 1]].onexit):
                 kept += len(config)
+                if kept > _PLAN_MEMBERS:
+                    return None
                 after = frozenset(config)
             exits.append((s, states[s].onexit, after))
         entries: list[_Step] = []
@@ -813,14 +820,18 @@ class Interpreter(ContentExecutor):
                 return None
             blocks = state.onentry
             if s in default_entry and state.initial_transition is not None:
-                blocks = (*blocks, self.transitions[state.initial_transition].content)
+                content = self.transitions[state.initial_transition].content
+                if content:  # (an empty block runs nothing: ``execute_block``)
+                    blocks = (*blocks, content)
             config.add(s)
             after = None
-            if blocks or n + 1 == len(to_enter):
+            if any(blocks) or n + 1 == len(to_enter):
                 kept += len(config)
+                if kept > _PLAN_MEMBERS:
+                    return None
                 after = frozenset(config)
             entries.append((s, blocks, after))
-        return None if kept > _PLAN_MEMBERS else (exits, entries)
+        return exits, entries
 
     def execute_transition_content(self, enabled: list[TransitionNode]) -> None:
         """Appendix D ``executeTransitionContent``."""
@@ -1210,6 +1221,10 @@ class Interpreter(ContentExecutor):
             )
         )
 
+
+_DESCRIPTORS = "descriptors"
+"""The key, in a machine's ``_cache``, of the index of its transitions' event descriptors
+(``matching``; made once, bounded by the chart)."""
 
 _GUARDS = "guards"
 """The key, in a machine's ``_cache``, of each candidate chain's conditions: by the chain's

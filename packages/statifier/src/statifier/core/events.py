@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -123,3 +124,54 @@ def name_matches(descriptors: tuple[str, ...], name: str) -> bool:
         if not descriptor or name == descriptor or name.startswith(descriptor + "."):
             return True
     return False
+
+
+class DescriptorIndex:
+    """Which of many descriptor lists match an event name: for each name, the keys of
+    the lists :func:`name_matches` says match it, in time that grows with the name and
+    the answer, not with the lists (a chart's transitions, looked up per event name).
+
+    With its ``.*`` or ``.`` ending taken off, a descriptor matches a name exactly when
+    it is the whole name or the name up to one of its dots; ``*`` and a descriptor that
+    is nothing but such an ending match every name."""
+
+    __slots__ = ("_by_prefix", "_every")
+
+    def __init__(self, entries: Iterable[tuple[int, tuple[str, ...]]]) -> None:
+        every: set[int] = set()
+        by_prefix: dict[str, set[int]] = {}
+        for key, descriptors in entries:
+            for descriptor in descriptors:
+                if descriptor == "*":
+                    every.add(key)
+                    continue
+                if descriptor.endswith(".*"):
+                    descriptor = descriptor[:-2]
+                elif descriptor.endswith("."):
+                    descriptor = descriptor[:-1]
+                if descriptor:
+                    by_prefix.setdefault(descriptor, set()).add(key)
+                else:
+                    every.add(key)
+        self._every = frozenset(every)
+        self._by_prefix = {prefix: frozenset(keys) for prefix, keys in by_prefix.items()}
+
+    def __len__(self) -> int:
+        """How many descriptors (less their endings) it holds, ``*`` counted once."""
+        return len(self._by_prefix) + 1
+
+    def matching(self, name: str) -> frozenset[int]:
+        """The keys whose descriptors match ``name``."""
+        by_prefix = self._by_prefix
+        found: set[int] | None = None
+        start = 0
+        while True:
+            dot = name.find(".", start)
+            keys = by_prefix.get(name if dot < 0 else name[:dot])
+            if keys:
+                if found is None:
+                    found = set(self._every)
+                found |= keys
+            if dot < 0:
+                return self._every if found is None else frozenset(found)
+            start = dot + 1
