@@ -12,12 +12,16 @@ _LISTS = st.lists(st.lists(_TEXT, min_size=1, max_size=3).map(tuple), max_size=6
 
 
 @settings(max_examples=400)
-@given(_LISTS, st.lists(_TEXT, min_size=1, max_size=8))
+@given(_LISTS, st.lists(st.text(alphabet="ab.*", max_size=6), min_size=1, max_size=8))
 def test_the_index_matches_what_name_matches_matches(
     lists: list[tuple[str, ...]], names: list[str]
 ) -> None:
     index = DescriptorIndex(enumerate(lists))
+    added = DescriptorIndex()
+    for key, descriptors in enumerate(lists):
+        added.add(key, descriptors)
     for name in names:
+        assert added.matching(name) == index.matching(name)
         expected = {key for key, descriptors in enumerate(lists) if name_matches(descriptors, name)}
         assert index.matching(name) == expected, (lists, name)
 

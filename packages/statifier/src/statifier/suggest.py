@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from typing import Final
 
 
 def closest(name: str, known: Iterable[str]) -> str | None:
@@ -23,9 +24,7 @@ def one_edit_apart(a: str, b: str) -> bool:
     neighbours swapped (``timout``/``timeout``, ``recieved``/``received``); equal is not."""
     if a == b or abs(len(a) - len(b)) > 1:
         return False
-    start = 0
-    while start < min(len(a), len(b)) and a[start] == b[start]:
-        start += 1
+    start = _common_prefix(a, b)
     if len(a) == len(b):
         if a[start + 1 :] == b[start + 1 :]:
             return True  # one replaced
@@ -33,3 +32,61 @@ def one_edit_apart(a: str, b: str) -> bool:
         return swapped and a[start + 2 :] == b[start + 2 :]
     shorter, longer = (a, b) if len(a) < len(b) else (b, a)
     return shorter[start:] == longer[start + 1 :]
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """The length of the longest common prefix of ``a`` and ``b``, by halving: slices
+    compared in C, where a loop over characters made long names slow."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+INDEXED_LENGTH: Final = 64
+"""Names up to this long are found by :class:`NearSpellings`' index; longer ones (few in
+any chart) are compared one by one."""
+
+
+class NearSpellings:
+    """Among many names, those one edit from a given one (:func:`one_edit_apart`), found
+    through an index instead of a comparison with every name.
+
+    Two names one edit apart share a spelling with at most one character left out (the
+    replaced, inserted or swapped one, or the shorter name itself): each name is indexed
+    under itself and every such spelling, and what a lookup finds is checked with
+    ``one_edit_apart``."""
+
+    __slots__ = ("_by_spelling", "_long")
+
+    def __init__(self, names: Iterable[str]) -> None:
+        by_spelling: dict[str, set[str]] = {}
+        long: set[str] = set()
+        for name in names:
+            if len(name) > INDEXED_LENGTH:
+                long.add(name)
+                continue
+            for spelling in _one_left_out(name):
+                by_spelling.setdefault(spelling, set()).add(name)
+        self._by_spelling = by_spelling
+        self._long = long
+
+    def of(self, name: str) -> list[str]:
+        """The names one edit from ``name``, sorted."""
+        found: set[str] = set()
+        if len(name) <= INDEXED_LENGTH + 1:
+            by_spelling = self._by_spelling
+            for spelling in _one_left_out(name):
+                found.update(by_spelling.get(spelling, ()))
+        if self._long and len(name) >= INDEXED_LENGTH:
+            found.update(self._long)
+        return sorted(other for other in found if one_edit_apart(name, other))
+
+
+def _one_left_out(name: str) -> set[str]:
+    """``name`` and each spelling of it with one character left out."""
+    return {name, *(name[:i] + name[i + 1 :] for i in range(len(name)))}

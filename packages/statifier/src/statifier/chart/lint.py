@@ -30,9 +30,9 @@ skipped.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from statifier.chart.model import (
     AssignNode,
@@ -51,9 +51,9 @@ from statifier.chart.model import (
     StateNode,
     TransitionNode,
 )
-from statifier.core.events import name_matches
+from statifier.core.events import DescriptorIndex
 from statifier.errors import Diagnostic
-from statifier.suggest import did_you_mean, one_edit_apart
+from statifier.suggest import NearSpellings, did_you_mean
 
 SYSTEM_VARIABLES = frozenset({"_event", "_sessionid", "_name", "_ioprocessors"})
 """Variables every SCXML datamodel defines (spec 5.10)."""
@@ -76,15 +76,42 @@ class _Use:
 
 def lint(machine: Machine) -> list[Diagnostic]:
     """Every warning and note for ``machine``, ordered by position in the source."""
+    hints = _Hints()
     found = [
-        *_undefined_names(machine),
+        *_undefined_names(machine, hints),
         *_script_locals(machine),
         *_unreachable_states(machine),
         *_dead_transitions(machine),
-        *_unhandled_events(machine),
-        *_external_events(machine),
+        *_unhandled_events(machine, hints),
+        *_external_events(machine, hints),
     ]
     return sorted(found, key=lambda d: (d.line, d.column, d.code))
+
+
+HINT_BUDGET: Final = 20_000
+"""The most names one lint compares with names it is told of, for "did you mean" hints."""
+
+HINT_NAME_LENGTH: Final = 128
+"""Names longer than this get no hint (nor are they offered as one)."""
+
+
+class _Hints:
+    """The "did you mean" hints of one lint, within ``HINT_BUDGET`` comparisons: each hint
+    compares a name with every name it could be, so a chart of thousands of names would
+    pay thousands of times thousands. Past the budget, diagnostics say what they found
+    without a hint."""
+
+    __slots__ = ("left",)
+
+    def __init__(self) -> None:
+        self.left = HINT_BUDGET
+
+    def did_you_mean(self, name: str, known: Collection[str]) -> str:
+        """``suggest.did_you_mean(name, known)``, or "" once the budget is spent."""
+        if len(name) > HINT_NAME_LENGTH or len(known) > self.left:
+            return ""
+        self.left -= len(known)
+        return did_you_mean(name, [k for k in known if len(k) <= HINT_NAME_LENGTH])
 
 
 # -- undefined names --------------------------------------------------------------------
@@ -113,7 +140,7 @@ def _scripts(machine: Machine) -> Iterator[tuple[Any, int, int]]:
             yield node.script, node.line, node.column
 
 
-def _undefined_names(machine: Machine) -> Iterator[Diagnostic]:
+def _undefined_names(machine: Machine, hints: _Hints) -> Iterator[Diagnostic]:
     defined = _defined(machine)
     for script, _, _ in _scripts(machine):  # reported as script-local instead
         defined.update(getattr(script, "names_local", None) or ())
@@ -133,7 +160,7 @@ def _undefined_names(machine: Machine) -> Iterator[Diagnostic]:
             yield Diagnostic(
                 "undefined-name",
                 f"{problem} (no <data>, system variable, <foreach> variable or script "
-                f"assignment){did_you_mean(name, defined)}",
+                f"assignment){hints.did_you_mean(name, defined)}",
                 use.line,
                 use.column,
                 "warning",
@@ -324,8 +351,9 @@ def _dead_transitions(machine: Machine) -> Iterator[Diagnostic]:
             continue
         own = [transitions[t] for t in state.transitions]
         always_leaves = next((t for t in own if not t.events and t.cond is None), None)
-        for position, transition in enumerate(own):
-            reason = _shadowed_by(transition, own[:position])
+        earlier = _Unconditional(own)
+        for transition in own:
+            reason = earlier.shadowing(transition)
             if reason is None and always_leaves is not None and transition.events:
                 reason = (
                     f"state {_name(state)} always leaves at once through the unconditional "
@@ -339,30 +367,60 @@ def _dead_transitions(machine: Machine) -> Iterator[Diagnostic]:
                     transition.column,
                     "warning",
                 )
+            earlier.add(transition)
 
 
-def _shadowed_by(transition: TransitionNode, earlier: list[TransitionNode]) -> str | None:
-    for other in earlier:
-        if other.cond is not None:
-            continue
-        if not transition.events and not other.events:
-            return f"the unconditional eventless transition on line {other.line} comes first"
-        if (
-            transition.events
-            and other.events
-            and all(_covers(other.events, descriptor) for descriptor in transition.events)
-        ):
-            spelled = " ".join(other.events)
-            return f"the unconditional transition on line {other.line} ({spelled!r}) comes first"
-    return None
+class _Unconditional:
+    """The unconditional transitions of a state seen so far, in order, indexed by their
+    event descriptors: whether one always wins over the next transition is a lookup,
+    not a comparison with each (a state of thousands of transitions)."""
 
+    __slots__ = ("_eventless", "_index", "_own", "_seen", "_starred")
 
-def _covers(descriptors: tuple[str, ...], descriptor: str) -> bool:
-    """Whether every event ``descriptor`` matches is matched by one of ``descriptors``."""
-    if descriptor in ("*", ".*"):
-        return any(d in ("*", ".*") for d in descriptors)
-    stem = descriptor[:-2] if descriptor.endswith(".*") else descriptor.rstrip(".")
-    return name_matches(descriptors, stem)
+    def __init__(self, own: list[TransitionNode]) -> None:
+        self._own = own
+        self._seen = 0
+        self._eventless: TransitionNode | None = None
+        self._index = DescriptorIndex()
+        self._starred: set[int] = set()
+
+    def add(self, transition: TransitionNode) -> None:
+        """Take ``transition``, the next of the state's, as seen."""
+        position = self._seen
+        self._seen += 1
+        if transition.cond is not None:
+            return
+        if not transition.events:
+            if self._eventless is None:
+                self._eventless = transition
+            return
+        self._index.add(position, transition.events)
+        if any(d in ("*", ".*") for d in transition.events):
+            self._starred.add(position)
+
+    def shadowing(self, transition: TransitionNode) -> str | None:
+        """Why an unconditional transition seen so far always wins over ``transition``
+        (the first that does), or None."""
+        if not transition.events:
+            first = self._eventless
+            if first is None:
+                return None
+            return f"the unconditional eventless transition on line {first.line} comes first"
+        winners: frozenset[int] | None = None
+        for descriptor in transition.events:
+            # Every event ``descriptor`` matches is matched by the winners' descriptors.
+            if descriptor in ("*", ".*"):
+                covering = frozenset(self._starred)
+            else:
+                stem = descriptor[:-2] if descriptor.endswith(".*") else descriptor.rstrip(".")
+                covering = self._index.matching(stem)
+            winners = covering if winners is None else winners & covering
+            if not winners:
+                return None
+        assert winners is not None  # noqa: S101 - a transition with events has a descriptor
+        other = self._own[min(winners)]
+        spelled = " ".join(other.events)
+        return f"the unconditional transition on line {other.line} ({spelled!r}) comes first"
 
 
 def _describe(transition: TransitionNode) -> str:
@@ -420,18 +478,19 @@ def _to_itself(node: RaiseNode | SendNode) -> bool:
     )
 
 
-def _unhandled_events(machine: Machine) -> Iterator[Diagnostic]:
+def _unhandled_events(machine: Machine, hints: _Hints) -> Iterator[Diagnostic]:
     descriptors = tuple(d for transition in machine.transitions for d in transition.events)
+    handled = DescriptorIndex([(0, descriptors)])
     reported: set[str] = set()
     for event, node in _self_sent(machine):
-        if event in reported or name_matches(descriptors, event):
+        if event in reported or handled.matching(event):
             continue
         reported.add(event)
         how = "raises" if isinstance(node, RaiseNode) else "sends itself"
         yield Diagnostic(
             "unhandled-event",
             f"the chart {how} {event!r} but no transition handles it: the event is dropped"
-            + did_you_mean(event, descriptors),
+            + hints.did_you_mean(event, descriptors),
             node.line,
             node.column,
             "warning",
@@ -450,14 +509,16 @@ def _waited_events(machine: Machine) -> dict[str, TransitionNode]:
     return waited
 
 
-def _external_events(machine: Machine) -> Iterator[Diagnostic]:
+def _external_events(machine: Machine, hints: _Hints) -> Iterator[Diagnostic]:
     raised, _ = raised_events(machine)
     waited = _waited_events(machine)
+    matched = _raised_descriptors(list(waited), raised)
+    spellings = NearSpellings(raised)
     for descriptor, transition in waited.items():
-        if descriptor in ("*", ".*") or _is_raised(descriptor, raised):
+        if descriptor in ("*", ".*") or descriptor in matched:
             continue
-        near = sorted(name for name in raised if one_edit_apart(descriptor, name))
-        if near and not descriptor.endswith("*"):
+        near = [] if descriptor.endswith("*") else spellings.of(descriptor)
+        if near:
             yield Diagnostic(
                 "misspelled-event",
                 f"nothing in the chart raises or sends {descriptor!r}, but it sends "
@@ -467,20 +528,48 @@ def _external_events(machine: Machine) -> Iterator[Diagnostic]:
                 "warning",
             )
             continue
-        others = [*raised, *(d for d in waited if d != descriptor)]
+        others = _Others(raised, waited, descriptor)
         yield Diagnostic(
             "external-event",
             f"nothing in the chart raises or sends {descriptor!r}: it must come from outside"
-            + did_you_mean(descriptor, others),
+            + hints.did_you_mean(descriptor, others),
             transition.line,
             transition.column,
             "info",
         )
 
 
-def _is_raised(descriptor: str, raised: frozenset[str]) -> bool:
-    stem = descriptor[:-2] if descriptor.endswith(".*") else descriptor.rstrip(".")
-    # "done.invoke" stands for every invocation whose id is only known at run time.
-    return any(name_matches((descriptor,), name) for name in raised) or (
-        stem.startswith(("done.invoke.", "error.communication.invoke.")) and "done.invoke" in raised
-    )
+def _raised_descriptors(descriptors: list[str], raised: frozenset[str]) -> set[str]:
+    """The ``descriptors`` some name in ``raised`` matches: each name looked up in an index
+    of the descriptors, not compared with each. "done.invoke" stands for every invocation
+    whose id is only known at run time."""
+    index = DescriptorIndex((n, (d,)) for n, d in enumerate(descriptors))
+    matched = {descriptors[n] for name in raised for n in index.matching(name)}
+    if "done.invoke" in raised:
+        for descriptor in descriptors:
+            stem = descriptor[:-2] if descriptor.endswith(".*") else descriptor.rstrip(".")
+            if stem.startswith(("done.invoke.", "error.communication.invoke.")):
+                matched.add(descriptor)
+    return matched
+
+
+class _Others(Collection[str]):
+    """The names a waited ``descriptor`` may be a misspelling of: the raised names and
+    the other waited descriptors, listed only when a hint reads them (its size first)."""
+
+    __slots__ = ("_descriptor", "_raised", "_waited")
+
+    def __init__(self, raised: frozenset[str], waited: Collection[str], descriptor: str) -> None:
+        self._raised = raised
+        self._waited = waited
+        self._descriptor = descriptor
+
+    def __len__(self) -> int:
+        return len(self._raised) + len(self._waited) - 1
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._raised
+        yield from (d for d in self._waited if d != self._descriptor)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._raised or (name != self._descriptor and name in self._waited)

@@ -137,24 +137,26 @@ class DescriptorIndex:
 
     __slots__ = ("_by_prefix", "_every")
 
-    def __init__(self, entries: Iterable[tuple[int, tuple[str, ...]]]) -> None:
-        every: set[int] = set()
-        by_prefix: dict[str, set[int]] = {}
+    def __init__(self, entries: Iterable[tuple[int, tuple[str, ...]]] = ()) -> None:
+        self._every: set[int] = set()
+        self._by_prefix: dict[str, set[int]] = {}
         for key, descriptors in entries:
-            for descriptor in descriptors:
-                if descriptor == "*":
-                    every.add(key)
-                    continue
-                if descriptor.endswith(".*"):
-                    descriptor = descriptor[:-2]
-                elif descriptor.endswith("."):
-                    descriptor = descriptor[:-1]
-                if descriptor:
-                    by_prefix.setdefault(descriptor, set()).add(key)
-                else:
-                    every.add(key)
-        self._every = frozenset(every)
-        self._by_prefix = {prefix: frozenset(keys) for prefix, keys in by_prefix.items()}
+            self.add(key, descriptors)
+
+    def add(self, key: int, descriptors: tuple[str, ...]) -> None:
+        """Index one more list of descriptors under ``key``."""
+        for descriptor in descriptors:
+            if descriptor == "*":
+                self._every.add(key)
+                continue
+            if descriptor.endswith(".*"):
+                descriptor = descriptor[:-2]
+            elif descriptor.endswith("."):
+                descriptor = descriptor[:-1]
+            if descriptor:
+                self._by_prefix.setdefault(descriptor, set()).add(key)
+            else:
+                self._every.add(key)
 
     def __len__(self) -> int:
         """How many descriptors (less their endings) it holds, ``*`` counted once."""
@@ -163,15 +165,13 @@ class DescriptorIndex:
     def matching(self, name: str) -> frozenset[int]:
         """The keys whose descriptors match ``name``."""
         by_prefix = self._by_prefix
-        found: set[int] | None = None
+        found = set(self._every)
         start = 0
         while True:
             dot = name.find(".", start)
             keys = by_prefix.get(name if dot < 0 else name[:dot])
             if keys:
-                if found is None:
-                    found = set(self._every)
                 found |= keys
             if dot < 0:
-                return self._every if found is None else frozenset(found)
+                return frozenset(found)
             start = dot + 1
