@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import sys
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -19,6 +18,8 @@ from statifier.errors import ChartError
 from statifier.runtime.invoke import TreeLimits
 from statifier.runtime.session import Session
 from statifier.virtual.driver import VirtualDriver
+
+from engine_support.counting import python_steps
 
 NS = 'xmlns="http://www.w3.org/2005/07/scxml" version="1.0"'
 
@@ -184,34 +185,6 @@ def _wide_parallel_with_history(regions: int) -> statifier.Machine:
     )
 
 
-def _python_steps(action: Callable[[], object]) -> int:
-    """The lines of Python ``action`` runs and the loop turns it takes (``sys.monitoring``'s
-    LINE and JUMP events): a count of its work that the machine's speed does not move."""
-    monitoring = sys.monitoring
-    events = (monitoring.events.LINE, monitoring.events.JUMP)
-    tool = next(i for i in range(6) if monitoring.get_tool(i) is None)
-    steps = 0
-
-    def seen(*_: object) -> None:
-        nonlocal steps
-        steps += 1
-
-    monitoring.use_tool_id(tool, "statifier steps counted")
-    try:
-        for event in events:
-            monitoring.register_callback(tool, event, seen)
-        monitoring.set_events(tool, events[0] | events[1])
-        try:
-            action()
-        finally:
-            monitoring.set_events(tool, 0)
-    finally:
-        for event in events:
-            monitoring.register_callback(tool, event, None)
-        monitoring.free_tool_id(tool)
-    return steps
-
-
 def _steps_per_event(
     machine: statifier.Machine, events: tuple[tuple[str, tuple[str, ...], str], ...]
 ) -> dict[str, int]:
@@ -225,7 +198,7 @@ def _steps_per_event(
             nonlocal state
             state, _ = statifier.handle_event(state, name)
 
-        steps[name] = _python_steps(handle)
+        steps[name] = python_steps(handle)
         assert all(state.is_active(state_id) for state_id in active), name
         assert not state.is_active(inactive), name
     return steps
@@ -321,7 +294,7 @@ def _finishing_steps(regions: int) -> int:
         nonlocal state
         state, _ = statifier.handle_event(state, "f")
 
-    steps = _python_steps(finish)
+    steps = python_steps(finish)
     assert state.is_active("out")
     return steps
 

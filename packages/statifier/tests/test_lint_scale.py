@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable
-
 import pytest
 import statifier
 from hypothesis import given, settings
@@ -12,6 +9,8 @@ from hypothesis import strategies as st
 from statifier.chart import lint as lint_module
 from statifier.chart.lint import lint
 from statifier.core.events import name_matches
+
+from engine_support.counting import python_steps
 
 NS = 'xmlns="http://www.w3.org/2005/07/scxml" version="1.0"'
 
@@ -76,33 +75,6 @@ def test_dead_transitions_are_those_an_earlier_unconditional_one_always_wins_ove
 # -- work in proportion to the chart -----------------------------------------------------
 
 
-def _python_steps(action: Callable[[], object]) -> int:
-    """Lines run and loop turns taken by ``action`` (``sys.monitoring``)."""
-    monitoring = sys.monitoring
-    events = (monitoring.events.LINE, monitoring.events.JUMP)
-    tool = next(i for i in range(6) if monitoring.get_tool(i) is None)
-    steps = 0
-
-    def seen(*_: object) -> None:
-        nonlocal steps
-        steps += 1
-
-    monitoring.use_tool_id(tool, "statifier steps counted")
-    try:
-        for event in events:
-            monitoring.register_callback(tool, event, seen)
-        monitoring.set_events(tool, events[0] | events[1])
-        try:
-            action()
-        finally:
-            monitoring.set_events(tool, 0)
-    finally:
-        for event in events:
-            monitoring.register_callback(tool, event, None)
-        monitoring.free_tool_id(tool)
-    return steps
-
-
 def _events_chart(count: int) -> statifier.Machine:
     """``count`` states, each raising an event the next waits for, and waiting for one
     nothing raises; one state with ``count`` transitions, each on an event of its own."""
@@ -125,8 +97,8 @@ def test_lint_of_a_chart_of_many_events_takes_steps_in_near_linear_proportion(
     monkeypatch.setattr(lint_module, "HINT_BUDGET", 0)
     few = _events_chart(100)
     many = _events_chart(400)
-    small = _python_steps(lambda: lint(few))
-    large = _python_steps(lambda: lint(many))
+    small = python_steps(lambda: lint(few))
+    large = python_steps(lambda: lint(many))
     assert large <= 5 * small, (small, large)
 
 
