@@ -159,8 +159,9 @@ class DescriptorIndex:
                 self._every.add(key)
 
     def __len__(self) -> int:
-        """How many descriptors (less their endings) it holds, ``*`` counted once."""
-        return len(self._by_prefix) + 1
+        """How many descriptors (less their endings) it holds, those that match every name
+        counted as one."""
+        return len(self._by_prefix) + (1 if self._every else 0)
 
     def matching(self, name: str) -> frozenset[int]:
         """The keys whose descriptors match ``name``."""
