@@ -1,8 +1,9 @@
 """A literal, slow reading of the W3C SCXML algorithm (Appendix D), for charts of ``Tree``.
 
 The engine's core computes the same sets with indexes, plans and memos (ADR 20 and its
-amendment of 2026-12-03); this module computes them as the recommendation's pseudo-code does, set by set,
-with no shortcut, so a test can hold the two to the same logs and configurations. It
+amendment of 2026-12-03); this module computes them as the recommendation's pseudo-code
+does, set by set, with no shortcut, so a test can hold the two to the same logs and
+configurations. It
 knows only what the charts of ``engine_support.trees`` hold: ``In()`` conditions, ``<log>``
 labels, ``<raise>`` and the counter ``n`` that bounds raises and eventless transitions.
 

@@ -9,7 +9,8 @@ shows in the logs.
 One variable, ``n``, keeps charts from looping for ever: a ``<raise>`` happens only while
 ``n < MAX_COUNT`` and adds one to it, and so does a transition that is eventless or can
 take a done event (its condition says ``n < MAX_COUNT``, its content starts with the
-increment). The charts use the Python datamodel for it; nothing else reads ``n``.
+increment). The charts use the Python or the ECMAScript datamodel for it (their
+expressions are spelled alike but for ``and``); nothing else reads ``n``.
 
 ``trees()`` draws compound, parallel, atomic and final states, shallow and deep history
 with default transitions, ``initial`` attributes and ``<initial>`` elements, external and
@@ -135,12 +136,13 @@ class Tree:
         """The document's initial transition."""
         return Transition(source=self.root, targets=self.root.initial_targets())
 
-    def scxml(self) -> str:
-        """The chart as SCXML text."""
+    def scxml(self, datamodel: Literal["python", "ecmascript"] = "python") -> str:
+        """The chart as SCXML text, its conditions written for ``datamodel``."""
+        both = " and " if datamodel == "python" else " &amp;&amp; "
         initial = f' initial="{" ".join(self.root.initial)}"' if self.root.initial else ""
-        body = "".join(_element(child) for child in self.root.children)
+        body = "".join(_element(child, both) for child in self.root.children)
         return (
-            '<scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0" datamodel="python"'
+            f'<scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0" datamodel="{datamodel}"'
             f'{initial}><datamodel><data id="n" expr="0"/></datamodel>{body}</scxml>'
         )
 
@@ -157,7 +159,7 @@ def _actions(actions: list[Action]) -> str:
     )
 
 
-def _transition(transition: Transition) -> str:
+def _transition(transition: Transition, both: str) -> str:
     attrs = ""
     if transition.events:
         attrs += f' event="{" ".join(transition.events)}"'
@@ -165,7 +167,7 @@ def _transition(transition: Transition) -> str:
     if transition.cond is not None:
         conditions.append(f"In('{transition.cond}')")
     if conditions:
-        attrs += f' cond="{" and ".join(conditions)}"'
+        attrs += f' cond="{both.join(conditions)}"'
     if transition.targets:
         attrs += f' target="{" ".join(transition.targets)}"'
     if transition.internal:
@@ -174,19 +176,19 @@ def _transition(transition: Transition) -> str:
     return f"<transition{attrs}>{count}{_actions(transition.content)}</transition>"
 
 
-def _element(node: Node) -> str:
+def _element(node: Node, both: str) -> str:
     if node.kind == "history":
         assert node.history_default is not None
         return (
             f'<history id="{node.id}" type="{node.history_type}">'
-            f"{_transition(node.history_default)}</history>"
+            f"{_transition(node.history_default, both)}</history>"
         )
     parts = [f"<onentry>{_actions(block)}</onentry>" for block in node.onentry]
     parts += [f"<onexit>{_actions(block)}</onexit>" for block in node.onexit]
-    parts += [_transition(transition) for transition in node.transitions]
+    parts += [_transition(transition, both) for transition in node.transitions]
     if node.initial_transition is not None:
-        parts.append(f"<initial>{_transition(node.initial_transition)}</initial>")
-    parts += [_element(child) for child in node.children]
+        parts.append(f"<initial>{_transition(node.initial_transition, both)}</initial>")
+    parts += [_element(child, both) for child in node.children]
     initial = f' initial="{" ".join(node.initial)}"' if node.initial else ""
     return f'<{node.kind} id="{node.id}"{initial}>{"".join(parts)}</{node.kind}>'
 
