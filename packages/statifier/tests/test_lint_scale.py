@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from statifier.chart import lint as lint_module
 from statifier.chart.lint import lint
 from statifier.core.events import name_matches
+from statifier.suggest import HINT_NAME_LENGTH
 
 from engine_support.counting import python_steps
 
@@ -135,5 +136,5 @@ def _hint_for_a_name_of(length: int) -> bool:
 
 
 def test_names_up_to_the_hint_length_get_hints() -> None:
-    assert _hint_for_a_name_of(lint_module.HINT_NAME_LENGTH)
-    assert not _hint_for_a_name_of(lint_module.HINT_NAME_LENGTH + 1)
+    assert _hint_for_a_name_of(HINT_NAME_LENGTH)
+    assert not _hint_for_a_name_of(HINT_NAME_LENGTH + 1)

@@ -3,8 +3,17 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Final
+
+HINT_NAME_LENGTH: Final = 128
+"""Names longer than this get no "did you mean" (nor are they offered as one) where the
+names come from a chart or an event."""
+
+LIKENESS_CANDIDATES: Final = 100
+"""The most names :func:`bounded_did_you_mean` compares with a name by likeness
+(``closest``, whose cost grows with the names' lengths multiplied); past it, only names
+one edit away are offered."""
 
 
 def closest(name: str, known: Iterable[str]) -> str | None:
@@ -17,6 +26,23 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
     """``"; did you mean 'x'?"`` for the closest known name, or ``""`` when none is close."""
     match = closest(name, known)
     return f"; did you mean {match!r}?" if match is not None else ""
+
+
+def bounded_did_you_mean(
+    name: str, known: Collection[str], spellings: Callable[[], NearSpellings]
+) -> str:
+    """``did_you_mean(name, known)`` in time that does not grow with ``known``, for names a
+    chart and an event control: by likeness among up to ``LIKENESS_CANDIDATES`` names,
+    else among those one edit from ``name`` (looked up in what ``spellings`` gives, asked
+    only then: an index of at least every name of ``known``); none for a name over
+    ``HINT_NAME_LENGTH``."""
+    if len(name) > HINT_NAME_LENGTH:
+        return ""
+    if len(known) <= LIKENESS_CANDIDATES:
+        return did_you_mean(name, [k for k in known if len(k) <= HINT_NAME_LENGTH])
+    members = known if isinstance(known, (set, frozenset)) else frozenset(known)
+    near = spellings().of(name)
+    return did_you_mean(name, [k for k in near if k in members and len(k) <= HINT_NAME_LENGTH])
 
 
 def one_edit_apart(a: str, b: str) -> bool:

@@ -53,7 +53,7 @@ from statifier.chart.model import (
 )
 from statifier.core.events import DescriptorIndex
 from statifier.errors import Diagnostic
-from statifier.suggest import NearSpellings, did_you_mean
+from statifier.suggest import HINT_NAME_LENGTH, NearSpellings, did_you_mean
 
 SYSTEM_VARIABLES = frozenset({"_event", "_sessionid", "_name", "_ioprocessors"})
 """Variables every SCXML datamodel defines (spec 5.10)."""
@@ -90,9 +90,6 @@ def lint(machine: Machine) -> list[Diagnostic]:
 
 HINT_BUDGET: Final = 20_000
 """The most names one lint compares with names it is told of, for "did you mean" hints."""
-
-HINT_NAME_LENGTH: Final = 128
-"""Names longer than this get no hint (nor are they offered as one)."""
 
 
 class _Hints:

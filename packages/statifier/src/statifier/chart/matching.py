@@ -11,11 +11,14 @@ from collections.abc import Collection
 from typing import Final
 
 from statifier.chart.model import Machine
-from statifier.core.events import name_matches
-from statifier.suggest import did_you_mean
+from statifier.core.events import name_matches, transition_index
+from statifier.suggest import NearSpellings, bounded_did_you_mean
 
 LISTED_EVENTS: Final = 10
 """Accepted events a notice lists when it has no close spelling to suggest."""
+
+_SPELLINGS: Final = "event spellings"
+"""The machine cache's key of the ``NearSpellings`` of every event descriptor it has."""
 
 
 def accepted_events(machine: Machine, configuration: Collection[int]) -> tuple[str, ...]:
@@ -44,21 +47,40 @@ def unmatched_notice(
     else anywhere in the chart), none of them was enabled; otherwise the notice suggests
     the closest event the active states accept (every event of the chart without
     ``configuration``), or lists what they accept when none is close.
+
+    Its cost does not grow with the chart past the active states' events: whether any
+    transition takes ``name`` is one lookup in the chart's index of descriptors, and the
+    suggestion is ``suggest.bounded_did_you_mean``'s.
     """
     notice = f"no transition matched external event {name!r}"
-    everywhere = [t.events for t in machine.transitions]
+    anywhere = bool(transition_index(machine).matching(name))
     if configuration is None:
-        if any(name_matches(events, name) for events in everywhere):
+        if anywhere:
             return notice + ": no transition for it is enabled in the active states"
-        return notice + did_you_mean(name, {d for events in everywhere for d in events})
+        return notice + _suggestion(machine, name, _spellings(machine)[0])
     accepted = accepted_events(machine, configuration)
     if name_matches(accepted, name):
         return notice + ": no transition for it is enabled in the active states"
-    if any(name_matches(events, name) for events in everywhere):
+    if anywhere:
         notice += ": the active states take no such event"
-    suggestion = did_you_mean(name, accepted)
+    suggestion = _suggestion(machine, name, accepted)
     if suggestion or not accepted:
         return notice + suggestion
     listed = ", ".join(accepted[:LISTED_EVENTS])
     more = f" and {len(accepted) - LISTED_EVENTS} more" if len(accepted) > LISTED_EVENTS else ""
     return f"{notice}; the active states accept {listed}{more}"
+
+
+def _suggestion(machine: Machine, name: str, known: Collection[str]) -> str:
+    return bounded_did_you_mean(name, known, lambda: _spellings(machine)[1])
+
+
+def _spellings(machine: Machine) -> tuple[frozenset[str], NearSpellings]:
+    """Every event descriptor of ``machine`` and their ``NearSpellings``, made once per
+    machine and kept in its cache."""
+    cache = machine._cache
+    found: tuple[frozenset[str], NearSpellings] | None = cache.get(_SPELLINGS)
+    if found is None:
+        every = frozenset(d for t in machine.transitions for d in t.events)
+        found = cache[_SPELLINGS] = (every, NearSpellings(every))
+    return found

@@ -31,7 +31,7 @@ from statifier.core import content as _content
 from statifier.core import effects as fx
 from statifier.core._run import KEEP, BlockAbort, Effects, Keep, shared
 from statifier.core.content import ContentExecutor, DirectRun, KeptRun, compiled, direct_of
-from statifier.core.events import DescriptorIndex, Event
+from statifier.core.events import Event, transition_index
 from statifier.core.state import MachineState
 from statifier.datamodel import DirectEvaluation, variables_of
 from statifier.datamodel.base import DirectEvaluator
@@ -420,12 +420,7 @@ class Interpreter(ContentExecutor):
         key = ("match", name)
         found = cache.get(key)
         if found is None:
-            index = cache.get(_DESCRIPTORS)
-            if index is None:
-                index = cache[_DESCRIPTORS] = DescriptorIndex(
-                    (t.index, t.events) for t in self.transitions if t.events
-                )
-            found = index.matching(name)
+            found = transition_index(self.machine).matching(name)
             if len(name) <= _MEMO_NAME_LENGTH:
                 _memoize(cache, key, found)
         return found
@@ -1221,10 +1216,6 @@ class Interpreter(ContentExecutor):
             )
         )
 
-
-_DESCRIPTORS = "descriptors"
-"""The key, in a machine's ``_cache``, of the index of its transitions' event descriptors
-(``matching``; made once, bounded by the chart)."""
 
 _GUARDS = "guards"
 """The key, in a machine's ``_cache``, of each candidate chain's conditions: by the chain's

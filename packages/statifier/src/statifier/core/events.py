@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+if TYPE_CHECKING:
+    from statifier.chart.model import Machine
 
 EventType = Literal["internal", "external", "platform"]
 
@@ -176,3 +179,20 @@ class DescriptorIndex:
             if dot < 0:
                 return frozenset(found)
             start = dot + 1
+
+
+_TRANSITION_INDEX: Final = "descriptors"
+"""The machine cache's key of its ``transition_index``."""
+
+
+def transition_index(machine: Machine) -> DescriptorIndex:
+    """``machine``'s transitions (by index) under their event descriptors, built once per
+    machine and kept in its cache: what the interpreter selects by and what the notice
+    for an unmatched event asks (``statifier.chart.matching``)."""
+    cache = machine._cache
+    index: DescriptorIndex | None = cache.get(_TRANSITION_INDEX)
+    if index is None:
+        index = cache[_TRANSITION_INDEX] = DescriptorIndex(
+            (t.index, t.events) for t in machine.transitions if t.events
+        )
+    return index
