@@ -4,7 +4,9 @@
 (expressions, locations, scripts) is now bounded in all (``MAX_CODE_LENGTH``, a typed
 ``too-much-code`` refusal before the code past it is parsed), an attribute chain is
 walked once rather than once per link, and the cyclic collector, whose full passes over
-everything the compile had allocated tripled its time, rests while a chart compiles.
+everything the compile had allocated tripled its time, rests while a chart compiles. A
+"did you mean" for a wrong target is looked up among the state ids one edit away once
+there are more than ``suggest.LIKENESS_CANDIDATES`` of them (ADR 37's amendment).
 How long a chart at the limits takes is measured, not asserted: see the report of
 issue 18 (every shape of dense code under 0.6 s of CPU).
 """
@@ -16,10 +18,13 @@ from collections.abc import Iterator
 
 import pytest
 import statifier
+from statifier import suggest
 from statifier.chart import compiler
 from statifier.datamodel.python import compile_expression, specialised
 from statifier.datamodel.python import compiler as expression_compiler
 from statifier.errors import ChartError
+
+from engine_support.counting import python_steps
 
 NS = 'xmlns="http://www.w3.org/2005/07/scxml"'
 
@@ -138,3 +143,37 @@ def test_the_collector_rests_while_a_chart_compiles_and_is_restored_after(enable
     with pytest.raises(ChartError):
         statifier.compile("<scxml/>", resolver=resolver)
     assert gc.isenabled() is enabled
+
+
+def _wrong_targets(states: int, wrong: list[str]) -> str:
+    ids = "".join(f'<state id="state.number{i:05d}"/>' for i in range(states))
+    transitions = "".join(f'<transition event="e" target="{target}"/>' for target in wrong)
+    return f'<scxml {NS}><state id="first">{transitions}</state>{ids}</scxml>'
+
+
+def _refusal(source: str) -> str:
+    with pytest.raises(ChartError) as refused:
+        statifier.compile(source)
+    return str(refused.value)
+
+
+def test_hints_for_wrong_targets_cost_the_same_however_many_there_are() -> None:
+    # Each wrong target was compared with every state id: 200 of them in a chart of
+    # 20,000 states took minutes. Past 100 ids, the ids one edit away are looked up.
+    def steps(wrong: int) -> int:
+        targets = [f"state.numbr{i:05d}" for i in range(wrong)]
+        return python_steps(lambda: _refusal(_wrong_targets(2000, targets)))
+
+    assert steps(40) <= 1.5 * steps(1)
+
+
+def test_a_wrong_target_among_many_states_gets_a_hint_one_edit_away() -> None:
+    many = suggest.LIKENESS_CANDIDATES + 1
+    assert "did you mean 'state.number00007'?" in _refusal(
+        _wrong_targets(many, ["state.numbr00007"])
+    )
+    # Two edits away: likeness would find it among fewer ids, the lookup does not.
+    assert "did you mean" not in _refusal(_wrong_targets(many, ["stat.numbr00007"]))
+    assert "did you mean 'state.number00007'?" in _refusal(
+        _wrong_targets(suggest.LIKENESS_CANDIDATES - 1, ["stat.numbr00007"])
+    )

@@ -29,17 +29,19 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
 
 
 def bounded_did_you_mean(
-    name: str, known: Collection[str], spellings: Callable[[], NearSpellings]
+    name: str, known: Collection[str], spellings: Callable[[], NearSpellings] | None = None
 ) -> str:
     """``did_you_mean(name, known)`` in time that does not grow with ``known``, for names a
     chart and an event control: by likeness among up to ``LIKENESS_CANDIDATES`` names,
     else among those one edit from ``name`` (looked up in what ``spellings`` gives, asked
-    only then: an index of at least every name of ``known``); none for a name over
-    ``HINT_NAME_LENGTH``."""
+    only then: an index of at least every name of ``known``; without it, none); none for
+    a name over ``HINT_NAME_LENGTH``."""
     if len(name) > HINT_NAME_LENGTH:
         return ""
     if len(known) <= LIKENESS_CANDIDATES:
         return did_you_mean(name, [k for k in known if len(k) <= HINT_NAME_LENGTH])
+    if spellings is None:
+        return ""
     members = known if isinstance(known, (set, frozenset)) else frozenset(known)
     near = spellings().of(name)
     return did_you_mean(name, [k for k in near if k in members and len(k) <= HINT_NAME_LENGTH])

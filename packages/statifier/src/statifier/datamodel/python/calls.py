@@ -12,7 +12,7 @@ from statifier.datamodel.python.literals import NOT_LITERAL, literal_value
 from statifier.datamodel.python.methods import METHOD_NAMES, METHODS, lookup_method
 from statifier.datamodel.python.sizing import charge_deep
 from statifier.datamodel.python.values import Value, type_name
-from statifier.suggest import did_you_mean
+from statifier.suggest import NearSpellings, bounded_did_you_mean
 
 if TYPE_CHECKING:
     from statifier.datamodel.python.nodes import HostCalls, NodeCompiler
@@ -45,7 +45,7 @@ def _function_call(compiler: NodeCompiler, node: ast.Call, callee: ast.Name) -> 
         known = [*FUNCTIONS, *(host or ())]
         raise compiler.error(
             f"function {name!r} is not allowed (neither built in nor registered by the host)"
-            + did_you_mean(name, known),
+            + bounded_did_you_mean(name, known, lambda: NearSpellings(known)),
             callee,
         )
     _check_signature(compiler, node, name, spec)
@@ -120,7 +120,8 @@ def _method_call(compiler: NodeCompiler, node: ast.Call, callee: ast.Attribute) 
     compiler.check_attribute_name(name, callee)
     if name not in METHOD_NAMES:
         raise compiler.error(
-            f"method {name!r} is not allowed" + did_you_mean(name, METHOD_NAMES), callee
+            f"method {name!r} is not allowed" + bounded_did_you_mean(name, METHOD_NAMES),
+            callee,
         )
     if node.keywords:
         raise compiler.error("keyword arguments are not allowed in method calls", node.keywords[0])
