@@ -42,7 +42,7 @@ def bounded_did_you_mean(
         return did_you_mean(name, [k for k in known if len(k) <= HINT_NAME_LENGTH])
     if spellings is None:
         return ""
-    members = known if isinstance(known, (set, frozenset)) else frozenset(known)
+    members = known if isinstance(known, (set, frozenset, dict)) else frozenset(known)
     near = spellings().of(name)
     return did_you_mean(name, [k for k in near if k in members and len(k) <= HINT_NAME_LENGTH])
 
