@@ -136,11 +136,15 @@ class Tree:
         """The document's initial transition."""
         return Transition(source=self.root, targets=self.root.initial_targets())
 
-    def scxml(self, datamodel: Literal["python", "ecmascript"] = "python") -> str:
-        """The chart as SCXML text, its conditions written for ``datamodel``."""
-        both = " and " if datamodel == "python" else " &amp;&amp; "
+    def scxml(
+        self, datamodel: Literal["python", "ecmascript"] = "python", logs: bool = True
+    ) -> str:
+        """The chart as SCXML text, its conditions written for ``datamodel``; without
+        ``logs``, with no ``<log>`` (a macrostep with no other content then has no effect,
+        and the engine replays it the next time: ADR 20)."""
+        writer = _Writer(" and " if datamodel == "python" else " &amp;&amp; ", logs)
         initial = f' initial="{" ".join(self.root.initial)}"' if self.root.initial else ""
-        body = "".join(_element(child, both) for child in self.root.children)
+        body = "".join(writer.element(child) for child in self.root.children)
         return (
             f'<scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0" datamodel="{datamodel}"'
             f'{initial}><datamodel><data id="n" expr="0"/></datamodel>{body}</scxml>'
@@ -150,47 +154,52 @@ class Tree:
 _COUNT = '<assign location="n" expr="n + 1"/>'
 
 
-def _actions(actions: list[Action]) -> str:
-    return "".join(
-        f'<log label="{value}"/>'
-        if kind == "log"
-        else f'<if cond="n &lt; {MAX_COUNT}">{_COUNT}<raise event="{value}"/></if>'
-        for kind, value in actions
-    )
+@dataclass(frozen=True)
+class _Writer:
+    """Writes nodes as SCXML: ``both`` joins two conditions, ``logs`` keeps ``<log>``."""
 
+    both: str
+    logs: bool
 
-def _transition(transition: Transition, both: str) -> str:
-    attrs = ""
-    if transition.events:
-        attrs += f' event="{" ".join(transition.events)}"'
-    conditions = [f"n &lt; {MAX_COUNT}"] if transition.counted else []
-    if transition.cond is not None:
-        conditions.append(f"In('{transition.cond}')")
-    if conditions:
-        attrs += f' cond="{both.join(conditions)}"'
-    if transition.targets:
-        attrs += f' target="{" ".join(transition.targets)}"'
-    if transition.internal:
-        attrs += ' type="internal"'
-    count = _COUNT if transition.counted else ""
-    return f"<transition{attrs}>{count}{_actions(transition.content)}</transition>"
-
-
-def _element(node: Node, both: str) -> str:
-    if node.kind == "history":
-        assert node.history_default is not None
-        return (
-            f'<history id="{node.id}" type="{node.history_type}">'
-            f"{_transition(node.history_default, both)}</history>"
+    def actions(self, actions: list[Action]) -> str:
+        return "".join(
+            (f'<log label="{value}"/>' if self.logs else "")
+            if kind == "log"
+            else f'<if cond="n &lt; {MAX_COUNT}">{_COUNT}<raise event="{value}"/></if>'
+            for kind, value in actions
         )
-    parts = [f"<onentry>{_actions(block)}</onentry>" for block in node.onentry]
-    parts += [f"<onexit>{_actions(block)}</onexit>" for block in node.onexit]
-    parts += [_transition(transition, both) for transition in node.transitions]
-    if node.initial_transition is not None:
-        parts.append(f"<initial>{_transition(node.initial_transition, both)}</initial>")
-    parts += [_element(child, both) for child in node.children]
-    initial = f' initial="{" ".join(node.initial)}"' if node.initial else ""
-    return f'<{node.kind} id="{node.id}"{initial}>{"".join(parts)}</{node.kind}>'
+
+    def transition(self, transition: Transition) -> str:
+        attrs = ""
+        if transition.events:
+            attrs += f' event="{" ".join(transition.events)}"'
+        conditions = [f"n &lt; {MAX_COUNT}"] if transition.counted else []
+        if transition.cond is not None:
+            conditions.append(f"In('{transition.cond}')")
+        if conditions:
+            attrs += f' cond="{self.both.join(conditions)}"'
+        if transition.targets:
+            attrs += f' target="{" ".join(transition.targets)}"'
+        if transition.internal:
+            attrs += ' type="internal"'
+        count = _COUNT if transition.counted else ""
+        return f"<transition{attrs}>{count}{self.actions(transition.content)}</transition>"
+
+    def element(self, node: Node) -> str:
+        if node.kind == "history":
+            assert node.history_default is not None
+            return (
+                f'<history id="{node.id}" type="{node.history_type}">'
+                f"{self.transition(node.history_default)}</history>"
+            )
+        parts = [f"<onentry>{self.actions(block)}</onentry>" for block in node.onentry]
+        parts += [f"<onexit>{self.actions(block)}</onexit>" for block in node.onexit]
+        parts += [self.transition(transition) for transition in node.transitions]
+        if node.initial_transition is not None:
+            parts.append(f"<initial>{self.transition(node.initial_transition)}</initial>")
+        parts += [self.element(child) for child in node.children]
+        initial = f' initial="{" ".join(node.initial)}"' if node.initial else ""
+        return f'<{node.kind} id="{node.id}"{initial}>{"".join(parts)}</{node.kind}>'
 
 
 def _ancestors(node: Node) -> Iterator[Node]:
