@@ -202,6 +202,11 @@ class _Writer:
         return f'<{node.kind} id="{node.id}"{initial}>{"".join(parts)}</{node.kind}>'
 
 
+def _states_under(node: Node) -> list[Node]:
+    """Every state under ``node`` (no history), in document order."""
+    return [n for n in node.descendants() if n.kind != "history"]
+
+
 def _ancestors(node: Node) -> Iterator[Node]:
     parent = node.parent
     while parent is not None:
@@ -282,9 +287,7 @@ class _Builder:
 
     def under(self, region: Node) -> Node:
         """The region itself or a state (not a history) under it."""
-        return self.draw(
-            st.sampled_from([region, *(n for n in region.descendants() if n.kind != "history")])
-        )
+        return self.draw(st.sampled_from([region, *_states_under(region)]))
 
     def transition(self, tree: Tree, source: Node, index: int) -> Transition:
         draw = self.draw
@@ -325,9 +328,7 @@ class _Builder:
             if node.kind == "history":
                 parent = node.parent
                 assert parent is not None
-                default = self.under(parent)
-                while default is parent:
-                    default = self.under(parent)
+                default = draw(st.sampled_from(_states_under(parent)))
                 node.history_default = Transition(
                     source=node, targets=(default.id,), content=self.content(f"h:{node.id}")
                 )
@@ -337,7 +338,7 @@ class _Builder:
                 node.onexit.append(self.content(f"-{node.id}"))
             if node.kind == "root" or node.is_compound():
                 choice = draw(st.integers(0, 3))
-                inner = [n for n in node.descendants() if n.kind not in ("history",)]
+                inner = _states_under(node)
                 if choice == 0:
                     node.initial = (draw(st.sampled_from(inner)).id,)
                 elif choice == 1 and node.kind != "root":
