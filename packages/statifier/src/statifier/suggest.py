@@ -33,9 +33,9 @@ def bounded_did_you_mean(
 ) -> str:
     """``did_you_mean(name, known)`` in time that does not grow with ``known``, for names a
     chart and an event control: by likeness among up to ``LIKENESS_CANDIDATES`` names,
-    else among those one edit from ``name`` (looked up in what ``spellings`` gives, asked
-    only then: an index of at least every name of ``known``; without it, none); none for
-    a name over ``HINT_NAME_LENGTH``."""
+    else among those one edit from ``name`` and up to ``INDEXED_LENGTH`` characters long
+    (looked up in what ``spellings`` gives, asked only then: an index of at least every
+    name of ``known``; without it, none); none for a name over ``HINT_NAME_LENGTH``."""
     if len(name) > HINT_NAME_LENGTH:
         return ""
     if len(known) <= LIKENESS_CANDIDATES:
@@ -43,8 +43,8 @@ def bounded_did_you_mean(
     if spellings is None:
         return ""
     members = known if isinstance(known, (set, frozenset, dict)) else frozenset(known)
-    near = spellings().of(name)
-    return did_you_mean(name, [k for k in near if k in members and len(k) <= HINT_NAME_LENGTH])
+    near = spellings().of(name, unindexed=False)
+    return did_you_mean(name, [k for k in near if k in members])
 
 
 def one_edit_apart(a: str, b: str) -> bool:
@@ -103,14 +103,15 @@ class NearSpellings:
         self._by_spelling = by_spelling
         self._long = long
 
-    def of(self, name: str) -> list[str]:
-        """The names one edit from ``name``, sorted."""
+    def of(self, name: str, *, unindexed: bool = True) -> list[str]:
+        """The names one edit from ``name``, sorted; without ``unindexed``, only those up
+        to ``INDEXED_LENGTH`` characters (the longer ones are compared one by one)."""
         found: set[str] = set()
         if len(name) <= INDEXED_LENGTH + 1:
             by_spelling = self._by_spelling
             for spelling in _one_left_out(name):
                 found.update(by_spelling.get(spelling, ()))
-        if self._long and len(name) >= INDEXED_LENGTH:
+        if unindexed and self._long and len(name) >= INDEXED_LENGTH:
             found.update(self._long)
         return sorted(other for other in found if one_edit_apart(name, other))
 
