@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -138,11 +138,15 @@ class DescriptorIndex:
     it is the whole name or the name up to one of its dots; ``*`` and a descriptor that
     is nothing but such an ending match every name."""
 
-    __slots__ = ("_by_prefix", "_every")
+    __slots__ = ("_by_prefix", "_every", "_lengths")
 
     def __init__(self, entries: Iterable[tuple[int, tuple[str, ...]]] = ()) -> None:
         self._every: set[int] = set()
         self._by_prefix: dict[str, set[int]] = {}
+        self._lengths: set[int] = set()
+        """The lengths of the descriptors held: only a name's prefixes of those lengths
+        are looked up (a name of thousands of dots would otherwise cost its length
+        squared in slices)."""
         for key, descriptors in entries:
             self.add(key, descriptors)
 
@@ -158,6 +162,7 @@ class DescriptorIndex:
                 descriptor = descriptor[:-1]
             if descriptor:
                 self._by_prefix.setdefault(descriptor, set()).add(key)
+                self._lengths.add(len(descriptor))
             else:
                 self._every.add(key)
 
@@ -169,16 +174,32 @@ class DescriptorIndex:
     def matching(self, name: str) -> frozenset[int]:
         """The keys whose descriptors match ``name``."""
         by_prefix = self._by_prefix
+        lengths = self._lengths
         found = set(self._every)
-        start = 0
-        while True:
-            dot = name.find(".", start)
-            keys = by_prefix.get(name if dot < 0 else name[:dot])
-            if keys:
-                found |= keys
-            if dot < 0:
-                return frozenset(found)
-            start = dot + 1
+        # The prefixes up to a dot that have a descriptor's length: read from the dots or
+        # from the lengths, whichever are fewer.
+        if name.count(".") <= len(lengths):
+            ends: Iterable[int] = _dots(name)
+        else:
+            size = len(name)
+            ends = [n for n in lengths if n < size and name[n] == "."]
+        for end in ends:
+            if end in lengths:
+                keys = by_prefix.get(name[:end])
+                if keys:
+                    found |= keys
+        keys = by_prefix.get(name)
+        if keys:
+            found |= keys
+        return frozenset(found)
+
+
+def _dots(name: str) -> Iterator[int]:
+    """Where the dots of ``name`` are."""
+    dot = name.find(".")
+    while dot >= 0:
+        yield dot
+        dot = name.find(".", dot + 1)
 
 
 _TRANSITION_INDEX: Final = "descriptors"
