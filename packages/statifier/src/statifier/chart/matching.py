@@ -17,8 +17,11 @@ from statifier.suggest import NearSpellings, bounded_did_you_mean
 LISTED_EVENTS: Final = 10
 """Accepted events a notice lists when it has no close spelling to suggest."""
 
+_DESCRIPTORS: Final = "event descriptors"
+"""The machine cache's key of every event descriptor it has."""
+
 _SPELLINGS: Final = "event spellings"
-"""The machine cache's key of the ``NearSpellings`` of every event descriptor it has."""
+"""The machine cache's key of the ``NearSpellings`` of those descriptors."""
 
 
 def accepted_events(machine: Machine, configuration: Collection[int]) -> tuple[str, ...]:
@@ -57,7 +60,7 @@ def unmatched_notice(
     if configuration is None:
         if anywhere:
             return notice + ": no transition for it is enabled in the active states"
-        return notice + _suggestion(machine, name, _spellings(machine)[0])
+        return notice + _suggestion(machine, name, _descriptors(machine))
     accepted = accepted_events(machine, configuration)
     if name_matches(accepted, name):
         return notice + ": no transition for it is enabled in the active states"
@@ -72,15 +75,23 @@ def unmatched_notice(
 
 
 def _suggestion(machine: Machine, name: str, known: Collection[str]) -> str:
-    return bounded_did_you_mean(name, known, lambda: _spellings(machine)[1])
+    return bounded_did_you_mean(name, known, lambda: _spellings(machine))
 
 
-def _spellings(machine: Machine) -> tuple[frozenset[str], NearSpellings]:
-    """Every event descriptor of ``machine`` and their ``NearSpellings``, made once per
-    machine and kept in its cache."""
+def _descriptors(machine: Machine) -> frozenset[str]:
+    """Every event descriptor of ``machine``, read once per machine (kept in its cache)."""
     cache = machine._cache
-    found: tuple[frozenset[str], NearSpellings] | None = cache.get(_SPELLINGS)
-    if found is None:
-        every = frozenset(d for t in machine.transitions for d in t.events)
-        found = cache[_SPELLINGS] = (every, NearSpellings(every))
-    return found
+    every: frozenset[str] | None = cache.get(_DESCRIPTORS)
+    if every is None:
+        every = cache[_DESCRIPTORS] = frozenset(d for t in machine.transitions for d in t.events)
+    return every
+
+
+def _spellings(machine: Machine) -> NearSpellings:
+    """The ``NearSpellings`` of ``_descriptors``, made once per machine when a notice
+    first needs it (kept in its cache)."""
+    cache = machine._cache
+    spellings: NearSpellings | None = cache.get(_SPELLINGS)
+    if spellings is None:
+        spellings = cache[_SPELLINGS] = NearSpellings(_descriptors(machine))
+    return spellings
