@@ -4,12 +4,16 @@ A row comes from storage, which is as untrusted as a user. Each finding of the i
 real queue: a delivery path naming any module (``this``) imports nothing; a class named on
 a row (``multiprocessing.pool:Pool``, or a registered module's class that is not a
 delivery) is never constructed; a codec cannot inflate a small payload into a large
-buffer; each such row is cancelled at once with its reason, never retried.
+buffer; each such row is cancelled at once with its reason, never retried. A row whose
+JSON no decoder reads is cancelled by the fetch that took it, and never holds back the rows
+taken with it.
 """
 
 from __future__ import annotations
 
 import base64
+import json
+import logging
 import multiprocessing
 import sys
 import tracemalloc
@@ -25,9 +29,18 @@ from statifier_oban._config import MAX_BOUND_MS
 from statifier_oban._errors import UndecodableRow
 from statifier_oban._names import TIMER_WORKER
 from statifier_oban.rows import _fields
+from statifier_oban.store import _fetch
+from statifier_oban.store._oban_compat import FetchRequest
 from statifier_oban.timers import _args, _schedule
 
-from oban_support.common import SETTLED, database_fixture, execute, insert_row, wait_for_state
+from oban_support.common import (
+    SETTLED,
+    database_fixture,
+    execute,
+    insert_row,
+    wait_for_state,
+    wait_until,
+)
 from oban_support.deliveries import CALLS, ScriptedDelivery
 from oban_support.harness import (
     Server,
@@ -227,3 +240,115 @@ def test_a_timeout_is_read_within_its_bounds() -> None:
     for bad in (0, 101, -1, True, 1.5, "50"):
         with pytest.raises(UndecodableRow, match=r"meta\.timeout must be"):
             _fields.bound_ms({"timeout": bad}, "timeout", 100)
+
+
+DEEP = "[" * 3000 + "]" * 3000
+"""JSON that jsonb stores and Python's decoder cannot read: nested 3,000 deep."""
+
+LONG_INT = "1" * 5000
+"""An integer of more digits than ``int()`` reads from text (4,300)."""
+
+
+async def insert_json_rows(
+    server: Server, queue: str, rows: list[tuple[str, str, str]], worker: str = TIMER_WORKER
+) -> list[int]:
+    """Insert jobs whose args, meta and errors are these JSON texts, available at once, in
+    one transaction (one fetch sees them all); their ids, in order."""
+    ids: list[int] = []
+    async with server.pool.connection() as conn, conn.transaction():
+        for args, meta, errors in rows:
+            cursor = await conn.execute(
+                "INSERT INTO oban_jobs (args, meta, errors, queue, worker, state, scheduled_at)"
+                " VALUES (%s::jsonb, %s::jsonb, %s::jsonb, %s, %s, 'available',"
+                " timestamp '2000-01-01') RETURNING id",
+                [args, meta, errors, queue, worker],
+            )
+            ids.extend(row[0] for row in await cursor.fetchall())
+    return ids
+
+
+async def outcomes(server: Server, ids: list[int]) -> list[tuple[str, int, str | None]]:
+    """Each job's state, attempt and last error, read without decoding its other JSON."""
+    async with server.pool.connection() as conn:
+        cursor = await conn.execute(
+            "SELECT state::text, attempt, errors->-1->>'error' FROM oban_jobs"
+            " WHERE id = ANY(%s) ORDER BY id",
+            [ids],
+        )
+        return [(state, attempt, error) for state, attempt, error in await cursor.fetchall()]
+
+
+async def test_a_fetch_cancels_each_row_it_cannot_read_and_returns_the_rows_taken_with_it(
+    server: Server, caplog: pytest.LogCaptureFixture
+) -> None:
+    queue = f"{server.queue}_unread"  # no producer runs it: only this fetch takes its rows
+    ids = await insert_json_rows(
+        server,
+        queue,
+        [
+            ('{"n": 1}', "{}", "[]"),
+            (f'{{"n": {DEEP}}}', "{}", "[]"),
+            ('{"n": 3}', f'{{"big": {LONG_INT}}}', "[]"),
+            ('{"n": 4}', "{}", f"[{DEEP}]"),
+            ('{"n": 5}', '{"m": 5}', '[{"attempt": 1}]'),
+        ],
+    )
+    request = FetchRequest(
+        pool=server.pool, prefix="public", queue=queue, node="n", uuid="u", demand=10
+    )
+    with caplog.at_level(logging.WARNING, logger="statifier_oban.fetch"):
+        fetched = await _fetch.fetch(request)
+
+    taken: list[tuple[Any, ...]] = [
+        (job.id, job.args, job.meta, job.errors) for job in fetched.jobs
+    ]
+    assert taken == [
+        (ids[0], {"n": 1}, {}, []),
+        (ids[4], {"n": 5}, {"m": 5}, [{"attempt": 1}]),
+    ]
+    assert fetched.exhausted  # 5 rows there to take, 10 asked for
+    found = await outcomes(server, ids)
+    assert [row[:2] for row in found] == [
+        ("executing", 1),
+        ("cancelled", 1),
+        ("cancelled", 1),
+        ("cancelled", 1),
+        ("executing", 1),
+    ]
+    assert found[1][2] == "cancelled: its args column holds JSON nested too deeply to read"
+    assert found[2][2] is not None
+    assert found[2][2].startswith(
+        "cancelled: its meta column cannot be read as JSON: Exceeds the limit (4300 digits)"
+    )
+    assert len(found[2][2]) < 300  # the decoder's message clipped
+    assert found[3][2] == "cancelled: its errors column holds JSON nested too deeply to read"
+    logged = [r.getMessage() for r in caplog.records if r.name == "statifier_oban.fetch"]
+    assert len(logged) == 3
+    for job_id, message in zip(ids[1:4], logged, strict=True):
+        assert message.startswith(f"job {job_id} of queue {queue} cancelled: its ")
+    # The attempt is fenced: a second producer's fetch of the same queue finds nothing.
+    again = await _fetch.fetch(request)
+    assert again.jobs == []
+
+
+async def test_a_row_no_decoder_reads_does_not_hold_back_a_timer_fetched_with_it(
+    server: Server, scope: str
+) -> None:
+    args = _args.encode(scope, send_delayed(), None)
+    meta = {"delivery": "oban_support.deliveries:ScriptedDelivery"}
+    good, poison = await insert_json_rows(
+        server,
+        server.queue,
+        [(json.dumps(args), json.dumps(meta), "[]"), (f'{{"n": {DEEP}}}', "{}", "[]")],
+    )
+    row = await wait_for_state(server.pool, good, *SETTLED)
+    assert (row.state, row.attempt) == ("completed", 1), row.error_text
+    assert [effect.event for effect in CALLS[scope]] == ["authorization.expired"]
+
+    async def poison_settled() -> list[tuple[str, int, str | None]] | None:
+        (found,) = await outcomes(server, [poison])
+        return [found] if found[0] != "executing" and found[0] != "available" else None
+
+    ((state, attempt, error),) = await wait_until(poison_settled, what="the unreadable row")
+    assert (state, attempt) == ("cancelled", 1)
+    assert error == "cancelled: its args column holds JSON nested too deeply to read"

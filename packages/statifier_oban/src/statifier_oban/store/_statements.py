@@ -19,9 +19,11 @@ import orjson
 import psycopg
 from oban import Oban
 from psycopg import AsyncConnection, AsyncCursor
-from psycopg.types.json import Jsonb, JsonbLoader, JsonLoader
+from psycopg.abc import Buffer
+from psycopg.adapt import Loader
+from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
-from statifier.values import brief, read_json
+from statifier.values import brief
 
 from .._errors import InvalidPrefix, StoreUnavailable, ValueRefused
 from .._names import DUE_CHANNEL
@@ -110,20 +112,19 @@ def _plain_dumps(value: Any) -> bytes | str:
         return json.dumps(value)
 
 
-class _JsonbLoader(JsonbLoader):
-    _loads = staticmethod(read_json)
+class _JsonText(Loader):
+    """A json or jsonb column as its text, undecoded."""
+
+    def load(self, data: Buffer) -> bytes:
+        return bytes(data)
 
 
-class _JsonLoader(JsonLoader):
-    _loads = staticmethod(read_json)
-
-
-def read_jsonb_fast(cursor: AsyncCursor[Any]) -> None:
-    """Make ``cursor`` read its json and jsonb columns (text format) with
-    :func:`statifier.values.read_json`: a job row holds three, and the standard decoder
-    was most of a fetch's decoding."""
-    cursor.adapters.register_loader("jsonb", _JsonbLoader)
-    cursor.adapters.register_loader("json", _JsonLoader)
+def read_json_as_text(cursor: AsyncCursor[Any]) -> None:
+    """Make ``cursor`` return its json and jsonb columns (text format) as their undecoded
+    text, for the caller to read row by row: a decoder's error in one row would otherwise
+    fail the whole ``fetchall``, the rows that read well with it."""
+    cursor.adapters.register_loader("jsonb", _JsonText)
+    cursor.adapters.register_loader("json", _JsonText)
 
 
 def check_texts(fields: Mapping[str, str | None], **context: Any) -> None:
