@@ -262,6 +262,66 @@ def test_a_block_stops_at_the_internal_event_budget(datamodel: str) -> None:
     assert _exhausted(effects).reason == "internal_events"
 
 
+def _shared_guards(regions: int, guards: int, cond: str, datamodel: str) -> statifier.Machine:
+    """``top``'s ``guards`` transitions on ``e``, each with ``cond``, above a
+    ``<parallel>`` of ``regions`` atomic regions: selecting for ``e`` evaluates every one
+    of them once per region (Appendix D walks each active atomic state's ancestors)."""
+    transitions = f'<transition event="e" cond="{cond}"/>' * guards
+    regions_xml = "".join(f'<state id="r{i}"/>' for i in range(regions))
+    return statifier.compile(
+        f'<scxml {NS} initial="top" datamodel="{datamodel}"><datamodel><data id="x" expr="0"/>'
+        f'</datamodel><state id="top">{transitions}<parallel id="p">{regions_xml}</parallel>'
+        '<transition event="go" target="end"/></state><final id="end"/></scxml>'
+    )
+
+
+@pytest.mark.parametrize("datamodel", ["python", "ecmascript"])
+def test_guards_past_the_steps_budget_are_not_evaluated_and_raise_one_error(
+    datamodel: str,
+) -> None:
+    # Each guard left once the budget ran out failed again, each with its own error and
+    # effect: 800 regions under 800 guards queued 630,000 errors and took 24 s (ECMAScript).
+    # A Python guard cost nothing of the budget: 3,600 of them ran within 2,000 steps, and
+    # 2,000 regions under 2,000 guards took 2 s. Each guard now costs a node's steps.
+    machine = _shared_guards(60, 60, "x &gt; 1", datamodel)
+    state, _ = statifier.initialize(machine, session_id="s", limits=MacrostepLimits(steps=2_000))
+    state, effects = statifier.handle_event(state, "e")
+    (message,) = _errors(effects)
+    assert "steps budget (2000) is exhausted" in message
+    assert _exhausted(effects).reason == "steps"
+    assert [event.name for event in state.internal_queue] == ["error.execution"]
+    state, effects = statifier.handle_event(state, "go")  # a fresh budget
+    assert not state.running
+
+
+@pytest.mark.parametrize("datamodel", ["python", "ecmascript"])
+def test_failing_guards_stop_at_the_internal_event_budget(datamodel: str) -> None:
+    # A guard that fails raises error.execution; the queue's limit was checked only before
+    # executable content, so 20 regions under 20 failing guards queued 400 errors past a
+    # limit of 100, and the effects grew alike.
+    machine = _shared_guards(20, 20, "missing &gt; 1", datamodel)
+    limits = MacrostepLimits(internal_events=100)
+    state, _ = statifier.initialize(machine, session_id="s", limits=limits)
+    state, effects = statifier.handle_event(state, "e")
+    assert len(state.internal_queue) == 101  # the limit, then the budget's own error
+    errors = _errors(effects)
+    assert len(errors) == 101
+    assert "internal_events budget (100) is exhausted" in errors[-1]
+    assert all("internal_events budget" not in message for message in errors[:-1])
+    assert _exhausted(effects).reason == "internal_events"
+
+
+def test_failing_guards_stop_at_the_effects_budget() -> None:
+    machine = _shared_guards(20, 20, "missing &gt; 1", "python")
+    state, _ = statifier.initialize(machine, session_id="s", limits=MacrostepLimits(effects=50))
+    state, effects = statifier.handle_event(state, "e")
+    errors = _errors(effects)
+    assert len(errors) == 51
+    assert "effects budget (50) is exhausted" in errors[-1]
+    assert _exhausted(effects).reason == "effects"
+    assert len(state.internal_queue) == 51
+
+
 def test_output_bytes_are_budgeted_across_the_macrostep() -> None:
     machine = _chart(
         '<state id="s"><onentry><foreach array="list(range(100))" item="i">'

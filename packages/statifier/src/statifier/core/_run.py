@@ -14,7 +14,7 @@ from collections.abc import Container, Iterable
 from typing import Any, Final, NoReturn, Self
 
 from statifier._slots import bare
-from statifier.budget import Budget, MacrostepLimits, Reason
+from statifier.budget import NODE_COST, Budget, MacrostepLimits, Reason
 from statifier.chart.model import ContentNode, DataNode, Machine, Owner, StateNode, TransitionNode
 from statifier.core import effects as fx
 from statifier.core._build import datamodel_change
@@ -414,8 +414,30 @@ class Run:
         """Queue an ``error.*`` event and announce it with an ``ErrorRaised`` effect.
 
         The effect names the element being run (line, ``c_index``, owner) when the error
-        comes from the chart; errors a driver hands in carry no location.
+        comes from the chart; errors a driver hands in carry no location. At the internal
+        queue's or the effects' limit the error becomes the budget's own (ADR 11), said
+        once; past it, errors are dropped (the macrostep ends at the next round boundary).
         """
+        limits = self.limits
+        if len(self.internal_queue) >= limits.max_queue or len(self.effects) >= limits.max_effects:
+            budget = self.budget
+            if budget.exhausted is not None:
+                return
+            reason: Reason = (
+                "internal_events" if len(self.internal_queue) >= limits.max_queue else "effects"
+            )
+            budget.exhausted = reason
+            event = self.exhaustion_error(reason)
+        self.announce_error(event)
+
+    def exhaustion_error(self, reason: Reason) -> Event:
+        """The ``error.execution`` saying the budget ``reason`` ran out."""
+        message = self.exhausted_message(reason)
+        return Event(name="error.execution", type="platform", data={"message": message})
+
+    def announce_error(self, event: Event) -> None:
+        """Queue ``event`` with its ``ErrorRaised``, whatever the limits (``queue_error``
+        checks them first)."""
         self.queue().append(event)
         node = self.node
         data = event.data
@@ -490,12 +512,29 @@ class Run:
         if len(self.internal_queue) >= self.limits.max_queue:
             self.exhaust("internal_events")
 
+    def charge_guard(self) -> bool:
+        """Spend ``NODE_COST`` for a guard about to be evaluated, as a node does (ADR 11).
+
+        False once the budget is out: the guard is then not evaluated and is false (it
+        would fail alike), and the guard that overdraws the budget says so, once, with
+        ``error.execution``.
+        """
+        budget = self.budget
+        if budget.exhausted is not None:
+            return False
+        budget.steps -= NODE_COST
+        if budget.steps < 0:
+            budget.exhausted = "steps"
+            self.announce_error(self.exhaustion_error("steps"))
+            return False
+        return True
+
     def exhaust(self, reason: Reason) -> NoReturn:
         """A per-call budget ran out: say so once with ``error.execution``, abort the block."""
         budget = self.budget
         if budget.exhausted is None:
             budget.exhausted = reason
-            self.raise_error("error.execution", self.exhausted_message(reason))
+            self.announce_error(self.exhaustion_error(reason))  # said once, past any limit
         raise BlockAbort
 
     def ship(self, value: Any) -> Any:

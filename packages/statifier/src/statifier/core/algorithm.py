@@ -519,10 +519,19 @@ class Interpreter(ContentExecutor):
                 start = 0
                 self.replayable = False
                 while start < end:
+                    if not self.charge_guard():
+                        # Past the budget no guard is evaluated: each is false (ADR 11).
+                        enabled.extend(_first_unconditional(chain, start))
+                        break
                     first: tuple[int, Exception | None] = datamodel.first_true(
                         guards, start, self.in_state, self.budget
                     )
                     index, error = first
+                    # One call evaluated the guards up to ``index``: the rest of their cost.
+                    budget = self.budget
+                    budget.steps -= NODE_COST * (min(index + 1, end) - start - 1)
+                    if budget.steps < 0 and budget.exhausted is None:
+                        budget.exhausted = "steps"
                     if index >= end:
                         self.line = chain[-1].line
                         break
@@ -547,6 +556,11 @@ class Interpreter(ContentExecutor):
             for transition, evaluator in known[2]:
                 expr = transition.cond
                 if expr is not None:
+                    # ``charge_guard``, inlined: past the budget a guard is false.
+                    if budget.exhausted is None and budget.steps >= NODE_COST:
+                        budget.steps -= NODE_COST
+                    elif not self.charge_guard():
+                        continue
                     # ``guard``, inlined: the guards of one state are most of a selection.
                     self.line = transition.line
                     self.replayable = False
@@ -604,6 +618,8 @@ class Interpreter(ContentExecutor):
         expr = transition.cond
         if expr is None:
             return True
+        if not self.charge_guard():
+            return False  # past the budget a guard is not evaluated: it is false (ADR 11)
         self.replayable = False
         try:
             return bool(expr.evaluate(self.datamodel, self.in_state, self.budget))
@@ -1125,8 +1141,9 @@ class Interpreter(ContentExecutor):
         )
 
     def get_effective_target_states(self, t: TransitionNode) -> list[int]:
-        """Appendix D ``getEffectiveTargetStates``."""
-        targets: list[int] = []
+        """Appendix D ``getEffectiveTargetStates``: its ordered set is a dict's keys (a
+        list's membership test made a deep history of many regions quadratic)."""
+        targets: dict[int, None] = {}
         for s in t.targets:
             if self.states[s].kind == "history":
                 recorded = self.history.get(s)
@@ -1136,12 +1153,10 @@ class Interpreter(ContentExecutor):
                     default = self.states[s].initial_transition
                     assert default is not None  # noqa: S101 - compiled history: a default
                     extra = self.get_effective_target_states(self.transitions[default])
-                for r in extra:
-                    if r not in targets:
-                        targets.append(r)
-            elif s not in targets:
-                targets.append(s)
-        return targets
+                targets.update(dict.fromkeys(extra))
+            else:
+                targets[s] = None
+        return list(targets)
 
     # -- invocations ---------------------------------------------------------------------
 
@@ -1222,6 +1237,16 @@ _GUARDS = "guards"
 identity (reset with the select memo's limit), and the tuples themselves by the chain's
 transitions (bounded by the chart: a state's chain is the transitions whose longest
 matching event descriptor, or none, is the same)."""
+
+
+def _first_unconditional(
+    chain: tuple[TransitionNode, ...], start: int
+) -> tuple[TransitionNode, ...]:
+    """The first transition of ``chain`` from ``start`` on without a condition, if any."""
+    for transition in chain[start:]:
+        if transition.cond is None:
+            return (transition,)
+    return ()
 
 
 def _guards_of(machine: Machine, chain: tuple[TransitionNode, ...]) -> tuple[Any, ...]:
