@@ -20,6 +20,7 @@ from statifier.core.events import Event
 from statifier_persistence import (
     MAX_FAN_OUT_CHILDREN,
     ChartNotRegistered,
+    CorruptExecution,
     Discarded,
     Executions,
     FanOutKey,
@@ -338,6 +339,30 @@ async def test_an_answer_over_the_position_bound_is_a_failure(
     assert answer is not None
     assert answer.data["reason"] == "answer_too_large"
     assert "over the 4096 limit" in answer.data["detail"]
+
+
+@pytest.mark.parametrize("stored_count", [MAX_FAN_OUT_CHILDREN + 1, 2**31 - 1])
+async def test_a_stored_count_over_the_limit_is_a_corrupt_row(
+    fan_executions: Executions, store: AsyncConnectionPool, stored_count: int
+) -> None:
+    # The table's CHECK takes any positive count: a corrupted row is refused as corrupt,
+    # not trusted to size the answer (2**31 - 1 children would be gigabytes of indexes).
+    key = await mapping(fan_executions)
+    for index in range(2):
+        await start(fan_executions, key, index, 2, "now")
+    assert await fan_executions.fan_out_answer(key) is not None
+    async with store.connection() as conn:
+        await conn.execute(
+            "UPDATE statifier_fan_outs SET child_count = %s, finished = 0"
+            " WHERE parent_id = %s AND invoke_id = %s AND generation = %s",
+            [stored_count, key.parent_id, key.invoke_id, key.generation],
+        )
+    with pytest.raises(CorruptExecution) as caught:
+        await fan_executions.fan_out_answer(key)
+    assert caught.value.execution_id == key.parent_id
+    assert f"counts {stored_count} children, over the {MAX_FAN_OUT_CHILDREN} limit" in str(
+        caught.value
+    )
 
 
 async def test_leaving_the_invoking_state_abandons_the_fan_out(

@@ -277,7 +277,7 @@ class Settlement:
             }
             return _failed(fan_out, failure, caller_context)
         finished = [result.index for result in results if result.status is not None]
-        if finished != list(range(count)):
+        if len(finished) != count or any(n != index for n, index in enumerate(finished)):
             raise CorruptExecution(
                 fan_out.parent_id,
                 f"fan-out {fan_out.invoke_id!r} settled, but not all of its {count} children"
@@ -305,6 +305,14 @@ class Settlement:
         the donedata's total size when it is over the position bound."""
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise CorruptExecution(fan_out.parent_id, f"fan-out {fan_out.invoke_id!r}: bad count")
+        # The table's CHECK allows any positive count; a start never writes one past the
+        # limit, so a larger one is a corrupt row, refused before it sizes anything.
+        if count > MAX_FAN_OUT_CHILDREN:
+            raise CorruptExecution(
+                fan_out.parent_id,
+                f"fan-out {fan_out.invoke_id!r} (generation {fan_out.generation}) counts"
+                f" {count} children, over the {MAX_FAN_OUT_CHILDREN} limit",
+            )
         cursor = await conn.execute(
             statement("fan_out_results", self._prefix),
             {
