@@ -143,6 +143,56 @@ def test_a_record_aligns_its_labels_or_is_one_json_object(
     assert json.loads(capsys.readouterr().out) == {"id": "x", "datamodel": {"b": 1, "a": [1]}}
 
 
+# -- control characters in text output ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("\x00", "\\x00"),  # C0: NUL, BEL, ESC, the last one
+        ("\x07", "\\x07"),
+        ("\x1b]0;owned\x07", "\\x1b]0;owned\\x07"),
+        ("\x1f", "\\x1f"),
+        ("a\tb", "a\\tb"),  # a cell's tab and line breaks would move the columns and rows
+        ("a\nb", "a\\nb"),
+        ("a\rb", "a\\rb"),
+        ("\x7f", "\\x7f"),  # DEL
+        ("\x80", "\\x80"),  # C1: the first, NEL, CSI, the last one
+        ("\x85", "\\x85"),
+        ("\x9b2J", "\\x9b2J"),
+        ("\x9f", "\\x9f"),
+        (" \xa0é中🙂\\x1b", " \xa0é中🙂\\x1b"),  # printable, and a backslash: as they are
+    ],
+)
+def test_text_output_escapes_every_control_character(text: str, shown: str) -> None:
+    assert kit.visible(text) == shown
+    assert kit.text_of(text) == shown
+
+
+def test_values_print_escaped_in_text_and_exact_in_json(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    evil = "go\x1b]0;owned\x07\tcell\nrow\x7f\x9b1A"
+    shown = "go\\x1b]0;owned\\x07\\tcell\\nrow\\x7f\\x9b1A"
+    text, as_json = kit.Output(False), kit.Output(True)
+    text.table(("event", "data"), [{"event": evil, "data": {"v": evil}}])
+    text.record([("event", evil)])
+    text.line(f"sent {evil}")
+    text.note(f"notice: {evil}")
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == [
+        "event\tdata",
+        f'{shown}\t{{"v": "go\\u001b]0;owned\\u0007\\tcell\\nrow\\u007f\\u009b1A"}}',
+        f"event  {shown}",
+        f"sent {shown}",
+    ]
+    assert captured.err == f"notice: {shown}\n"
+    as_json.table(("event",), [{"event": evil}])
+    as_json.record([("event", evil)])
+    lines = capsys.readouterr().out.splitlines()
+    assert [json.loads(line) for line in lines] == [{"event": evil}, {"event": evil}]
+
+
 # -- exits and the one error format ----------------------------------------------------------
 
 
@@ -163,6 +213,8 @@ def act(what: str) -> int:
         raise kit.CommandError("it   cannot\n go on")
     if what == "library":
         raise LibraryError("the library said no")
+    if what == "escape":
+        raise LibraryError("no event 'x\x1b[2J\x9b1A'")
     if what == "interrupt":
         raise KeyboardInterrupt
     if what == "other":
@@ -175,6 +227,7 @@ def act(what: str) -> int:
     [
         ("command", kit.EXIT_ERROR, "tool act: error: it cannot go on\n"),
         ("library", kit.EXIT_ERROR, "tool act: error: the library said no\n"),
+        ("escape", kit.EXIT_ERROR, "tool act: error: no event 'x\\x1b[2J\\x9b1A'\n"),
         ("interrupt", kit.EXIT_INTERRUPTED, "\n"),  # the blank line closes the ^C echo
         ("fine", 3, ""),
     ],

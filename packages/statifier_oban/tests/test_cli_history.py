@@ -191,6 +191,32 @@ async def test_every_executions_command_prints_the_records_with_json(
     assert json.loads(capsys.readouterr().out)["result"] == "discarded"
 
 
+async def test_control_characters_an_event_carries_print_escaped_and_exact_in_json(
+    database_url: str, chart_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = ["--database-url", database_url]
+    order = await started(database_url, chart_file, capsys)
+    # An event name is any characters but whitespace: a window title (OSC ... BEL), a
+    # screen clear (CSI 2J) and a C1 CSI moving the cursor up.
+    name = "invoice.sent\x1b]0;owned\x07\x1b[2J\x9b1A"
+    shown = "invoice.sent\\x1b]0;owned\\x07\\x1b[2J\\x9b1A"
+    assert await run_cli("executions", "send", *url, order, name) == 0
+    notice = capsys.readouterr().err
+    assert not {"\x1b", "\x07", "\x9b"} & set(notice)
+
+    assert await run_cli("executions", "history", *url, order) == 0
+    out = capsys.readouterr().out
+    assert not {"\x1b", "\x07", "\x9b"} & set(out)
+    rows = [line.split("\t") for line in out.splitlines()]
+    assert len(rows) == 3
+    assert rows[2][4] == shown
+    assert shown in rows[2][7]  # the unmatched notice quotes it
+
+    assert await run_cli("executions", "history", *url, order, "--json") == 0
+    entries = json_lines(capsys.readouterr().out)
+    assert entries[1]["event"]["name"] == name
+
+
 async def test_start_refuses_what_it_cannot_start(
     database_url: str, chart_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

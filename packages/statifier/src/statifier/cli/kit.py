@@ -18,7 +18,10 @@ these, so that every command reads its arguments, prints and fails the same way:
   (aligned ``label  value`` lines), or, with ``--json`` (:func:`json_option`), one JSON
   object per line; values pass through :func:`text_of` and :func:`json_of`, so a time
   prints as UTC ISO-8601 (:func:`format_time`) and a :class:`Duration` as ``7d 2h``
-  (``format_duration``) in text and as milliseconds in JSON.
+  (``format_duration``) in text and as milliseconds in JSON. Text output (a value, a
+  sentence, a note, an error line) shows its control characters escaped (:func:`visible`:
+  ``\\x1b``, ``\\t``, ``\\n``), so what a chart, an event or a stored row holds can
+  neither drive the terminal nor break a table's columns and lines; JSON output is exact.
 * User code: every command that imports it takes ``--path DIR`` (:func:`path_option`) and
   follows one rule (:func:`set_import_path`): modules come from the import path plus each
   ``--path``, never from the working directory unless it is named (``--path .``);
@@ -38,6 +41,7 @@ import importlib
 import importlib.util
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -89,6 +93,7 @@ __all__ = [
     "set_import_path",
     "text_of",
     "version_option",
+    "visible",
 ]
 
 EXIT_ERROR = 1
@@ -338,7 +343,9 @@ def run(command: click.Command, argv: Sequence[str] | None, *, prog: str) -> int
 
 
 def _error(where: str, message: str) -> None:
-    print(f"{where}: error: {message}", file=sys.stderr, flush=True)
+    # A message quotes what it failed on (an event name, a chart's text): escaped, as
+    # every text output is.
+    print(visible(f"{where}: error: {message}"), file=sys.stderr, flush=True)
 
 
 def _silence_stdout() -> None:
@@ -455,18 +462,45 @@ class Duration:
     ms: int
 
 
+_ESCAPES: dict[int, str] = {
+    **{code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0))},
+    ord("\t"): "\\t",
+    ord("\n"): "\\n",
+    ord("\r"): "\\r",
+}
+"""How :func:`visible` writes each control character: as Python writes it in a string."""
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """``text`` with its control characters escaped as Python writes them (``\\x1b``,
+    ``\\x9b``, ``\\t``, ``\\n``): the C0 characters, DEL and the C1 characters.
+
+    ESC, BEL and CSI start the sequences that retitle a window, clear the screen or move
+    the cursor; a tab or a line break inside a table cell, a sentence or an error line
+    moves the columns and lines after it. A backslash is left as it is: text output is for
+    reading, and ``--json`` gives every character exactly.
+    """
+    if _CONTROL.search(text) is None:
+        return text
+    return text.translate(_ESCAPES)
+
+
 def text_of(value: object) -> str:
-    """How a value reads in a table cell or a record line."""
+    """How a value reads in a table cell or a record line (control characters escaped:
+    :func:`visible`)."""
     if value is None:
         return "-"
     if isinstance(value, str):
-        return value
+        return visible(value)
     if isinstance(value, datetime):
         return format_time(value)
     if isinstance(value, Duration):
         return format_duration(value.ms)
     if isinstance(value, bool | int | float):
         return json.dumps(value)
+    # Visible already: json.dumps escapes every character outside printable ASCII.
     return json.dumps(json_of(value), sort_keys=True)
 
 
@@ -531,16 +565,18 @@ class Output:
         self._print(json.dumps(json_of(data), sort_keys=False, separators=(",", ":")))
 
     def line(self, text: str, data: object | None = None) -> None:
-        """A sentence in text mode; ``data`` as one JSON object in JSON mode."""
+        """A sentence in text mode (control characters escaped: :func:`visible`); ``data``
+        as one JSON object in JSON mode."""
         if self.as_json:
             if data is not None:
                 self.record_json(data)
         else:
-            self._print(text)
+            self._print(visible(text))
 
     def note(self, text: str) -> None:
-        """A line for the person at the terminal, on stderr in both modes."""
-        print(text, file=sys.stderr, flush=True)
+        """A line for the person at the terminal, on stderr in both modes (control
+        characters escaped: :func:`visible`)."""
+        print(visible(text), file=sys.stderr, flush=True)
 
 
 # -- user code -----------------------------------------------------------------------------
