@@ -51,6 +51,7 @@ from .._names import (
 from ..delivery import DELIVERED, DeliveryAnswer, Discarded, Snoozed
 from ..invocations import _enqueue, _fan_out
 from ..invocations._handler import InvokeHandler
+from ..rows._fields import MAX_ROW_STRING
 from ..rows._traced import carry
 from ..store import _statements
 from ..timers import _schedule
@@ -496,7 +497,8 @@ class PendingJob:
     """A pending timer job, or an unfinished invocation job, of one execution.
 
     ``kind`` is ``timer`` (``send_id``, ``event``, ``ordinal`` set) or ``invocation``
-    (``invoke_id`` set); ``scheduled_at`` is when it is due (UTC, as oban stores it).
+    (``invoke_id`` set), each None when the row's is unreadable (see :func:`pending_jobs`);
+    ``scheduled_at`` is when it is due (UTC, as oban stores it).
     """
 
     job_id: int
@@ -512,9 +514,20 @@ class PendingJob:
 PENDING_JOBS_LIMIT: Final = 1000
 """The most jobs :func:`pending_jobs` returns."""
 
+_ORDINAL_DIGITS: Final = 19
+"""The most digits of an ordinal :func:`pending_jobs` reads (a bigint's): a longer one is
+no ordinal a step wrote."""
+
 
 async def pending_jobs(oban: Oban, execution_id: str, *, limit: int = 100) -> list[PendingJob]:
-    """The execution's pending timers and unfinished invocations, earliest due first."""
+    """The execution's pending timers and unfinished invocations, earliest due first.
+
+    A job row is read as anyone may have written it: a text field over ``MAX_ROW_STRING``
+    characters, or an ordinal that is not a decimal integer, comes back as None, and the
+    job is listed all the same (an operator still sees it, and can cancel it by its id); a
+    due time past what a ``datetime`` holds (infinity, year 10000) comes back as
+    ``datetime.max`` (``datetime.min`` before year 1).
+    """
     if (
         isinstance(limit, bool)
         or not isinstance(limit, int)
@@ -524,7 +537,13 @@ async def pending_jobs(oban: Oban, execution_id: str, *, limit: int = 100) -> li
     try:
         async with _statements.connection(oban, None) as db:
             cursor = await db.execute(
-                _statements.statement(oban, "scope_jobs"), {"scope": execution_id, "limit": limit}
+                _statements.statement(oban, "scope_jobs"),
+                {
+                    "scope": execution_id,
+                    "limit": limit,
+                    "max_string": MAX_ROW_STRING,
+                    "max_digits": _ORDINAL_DIGITS,
+                },
             )
             rows = await cursor.fetchall()
     except psycopg.Error as exc:
@@ -536,9 +555,20 @@ async def pending_jobs(oban: Oban, execution_id: str, *, limit: int = 100) -> li
             state=row[2],
             send_id=row[3],
             event=row[4],
-            ordinal=int(row[5]) if row[5] is not None and row[5].isdigit() else None,
+            ordinal=_ordinal(row[5]),
             invoke_id=row[6],
             scheduled_at=row[7],
         )
         for row in rows
     ]
+
+
+def _ordinal(text: str | None) -> int | None:
+    """The ordinal ``scope_jobs`` read, if it is a decimal integer (else None)."""
+    # str.isdigit takes superscripts and other digits int() refuses: ASCII decimals only,
+    # and few enough of them that int() never meets the interpreter's digit limit.
+    if text is None or not (text.isascii() and text.isdecimal()):
+        return None
+    if len(text) > _ORDINAL_DIGITS:
+        return None
+    return int(text)

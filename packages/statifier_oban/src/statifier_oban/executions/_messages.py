@@ -14,6 +14,7 @@ import logging
 
 from oban import Cancel, Snooze
 from oban.job import Job
+from statifier.values import brief
 from statifier_persistence import NO_MESSAGE
 
 from .._names import EXECUTIONS_MODULE
@@ -40,7 +41,12 @@ class MessageWorker:
         args = job.args if isinstance(job.args, dict) else {}
         execution_id = args.get("scope")
         if not isinstance(execution_id, str) or not execution_id:
-            logger.warning("message job %s is undecodable: %r", job.id, job.args)
+            logger.warning(
+                "message job %s is undecodable: %s",
+                job.id,
+                brief(job.args),
+                extra={"job_id": job.id},
+            )
             return Cancel("undecodable: a message job names its receiver as scope")
         answer = await _Steps().apply(
             execution_id, lambda executions, key: executions.receive(execution_id, key=key)
