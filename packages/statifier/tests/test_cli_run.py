@@ -50,6 +50,25 @@ def test_an_exhausted_budget_names_the_budget(
     assert "rounds budget of 10000 exhausted" in capsys.readouterr().out
 
 
+def test_control_characters_a_chart_holds_print_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # XML admits the C1 controls (CSI, U+009B, starts a terminal sequence as ESC [ does)
+    # in names and labels, and an error message quotes what failed.
+    chart = tmp_path / "c1.scxml"
+    chart.write_text(
+        f'<scxml {NS} version="1.0" initial="a"><state id="a"><onentry>'
+        '<log label="x&#x9b;2J" expr="1"/><send event="y&#x9b;2J" target="#_nowhere&#x9b;"/>'
+        "</onentry></state></scxml>",
+        encoding="utf-8",
+    )
+    assert main(["run", str(chart)]) == 0
+    out = capsys.readouterr().out
+    assert "log x\\x9b2J: 1" in out
+    assert "#_nowhere\\x9b" in out
+    assert not any(0x7F <= ord(c) <= 0x9F or (ord(c) < 0x20 and c != "\n") for c in out)
+
+
 def test_unmatched_event_is_a_notice_with_a_suggestion(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -32,6 +32,7 @@ from typing import Any, TextIO
 from statifier.chart.durations import format_duration
 from statifier.chart.matching import unmatched_notice
 from statifier.chart.model import Machine
+from statifier.cli.kit import visible
 from statifier.core import effects as fx
 from statifier.values import brief
 from statifier.virtual.driver import describe_timer
@@ -228,7 +229,9 @@ class Reporter:
             self._line(message)
 
     def _line(self, text: str) -> None:
-        print(text, file=self.out)
+        # Names, messages and labels come from the chart and its events: escaped, as every
+        # text output of the command line is.
+        print(visible(text), file=self.out)
 
     def _emit(self, record: dict[str, Any]) -> None:
         print(json.dumps(record, default=repr), file=self.out)

@@ -226,7 +226,8 @@ async def _show(executions: Executions, oban: Oban, execution_id: str, output: k
         fields.append(("parent", f"{parent.execution_id} invoke {parent.invoke_id}"))
     for timer in timers:
         fields.append(
-            ("timer", f"{timer['send_id']} -> {timer['event']} due {kit.text_of(timer['due'])} "
+            ("timer", f"{kit.text_of(timer['send_id'])} -> {kit.text_of(timer['event'])} "
+                      f"due {kit.text_of(timer['due'])} "
                       f"(in {kit.text_of(timer['in'])}), job {timer['job_id']} {timer['state']}")
         )  # fmt: skip
     for invocation in invocations:
