@@ -20,6 +20,7 @@ import pytest
 import statifier
 from statifier import suggest
 from statifier.chart import compiler
+from statifier.chart.model import find_lcca
 from statifier.datamodel.python import compile_expression, specialised
 from statifier.datamodel.python import compiler as expression_compiler
 from statifier.errors import ChartError
@@ -177,3 +178,122 @@ def test_a_wrong_target_among_many_states_gets_a_hint_one_edit_away() -> None:
     assert "did you mean 'state.number00007'?" in _refusal(
         _wrong_targets(suggest.LIKENESS_CANDIDATES - 1, ["stat.numbr00007"])
     )
+
+
+# -- work in proportion to the chart (ADR 37's amendment of the compiler's structure) ---
+
+
+def _compile_steps(source: str) -> int:
+    return python_steps(lambda: statifier.compile(source))
+
+
+def _many_data(count: int) -> str:
+    data = "".join(f'<data id="v{i}"/>' for i in range(count))
+    return f'<scxml {NS} datamodel="python"><datamodel>{data}</datamodel><state id="a"/></scxml>'
+
+
+def test_data_ids_are_checked_for_duplicates_in_proportion_to_their_number() -> None:
+    # Each <data> was compared with every one before it: 16,000 of them took 5.6 s.
+    small, large = _compile_steps(_many_data(500)), _compile_steps(_many_data(2000))
+    assert large <= 4.5 * small, (small, large)
+    twice = _many_data(3).replace("</datamodel>", '<data id="v1"/><data id="v2"/></datamodel>')
+    with pytest.raises(ChartError) as caught:
+        statifier.compile(twice)
+    assert [d.message for d in caught.value.diagnostics] == [
+        "duplicate data id 'v1'",
+        "duplicate data id 'v2'",
+    ]
+
+
+def _deep_regions(size: int) -> str:
+    """A chain ``size`` states deep holding a <parallel> of ``size`` regions, and a
+    transition from the first region's leaf to every region's leaf and a state beside
+    the chain: the targets' common ancestors are every state of the chain."""
+    chain = "".join(f'<state id="c{i}">' for i in range(size))
+    regions = "".join(f'<state id="r{i}"><state id="l{i}"/></state>' for i in range(size))
+    targets = " ".join([*(f"l{i}" for i in range(size)), "beside"])
+    transition = f'<transition event="go" target="{targets}"/>'
+    regions = regions.replace('<state id="l0"/>', f'<state id="l0">{transition}</state>', 1)
+    return (
+        f'<scxml {NS} datamodel="null"><state id="outer"><parallel id="top">'
+        f'<state id="left">{chain}<parallel id="p">{regions}</parallel>{"</state>" * size}'
+        '</state><state id="right"><state id="beside"/></state></parallel></state></scxml>'
+    )
+
+
+def test_targets_under_a_deep_state_cost_their_number_plus_the_depth() -> None:
+    # Checking that the targets can be active together, and finding their common
+    # ancestor, walked every ancestor for each target: targets times depth.
+    small, large = _compile_steps(_deep_regions(50)), _compile_steps(_deep_regions(200))
+    assert large <= 4.5 * small, (small, large)
+    machine = statifier.compile(_deep_regions(3))
+    [go] = [t for t in machine.transitions if t.events == ("go",)]
+    assert go.domain == machine.state_ids["outer"]
+
+
+def test_the_common_ancestor_of_targets_is_found_in_their_number_plus_the_depth() -> None:
+    # findLCCA tried each ancestor of the head with every state of the tail (the core
+    # calls it too, for a transition to a history state).
+    def lcca(size: int) -> int:
+        machine = statifier.compile(_deep_regions(size))
+        [go] = [t for t in machine.transitions if t.events == ("go",)]
+        found: list[int] = []
+        steps = python_steps(
+            lambda: found.append(find_lcca(machine.states, (go.source, *go.targets)))
+        )
+        assert found == [machine.state_ids["outer"]]
+        return steps
+
+    small, large = lcca(50), lcca(200)
+    assert large <= 4.5 * small, (small, large)
+
+
+def _repeated_target(size: int) -> str:
+    """A state ``size`` deep whose transition names it ``size`` times, then a state of the
+    parallel region beside its own."""
+    chain = "".join(f'<state id="c{i}">' for i in range(size))
+    targets = " ".join(["d"] * size + ["x"])
+    return (
+        f'<scxml {NS} datamodel="null"><state id="outer"><parallel id="p"><state id="r1">'
+        f'{chain}<state id="d"><transition event="go" target="{targets}"/></state>'
+        f'{"</state>" * size}</state><state id="r2"><state id="x"/></state></parallel>'
+        "</state></scxml>"
+    )
+
+
+def test_a_target_named_again_is_entered_once_and_costs_nothing_more() -> None:
+    # Appendix D enters a set of states, in document order: a repeat changes nothing but
+    # cost (each walked every ancestor of the state, twice).
+    small, large = _compile_steps(_repeated_target(25)), _compile_steps(_repeated_target(100))
+    assert large <= 4.5 * small, (small, large)
+    machine = statifier.compile(_repeated_target(2))
+    [go] = [t for t in machine.transitions if t.events == ("go",)]
+    assert go.targets == (machine.state_ids["d"], machine.state_ids["x"])
+    assert go.domain == machine.state_ids["outer"]
+
+
+def _wrong_initials(id_length: int) -> str:
+    """A state with a long id whose initial names 150 states outside it."""
+    outside = "".join(f'<state id="y{i}"/>' for i in range(150))
+    initial = " ".join(f"y{i}" for i in range(150))
+    return (
+        f'<scxml {NS} datamodel="null"><state id="{"s" * id_length}" initial="{initial}">'
+        f'<state id="a"/></state>{outside}</scxml>'
+    )
+
+
+def test_a_long_state_id_is_cut_in_the_messages_that_repeat_it() -> None:
+    # Each wrong initial target wrote the state's whole id into its message: a chart of
+    # 2 MB made 400 MB of messages.
+    def written(id_length: int) -> int:
+        with pytest.raises(ChartError) as caught:
+            statifier.compile(_wrong_initials(id_length))
+        found = caught.value.diagnostics
+        assert [d.code for d in found].count("invalid-initial") == 150
+        return sum(len(d.message) for d in found)
+
+    assert written(40_000) == written(10_000) <= 150 * 200
+    with pytest.raises(ChartError) as caught:
+        statifier.compile(_wrong_initials(3).replace(' initial="', ' initial="a '))
+    messages = [d.message for d in caught.value.diagnostics if d.code == "invalid-initial"]
+    assert messages[0] == "initial state 'y0' is not inside 'sss'"

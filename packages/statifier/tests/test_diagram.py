@@ -6,6 +6,7 @@ Regenerate the golden files after an intended change with
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -15,7 +16,15 @@ from pathlib import Path
 import pydot
 import pytest
 import statifier
-from statifier.chart.diagram import ACTIVE_FILL, GraphvizMissing, to_dot, to_mermaid, to_svg
+from statifier.chart.diagram import (
+    ACTIVE_FILL,
+    MAX_LABEL,
+    GraphvizMissing,
+    to_dot,
+    to_mermaid,
+    to_svg,
+    transition_label,
+)
 from statifier.cli import main
 from statifier.core.position import dumps
 from statifier.virtual import VirtualDriver
@@ -113,6 +122,48 @@ def test_edges_between_a_compound_state_and_its_descendants_are_not_clipped() ->
     assert 's1 -> s2 [label="reset"];' in dot  # outer -> inner: no ltail
     assert 's2 -> s1 [label="up"];' in dot  # inner -> outer: no lhead
     assert 's3 -> s1 [lhead=cluster_s1, label="back"];' in dot
+
+
+def _wide_transition(size: int) -> statifier.Machine:
+    """One transition on ``size`` events to the ``size`` regions of a parallel."""
+    events = " ".join(f"event{i}" for i in range(size))
+    regions = "".join(f'<state id="r{i}"/>' for i in range(size))
+    targets = " ".join(f"r{i}" for i in range(size))
+    return statifier.compile(
+        '<scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0" initial="a">'
+        f'<state id="a"><transition event="{events}" target="{targets}"/></state>'
+        f'<parallel id="p">{regions}</parallel></scxml>'
+    )
+
+
+def test_a_label_is_cut_like_a_condition_and_diagrams_grow_with_the_chart() -> None:
+    # Every event was written into the label, and the label onto each target's edge:
+    # a chart of 39 KB drew 189 MB.
+    machine = _wide_transition(3)
+    assert "s1 --> s3 : event0 event1 event2" in to_mermaid(machine)
+    wide = _wide_transition(100)
+    label = transition_label(wide.transitions[0])
+    assert len(label) == MAX_LABEL
+    assert label == " ".join(f"event{i}" for i in range(100))[: MAX_LABEL - 1] + "\u2026"
+    assert f's1 -> s4 [label="{label}"];' in to_dot(wide)
+    for draw in (to_mermaid, to_dot):
+        small, large = len(draw(_wide_transition(100))), len(draw(_wide_transition(400)))
+        assert large <= 4.5 * small, (draw, small, large)
+
+
+def test_each_target_of_a_transition_is_drawn_once() -> None:
+    machine = statifier.compile(
+        '<scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0" initial="a">'
+        '<state id="a"><transition event="go" target="b"/></state><state id="b"/></scxml>'
+    )
+    # The compiler drops a repeated target already; a machine made otherwise may keep it.
+    transitions = tuple(
+        dataclasses.replace(t, targets=t.targets * 3) if t.events else t
+        for t in machine.transitions
+    )
+    repeated = dataclasses.replace(machine, transitions=transitions)
+    assert to_mermaid(repeated).count("s1 --> s2 : go") == 1
+    assert to_dot(repeated).count('s1 -> s2 [label="go"];') == 1
 
 
 STUB_DOT = """#!{python}

@@ -46,6 +46,7 @@ from statifier.core.planner import BASIC_HTTP_SEND_TYPES
 from statifier.datamodel.host import HostFunction, HostFunctionError, HostFunctions
 from statifier.errors import ChartError, Diagnostic
 from statifier.suggest import NearSpellings, bounded_did_you_mean
+from statifier.values import brief
 
 Resolver = Callable[[str], str]
 """Maps a ``src`` URI to its text; raising any exception means "unreachable"."""
@@ -330,6 +331,9 @@ class _Compiler:
         self.transitions: list[_DraftTransition] = []
         self.content: list[ContentNode] = []
         self.data: list[DataNode] = []
+        self.data_ids: set[str] = set()
+        """The ids of ``data``, for the duplicate check (a scan of ``data`` per <data> made
+        a chart of many data quadratic)."""
         self.scripts: list[dm.Script] = []
         self.resolved: dict[str, str] = {}
         self.datamodel: dm.Datamodel = dm.PYTHON
@@ -553,8 +557,8 @@ class _Compiler:
                         self.error(
                             transition,
                             "history-misuse",
-                            f"history default target {self.states[target].id!r} is not inside "
-                            f"{parent.id!r}",
+                            f"history default target {brief(self.states[target].id)} is not "
+                            f"inside {brief(parent.id)}",
                         )
                 draft.initial_transition = t_index
 
@@ -626,6 +630,10 @@ class _Compiler:
                 )
             else:
                 targets.append(target)
+        # A state named twice is entered once (Appendix D's entry set is a set, entered in
+        # document order): repeats are dropped here, where each cost every later pass over
+        # the targets a walk up the state's ancestors.
+        targets = list(dict.fromkeys(targets))
         if len(targets) > 1:
             self.check_together(element, targets)
         return tuple(targets)
@@ -634,29 +642,36 @@ class _Compiler:
         """Refuse targets that would make two children of one compound state active
         (SCXML 3.11: a document must only lead to legal configurations)."""
         states = self.states
-        # compound state (or the root) -> (its child on a target's path, that target)
+        # each state on a target's path -> (its child on that path, that target). The path
+        # above a state is the same for every target under it, so a walk up stops at the
+        # first state an earlier walk passed: from there up it was checked already, and a
+        # transition to thousands of states under one deep state walks each state once.
         chosen: dict[int, tuple[int, int]] = {}
         for target in targets:
             if states[target].kind == "history":
                 continue  # entered through its default or record: not active itself
             child, parent = target, states[target].parent
             while parent >= 0:
-                if states[parent].kind != "parallel":
-                    first_child, first = chosen.setdefault(parent, (child, target))
-                    if first_child != child:
-                        where = (
-                            f"in {states[parent].id!r}, which is not a <parallel>"
-                            if parent
-                            else "top-level states"
-                        )
-                        self.error(
-                            element,
-                            "invalid-target",
-                            f"targets {states[first].id!r} and {states[target].id!r} cannot be "
-                            f"active together: both are {where}",
-                        )
-                        return
-                child, parent = parent, states[parent].parent
+                passed = chosen.get(parent)
+                if passed is None:
+                    chosen[parent] = (child, target)
+                    child, parent = parent, states[parent].parent
+                    continue
+                first_child, first = passed
+                if first_child != child and states[parent].kind != "parallel":
+                    where = (
+                        f"in {states[parent].id!r}, which is not a <parallel>"
+                        if parent
+                        else "top-level states"
+                    )
+                    self.error(
+                        element,
+                        "invalid-target",
+                        f"targets {states[first].id!r} and {states[target].id!r} cannot be "
+                        f"active together: both are {where}",
+                    )
+                    return
+                break
 
     def build_initials(self) -> None:
         """Synthesize or build each compound state's initial transition (and the root's)."""
@@ -697,7 +712,8 @@ class _Compiler:
                     self.error(
                         element,
                         "invalid-initial",
-                        f"initial state {self.states[target].id!r} is not inside {draft.id!r}",
+                        f"initial state {brief(self.states[target].id)} is not inside "
+                        f"{brief(draft.id)}",
                     )
             index = len(self.transitions)
             self.transitions.append(
@@ -730,7 +746,8 @@ class _Compiler:
                 self.error(
                     transition,
                     "invalid-initial",
-                    f"initial target {self.states[target].id!r} is not inside {draft.id!r}",
+                    f"initial target {brief(self.states[target].id)} is not inside "
+                    f"{brief(draft.id)}",
                 )
         draft.initial_transition = t_index
 
@@ -744,7 +761,7 @@ class _Compiler:
             return
         if not self.datamodel.is_identifier(data_id):
             self.error(element, "invalid-id", f"data id {data_id!r} is not a valid variable name")
-        elif any(d.id == data_id for d in self.data):
+        elif data_id in self.data_ids:
             self.error(element, "duplicate-id", f"duplicate data id {data_id!r}")
         if data_id.startswith("_"):
             self.error(
@@ -772,6 +789,7 @@ class _Compiler:
                 self.resolved[src] = text
                 value, has_value = self.datamodel.parse_inline_content(text), True
         index = len(self.data)
+        self.data_ids.add(data_id)
         self.data.append(
             DataNode(
                 index, data_id, state, expr, src, value, has_value, element.line, element.column
@@ -1219,14 +1237,12 @@ class _Compiler:
 
     def freeze(self, datamodel: str, late: bool, chart_name: str | None, root: XNode) -> Machine:
         drafts = self.states
+        # A parent comes before its children in document order: each chain is its parent's
+        # with the parent in front, copied at C speed rather than walked in Python.
         ancestors: list[tuple[int, ...]] = []
         for draft in drafts:
-            chain: list[int] = []
             parent = draft.parent
-            while parent >= 0:
-                chain.append(parent)
-                parent = drafts[parent].parent
-            ancestors.append(tuple(chain))
+            ancestors.append((parent, *ancestors[parent]) if parent >= 0 else ())
         states = tuple(
             StateNode(
                 index=d.index,

@@ -27,7 +27,8 @@ ACTIVE_STROKE = "#b45309"
 ACTIVE_REGION_FILL = "#fef3c7"
 """Active compound and parallel states are filled lighter than the active leaves."""
 MAX_LABEL = 60
-"""Longest condition shown in a label (longer ones are cut with an ellipsis)."""
+"""Longest list of events, and longest condition, shown in a label (longer ones are cut
+with an ellipsis): a label is drawn on every edge of its transition."""
 DOT_TIMEOUT_S: Final = 60
 """How long ``to_svg`` lets Graphviz run, by default."""
 GRAPHVIZ_HINT: Final = (
@@ -49,15 +50,23 @@ def transition_label(transition: TransitionNode) -> str:
     """``event [cond] /``: the events, the condition, and ``/`` when content runs."""
     parts: list[str] = []
     if transition.events:
-        parts.append(" ".join(transition.events))
+        parts.append(_cut(" ".join(transition.events)))
     if transition.cond is not None:
-        cond = " ".join(transition.cond.source.split())
-        if len(cond) > MAX_LABEL:
-            cond = cond[: MAX_LABEL - 1] + "\u2026"
-        parts.append(f"[{cond}]")
+        parts.append(f"[{_cut(' '.join(transition.cond.source.split()))}]")
     if transition.content:
         parts.append("/")
     return " ".join(parts)
+
+
+def _cut(text: str) -> str:
+    """``text`` within ``MAX_LABEL`` characters, its end replaced by an ellipsis if cut."""
+    return text if len(text) <= MAX_LABEL else text[: MAX_LABEL - 1] + "\u2026"
+
+
+def _edge_ends(transition: TransitionNode) -> dict[int, None]:
+    """The states a transition's edges go to, each once, in order (a targetless one loops
+    back to its source): a target named again would draw its edge, label and all, again."""
+    return dict.fromkeys(transition.targets or (transition.source,))
 
 
 def state_label(state: StateNode) -> str:
@@ -84,7 +93,7 @@ def to_mermaid(machine: Machine, active: Iterable[int] = ()) -> str:
         source = machine.states[transition.source]
         label = transition_label(transition)
         suffix = f" : {_mermaid_text(label)}" if label else ""
-        for target in transition.targets or (transition.source,):
+        for target in _edge_ends(transition):
             scope = _edge_scope(machine, transition.source, target)
             edges.setdefault(scope, []).append(
                 f"{_mid(source)} --> {_mid(machine.states[target])}{suffix}"
@@ -121,7 +130,7 @@ def _mermaid_scope(
     pad = "    " * depth
     states = machine.states
     if scope.initial_transition is not None and scope.kind != "parallel":
-        for target in machine.transitions[scope.initial_transition].targets:
+        for target in _edge_ends(machine.transitions[scope.initial_transition]):
             yield f"{pad}[*] --> {_mid(states[target])}"
     members = [*scope.children, *scope.history]
     for position, index in enumerate(members):
@@ -178,7 +187,7 @@ def to_dot(machine: Machine, active: Iterable[int] = ()) -> str:
             continue
         source = machine.states[transition.source]
         label = transition_label(transition)
-        for target in transition.targets or (transition.source,):
+        for target in _edge_ends(transition):
             lines.append("  " + _dot_edge(source, machine.states[target], label))
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -190,7 +199,7 @@ def _dot_scope(machine: Machine, scope: StateNode, on: frozenset[int], depth: in
     if scope.initial_transition is not None and scope.kind != "parallel":
         start = f"{_did(scope)}_start"
         yield f'{pad}{start} [shape=point, width=0.15, label=""];'
-        for target in machine.transitions[scope.initial_transition].targets:
+        for target in _edge_ends(machine.transitions[scope.initial_transition]):
             yield f"{pad}" + _dot_edge_raw(start, states[target], "")
     for index in (*scope.children, *scope.history):
         state = states[index]

@@ -30,6 +30,7 @@ skipped.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
@@ -170,18 +171,21 @@ def _script_locals(machine: Machine) -> Iterator[Diagnostic]:
     if not any(names for *_, names in declared):
         return
     defined = _defined(machine)
-    reads = [use.reads or frozenset() for use in _uses(machine) if use.what != "<script>"]
+    # How many uses and scripts read each name, counted once: a script's local is read
+    # elsewhere when something besides that script reads it. Collecting every other read
+    # set for each script made a chart of thousands of scripts quadratic.
+    readers: Counter[str] = Counter()
+    for use in _uses(machine):
+        if use.what != "<script>":
+            readers.update(use.reads or ())
+    copies: Counter[int] = Counter()
+    for script, _, _ in scripts:
+        readers.update(getattr(script, "names_read", None) or ())
+        copies[id(script)] += 1
     for script, line, column, names in declared:
-        others = [
-            *reads,
-            *(
-                getattr(o, "names_read", None) or frozenset()
-                for o, _, _ in scripts
-                if o is not script
-            ),
-        ]
+        own = getattr(script, "names_read", None) or frozenset()
         for name in sorted((names or frozenset()) - defined):
-            if any(name in read for read in others):
+            if readers[name] - (copies[id(script)] if name in own else 0) > 0:
                 yield Diagnostic(
                     "script-local",
                     f"<script> declares {name!r} with let, const or class at its top level, "

@@ -289,10 +289,15 @@ def find_lcca(states: tuple[StateNode, ...], state_list: tuple[int, ...]) -> int
     """Appendix D ``findLCCA``: the nearest compound (or root) proper ancestor of the head
     that contains every other state. A parallel state is never the LCCA."""
     head, tail = state_list[0], state_list[1:]
+    # A state's descendants are the range after it, so it holds every state of the tail
+    # exactly when it holds the first and the last of them in document order: one pass
+    # over the tail, not one for each ancestor of the head.
+    low = min(tail, default=head)
+    high = max(tail, default=head)
     for anc in states[head].ancestors:
         node = states[anc]
         if node.kind == "parallel":
             continue
-        if all(anc < s <= node.last for s in tail):
+        if anc < low and high <= node.last:
             return anc
     return 0
