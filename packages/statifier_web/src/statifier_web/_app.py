@@ -4,7 +4,9 @@ Routes: ``/health`` (no token), ``/api/...`` (bearer token; ``/api/openapi.json`
 OpenAPI document), ``/console/...`` (a login session), ``/basichttp/...`` (the BasicHTTP
 locations of the executions, their capability the credential: ``_basichttp``), and ``/``
 sends a browser to the console. Mount it anywhere (``Mount("/statifier", app)``): every
-link it makes follows the mount. With tracing on (ADR 30), a request carrying W3C
+link it makes follows the mount. A change sent by a browser from another origin is refused
+where the browser would send the credential by itself, and an open app answers loopback
+names only (``_origin``). With tracing on (ADR 30), a request carrying W3C
 ``traceparent`` headers continues its caller's trace (``_tracing``).
 """
 
@@ -31,6 +33,7 @@ from ._console import Console
 from ._diagrams import Diagrams
 from ._errors import ApiError, api_error, logger
 from ._models import Health
+from ._origin import LoopbackHost, SameOrigin
 from ._service import Service
 from ._settings import WebSettings
 from ._tracing import ContinueTrace
@@ -183,4 +186,11 @@ def create_app(
     app.add_middleware(_Headers)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(ContinueTrace)
+    # Outermost, so that a refused request reaches nothing. A browser sends the console's
+    # session cookie by itself, and, to an open app, the one credential it has: being on
+    # loopback. A bearer token or a BasicHTTP capability it never sends on its own.
+    exempt = ("/basichttp/",) if settings.open else ("/basichttp/", "/api/")
+    app.add_middleware(SameOrigin, exempt=exempt)
+    if settings.open:
+        app.add_middleware(LoopbackHost)
     return app

@@ -12,11 +12,10 @@ execution when its server-sent events say it changed.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import re
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -33,14 +32,22 @@ from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
+from starlette.types import Receive, Scope, Send
 from statifier.values import ValueRefused, brief, clip, measure, parse_json
-from statifier_persistence import STATUSES, Execution, ExecutionNotFound, Trigger, triggered_by
+from statifier_persistence import (
+    STATUSES,
+    Execution,
+    ExecutionNotFound,
+    PersistenceError,
+    Trigger,
+    triggered_by,
+)
 
 from ._auth import CSRF_FIELD, Gate, csrf_matches, csrf_token
 from ._body import TOO_LARGE_SCOPE_KEY, too_large
 from ._changes import ChangeFeed
 from ._diagrams import DiagramError, Diagrams
-from ._errors import ApiError, api_error, invalid
+from ._errors import ApiError, api_error, invalid, logger
 from ._models import ExecutionDetail, StartRequest
 from ._service import Filters, Service, metadata_filter
 from ._settings import WebSettings
@@ -75,6 +82,9 @@ FLASH_CHARS: Final = 500
 """Characters of a message shown after an action (the rest is cut)."""
 
 ACTIONS: Final = ("cancel", "park", "unpark")
+
+LOGGED_CHARS: Final = 500
+"""Characters of an execution id or an error message a log line holds."""
 
 _DIGEST: Final = re.compile(r"sha256:([0-9a-f]{12,})")
 
@@ -170,7 +180,7 @@ class Console:
         self.feed = feed
         self.diagrams = diagrams
         self.templates = _templates(settings)
-        self._streams = 0
+        self._slots = StreamSlots(settings.max_streams)
 
     def app(self) -> Starlette:
         """The console as an ASGI app, to mount (``create_app`` mounts it at ``/console``)."""
@@ -429,18 +439,25 @@ class Console:
     async def stream(self, request: Request) -> Response:
         """Server-sent events: ``change`` with the execution's version whenever it changes
         (first the current one), then ``ended`` once it can change no more, or ``gone`` if
-        it disappears; comments keep it open."""
+        it disappears; comments keep it open. A stream whose feed fails ends (the failure
+        logged), and the browser's ``EventSource`` connects again."""
         execution_id = request.path_params["execution_id"]
         await self.service.executions.get(execution_id)  # 404 before the stream starts
-        if self._streams >= self.settings.max_streams:
-            raise ApiError(503, "too_many_streams", "too many live streams: try again later")
-        return StreamingResponse(
-            self._events(execution_id),
+        # Taken here, before the answer is returned and with no await since the count was
+        # read: a stream counted only once its answer started would let requests arriving
+        # together all see the same free slot.
+        release = self._slots.take()
+        events = self._events(execution_id, release)
+        return _LiveStream(
+            events,
+            release,
             media_type="text/event-stream",
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
 
-    async def _events(self, execution_id: str) -> AsyncIterator[str]:
+    async def _events(
+        self, execution_id: str, release: Callable[[], None]
+    ) -> AsyncGenerator[str, None]:
         queue: asyncio.Queue[str | None] = asyncio.Queue(maxsize=16)
 
         async def pump() -> None:
@@ -450,13 +467,12 @@ class Console:
                     await queue.put(f"event: change\ndata: {json.dumps(data)}\n\n")
             except ExecutionNotFound:
                 await queue.put("event: gone\ndata: {}\n\n")
+            except Exception as exc:  # the database went away, say: the stream ends
+                _feed_failed(execution_id, exc)
             else:  # the feed knows the execution can change no more
                 await queue.put("event: ended\ndata: {}\n\n")
             await queue.put(None)
 
-        # Counted while the stream runs: a stream whose client left before it started
-        # never ran, and never counted.
-        self._streams += 1
         task = asyncio.create_task(pump())
         try:
             yield "retry: 2000\n\n"
@@ -472,10 +488,17 @@ class Console:
                     return
                 yield message
         finally:
-            self._streams -= 1
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
+            try:
                 await task
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    raise  # the stream itself is being cancelled, not only its pump
+            finally:
+                # Once the feed let go of its connection, and before the answer's last
+                # (empty) chunk: a client that saw its stream end finds the slot free.
+                release()
 
     # -- actions -----------------------------------------------------------------------
 
@@ -547,6 +570,70 @@ class Console:
         done = {"cancel": "Cancelled", "park": "Parked", "unpark": "Unparked"}[action]
         self._flash(request, "ok", f"{done}: {detail.id} is {detail.status}.")
         return RedirectResponse(back, status_code=303)
+
+
+class StreamSlots:
+    """Live streams served at once, at most ``limit``: each listens on a database
+    connection of its own."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.taken = 0
+
+    def take(self) -> Callable[[], None]:
+        """A slot (503 ``too_many_streams`` when none is free), and the function that
+        gives it back (once, however often it is called)."""
+        if self.taken >= self.limit:
+            raise ApiError(503, "too_many_streams", "too many live streams: try again later")
+        self.taken += 1
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                self.taken -= 1
+
+        return release
+
+
+class _LiveStream(StreamingResponse):
+    """A live stream's answer: gives its slot back and closes its events once it is done,
+    whether they ran to their end, were left at a chunk the client never took, or never
+    started (the client had left before the answer began)."""
+
+    def __init__(
+        self,
+        events: AsyncGenerator[str, None],
+        release: Callable[[], None],
+        *,
+        media_type: str,
+        headers: Mapping[str, str],
+    ) -> None:
+        super().__init__(events, media_type=media_type, headers=headers)
+        self._events = events
+        self._release = release
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Send the stream; then free its slot and stop its feed."""
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._release()
+            await self._events.aclose()
+
+
+def _feed_failed(execution_id: str, exc: Exception) -> None:
+    """Log why a live stream ends early: the operator needs to know, and the browser only
+    sees the stream end and connects again."""
+    expected = isinstance(exc, PersistenceError)  # the database's trouble, said in its message
+    logger.warning(
+        "the live stream of execution %s ended: its change feed failed: %s: %s",
+        clip(repr(execution_id), LOGGED_CHARS),
+        type(exc).__name__,
+        clip(str(exc), LOGGED_CHARS),
+        exc_info=None if expected else exc,
+    )
 
 
 def _secure(response: Response) -> None:

@@ -29,11 +29,11 @@ def require_chromium() -> None:
 
 
 @contextlib.contextmanager
-def chromium() -> Iterator[Browser]:
-    """A headless chromium, closed on exit."""
+def chromium(*flags: str) -> Iterator[Browser]:
+    """A headless chromium (given ``flags`` besides the project's), closed on exit."""
     require_chromium()
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=list(FLAGS))
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=[*FLAGS, *flags])
         try:
             yield browser
         finally:
