@@ -11,6 +11,7 @@ import pytest
 import statifier
 from statifier.chart import compiler, xmltree
 from statifier.chart.durations import InvalidDuration, parse_duration
+from statifier.core import _memo
 from statifier.core import effects as fx
 from statifier.core.algorithm import _MEMO_LIMIT
 from statifier.datamodel.python.context import CONTEXT_POOL, NO_STATES, NO_VARIABLES
@@ -307,6 +308,44 @@ def test_regions_reaching_their_finals_take_steps_in_near_linear_proportion() ->
     small = _finishing_steps(FEW)
     large = _finishing_steps(MANY)
     assert large <= 5 * small, (small, large)
+
+
+def _memo_bytes_after(regions: int, events: int) -> int:
+    """The bytes a ``<parallel>`` of ``regions`` regions keeps allocated after ``events``
+    events, each toggling one region in the order of a Gray code (so each leads to a
+    configuration not seen before): what the machine's memos keep of them."""
+    body = "".join(
+        f'<state id="r{i}"><state id="a{i}"><transition event="t{i}" target="b{i}"/></state>'
+        f'<state id="b{i}"><transition event="t{i}" target="a{i}"/></state></state>'
+        for i in range(regions)
+    )
+    machine = statifier.compile(
+        f'<scxml {NS} datamodel="null"><parallel id="p">{body}</parallel></scxml>'
+    )
+    state, _ = statifier.initialize(machine, session_id="s")
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n in range(1, events + 1):
+            state, _ = statifier.handle_event(state, f"t{(n & -n).bit_length() - 1}")
+        gc.collect()
+        return int(tracemalloc.get_traced_memory()[0] - before)
+    finally:
+        tracemalloc.stop()
+
+
+def test_memos_keep_a_bounded_number_of_large_configurations(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Each memo was bounded by its count of entries alone, each entry holding whole
+    # configurations: 2,000 regions toggled one at a time kept 778 MB after 2,000 events
+    # (3.3 MB now, at the real MEMO_MEMBERS). Four times the new configurations keep no
+    # more than about as much.
+    monkeypatch.setattr(_memo, "MEMO_MEMBERS", 8_192)
+    few = _memo_bytes_after(100, 150)
+    many = _memo_bytes_after(100, 600)
+    assert many <= 2 * few, (few, many)  # without a bound on what they hold: 3.9x
 
 
 # -- invocation trees --------------------------------------------------------------------

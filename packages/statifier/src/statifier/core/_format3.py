@@ -56,6 +56,7 @@ from statifier.budget import FIELDS as LIMIT_FIELDS
 from statifier.budget import MAX_LIMIT, MacrostepLimits
 from statifier.chart.model import Machine
 from statifier.core._json import decode_json, encode_json
+from statifier.core._memo import room
 from statifier.core._payload import (
     MAX_COUNTER,
     MAX_ID_LENGTH,
@@ -382,7 +383,7 @@ def _plain_shape_line(
     check = zlib.crc32(line)
     if not history:
         memo = state.machine._cache.setdefault(_SHAPE_LINES, {})
-        if len(memo) >= _SHAPES_LIMIT:
+        if len(memo) >= room(_SHAPES_LIMIT, len(line)):
             memo.clear()
         memo[key] = (configuration, entered, to_invoke, limits, line, check)
     return line, check
@@ -709,7 +710,7 @@ def _learn_shape(shape_text: bytes, machine: Machine) -> Shape | None:
     shape.configuration = shared(machine, shape.configuration)
     shape.entered = shared(machine, shape.entered)
     memo: dict[bytes, tuple[Shape, int]] = machine._cache.setdefault(_SHAPES, {})
-    if len(memo) >= _SHAPES_LIMIT:
+    if len(memo) >= room(_SHAPES_LIMIT, len(shape_text)):
         memo.clear()
     # With the CRC-32 of the line and its newline (``read_unkeyed``).
     known = memo[shape_text] = (shape, zlib.crc32(b"\n", zlib.crc32(shape_text)))

@@ -31,6 +31,7 @@ from statifier.budget import DEFAULT_LIMITS, MAX_LIMIT, MacrostepLimits
 from statifier.budget import FIELDS as LIMIT_FIELDS
 from statifier.chart.model import Machine
 from statifier.core._legal import configuration_problem, history_problem
+from statifier.core._memo import room
 from statifier.core.events import MAX_NAME_LENGTH, Event, EventType
 from statifier.core.state import MachineState, StateBuilder, Status, finish
 from statifier.datamodel.registry import state_variables
@@ -559,7 +560,7 @@ def _judgements(machine: Machine) -> dict[tuple[Any, ...], str | None]:
 def _remember(
     memo: dict[tuple[Any, ...], str | None], key: tuple[Any, ...], problem: str | None
 ) -> None:
-    if len(memo) >= _CHECKS_LIMIT:
+    if len(memo) >= room(_CHECKS_LIMIT, len(key)):
         memo.clear()
     memo[key] = problem
 

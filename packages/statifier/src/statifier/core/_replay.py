@@ -21,6 +21,7 @@ from collections.abc import Container
 from typing import Any, Final
 
 from statifier.budget import NODE_COST
+from statifier.core._memo import room
 from statifier.core._run import Keep
 from statifier.core.events import Event
 from statifier.core.state import MachineState, StateBuilder, finish
@@ -105,9 +106,10 @@ def record(before: MachineState, name: str, after: MachineState, entered: frozen
         return
     cache = before.machine._cache
     memo = cache.get(STEPS)
-    if memo is None or len(memo) >= _LIMIT:
-        memo = cache[STEPS] = {}
     configuration = after.configuration
+    size = len(before.configuration) + len(configuration) + len(entered)
+    if memo is None or len(memo) >= room(_LIMIT, size):
+        memo = cache[STEPS] = {}
     if configuration == before.configuration:
         configuration = before.configuration  # one set per configuration, not per step
     memo[(before.configuration, name)] = (

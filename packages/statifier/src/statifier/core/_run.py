@@ -18,6 +18,7 @@ from statifier.budget import NODE_COST, Budget, MacrostepLimits, Reason
 from statifier.chart.model import ContentNode, DataNode, Machine, Owner, StateNode, TransitionNode
 from statifier.core import effects as fx
 from statifier.core._build import datamodel_change
+from statifier.core._memo import room
 from statifier.core.events import Event
 from statifier.core.state import MachineState, StateBuilder
 from statifier.datamodel import (
@@ -852,7 +853,7 @@ def shared(machine: Machine, states: frozenset[int]) -> frozenset[int]:
     memo: dict[frozenset[int], frozenset[int]] = machine._cache.setdefault(_SHARED, {})
     found = memo.get(states)
     if found is None:
-        if len(memo) >= _SHARED_LIMIT:
+        if len(memo) >= room(_SHARED_LIMIT, len(states)):
             memo.clear()
         found = memo[states] = states
     return found

@@ -29,6 +29,7 @@ from statifier.chart.model import (
 from statifier.core import _replay, planner
 from statifier.core import content as _content
 from statifier.core import effects as fx
+from statifier.core._memo import room
 from statifier.core._run import KEEP, BlockAbort, Effects, Keep, shared
 from statifier.core.content import ContentExecutor, DirectRun, KeptRun, compiled, direct_of
 from statifier.core.events import Event, transition_index
@@ -422,7 +423,7 @@ class Interpreter(ContentExecutor):
         if found is None:
             found = transition_index(self.machine).matching(name)
             if len(name) <= _MEMO_NAME_LENGTH:
-                _memoize(cache, key, found)
+                _memoize(cache, key, found, len(found) + len(name))
         return found
 
     def select_eventless_transitions(self) -> list[TransitionNode]:
@@ -459,6 +460,8 @@ class Interpreter(ContentExecutor):
         chains = cache.get(key)
         if chains is not None:
             if name is not None and len(name) <= _MEMO_NAME_LENGTH:
+                # By count alone: the entry holds the chains and configuration of the one
+                # just found, which the room of its own insertion measured.
                 if len(cache) >= _SELECT_CACHE_LIMIT:
                     cache.clear()
                 cache[(configuration, name)] = chains
@@ -479,7 +482,8 @@ class Interpreter(ContentExecutor):
             if chain:
                 found.append(tuple(chain))
         chains = tuple(found)
-        if len(cache) >= _SELECT_CACHE_LIMIT - 1:
+        size = len(configuration) + sum(map(len, chains))
+        if len(cache) >= room(_SELECT_CACHE_LIMIT, size) - 1:
             cache.clear()
         cache[key] = chains
         if name is not None and len(name) <= _MEMO_NAME_LENGTH:
@@ -755,11 +759,12 @@ class Interpreter(ContentExecutor):
         transition that records and follows no history and exits or enters no state with
         invocations, no final state and no state with data bound late); else None."""
         cache = self.machine._cache
-        key = ("plan", self.frozen_config(), t.index)
+        configuration = self.frozen_config()
+        key = ("plan", configuration, t.index)
         plan = cache.get(key, _UNPLANNED)
         if plan is _UNPLANNED:
             plan = self.make_plan(t)
-            _memoize(cache, key, plan)
+            _memoize(cache, key, plan, 2 * len(configuration))  # its configurations, at most
         return plan  # type: ignore[no-any-return]
 
     def make_plan(self, t: TransitionNode) -> _Plan | None:
@@ -1055,7 +1060,7 @@ class Interpreter(ContentExecutor):
         if entry.touched_history:
             self.replayable = False
         elif cacheable:
-            _memoize(self.machine._cache, key, result)
+            _memoize(self.machine._cache, key, result, len(result[0]) + len(transitions))
         return result
 
     def add_descendant_states_to_enter(self, s: int, entry: _EntrySet) -> None:
@@ -1299,10 +1304,11 @@ def _direct_guards(machine: Machine, chain: tuple[TransitionNode, ...]) -> Direc
     return found
 
 
-def _memoize(cache: dict[Any, Any], key: Any, value: Any) -> None:
-    """Remember ``value`` in a machine's memo, which is reset when it grows past its limit
-    (events and transition sets come from outside: the memo must not grow with them)."""
-    if len(cache) >= _MEMO_LIMIT:
+def _memoize(cache: dict[Any, Any], key: Any, value: Any, size: int) -> None:
+    """Remember ``value`` (of ``size`` members) in a machine's memo, which is reset when it
+    grows past its room (events and transition sets come from outside: the memo must not
+    grow with them)."""
+    if len(cache) >= room(_MEMO_LIMIT, size):
         # The named entries are memos of their own, each bounded by its owner.
         kept = {name: memo for name, memo in cache.items() if isinstance(name, str)}
         cache.clear()
