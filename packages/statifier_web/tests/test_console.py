@@ -248,3 +248,45 @@ def test_markup_in_an_execution_is_shown_as_text(
     svg = drawing.text()
     assert "&lt;script&gt;" in svg
     assert "<script" not in svg
+
+
+def _logged_in(browser: Browser, server: ServerThread) -> tuple[Page, list[str]]:
+    """A page logged in to ``server`` in a context of its own, and the script errors it
+    raises (a refused stream's console message is the browser's, not one of these)."""
+    page = browser.new_context(base_url=server.url).new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto("/console/")
+    page.fill("input[name=token]", TOKEN)
+    page.click("button[type=submit]")
+    expect(page.locator("h1")).to_have_text("Executions")
+    return page, errors
+
+
+def test_a_page_whose_stream_was_refused_listens_again_once_a_slot_is_free(
+    browser: Browser, api: httpx.Client, module_database_url: str
+) -> None:
+    # A browser does not reconnect an EventSource whose answer was not 200 (here 503, too
+    # many streams): the page stayed still until reloaded.
+    start(api, id="slot-holder")
+    start(api, id="slot-waiter")
+    narrow = console_server(module_database_url, max_streams=1).start()
+    holder, holder_errors = _logged_in(browser, narrow)
+    waiter, waiter_errors = _logged_in(browser, narrow)
+    try:
+        holder.goto("/console/executions/slot-holder")
+        expect(holder.locator("#live-indicator")).to_have_class("live-indicator on")
+        with waiter.expect_response(lambda r: r.url.endswith("/stream") and r.status == 503):
+            waiter.goto("/console/executions/slot-waiter")
+        expect(waiter.locator("#live-indicator")).to_have_class("live-indicator")
+        holder.context.close()  # its stream ends and gives its slot back
+        expect(waiter.locator("#live-indicator")).to_have_class(
+            "live-indicator on", timeout=LIVE_TIMEOUT_MS
+        )
+        sent = api.post("/api/executions/slot-waiter/events", json={"name": "capture.requested"})
+        assert sent.status_code == 200, sent.text
+        expect(waiter.locator("#configuration")).to_have_text("capturing")
+        assert holder_errors == waiter_errors == []
+    finally:
+        waiter.context.close()
+        narrow.stop()

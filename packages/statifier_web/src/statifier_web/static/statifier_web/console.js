@@ -37,20 +37,40 @@ if (live && window.EventSource) {
     live.innerHTML = await response.text();
     wireDialogs(live);
   };
-  const source = new EventSource(live.dataset.stream);
-  source.addEventListener("open", () => indicator && indicator.classList.add("on"));
-  source.addEventListener("error", () => indicator && indicator.classList.remove("on"));
-  source.addEventListener("change", (event) => {
-    const change = JSON.parse(event.data);
-    if (change.version === version) return;
-    version = change.version;
-    fetching = (fetching || Promise.resolve()).then(refresh).catch(() => {});
-  });
-  // The execution can change no more (ended), or it is gone: stop listening.
-  for (const last of ["ended", "gone"]) {
-    source.addEventListener(last, () => {
-      source.close();
-      if (indicator) indicator.classList.remove("on");
+  // The browser reconnects a stream that ends on its own, but gives up on one refused
+  // outright (503: too many streams, the store unreachable): the page listens again
+  // itself, a little later each time, until the execution can change no more.
+  const firstWaitMs = 2000;
+  const longestWaitMs = 30000;
+  let waitMs = firstWaitMs;
+  let finished = false;
+  const listen = () => {
+    const source = new EventSource(live.dataset.stream);
+    source.addEventListener("open", () => {
+      waitMs = firstWaitMs;
+      if (indicator) indicator.classList.add("on");
     });
-  }
+    source.addEventListener("error", () => {
+      if (indicator) indicator.classList.remove("on");
+      if (source.readyState === EventSource.CLOSED && !finished) {
+        setTimeout(listen, waitMs);
+        waitMs = Math.min(2 * waitMs, longestWaitMs);
+      }
+    });
+    source.addEventListener("change", (event) => {
+      const change = JSON.parse(event.data);
+      if (change.version === version) return;
+      version = change.version;
+      fetching = (fetching || Promise.resolve()).then(refresh).catch(() => {});
+    });
+    // The execution can change no more (ended), or it is gone: stop listening.
+    for (const last of ["ended", "gone"]) {
+      source.addEventListener(last, () => {
+        finished = true;
+        source.close();
+        if (indicator) indicator.classList.remove("on");
+      });
+    }
+  };
+  listen();
 }
