@@ -161,6 +161,11 @@ def test_a_record_aligns_its_labels_or_is_one_json_object(
         ("\x85", "\\x85"),
         ("\x9b2J", "\\x9b2J"),
         ("\x9f", "\\x9f"),
+        ("\u200e\u200f", "\\u200e\\u200f"),  # marks, separators, embeddings, overrides, isolates
+        ("\u2028\u2029", "\\u2028\\u2029"),
+        ("\u202a\u202e", "\\u202a\\u202e"),
+        ("\u2066\u2069", "\\u2066\\u2069"),
+        ("\u200d\u2027\u202f\u2065\u206a", "\u200d\u2027\u202f\u2065\u206a"),  # their neighbours
         (" \xa0é中🙂\\x1b", " \xa0é中🙂\\x1b"),  # printable, and a backslash: as they are
     ],
 )

@@ -49,7 +49,7 @@ from datetime import datetime
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
 import click
 
@@ -462,20 +462,35 @@ class Duration:
     ms: int
 
 
+_UNICODE_CONTROLS: Final = (
+    0x200E,
+    0x200F,
+    0x2028,
+    0x2029,
+    *range(0x202A, 0x202F),
+    *range(0x2066, 0x206A),
+)
+"""The marks and overrides that reorder or break the text around them (left-to-right and
+right-to-left marks, embeddings, overrides and isolates), and the line and paragraph
+separators."""
+
 _ESCAPES: dict[int, str] = {
     **{code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0))},
+    **{code: f"\\u{code:04x}" for code in _UNICODE_CONTROLS},
     ord("\t"): "\\t",
     ord("\n"): "\\n",
     ord("\r"): "\\r",
 }
 """How :func:`visible` writes each control character: as Python writes it in a string."""
 
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028-\u202e\u2066-\u2069]")
 
 
 def visible(text: str) -> str:
     """``text`` with its control characters escaped as Python writes them (``\\x1b``,
-    ``\\x9b``, ``\\t``, ``\\n``): the C0 characters, DEL and the C1 characters.
+    ``\\x9b``, ``\\t``, ``\\n``, ``\\u202e``): the C0 characters, DEL, the C1 characters,
+    and the marks, embeddings, overrides and isolates of bidirectional text with the line
+    and paragraph separators, which make a line read other than it is.
 
     ESC, BEL and CSI start the sequences that retitle a window, clear the screen or move
     the cursor; a tab or a line break inside a table cell, a sentence or an error line
