@@ -21,7 +21,13 @@ from statifier.core.events import Event
 from statifier_oban import Config, ConfigError, schedule
 from statifier_oban.executions import ExecutionDelivery, ObanExecutor, execution_config
 from statifier_oban.workers import INVOKE_WORKER, TIMER_WORKER
-from statifier_persistence import Executions, Stepped
+from statifier_persistence import (
+    ExecutionExists,
+    ExecutionIdNotFree,
+    ExecutionNotFound,
+    Executions,
+    Stepped,
+)
 
 from oban_support.common import (
     TERMINAL,
@@ -132,6 +138,35 @@ async def test_timers_fire_into_the_execution_and_arm_the_next_one(rig: Rig) -> 
     assert [job.state for job in jobs] == ["completed"] * 3
     keys = await _keys(rig, execution_id)
     assert keys == {f"job:{job.id}" for job in jobs}
+
+
+async def test_an_id_whose_earlier_timers_remain_is_not_reused(rig: Rig) -> None:
+    # A host that deleted an execution's row and created another under its id got the new
+    # one's timers merged with the old rows (unique by (scope, ordinal) in any state): a
+    # cancelled old hold meant the new hold was never stored, a pending one fired into the
+    # new execution at the old due time.
+    execution_id = unique("exe")
+    await rig.executions.create(NO_CANCEL, execution_id=execution_id)
+    (old,) = await timer_jobs(rig, execution_id)
+    assert old.state == "scheduled"
+    await execute(rig.server.pool, "DELETE FROM statifier_executions WHERE id = %s", [execution_id])
+    with pytest.raises(ExecutionIdNotFree, match="timer jobs of an earlier execution") as refused:
+        await rig.executions.create(NO_CANCEL, execution_id=execution_id)
+    assert isinstance(refused.value, ExecutionExists)
+    assert [job.id for job in await timer_jobs(rig, execution_id)] == [old.id]
+    with pytest.raises(ExecutionNotFound):
+        await rig.executions.get(execution_id)  # nothing of the refused create was written
+    # A finished row holds the key as well.
+    await execute(
+        rig.server.pool, "UPDATE oban_jobs SET state = 'cancelled' WHERE id = %s", [old.id]
+    )
+    with pytest.raises(ExecutionIdNotFree):
+        await rig.executions.create(NO_CANCEL, execution_id=execution_id)
+    await execute(rig.server.pool, "DELETE FROM oban_jobs WHERE id = %s", [old.id])
+    await rig.executions.create(NO_CANCEL, execution_id=execution_id)
+    (new,) = await timer_jobs(rig, execution_id)
+    assert new.id != old.id
+    assert new.state == "scheduled"
 
 
 async def test_a_redelivered_timer_job_changes_the_chart_once(rig: Rig) -> None:

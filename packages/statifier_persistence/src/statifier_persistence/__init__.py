@@ -39,6 +39,7 @@ from ._errors import (
     CorruptExecution,
     EffectRefused,
     ExecutionExists,
+    ExecutionIdNotFree,
     ExecutionNotFound,
     IdentityMismatch,
     InvalidArgument,
@@ -61,7 +62,14 @@ from ._errors import (
     WaitUnreachable,
 )
 from ._executions import EventBuilder, Executions, StepObserver
-from ._executor import EffectExecutor, HostHook, LoggingHost, PostExecutor, TimersSent
+from ._executor import (
+    EarlierTimers,
+    EffectExecutor,
+    HostHook,
+    LoggingHost,
+    PostExecutor,
+    TimersSent,
+)
 from ._invoked import NOT_FROM_PARENT, invoked_child_id
 from ._limits import MAX_ID_LENGTH, MAX_KEY_LENGTH, Limits
 from ._messages import NO_MESSAGE, UNREADABLE, MailboxExecutor, MessageKind
@@ -124,11 +132,13 @@ __all__ = [
     "Decline",
     "Declined",
     "Discarded",
+    "EarlierTimers",
     "EffectExecutor",
     "EffectRefused",
     "EventBuilder",
     "Execution",
     "ExecutionExists",
+    "ExecutionIdNotFree",
     "ExecutionNotFound",
     "ExecutionPins",
     "ExecutionStatus",

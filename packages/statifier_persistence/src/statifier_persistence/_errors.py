@@ -87,9 +87,23 @@ class ExecutionNotFound(PersistenceError, LookupError):
 class ExecutionExists(PersistenceError):
     """``create`` was given an id that an execution already has; nothing was written."""
 
-    def __init__(self, execution_id: str) -> None:
+    def __init__(self, execution_id: str, message: str | None = None) -> None:
         self.execution_id = execution_id
-        super().__init__(f"execution {execution_id!r} already exists")
+        super().__init__(message or f"execution {execution_id!r} already exists")
+
+
+class ExecutionIdNotFree(ExecutionExists):
+    """``create`` was given the id of an earlier execution (its row deleted) whose timer
+    jobs remain: a new execution would share their keys (``EarlierTimers``); nothing was
+    written. The id is free again once those jobs are gone (deleted, or pruned by oban)."""
+
+    def __init__(self, execution_id: str) -> None:
+        super().__init__(
+            execution_id,
+            f"execution id {execution_id!r} is not free: timer jobs of an earlier execution"
+            " with this id remain in oban_jobs, and a new one would share their keys; delete"
+            " them (or let oban's pruner remove them) before using the id again",
+        )
 
 
 class NeedsMigration(PersistenceError):

@@ -39,6 +39,7 @@ from ._errors import (
     ChartRetired,
     CorruptExecution,
     ExecutionExists,
+    ExecutionIdNotFree,
     ExecutionNotFound,
     IdentityMismatch,
     InvalidArgument,
@@ -48,7 +49,14 @@ from ._errors import (
     StalePosition,
     UnstorablePosition,
 )
-from ._executor import EffectExecutor, HostHook, LoggingHost, TimerBatches, TimersSent
+from ._executor import (
+    EarlierTimers,
+    EffectExecutor,
+    HostHook,
+    LoggingHost,
+    TimerBatches,
+    TimersSent,
+)
 from ._group import StepGroups
 from ._history_reads import HistoryMethods
 from ._invoked import NOT_FROM_PARENT, InvokedCharts, from_parent, invoked_by
@@ -227,6 +235,7 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
             self._mailbox = Mailbox(self._prefix, self._limits, executor)
             self._invoked = InvokedCharts(self, self._mailbox)
         self._batches = executor if isinstance(executor, TimerBatches) else None
+        self._earlier = executor if isinstance(executor, EarlierTimers) else None
         self._groups = StepGroups(self) if group_commit else None
 
     @property
@@ -445,6 +454,8 @@ class Executions(RevisionMethods, HistoryMethods, WaitMethods):
                     if applied:
                         return AlreadyApplied(existing, key)
                 raise ExecutionExists(execution_id)
+            if self._earlier is not None and await self._earlier.earlier_timers(db, execution_id):
+                raise ExecutionIdNotFree(execution_id)
             execution = decode_execution(row, self._limits)
             routes = self._routes(execution)
             state, effects = initialize(

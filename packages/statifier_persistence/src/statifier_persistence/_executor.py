@@ -82,6 +82,22 @@ class EffectExecutor(Protocol):
 
 
 @runtime_checkable
+class EarlierTimers(Protocol):
+    """What an ``EffectExecutor`` implements besides when its timers stay keyed by
+    ``(execution_id, ordinal)`` for as long as they are stored, whatever their state.
+
+    A new execution's ordinals start at 1 again, so one created under the id of an earlier
+    execution whose timers remain would share their keys: its timers merged with the old
+    ones (never stored), the old pending ones firing into it. ``create`` asks first and
+    refuses the id (``ExecutionIdNotFree``) while any remain.
+    """
+
+    async def earlier_timers(self, conn: AsyncConnection[Any], execution_id: str) -> bool:
+        """Whether any timer stored under ``execution_id`` remains, in the transaction of
+        ``conn`` (the new execution's row is written already, its timers not yet)."""
+
+
+@runtime_checkable
 class TimerBatches(Protocol):
     """What an ``EffectExecutor`` implements besides to store timers in batches (ADR 32).
 

@@ -244,6 +244,10 @@ class ObanExecutor:
             return None
         return await _schedule.send_traced(self.config, tracer, timers, conn=conn)
 
+    async def earlier_timers(self, conn: AsyncConnection[Any], execution_id: str) -> bool:
+        """Whether timer jobs of an earlier execution with this id remain (any state)."""
+        return await _schedule.timer_rows_left(self.config, execution_id, conn=conn)
+
     async def cancel_timers(
         self, conn: AsyncConnection[Any], execution_id: str, effect: Cancel
     ) -> None:

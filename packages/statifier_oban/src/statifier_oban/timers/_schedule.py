@@ -699,6 +699,21 @@ async def _cancel_send(
     return count
 
 
+async def timer_rows_left(config: Config, scope: str, *, conn: AsyncConnection[Any]) -> bool:
+    """Whether any timer row of ``scope`` remains in ``oban_jobs``, in whatever state (an
+    earlier execution's, when a new one is about to take the id). Raises
+    ``StoreUnavailable`` when it cannot tell."""
+    _check_scope(scope)
+    try:
+        cursor = await conn.execute(
+            _statements.statement(config.oban, "timer_rows_left"), {"scope": scope}
+        )
+        row = await cursor.fetchone()
+    except psycopg.Error as exc:
+        raise StoreUnavailable(f"looking for earlier timer jobs failed: {exc}") from exc
+    return bool(row and row[0])
+
+
 PENDING_CHUNK = 500
 
 
