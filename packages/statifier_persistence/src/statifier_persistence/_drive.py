@@ -351,6 +351,10 @@ class Drive:
 
     async def _start(self, effect: fx.Invoke) -> None:
         await self.flush_timers()
+        # A child of this invoke id that finished before its invocation was stopped answers
+        # that invocation only: once the id starts again, its waiting done would be read as
+        # the new invocation's (which would then never be cancelled), so it is superseded.
+        self.armed.finished.pop(effect.invoke_id, None)
         if self.invoked is not None and effect.type in planner.SCXML_INVOKE_TYPES:
             try:
                 child_id = await self.invoked.start(self, effect)

@@ -24,7 +24,9 @@ with the job that delivers it, and applied by a step of the receiver
 * leaving the invoking state (or the parent's end or cancel) sends the child ``cancel``:
   its cancel runs (onexit, its own children cancelled the same way, its timers cancelled).
   A child that finished first (its ``done`` waits in the parent's mailbox) is not
-  cancelled, and its messages and ``done`` still arrive, as in live sessions.
+  cancelled, and its messages and ``done`` still arrive, as in live sessions, unless its
+  invoke id starts again first (the state entered again): they are then superseded, never
+  taken for the new child's.
 """
 
 from __future__ import annotations
@@ -287,7 +289,8 @@ class InvokedCharts:
     def accept(self, drive: Drive, message: Message) -> Event | Decline:
         """The event a ``to_parent``, ``done`` or ``to_child`` message delivers into the
         locked receiver, or why it is declined (the ``done`` of a child that finished
-        first takes it off the armed list's ``finished``)."""
+        first takes it off the armed list's ``finished``; once its invoke id started
+        another invocation, that child is superseded)."""
         if message.problem is not None:
             return Decline(UNREADABLE)
         if message.kind == "to_child":
@@ -297,7 +300,13 @@ class InvokedCharts:
             return message.event
         invoke_id = message.invoke_id
         armed = drive.armed
-        finished = armed.finished.get(invoke_id) == message.sender_id
+        # A finished child answers the invocation it belonged to, not a later one of its
+        # invoke id: the drive forgets it when the id starts again, and a row whose armed
+        # list still names it beside another child (written before that) is told here.
+        finished = (
+            armed.finished.get(invoke_id) == message.sender_id
+            and armed.children.get(invoke_id, message.sender_id) == message.sender_id
+        )
         if not finished and invoke_id not in drive.state.invocations.values():
             return Decline(NOT_LIVE)
         if not finished and armed.children.get(invoke_id) != message.sender_id:

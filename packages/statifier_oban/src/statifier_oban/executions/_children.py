@@ -84,7 +84,9 @@ class ExecutionChildStarter:
     children's chart is the newest registered revision named by ``params["chart"]`` that
     is not retired,
     ``params["failed_states"]`` names the final states that count as a failure. Override
-    :meth:`datamodel` to seed children otherwise. Raising makes the start job retry.
+    :meth:`datamodel` to seed children otherwise. Raising makes the start job retry; a
+    parked parent snoozes it (``parked_snooze_s``, as its timers and messages), keeping
+    its attempts.
     """
 
     __module__ = CHILDREN_MODULE  # durable: rows name it by this module's path
@@ -95,22 +97,37 @@ class ExecutionChildStarter:
 
     async def start_child(
         self, parent_scope: str, invoke: Invoke, index: int, count: int, opts: dict[str, Any]
-    ) -> None:
-        """Make sure child ``index`` exists (or is not needed any more)."""
+    ) -> Snoozed | None:
+        """Make sure child ``index`` exists (or is not needed any more); ``Snoozed`` while
+        the parent is parked (``ChildStartWorker`` snoozes the job)."""
         params = invoke.params if isinstance(invoke.params, dict) else {}
         chart: Any = params.get("chart")  # checked by start_child
         fan_out = FanOutKey(parent_scope, invoke.invoke_id, invoke.macrostep)
-        with triggered_by(job_trigger("parent")):
-            started = await current().start_child(
-                fan_out,
+        installed = _require()
+        try:
+            with triggered_by(job_trigger("parent")):
+                started = await installed.executions.start_child(
+                    fan_out,
+                    index,
+                    count,
+                    chart=chart,
+                    policy=opts.get("policy", "all"),
+                    datamodel=self.datamodel(invoke, index, opts.get("item")),
+                    failed_states=params.get("failed_states", ()),
+                    caller_context=invoke.caller_context,
+                )
+        except NeedsMigration:
+            # Parked for as long as an operator takes: a retry with backoff would use the
+            # attempts up meanwhile and drop the start (the fan-out never settling), so it
+            # snoozes as the parent's timers and messages do.
+            logger.info(
+                "child %s of %r (%s): parent parked",
                 index,
-                count,
-                chart=chart,
-                policy=opts.get("policy", "all"),
-                datamodel=self.datamodel(invoke, index, opts.get("item")),
-                failed_states=params.get("failed_states", ()),
-                caller_context=invoke.caller_context,
+                invoke.invoke_id,
+                parent_scope,
+                extra={"scope": parent_scope, "invoke_id": invoke.invoke_id, "index": index},
             )
+            return Snoozed(installed.parked_snooze_s)
         if started.outcome == "not_needed":
             logger.info(
                 "child %s of %r (%s): not started, %s",
@@ -120,6 +137,7 @@ class ExecutionChildStarter:
                 started.reason,
                 extra={"scope": parent_scope, "invoke_id": invoke.invoke_id, "index": index},
             )
+        return None
 
 
 def _fan_out_of(job: Job, kind: str) -> FanOutKey | Cancel:

@@ -4,7 +4,8 @@
 worker delivers a fired timer; an answer its delivery snoozes (the execution is parked)
 reschedules the job, the terminal failure included, so the answer is not lost with the
 attempts. ``ChildStartWorker`` starts one child of a fan-out through the host's
-``ChildStarter``.
+``ChildStarter``; a starter that returns ``Snoozed(seconds)`` (``ExecutionChildStarter``
+for a parked parent) snoozes the job, which keeps its attempts.
 
 A row is refused when a delivery, codec, child starter or handler it names is not
 registered in this process, or is not the plug-in it should be (ADR 13; a timer delivery
@@ -33,6 +34,7 @@ from statifier.instrumentation import Span
 from .. import telemetry
 from .._config import DEFAULT_INVOKE_DELIVERY, INVOKE_MARGIN_MS, MAX_INVOKE_BOUND_MS
 from .._errors import (
+    FanOutError,
     InvalidDelivery,
     InvalidHandler,
     InvalidRunAnswer,
@@ -42,7 +44,7 @@ from .._errors import (
     UndecodableRow,
 )
 from .._names import META_CHILD_STARTER, META_DELIVERY, META_UNRESOLVED_HANDLER, WORKERS_MODULE
-from ..delivery import Delivered, Discarded, InvokeDelivery
+from ..delivery import Delivered, Discarded, InvokeDelivery, Snoozed
 from ..rows import _plugins
 from ..rows._outcomes import Outcome, bound_seconds, plugin, refused, snooze, timeout_ms
 from ..rows._traced import answered, consume
@@ -361,9 +363,17 @@ class ChildStartWorker:
         opts: dict[str, Any] = {"policy": policy}
         if has_item:
             opts["item"] = item
-        outcome = await _plugins.settle(
+        # object: beyond the protocol's answers, a starter may return Snoozed.
+        outcome: object = await _plugins.settle(
             starter.start_child(row.scope, row.invoke, index, count, opts)
         )
+        if isinstance(outcome, Snoozed):
+            # A wait with no end known (a parked parent): retrying with backoff would use
+            # the attempts up and drop the start for good, so the attempt is given back.
+            later = snooze(outcome)
+            if later is None:
+                raise FanOutError(f"the child starter answered {outcome!r}, not Snoozed(n>0)")
+            return later
         if isinstance(outcome, Exception):
             raise outcome
         telemetry.emit(
