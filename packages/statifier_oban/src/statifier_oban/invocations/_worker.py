@@ -363,8 +363,7 @@ class ChildStartWorker:
         opts: dict[str, Any] = {"policy": policy}
         if has_item:
             opts["item"] = item
-        # object: beyond the protocol's answers, a starter may return Snoozed.
-        outcome: object = await _plugins.settle(
+        outcome = await _plugins.settle(
             starter.start_child(row.scope, row.invoke, index, count, opts)
         )
         if isinstance(outcome, Snoozed):

@@ -22,7 +22,7 @@ from typing import Any, Final, Protocol, cast, runtime_checkable
 from statifier.core.effects import Invoke
 
 from .._errors import ResolutionError
-from ..delivery import InvokeDelivery, TimerDelivery
+from ..delivery import InvokeDelivery, Snoozed, TimerDelivery
 from ._resolve import lookup
 
 
@@ -54,12 +54,13 @@ class ChildStarter(Protocol):
     ``opts`` carries ``policy`` (``"all"`` or ``"first_error"``) and ``item`` (the
     fan-out's item for this index; absent on start jobs stored before items travelled);
     ignore keys you do not know. Raising (or returning an exception) makes the start job
-    retry.
+    retry; returning ``Snoozed(seconds)`` snoozes it, keeping its attempts (a wait with no
+    known end, such as a parked parent).
     """
 
     def start_child(
         self, parent_scope: str, invoke: Invoke, index: int, count: int, opts: dict[str, Any]
-    ) -> Awaitable[Exception | None] | Exception | None:
+    ) -> Awaitable[Exception | Snoozed | None] | Exception | Snoozed | None:
         """Make sure the child exists."""
 
 
