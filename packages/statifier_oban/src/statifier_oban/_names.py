@@ -63,6 +63,11 @@ META_UNRESOLVED_HANDLER = "unresolved_handler"
 """Meta key: ``"retry"`` makes an unknown handler retry; anything else (absent too) cancels."""
 META_CHILD_STARTER = "child_starter"
 
+META_ANSWER: Final = "answer"
+"""The meta key of the answer a handler's ``run`` gave (``{"data": ...}``), kept on its
+invocation job when the delivery snoozed it (a parked execution): a later attempt delivers
+it without running the handler again."""
+
 TIMER_DEDUP_INDEX: Final = "statifier_oban_timers_dedup"
 """Unique index: one timer row per ``(scope, ordinal)``, whatever its state."""
 

@@ -43,7 +43,13 @@ from .._errors import (
     RunFailed,
     UndecodableRow,
 )
-from .._names import META_CHILD_STARTER, META_DELIVERY, META_UNRESOLVED_HANDLER, WORKERS_MODULE
+from .._names import (
+    META_ANSWER,
+    META_CHILD_STARTER,
+    META_DELIVERY,
+    META_UNRESOLVED_HANDLER,
+    WORKERS_MODULE,
+)
 from ..delivery import Delivered, Discarded, InvokeDelivery, Snoozed
 from ..rows import _plugins
 from ..rows._outcomes import Outcome, bound_seconds, plugin, refused, snooze, timeout_ms
@@ -115,6 +121,11 @@ class InvokeWorker:
             )
             self._failed(job, row.scope, row.invoke_id, "invalid_handler", row.handler, None)
             return Cancel(f"invalid_handler: {row.handler}")
+        kept = meta.get(META_ANSWER)
+        if isinstance(kept, dict) and "data" in kept:
+            # The handler ran and answered before; only the delivery waited (a parked
+            # execution): its answer is delivered, its side effects not made again.
+            return await self._answer(delivery, job, meta, row, kept["data"])
         context = RunContext(row.scope, row.invoke_id, job.attempt, job.max_attempts, job.id)
         terminal = job.attempt >= job.max_attempts
         try:
@@ -220,7 +231,8 @@ class InvokeWorker:
             return Cancel(f"discarded: {answer.reason}")
         later = snooze(answer)
         if later is not None:
-            return later
+            # The answer waits on the job: the next attempt delivers it without a new run.
+            return Snooze(later.seconds, meta={META_ANSWER: {"data": data}})
         raise InvalidDelivery(
             f"invoke delivery answered {answer!r}, not Delivered/Discarded/Snoozed(n>0)"
         )
