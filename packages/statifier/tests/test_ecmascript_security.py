@@ -473,3 +473,189 @@ def test_the_events_data_stays_read_only(data: dict[str, Any]) -> None:
     assert seen == data
     assert kept == data
     assert nested or set(seen) == {"n"}
+
+
+# -- every built-in is frozen --------------------------------------------------------------
+
+BUILT_IN_WALK = """
+var report = (function () {
+  "use strict";
+  const getPrototypeOf = Object.getPrototypeOf;
+  const describe = Object.getOwnPropertyDescriptor;
+  const ownKeys = Reflect.ownKeys;
+  const apply = Reflect.apply;
+  const seen = new Set();
+  const owned = new Set();
+  const queue = [];
+  const isObject = (v) => v !== null && (typeof v === "object" || typeof v === "function");
+  const label = (key) => (typeof key === "symbol" ? "[" + key.description + "]" : key);
+  function reach(value, path) {
+    if (!isObject(value) || value === globalThis || seen.has(value) || owned.has(value)) {
+      return;
+    }
+    seen.add(value);
+    queue.push([value, path]);
+  }
+  function reachProperties(value, path, accessorsOnly) {
+    for (const key of ownKeys(value)) {
+      const d = describe(value, key);
+      if ("value" in d) {
+        if (!accessorsOnly) reach(d.value, path + "." + label(key));
+      } else {
+        reach(d.get, path + ".get " + label(key));
+        reach(d.set, path + ".set " + label(key));
+      }
+    }
+    reach(getPrototypeOf(value), path + ".[[Prototype]]");
+  }
+  let walked = 0;
+  function walk() {
+    for (; walked < queue.length; walked++) reachProperties(...queue[walked], false);
+  }
+  // What the chart made, or a built-in made for it, is the chart's own and need not be
+  // frozen, nor a function's prototype object (its instances' prototype); their
+  // prototypes and the accessors they are born with (%ThrowTypeError%) are built-ins.
+  const made = [];
+  function madeBy(value, path) {
+    if (!isObject(value) || seen.has(value) || owned.has(value)) return;
+    owned.add(value);
+    made.push([value, path]);
+    if (typeof value === "function") {
+      const d = describe(value, "prototype");
+      if (d !== undefined && "value" in d) madeBy(d.value, path + ".prototype");
+    }
+    reachProperties(value, path, true);
+  }
+  function instanceOf(fn, path) {
+    madeBy(fn, path);
+    return fn();
+  }
+
+  for (const key of ownKeys(globalThis)) {
+    if (key === "report") continue;
+    const d = describe(globalThis, key);
+    if ("value" in d) reach(d.value, label(key));
+    else { reach(d.get, "get " + label(key)); reach(d.set, "set " + label(key)); }
+  }
+  reach(getPrototypeOf(globalThis), "globalThis.[[Prototype]]");
+  walk();
+
+  // Objects whose prototypes only syntax, or a built-in's answer, reaches.
+  const identity = (x) => x;
+  const empty = { next() { return { done: true }; } };
+  const syntax = {
+    "function": () => function () {},
+    "class": () => class {},
+    "generator function": () => function* () {},
+    "async function": () => async function () {},
+    "async arrow": () => async () => {},
+    "async generator function": () => async function* () {},
+    "generator": () => instanceOf(function* () { yield 1; }, "generator's function"),
+    "async generator": () => instanceOf(async function* () {}, "async generator's function"),
+    "async call": () => instanceOf(async function () {}, "async call's function"),
+    "arguments": () => (function () { return arguments; })(),
+    "strict arguments": () => (function () { "use strict"; return arguments; })(),
+    "array": () => [1, 2],
+    "object": () => ({ a: 1 }),
+    "map": () => new Map([[1, 2]]),
+    "set": () => new Set([1]),
+    "string": () => Object("ab"),
+    "regexp": () => /a/g,
+    "typed array": () => new Uint8Array(2),
+    "array buffer": () => new ArrayBuffer(2),
+    "promise": () => Promise.resolve(1),
+    "error": () => new Error("e"),
+    "iterator helper": () => [1].values().map(identity),
+    "Iterator.from": () => Iterator.from(empty),
+  };
+  const missing = [];
+  for (const key of Object.keys(syntax)) {
+    let value;
+    try { value = syntax[key](); } catch (_error) { missing.push(key); continue; }
+    madeBy(value, key);
+  }
+  walk();
+  // Every built-in function, called with no arguments and with a function, on nothing
+  // and on each object above: what it answers (an iterator of some kind, a wrapper, a
+  // promise) may have a prototype nothing above reaches.
+  const functions = queue.filter(([value]) => typeof value === "function");
+  const receivers = [[undefined, "undefined"], ...made];
+  for (const [fn, fnPath] of functions) {
+    if (fn === globalThis.probe) continue;  // a host function asks the host: not here
+    for (const [receiver, receiverPath] of receivers) {
+      for (const args of [[], [identity]]) {
+        let value;
+        try { value = apply(fn, receiver, args); } catch (_error) { continue; }
+        madeBy(value, receiverPath + " -> " + fnPath + "(" + args.length + ")");
+      }
+    }
+  }
+  walk();
+
+  return JSON.stringify({
+    unfrozen: queue.filter(([value]) => !Object.isFrozen(value)).map(([, path]) => path),
+    missing,
+    reached: queue.length,
+    helpers: [getPrototypeOf([].values().map(identity)), getPrototypeOf(Iterator.from(empty))]
+      .every((proto) => seen.has(proto)),
+  });
+})();
+"""
+"""A chart's script that walks every object reachable from the built-ins and reports those
+not frozen, by a path that names them."""
+
+
+def test_every_built_in_a_chart_can_reach_is_frozen() -> None:
+    # What a chart changes in a built-in lives in its engine alone and not in its position:
+    # a resumed run would differ from the live one. The walk goes from the global object's
+    # properties (the system variables' accessors and a host function among them) through
+    # properties and prototypes, and from the prototypes of what syntax and built-ins make.
+    machine = statifier.compile(
+        '<scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0" datamodel="ecmascript">'
+        f'<state id="s"><onentry><script><![CDATA[{BUILT_IN_WALK}]]></script>'
+        '<log expr="report"/></onentry></state></scxml>',
+        functions={"probe": lambda: 1},
+    )
+    _, effects = statifier.initialize(machine, session_id="sess_walk")
+    assert errors(effects) == []
+    [text] = logged(effects)
+    report = json.loads(text)
+    assert report["missing"] == []
+    assert report["helpers"]  # this engine has Iterator helpers: the walk meets them
+    assert report["reached"] > 400
+    assert report["unfrozen"] == []
+
+
+ITERATOR_HIJACK = chart(
+    """
+    <datamodel><data id="r" expr="0"/></datamodel>
+    <state id="s">
+      <onentry><script><![CDATA[
+        var same = function (x) { return x; };
+        var none = {next: function () { return {done: true}; }};
+        var changes = [
+          [[].values().map(same), "toArray", function () { return ["changed"]; }],
+          [Iterator.from(none), "next", none.next],
+        ].map(function (change) {
+          var proto = Object.getPrototypeOf(change[0]);
+          try { Object.defineProperty(proto, change[1], {value: change[2]}); return true; }
+          catch (e) { return false; }
+        });
+      ]]></script></onentry>
+      <transition event="e">
+        <assign location="r" expr="[[1, 2].values().map(same).toArray(), Iterator.from(
+          {i: 0, next: function () { return {done: this.i > 0, value: this.i++}; }}).toArray()]"/>
+      </transition>
+    </state>
+    """
+)
+
+
+def test_an_iterator_helpers_prototype_is_the_same_live_and_resumed() -> None:
+    # %IteratorHelperPrototype% and %WrapForValidIteratorPrototype%: no global names them.
+    state, init_effects = statifier.initialize(ITERATOR_HIJACK, session_id="sess_hijack")
+    live, _ = statifier.handle_event(state, "e")
+    resumed, _ = statifier.handle_event(loads(dumps(state), ITERATOR_HIJACK), "e")
+    assert live.datamodel["r"] == resumed.datamodel["r"] == [[1, 2], [0]]
+    assert state.datamodel["changes"] == [False, False]
+    assert errors(init_effects) == []

@@ -57,7 +57,9 @@ class OutboundPolicy:
     host). None by default: every POST is refused until the host names some. Whatever
     the name, every address it resolves to must be public (globally routable); the
     loopback, private, link-local, shared, reserved and multicast ranges are refused
-    unless one of ``networks`` (CIDR blocks, e.g. ``127.0.0.0/8``) holds the address.
+    unless one of ``networks`` (CIDR blocks, e.g. ``127.0.0.0/8``) holds the address. An
+    IPv6 address that leads to an IPv4 address (IPv4-mapped, NAT64, 6to4, Teredo) is as
+    public as that IPv4 address; any other IPv6 address must be global unicast.
     ``ports`` are the ports allowed (None: any), ``schemes`` ``https`` and ``http`` by
     default. ``max_body_bytes`` bounds the request body, ``timeout_s`` one attempt, and
     ``attempts`` how often a durable POST is tried before it fails for good. Redirects are
@@ -174,17 +176,35 @@ class OutboundPolicy:
 
     def check_address(self, address: str) -> None:
         """Refuse (``PostRefused``) an address a checked host resolved to, unless it is
-        public or in one of ``networks``."""
+        public or in one of ``networks``: an IPv6 address that leads to IPv4 addresses
+        passes when each of those does."""
         try:
             ip: Address = ipaddress.ip_address(address.split("%", 1)[0])
         except ValueError:
             raise PostRefused(f"{address[:64]!r} is not an IP address") from None
-        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-            ip = ip.ipv4_mapped
-        if any(ip in network for network in self._networks):
+        if self._holds(ip):
             return
-        if not ip.is_global or ip.is_multicast:
+        if isinstance(ip, ipaddress.IPv4Address):
+            if not _public_ipv4(ip):
+                raise PostRefused(f"the address {ip} is not public and not in an allowed network")
+            return
+        embedded = _embedded_ipv4(ip)
+        if embedded is not None:
+            # The packet ends up at the IPv4 address (through a translator, relay or
+            # tunnel), so that is what must be public; a DNS64 resolver answers any name
+            # with 64:ff9b::<its IPv4 address>, internal ones included.
+            for v4 in embedded:
+                if not self._holds(v4) and not _public_ipv4(v4):
+                    raise PostRefused(
+                        f"the address {ip} leads to {v4}, which is not public and not in an"
+                        " allowed network"
+                    )
+            return
+        if not _public_ipv6(ip):
             raise PostRefused(f"the address {ip} is not public and not in an allowed network")
+
+    def _holds(self, ip: Address) -> bool:
+        return any(ip in network for network in self._networks)
 
     def _allows_host(self, host: str) -> bool:
         if host in self._names or "" in self._suffixes:
@@ -198,6 +218,83 @@ class OutboundPolicy:
 ENV_PREFIX: Final = "STATIFIER_BASICHTTP_"
 """The prefix of the environment variables ``OutboundPolicy.from_env`` and
 ``Locations.from_env`` read."""
+
+
+# What is not public, written out rather than read from ``ipaddress``'s ``is_global``,
+# whose tables differ between Python patch releases (3.12.4 changed them): the same
+# address must get the same answer in every process of a deployment. From IANA's
+# special-purpose registries; a range only some deployments route publicly (192.0.0.9,
+# the ORCHIDv2 block) is refused with its block: a host names it in ``networks``.
+_NOT_PUBLIC_IPV4: Final = tuple(
+    ipaddress.IPv4Network(block)
+    for block in (
+        "0.0.0.0/8",  # this network
+        "10.0.0.0/8",  # private
+        "100.64.0.0/10",  # shared (carrier-grade NAT)
+        "127.0.0.0/8",  # loopback
+        "169.254.0.0/16",  # link-local, cloud metadata services
+        "172.16.0.0/12",  # private
+        "192.0.0.0/24",  # IETF protocol assignments
+        "192.0.2.0/24",  # documentation
+        "192.88.99.0/24",  # the deprecated 6to4 relay anycast: a relay of someone else's
+        "192.168.0.0/16",  # private
+        "198.18.0.0/15",  # benchmarking
+        "198.51.100.0/24",  # documentation
+        "203.0.113.0/24",  # documentation
+        "224.0.0.0/4",  # multicast
+        "240.0.0.0/4",  # reserved, and the limited broadcast address
+    )
+)
+
+_GLOBAL_UNICAST: Final = ipaddress.IPv6Network("2000::/3")
+"""The only IPv6 addresses that may be public by themselves: everything else (loopback,
+unique local, link-local, the deprecated site-local ``fec0::/10``, multicast, the
+local-use NAT64 prefix) is not."""
+
+_NOT_PUBLIC_IPV6: Final = tuple(
+    ipaddress.IPv6Network(block)
+    for block in (
+        "2001::/23",  # IETF protocol assignments (Teredo, within it, is judged by its IPv4)
+        "2001:db8::/32",  # documentation
+        "3fff::/20",  # documentation
+    )
+)
+
+_NAT64: Final = ipaddress.IPv6Network("64:ff9b::/96")
+_IPV4_COMPATIBLE: Final = ipaddress.IPv6Network("::/96")
+_IPV4_TRANSLATED: Final = ipaddress.IPv6Network("::ffff:0:0:0/96")
+
+
+def _public_ipv4(ip: ipaddress.IPv4Address) -> bool:
+    return not any(ip in block for block in _NOT_PUBLIC_IPV4)
+
+
+def _public_ipv6(ip: ipaddress.IPv6Address) -> bool:
+    return ip in _GLOBAL_UNICAST and not any(ip in block for block in _NOT_PUBLIC_IPV6)
+
+
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> tuple[ipaddress.IPv4Address, ...] | None:
+    """The IPv4 addresses an IPv6 address leads to (None: it is IPv6 through and through).
+
+    The local-use NAT64 prefix ``64:ff9b:1::/48`` is not unwrapped: where its IPv4 address
+    sits depends on the prefix length the operator chose (RFC 6052: /48 to /96), which
+    the policy cannot know, so any reading of it could be steered to an internal address;
+    outside ``2000::/3``, it is refused unless ``networks`` holds it."""
+    if ip.ipv4_mapped is not None:
+        return (ip.ipv4_mapped,)
+    low = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    if ip in _NAT64 or ip in _IPV4_TRANSLATED:
+        return (low,)
+    # ``::`` and ``::1`` are in ``::/96`` too, but are IPv6's own (refused as not in
+    # 2000::/3), not IPv4 addresses 0.0.0.0 and 0.0.0.1.
+    if ip in _IPV4_COMPATIBLE and int(ip) > 1:
+        return (low,)
+    if ip.sixtofour is not None:
+        return (ip.sixtofour,)
+    if ip.teredo is not None:
+        # The Teredo server relays, the client (behind its NAT) receives: both are reached.
+        return ip.teredo
+    return None
 
 
 def _items(environ: Mapping[str, str], name: str) -> tuple[str, ...] | None:

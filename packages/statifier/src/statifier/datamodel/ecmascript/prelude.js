@@ -146,7 +146,15 @@
   const baseline = new SetClass(ownKeys(global));
   for (const key of baseline) {
     const descriptor = getOwnPropertyDescriptor(global, key);
-    if ("value" in descriptor && descriptor.value !== global) deepFreeze(descriptor.value);
+    if (!("value" in descriptor)) {
+      // The system variables' accessors: a chart reaches them through
+      // Object.getOwnPropertyDescriptor, and what it put on them would not survive its
+      // position.
+      deepFreeze(descriptor.get);
+      deepFreeze(descriptor.set);
+    } else if (descriptor.value !== global) {
+      deepFreeze(descriptor.value);
+    }
     if (descriptor.configurable) {
       if ("value" in descriptor) descriptor.writable = false;
       descriptor.configurable = false;
@@ -161,8 +169,23 @@
     getPrototypeOf(new MapClass()[Symbol.iterator]()),
     getPrototypeOf(new SetClass()[Symbol.iterator]()),
     getPrototypeOf(""[Symbol.iterator]()), getPrototypeOf(/x/[Symbol.matchAll]("")),
+    ...iteratorHelperIntrinsics(),
   ]) {
     deepFreeze(intrinsic);
+  }
+  // %IteratorHelperPrototype% ([].values().map(f)) and %WrapForValidIteratorPrototype%
+  // (Iterator.from(o)), where the engine has Iterator helpers: none when it has not.
+  function iteratorHelperIntrinsics() {
+    const found = [];
+    const iteratorPrototype = getPrototypeOf(getPrototypeOf([][Symbol.iterator]()));
+    if (typeof iteratorPrototype.map === "function") {
+      found.push(getPrototypeOf(apply(iteratorPrototype.map, [][Symbol.iterator](), [(x) => x])));
+    }
+    const IteratorClass = global.Iterator;
+    if (typeof IteratorClass === "function" && typeof IteratorClass.from === "function") {
+      found.push(getPrototypeOf(IteratorClass.from({ next() { return { done: true }; } })));
+    }
+    return found;
   }
   builtins.add(global);
 
@@ -2001,7 +2024,9 @@
         const fn = hostFunction(name);
         defineProperty(global, name, { value: fn, writable: false, enumerable: false, configurable: false });
         baseline.add(name);
-        builtins.add(fn);
+        // Frozen with its prototype object, as every built-in is: what a chart put on
+        // them would not survive its position.
+        deepFreeze(fn);
       }
       builtinPaths = null;
     },
