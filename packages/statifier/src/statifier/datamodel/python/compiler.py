@@ -30,7 +30,7 @@ from statifier.datamodel.python.operators import (
 )
 from statifier.datamodel.python.parsing import Located, ParsedSource
 from statifier.datamodel.python.rendering import render
-from statifier.datamodel.python.sizing import check_length
+from statifier.datamodel.python.sizing import CHARS_PER_UNIT, charge_key, check_length
 from statifier.datamodel.python.specialised import (
     compared_read,
     conjunction,
@@ -59,7 +59,9 @@ _FORMAT_CONVERSIONS: Final[Mapping[int, bool]] = {-1: False, ord("s"): False, or
 """Allowed f-string conversions, mapped to whether they use ``repr``."""
 
 # With a literal scalar on one side a comparison costs O(1) whatever the other side is, so the
-# plain Python operator can be used without any size guard.
+# plain Python operator can be used without any size guard. (A string literal of 64 characters
+# or more is compared by the general operator, which charges reading it: see
+# ``_compare_with_literal``.)
 _FAST_COMPARISONS: Final[Mapping[type[ast.cmpop], Callable[[Value, Value], bool]]] = {
     ast.Eq: operator.eq,
     ast.NotEq: operator.ne,
@@ -366,7 +368,11 @@ class ExpressionCompiler:
         index_of = self.compile(index)
 
         def item(context: EvalContext) -> Value:
-            return subscript(container(context), index_of(context))
+            value = container(context)
+            key = index_of(context)
+            if type(key) is str and type(value) is dict:
+                charge_key(context, key)
+            return subscript(value, key)
 
         return item
 
@@ -468,12 +474,16 @@ class ExpressionCompiler:
         def format_string(context: EvalContext) -> Value:
             texts: list[str] = []
             length = 0
+            copied = 0  # characters of strings copied as they are (render charges the rest)
             for evaluate, use_repr in pieces:
                 value = evaluate(context)
                 text: str = value if use_repr is None else render(context, value, use_repr)
+                if text is value:
+                    copied += len(text)
                 length += len(text)
                 check_length(length, "f-string result")
                 texts.append(text)
+            context.charge(copied)
             return "".join(texts)
 
         return format_string
@@ -484,6 +494,8 @@ def _compare_with_literal(
 ) -> Evaluator | None:
     right_literal = literal_value(node.comparators[0])
     left_literal = literal_value(node.left)
+    if _long_text(right_literal) or _long_text(left_literal):
+        return None  # the general operator charges reading it
     if right_literal is not NOT_LITERAL:
         left = operands[0]
         expected = right_literal
@@ -518,6 +530,11 @@ def _compare_with_literal(
 
         return compare_literal_to
     return None
+
+
+def _long_text(literal: Value) -> bool:
+    """Whether ``literal`` is a string long enough for comparing it to cost steps."""
+    return type(literal) is str and len(literal) >= CHARS_PER_UNIT
 
 
 def _ordered_against_literal(

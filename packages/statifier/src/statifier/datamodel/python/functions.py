@@ -17,7 +17,7 @@ from statifier.datamodel.python.errors import EvaluationError
 from statifier.datamodel.python.limits import MAX_ROUND_DIGITS
 from statifier.datamodel.python.operators import check_int
 from statifier.datamodel.python.rendering import render
-from statifier.datamodel.python.sizing import charge_deep, check_length
+from statifier.datamodel.python.sizing import charge_deep, check_length, text_cost
 from statifier.datamodel.python.values import Value, type_name
 
 Arguments = list[Value]
@@ -86,11 +86,19 @@ def _repr(context: EvalContext, args: Arguments, kwargs: Keywords) -> Value:
     return render(context, args[0], use_repr=True)
 
 
+_DIGITS_SQUARED_PER_UNIT: Final = 8192
+"""Parsing decimal digits takes time quadratic in their count (4,300 digits, Python's
+default limit, take about 0.12 ms), so ``int()`` of a string of ``n`` characters is charged
+``n * n`` / this units besides reading it (2,325 units for 4,300 digits)."""
+
+
 def _int(context: EvalContext, args: Arguments, kwargs: Keywords) -> Value:
     if not args:
         _require("base" not in kwargs, "int() missing string argument")
         return 0
     value = args[0]
+    if isinstance(value, str):
+        context.charge(text_cost(len(value)) + len(value) * len(value) // _DIGITS_SQUARED_PER_UNIT)
     base = _optional(args, kwargs, 1, "base", None, "int")
     if base is not None:
         _require(isinstance(value, str), "int() can't convert non-string with explicit base")
@@ -110,6 +118,8 @@ def _float(context: EvalContext, args: Arguments, kwargs: Keywords) -> Value:
         isinstance(value, str | int | float),
         f"float() argument must be a string or a number, not {type_name(value)}",
     )
+    if isinstance(value, str):
+        context.charge(text_cost(len(value)))
     return float(value)
 
 

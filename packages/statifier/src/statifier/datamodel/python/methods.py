@@ -8,12 +8,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from itertools import repeat
 from types import MappingProxyType
 from typing import Final
 
 from statifier.datamodel.python.context import EvalContext
 from statifier.datamodel.python.errors import EvaluationError
-from statifier.datamodel.python.sizing import charge_search, check_length
+from statifier.datamodel.python.sizing import (
+    CHARS_PER_UNIT,
+    charge_key,
+    charge_search,
+    charge_text_search,
+    check_length,
+    search_cost,
+    text_cost,
+)
 from statifier.datamodel.python.values import Value, type_name
 
 MethodImpl = Callable[[EvalContext, Value, list[Value]], Value]
@@ -42,15 +51,33 @@ def _bounds(args: list[Value], method: str) -> list[Value]:
     return args
 
 
+def _window(text: str, bounds: list[Value]) -> int:
+    """Length of ``text[start:end]``, the part a method with these bounds reads."""
+    if not bounds:
+        return len(text)
+    start = bounds[0]
+    end = bounds[1] if len(bounds) > 1 else None
+    first, stop, _ = slice(start, end).indices(len(text))
+    return max(stop - first, 0)
+
+
 def _affix(name: str, method: Callable[..., bool]) -> MethodImpl:
     def impl(context: EvalContext, text: Value, args: list[Value]) -> Value:
         affix = args[0]
         if isinstance(affix, list):
+            context.charge(len(affix) + 1)
             # Python wants a tuple of alternatives; lists are this language's only sequence.
             affix = tuple(_require_str(item, name) for item in affix)
+            bounds = _bounds(args[1:], name)
+            # Each alternative is compared with the text over at most its length.
+            window = _window(text, bounds)
+            compared = sum(map(min, map(len, affix), repeat(window)))
         else:
             _require_str(affix, name)
-        return method(text, affix, *_bounds(args[1:], name))
+            bounds = _bounds(args[1:], name)
+            compared = min(len(affix), _window(text, bounds) if bounds else len(text))
+        context.charge(text_cost(compared))
+        return method(text, affix, *bounds)
 
     return impl
 
@@ -63,11 +90,21 @@ def _transform(method: Callable[[str], Value]) -> MethodImpl:
     return impl
 
 
+_STRIP_CHARS_FLOOR: Final = 8
+"""Least ``chars`` length charged by a strip: finding each character of the text in
+``chars`` costs a call per character, about what comparing eight characters costs."""
+
+
 def _strip(name: str, method: Callable[[str, str | None], str]) -> MethodImpl:
     def impl(context: EvalContext, text: Value, args: list[Value]) -> Value:
         chars = args[0] if args else None
-        if chars is not None:
-            _require_str(chars, name)
+        if chars is None:
+            context.charge(text_cost(len(text)))
+        else:
+            # Each character stripped is looked for in ``chars``: up to the whole text,
+            # each time reading up to all of ``chars``.
+            factor = max(len(_require_str(chars, name)), _STRIP_CHARS_FLOOR)
+            context.charge(len(text) * factor // CHARS_PER_UNIT + 1)
         return method(text, chars)
 
     return impl
@@ -80,8 +117,10 @@ def _split(context: EvalContext, text: Value, args: list[Value]) -> Value:
     limit = args[1] if len(args) > 1 else -1
     if not isinstance(limit, int):
         raise EvaluationError("split() maxsplit must be an int")
+    charge_text_search(context, len(text), 1 if separator is None else len(separator))
     parts: list[str] = text.split(separator, limit)
-    context.charge(len(parts) + 1)
+    # Each part is a new string: charged like ``join`` (its characters and itself).
+    context.charge(len(parts) + sum(map(len, parts)))
     return parts
 
 
@@ -102,12 +141,15 @@ def _replace(context: EvalContext, text: Value, args: list[Value]) -> Value:
     count = args[2] if len(args) > 2 else -1
     if not isinstance(count, int):
         raise EvaluationError("replace() count must be an int")
+    # Two searches (counting, then replacing) and the result's characters.
+    search = search_cost(len(text), len(old))
+    context.charge(search)
     occurrences = text.count(old)
     if count >= 0:
         occurrences = min(occurrences, count)
     length = len(text) + occurrences * (len(new) - len(old))
     check_length(length, "replace() result")
-    context.charge(len(text) + length + 1)
+    context.charge(search + length)
     result: str = text.replace(old, new, count)
     return result
 
@@ -115,7 +157,9 @@ def _replace(context: EvalContext, text: Value, args: list[Value]) -> Value:
 def _search(name: str, method: Callable[..., int]) -> MethodImpl:
     def impl(context: EvalContext, text: Value, args: list[Value]) -> Value:
         needle = _require_str(args[0], name)
-        return method(text, needle, *_bounds(args[1:], name))
+        bounds = _bounds(args[1:], name)
+        charge_text_search(context, _window(text, bounds) if bounds else len(text), len(needle))
+        return method(text, needle, *bounds)
 
     return impl
 
@@ -123,7 +167,10 @@ def _search(name: str, method: Callable[..., int]) -> MethodImpl:
 def _dict_get(context: EvalContext, mapping: Value, args: list[Value]) -> Value:
     default = args[1] if len(args) > 1 else None
     key = args[0]
-    return mapping.get(key, default) if isinstance(key, str) else default
+    if not isinstance(key, str):
+        return default
+    charge_key(context, key)
+    return mapping.get(key, default)
 
 
 def _dict_keys(context: EvalContext, mapping: Value, args: list[Value]) -> Value:

@@ -13,7 +13,14 @@ from typing import Final
 from statifier.datamodel.python.context import EvalContext
 from statifier.datamodel.python.errors import EvaluationError
 from statifier.datamodel.python.limits import MAX_INT_BITS, MAX_POWER_EXPONENT
-from statifier.datamodel.python.sizing import charge_comparison, charge_search, check_length
+from statifier.datamodel.python.sizing import (
+    charge_comparison,
+    charge_key,
+    charge_search,
+    charge_text_comparison,
+    charge_text_search,
+    check_length,
+)
 from statifier.datamodel.python.values import Value, type_name
 
 BinaryOp = Callable[[EvalContext, Value, Value], Value]
@@ -28,6 +35,7 @@ CompareOp = Callable[[EvalContext, Value, Value], bool]
 _NUMBER: Final = (int, float)
 _CONTAINER: Final = (list, dict)
 _SEQUENCE: Final = (str, list)
+_CHARGED: Final = (list, dict, str)
 
 
 def _unsupported(symbol: str, left: Value, right: Value) -> EvaluationError:
@@ -235,8 +243,14 @@ UNARY_OPERATORS: Final[Mapping[type[ast.unaryop], UnaryOp]] = {
 
 
 def _guard_containers(context: EvalContext, left: Value, right: Value) -> None:
-    if isinstance(left, _CONTAINER) and isinstance(right, _CONTAINER):
-        charge_comparison(context, left, right)
+    """Charge comparing two containers deeply, or two strings over the shorter's length."""
+    # One check for the common operands (numbers, None): they cost nothing.
+    if isinstance(left, _CHARGED):
+        if isinstance(left, str):
+            if isinstance(right, str):
+                charge_text_comparison(context, left, right)
+        elif isinstance(right, _CONTAINER):
+            charge_comparison(context, left, right)
 
 
 def equal(context: EvalContext, left: Value, right: Value) -> bool:
@@ -282,9 +296,13 @@ def contains(context: EvalContext, left: Value, right: Value) -> bool:
             raise EvaluationError(
                 f"'in <string>' requires string as left operand, not {type_name(left)}"
             )
+        charge_text_search(context, len(right), len(left))
         return left in right
     if isinstance(right, dict):
-        return isinstance(left, str) and left in right
+        if not isinstance(left, str):
+            return False
+        charge_key(context, left)
+        return left in right
     if isinstance(right, list):
         charge_search(context, left, right)
         return left in right

@@ -19,6 +19,16 @@ from statifier.datamodel.python.values import Value
 # Comparing strings runs at memcmp speed, far faster than one interpreted step, so one work unit
 # stands for this many characters.
 _CHARS_PER_UNIT = 64
+CHARS_PER_UNIT: Final = _CHARS_PER_UNIT
+"""Characters one work unit pays for where C code reads them (compares, scans, searches)."""
+
+_SHORT_SEARCH_WINDOW: Final = 2_500
+"""Positions in which CPython's substring search may compare a long needle in full.
+
+Its search compares at most a few dozen characters per position of the text (a needle
+longer than that switches to the linear two-way algorithm), except in a text shorter than
+2,500 characters or in the last 2,000 positions of the adaptive search, where it may
+compare the whole needle at each position."""
 _FLOAT_TEXT = 24
 _OTHER_TEXT = 64
 _SHORT_SCALARS: Final = frozenset({float, bool, type(None)})
@@ -156,6 +166,47 @@ def charge_deep(context: EvalContext, items: Sequence[Value], factor: int = 1) -
     if cost is None:
         raise budget_exceeded()
     context.charge(cost * factor)
+
+
+def text_cost(length: int) -> int:
+    """Work units of reading ``length`` characters once at C speed (a scan, a compare)."""
+    return length // _CHARS_PER_UNIT + 1
+
+
+def search_cost(length: int, needle: int) -> int:
+    """Work units of finding (or counting) a needle of ``needle`` characters in a text of
+    ``length``: each position compares up to ``min(needle, 64)`` characters, and in the
+    last 2,500 positions (all of them in a short text) possibly the whole needle."""
+    if needle > length:
+        return 1  # no position to compare at
+    work = length * min(max(needle, 1), _CHARS_PER_UNIT)
+    if needle > _CHARS_PER_UNIT:
+        work += min(length - needle + 1, _SHORT_SEARCH_WINDOW) * needle
+    return work // _CHARS_PER_UNIT + 1
+
+
+def charge_text_search(context: EvalContext, length: int, needle: int) -> None:
+    """Charge :func:`search_cost` (inlined for the common short needle)."""
+    if 0 < needle <= _CHARS_PER_UNIT and needle <= length:
+        context.steps -= length * needle // _CHARS_PER_UNIT + 1
+    else:
+        context.steps -= search_cost(length, needle)
+    if context.steps < 0:
+        raise budget_exceeded()
+
+
+def charge_text_comparison(context: EvalContext, left: str, right: str) -> None:
+    """Charge comparing two strings: it reads at most the shorter one (nothing below 64
+    characters, so the short strings of conditions cost what they always did)."""
+    if len(left) >= _CHARS_PER_UNIT <= len(right):
+        context.charge(min(len(left), len(right)) // _CHARS_PER_UNIT)
+
+
+def charge_key(context: EvalContext, key: str) -> None:
+    """Charge looking a string key up in a dict: hashing it (once per string) and comparing
+    it with an equal key read it whole (nothing below 64 characters)."""
+    if len(key) >= _CHARS_PER_UNIT:
+        context.charge(len(key) // _CHARS_PER_UNIT)
 
 
 def check_length(length: int, what: str) -> None:
