@@ -19,6 +19,7 @@ import pytest
 import pytest_asyncio
 from statifier_oban._errors import FanOutError, InvalidScope
 from statifier_oban._names import CHILD_START_WORKER, INVOKE_WORKER
+from statifier_oban.delivery import Snoozed
 from statifier_oban.invocations import _enqueue, _fan_out
 from statifier_oban.invocations._fan_out import Refused
 from statifier_oban.telemetry import (
@@ -571,6 +572,40 @@ async def test_a_starter_that_raises_makes_its_start_job_retry_without_child_sta
     assert "the child store is down" in by_index[1].error_text
     assert seams.children_of(scope, "map") == [0, 2]
     assert sorted(e["index"] for e in seen.named(INVOKE_CHILD_STARTED, scope)) == [0, 2]
+
+
+async def test_a_starter_that_answers_snoozed_snoozes_its_start_keeping_the_attempt(
+    rig: Rig,
+) -> None:
+    # What ExecutionChildStarter answers for a parked parent; a wait that is not a
+    # positive number of seconds is the starter's error, and the job retries.
+    await rig.start()
+    scope = rig.scope()
+
+    def waiting(call: StartCall) -> Snoozed | None:
+        return {0: Snoozed(3600), 1: Snoozed(0)}.get(call.index)
+
+    seams.STARTER_SCRIPTS[scope] = waiting
+    await run_fan_out(rig, scope, make_invoke(params={"items": items(3)}))
+    rows = await wait_until(
+        lambda: _rows_past_their_first_run(rig, scope, 3), what="three start jobs run once"
+    )
+
+    by_index = {row.index: row for row in rows}
+    assert (by_index[0].state, by_index[0].attempt) == ("scheduled", 0)
+    assert by_index[1].state == "retryable"
+    assert "not Snoozed(n>0)" in by_index[1].error_text
+    assert by_index[2].state == "completed"
+    assert seams.children_of(scope, "map") == [2]
+
+
+async def _rows_past_their_first_run(rig: Rig, scope: str, count: int) -> list[JobRow] | None:
+    rows = await rig.rows(scope)
+    started = len(seams.STARTS[scope]) >= count
+    # A snoozed start is scheduled again; every other one has settled.
+    if len(rows) == count and started and all(row.state in (*SETTLED, "scheduled") for row in rows):
+        return rows
+    return None
 
 
 async def _settled_rows(rig: Rig, scope: str, count: int) -> list[JobRow] | None:

@@ -10,7 +10,8 @@ all state lives at module level, keyed by scope (every test uses scopes of its o
 * ``CHILDREN``: the "children table" of ``RecordingStarter``: one entry per
   ``(parent scope, invoke_id, index)``, however often the start ran (idempotent by key).
 * ``STARTER_SCRIPTS[scope]``: what a start of that scope does before it records the
-  child, a function ``(StartCall) -> None`` (sync or async; raising fails the start).
+  child, a function ``(StartCall) -> None`` (sync or async; raising fails the start, and
+  answering ``Snoozed`` snoozes it, no child made).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 from oban import current_job
 from statifier.core.effects import Invoke
 from statifier_oban._config import Config
-from statifier_oban.delivery import Delivered
+from statifier_oban.delivery import Delivered, Snoozed
 from statifier_oban.invocations._handler import FanOut, InvokeHandler, RunContext, RunResult
 from statifier_oban.rows import _resolve
 
@@ -73,7 +74,7 @@ class StartCall:
     attempt: int | None
 
 
-StarterScript = Callable[[StartCall], Awaitable[None] | None]
+StarterScript = Callable[[StartCall], Awaitable[Snoozed | None] | Snoozed | None]
 
 ANSWERS: defaultdict[str, list[Answer]] = defaultdict(list)
 STARTS: defaultdict[str, list[StartCall]] = defaultdict(list)
@@ -172,7 +173,7 @@ class RecordingStarter:
 
     async def start_child(
         self, parent_scope: str, invoke: Invoke, index: int, count: int, opts: dict[str, Any]
-    ) -> None:
+    ) -> Snoozed | None:
         """See the class docstring."""
         call = _call(parent_scope, invoke, index, count, opts)
         STARTS[parent_scope].append(call)
@@ -180,8 +181,11 @@ class RecordingStarter:
         if script is not None:
             outcome = script(call)
             if inspect.isawaitable(outcome):
-                await outcome
+                outcome = await outcome
+            if isinstance(outcome, Snoozed):
+                return outcome  # not started: asked again later
         CHILDREN.setdefault((parent_scope, invoke.invoke_id, index), call)
+        return None
 
 
 class SyncStarter:
