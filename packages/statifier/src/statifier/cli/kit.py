@@ -483,7 +483,8 @@ _ESCAPES: dict[int, str] = {
 }
 """How :func:`visible` writes each control character: as Python writes it in a string."""
 
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+_CONTROL = re.compile(f"[{re.escape(''.join(map(chr, _ESCAPES)))}]")
+"""Any character :func:`visible` escapes: a text without one is returned as it is."""
 
 
 def visible(text: str) -> str:

@@ -16,11 +16,9 @@ from statifier.datamodel.python.errors import EvaluationError
 from statifier.datamodel.python.limits import MAX_SEQUENCE_LENGTH
 from statifier.datamodel.python.values import Value
 
-# Comparing strings runs at memcmp speed, far faster than one interpreted step, so one work unit
-# stands for this many characters.
-_CHARS_PER_UNIT = 64
-CHARS_PER_UNIT: Final = _CHARS_PER_UNIT
-"""Characters one work unit pays for where C code reads them (compares, scans, searches)."""
+CHARS_PER_UNIT: Final = 64
+"""Characters one work unit pays for where C code reads them (compares, scans, searches):
+comparing strings runs at memcmp speed, far faster than one interpreted step."""
 
 _SHORT_SEARCH_WINDOW: Final = 2_500
 """Positions in which CPython's substring search may compare a long needle in full.
@@ -59,7 +57,7 @@ def _flat_comparison_cost(items: list[Value] | tuple[Value, ...]) -> int | None:
     if kinds <= _NUMBERS_AND_NONE:
         return len(items)
     if kinds <= {str}:
-        return len(items) + sum(map(len, items)) // _CHARS_PER_UNIT
+        return len(items) + sum(map(len, items)) // CHARS_PER_UNIT
     return None
 
 
@@ -110,7 +108,7 @@ def comparison_cost(value: Value, limit: int) -> int | None:
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            total += 1 + len(item) // _CHARS_PER_UNIT
+            total += 1 + len(item) // CHARS_PER_UNIT
         elif isinstance(item, list | tuple):
             total += 1
             # Every element costs at least one unit: no need to look closer if they cannot fit.
@@ -170,7 +168,7 @@ def charge_deep(context: EvalContext, items: Sequence[Value], factor: int = 1) -
 
 def text_cost(length: int) -> int:
     """Work units of reading ``length`` characters once at C speed (a scan, a compare)."""
-    return length // _CHARS_PER_UNIT + 1
+    return length // CHARS_PER_UNIT + 1
 
 
 def search_cost(length: int, needle: int) -> int:
@@ -179,16 +177,16 @@ def search_cost(length: int, needle: int) -> int:
     last 2,500 positions (all of them in a short text) possibly the whole needle."""
     if needle > length:
         return 1  # no position to compare at
-    work = length * min(max(needle, 1), _CHARS_PER_UNIT)
-    if needle > _CHARS_PER_UNIT:
+    work = length * min(max(needle, 1), CHARS_PER_UNIT)
+    if needle > CHARS_PER_UNIT:
         work += min(length - needle + 1, _SHORT_SEARCH_WINDOW) * needle
-    return work // _CHARS_PER_UNIT + 1
+    return work // CHARS_PER_UNIT + 1
 
 
 def charge_text_search(context: EvalContext, length: int, needle: int) -> None:
     """Charge :func:`search_cost` (inlined for the common short needle)."""
-    if 0 < needle <= _CHARS_PER_UNIT and needle <= length:
-        context.steps -= length * needle // _CHARS_PER_UNIT + 1
+    if 0 < needle <= CHARS_PER_UNIT and needle <= length:
+        context.steps -= length * needle // CHARS_PER_UNIT + 1
     else:
         context.steps -= search_cost(length, needle)
     if context.steps < 0:
@@ -198,15 +196,15 @@ def charge_text_search(context: EvalContext, length: int, needle: int) -> None:
 def charge_text_comparison(context: EvalContext, left: str, right: str) -> None:
     """Charge comparing two strings: it reads at most the shorter one (nothing below 64
     characters, so the short strings of conditions cost what they always did)."""
-    if len(left) >= _CHARS_PER_UNIT <= len(right):
-        context.charge(min(len(left), len(right)) // _CHARS_PER_UNIT)
+    if len(left) >= CHARS_PER_UNIT <= len(right):
+        context.charge(min(len(left), len(right)) // CHARS_PER_UNIT)
 
 
 def charge_key(context: EvalContext, key: str) -> None:
     """Charge looking a string key up in a dict: hashing it (once per string) and comparing
     it with an equal key read it whole (nothing below 64 characters)."""
-    if len(key) >= _CHARS_PER_UNIT:
-        context.charge(len(key) // _CHARS_PER_UNIT)
+    if len(key) >= CHARS_PER_UNIT:
+        context.charge(len(key) // CHARS_PER_UNIT)
 
 
 def check_length(length: int, what: str) -> None:
