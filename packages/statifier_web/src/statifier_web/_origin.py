@@ -149,8 +149,8 @@ class SameOrigin:
         logger.warning(
             "refused %s %s from another origin (%s)",
             scope["method"],
-            clip(path, _SHOWN_CHARS),
-            clip(reason, _SHOWN_CHARS),
+            clip(repr(path), _SHOWN_CHARS),  # decoded: it may hold a line break
+            clip(repr(reason), _SHOWN_CHARS),
         )
         message = "a change sent from another site's page is refused: use this server's own pages"
         await _refuse(scope, receive, send, ApiError(403, "cross_origin", message))
