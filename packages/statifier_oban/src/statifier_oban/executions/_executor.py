@@ -40,7 +40,13 @@ from statifier_persistence import Discarded as DiscardedStep
 from statifier_persistence.history import TriggerSource
 
 from .._config import DEFAULT_DELIVERY, DEFAULT_INVOKE_DELIVERY, Config
-from .._errors import ConfigError, NoExecutions, ScheduleRejected, StoreUnavailable
+from .._errors import (
+    ConfigError,
+    NoExecutions,
+    ScheduleRejected,
+    StoreUnavailable,
+    UndecodableRow,
+)
 from .._names import (
     CASCADE_WORKER,
     EXECUTIONS_MODULE,
@@ -51,6 +57,7 @@ from .._names import (
 from ..delivery import DELIVERED, DeliveryAnswer, Discarded, Snoozed
 from ..invocations import _enqueue, _fan_out
 from ..invocations._handler import InvokeHandler
+from ..rows import _fields
 from ..rows._fields import MAX_ROW_STRING
 from ..rows._traced import carry
 from ..store import _statements
@@ -519,15 +526,15 @@ PENDING_JOBS_LIMIT: Final = 1000
 """The most jobs :func:`pending_jobs` returns."""
 
 _ORDINAL_DIGITS: Final = 19
-"""The most digits of an ordinal :func:`pending_jobs` reads (a bigint's): a longer one is
-no ordinal a step wrote."""
+"""The most characters of an ordinal :func:`pending_jobs` reads (a bigint's digits): a
+longer one is no ordinal a step wrote."""
 
 
 async def pending_jobs(oban: Oban, execution_id: str, *, limit: int = 100) -> list[PendingJob]:
     """The execution's pending timers and unfinished invocations, earliest due first.
 
     A job row is read as anyone may have written it: a text field over ``MAX_ROW_STRING``
-    characters, or an ordinal that is not a decimal integer, comes back as None, and the
+    characters, or an ordinal that is no JSON integer of at least 1, comes back as None, and the
     job is listed all the same (an operator still sees it, and can cancel it by its id); a
     due time past what a ``datetime`` holds (infinity, year 10000) comes back as
     ``datetime.max`` (``datetime.min`` before year 1).
@@ -567,12 +574,10 @@ async def pending_jobs(oban: Oban, execution_id: str, *, limit: int = 100) -> li
     ]
 
 
-def _ordinal(text: str | None) -> int | None:
-    """The ordinal ``scope_jobs`` read, if it is a decimal integer (else None)."""
-    # str.isdigit takes superscripts and other digits int() refuses: ASCII decimals only,
-    # and few enough of them that int() never meets the interpreter's digit limit.
-    if text is None or not (text.isascii() and text.isdecimal()):
+def _ordinal(value: object) -> int | None:
+    """The ordinal ``scope_jobs`` read (a JSON number, short enough to read), as a timer
+    job's own decoding takes it (``rows._fields.integer``); else None."""
+    try:
+        return _fields.integer({"ordinal": value}, "ordinal", 1)
+    except UndecodableRow:
         return None
-    if len(text) > _ORDINAL_DIGITS:
-        return None
-    return int(text)
