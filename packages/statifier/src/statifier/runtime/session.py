@@ -171,6 +171,27 @@ class OwningDelayedSends(DelayedSends, Protocol):
         """``session`` halted (``reason``): give up what ``claim`` took."""
 
 
+@runtime_checkable
+class KeepsCancelMarks(Protocol):
+    """A ``DelayedSends`` store that keeps the ``<cancel>`` s that met a send already
+    running: a worker had taken its job when the cancel reached the store, so the cancel
+    could not stop it.
+
+    A running session remembers such a cancel in memory and drops the send when it
+    fires. A session resumed from a saved position has no such memory, and a job its
+    earlier life left running (a crash, then a rescue) would fire into it. So
+    ``Session.start`` asks the store when it resumes, and keeps the cancels its position
+    holds: those of ordinal at most the position's ``timer_counter``. A cancel with a later
+    ordinal was run by a step that was never saved; the resumed session has not run it,
+    and the send fires into it as it would have.
+    """
+
+    async def cancel_marks(self, session: Session) -> Mapping[str, int]:
+        """Send id -> ordinal of the latest stored ``<cancel>`` of that id that met a
+        running send of ``session``'s id. Raise ``DelayedSendsUnavailable`` when the store
+        cannot say: the session does not start."""
+
+
 StepListener = Callable[["Session"], Awaitable[None] | None]
 """Called after each step (``on_step``): to save the position, typically. It may raise
 ``OwnershipLost`` (its save was refused: another process owns the session now), which
@@ -393,7 +414,8 @@ class Session:
         for this session) or instance; ``scxml`` is built in. ``resolver`` maps an
         ``<invoke src>`` to chart text (nothing is fetched otherwise). ``resume`` is a
         position (a ``MachineState`` or a blob from ``statifier.core.position.dumps``): the
-        session continues with the same ``_sessionid`` and an empty timer table.
+        session continues with the same ``_sessionid`` and an empty timer table (a store that
+        keeps cancel marks, ``KeepsCancelMarks``, is asked which stored cancels it ran).
         ``caller_context`` is the opaque host term of the first macrostep (see
         ``statifier.initialize``); later macrosteps take the one their event carries.
         ``limits`` are the macrostep budgets (ADR 0011; a resumed position takes them,
@@ -440,6 +462,9 @@ class Session:
         if isinstance(delayed_sends, OwningDelayedSends):
             await delayed_sends.claim(session)
         try:
+            if state is not None and isinstance(delayed_sends, KeepsCancelMarks):
+                marks = await delayed_sends.cancel_marks(session)
+                session._remember_cancels(marks, state.timer_counter)
             await session._begin(state, subscribers, invoke_types, datamodel, trace, caller_context)
         except BaseException:
             await session._release("stopped")
@@ -989,12 +1014,24 @@ class Session:
         if isinstance(refused, str):
             message = f"the cancel could not be stored: {refused}"
             self._defer(planner.undeliverable(effect.send_id, message))
+        self._mark_cancelled(effect.send_id, effect.ordinal)
+
+    def _mark_cancelled(self, send_id: str, ordinal: int) -> None:
+        """Remember that a ``<cancel>`` of ``send_id`` ran at ``ordinal`` (the latest
+        ``CANCEL_MARKS`` send ids)."""
         marks = self._cancel_marks
         if marks is None:
             marks = self._cancel_marks = OrderedDict()
-        marks[effect.send_id] = max(effect.ordinal, marks.pop(effect.send_id, 0))
+        marks[send_id] = max(ordinal, marks.pop(send_id, 0))
         while len(marks) > CANCEL_MARKS:
             marks.popitem(last=False)
+
+    def _remember_cancels(self, marks: Mapping[str, int], timer_counter: int) -> None:
+        """Take a resumed position's cancels from its store (``KeepsCancelMarks``): those
+        its position holds, of ordinal at most its ``timer_counter``."""
+        for send_id, ordinal in marks.items():
+            if ordinal <= timer_counter:
+                self._mark_cancelled(send_id, ordinal)
 
     def _cancelled_since(self, effect: fx.SendDelayed) -> bool:
         """Whether a ``<cancel>`` of ``effect``'s send id ran after ``effect`` was sent."""

@@ -58,7 +58,7 @@ from ..delivery import DELIVERED, DeliveryAnswer, Discarded, Snoozed
 from ..invocations import _enqueue, _fan_out
 from ..invocations._handler import InvokeHandler
 from ..rows import _fields
-from ..rows._fields import MAX_ROW_STRING
+from ..rows._fields import MAX_INTEGER_DIGITS, MAX_ROW_STRING
 from ..rows._traced import carry
 from ..store import _statements
 from ..timers import _schedule
@@ -525,10 +525,6 @@ class PendingJob:
 PENDING_JOBS_LIMIT: Final = 1000
 """The most jobs :func:`pending_jobs` returns."""
 
-_ORDINAL_DIGITS: Final = 19
-"""The most characters of an ordinal :func:`pending_jobs` reads (a bigint's digits): a
-longer one is no ordinal a step wrote."""
-
 
 async def pending_jobs(oban: Oban, execution_id: str, *, limit: int = 100) -> list[PendingJob]:
     """The execution's pending timers and unfinished invocations, earliest due first.
@@ -553,7 +549,7 @@ async def pending_jobs(oban: Oban, execution_id: str, *, limit: int = 100) -> li
                     "scope": execution_id,
                     "limit": limit,
                     "max_string": MAX_ROW_STRING,
-                    "max_digits": _ORDINAL_DIGITS,
+                    "max_digits": MAX_INTEGER_DIGITS,
                 },
             )
             rows = await cursor.fetchall()

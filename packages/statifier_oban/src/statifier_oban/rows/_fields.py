@@ -16,6 +16,10 @@ from .._errors import UndecodableRow
 MAX_ROW_STRING: Final = 4096
 """The longest plain string field a row may hold (event names, ids, targets, paths)."""
 
+MAX_INTEGER_DIGITS: Final = 19
+"""The most characters of an ordinal a listing reads from a row (a bigint's digits): a
+longer one is no ordinal a step wrote, and a statement returns null for it instead."""
+
 
 def string(args: dict[str, Any], key: str) -> str:
     """A non-empty, bounded string field."""

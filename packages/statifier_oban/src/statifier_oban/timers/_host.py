@@ -125,12 +125,28 @@ class DurableTimers:
         return True
 
     async def cancel(self, session: Session, effect: Cancel) -> None:
-        """Cancel the session's pending timer jobs under the send id."""
+        """Cancel the session's pending timer jobs under the send id, and mark those a
+        worker is running already with the cancel's ordinal (see :meth:`cancel_marks`)."""
+        scope = session.session_id
         try:
             async with self._writing(session) as conn:
-                await _schedule.cancel_timers(self.config, session.session_id, effect, conn=conn)
+                await _schedule.cancel_timers(self.config, scope, effect, conn=conn)
+                await _schedule.mark_running(self.config, scope, effect, conn=conn)
         except ScheduleRejected as exc:
             raise DelayedSendRefused(f"{exc.reason}: {exc}") from exc
+
+    async def cancel_marks(self, session: Session) -> dict[str, int]:
+        """The cancels this session id stored while a job of their send id was running
+        (send id -> latest ordinal), read from the jobs that may still run: a session
+        resumed after a crash drops such a job's fire when a rescue runs it again, if its
+        position holds the cancel (``statifier.runtime.session.KeepsCancelMarks``)."""
+        try:
+            return await _schedule.cancel_marks(self.config, session.session_id)
+        except StoreUnavailable as exc:
+            raise DelayedSendsUnavailable(
+                f"the cancel marks of session {session.session_id!r} could not be read, the "
+                f"store is unavailable: {exc}"
+            ) from exc
 
     @asynccontextmanager
     async def _writing(self, session: Session) -> AsyncIterator[AsyncConnection[Any]]:

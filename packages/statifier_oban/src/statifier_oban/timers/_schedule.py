@@ -8,6 +8,7 @@ id for a live host, the durable execution id otherwise.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, fields
@@ -21,6 +22,7 @@ from statifier import instrumentation
 from statifier._slots import builder
 from statifier.core.effects import Cancel, SendDelayed
 from statifier.instrumentation import Instrumentation, Span
+from statifier.runtime.session import CANCEL_MARKS
 
 from .. import telemetry
 from .._config import Config
@@ -32,12 +34,16 @@ from .._errors import (
     NonSelfTarget,
     ScheduleRejected,
     StoreUnavailable,
+    UndecodableRow,
     ValueRefused,
 )
 from .._names import ANNOUNCE_HORIZON_MS, META_DELIVERY, META_TIMEOUT, TIMER_WORKER
+from ..rows import _fields
 from ..rows._traced import carry
 from ..store import _statements
 from . import _args
+
+logger = logging.getLogger("statifier_oban.timers")
 
 
 @dataclass(frozen=True, slots=True)
@@ -697,6 +703,67 @@ async def _cancel_send(
         caller_context=caller_context,
     )
     return count
+
+
+async def mark_running(
+    config: Config, scope: str, effect: Cancel, *, conn: AsyncConnection[Any]
+) -> int:
+    """Keep ``effect``'s ordinal on the timer jobs under ``(scope, effect.send_id)`` that a
+    worker is running already (``meta.cancel_ordinal``), in ``conn``'s transaction: a
+    cancel cannot stop them, and a session resumed after a crash reads the marks
+    (:func:`cancel_marks`) to drop their fires. Returns how many jobs it marked."""
+    _check_scope(scope)
+    send_id = effect.send_id
+    if _statements.unstorable(send_id) is not None:
+        return 0  # no timer has such a send id: scheduling refuses it
+    params = {"scope": scope, "send_id": send_id, "ordinal": effect.ordinal}
+    try:
+        cursor = await conn.execute(
+            _statements.statement(config.oban, "mark_running_timers"), params
+        )
+        return len(await cursor.fetchall())
+    except psycopg.DataError as exc:
+        raise ValueRefused(
+            f"PostgreSQL refused the cancel's mark: {exc}", scope=scope, send_id=send_id
+        ) from exc
+    except psycopg.Error as exc:
+        raise StoreUnavailable(f"marking running timer jobs failed: {exc}") from exc
+
+
+async def cancel_marks(config: Config, scope: str) -> dict[str, int]:
+    """Send id -> the latest cancel's ordinal marked on a timer job of ``scope`` that may
+    still run (:func:`mark_running`); at most ``CANCEL_MARKS`` jobs are read. A mark
+    that does not read as one (a row anyone may have written) is logged and skipped.
+    Raises ``StoreUnavailable`` when it cannot tell."""
+    _check_scope(scope)
+    params = {
+        "scope": scope,
+        "limit": CANCEL_MARKS,
+        "max_string": _fields.MAX_ROW_STRING,
+        "max_digits": _fields.MAX_INTEGER_DIGITS,
+    }
+    try:
+        async with _statements.connection(config.oban, None) as db:
+            cursor = await db.execute(_statements.statement(config.oban, "cancel_marks"), params)
+            rows = await cursor.fetchall()
+    except psycopg.Error as exc:
+        raise StoreUnavailable(f"reading the cancel marks of {scope!r} failed: {exc}") from exc
+    marks: dict[str, int] = {}
+    for job_id, send_id, ordinal in rows:
+        try:
+            mark = {"send_id": send_id, "cancel_ordinal": ordinal}
+            send_id = _fields.string(mark, "send_id")
+            ordinal = _fields.integer(mark, "cancel_ordinal", 1)
+        except UndecodableRow as exc:
+            logger.warning(
+                "timer job %s: its cancel mark is unreadable, skipped: %s",
+                job_id,
+                exc,
+                extra={"job_id": job_id, "scope": scope},
+            )
+            continue
+        marks[send_id] = max(ordinal, marks.get(send_id, 0))
+    return marks
 
 
 async def timer_rows_left(config: Config, scope: str, *, conn: AsyncConnection[Any]) -> bool:
