@@ -73,3 +73,47 @@ def test_a_fork_goes_its_own_way() -> None:
     driver.advance(30_000)
     assert driver.state.final_configuration == ("failed",)
     assert twin.state.final_configuration == ("settled",)
+
+
+RESTARTED = statifier.compile(
+    """<scxml xmlns="http://www.w3.org/2005/07/scxml" datamodel="python" initial="idle">
+      <datamodel>
+        <data id="entries" expr="0"/>
+        <data id="dones" expr="0"/>
+      </datamodel>
+      <state id="idle"><transition event="go" target="s"/></state>
+      <state id="s">
+        <onentry><assign location="entries" expr="entries + 1"/></onentry>
+        <invoke id="c" type="scxml">
+          <param name="quick" expr="entries == 1"/>
+          <content>
+            <scxml xmlns="http://www.w3.org/2005/07/scxml" datamodel="python" initial="w">
+              <datamodel><data id="quick" expr="False"/></datamodel>
+              <state id="w"><transition cond="quick" target="f"/></state>
+              <final id="f"/>
+            </scxml>
+          </content>
+        </invoke>
+        <transition event="done.invoke.c" target="after">
+          <assign location="dones" expr="dones + 1"/>
+        </transition>
+        <transition event="restart" target="s"/>
+      </state>
+      <state id="after"/>
+    </scxml>"""
+)
+
+
+def test_a_done_queued_before_its_invoke_id_restarts_is_not_the_new_childs() -> None:
+    """The first child finishes at once; its done waits behind ``restart``, which starts
+    a second child under the same id: that done is the first child's, and is dropped."""
+    driver = VirtualDriver(RESTARTED)
+    driver.start()
+    driver.send("go")
+    driver.send("restart")
+    driver.run_until_idle()
+    assert driver.state.datamodel["entries"] == 2
+    assert driver.state.datamodel["dones"] == 0
+    assert driver.state.configuration_ids() == ("s",)
+    children = [s for s in driver.sessions.values() if s.parent is not None and not s.halted]
+    assert len(children) == 1  # the second child runs, the first finished

@@ -217,7 +217,7 @@ _LOCAL = False
 
 
 class _Entry:
-    __slots__ = ("event", "invoke_id", "kind", "timer")
+    __slots__ = ("event", "generation", "invoke_id", "kind", "timer")
 
     def __init__(
         self,
@@ -225,11 +225,14 @@ class _Entry:
         event: Event | None = None,
         invoke_id: str | None = None,
         timer: fx.SendDelayed | None = None,
+        generation: int = 0,
     ) -> None:
         self.kind = kind
         self.event = event
         self.invoke_id = invoke_id
         self.timer = timer
+        # An invocation's message: how many times its invoke id had started when it came.
+        self.generation = generation
 
 
 class _TracedEntry(_Entry):
@@ -239,7 +242,7 @@ class _TracedEntry(_Entry):
     __slots__ = ("context",)
 
     def __init__(self, entry: _Entry, context: object) -> None:
-        super().__init__(entry.kind, entry.event, entry.invoke_id, entry.timer)
+        super().__init__(entry.kind, entry.event, entry.invoke_id, entry.timer, entry.generation)
         self.context = context
 
 
@@ -257,7 +260,7 @@ since a ``Routes`` answers from the registry when asked."""
 class _Invocations:
     """A session's invocation bookkeeping, made when it first invokes something."""
 
-    __slots__ = ("cancelled", "context", "finished", "scxml", "types")
+    __slots__ = ("cancelled", "context", "finished", "scxml", "starts", "types")
 
     def __init__(self) -> None:
         self.scxml = ScxmlInvokeHandler()
@@ -265,6 +268,9 @@ class _Invocations:
         self.context: dict[str, Any] = {}
         self.cancelled: set[str] = set()
         self.finished: set[str] = set()
+        # Starts per invoke id: a message queued before its id started again is the
+        # earlier invocation's, and is dropped (ADR 31's amendment).
+        self.starts: dict[str, int] = {}
 
 
 _NO_INVOCATIONS: Final = _Invocations()
@@ -757,11 +763,15 @@ class Session:
 
     def _answer(self, invoke_id: str, event: Event) -> None:
         """Queue an invocation's answer (done or failed) behind the events before it."""
-        self._bookkeeping().finished.add(invoke_id)
-        self._enqueue(_Entry("invoked", event, invoke_id))
+        invocations = self._bookkeeping()
+        invocations.finished.add(invoke_id)
+        generation = invocations.starts.get(invoke_id, 0)
+        self._enqueue(_Entry("invoked", event, invoke_id, generation=generation))
 
     def _from_child(self, invoke_id: str, event: Event) -> None:
-        self._enqueue(_Entry("invoked", planner.from_invocation(event, invoke_id), invoke_id))
+        event = planner.from_invocation(event, invoke_id)
+        generation = self._invocations.starts.get(invoke_id, 0)
+        self._enqueue(_Entry("invoked", event, invoke_id, generation=generation))
 
     def _next_entry(self) -> _Entry | None:
         inbox = self._inbox
@@ -893,8 +903,11 @@ class Session:
         if entry.kind == "invoked":
             assert entry.invoke_id is not None  # noqa: S101 - every invoked entry names its id
             invocations = self._invocations
-            if entry.invoke_id in invocations.cancelled or (
-                entry.invoke_id not in invocations.types
+            invoke_id = entry.invoke_id
+            if (
+                invoke_id in invocations.cancelled
+                or invoke_id not in invocations.types
+                or entry.generation != invocations.starts.get(invoke_id, 0)
             ):
                 return
         assert entry.event is not None  # noqa: S101 - event and invoked entries carry an event
@@ -1287,6 +1300,7 @@ class Session:
         invocations.context[invoke_id] = effect.caller_context
         invocations.cancelled.discard(invoke_id)
         invocations.finished.discard(invoke_id)
+        invocations.starts[invoke_id] = invocations.starts.get(invoke_id, 0) + 1
         handler = self._handler(effect.type)
         try:
             if handler is None:

@@ -393,6 +393,12 @@ class VirtualDriver:
         return child if child is not None and not child.halted else None
 
     def _start_invocation(self, session_id: str, effect: fx.Invoke) -> None:
+        parent = self.sessions[session_id]
+        invoke_id = effect.invoke_id
+        if any(event.invokeid == invoke_id for event in parent.queue):
+            # What still waits under this id is an earlier invocation's (a child that
+            # finished before its state was left): the new one supersedes it.
+            parent.queue = deque(e for e in parent.queue if e.invokeid != invoke_id)
         if effect.type not in planner.SCXML_INVOKE_TYPES:
             if self.invoke_types is not None and effect.type in self.invoke_types:
                 self._open[(session_id, effect.invoke_id)] = effect
@@ -406,16 +412,14 @@ class VirtualDriver:
                 source = self.resolver(effect.src)
             if not isinstance(source, str):
                 raise ChartError([])
-            parent = self.sessions[session_id].state.machine
-            child_machine = compile_child(source, parent, self.resolver)
+            child_machine = compile_child(source, parent.state.machine, self.resolver)
         except Exception as exc:
             failed = planner.invocation_start_failed(effect.invoke_id, str(exc) or repr(exc))
             self._deferred.append((session_id, failed))
             return
         child_id = f"{session_id}.child{next(self._child_ids)}"
-        session = self.sessions[session_id]
-        session.children[effect.invoke_id] = child_id
-        session.invoke_context[effect.invoke_id] = effect.caller_context
+        parent.children[invoke_id] = child_id
+        parent.invoke_context[invoke_id] = effect.caller_context
         seed = child_seed(child_machine, effect.params)
         self._start_session(child_machine, child_id, (session_id, effect.invoke_id), seed)
 

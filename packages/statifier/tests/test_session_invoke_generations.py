@@ -1,0 +1,91 @@
+"""A live session hears a finished child only while that child is its invocation's.
+
+An ``scxml`` child that finishes queues its ``done`` in the parent's inbox. If the
+parent leaves the invoking state and enters it again before that ``done`` is processed,
+the invoke id belongs to a new child: the waiting ``done`` is the old child's and must
+be dropped, not taken as the new child's (ADR 31's amendment, for live sessions).
+A finished child whose state was left and not entered again still answers (W3C 236).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import statifier
+from statifier.core import effects as fx
+from statifier.runtime.session import Message, Session
+
+NS = 'xmlns="http://www.w3.org/2005/07/scxml" datamodel="python"'
+
+PARENT = statifier.compile(
+    f"""<scxml {NS} initial="s">
+      <datamodel><data id="dones" expr="0"/></datamodel>
+      <state id="top">
+        <transition event="probe"><log label="probe"/></transition>
+        <state id="s">
+          <invoke id="c" type="scxml">
+            <content>
+              <scxml {NS} initial="w">
+                <state id="w"><transition event="finish" target="f"/></state>
+                <final id="f"/>
+              </scxml>
+            </content>
+          </invoke>
+          <transition event="done.invoke.c" target="after">
+            <assign location="dones" expr="dones + 1"/>
+          </transition>
+          <transition event="restart" target="s"/>
+          <transition event="leave" target="away"/>
+        </state>
+        <state id="away">
+          <transition event="done.invoke.c" target="after">
+            <assign location="dones" expr="dones + 1"/>
+          </transition>
+        </state>
+        <state id="after"/>
+      </state>
+    </scxml>"""
+)
+
+
+async def finished_then_probed(parent: Session, child: Session, event: str) -> None:
+    """Queue ``event``, then have ``child`` finish (its task runs first, so its ``done``
+    is queued behind ``event``), then queue ``probe`` behind the ``done``, and wait until
+    the parent has processed ``probe``: everything before it has been processed too."""
+    seen: list[Message] = []
+    parent.subscribe(lambda _sid, message: seen.append(message))
+    child.send_event("finish")
+    parent.send_event(event)
+    await asyncio.wait_for(child.wait_halted(), timeout=5)
+    assert child.status().status == "done"
+    parent.send_event("probe")
+    async with asyncio.timeout(5):
+        while not any(isinstance(m, fx.Log) for m in seen):
+            await asyncio.sleep(0.005)
+
+
+async def test_a_done_queued_before_the_invoke_id_restarts_is_dropped() -> None:
+    parent = await Session.start(PARENT, session_id="restarting")
+    first = parent.child("c")
+    assert first is not None
+    await finished_then_probed(parent, first, "restart")
+    assert parent.snapshot().datamodel["dones"] == 0
+    assert parent.status().configuration == ("top", "s")
+    second = parent.child("c")
+    assert second is not None
+    assert second is not first
+    assert second.status().status == "running"
+    parent.send_event("leave")  # the new child is the invocation: leaving cancels it
+    await asyncio.wait_for(second.wait_halted(), timeout=5)
+    assert second.status().status == "cancelled"
+    await parent.stop()
+
+
+async def test_a_done_of_a_child_whose_state_was_left_still_answers() -> None:
+    parent = await Session.start(PARENT, session_id="leaving")
+    first = parent.child("c")
+    assert first is not None
+    await finished_then_probed(parent, first, "leave")
+    assert parent.snapshot().datamodel["dones"] == 1
+    assert parent.status().configuration == ("top", "after")
+    await parent.stop()
