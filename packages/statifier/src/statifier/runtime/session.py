@@ -38,7 +38,7 @@ from statifier.basichttp import (
     outbound,
     post_with_retries,
 )
-from statifier.budget import DEFAULT_LIMITS, MacrostepLimits
+from statifier.budget import DEFAULT_LIMITS, MAX_LIMIT, MacrostepLimits
 from statifier.chart.model import Machine
 from statifier.core import effects as fx
 from statifier.core import planner
@@ -171,25 +171,40 @@ class OwningDelayedSends(DelayedSends, Protocol):
         """``session`` halted (``reason``): give up what ``claim`` took."""
 
 
-@runtime_checkable
-class KeepsCancelMarks(Protocol):
-    """A ``DelayedSends`` store that keeps the ``<cancel>`` s that met a send already
-    running: a worker had taken its job when the cancel reached the store, so the cancel
-    could not stop it.
+@dataclass(frozen=True, slots=True)
+class ResumePoint:
+    """What a ``ResumingDelayedSends`` store answers when a session resumes."""
 
-    A running session remembers such a cancel in memory and drops the send when it
-    fires. A session resumed from a saved position has no such memory, and a job its
-    earlier life left running (a crash, then a rescue) would fire into it. So
-    ``Session.start`` asks the store when it resumes, and keeps the cancels its position
-    holds: those of ordinal at most the position's ``timer_counter``. A cancel with a later
-    ordinal was run by a step that was never saved; the resumed session has not run it,
-    and the send fires into it as it would have.
+    cancel_marks: Mapping[str, int]
+    """Send id -> ordinal of the latest stored ``<cancel>`` of that id that met a send
+    already running (a worker had taken its job, so the cancel could not stop it). The
+    session keeps the marks its position holds (ordinal at most its ``timer_counter``)
+    and drops those sends when they fire."""
+
+    timer_counter: int
+    """The highest ordinal the store holds for the session id. The resumed session's
+    sends and cancels take ordinals after it, so none of them is mistaken for a send of a
+    step its position does not hold."""
+
+
+@runtime_checkable
+class ResumingDelayedSends(Protocol):
+    """A ``DelayedSends`` store that keeps a session's delayed sends across processes, told
+    where a session resumes from.
+
+    A session stores a step's sends and cancels before the step takes effect; its host
+    saves the position after. A process that dies between the two leaves in the store
+    the writes of a step the saved position does not hold. ``Session.start`` calls
+    ``resume`` before a resumed session's first macrostep, with its position's
+    ``timer_counter``; every ordinal a later step used is above it. The store puts its
+    sends back as they stood at that position (it cancels the sends of later steps and
+    restores those their cancels cancelled) and answers a :class:`ResumePoint`.
     """
 
-    async def cancel_marks(self, session: Session) -> Mapping[str, int]:
-        """Send id -> ordinal of the latest stored ``<cancel>`` of that id that met a
-        running send of ``session``'s id. Raise ``DelayedSendsUnavailable`` when the store
-        cannot say: the session does not start."""
+    async def resume(self, session: Session, timer_counter: int) -> ResumePoint:
+        """Set the session id's stored sends back to ``timer_counter``; see the class.
+        Raise ``DelayedSendsUnavailable`` when the store cannot: the session does not
+        start."""
 
 
 StepListener = Callable[["Session"], Awaitable[None] | None]
@@ -420,8 +435,9 @@ class Session:
         for this session) or instance; ``scxml`` is built in. ``resolver`` maps an
         ``<invoke src>`` to chart text (nothing is fetched otherwise). ``resume`` is a
         position (a ``MachineState`` or a blob from ``statifier.core.position.dumps``): the
-        session continues with the same ``_sessionid`` and an empty timer table (a store that
-        keeps cancel marks, ``KeepsCancelMarks``, is asked which stored cancels it ran).
+        session continues with the same ``_sessionid`` and an empty timer table (a store
+        that keeps its sends across processes, ``ResumingDelayedSends``, first sets them
+        back to where the position stood).
         ``caller_context`` is the opaque host term of the first macrostep (see
         ``statifier.initialize``); later macrosteps take the one their event carries.
         ``limits`` are the macrostep budgets (ADR 0011; a resumed position takes them,
@@ -468,9 +484,17 @@ class Session:
         if isinstance(delayed_sends, OwningDelayedSends):
             await delayed_sends.claim(session)
         try:
-            if state is not None and isinstance(delayed_sends, KeepsCancelMarks):
-                marks = await delayed_sends.cancel_marks(session)
-                session._remember_cancels(marks, state.timer_counter)
+            if state is not None and isinstance(delayed_sends, ResumingDelayedSends):
+                counter = state.timer_counter
+                point = await delayed_sends.resume(session, counter)
+                session._remember_cancels(point.cancel_marks, counter)
+                if point.timer_counter > counter:
+                    if point.timer_counter > MAX_LIMIT:
+                        raise ResumeError(
+                            f"the store's timer counter {point.timer_counter} is past what a "
+                            f"position holds ({MAX_LIMIT})"
+                        )
+                    state = dataclasses.replace(state, timer_counter=point.timer_counter)
             await session._begin(state, subscribers, invoke_types, datamodel, trace, caller_context)
         except BaseException:
             await session._release("stopped")
@@ -1040,8 +1064,8 @@ class Session:
             marks.popitem(last=False)
 
     def _remember_cancels(self, marks: Mapping[str, int], timer_counter: int) -> None:
-        """Take a resumed position's cancels from its store (``KeepsCancelMarks``): those
-        its position holds, of ordinal at most its ``timer_counter``."""
+        """Take a resumed position's cancels from its store (``ResumePoint``): those its
+        position holds, of ordinal at most its ``timer_counter``."""
         for send_id, ordinal in marks.items():
             if ordinal <= timer_counter:
                 self._mark_cancelled(send_id, ordinal)

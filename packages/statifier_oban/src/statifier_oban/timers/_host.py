@@ -9,6 +9,7 @@ short form, which also loads a resumed blob under the budgets given.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -23,6 +24,7 @@ from statifier.runtime.session import (
     DelayedSendRefused,
     DelayedSendsUnavailable,
     HaltReason,
+    ResumePoint,
     Session,
 )
 
@@ -31,6 +33,8 @@ from .._errors import LeaseLost, ScheduleRejected, StoreUnavailable
 from ..store import _statements
 from . import _schedule
 from ._lease import DEFAULT_TTL_S, SessionLease
+
+logger = logging.getLogger("statifier_oban.timers")
 
 
 class DurableTimers:
@@ -125,28 +129,44 @@ class DurableTimers:
         return True
 
     async def cancel(self, session: Session, effect: Cancel) -> None:
-        """Cancel the session's pending timer jobs under the send id, and mark those a
-        worker is running already with the cancel's ordinal (see :meth:`cancel_marks`)."""
+        """Cancel the session's pending timer jobs under the send id, each marked with the
+        cancel's ordinal, and mark those a worker is running already (see :meth:`resume`)."""
         scope = session.session_id
         try:
             async with self._writing(session) as conn:
+                await _schedule.mark_cancelled(self.config, scope, effect, conn=conn)
                 await _schedule.cancel_timers(self.config, scope, effect, conn=conn)
-                await _schedule.mark_running(self.config, scope, effect, conn=conn)
         except ScheduleRejected as exc:
             raise DelayedSendRefused(f"{exc.reason}: {exc}") from exc
 
-    async def cancel_marks(self, session: Session) -> dict[str, int]:
-        """The cancels this session id stored while a job of their send id was running
-        (send id -> latest ordinal), read from the jobs that may still run: a session
-        resumed after a crash drops such a job's fire when a rescue runs it again, if its
-        position holds the cancel (``statifier.runtime.session.KeepsCancelMarks``)."""
+    async def resume(self, session: Session, timer_counter: int) -> ResumePoint:
+        """``session`` resumes from a position whose ``timer_counter`` is given: set its
+        timer jobs back to that position (``ResumingDelayedSends``), in a transaction fenced
+        by its lease. A step after that position (its process died before its position was
+        saved) may have armed timers, now cancelled, and cancelled some, now pending again;
+        what was changed is logged. Answers the cancels that met running jobs and the
+        highest stored ordinal."""
+        scope = session.session_id
         try:
-            return await _schedule.cancel_marks(self.config, session.session_id)
+            async with self._writing(session) as conn:
+                rebased = await _schedule.rebase(self.config, scope, timer_counter, conn=conn)
+            marks = await _schedule.cancel_marks(self.config, scope)
         except StoreUnavailable as exc:
             raise DelayedSendsUnavailable(
-                f"the cancel marks of session {session.session_id!r} could not be read, the "
+                f"the timers of session {scope!r} could not be set back to its position, the "
                 f"store is unavailable: {exc}"
             ) from exc
+        if rebased.cancelled or rebased.restored:
+            logger.warning(
+                "session %s resumed from timer counter %d, before steps that stored timers: "
+                "%d put back, %d cancelled",
+                scope,
+                timer_counter,
+                rebased.restored,
+                rebased.cancelled,
+                extra={"scope": scope},
+            )
+        return ResumePoint(marks, max(rebased.top_ordinal, timer_counter))
 
     @asynccontextmanager
     async def _writing(self, session: Session) -> AsyncIterator[AsyncConnection[Any]]:

@@ -20,6 +20,7 @@ from psycopg import AsyncConnection, AsyncCursor
 from psycopg.rows import tuple_row
 from statifier import instrumentation
 from statifier._slots import builder
+from statifier.budget import MAX_LIMIT
 from statifier.core.effects import Cancel, SendDelayed
 from statifier.instrumentation import Instrumentation, Span
 from statifier.runtime.session import CANCEL_MARKS
@@ -705,13 +706,15 @@ async def _cancel_send(
     return count
 
 
-async def mark_running(
+async def mark_cancelled(
     config: Config, scope: str, effect: Cancel, *, conn: AsyncConnection[Any]
 ) -> int:
-    """Keep ``effect``'s ordinal on the timer jobs under ``(scope, effect.send_id)`` that a
-    worker is running already (``meta.cancel_ordinal``), in ``conn``'s transaction: a
-    cancel cannot stop them, and a session resumed after a crash reads the marks
-    (:func:`cancel_marks`) to drop their fires. Returns how many jobs it marked."""
+    """Keep ``effect``'s ordinal on the timer jobs under ``(scope, effect.send_id)`` it
+    meets, in ``conn``'s transaction, before :func:`cancel_timers` cancels the pending ones
+    (``sql/mark_cancelled_timers.sql``): ``meta.cancelled_by`` on a pending job, which
+    :func:`rebase` puts back if the session resumes from before the cancel, and
+    ``meta.cancel_ordinal`` on a job a worker is running already, which a cancel cannot
+    stop (:func:`cancel_marks`). Returns how many jobs it marked."""
     _check_scope(scope)
     send_id = effect.send_id
     if _statements.unstorable(send_id) is not None:
@@ -719,7 +722,7 @@ async def mark_running(
     params = {"scope": scope, "send_id": send_id, "ordinal": effect.ordinal}
     try:
         cursor = await conn.execute(
-            _statements.statement(config.oban, "mark_running_timers"), params
+            _statements.statement(config.oban, "mark_cancelled_timers"), params
         )
         return len(await cursor.fetchall())
     except psycopg.DataError as exc:
@@ -727,14 +730,52 @@ async def mark_running(
             f"PostgreSQL refused the cancel's mark: {exc}", scope=scope, send_id=send_id
         ) from exc
     except psycopg.Error as exc:
-        raise StoreUnavailable(f"marking running timer jobs failed: {exc}") from exc
+        raise StoreUnavailable(f"marking timer jobs cancelled failed: {exc}") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class Rebased:
+    """What :func:`rebase` changed, and the highest ordinal of the scope's timer jobs."""
+
+    cancelled: int
+    """Pending timers of later steps, cancelled."""
+    restored: int
+    """Timers a later step's ``<cancel>`` cancelled, pending again."""
+    top_ordinal: int
+    """The highest ordinal of the scope's timer jobs, in any state (0 without any)."""
+
+
+async def rebase(
+    config: Config, scope: str, timer_counter: int, *, conn: AsyncConnection[Any]
+) -> Rebased:
+    """Set a live session's timer jobs back to a position whose ``timer_counter`` is given,
+    in ``conn``'s transaction: the pending timers of later steps (ordinal above it) are
+    cancelled, the timers a later step's ``<cancel>`` cancelled are pending again, and the
+    highest ordinal is read. Raises ``StoreUnavailable`` when the store cannot."""
+    _check_scope(scope)
+    oban = config.oban
+    params = {"scope": scope, "counter": timer_counter}
+    try:
+        cursor = await conn.execute(_statements.statement(oban, "cancel_lost_timers"), params)
+        cancelled = len(await cursor.fetchall())
+        cursor = await conn.execute(_statements.statement(oban, "restore_cancelled_timers"), params)
+        restored = len(await cursor.fetchall())
+        cursor = await conn.execute(
+            _statements.statement(oban, "top_timer_ordinal"),
+            {"scope": scope, "max": MAX_LIMIT, "max_digits": _fields.MAX_INTEGER_DIGITS},
+        )
+        row = await cursor.fetchone()
+    except psycopg.Error as exc:
+        raise StoreUnavailable(f"setting back the timers of {scope!r} failed: {exc}") from exc
+    top = int(row[0]) if row is not None else 0
+    return Rebased(cancelled, restored, top)
 
 
 async def cancel_marks(config: Config, scope: str) -> dict[str, int]:
     """Send id -> the latest cancel's ordinal marked on a timer job of ``scope`` that may
-    still run (:func:`mark_running`); at most ``CANCEL_MARKS`` jobs are read. A mark
-    that does not read as one (a row anyone may have written) is logged and skipped.
-    Raises ``StoreUnavailable`` when it cannot tell."""
+    still run (``meta.cancel_ordinal``, :func:`mark_cancelled`); at most ``CANCEL_MARKS``
+    jobs are read. A mark that does not read as one (a row anyone may have written) is
+    logged and skipped. Raises ``StoreUnavailable`` when it cannot tell."""
     _check_scope(scope)
     params = {
         "scope": scope,

@@ -1,5 +1,5 @@
 -- The cancel marks of a live session's timer jobs that may still run
--- (mark_running_timers.sql), read once when the session is resumed. At most %(limit)s
+-- (mark_cancelled_timers.sql), read once when the session is resumed. At most %(limit)s
 -- rows. A row's fields are as anyone wrote them: the send id comes back only within
 -- %(max_string)s characters, the mark only as a JSON number of at most %(max_digits)s
 -- characters (else null, and the reader skips the row).

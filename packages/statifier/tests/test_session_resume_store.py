@@ -1,11 +1,12 @@
-"""A resumed live session still drops the fire of a send it cancelled while it ran (ADR 14).
+"""A resumed live session starts where its store says (ADR 14).
 
 A durable store cannot stop a send whose job a worker is running when the ``<cancel>``
 reaches it; the session remembers the cancel and drops that send when it fires. A session
-resumed from its saved position asks its store for those cancels (``KeepsCancelMarks``)
-and keeps the ones its position holds: of ordinal at most the position's
-``timer_counter``. A cancel of a later ordinal belongs to a step that was never saved,
-so the send fires into the resumed session as it would have.
+resumed from its saved position gets those cancels from its store
+(``ResumingDelayedSends.resume``) and keeps the ones its position holds: of ordinal at
+most the position's ``timer_counter``. A cancel of a later ordinal belongs to a step that
+was never saved, so the send fires into the resumed session as it would have. The store
+also answers the highest ordinal it holds: the session's next ordinals come after it.
 """
 
 from __future__ import annotations
@@ -15,14 +16,17 @@ from collections.abc import Mapping
 
 import pytest
 import statifier
+from statifier.budget import MAX_LIMIT
 from statifier.core import effects as fx
 from statifier.core.position import dumps
 from statifier.runtime import registry
 from statifier.runtime.session import (
     DelayedSendsUnavailable,
     HaltReason,
-    KeepsCancelMarks,
     Message,
+    ResumeError,
+    ResumePoint,
+    ResumingDelayedSends,
     Session,
 )
 
@@ -51,11 +55,15 @@ HOLD = statifier.compile(
 
 
 class Store:
-    """A ``KeepsCancelMarks`` store that takes every delayed send and answers ``marks``."""
+    """A ``ResumingDelayedSends`` store that takes every delayed send and answers ``marks``
+    and ``top`` (the highest ordinal it holds, at least the position's counter)."""
 
-    def __init__(self, marks: Mapping[str, int] | None = None, *, fail: bool = False) -> None:
+    def __init__(
+        self, marks: Mapping[str, int] | None = None, *, fail: bool = False, top: int = 0
+    ) -> None:
         self.marks = dict(marks or {})
         self.fail = fail
+        self.top = top
         self.sent: list[fx.SendDelayed] = []
         self.cancels: list[fx.Cancel] = []
         self.calls: list[str] = []
@@ -77,12 +85,12 @@ class Store:
         """Record the cancel."""
         self.cancels.append(effect)
 
-    async def cancel_marks(self, session: Session) -> Mapping[str, int]:
-        """The marks given, or the store cannot answer."""
-        self.calls.append("cancel_marks")
+    async def resume(self, session: Session, timer_counter: int) -> ResumePoint:
+        """The marks and the top ordinal given, or the store cannot answer."""
+        self.calls.append(f"resume:{timer_counter}")
         if self.fail:
             raise DelayedSendsUnavailable("the store is down")
-        return self.marks
+        return ResumePoint(self.marks, max(self.top, timer_counter))
 
 
 async def first_life(session_id: str) -> tuple[Store, fx.SendDelayed, bytes, bytes]:
@@ -127,13 +135,13 @@ async def fire_then_probe(session: Session, hold: fx.SendDelayed) -> list[Messag
 async def test_a_resumed_session_drops_the_fire_of_a_cancel_its_position_holds() -> None:
     _, hold, _, after = await first_life("saved")
     store = Store({"hold": 2})  # the disarm's cancel, ordinal 2: the position's counter
-    assert isinstance(store, KeepsCancelMarks)
+    assert isinstance(store, ResumingDelayedSends)
     resumed = await Session.start(HOLD, resume=after, delayed_sends=store)
     assert resumed.snapshot().timer_counter == 2
     await fire_then_probe(resumed, hold)
     assert resumed.status().configuration == ("disarmed",)
     assert resumed.snapshot().datamodel["expirations"] == 0
-    assert store.calls == ["claim", "cancel_marks"]
+    assert store.calls == ["claim", "resume:2"]
     await resumed.stop()
 
 
@@ -158,17 +166,46 @@ async def test_a_mark_of_another_send_id_or_an_earlier_send_holds_nothing_back()
     await resumed.stop()
 
 
-async def test_a_fresh_session_does_not_ask_for_marks() -> None:
+async def test_a_fresh_session_does_not_resume_its_store() -> None:
     store = Store({"hold": 1})
     session = await Session.start(HOLD, session_id="fresh", delayed_sends=store)
     assert store.calls == ["claim"]
     await session.stop()
 
 
-async def test_a_store_that_cannot_read_its_marks_starts_nothing_and_releases() -> None:
+async def test_a_store_that_cannot_resume_starts_nothing_and_releases() -> None:
     _, _, _, after = await first_life("refused")
     store = Store(fail=True)
     with pytest.raises(DelayedSendsUnavailable):
         await Session.start(HOLD, resume=after, delayed_sends=store)
     assert registry.lookup("refused") is None
-    assert store.calls == ["claim", "cancel_marks", "release:stopped"]
+    assert store.calls == ["claim", "resume:2", "release:stopped"]
+
+
+async def test_the_next_ordinals_come_after_the_highest_the_store_holds() -> None:
+    _, hold, _, after = await first_life("top")
+    store = Store(top=7)  # a step never saved used ordinals 3 to 7
+    resumed = await Session.start(HOLD, resume=after, delayed_sends=store)
+    assert resumed.snapshot().timer_counter == 7
+    await fire_then_probe(resumed, hold)  # no mark: the hold fires (disarmed counts it)
+    assert resumed.snapshot().datamodel["expirations"] == 1
+    await resumed.stop()
+    lower = await Session.start(HOLD, resume=after, delayed_sends=Store(top=1))
+    assert lower.snapshot().timer_counter == 2  # never below the position's own
+    await lower.stop()
+
+
+@pytest.mark.parametrize(("top", "starts"), [(MAX_LIMIT, True), (MAX_LIMIT + 1, False)])
+async def test_a_store_counter_past_what_a_position_holds_refuses_the_resume(
+    top: int, starts: bool
+) -> None:
+    _, _, _, after = await first_life(f"huge_{starts}")
+    store = Store(top=top)
+    if starts:
+        resumed = await Session.start(HOLD, resume=after, delayed_sends=store)
+        assert resumed.snapshot().timer_counter == MAX_LIMIT
+        await resumed.stop()
+        return
+    with pytest.raises(ResumeError, match="past what a position holds"):
+        await Session.start(HOLD, resume=after, delayed_sends=store)
+    assert store.calls[-1] == "release:stopped"
