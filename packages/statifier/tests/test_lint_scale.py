@@ -6,6 +6,7 @@ import pytest
 import statifier
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from statifier import suggest
 from statifier.chart import lint as lint_module
 from statifier.chart.lint import lint
 from statifier.core.events import name_matches
@@ -163,3 +164,66 @@ def test_script_locals_read_elsewhere_are_found_in_proportion_to_the_chart() -> 
     assert large <= 4.5 * small, (small, large)
     found = [d for d in lint(_scripts_chart(5)) if d.code == "script-local"]
     assert [(d.line, d.message.split("'")[1]) for d in found] == [(2, "a0"), (3, "a1")]
+
+
+def _long_names_chart(count: int) -> statifier.Machine:
+    """``count`` raised and ``count`` waited event names of 76 characters, alike in all
+    but their last few: each waited one is external, a candidate for a hint and for a
+    near spelling among the long names."""
+    stem = "x" * 70
+    raised = "".join(f'<raise event="{stem}r{i:05d}"/>' for i in range(count))
+    waited = "".join(f'<transition event="{stem}w{i:05d}" target="a"/>' for i in range(count))
+    return statifier.compile(
+        f'<scxml {NS} datamodel="python" initial="a"><state id="a"><onentry>{raised}'
+        f"</onentry>{waited}</state></scxml>"
+    )
+
+
+def test_lint_of_many_long_names_alike_takes_steps_in_near_linear_proportion() -> None:
+    # Each hint counted one a name, whatever its length (a comparison of two names of 76
+    # characters costs about 20 of two short ones), and each waited long name was compared
+    # with every raised one: 1,000 of each took 19 s.
+    few = _long_names_chart(100)
+    many = _long_names_chart(400)
+    small = python_steps(lambda: lint(few))
+    large = python_steps(lambda: lint(many))
+    assert large <= 5 * small, (small, large)
+    # Each waited name is one edit from a raised one ("w" for "r"): those whose lookups fit
+    # the long names' budget are found as such, the rest are reported all the same.
+    codes = [d.code for d in lint(many)]
+    assert codes.count("misspelled-event") == suggest.LONG_COMPARISONS // 400
+    assert codes.count("misspelled-event") + codes.count("external-event") == 400
+
+
+def test_a_hint_costs_its_character_pairs_and_a_refused_one_spends_the_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sixteen = ["a" * 15 + c for c in "bcd"]  # 16 x 16 characters: one each
+    name = "a" * 15 + "e"
+    monkeypatch.setattr(lint_module, "HINT_BUDGET", 3)
+    hints = lint_module._Hints()
+    assert hints.did_you_mean(name, sixteen).startswith("; did you mean")
+    assert hints.left == 0
+    longer = name + "f"  # 17 x 16 = 272 pairs: two each
+    monkeypatch.setattr(lint_module, "HINT_BUDGET", 6)
+    hints = lint_module._Hints()
+    assert hints.did_you_mean(longer, sixteen).startswith("; did you mean")
+    assert hints.left == 0
+    monkeypatch.setattr(lint_module, "HINT_BUDGET", 5)
+    hints = lint_module._Hints()
+    assert hints.did_you_mean(longer, sixteen) == ""
+    assert hints.left == 0  # spent: the next hint, however cheap, gets none
+    assert hints.did_you_mean("b", ["c"]) == ""
+
+
+def test_long_names_are_compared_one_by_one_up_to_their_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    long = ["y" * 70 + "a", "y" * 70 + "b"]
+    monkeypatch.setattr(suggest, "LONG_COMPARISONS", 4)
+    spellings = suggest.NearSpellings(long)
+    near = "y" * 70 + "c"
+    assert spellings.of(near) == long  # two compared: two left
+    assert spellings.of(near) == long  # two more: none left
+    assert spellings.of(near) == []  # only the index now
+    assert spellings.of("y" * 70 + "d", unindexed=True) == []

@@ -77,7 +77,12 @@ def _common_prefix(a: str, b: str) -> int:
 
 INDEXED_LENGTH: Final = 64
 """Names up to this long are found by :class:`NearSpellings`' index; longer ones (few in
-any chart) are compared one by one."""
+any chart) are compared one by one, up to ``LONG_COMPARISONS``."""
+
+LONG_COMPARISONS: Final = 20_000
+"""The most comparisons one :class:`NearSpellings` makes of names over
+``INDEXED_LENGTH`` with the names it holds of that length: past them, ``of`` reads only
+its index (a chart of thousands of long names would pay thousands of times thousands)."""
 
 
 class NearSpellings:
@@ -89,7 +94,7 @@ class NearSpellings:
     under itself and every such spelling, and what a lookup finds is checked with
     ``one_edit_apart``."""
 
-    __slots__ = ("_by_spelling", "_long")
+    __slots__ = ("_by_spelling", "_long", "_long_left")
 
     def __init__(self, names: Iterable[str]) -> None:
         by_spelling: dict[str, set[str]] = {}
@@ -102,17 +107,24 @@ class NearSpellings:
                 by_spelling.setdefault(spelling, set()).add(name)
         self._by_spelling = by_spelling
         self._long = long
+        self._long_left = LONG_COMPARISONS
 
     def of(self, name: str, *, unindexed: bool = True) -> list[str]:
-        """The names one edit from ``name``, sorted; without ``unindexed``, only those up
-        to ``INDEXED_LENGTH`` characters (the longer ones are compared one by one)."""
+        """The names one edit from ``name``, sorted; without ``unindexed``, or once
+        ``LONG_COMPARISONS`` are spent, only those up to ``INDEXED_LENGTH`` characters
+        (the longer ones are compared one by one)."""
         found: set[str] = set()
         if len(name) <= INDEXED_LENGTH + 1:
             by_spelling = self._by_spelling
             for spelling in _one_left_out(name):
                 found.update(by_spelling.get(spelling, ()))
-        if unindexed and self._long and len(name) >= INDEXED_LENGTH:
-            found.update(self._long)
+        long = self._long
+        if unindexed and long and len(name) >= INDEXED_LENGTH:
+            if len(long) <= self._long_left:
+                self._long_left -= len(long)
+                found.update(long)
+            else:
+                self._long_left = 0
         return sorted(other for other in found if one_edit_apart(name, other))
 
 
