@@ -297,3 +297,37 @@ def test_a_long_state_id_is_cut_in_the_messages_that_repeat_it() -> None:
         statifier.compile(_wrong_initials(3).replace(' initial="', ' initial="a '))
     messages = [d.message for d in caught.value.diagnostics if d.code == "invalid-initial"]
     assert messages[0] == "initial state 'y0' is not inside 'sss'"
+
+
+def _alike_ids(wrong: int) -> str:
+    """Three state ids of 128 characters, alike but for their ends, and ``wrong`` targets
+    as alike: each hint compares long names that share nearly every character."""
+    stem = "x" * 122
+    ids = "".join(f'<state id="{stem}s{i:05d}"/>' for i in range(3))
+    targets = "".join(f'<transition event="e" target="{stem}t{i:05d}"/>' for i in range(wrong))
+    return f'<scxml {NS}><state id="first">{targets}</state>{ids}</scxml>'
+
+
+def test_hints_for_wrong_targets_compare_long_names_within_one_budget() -> None:
+    # Each hint compared its target with every id by likeness, at a cost of their lengths
+    # multiplied: 200 such targets took 1.7 s to refuse.
+    def steps(wrong: int) -> int:
+        return python_steps(lambda: _refusal(_alike_ids(wrong)))
+
+    assert steps(200) <= 2 * steps(20)
+
+
+def test_likeness_is_bounded_by_the_character_pairs_it_compares() -> None:
+    name = "b" * 32
+    # Two edits from the name: found by likeness, not by the one-edit lookup.
+    target = "b" * 30 + "cc"
+    fill = ["a" * 32] * (suggest.LIKENESS_PAIRS // 32 // 32 - 1)
+    assert len(name) * 32 * (len(fill) + 1) == suggest.LIKENESS_PAIRS
+    hint = "; did you mean " + repr(target) + "?"
+    assert suggest.bounded_did_you_mean(name, [target, *fill]) == hint
+    assert suggest.bounded_did_you_mean(name, [target, *fill, "a"]) == ""
+    budget = suggest.LikenessBudget(suggest.LIKENESS_PAIRS)
+    assert suggest.bounded_did_you_mean(name, [target, *fill], budget=budget) == hint
+    assert budget.left == 0
+    assert suggest.bounded_did_you_mean(name, [target], budget=budget) == ""
+    assert budget.left == 0

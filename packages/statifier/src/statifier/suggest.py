@@ -15,6 +15,12 @@ LIKENESS_CANDIDATES: Final = 100
 (``closest``, whose cost grows with the names' lengths multiplied); past it, only names
 one edit away are offered."""
 
+LIKENESS_PAIRS: Final = 65_536
+"""The most character pairs (the name's length times the candidates' lengths, summed)
+:func:`bounded_did_you_mean` compares by likeness; past it, only names one edit away are
+offered. Alike names cost ``difflib`` about their pairs: 99 state ids of 128 characters,
+alike but for their ends, made each wrong target's hint 0.2 s."""
+
 
 def closest(name: str, known: Iterable[str]) -> str | None:
     """The known name most like ``name``, if any is close enough to be a likely typo."""
@@ -28,18 +34,39 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
     return f"; did you mean {match!r}?" if match is not None else ""
 
 
+class LikenessBudget:
+    """The character pairs a series of hints (one compilation's) may still compare by
+    likeness, shared: each :func:`bounded_did_you_mean` given it takes its pairs from it,
+    and past it offers only names one edit away."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, pairs: int) -> None:
+        self.left = pairs
+
+
 def bounded_did_you_mean(
-    name: str, known: Collection[str], spellings: Callable[[], NearSpellings] | None = None
+    name: str,
+    known: Collection[str],
+    spellings: Callable[[], NearSpellings] | None = None,
+    budget: LikenessBudget | None = None,
 ) -> str:
-    """``did_you_mean(name, known)`` in time that does not grow with ``known``, for names a
-    chart and an event control: by likeness among up to ``LIKENESS_CANDIDATES`` names,
-    else among those one edit from ``name`` and up to ``INDEXED_LENGTH`` characters long
-    (looked up in what ``spellings`` gives, asked only then: an index of at least every
-    name of ``known``; without it, none); none for a name over ``HINT_NAME_LENGTH``."""
+    """``did_you_mean(name, known)`` in time that does not grow with ``known`` or with the
+    names' lengths, for names a chart and an event control: by likeness among up to
+    ``LIKENESS_CANDIDATES`` names and ``LIKENESS_PAIRS`` character pairs, else among those
+    one edit from ``name`` and up to ``INDEXED_LENGTH`` characters long (looked up in what
+    ``spellings`` gives, asked only then: an index of at least every name of ``known``;
+    without it, none); none for a name over ``HINT_NAME_LENGTH``. With ``budget``, the
+    pairs compared by likeness come out of it, and what it has no more room for is not."""
     if len(name) > HINT_NAME_LENGTH:
         return ""
     if len(known) <= LIKENESS_CANDIDATES:
-        return did_you_mean(name, [k for k in known if len(k) <= HINT_NAME_LENGTH])
+        candidates = [k for k in known if len(k) <= HINT_NAME_LENGTH]
+        pairs = len(name) * sum(map(len, candidates))
+        if pairs <= LIKENESS_PAIRS and (budget is None or pairs <= budget.left):
+            if budget is not None:
+                budget.left -= pairs
+            return did_you_mean(name, candidates)
     if spellings is None:
         return ""
     members = known if isinstance(known, (set, frozenset, dict)) else frozenset(known)

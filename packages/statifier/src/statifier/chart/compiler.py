@@ -45,7 +45,12 @@ from statifier.chart.xmltree import XNode, dedented, parse, serialize
 from statifier.core.planner import BASIC_HTTP_SEND_TYPES
 from statifier.datamodel.host import HostFunction, HostFunctionError, HostFunctions
 from statifier.errors import ChartError, Diagnostic
-from statifier.suggest import NearSpellings, bounded_did_you_mean
+from statifier.suggest import (
+    LIKENESS_PAIRS,
+    LikenessBudget,
+    NearSpellings,
+    bounded_did_you_mean,
+)
 from statifier.values import brief
 
 Resolver = Callable[[str], str]
@@ -63,6 +68,12 @@ MAX_STATES = 20_000
 
 MAX_DIAGNOSTICS = 200
 """Compilation stops after this many problems: the rest would only repeat them."""
+
+TARGET_LIKENESS_PAIRS = 8 * LIKENESS_PAIRS
+"""The character pairs one compilation's hints for wrong targets compare by likeness in
+all (``suggest.LikenessBudget``); past them, a hint offers only ids one edit away. A few
+wrong targets among a hundred ids never reach it; 200 wrong targets of 128 characters
+among ids alike but for their ends took 1.7 s to refuse without it."""
 
 MAX_CODE_LENGTH = 256 * 1024
 """The most characters of expressions, locations and scripts one chart may hold in all.
@@ -328,6 +339,7 @@ class _Compiler:
         self.by_node: dict[int, int] = {}
         self.ids: dict[str, int] = {}
         self._id_spellings: NearSpellings | None = None
+        self.target_likeness = LikenessBudget(TARGET_LIKENESS_PAIRS)
         self.transitions: list[_DraftTransition] = []
         self.content: list[ContentNode] = []
         self.data: list[DataNode] = []
@@ -626,7 +638,9 @@ class _Compiler:
                     element,
                     "unknown-target",
                     f"transition target {token!r} is not a state id"
-                    + bounded_did_you_mean(token, self.ids, self.id_spellings),
+                    + bounded_did_you_mean(
+                        token, self.ids, self.id_spellings, self.target_likeness
+                    ),
                 )
             else:
                 targets.append(target)
