@@ -3,7 +3,7 @@
 A durable store cannot stop a send whose job a worker is running when the ``<cancel>``
 reaches it; the session remembers the cancel and drops that send when it fires. A session
 resumed from its saved position gets those cancels from its store
-(``ResumingDelayedSends.resume``) and keeps the ones its position holds: of ordinal at
+(``KeyedDelayedSends.resume``) and keeps the ones its position holds: of ordinal at
 most the position's ``timer_counter``. A cancel of a later ordinal belongs to a step that
 was never saved, so the send fires into the resumed session as it would have. The store
 also answers the highest ordinal it holds: the session's next ordinals come after it.
@@ -23,10 +23,10 @@ from statifier.runtime import registry
 from statifier.runtime.session import (
     DelayedSendsUnavailable,
     HaltReason,
+    KeyedDelayedSends,
     Message,
     ResumeError,
     ResumePoint,
-    ResumingDelayedSends,
     Session,
 )
 
@@ -55,7 +55,7 @@ HOLD = statifier.compile(
 
 
 class Store:
-    """A ``ResumingDelayedSends`` store that takes every delayed send and answers ``marks``
+    """A ``KeyedDelayedSends`` store that takes every delayed send and answers ``marks``
     and ``top`` (the highest ordinal it holds, at least the position's counter)."""
 
     def __init__(
@@ -71,6 +71,10 @@ class Store:
     async def claim(self, session: Session) -> None:
         """Record the claim."""
         self.calls.append("claim")
+
+    async def begin(self, session: Session) -> None:
+        """Record the fresh start."""
+        self.calls.append("begin")
 
     async def release(self, session: Session, reason: HaltReason) -> None:
         """Record the release."""
@@ -135,7 +139,7 @@ async def fire_then_probe(session: Session, hold: fx.SendDelayed) -> list[Messag
 async def test_a_resumed_session_drops_the_fire_of_a_cancel_its_position_holds() -> None:
     _, hold, _, after = await first_life("saved")
     store = Store({"hold": 2})  # the disarm's cancel, ordinal 2: the position's counter
-    assert isinstance(store, ResumingDelayedSends)
+    assert isinstance(store, KeyedDelayedSends)
     resumed = await Session.start(HOLD, resume=after, delayed_sends=store)
     assert resumed.snapshot().timer_counter == 2
     await fire_then_probe(resumed, hold)
@@ -166,10 +170,10 @@ async def test_a_mark_of_another_send_id_or_an_earlier_send_holds_nothing_back()
     await resumed.stop()
 
 
-async def test_a_fresh_session_does_not_resume_its_store() -> None:
+async def test_a_fresh_session_begins_in_its_store_and_does_not_resume() -> None:
     store = Store({"hold": 1})
     session = await Session.start(HOLD, session_id="fresh", delayed_sends=store)
-    assert store.calls == ["claim"]
+    assert store.calls == ["claim", "begin"]
     await session.stop()
 
 
@@ -209,3 +213,21 @@ async def test_a_store_counter_past_what_a_position_holds_refuses_the_resume(
     with pytest.raises(ResumeError, match="past what a position holds"):
         await Session.start(HOLD, resume=after, delayed_sends=store)
     assert store.calls[-1] == "release:stopped"
+
+
+class Taken(Store):
+    """A store that still holds sends of an earlier session under every id."""
+
+    async def begin(self, session: Session) -> None:
+        """Refuse the fresh start."""
+        await super().begin(session)
+        raise LookupError(f"session id {session.session_id!r} is not free")
+
+
+async def test_a_fresh_session_its_store_refuses_does_not_start() -> None:
+    store = Taken()
+    with pytest.raises(LookupError, match="is not free"):
+        await Session.start(HOLD, session_id="taken", delayed_sends=store)
+    assert registry.lookup("taken") is None
+    assert store.sent == []
+    assert store.calls == ["claim", "begin", "release:stopped"]

@@ -20,6 +20,7 @@ import pytest
 from statifier.budget import MAX_LIMIT
 from statifier.core.position import dumps
 from statifier.runtime.session import Session
+from statifier_oban import SessionIdNotFree
 from statifier_oban.timers import _schedule
 from statifier_oban.timers._host import DurableTimers
 
@@ -177,3 +178,28 @@ async def test_the_top_ordinal_counts_only_ordinals_a_session_wrote(servers: Ser
             rebased = await _schedule.rebase(config, scope, 2, conn=conn)
         tops.append(rebased.top_ordinal)
     assert tops == [MAX_LIMIT, 2, 2, 7, 2]
+
+
+async def test_a_fresh_session_under_an_id_with_earlier_timers_is_refused(
+    servers: Servers, sessions: Sessions
+) -> None:
+    """Its ordinals would start at 1 again: its hold would meet the earlier hold's row
+    and never be stored."""
+    scope = unique("fresh_taken")
+    server = await servers.start()
+    first = await sessions.start(
+        CARD, session_id=scope, delayed_sends=DurableTimers(server.config())
+    )
+    await first.stop()
+    [row] = await timer_rows(server.pool, scope)
+    with pytest.raises(SessionIdNotFree) as refused:
+        await sessions.start(CARD, session_id=scope, delayed_sends=DurableTimers(server.config()))
+    assert refused.value.scope == scope
+    assert [r.id for r in await timer_rows(server.pool, scope)] == [row.id]
+    await execute(server.pool, "DELETE FROM oban_jobs WHERE id = %s", [row.id])
+    again = await sessions.start(
+        CARD, session_id=scope, delayed_sends=DurableTimers(server.config())
+    )  # the lease was given back, and the id is free once the rows are gone
+    [stored] = await timer_rows(server.pool, scope)
+    assert (stored.args["ordinal"], stored.state) == (1, "scheduled")
+    await again.stop()

@@ -182,6 +182,24 @@ class LeaseHeld(StatifierObanError):
         super().__init__(message)
 
 
+class SessionIdNotFree(StatifierObanError):
+    """A fresh live session was started under the id of an earlier one whose timer jobs
+    remain (``DurableTimers``): its ordinals start at 1 again, and a timer job is unique
+    by ``(scope, ordinal)`` for as long as its row exists, so its sends would meet those
+    rows and never be stored, and the earlier pending ones would fire into it. Nothing
+    was written; resume the earlier session's position instead, or use the id once those
+    jobs are gone (deleted, or pruned by oban)."""
+
+    def __init__(self, scope: str) -> None:
+        self.scope = scope
+        super().__init__(
+            f"session id {scope!r} is not free: timer jobs of an earlier session with this id"
+            " remain in oban_jobs, and a fresh session would share their keys; resume that"
+            " session's position, or delete those jobs (or let oban's pruner remove them)"
+            " before starting a new session under the id"
+        )
+
+
 class LeaseLost(StatifierObanError, OwnershipLost):
     """This owner's lease was taken over: its writes for the session are refused.
 

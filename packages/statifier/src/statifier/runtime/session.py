@@ -173,7 +173,7 @@ class OwningDelayedSends(DelayedSends, Protocol):
 
 @dataclass(frozen=True, slots=True)
 class ResumePoint:
-    """What a ``ResumingDelayedSends`` store answers when a session resumes."""
+    """What a ``KeyedDelayedSends`` store answers when a session resumes."""
 
     cancel_marks: Mapping[str, int]
     """Send id -> ordinal of the latest stored ``<cancel>`` of that id that met a send
@@ -188,18 +188,26 @@ class ResumePoint:
 
 
 @runtime_checkable
-class ResumingDelayedSends(Protocol):
-    """A ``DelayedSends`` store that keeps a session's delayed sends across processes, told
-    where a session resumes from.
+class KeyedDelayedSends(Protocol):
+    """A ``DelayedSends`` store that keeps a session's sends across processes, keyed by
+    session id and ordinal, told how each session it serves starts.
 
-    A session stores a step's sends and cancels before the step takes effect; its host
-    saves the position after. A process that dies between the two leaves in the store
-    the writes of a step the saved position does not hold. ``Session.start`` calls
-    ``resume`` before a resumed session's first macrostep, with its position's
-    ``timer_counter``; every ordinal a later step used is above it. The store puts its
-    sends back as they stood at that position (it cancels the sends of later steps and
-    restores those their cancels cancelled) and answers a :class:`ResumePoint`.
+    Ordinals come from the session's position (``timer_counter``), so the store's keys
+    and the position must agree. ``Session.start`` calls ``begin`` before a fresh
+    session's first macrostep: its ordinals start at 1 again, and a store still holding
+    sends of an earlier session under that id refuses it (their keys would be met).
+    It calls ``resume`` before a resumed session's first macrostep, with its position's
+    ``timer_counter``. A session stores a step's sends and cancels before the step takes
+    effect, and its host saves the position after: a process that dies between the two
+    leaves in the store the writes of a step the saved position does not hold (every
+    ordinal such a step used is above the counter). The store puts its sends back as they
+    stood at that position (it cancels the sends of later steps and restores those their
+    cancels cancelled) and answers a :class:`ResumePoint`.
     """
+
+    async def begin(self, session: Session) -> None:
+        """A fresh ``session`` takes its id: raise if the store still holds sends under
+        it (the session does not start); ``DelayedSendsUnavailable`` when it cannot say."""
 
     async def resume(self, session: Session, timer_counter: int) -> ResumePoint:
         """Set the session id's stored sends back to ``timer_counter``; see the class.
@@ -436,7 +444,7 @@ class Session:
         ``<invoke src>`` to chart text (nothing is fetched otherwise). ``resume`` is a
         position (a ``MachineState`` or a blob from ``statifier.core.position.dumps``): the
         session continues with the same ``_sessionid`` and an empty timer table (a store
-        that keeps its sends across processes, ``ResumingDelayedSends``, first sets them
+        that keeps its sends across processes, ``KeyedDelayedSends``, first sets them
         back to where the position stood).
         ``caller_context`` is the opaque host term of the first macrostep (see
         ``statifier.initialize``); later macrosteps take the one their event carries.
@@ -484,7 +492,10 @@ class Session:
         if isinstance(delayed_sends, OwningDelayedSends):
             await delayed_sends.claim(session)
         try:
-            if state is not None and isinstance(delayed_sends, ResumingDelayedSends):
+            if state is None:
+                if isinstance(delayed_sends, KeyedDelayedSends):
+                    await delayed_sends.begin(session)
+            elif isinstance(delayed_sends, KeyedDelayedSends):
                 counter = state.timer_counter
                 point = await delayed_sends.resume(session, counter)
                 session._remember_cancels(point.cancel_marks, counter)

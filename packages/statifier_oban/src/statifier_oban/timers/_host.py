@@ -29,7 +29,7 @@ from statifier.runtime.session import (
 )
 
 from .._config import Config
-from .._errors import LeaseLost, ScheduleRejected, StoreUnavailable
+from .._errors import LeaseLost, ScheduleRejected, SessionIdNotFree, StoreUnavailable
 from ..store import _statements
 from . import _schedule
 from ._lease import DEFAULT_TTL_S, SessionLease
@@ -139,9 +139,24 @@ class DurableTimers:
         except ScheduleRejected as exc:
             raise DelayedSendRefused(f"{exc.reason}: {exc}") from exc
 
+    async def begin(self, session: Session) -> None:
+        """A fresh ``session`` takes its id (``KeyedDelayedSends``): ``SessionIdNotFree``
+        when timer jobs of an earlier session with that id remain."""
+        scope = session.session_id
+        try:
+            async with _statements.connection(self.config.oban, None) as conn:
+                left = await _schedule.timer_rows_left(self.config, scope, conn=conn)
+        except StoreUnavailable as exc:
+            raise DelayedSendsUnavailable(
+                f"whether session id {scope!r} is free could not be told, the store is "
+                f"unavailable: {exc}"
+            ) from exc
+        if left:
+            raise SessionIdNotFree(scope)
+
     async def resume(self, session: Session, timer_counter: int) -> ResumePoint:
         """``session`` resumes from a position whose ``timer_counter`` is given: set its
-        timer jobs back to that position (``ResumingDelayedSends``), in a transaction fenced
+        timer jobs back to that position (``KeyedDelayedSends``), in a transaction fenced
         by its lease. A step after that position (its process died before its position was
         saved) may have armed timers, now cancelled, and cancelled some, now pending again;
         what was changed is logged. Answers the cancels that met running jobs and the
