@@ -419,13 +419,14 @@ def test_loads_of_two_shapes_in_turn_read_each_its_own() -> None:
     for _ in range(3):
         for state, blob in blobs_of.values():
             assert loads(blob, machine) == state
-            last, _known = machine._cache[_format3._LAST_SHAPE]
+            line, _known, last = machine._cache[_format3._LAST_SHAPE]
+            assert line == last + b"\n"
             assert last == blob.split(b"\n")[4]
     state, blob = blobs_of[("b",)]
     shape, values = blob.split(b"\n")[4:6]
     assert b'"trace":false' in shape
     other = _reframe(blob, shape.replace(b'"trace":false', b'"trace":true') + b"\n" + values)
-    assert machine._cache[_format3._LAST_SHAPE][0] == shape
+    assert machine._cache[_format3._LAST_SHAPE][2] == shape
     assert loads(other, machine).trace is True
     assert loads(blob, machine) == state
 
@@ -933,3 +934,220 @@ def test_positions_of_both_datamodels_round_trip_in_formats_3_and_4(
         old = loads(_format_3(blob), chart, invoke_types=WORKER)
         assert old == loaded
         assert dumps(old) == blob
+
+
+# -- the plain paths' steps taken once (issue 25, fifth round) ------------------------------
+
+
+_NEAR_SHORT = st.integers(payloads.SHORT_TEXT - 2, payloads.SHORT_TEXT + 2)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    text=st.binary(max_size=700)
+    | st.text(max_size=700)
+    # Around the short texts' length: brackets or digits enough to vouch for nothing.
+    | st.builds(lambda char, size: char * size, st.sampled_from([b"[", b"1", "{"]), _NEAR_SHORT),
+    cap=st.sampled_from([None, 1, 11, 12, 13, 100, 6155, 6156, 6157, 2**62]),
+)
+def test_the_unread_length_is_the_first_case_of_fits(text: str | bytes, cap: int | None) -> None:
+    # Both plain paths test ``len(line) <= unread_length(limits) or fits(line, cap)``:
+    # the same verdict as ``fits`` alone, its first case in one comparison.
+    limits = MacrostepLimits(datamodel_bytes=cap)
+    most = MAX_LIMIT if cap is None else cap
+    assert payloads.datamodel_cap(limits) == most
+    unread = len(text) <= payloads.unread_length(limits)
+    assert (unread or payloads.fits(text, most)) == payloads.fits(text, most)
+    if len(text) <= payloads.SHORT_TEXT:
+        assert unread == payloads.fits(text, most)
+
+
+_COUNTER_VALUES = (
+    st.integers(-2, 3)
+    | st.integers(MAX_LIMIT - 2, MAX_LIMIT + 2)
+    | st.integers(2**63, 2**64)
+    | st.booleans()
+    | st.sampled_from([1.0, 0.0, None, "1", [1], {"k": 1}])
+    | st.builds(lambda n: _Int(n), st.integers(0, 3))
+)
+
+
+class _Int(int):
+    """An integer that is not an exact ``int``."""
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    values=st.lists(st.integers(0, 3), min_size=6, max_size=6),
+    odd=st.dictionaries(st.integers(0, 5), _COUNTER_VALUES, max_size=2),
+)
+def test_counters_fit_only_as_the_checked_paths_accept_them(
+    values: list[Any], odd: dict[int, Any]
+) -> None:
+    # What both plain paths let through, the checked paths (``_payload._counter``) accept.
+    for place, value in odd.items():
+        values[place] = value
+    try:
+        fit = _format3._counters_fit(*values)
+    except TypeError:
+        return  # the plain paths catch it and step aside
+    if fit:
+        assert all(type(value) is int and 0 <= value <= MAX_LIMIT for value in values)
+    if all(type(value) is int and 0 <= value <= 3 for value in values):
+        assert fit
+
+
+@pytest.mark.parametrize("name", ["_name", "_sessionid", "_ioprocessors"])
+@pytest.mark.parametrize("which", ["nameless", "named"])
+def test_a_missing_system_variable_keeps_them_all_on_both_paths(
+    machine: Machine, name: str, which: str
+) -> None:
+    # The plain path reads the three by subscript: one missing leaves none out, as the
+    # checked path's ``standard_system_variables`` says (a nameless chart's missing
+    # ``_name`` included, whose ``machine.name`` is None).
+    if which == "named":
+        machine = statifier.compile(CHART.replace('initial="a"', 'name="named" initial="a"'))
+    state = _state(machine)
+    assert (state.machine.name is None) == (which == "nameless")
+    datamodel = dict(state.datamodel)
+    del datamodel[name]
+    odd = _replace(state, datamodel=datamodel)
+    plain = _format3.plain_body(odd)
+    assert plain is not None
+    assert plain == position._checked_body(odd)
+    assert orjson.loads(plain.split(b"\n")[1])[10] is False  # ``standard_system_variables``
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_ODD | _JSON | st.dictionaries(st.builds(_Key, _TEXT), _JSON, min_size=1, max_size=2))
+def test_the_unsorted_write_refuses_what_the_sorted_write_refuses(value: Any) -> None:
+    # ``plain_parts`` vouches for the standard processors' types by an unsorted orjson
+    # write (``_EXACT``): it must refuse exactly what the sorted one (``_OPTIONS``) refuses.
+    def written(obj: Any, option: int) -> bool:
+        try:
+            orjson.dumps(obj, option=option)
+        except TypeError:
+            return False
+        return True
+
+    for obj in (
+        value,
+        {"v": value, "k": [value]},
+        {"v": _Location(location="x")},
+        {_Key("v"): 1, "a": 2},
+        {"v": {"location": _Key("x")}},
+    ):
+        assert written(obj, _format3._EXACT) == written(obj, _format3._OPTIONS)
+
+
+def test_the_standard_processors_are_remembered_within_their_bound() -> None:
+    from statifier.core.planner import io_processors
+
+    for number in range(_format3._STANDARD_LIMIT + 10):
+        session_id = f"sess_{number}"
+        assert _format3._standard_processors(session_id) == io_processors(session_id)
+        assert _format3._standard_processors(session_id) is _format3._STANDARD[session_id]
+        assert len(_format3._STANDARD) <= _format3._STANDARD_LIMIT
+
+
+@pytest.mark.parametrize("session_id", ["sess_fast", 's "quoted" \u2603 \\ \U0001f600', "x"])
+def test_the_plain_read_puts_back_the_processors_io_processors_makes(
+    machine: Machine, session_id: str
+) -> None:
+    from statifier.core.planner import io_processors
+
+    state, _ = statifier.initialize(machine, session_id=session_id)
+    blob = dumps(state)
+    shape_line, values_line = blobs.split(blob)[1].split(b"\n")
+    plain = _format3._plain_read(shape_line, values_line, machine, None, None, DEFAULT_LIMITS)
+    assert plain == state
+    for loaded in (plain, loads(blob, machine)):
+        assert loaded is not None
+        processors = loaded.datamodel["_ioprocessors"]
+        expected = io_processors(session_id)
+        assert processors == expected
+        assert list(processors) == list(expected)
+        # One description under both names, as ``io_processors`` shares it.
+        assert len({id(description) for description in processors.values()}) == 1
+
+
+def test_a_shape_says_whether_its_states_hold_the_stored_datamodel(
+    rich: Machine, ecma: Machine
+) -> None:
+    from statifier.datamodel.registry import state_variables
+
+    for chart, states, types in (
+        (rich, _rich_states(rich), WORKER),
+        (ecma, _ecma_states(ecma), None),
+    ):
+        probe: dict[str, Any] = {}
+        as_stored = state_variables(chart, probe) is probe
+        for state in states:
+            blob = dumps(state)
+            shape_line, values_line = blobs.split(blob)[1].split(b"\n")
+            shape = payloads.decode_shape(orjson.loads(shape_line), chart)
+            assert shape.variables_as_stored is as_stored
+            assert shape.unread == payloads.unread_length(shape.limits)
+            plain = _format3._plain_read(
+                shape_line, values_line, chart, types, None, DEFAULT_LIMITS
+            )
+            full = _format3._full_read(
+                shape_line + b"\n" + values_line, chart, types, None, DEFAULT_LIMITS
+            )
+            assert plain == full == state
+            assert plain is not None
+            assert type(plain.datamodel) is type(full.datamodel)
+            assert (type(plain.datamodel) is dict) is as_stored
+
+
+def test_the_line_read_last_is_taken_only_whole(machine: Machine) -> None:
+    # ``read_unkeyed`` takes the shape line it read last when the payload starts with it
+    # and its newline; a payload that starts with it but goes on is read for what it is.
+    state = _state(machine)
+    blob = dumps(state)
+    shape_line, values_line = blobs.split(blob)[1].split(b"\n")
+    assert loads(blob, machine) == state
+    assert machine._cache[_format3._LAST_SHAPE][0] == shape_line + b"\n"
+    longer = _reframe(blob, shape_line + b" \n" + values_line)
+    assert loads(longer, machine) == state  # the full read allows the space
+    for broken in (shape_line + b"x\n" + values_line, shape_line + values_line):
+        with pytest.raises(CorruptPosition):
+            loads(_reframe(blob, broken), machine)
+    assert loads(blob, machine) == state
+
+
+_MUTATIONS = st.lists(
+    st.tuples(
+        st.sampled_from(["delete", "insert", "replace"]),
+        st.integers(0, 10_000),
+        st.sampled_from(list(b'\n"01}],{[x t-e:\\')),
+    ),
+    min_size=1,
+    max_size=3,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(which=st.integers(0, 3), mutations=_MUTATIONS)
+def test_loads_of_a_damaged_payload_says_what_the_full_read_says(
+    rich: Machine, which: int, mutations: list[tuple[str, int, int]]
+) -> None:
+    # Payloads near one ``dumps`` wrote, under a right CRC, read after that one (its shape
+    # line is the one read last): ``loads`` gives the state the full read gives, or
+    # refuses with its message.
+    state = _rich_states(rich)[which]
+    blob = dumps(state)
+    payload = bytearray(blobs.split(blob)[1])
+    for kind, where, byte in mutations:
+        at = where % (len(payload) + 1)
+        if kind == "insert":
+            payload[at:at] = bytes([byte])
+        elif at < len(payload):
+            payload[at : at + 1] = b"" if kind == "delete" else bytes([byte])
+    damaged = _reframe(blob, bytes(payload))
+    assert loads(blob, rich, invoke_types=WORKER) == state
+    expected = _read_outcome(
+        lambda: _format3._full_read(bytes(payload), rich, WORKER, None, DEFAULT_LIMITS)
+    )
+    found = _read_outcome(lambda: loads(damaged, rich, invoke_types=WORKER))
+    assert found == expected

@@ -43,7 +43,6 @@ it does not know: the version says how many values there are).
 
 from __future__ import annotations
 
-import functools
 import operator
 import zlib
 from binascii import hexlify
@@ -61,13 +60,12 @@ from statifier.core._payload import (
     MAX_COUNTER,
     MAX_ID_LENGTH,
     SHAPE_KEYS,
-    SHORT_TEXT,
-    TEXT_RATIO,
     VALUE_KEYS,
     CorruptPosition,
     Shape,
     build_state,
     corrupt,
+    datamodel_cap,
     decode_history,
     decode_invocations,
     decode_payload,
@@ -77,6 +75,7 @@ from statifier.core._payload import (
     json_typed,
     legal_configuration,
     limit_values,
+    unread_length,
 )
 from statifier.core._run import shared
 from statifier.core.algorithm import SYSTEM_VARIABLES
@@ -108,6 +107,14 @@ _OPTIONS: Final = (
 )
 """Sorted keys; a subclass of a JSON type, a dataclass or a date is not written natively
 (with no ``default``, orjson then raises and the standard library's encoder decides)."""
+
+_EXACT: Final = (
+    orjson.OPT_PASSTHROUGH_SUBCLASS
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+)
+"""``_OPTIONS`` unsorted, for a write that only vouches for types: orjson refuses the same
+keys and values either way, and sorting them costs a fifth of that write."""
 
 _SHAPES: Final = "shapes"
 """The key, in a machine's ``_cache``, of the shape lines already judged, by their bytes
@@ -161,10 +168,22 @@ def standard_system_variables(datamodel: Any, session_id: Any, machine: Machine)
 _ABSENT: Final = object()
 
 
-@functools.lru_cache(maxsize=256)
 def _standard_processors(session_id: str) -> dict[str, Any]:
-    """``io_processors(session_id)``, to compare with (never handed out)."""
-    return io_processors(session_id)
+    """``io_processors(session_id)``, to compare with (never handed out), remembered in
+    ``_STANDARD`` (``plain_parts`` reads it there first)."""
+    found = _STANDARD.get(session_id)
+    if found is None:
+        if len(_STANDARD) >= _STANDARD_LIMIT:
+            _STANDARD.clear()
+        found = _STANDARD[session_id] = io_processors(session_id)
+    return found
+
+
+_STANDARD: Final[dict[str, dict[str, Any]]] = {}
+"""``_standard_processors`` by session id: a plain dict, since an ``lru_cache`` call costs
+twice a lookup (the plain path of ``dumps`` compares with one each time)."""
+
+_STANDARD_LIMIT: Final = 256
 
 
 def _without_implied(datamodel: dict[str, Any]) -> dict[str, Any]:
@@ -181,16 +200,20 @@ def _counters_fit(a: Any, b: Any, c: Any, d: Any, e: Any, f: Any) -> bool:
     the or in range puts all six in range. Out of range, each may still be (``2**62 | 1``):
     False is no verdict, the checked path decides. (``min`` and ``max`` cost more than all
     the rest: their keyword parsing.) One owner for both directions, though the call costs
-    about 800 instructions (callgrind), 2% of ``dumps`` + ``loads`` on the card chart."""
-    return (
-        type(a) is int
-        and type(b) is int
-        and type(c) is int
-        and type(d) is int
-        and type(e) is int
-        and type(f) is int
-        and 0 <= a | b | c | d | e | f <= MAX_COUNTER
-    )
+    about 500 instructions each way (callgrind), 1.3% of ``dumps`` + ``loads`` on the card
+    chart."""
+    # Tested in an ``if``, not returned: a returned ``and`` chain keeps each operand on
+    # the stack (two more instructions of the interpreter per test).
+    if (
+        type(a) is not int
+        or type(b) is not int
+        or type(c) is not int
+        or type(d) is not int
+        or type(e) is not int
+        or type(f) is not int
+    ):
+        return False
+    return 0 <= a | b | c | d | e | f <= MAX_COUNTER
 
 
 def plain_body(state: MachineState) -> bytes | None:
@@ -245,17 +268,14 @@ def plain_parts(state: MachineState) -> tuple[bytes, int, bytes] | None:
         ):
             shape_line: bytes = known[4]
             shape_check: int = known[5]
+            unread: int = known[6]
         else:
             judged = _plain_shape_line(state, running, status, trace, rounds)
             if judged is None:
                 return None
-            shape_line, shape_check = judged
+            shape_line, shape_check, unread = judged
         invocations: Any = state.invocations
-        if invocations:
-            invocations = [[s, n, name] for (s, n), name in sorted(invocations.items())]
-            decode_invocations(invocations, machine.states, configuration)
-        else:
-            invocations = []
+        invocations = _plain_invocations(invocations, machine, configuration) if invocations else []
         session_id = state.session_id
         if type(session_id) is not str or not 0 < len(session_id) <= MAX_ID_LENGTH:
             return None
@@ -280,25 +300,33 @@ def plain_parts(state: MachineState) -> tuple[bytes, int, bytes] | None:
             # Only a view of the engine's own state vouches (``StoredVariables``).
             typed = variables.chart_json_typed is True
         # ``standard_system_variables``, inlined (a dict and a string here): once per dump.
-        name = datamodel.get("_name", _ABSENT)
-        sid = datamodel.get("_sessionid")
-        processors = datamodel.get("_ioprocessors")
-        standard = (
+        try:
+            # Subscripts, not ``get``: no method call (a missing one: none is left out).
+            name = datamodel["_name"]
+            sid = datamodel["_sessionid"]
+            processors = datamodel["_ioprocessors"]
+        except KeyError:
+            sid = name = processors = None
+        # Tested in an ``if``, not assigned: an assigned ``and`` chain keeps each operand on
+        # the stack (two more instructions of the interpreter per test).
+        if (
             (sid is session_id or (type(sid) is str and sid == session_id))
             and (name is machine.name or (type(name) is str and name == machine.name))
             and type(processors) is dict
-            and processors == _standard_processors(session_id)
-        )
-        if standard:
+            # The memo read in place: a lookup costs less than a call.
+            and processors == (_STANDARD.get(session_id) or _standard_processors(session_id))
+        ):
+            standard = True
             # Left out, the standard processors must hold exact types, as ``json_typed``
             # would say, without its walk: orjson writes no key but an exact ``str`` and,
             # with ``OPT_PASSTHROUGH_SUBCLASS``, no subclass of ``str`` or ``dict`` (it
             # raises ``TypeError``: the checked path then decides); of what else it writes
             # (a tuple, a UUID, an enum) nothing equals a dict of strings.
-            orjson.dumps(processors, option=_OPTIONS)
+            orjson.dumps(processors, option=_EXACT)
             stored = datamodel.copy()  # ``_without_implied``, inlined: once per dump
             del stored["_ioprocessors"], stored["_name"], stored["_sessionid"]
         else:
+            standard = False
             stored = datamodel
         context = state.caller_context
         # orjson refuses cycles, values past its nesting limit and what it cannot write
@@ -323,12 +351,9 @@ def plain_parts(state: MachineState) -> tuple[bytes, int, bytes] | None:
             ],
             option=_OPTIONS,
         )
-        cap = limits.datamodel_bytes
-        cap = MAX_LIMIT if cap is None else cap
-        size = len(values_line)
         if not (
-            # ``fits``, its first case inlined (a short text vouches unread): once per dump
-            (size * TEXT_RATIO <= cap if size <= SHORT_TEXT else fits(values_line, cap))
+            # ``fits``, its first case in one comparison (a short text vouches unread)
+            (len(values_line) <= unread or fits(values_line, datamodel_cap(limits)))
             and (_system_typed(stored, standard) if typed else json_typed(stored, False))
             and (context is None or json_typed(context, False))
         ):
@@ -336,6 +361,16 @@ def plain_parts(state: MachineState) -> tuple[bytes, int, bytes] | None:
         return shape_line, shape_check, values_line
     except (CorruptPosition, AttributeError, TypeError, ValueError, RecursionError):
         return None
+
+
+def _plain_invocations(
+    invocations: dict[tuple[int, int], str], machine: Machine, configuration: frozenset[int]
+) -> list[list[Any]]:
+    """The ``invocations`` member of a state's live ``invocations``, checked as ``loads``
+    checks it (``CorruptPosition``, or whatever the sort raises, otherwise)."""
+    members = [[s, n, name] for (s, n), name in sorted(invocations.items())]
+    decode_invocations(members, machine.states, configuration)
+    return members
 
 
 def _system_typed(stored: dict[str, Any], standard: bool) -> bool:
@@ -354,9 +389,10 @@ shape fields."""
 
 def _plain_shape_line(
     state: MachineState, running: bool, status: str, trace: bool, rounds: int | None
-) -> tuple[bytes, int] | None:
+) -> tuple[bytes, int, int] | None:
     """The shape line of ``state`` (whose flags and round budget the caller checked) with
-    its newline, and the CRC-32 of that; None if its shape is not plainly valid.
+    its newline, the CRC-32 of that and the ``unread_length`` of its budgets; None if its
+    shape is not plainly valid.
     Remembered per machine for the very sets and budgets of the engine's states (they
     share them, ``_run.shared``)."""
     configuration = state.configuration
@@ -375,18 +411,19 @@ def _plain_shape_line(
             and known[2] is to_invoke
             and known[3] is limits
         ):
-            return known[4], known[5]
+            return known[4], known[5], known[6]
     judged = _judge_shape(state, running, status, trace, rounds)
     if judged is None:
         return None
     line = judged + b"\n"
     check = zlib.crc32(line)
+    unread = unread_length(limits)
     if not history:
         memo = state.machine._cache.setdefault(_SHAPE_LINES, {})
         if len(memo) >= room(_SHAPES_LIMIT, len(line)):
             memo.clear()
-        memo[key] = (configuration, entered, to_invoke, limits, line, check)
-    return line, check
+        memo[key] = (configuration, entered, to_invoke, limits, line, check, unread)
+    return line, check, unread
 
 
 def _judge_shape(
@@ -501,21 +538,30 @@ def read_unkeyed(
     one chart's executions in one configuration share their shape line: a comparison of
     bytes costs less than hashing them)."""
     start = len(head) + _CHECK_DIGITS + 1
-    payload = blob[start:]
-    shape_text, newline, values_text = payload.partition(b"\n")
-    if not newline:
-        return None
     cache = machine._cache
-    last: tuple[bytes, tuple[Shape, int]] | None = cache.get(_LAST_SHAPE)
-    if last is not None and last[0] == shape_text:
-        known: tuple[Shape, int] | None = last[1]
+    last: tuple[bytes, tuple[Shape, int], bytes] | None = cache.get(_LAST_SHAPE)
+    if last is not None and blob.startswith(last[0], start):
+        # The line read last and its newline start the payload: the values line is the
+        # rest (no copy of the payload, no partition of it).
+        shape_text = last[2]
+        values_text = blob[start + len(last[0]) :]
+        shape: Shape | None
+        shape, crc = last[1]
+        check = zlib.crc32(values_text, crc)
     else:
+        shape_text, newline, values_text = blob[start:].partition(b"\n")
+        if not newline:
+            return None
         # ``_remembered_shape``, inlined: once per load.
         memo: dict[bytes, tuple[Shape, int]] | None = cache.get(_SHAPES)
         known = None if memo is None else memo.get(shape_text)
-        if known is not None:
-            cache[_LAST_SHAPE] = (shape_text, known)
-    check = zlib.crc32(payload) if known is None else zlib.crc32(values_text, known[1])
+        if known is None:
+            shape = None
+            check = zlib.crc32(blob[start:])
+        else:
+            cache[_LAST_SHAPE] = (shape_text + b"\n", known, shape_text)
+            shape, crc = known
+            check = zlib.crc32(values_text, crc)
     # A plain digest hides nothing: ``==`` is as good as ``compare_digest`` here.
     if blob[:start] != b"".join((head, hexlify(check.to_bytes(4)), b"\n")):
         return None
@@ -528,18 +574,19 @@ def read_unkeyed(
             routes,
             max_limits,
             True,
-            None if known is None else known[0],
+            shape,
         )
     except CorruptPosition:
         state = None  # the full path says what is wrong
     if state is not None:
         return state
-    return _full_read(payload, machine, invoke_types, routes, max_limits)
+    return _full_read(blob[start:], machine, invoke_types, routes, max_limits)
 
 
 _LAST_SHAPE: Final = "last shape"
 """The key, in a machine's ``_cache``, of the shape line ``read_unkeyed`` last found in
-the memo (or ``_learn_shape`` last judged), with what the memo holds for it."""
+the memo (or ``_learn_shape`` last judged): the line with its newline, what the memo
+holds for it, and the line."""
 
 _CHECK_DIGITS: Final = 8
 """The hex digits of a CRC-32 digest line."""
@@ -607,9 +654,6 @@ def _plain_read(
         timer_counter,
     ) = row
     limits = shape.limits
-    cap = limits.datamodel_bytes
-    cap = MAX_LIMIT if cap is None else cap
-    size = len(values_text)
     if (
         standard is True
         and queue == _NOTHING
@@ -618,8 +662,8 @@ def _plain_read(
         and type(session_id) is str
         and 0 < len(session_id) <= MAX_ID_LENGTH
         and (limits is max_limits or max_limits is None)
-        # ``fits``, its first case inlined (a short text vouches unread): once per load
-        and (size * TEXT_RATIO <= cap if size <= SHORT_TEXT else fits(values_text, cap))
+        # ``fits``, its first case in one comparison (a short text vouches unread)
+        and (len(values_text) <= shape.unread or fits(values_text, datamodel_cap(limits)))
     ):
         # The common position, checked in place: ``decode_values``' checks for a
         # position with no queue and no invocations, under the host's own budgets.
@@ -651,7 +695,10 @@ def _plain_read(
         state.send_counter = send_counter
         state.timer_counter = timer_counter
         state.caller_context = context
-        state.datamodel = state_variables(machine, datamodel)
+        # Known per shape: no call of ``state_variables`` when it would hand the dict back.
+        state.datamodel = (
+            datamodel if shape.variables_as_stored else state_variables(machine, datamodel)
+        )
         state.running = shape.running
         state.status = shape.status
         state.macrostep = macrostep
@@ -714,7 +761,7 @@ def _learn_shape(shape_text: bytes, machine: Machine) -> Shape | None:
         memo.clear()
     # With the CRC-32 of the line and its newline (``read_unkeyed``).
     known = memo[shape_text] = (shape, zlib.crc32(b"\n", zlib.crc32(shape_text)))
-    machine._cache[_LAST_SHAPE] = (shape_text, known)
+    machine._cache[_LAST_SHAPE] = (shape_text + b"\n", known, shape_text)
     return shape
 
 

@@ -34,7 +34,7 @@ from statifier.core._legal import configuration_problem, history_problem
 from statifier.core._memo import room
 from statifier.core.events import MAX_NAME_LENGTH, Event, EventType
 from statifier.core.state import MachineState, StateBuilder, Status, finish
-from statifier.datamodel.registry import state_variables
+from statifier.datamodel.registry import state_variables, variables_of
 from statifier.errors import PositionError
 from statifier.values import MAX_DEPTH, MAX_INT_BITS, ValueRefused, brief, measure
 
@@ -226,6 +226,8 @@ class Shape:
         "states_to_invoke",
         "status",
         "trace",
+        "unread",
+        "variables_as_stored",
     )
 
     configuration: frozenset[int]
@@ -238,6 +240,11 @@ class Shape:
     states_to_invoke: tuple[int, ...]
     status: Status
     trace: bool
+    unread: int
+    """``unread_length(limits)``: a values line no longer than this ``fits`` unread."""
+    variables_as_stored: bool
+    """Whether the machine's states hold the stored datamodel ``dict`` itself
+    (``state_variables`` would hand it back): known once per shape, not asked per load."""
 
 
 class Values:
@@ -367,7 +374,10 @@ def decode_shape(payload: dict[str, Any], machine: Machine) -> Shape:
 
     history = payload["history"]
     shape.history = {} if history == [] else decode_history(history, machine)
-    shape.limits = _decode_limits(payload["limits"])
+    shape.limits = limits = _decode_limits(payload["limits"])
+    shape.unread = unread_length(limits)
+    # ``state_variables``' own test: no datamodel ``variables``, states hold the dict.
+    shape.variables_as_stored = variables_of(machine) is None
     rounds = payload["max_macrostep_rounds"]
     if rounds is not None and (type(rounds) is not int or not 1 <= rounds <= MAX_LIMIT):
         corrupt(
@@ -681,6 +691,19 @@ def fits(text: str | bytes, cap: int) -> bool:
         and text.count("[") + text.count("{") <= MAX_DEPTH
         and (size <= SHORT_DIGITS or _LONG_NUMBER.search(text) is None)
     )
+
+
+def datamodel_cap(limits: MacrostepLimits) -> int:
+    """The datamodel cap of ``limits`` (``MAX_LIMIT`` when it has none)."""
+    cap = limits.datamodel_bytes
+    return MAX_LIMIT if cap is None else cap
+
+
+def unread_length(limits: MacrostepLimits) -> int:
+    """The longest text ``fits`` vouches for without reading it under ``limits``' cap:
+    ``len(text) <= unread_length(limits)`` is ``fits``' first case, both conditions in
+    one comparison (remembered with a shape, so each plain path makes only that one)."""
+    return min(SHORT_TEXT, datamodel_cap(limits) // TEXT_RATIO)
 
 
 _SCALARS: Final[frozenset[type]] = frozenset({str, int, bool, type(None)})

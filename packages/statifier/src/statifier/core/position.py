@@ -221,8 +221,10 @@ def dumps(state: MachineState, *, key: bytes | None = None) -> bytes:
         # ``_digest``'s, inlined, for the payload's parts: the shape line's CRC comes with
         # it, and the payload's is that one continued over the values line.
         parts = _format3.plain_parts(state)
-        machine = state.machine
-        head = machine._cache.get(_PLAIN_HEAD) or _learn_head(machine)
+        try:
+            head = state.machine._cache[_PLAIN_HEAD]  # a subscript costs less than ``get``
+        except KeyError:
+            head = _learn_head(state.machine)
         if parts is None:
             body = _checked_body(state)
             check = hexlify(zlib.crc32(body).to_bytes(4))
@@ -474,7 +476,10 @@ def loads(
         # ``_fast_body``'s work for an unkeyed position: the header ``dumps`` writes,
         # byte for byte, with the digest of what follows it, in one comparison. A blob
         # with another header pays a CRC for nothing before the checks line by line say why.
-        head = machine._cache.get(_PLAIN_HEAD) or _learn_head(machine)
+        try:
+            head = machine._cache[_PLAIN_HEAD]  # a subscript costs less than ``get``
+        except KeyError:
+            head = _learn_head(machine)
         state = _format3.read_unkeyed(blob, head, machine, types, routes, max_limits)
         if state is not None:
             return state
