@@ -177,3 +177,31 @@ def test_a_runs_numbers_json_cannot_say_are_written_out_with_their_tags() -> Non
     resumed = loads(dumps(state), ODD)
     _, effects = statifier.handle_event(resumed, statifier.Event(name="read"))
     assert logged(effects) == [[True, True, True, True]]
+
+
+SHARED = chart(
+    """
+    <datamodel><data id="a"/><data id="b"/><data id="n" expr="0"/></datamodel>
+    <state id="s">
+      <transition event="make">
+        <assign location="a" expr="[1, 2]"/><assign location="n" expr="n + 1"/>
+      </transition>
+      <transition event="share">
+        <assign location="b" expr="a"/><assign location="n" expr="n + 1"/>
+      </transition>
+      <transition event="read"><log expr="[a === b, b.length]"/></transition>
+    </state>
+    """
+)
+
+
+def test_a_new_list_a_run_wrote_is_one_object_with_what_takes_it_next() -> None:
+    # The run admits the new list inline and keeps it among the objects the engine knows:
+    # the next run's ``b = a`` must find it there, or ``a`` and ``b`` would be written out
+    # (nothing was written out in between) as two lists alike, and read back as two.
+    state, _ = statifier.initialize(SHARED, session_id="sess_shared")
+    state, _ = statifier.handle_event(state, statifier.Event(name="make"))
+    state, _ = statifier.handle_event(state, statifier.Event(name="share"))
+    resumed = loads(dumps(state), SHARED)
+    _, effects = statifier.handle_event(resumed, statifier.Event(name="read"))
+    assert logged(effects) == [[True, 2]]

@@ -98,9 +98,17 @@
   });
 
   const system = { __proto__: null };
-  for (const name of ["_sessionid", "_name", "_ioprocessors", "_event"]) {
+  // Each getter reads its own variable by a key spelled out (a key held in a variable is
+  // looked up among the engine's keys at every read, and charts read _event often). Each
+  // is a method, as one written inline: no prototype object, not a constructor.
+  for (const [name, get] of [
+    ["_sessionid", { get() { return system._sessionid; } }.get],
+    ["_name", { get() { return system._name; } }.get],
+    ["_ioprocessors", { get() { return system._ioprocessors; } }.get],
+    ["_event", { get() { return system._event; } }.get],
+  ]) {
     defineProperty(global, name, {
-      get() { return system[name]; },
+      get,
       set(_value) { throw new TypeError("cannot assign to the system variable " + name); },
       enumerable: false,
       configurable: false,
@@ -991,12 +999,14 @@
   // What measureNew() counts for an array of finite numbers (not -0) and strings, read
   // without descriptors; -1 for any other array.
   function flatArraySize(array) {
-    const length = array.length;
+    // ``var``: see store().
+    var length = array.length;
     // Every item a number until found otherwise: Number.isFinite is cheaper here than a
     // typeof compared with "number" (no coercion: true only for a finite number).
-    let total = REFERENCE_COST + 25 * length;
-    for (let i = 0; i < length; i++) {
-      const item = array[i];
+    var total = REFERENCE_COST + 25 * length;
+    var i, item;
+    for (i = 0; i < length; i++) {
+      item = array[i];
       if (isFiniteNumber(item)) {
         if (item === 0 && 1 / item < 0) return -1;  // -0: the one zero whose inverse is negative
       } else if (typeof item === "string") {
@@ -1648,61 +1658,86 @@
   // ``under`` is what the write's key adds (storeCost(): the same for every write of one
   // <assign>, worked out once for a run's); ``record`` the record of the variable it writes
   // into (recordOf; null: looked up when needed).
+  // Its locals are ``var``, as in the other functions every event runs (runBlock(),
+  // readGuards(), setEvent(), flatArraySize()): QuickJS checks a ``let`` or ``const``
+  // binding for its temporal dead zone at each use, about a fifth of such a function's
+  // time here.
   function store(location, expr, text, name, root, plain, member, target, under, record) {
-    const value = expr === null ? (text === null ? undefined : parseJSON(text)) : expr();
+    var value = expr === null ? (text === null ? undefined : parseJSON(text)) : expr();
     // ``member`` "" says the location is the variable itself.
-    const whole = location === null || member === "";
-    const variable = location === null ? name : root;
-    const kind = typeof value;
+    var whole = location === null || member === "";
+    var variable = location === null ? name : root;
+    var kind = typeof value;
     // Compared once: comparing strings takes QuickJS's slow strict equality.
-    const number = kind === "number";
-    if (under < 0) {
-      // a key computed at run time: admitted() has the exact size decide
-    } else if (variable !== null && (number || kind === "boolean" ||
-        value === undefined || (kind === "string" && value.length < 4096))) {
+    var number = kind === "number";
+    // What the write adds to the bound when one of the two cases below vouches for it
+    // (-1: admitted() decides, as always), and whether the value is a scalar.
+    var added = -1;
+    var scalar = false;
+    if (under < 0 || variable === null) {
+      // a key computed at run time (admitted() has the exact size decide), or no variable
+    } else if (number || kind === "boolean" || value === undefined ||
+        (kind === "string" && value.length < 4096)) {
       // admitted()'s scalar case, inline: the most common write of all.
-      const added = (number || kind !== "string" ? 24 : textSize(value)) + under;
-      if (added <= state.cap - state.bound) {
-        place(location, value, name, whole, target);
-        state.bound += added;
-        if (record === null) record = recordOf(variable);
-        if (!record.dirty) {  // ``markDirty``, inline: the most common write of all
-          record.dirty = true;
-          state.dirtyList.push(record);
-        }
-        const flat = !number || (value - value === 0 && !(value === 0 && 1 / value < 0));
-        if (whole) {
-          record.plain = flat;
-        } else if (record.plain === true) {
-          record.plain = flat && value !== undefined &&
-            typeof member === "string" && member.charCodeAt(0) !== 36 && member !== "__proto__";
-        }
-        return;
-      }
-    } else if (plain && variable !== null && isArray(value) && !state.known.has(value) &&
-        !isFrozen(value) && getPrototypeOf(value) === ArrayPrototype) {
+      added = (number || kind !== "string" ? 24 : textSize(value)) + under;
+      scalar = true;
+    } else if (plain && isArray(value) && !state.known.has(value) && !isFrozen(value) &&
+        getPrototypeOf(value) === ArrayPrototype) {
       // admitted()'s new flat array (a list kept in a variable, a new one each event),
       // inline: measureNew() would find it so and count the same size, and the bound
       // vouches for it with the key's cost too (else admitted() decides, as always).
-      const size = flatArraySize(value);
-      const added = size + under;
-      if (size >= 0 && added <= state.cap - state.bound) {
-        place(location, value, name, whole, target);
-        state.bound += added;
-        state.known.add(value);
-        if (record === null) record = recordOf(variable);
-        markDirty(record);
-        if (whole) {
-          record.plain = true;
-        } else if (record.plain === true) {
-          record.plain = typeof member === "string" &&
-            member.charCodeAt(0) !== 36 && member !== "__proto__";
-        }
-        return;
-      }
+      added = flatArraySize(value);
+      if (added >= 0) added += under;
     }
-    admitted(value, variable, whole ? variable : null,
-      () => place(location, value, name, whole, target), plain, member);
+    if (added < 0 || added > state.cap - state.bound) {
+      admitted(value, variable, whole ? variable : null,
+        () => place(location, value, name, whole, target), plain, member);
+      return;
+    }
+    // place(), inline (a call saved at every write).
+    if (location === null) {
+      logNamed(global, name);
+      global[name] = value;
+    } else {
+      if (logging) {
+        if (!whole) {
+          if (target !== null) target();
+          else snapshotPrevious();
+        } else if (name.length === 9 && name === "__proto__") {
+          snapshotPrevious();  // logNamed(global, name) from here on, inline
+        } else if (!hasOwn(global, name)) {
+          undoLog.push(global, name, undefined, undefined);
+        } else if (state.inert) {
+          undoLog.push(global, name, VALUE_ONLY, global[name]);
+        } else {
+          undoLog.push(global, name, getOwnPropertyDescriptor(global, name), undefined);
+        }
+      }
+      location(value);
+    }
+    state.bound += added;
+    if (record === null) record = recordOf(variable);
+    if (!record.dirty) {  // ``markDirty``, inline
+      record.dirty = true;
+      state.dirtyList.push(record);
+    }
+    if (scalar) {
+      var flat = !number || (value - value === 0 && !(value === 0 && 1 / value < 0));
+      if (whole) {
+        record.plain = flat;
+      } else if (record.plain === true) {
+        record.plain = flat && value !== undefined &&
+          typeof member === "string" && member.charCodeAt(0) !== 36 && member !== "__proto__";
+      }
+      return;
+    }
+    state.known.add(value);
+    if (whole) {
+      record.plain = true;
+    } else if (record.plain === true) {
+      record.plain = typeof member === "string" &&
+        member.charCodeAt(0) !== 36 && member !== "__proto__";
+    }
   }
 
   // Writes ``value`` at ``location`` (or into the variable ``name``), logging first what
@@ -1730,6 +1765,92 @@
   let blockStep = 0;
   let guardStep = 0;
 
+  // A call starts: the state it resumes is the one previousStored() gives from now on.
+  function nextGeneration() {
+    logging = true;
+    // Emptied in place (no new array, no growing it again an event); a long one is
+    // dropped, so that its room is not kept.
+    if (undoLog.length > 256) undoLog = [];
+    else undoLog.length = 0;
+    previousText = null;
+  }
+
+  // The event's fields (null: blank, undefined in the chart) and its data: with ``key``
+  // null, as JSON text (null: none); else the data is an object of one entry, ``key``
+  // and its value ``data`` (a number, a string, a boolean or null), as Python sends the
+  // commonest data (JSON.parse of its text would build the same object).
+  // ``starting``: the first write of a call (nextGeneration() first).
+  function setEvent(starting, name, type, sendid, origin, origintype, invokeid, key, data) {
+    if (starting) nextGeneration();
+    // logNamed(system, "_event"), inline (once an event; "_event" is no "__proto__").
+    if (logging) {
+      if (!hasOwn(system, "_event")) undoLog.push(system, "_event", undefined, undefined);
+      else if (state.inert) undoLog.push(system, "_event", VALUE_ONLY, system._event);
+      else undoLog.push(system, "_event", getOwnPropertyDescriptor(system, "_event"), undefined);
+    }
+    // Only the data can hold objects, frozen through: JSON text with no "{" past its
+    // first character and no "[" holds one object at most, its first (an event's flat
+    // data: no walk). The event itself is frozen as it is. (``var``: see store().)
+    var value, event;
+    if (name !== null) {
+      if (key !== null) {
+        // A computed key makes an own data property even when it is "__proto__", as
+        // JSON.parse does.
+        value = freezeObject({ [key]: data });
+      } else if (data !== null) {
+        value = parseJSON(data);
+        if (data.indexOf("[") < 0 && data.indexOf("{", 1) < 0) freezeObject(value);
+        else deepFreezeData(value);
+      }
+    }
+    event = name === null ? undefined : freezeObject({
+      name, type,
+      sendid: sendid === null ? undefined : sendid,
+      origin: origin === null ? undefined : origin,
+      origintype: origintype === null ? undefined : origintype,
+      invokeid: invokeid === null ? undefined : invokeid,
+      data: value,
+    });
+    system._event = event;
+    systemPaths = null;
+    if (state.holdsEvent) state.full = true;
+  }
+
+  // Evaluates conditions ``from`` .. ``from + count - 1`` in turn, each as read() would
+  // unguarded: the index of the first that holds, ``from + count`` when none does, or
+  // {stopped: i} before one read() would run guarded, or whose value is not a primitive
+  // (Python evaluates it alone: what Python reads of an object decides). A condition
+  // holds when the value Python reads is truthy there: a number that is finite and not
+  // 0 (NaN and the infinities read as None), a non-empty string, true. A failure throws;
+  // guardProgress() then says which condition failed.
+  function readGuards(guards, from, count, answers, limit) {
+    // setIn(answers) without its call when there are none (an event's two calls).
+    if (answers !== null) setIn(answers);
+    else inAnswers = activeIds = null;
+    var end = from + count;  // ``var``: see store()
+    var i, k, fn, value;
+    for (i = from; i < end; i++) {
+      guardStep = i;
+      k = 3 * i;
+      if (guards[k + 2]) return { stopped: i };
+      fn = guards[k];
+      if (fn === null) return i;
+      if (!state.inert || (guards[k + 1] && !state.callableFree)) return { stopped: i };
+      value = fn();
+      // A boolean first, without typeof (a string compared: QuickJS's slow path).
+      if (value === true) return i;
+      if (value === false) continue;
+      switch (typeof value) {
+        case "number": if (value !== 0 && value - value === 0) return i; break;
+        case "string": if (value.length > 0) return i; break;
+        case "undefined": break;
+        default: if (value !== null) return { stopped: i };
+      }
+    }
+    guardStep = end;
+    return end;
+  }
+
   const api = freezeObject({
     setup(revivable, cap) {
       state.revivable = new MapClass(parseJSON(revivable));
@@ -1742,32 +1863,7 @@
       system[name] = value === null ? undefined : deepFreezeData(value);
       systemPaths = null;
     },
-    // The event's fields (null: blank, undefined in the chart) and its data as JSON text.
-    // ``starting``: the first write of a call (nextGeneration() first).
-    setEvent(starting, name, type, sendid, origin, origintype, invokeid, data) {
-      if (starting) api.nextGeneration();
-      logNamed(system, "_event");
-      // Only the data can hold objects, frozen through: JSON text with no "{" past its
-      // first character and no "[" holds one object at most, its first (an event's flat
-      // data: no walk). The event itself is frozen as it is.
-      let value;
-      if (name !== null && data !== null) {
-        value = parseJSON(data);
-        if (data.indexOf("[") < 0 && data.indexOf("{", 1) < 0) freezeObject(value);
-        else deepFreezeData(value);
-      }
-      const event = name === null ? undefined : freezeObject({
-        name, type,
-        sendid: sendid === null ? undefined : sendid,
-        origin: origin === null ? undefined : origin,
-        origintype: origintype === null ? undefined : origintype,
-        invokeid: invokeid === null ? undefined : invokeid,
-        data: value,
-      });
-      system._event = event;
-      systemPaths = null;
-      if (state.holdsEvent) state.full = true;
-    },
+    setEvent,
     // The same, from the whole event as JSON (fields a plain string cannot carry).
     setEventJSON(text) {
       logWrite(system, "_event");
@@ -1830,7 +1926,7 @@
         };
       }
       return function () {
-        const where = object();
+        var where = object();  // ``var``: see store()
         // ``isObject``, inline: every write through such a location comes here.
         if (where === null || (typeof where !== "object" && typeof where !== "function")) return;
         if (isArray(where)) logWrite(where, key);
@@ -1843,15 +1939,7 @@
       snapshotPrevious();
       return previousText;
     },
-    // A call starts: the state it resumes is the one previousStored() gives from now on.
-    nextGeneration() {
-      logging = true;
-      // Emptied in place (no new array, no growing it again an event); a long one is
-      // dropped, so that its room is not kept.
-      if (undoLog.length > 256) undoLog = [];
-      else undoLog.length = 0;
-      previousText = null;
-    },
+    nextGeneration,
     checkScript(source) {
       makeFunction(source);
       return true;
@@ -1870,8 +1958,8 @@
       return attempt(() => guardedResult(fn(), limit));
     },
     // setEvent() then read(), in one call.
-    readEvent(starting, name, type, sendid, origin, origintype, invokeid, data, fn, answers, limit, pure) {
-      api.setEvent(starting, name, type, sendid, origin, origintype, invokeid, data);
+    readEvent(starting, name, type, sendid, origin, origintype, invokeid, key, data, fn, answers, limit, pure) {
+      setEvent(starting, name, type, sendid, origin, origintype, invokeid, key, data);
       return api.read(fn, answers, limit, pure);
     },
     // An expression that may write (settle() must follow).
@@ -1917,12 +2005,13 @@
     // {stopped: i} before a step that needs a guarded call (Python runs it alone). A
     // failure throws; blockProgress() then says which step failed.
     runBlock(block, count, answers, limit) {
+      var i, step;  // ``var``: see store()
       // setIn(answers) without its call when there are none (an event's two calls).
       if (answers !== null) setIn(answers);
       else inAnswers = activeIds = null;
-      for (let i = 0; i < count; i++) {
+      for (i = 0; i < count; i++) {
         blockStep = i;
-        const step = block[i];
+        step = block[i];
         if (!state.inert || (step.pure && !state.callableFree)) return { stopped: i };
         if (step.log !== null) return result(step.log(), limit);
         store(step.location, step.expr, step.text, step.name, step.root, step.plain, step.member,
@@ -1938,43 +2027,11 @@
     // write, or did not compile).
     newGuards() { return []; },
     guardAdd(guards, fn, pure, alone) { guards.push(fn, pure, alone); },
-    // Evaluates conditions ``from`` .. ``from + count - 1`` in turn, each as read() would
-    // unguarded: the index of the first that holds, ``from + count`` when none does, or
-    // {stopped: i} before one read() would run guarded, or whose value is not a primitive
-    // (Python evaluates it alone: what Python reads of an object decides). A condition
-    // holds when the value Python reads is truthy there: a number that is finite and not
-    // 0 (NaN and the infinities read as None), a non-empty string, true. A failure throws;
-    // guardProgress() then says which condition failed.
-    readGuards(guards, from, count, answers, limit) {
-      // setIn(answers) without its call when there are none (an event's two calls).
-      if (answers !== null) setIn(answers);
-      else inAnswers = activeIds = null;
-      const end = from + count;
-      for (let i = from; i < end; i++) {
-        guardStep = i;
-        const k = 3 * i;
-        if (guards[k + 2]) return { stopped: i };
-        const fn = guards[k];
-        if (fn === null) return i;
-        if (!state.inert || (guards[k + 1] && !state.callableFree)) return { stopped: i };
-        const value = fn();
-        // A boolean first, without typeof (a string compared: QuickJS's slow path).
-        if (value === true) return i;
-        if (value === false) continue;
-        switch (typeof value) {
-          case "number": if (value !== 0 && value - value === 0) return i; break;
-          case "string": if (value.length > 0) return i; break;
-          case "undefined": break;
-          default: if (value !== null) return { stopped: i };
-        }
-      }
-      guardStep = end;
-      return end;
-    },
+    readGuards,
     // setEvent() then readGuards(), in one call.
-    readGuardsEvent(starting, name, type, sendid, origin, origintype, invokeid, data, guards, from, count, answers, limit) {
-      api.setEvent(starting, name, type, sendid, origin, origintype, invokeid, data);
-      return api.readGuards(guards, from, count, answers, limit);
+    readGuardsEvent(starting, name, type, sendid, origin, origintype, invokeid, key, data, guards, from, count, answers, limit) {
+      setEvent(starting, name, type, sendid, origin, origintype, invokeid, key, data);
+      return readGuards(guards, from, count, answers, limit);
     },
     guardProgress() { return guardStep; },
     // A <script> (settle() must follow).

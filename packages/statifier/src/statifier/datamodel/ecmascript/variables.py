@@ -968,7 +968,7 @@ NO_LIMIT_FLOAT: Final = float(NO_LIMIT)
 
 _EVENT_FIELDS: Final = ("name", "type", "sendid", "origin", "origintype", "invokeid")
 _FIELDS: Final = itemgetter(*_EVENT_FIELDS)
-_NO_EVENT: Final = (None,) * 7
+_NO_EVENT: Final = (None,) * 8
 _CARRIED: Final[set[tuple[Any, ...]]] = set()
 """Events' fields found to be strings the binding carries as they are (a chart's events
 mostly share their name, type and origin: each such tuple is checked once)."""
@@ -977,9 +977,11 @@ _CARRIED_LIMIT: Final = 1024
 event never pile up)."""
 
 
-def _event_fields(event: Value) -> tuple[Any, ...] | None:
-    """``setEvent``'s arguments: the event's fields as they are, its data as JSON text; None
-    when a field is not a string the binding carries as it is (ASCII without NUL)."""
+def _event_fields(event: Value) -> tuple[Any, ...] | None:  # noqa: C901 - once an event, inlined
+    """``setEvent``'s arguments: the event's fields as they are, then its data: the key and
+    value of a dict of one entry the binding carries as they are, else None and the data
+    as JSON text; None when a field is not a string the binding carries as it is (ASCII
+    without NUL)."""
     if type(event) is not dict and not isinstance(event, dict):
         return _NO_EVENT
     if "raw" in event:
@@ -1003,12 +1005,47 @@ def _event_fields(event: Value) -> tuple[Any, ...] | None:
         _CARRIED.add(fields)
     data = event.get("data")
     if data is None:
-        return (*fields, None)
+        return (*fields, None, None)
+    if type(data) is dict and len(data) == 1:
+        # Most events carry a field or two, often one: such a one goes as its key and
+        # value when the binding carries both as they are (an int of 32 bits: it wraps any
+        # other; strings of ASCII without NUL), and the engine builds the object that
+        # ``JSON.parse`` of its text would (no text written here, none parsed there).
+        for key in data:  # its one key
+            item = data[key]
+            kind = type(item)
+            if (
+                (
+                    (kind is int and -0x80000000 <= item <= 0x7FFFFFFF)
+                    or (kind is str and item.isascii() and "\x00" not in item)
+                    or kind is bool
+                    or item is None
+                    or (kind is float and item - item == 0)
+                )
+                and type(key) is str
+                and (key in _KEYS or _carried_key(key))
+            ):
+                return (*fields, key, item)
     try:  # ``_dumps``, inlined: once an event
         text = json_text(data)
     except (TypeError, ValueError, RecursionError) as exc:
         raise _not_event_data(exc) from None
-    return (*fields, text)
+    return (*fields, None, text)
+
+
+_KEYS: Final[set[str]] = set()
+"""Keys of events' data found to be strings the binding carries as they are (checked once
+each, as the fields are: ``_CARRIED``)."""
+
+
+def _carried_key(key: str) -> bool:
+    """Whether the binding carries ``key`` as it is (ASCII without NUL); kept if so."""
+    if not key.isascii() or "\x00" in key:
+        return False
+    if len(_KEYS) >= _CARRIED_LIMIT:
+        _KEYS.clear()
+    _KEYS.add(key)
+    return True
 
 
 def _not_event_data(exc: Exception) -> EvaluationError:
