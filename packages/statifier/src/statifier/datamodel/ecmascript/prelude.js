@@ -1700,18 +1700,9 @@
       global[name] = value;
     } else {
       if (logging) {
-        if (!whole) {
-          if (target !== null) target();
-          else snapshotPrevious();
-        } else if (name.length === 9 && name === "__proto__") {
-          snapshotPrevious();  // logNamed(global, name) from here on, inline
-        } else if (!hasOwn(global, name)) {
-          undoLog.push(global, name, undefined, undefined);
-        } else if (state.inert) {
-          undoLog.push(global, name, VALUE_ONLY, global[name]);
-        } else {
-          undoLog.push(global, name, getOwnPropertyDescriptor(global, name), undefined);
-        }
+        if (whole) logNamed(global, name);
+        else if (target !== null) target();
+        else snapshotPrevious();
       }
       location(value);
     }
@@ -1782,12 +1773,7 @@
   // ``starting``: the first write of a call (nextGeneration() first).
   function setEvent(starting, name, type, sendid, origin, origintype, invokeid, key, data) {
     if (starting) nextGeneration();
-    // logNamed(system, "_event"), inline (once an event; "_event" is no "__proto__").
-    if (logging) {
-      if (!hasOwn(system, "_event")) undoLog.push(system, "_event", undefined, undefined);
-      else if (state.inert) undoLog.push(system, "_event", VALUE_ONLY, system._event);
-      else undoLog.push(system, "_event", getOwnPropertyDescriptor(system, "_event"), undefined);
-    }
+    logNamed(system, "_event");
     // Only the data can hold objects, frozen through: JSON text with no "{" past its
     // first character and no "[" holds one object at most, its first (an event's flat
     // data: no walk). The event itself is frozen as it is. (``var``: see store().)
