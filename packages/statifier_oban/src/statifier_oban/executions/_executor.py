@@ -58,7 +58,6 @@ from ..delivery import DELIVERED, DeliveryAnswer, Discarded, Snoozed
 from ..invocations import _enqueue, _fan_out
 from ..invocations._handler import InvokeHandler
 from ..rows import _fields
-from ..rows._fields import MAX_INTEGER_DIGITS, MAX_ROW_STRING
 from ..rows._traced import carry
 from ..store import _statements
 from ..timers import _schedule
@@ -548,8 +547,8 @@ async def pending_jobs(oban: Oban, execution_id: str, *, limit: int = 100) -> li
                 {
                     "scope": execution_id,
                     "limit": limit,
-                    "max_string": MAX_ROW_STRING,
-                    "max_digits": MAX_INTEGER_DIGITS,
+                    "max_string": _fields.MAX_ROW_STRING,
+                    "max_digits": _fields.MAX_INTEGER_DIGITS,
                 },
             )
             rows = await cursor.fetchall()
