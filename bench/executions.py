@@ -55,8 +55,10 @@ Goals, each a verdict at the end (``bench/README.md`` has the procedure and a ru
 2. **in-process steps**: ``Executions.step`` called directly (one transaction each, a
    timer armed by each step), with history and without, traced (through the API alone,
    and recorded by the SDK, no exporter either way: traced/untraced is the tracing goal's
-   second verdict), against ``Oban.enqueue`` of a bare job; interleaved slices, order
-   rotating, best of ``--repeats`` rounds.
+   second verdict), against ``Oban.enqueue`` of a bare job: ``--repeats`` rounds after a
+   warm-up round, each of ``--steps`` steps a path in slices of ``--slice`` that the paths
+   take in turn, the order rotating at every slice; figures are medians over the rounds,
+   ratios the median of each round's own ratio, every round's printed.
 
 3. **lone steps** (with ``--baseline`` only, ``lone_steps.py``): ``Executions.step``
    with nothing beside it, ours and today each in a process of its own taking turns, on
@@ -506,15 +508,17 @@ class Bench:
         count, size = rows[0]
         return count, size / max(count, 1)
 
-    async def in_process(self) -> dict[str, float]:
+    async def in_process(self) -> dict[str, list[float]]:
         """Steps/s (history on, and off; traced through the API, and recorded by the SDK)
-        against raw enqueues/s, interleaved slices, best of the rounds."""
+        and raw enqueues/s, per round after a warm-up round: the paths take turns slice by
+        slice, the order rotating at every slice, so a slow spell falls on every path of
+        the round alike and each round's ratios compare like with like."""
         from statifier import instrumentation
 
         assert self.client is not None  # noqa: S101 - open() ran first (main)
         steps = self.args.steps
         paths = ("step", "quiet", "api", "sdk", "enqueue")
-        best = dict.fromkeys(paths, float("inf"))
+        rates: dict[str, list[float]] = {path: [] for path in paths}
         later = datetime.now(UTC) + timedelta(hours=1)
         stepping = {
             "step": self.executions_for("ours", 0),
@@ -531,10 +535,9 @@ class Bench:
                 "sdk": (await self.prepare_steps("ours", 0, 10))[0],
             }
             spent = dict.fromkeys(paths, 0.0)
-            shift = round_number % len(paths)
-            order = paths[shift:] + paths[:shift]
-            for start in range(0, steps, self.args.slice):
-                for path in order:
+            for turn, start in enumerate(range(0, steps, self.args.slice)):
+                shift = (round_number + turn) % len(paths)
+                for path in paths[shift:] + paths[:shift]:
                     count = min(self.args.slice, steps - start)
                     tracing = tracings.get(path)
                     began = time.perf_counter()
@@ -555,9 +558,9 @@ class Bench:
                             await self.client.enqueue(job)
                     spent[path] += time.perf_counter() - began
             if round_number > 0:  # the first round warms up
-                for path in spent:
-                    best[path] = min(best[path], spent[path])
-        return {path: steps / seconds for path, seconds in best.items()}
+                for path, seconds in spent.items():
+                    rates[path].append(steps / seconds)
+        return rates
 
 
 def baseline_path(directory: str) -> str:
@@ -774,6 +777,28 @@ def ratios(rounds: Rounds, mine: tuple[str, int], peer: tuple[str, int]) -> list
     return [a.rate / b.rate for a, b in zip(rounds[mine], rounds[peer], strict=True)]
 
 
+IN_PROCESS_PATHS = {
+    "step": "Executions.step (one transaction, a timer armed)",
+    "quiet": "the same with history off",
+    "api": "Executions.step traced (API, no SDK)",
+    "sdk": "Executions.step recorded (SDK, no exporter)",
+    "enqueue": "Oban.enqueue of a bare job (one insert)",
+}
+"""Section 2's paths, as its table names them."""
+
+IN_PROCESS_RATIOS = (
+    ("step", "enqueue", "step/enqueue"),
+    ("step", "quiet", "step with history / without"),
+    ("sdk", "step", "recorded (SDK)/untraced"),
+)
+"""Section 2's ratios besides the tracing goal's: (path, peer, label)."""
+
+
+def figures(values: Sequence[float], spec: str) -> str:
+    """Each round's figure, in the order the rounds ran."""
+    return " ".join(format(value, spec) for value in values)
+
+
 def ms(value: float | None) -> str:
     """Milliseconds, or n/a."""
     return "n/a" if value is None else f"{value:.3f}"
@@ -821,23 +846,25 @@ async def report(bench: Bench, args: argparse.Namespace) -> int:
         " (table, TOAST and indexes)"
     )
     in_process = await bench.in_process()
-    print("\n2. in-process: Executions.step against Oban.enqueue, traced against untraced\n")
-    print(f"  Executions.step (one transaction, a timer armed)  {in_process['step']:8.1f} steps/s")
-    print(f"  the same with history off                         {in_process['quiet']:8.1f} steps/s")
-    enqueues = in_process["enqueue"]
-    print(f"  Oban.enqueue of a bare job (one insert)           {enqueues:8.1f} jobs/s")
     print(
-        f"  step/enqueue                                      {in_process['step'] / enqueues:8.3f}"
+        "\n2. in-process: Executions.step against Oban.enqueue, traced against untraced"
+        f" (median of {args.repeats} rounds; ratios: the median of each round's own)\n"
     )
-    history = in_process["step"] / in_process["quiet"]
-    print(f"  step with history / without                       {history:8.3f}")
-    api, sdk = in_process["api"], in_process["sdk"]
-    print(f"  Executions.step traced (API, no SDK)              {api:8.1f} steps/s")
-    print(f"  Executions.step recorded (SDK, no exporter)       {sdk:8.1f} steps/s")
-    kept = api / in_process["step"]
+    print(f"  path                                              {'steps/s':>8}  rounds")
+    for path, label in IN_PROCESS_PATHS.items():
+        per_round = in_process[path]
+        print(f"  {label:48}  {statistics.median(per_round):8.1f}  {figures(per_round, '.0f')}")
+    print()
+    for mine, peer, label in IN_PROCESS_RATIOS:
+        each = [a / b for a, b in zip(in_process[mine], in_process[peer], strict=True)]
+        print(f"  {label:48}  {statistics.median(each):8.3f}  {figures(each, '.2f')}")
+    each = [a / b for a, b in zip(in_process["api"], in_process["step"], strict=True)]
+    kept = statistics.median(each)
     verdict = "PASS" if kept >= TRACED_TARGET else "BELOW"
-    print(f"  traced/untraced (>= {TRACED_TARGET}, ADR 30)                {kept:8.3f}  {verdict}")
-    print(f"  recorded/untraced (context)                       {sdk / in_process['step']:8.3f}")
+    print(
+        f"  {f'traced/untraced (>= {TRACED_TARGET}, ADR 30)':48}  {kept:8.3f}  "
+        f"{figures(each, '.2f')}  {verdict}"
+    )
     if args.baseline:
         script = str(Path(__file__).resolve())
         paths = baseline_path(args.baseline)
