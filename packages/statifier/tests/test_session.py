@@ -450,15 +450,20 @@ async def test_resume_from_a_keyed_blob_needs_the_key() -> None:
     await resumed.stop()
 
 
-async def test_an_answer_to_an_unknown_invocation_stays_in_its_session() -> None:
-    # Sessions that invoked nothing share one empty bookkeeping; an answer must not land there.
+async def test_an_answer_to_an_unknown_invocation_is_dropped_and_kept_nowhere() -> None:
+    # Sessions that invoked nothing share one empty bookkeeping; an answer must not land
+    # there, nor be kept at all: taken, it would be dropped, and keeping what unknown ids
+    # answered would grow without bound.
     first = await Session.start(TOGGLE)
     second = await Session.start(TOGGLE)
     try:
         first.done_invocation("never-started", {"x": 1})
-        await until(lambda: not first.status().queued_events)
-        assert "never-started" in first._invocations.finished
-        assert "never-started" not in second._invocations.finished
+        first.failed_invocation("never-started", "gone")
+        assert not first.status().queued_events
+        for session in (first, second):
+            kept = session._invocations
+            assert (len(kept.finished), len(kept.pending), len(kept.types)) == (0, 0, 0)
+        assert first._invocations is not second._invocations
     finally:
         await first.stop()
         await second.stop()

@@ -89,3 +89,89 @@ async def test_a_done_of_a_child_whose_state_was_left_still_answers() -> None:
     assert parent.snapshot().datamodel["dones"] == 1
     assert parent.status().configuration == ("top", "after")
     await parent.stop()
+
+
+def cycling(child_initial: str) -> statifier.Machine:
+    """Each entry of ``s`` starts a child under a new generated invoke id; the child
+    starts in ``child_initial`` (``w`` waits, ``f`` finishes at once). Every child's
+    ``done`` is counted, the left ones' too (W3C 236)."""
+    return statifier.compile(
+        f"""<scxml {NS} initial="s">
+          <datamodel><data id="dones" expr="0"/></datamodel>
+          <state id="top">
+            <transition event="probe"><log label="probe"/></transition>
+            <transition event="done.invoke.*">
+              <assign location="dones" expr="dones + 1"/>
+            </transition>
+            <state id="s">
+              <invoke type="scxml">
+                <content>
+                  <scxml {NS} initial="{child_initial}">
+                    <state id="w"><transition event="finish" target="f"/></state>
+                    <final id="f"/>
+                  </scxml>
+                </content>
+              </invoke>
+              <transition event="flip" target="t"/>
+            </state>
+            <state id="t"><transition event="flip" target="s"/></state>
+          </state>
+        </scxml>"""
+    )
+
+
+def bookkeeping_sizes(session: Session) -> dict[str, int]:
+    """How many entries each part of the session's invocation bookkeeping holds."""
+    kept = session._invocations
+    parts = ("types", "context", "starts", "cancelled", "finished", "pending", "left")
+    return {name: len(getattr(kept, name)) for name in parts} | {
+        "children": len(kept.scxml.children)
+    }
+
+
+async def cycled(chart: statifier.Machine, session_id: str, flips: int, dones: int) -> Session:
+    """Enter and leave the invoking state ``flips`` times, then wait until a ``probe``
+    sent behind the flips has been processed and ``dones`` children have answered."""
+    session = await Session.start(chart, session_id=session_id)
+    seen: list[Message] = []
+    session.subscribe(lambda _sid, message: seen.append(message))
+    for _ in range(flips):
+        session.send_event("flip")
+    session.send_event("probe")
+    async with asyncio.timeout(10):
+        while (
+            not any(isinstance(m, fx.Log) for m in seen)
+            or session.snapshot().datamodel["dones"] < dones
+        ):
+            await asyncio.sleep(0.005)
+    assert session.snapshot().datamodel["dones"] == dones
+    return session
+
+
+async def test_invocations_left_are_forgotten() -> None:
+    chart = cycling("w")
+    for flips in (20, 80):
+        session = await cycled(chart, f"waiting-{flips}", flips, dones=0)
+        # Back in ``s`` after an even number of flips: its one child is all that is kept.
+        assert bookkeeping_sizes(session) == {
+            "types": 1,
+            "context": 1,
+            "starts": 1,
+            "cancelled": 0,
+            "finished": 0,
+            "pending": 0,
+            "left": 0,
+            "children": 1,
+        }
+        await session.stop()
+
+
+async def test_answered_invocations_are_let_go() -> None:
+    chart = cycling("f")
+    for flips in (20, 80):
+        # Every child finishes at once. The first answers while its state is active; the
+        # others' answers wait behind flips that leave their state and are still heard
+        # (W3C 236). Each is let go once answered, its child session too.
+        session = await cycled(chart, f"finishing-{flips}", flips, dones=flips // 2 + 1)
+        assert set(bookkeeping_sizes(session).values()) == {0}
+        await session.stop()

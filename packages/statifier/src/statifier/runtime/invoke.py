@@ -156,6 +156,13 @@ class ScxmlInvokeHandler:
             await child.cancel_and_wait()
             await child.stop()
 
+    async def finished(self, invoke_id: str) -> None:
+        """Let go of the child of an invocation that answered (it has halted)."""
+        child = self.children.pop(invoke_id, None)
+        if child is not None:
+            child.detach_parent()
+            await child.stop()
+
     def forward(self, invoke_id: str, event: Event, ctx: HandlerContext) -> None:
         """Queue the event on the child session."""
         child = self.children.get(invoke_id)

@@ -281,9 +281,24 @@ since a ``Routes`` answers from the registry when asked."""
 
 
 class _Invocations:
-    """A session's invocation bookkeeping, made when it first invokes something."""
+    """A session's invocation bookkeeping, made when it first invokes something.
 
-    __slots__ = ("cancelled", "context", "finished", "scxml", "starts", "types")
+    It holds the invocations the chart has not left and those whose messages still wait
+    in the inbox, nothing more: an ``<invoke>`` without an id mints a new one each time
+    its state is entered, so keeping every id ever started would grow without bound.
+    """
+
+    __slots__ = (
+        "cancelled",
+        "context",
+        "finished",
+        "left",
+        "pending",
+        "scxml",
+        "serial",
+        "starts",
+        "types",
+    )
 
     def __init__(self) -> None:
         self.scxml = ScxmlInvokeHandler()
@@ -291,9 +306,54 @@ class _Invocations:
         self.context: dict[str, Any] = {}
         self.cancelled: set[str] = set()
         self.finished: set[str] = set()
-        # Starts per invoke id: a message queued before its id started again is the
-        # earlier invocation's, and is dropped (ADR 31's amendment).
+        # The start each invoke id's invocation is, by a session-wide serial: a message
+        # queued before its id started again is the earlier invocation's, and is dropped
+        # (ADR 31's amendment). Session-wide, so an id forgotten and started again never
+        # takes a number a waiting message of its earlier invocation carries.
+        self.serial = 0
         self.starts: dict[str, int] = {}
+        # Messages waiting in the inbox per invoke id, and the ids whose state was left
+        # while some waited: each is forgotten once its last message is taken.
+        self.pending: dict[str, int] = {}
+        self.left: set[str] = set()
+
+    def queued(self, invoke_id: str) -> int | None:
+        """Count a message of ``invoke_id`` queued; its generation, or None for an id
+        forgotten (or never started): such a message would be dropped when taken."""
+        generation = self.starts.get(invoke_id)
+        if generation is not None:
+            self.pending[invoke_id] = self.pending.get(invoke_id, 0) + 1
+        return generation
+
+    def taken(self, invoke_id: str) -> None:
+        """A message of ``invoke_id`` left the inbox: forget the id if its state was left
+        and this was its last one."""
+        waiting = self.pending.get(invoke_id, 0) - 1
+        if waiting > 0:
+            self.pending[invoke_id] = waiting
+            return
+        self.pending.pop(invoke_id, None)
+        if invoke_id in self.left:
+            self.forget(invoke_id)
+
+    def retire(self, invoke_id: str) -> None:
+        """``invoke_id``'s invocation is over for the chart (its state left, or its answer
+        taken): forget it now, or with its last waiting message. A message of it still
+        waiting is heard only if it is a finished child's answer (W3C 236)."""
+        if invoke_id not in self.pending:
+            self.forget(invoke_id)
+            return
+        if invoke_id not in self.finished:
+            self.cancelled.add(invoke_id)
+        self.left.add(invoke_id)
+
+    def forget(self, invoke_id: str) -> None:
+        """Drop everything kept of ``invoke_id``: a message of it found later is dropped,
+        as a cancelled invocation's is."""
+        for kept in (self.types, self.context, self.starts, self.pending):
+            kept.pop(invoke_id, None)
+        for marked in (self.cancelled, self.finished, self.left):
+            marked.discard(invoke_id)
 
 
 _NO_INVOCATIONS: Final = _Invocations()
@@ -799,13 +859,17 @@ class Session:
     def _answer(self, invoke_id: str, event: Event) -> None:
         """Queue an invocation's answer (done or failed) behind the events before it."""
         invocations = self._bookkeeping()
+        generation = invocations.queued(invoke_id)
+        if generation is None:
+            return  # an invocation left and forgotten: taking it would drop it
         invocations.finished.add(invoke_id)
-        generation = invocations.starts.get(invoke_id, 0)
         self._enqueue(_Entry("invoked", event, invoke_id, generation=generation))
 
     def _from_child(self, invoke_id: str, event: Event) -> None:
+        generation = self._invocations.queued(invoke_id)
+        if generation is None:
+            return  # an invocation left and forgotten: taking it would drop it
         event = planner.from_invocation(event, invoke_id)
-        generation = self._invocations.starts.get(invoke_id, 0)
         self._enqueue(_Entry("invoked", event, invoke_id, generation=generation))
 
     def _next_entry(self) -> _Entry | None:
@@ -939,16 +1003,31 @@ class Session:
             assert entry.invoke_id is not None  # noqa: S101 - every invoked entry names its id
             invocations = self._invocations
             invoke_id = entry.invoke_id
-            if (
+            stale = (
                 invoke_id in invocations.cancelled
                 or invoke_id not in invocations.types
-                or entry.generation != invocations.starts.get(invoke_id, 0)
-            ):
+                or entry.generation != invocations.starts.get(invoke_id)
+            )
+            invocations.taken(invoke_id)
+            if stale:
                 return
         assert entry.event is not None  # noqa: S101 - event and invoked entries carry an event
         state, effects = handle_event(state, entry.event, routes=self._routes())
         await self._commit(state, effects)
         await self._perform(effects)
+        if entry.invoke_id is not None and planner.is_answer_of(entry.event, entry.invoke_id):
+            # The chart took its invocation's answer and is done with it: no cancel will
+            # come for it, so it is let go here.
+            await self._answered(entry.invoke_id, entry.generation)
+
+    async def _answered(self, invoke_id: str, generation: int) -> None:
+        """Let go of the invocation that answered: its bookkeeping, and its ``scxml``
+        child (halted)."""
+        invocations = self._invocations
+        if invocations.starts.get(invoke_id) != generation:
+            return
+        invocations.retire(invoke_id)
+        await invocations.scxml.finished(invoke_id)
 
     def _routes(self) -> registry.Routes:
         return _ROUTES[self._parent is not None]
@@ -1335,7 +1414,9 @@ class Session:
         invocations.context[invoke_id] = effect.caller_context
         invocations.cancelled.discard(invoke_id)
         invocations.finished.discard(invoke_id)
-        invocations.starts[invoke_id] = invocations.starts.get(invoke_id, 0) + 1
+        invocations.left.discard(invoke_id)
+        invocations.serial += 1
+        invocations.starts[invoke_id] = invocations.serial
         handler = self._handler(effect.type)
         try:
             if handler is None:
@@ -1356,9 +1437,8 @@ class Session:
 
     async def _cancel_invocation(self, invoke_id: str) -> None:
         invocations = self._bookkeeping()
-        if invoke_id not in invocations.finished:
-            invocations.cancelled.add(invoke_id)
         handler = self._handler(invocations.types.get(invoke_id, ""))
+        invocations.retire(invoke_id)
         if handler is None:
             return
         try:
