@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, fields
 from datetime import datetime
+from functools import partial
 from typing import Any, Final
 
 import psycopg
@@ -172,7 +173,13 @@ async def _schedule(
         "ordinal": str(effect.ordinal),
         "due_channel": _statements.due_channel(config.oban),
     }
-    try:
+    with _store_errors(
+        "inserting the timer job",
+        "the timer",
+        scope=scope,
+        send_id=effect.send_id,
+        rejected=partial(_rejected, scope, effect),
+    ):
         async with _statements.connection(config.oban, conn) as db:
             row = await (
                 await db.execute(_statements.statement(config.oban, "insert_timer"), params)
@@ -182,17 +189,6 @@ async def _schedule(
                 # a fresh statement sees it.
                 found = await db.execute(_statements.statement(config.oban, "find_timer"), params)
                 row = await found.fetchone()
-    except StoreUnavailable:
-        _rejected(scope, effect, "store_unavailable")
-        raise
-    except psycopg.DataError as exc:
-        _rejected(scope, effect, ValueRefused.reason)
-        raise ValueRefused(
-            f"PostgreSQL refused the timer: {exc}", scope=scope, send_id=effect.send_id
-        ) from exc
-    except psycopg.Error as exc:
-        _rejected(scope, effect, "insert_failed")
-        raise StoreUnavailable(f"inserting the timer job failed: {exc}") from exc
     if row is None:  # pragma: no cover - the follow-up SELECT sees any conflicting row
         _rejected(scope, effect, "insert_failed")
         raise StoreUnavailable("the timer job was neither inserted nor found")
@@ -349,7 +345,7 @@ async def store_prepared(
         return []
     insert, params = _insert(config, timers, tracer, metas)
     read = jobs or telemetry.handled(telemetry.TIMER_SCHEDULED)
-    with _refusals(timers):
+    with _batch_errors(timers):
         async with _statements.connection(config.oban, conn) as db:
             if not read:
                 await db.execute(insert, params)
@@ -390,7 +386,7 @@ async def send_traced(
             metas.append(carry({}, tracer))  # the span just entered is the current one
         insert, params = _insert(config, timers, None, metas)
         cursor = conn.cursor(binary=True, row_factory=tuple_row)
-        with _refusals(timers):
+        with _batch_errors(timers):
             await cursor.execute(insert, params)
     except BaseException as exc:
         stack.__exit__(type(exc), exc, exc.__traceback__)
@@ -401,7 +397,7 @@ async def send_traced(
             stack.__exit__(type(stopped), stopped, stopped.__traceback__)
             return
         try:
-            with _refusals(timers):
+            with _batch_errors(timers):
                 inserted, existing = await _read_back(config, conn, timers, cursor)
             jobs = _batch_jobs(config, timers, inserted, existing)
         except BaseException as exc:
@@ -447,22 +443,45 @@ async def _read_back(
 
 
 @contextmanager
-def _refusals(timers: Sequence[PreparedTimer]) -> Iterator[None]:
-    """A batch's failures as this package raises them, each timer's rejection announced."""
+def _store_errors(
+    action: str,
+    refused: str,
+    *,
+    scope: str | None = None,
+    send_id: str | None = None,
+    rejected: Callable[[str], None] | None = None,
+) -> Iterator[None]:
+    """psycopg's errors as this package raises them: a value PostgreSQL refuses
+    (``DataError``) as ``ValueRefused`` ("PostgreSQL refused ``refused``"), any other as
+    ``StoreUnavailable`` ("``action`` failed"). ``rejected`` announces the timers being
+    scheduled as rejected, with the reason, first (a ``StoreUnavailable`` from within
+    too)."""
     try:
         yield
     except psycopg.DataError as exc:
-        for timer in timers:
-            _rejected(timer.scope, timer.effect, ValueRefused.reason)
-        raise ValueRefused(f"PostgreSQL refused a timer: {exc}") from exc
+        if rejected is not None:
+            rejected(ValueRefused.reason)
+        raise ValueRefused(
+            f"PostgreSQL refused {refused}: {exc}", scope=scope, send_id=send_id
+        ) from exc
     except psycopg.Error as exc:
-        for timer in timers:
-            _rejected(timer.scope, timer.effect, "insert_failed")
-        raise StoreUnavailable(f"inserting timer jobs failed: {exc}") from exc
+        if rejected is not None:
+            rejected("insert_failed")
+        raise StoreUnavailable(f"{action} failed: {exc}") from exc
     except StoreUnavailable:
-        for timer in timers:
-            _rejected(timer.scope, timer.effect, "store_unavailable")
+        if rejected is not None:
+            rejected("store_unavailable")
         raise
+
+
+def _batch_errors(timers: Sequence[PreparedTimer]) -> AbstractContextManager[None]:
+    """``_store_errors`` of a batch of timers, each announced as rejected on a failure."""
+
+    def rejected(reason: str) -> None:
+        for timer in timers:
+            _rejected(timer.scope, timer.effect, reason)
+
+    return _store_errors("inserting timer jobs", "a timer", rejected=rejected)
 
 
 async def _conflicts(
@@ -675,7 +694,7 @@ async def _cancel_send(
     caller_context: Any,
     conn: AsyncConnection[Any] | None,
 ) -> int:
-    try:
+    with _store_errors("cancelling timer jobs", "the cancel", scope=scope, send_id=send_id):
         if _statements.unstorable(send_id) is not None:
             count = 0  # no timer has such a send id: scheduling refuses it
         else:
@@ -689,12 +708,6 @@ async def _cancel_send(
                     value=send_id,
                     reason=reason,
                 )
-    except psycopg.DataError as exc:
-        raise ValueRefused(
-            f"PostgreSQL refused the cancel: {exc}", scope=scope, send_id=send_id
-        ) from exc
-    except psycopg.Error as exc:
-        raise StoreUnavailable(f"cancelling timer jobs failed: {exc}") from exc
     telemetry.emit(
         telemetry.TIMER_CANCELLED,
         count=count,
@@ -720,17 +733,13 @@ async def mark_cancelled(
     if _statements.unstorable(send_id) is not None:
         return 0  # no timer has such a send id: scheduling refuses it
     params = {"scope": scope, "send_id": send_id, "ordinal": effect.ordinal}
-    try:
+    with _store_errors(
+        "marking timer jobs cancelled", "the cancel's mark", scope=scope, send_id=send_id
+    ):
         cursor = await conn.execute(
             _statements.statement(config.oban, "mark_cancelled_timers"), params
         )
         return len(await cursor.fetchall())
-    except psycopg.DataError as exc:
-        raise ValueRefused(
-            f"PostgreSQL refused the cancel's mark: {exc}", scope=scope, send_id=send_id
-        ) from exc
-    except psycopg.Error as exc:
-        raise StoreUnavailable(f"marking timer jobs cancelled failed: {exc}") from exc
 
 
 @dataclass(frozen=True, slots=True)
