@@ -7,6 +7,7 @@ import statifier
 from statifier.virtual import VirtualDriver
 
 from engine_support import charts
+from engine_support.counting import python_steps
 
 CAPTURE = statifier.compile(charts.CAPTURE)
 
@@ -117,3 +118,60 @@ def test_a_done_queued_before_its_invoke_id_restarts_is_not_the_new_childs() -> 
     assert driver.state.configuration_ids() == ("s",)
     children = [s for s in driver.sessions.values() if s.parent is not None and not s.halted]
     assert len(children) == 1  # the second child runs, the first finished
+
+
+# -- long runs: a step costs what the live sessions make it cost -------------------------
+
+NS = 'xmlns="http://www.w3.org/2005/07/scxml" version="1.0" datamodel="python"'
+
+RESTARTING = statifier.compile(
+    f"""<scxml {NS} initial="s">
+      <state id="s">
+        <onentry><send event="again" delay="60s"/></onentry>
+        <invoke type="scxml">
+          <content><scxml {NS} initial="w"><state id="w"/></scxml></content>
+        </invoke>
+        <transition event="again" target="s"/>
+      </state>
+    </scxml>"""
+)
+"""A child started every minute of virtual time (the first at 0), cancelled the next."""
+
+
+def restarted_for(hours: int) -> tuple[int, VirtualDriver]:
+    """The work of ``hours`` of virtual time of ``RESTARTING``, and the driver after it."""
+    driver = VirtualDriver(RESTARTING, session_id="top")
+    driver.start()
+    return python_steps(lambda: driver.advance(hours * 3_600_000)), driver
+
+
+def test_a_long_run_costs_in_proportion_to_its_virtual_time() -> None:
+    # The halted children stay in ``sessions``, but a step looked through all of them
+    # (for a queue, for the send targets, for the tree's count): four times the virtual
+    # time cost 7.8 times the work; and every start compiled the child's chart again.
+    short, _ = restarted_for(3)
+    long, driver = restarted_for(12)
+    assert len(driver.sessions) == 1 + 12 * 60 + 1
+    assert [s.session_id for s in driver.sessions.values() if not s.halted] == [
+        "top",
+        f"top.child{12 * 60 + 1}",
+    ]
+    assert long < 4.2 * short
+    machines = {id(s.state.machine) for s in driver.sessions.values() if s.parent is not None}
+    assert len(machines) == 1  # compiled once, shared as sessions of one chart share it
+
+
+def test_a_fork_steps_only_its_own_live_sessions() -> None:
+    _, driver = restarted_for(1)
+    twin = driver.fork()
+    twin.advance(60_000)
+    driver.advance(120_000)
+    assert twin.now_ms == 3_660_000
+    assert driver.now_ms == 3_720_000
+    live = [s.session_id for s in twin.sessions.values() if not s.halted]
+    assert live == ["top", "top.child62"]
+    assert [s.session_id for s in driver.sessions.values() if not s.halted] == [
+        "top",
+        "top.child63",
+    ]
+    assert driver.sessions[live[1]] is not twin.sessions[live[1]]

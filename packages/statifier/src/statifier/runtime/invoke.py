@@ -110,10 +110,43 @@ def child_seed(machine: Machine, params: Mapping[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in params.items() if name in declared}
 
 
+CHILD_MACHINES: Final = 32
+"""Child charts compiled from one parent machine and kept for its next starts, at most."""
+
+_CHILDREN: Final = "child machines"
+"""The key, in a parent machine's ``_cache``, of the child machines compiled from it."""
+
+
 def compile_child(source: str, parent: Machine, resolver: SourceResolver | None) -> Machine:
     """Compile a child chart for ``<invoke type="scxml">`` of ``parent``: with the host
-    functions ``parent`` was compiled with (ADR 9) and ``resolver`` for its own ``src``."""
-    return compile_chart(source, resolver=resolver, functions=parent.functions)
+    functions ``parent`` was compiled with (ADR 9) and ``resolver`` for its own ``src``.
+
+    A state entered again starts its child again from the same text: the machine compiled
+    from it is kept on ``parent`` (at most ``CHILD_MACHINES``, the oldest let go first)
+    and shared, as sessions of one machine share it, unless compiling it asked
+    ``resolver`` for something, which may answer differently next time."""
+    kept: dict[str, Machine] | None = parent._cache.get(_CHILDREN)
+    if kept is None:
+        kept = parent._cache[_CHILDREN] = {}
+    machine = kept.get(source)
+    if machine is not None:
+        return machine
+    asked = False
+
+    def resolve(src: str) -> str:
+        nonlocal asked
+        asked = True
+        assert resolver is not None  # noqa: S101 - only passed on with a resolver
+        return resolver(src)
+
+    machine = compile_chart(
+        source, resolver=None if resolver is None else resolve, functions=parent.functions
+    )
+    if not asked:
+        if len(kept) >= CHILD_MACHINES:
+            del kept[next(iter(kept))]
+        kept[source] = machine
+    return machine
 
 
 class ScxmlInvokeHandler:

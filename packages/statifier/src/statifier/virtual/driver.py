@@ -132,6 +132,11 @@ class VirtualDriver:
         self.seed = dict(datamodel or {})
         self.now_ms = 0
         self.sessions: dict[str, _Session] = {}
+        # The sessions not halted, in the order they started (a run keeps every session
+        # it made, but its steps look only at these: the halted children of a long run
+        # must not make each step cost more), and the send targets they make.
+        self._live: dict[str, _Session] = {}
+        self._targets: tuple[frozenset[str], frozenset[str]] | None = None
         self._timers: list[tuple[int, int, Timer]] = []
         self._seq = itertools.count()
         self._child_ids = itertools.count(1)
@@ -213,9 +218,12 @@ class VirtualDriver:
             )
             for sid, session in self.sessions.items()
         }
+        twin._live = {sid: twin.sessions[sid] for sid in self._live}
         twin._timers = list(self._timers)
-        twin._seq = itertools.count(next(self._seq))
-        twin._child_ids = itertools.count(next(self._child_ids))
+        # Both runs go on from the same next numbers (reading one takes it: put it back).
+        seq, child_id = next(self._seq), next(self._child_ids)
+        self._seq, twin._seq = itertools.count(seq), itertools.count(seq)
+        self._child_ids, twin._child_ids = itertools.count(child_id), itertools.count(child_id)
         twin._deferred = deque(self._deferred)
         twin._open = dict(self._open)
         twin.effects = []
@@ -259,6 +267,8 @@ class VirtualDriver:
     ) -> list[fx.Effect]:
         session = _Session(session_id, cast(MachineState, None), parent=parent)
         self.sessions[session_id] = session
+        self._live[session_id] = session
+        self._targets = None
         state, effects = initialize(
             machine,
             session_id=session_id,
@@ -279,7 +289,7 @@ class VirtualDriver:
             session_id, event = self._deferred.popleft()
             self._internal(session_id, event)
             return True
-        for session in list(self.sessions.values()):
+        for session in list(self._live.values()):
             if session.queue and not session.halted and session.state.running:
                 event = session.queue.popleft()
                 state, effects = handle_event(session.state, event, routes=self._routes(session))
@@ -298,10 +308,11 @@ class VirtualDriver:
 
     def _routes(self, session: _Session) -> frozenset[str]:
         """What this driver can deliver to: live sessions, and the parent if invoked."""
-        targets = {f"#_scxml_{sid}" for sid, other in self.sessions.items() if not other.halted}
-        if session.parent is not None:
-            targets.add("#_parent")
-        return frozenset(targets)
+        targets = self._targets
+        if targets is None:
+            live = frozenset(f"#_scxml_{sid}" for sid in self._live)
+            targets = self._targets = (live, live | {"#_parent"})
+        return targets[session.parent is not None]
 
     def _fire(self, timer: Timer) -> None:
         session = self.sessions.get(timer.session_id)
@@ -431,7 +442,7 @@ class VirtualDriver:
             depth += 1
             parent = self.sessions[parent[0]].parent
         tree = SessionTree(self.tree_limits)
-        tree.live = sum(1 for s in self.sessions.values() if not s.halted)
+        tree.live = len(self._live)
         tree.check(depth)
 
     def _stop_invocation(self, session_id: str, invoke_id: str) -> None:
@@ -457,10 +468,17 @@ class VirtualDriver:
         # its timers stay pending (a halted session's never fire).
         session = self.sessions[session_id]
         session.halted = session.exhausted = True
+        self._stopped(session_id)
+
+    def _stopped(self, session_id: str) -> None:
+        """``session_id`` halted: no step looks at it any more, and it is no target."""
+        self._live.pop(session_id, None)
+        self._targets = None
 
     def _finished(self, session_id: str, done: fx.Done) -> None:
         session = self.sessions[session_id]
         session.halted = True
+        self._stopped(session_id)
         self._drop_timers(session_id)
         if session.parent is None:
             return
