@@ -13,8 +13,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, fields
 from datetime import datetime
-from functools import partial
-from typing import Any, Final
+from typing import Any, Final, NamedTuple, Protocol
 
 import psycopg
 from psycopg import AsyncConnection, AsyncCursor
@@ -178,7 +177,7 @@ async def _schedule(
         "the timer",
         scope=scope,
         send_id=effect.send_id,
-        rejected=partial(_rejected, scope, effect),
+        rejected=(_OneTimer(scope, effect),),
     ):
         async with _statements.connection(config.oban, conn) as db:
             row = await (
@@ -345,7 +344,7 @@ async def store_prepared(
         return []
     insert, params = _insert(config, timers, tracer, metas)
     read = jobs or telemetry.handled(telemetry.TIMER_SCHEDULED)
-    with _batch_errors(timers):
+    with _store_errors("inserting timer jobs", "a timer", rejected=timers):
         async with _statements.connection(config.oban, conn) as db:
             if not read:
                 await db.execute(insert, params)
@@ -386,7 +385,7 @@ async def send_traced(
             metas.append(carry({}, tracer))  # the span just entered is the current one
         insert, params = _insert(config, timers, None, metas)
         cursor = conn.cursor(binary=True, row_factory=tuple_row)
-        with _batch_errors(timers):
+        with _store_errors("inserting timer jobs", "a timer", rejected=timers):
             await cursor.execute(insert, params)
     except BaseException as exc:
         stack.__exit__(type(exc), exc, exc.__traceback__)
@@ -397,7 +396,7 @@ async def send_traced(
             stack.__exit__(type(stopped), stopped, stopped.__traceback__)
             return
         try:
-            with _batch_errors(timers):
+            with _store_errors("inserting timer jobs", "a timer", rejected=timers):
                 inserted, existing = await _read_back(config, conn, timers, cursor)
             jobs = _batch_jobs(config, timers, inserted, existing)
         except BaseException as exc:
@@ -449,39 +448,48 @@ def _store_errors(
     *,
     scope: str | None = None,
     send_id: str | None = None,
-    rejected: Callable[[str], None] | None = None,
+    rejected: Sequence[_Scheduling] = (),
 ) -> Iterator[None]:
     """psycopg's errors as this package raises them: a value PostgreSQL refuses
     (``DataError``) as ``ValueRefused`` ("PostgreSQL refused ``refused``"), any other as
-    ``StoreUnavailable`` ("``action`` failed"). ``rejected`` announces the timers being
-    scheduled as rejected, with the reason, first (a ``StoreUnavailable`` from within
-    too)."""
+    ``StoreUnavailable`` ("``action`` failed"). The timers being scheduled
+    (``rejected``) are announced as rejected first, with the reason (a
+    ``StoreUnavailable`` from within too)."""
     try:
         yield
     except psycopg.DataError as exc:
-        if rejected is not None:
-            rejected(ValueRefused.reason)
+        for timer in rejected:
+            _rejected(timer.scope, timer.effect, ValueRefused.reason)
         raise ValueRefused(
             f"PostgreSQL refused {refused}: {exc}", scope=scope, send_id=send_id
         ) from exc
     except psycopg.Error as exc:
-        if rejected is not None:
-            rejected("insert_failed")
+        for timer in rejected:
+            _rejected(timer.scope, timer.effect, "insert_failed")
         raise StoreUnavailable(f"{action} failed: {exc}") from exc
     except StoreUnavailable:
-        if rejected is not None:
-            rejected("store_unavailable")
+        for timer in rejected:
+            _rejected(timer.scope, timer.effect, "store_unavailable")
         raise
 
 
-def _batch_errors(timers: Sequence[PreparedTimer]) -> AbstractContextManager[None]:
-    """``_store_errors`` of a batch of timers, each announced as rejected on a failure."""
+class _Scheduling(Protocol):
+    """A timer being scheduled, as a rejection names it (``PreparedTimer`` is one)."""
 
-    def rejected(reason: str) -> None:
-        for timer in timers:
-            _rejected(timer.scope, timer.effect, reason)
+    @property
+    def scope(self) -> str:
+        """The scope it was scheduled under."""
 
-    return _store_errors("inserting timer jobs", "a timer", rejected=rejected)
+    @property
+    def effect(self) -> SendDelayed:
+        """Its ``<send>``."""
+
+
+class _OneTimer(NamedTuple):
+    """The timer :func:`schedule` stores, as ``_store_errors`` names it."""
+
+    scope: str
+    effect: SendDelayed
 
 
 async def _conflicts(
