@@ -175,3 +175,56 @@ async def test_answered_invocations_are_let_go() -> None:
         session = await cycled(chart, f"finishing-{flips}", flips, dones=flips // 2 + 1)
         assert set(bookkeeping_sizes(session).values()) == {0}
         await session.stop()
+
+
+HEARING = statifier.compile(
+    f"""<scxml {NS} initial="idle">
+      <datamodel><data id="heard" expr="0"/></datamodel>
+      <state id="top">
+        <transition event="probe"><log label="probe"/></transition>
+        <transition event="hello"><assign location="heard" expr="heard + 1"/></transition>
+        <state id="idle"><transition event="go" target="s"/></state>
+        <state id="s">
+          <invoke id="c" type="scxml">
+            <content>
+              <scxml {NS} initial="w">
+                <state id="w">
+                  <onentry><send event="hello" target="#_parent"/></onentry>
+                </state>
+              </scxml>
+            </content>
+          </invoke>
+          <transition event="leave" target="away"/>
+        </state>
+        <state id="away"/>
+      </state>
+    </scxml>"""
+)
+"""The child says ``hello`` as it starts; the parent counts every ``hello`` it hears."""
+
+
+async def heard_after(*events: str) -> tuple[Session, int]:
+    """Send ``events`` and ``probe``; once ``probe`` and every child message queued have
+    been taken, the session and how many ``hello`` it heard."""
+    session = await Session.start(HEARING, session_id="-".join(events))
+    seen: list[Message] = []
+    session.subscribe(lambda _sid, message: seen.append(message))
+    for event in (*events, "probe"):
+        session.send_event(event)
+    async with asyncio.timeout(5):
+        while not any(isinstance(m, fx.Log) for m in seen) or session._invocations.pending:
+            await asyncio.sleep(0.005)
+    return session, session.snapshot().datamodel["heard"]
+
+
+async def test_what_a_child_sent_before_its_state_was_left_is_dropped() -> None:
+    # The control: the child's ``hello`` is heard while its state is active.
+    session, heard = await heard_after("go")
+    assert (session.status().configuration, heard) == (("top", "s"), 1)
+    await session.stop()
+    # ``leave`` is queued before the child starts (while ``go`` is processed) and says
+    # ``hello``: the invocation is cancelled with its ``hello`` still waiting.
+    session, heard = await heard_after("go", "leave")
+    assert (session.status().configuration, heard) == (("top", "away"), 0)
+    assert set(bookkeeping_sizes(session).values()) == {0}
+    await session.stop()
