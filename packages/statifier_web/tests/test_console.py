@@ -209,6 +209,13 @@ def test_actions_are_confirmed_and_need_the_csrf_token(page: Page, api: httpx.Cl
     assert api.get("/api/executions/act-1").json()["status"] == "cancelled"
 
 
+DRAWING_SETTLED = """image => image.complete || new Promise(settled => {
+    image.addEventListener("load", settled);
+    image.addEventListener("error", settled);
+})"""
+"""A script that ends once an ``<img>`` has loaded or failed (at once if it has)."""
+
+
 def test_markup_in_an_execution_is_shown_as_text(
     page: Page, api: httpx.Client, server: ServerThread
 ) -> None:
@@ -239,8 +246,10 @@ def test_markup_in_an_execution_is_shown_as_text(
     assert page.locator("main i, main b, main script, img[src=x]").count() == 0
     assert page.title() == f"{execution_id} · statifier console"  # not 'pwned'
     # The drawing is its own request (Graphviz renders it): wait until the browser is done
-    # with it, loaded or failed, then require that it loaded.
-    page.wait_for_function("document.getElementById('diagram').complete")
+    # with it, loaded or failed, then require that it loaded. (Not ``wait_for_function``:
+    # when its first try finds the drawing still loading it polls by evaluating a string in
+    # the page, which the console's policy, rightly, refuses.)
+    page.locator("#diagram").evaluate(DRAWING_SETTLED)
     assert page.evaluate("document.getElementById('diagram').naturalWidth") > 0
     drawing = page.request.get(page.locator("#diagram").get_attribute("src") or "")
     assert drawing.headers["content-type"] == "image/svg+xml"
