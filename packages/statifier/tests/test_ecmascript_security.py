@@ -626,6 +626,26 @@ def test_every_built_in_a_chart_can_reach_is_frozen() -> None:
     assert report["unfrozen"] == []
 
 
+def test_the_prelude_hardens_an_engine_without_iterator_helpers() -> None:
+    # This engine has Iterator helpers (the walk above meets them); an older one has none,
+    # and the prelude must still run and freeze what it has.
+    from statifier.datamodel.ecmascript._instance import _PRELUDE, load_quickjs
+
+    context = load_quickjs().Context()
+    iterator_prototype = "Object.getPrototypeOf(Object.getPrototypeOf([][Symbol.iterator]()))"
+    context.eval(f"delete globalThis.Iterator; delete {iterator_prototype}.map")
+    gone = context.eval(f"typeof Iterator + typeof {iterator_prototype}.map")
+    assert gone == "undefinedundefined"
+    api = context.eval(_PRELUDE)(context.globalThis)
+    assert api is not None
+    frozen = (
+        f"Object.isFrozen({iterator_prototype})"
+        " && Object.isFrozen(Object.getPrototypeOf([][Symbol.iterator]()))"
+        " && Object.isFrozen(Array.prototype)"
+    )
+    assert context.eval(frozen) is True
+
+
 ITERATOR_HIJACK = chart(
     """
     <datamodel><data id="r" expr="0"/></datamodel>
