@@ -517,7 +517,7 @@ class Bench:
 
         assert self.client is not None  # noqa: S101 - open() ran first (main)
         steps = self.args.steps
-        paths = ("step", "quiet", "api", "sdk", "enqueue")
+        paths = tuple(IN_PROCESS_PATHS)
         rates: dict[str, list[float]] = {path: [] for path in paths}
         later = datetime.now(UTC) + timedelta(hours=1)
         stepping = {

@@ -34,7 +34,7 @@ from statifier.core._legal import configuration_problem, history_problem
 from statifier.core._memo import room
 from statifier.core.events import MAX_NAME_LENGTH, Event, EventType
 from statifier.core.state import MachineState, StateBuilder, Status, finish
-from statifier.datamodel.registry import state_variables, variables_of
+from statifier.datamodel.registry import state_variables, variables_as_stored
 from statifier.errors import PositionError
 from statifier.values import MAX_DEPTH, MAX_INT_BITS, ValueRefused, brief, measure
 
@@ -376,8 +376,7 @@ def decode_shape(payload: dict[str, Any], machine: Machine) -> Shape:
     shape.history = {} if history == [] else decode_history(history, machine)
     shape.limits = limits = _decode_limits(payload["limits"])
     shape.unread = unread_length(limits)
-    # ``state_variables``' own test: no datamodel ``variables``, states hold the dict.
-    shape.variables_as_stored = variables_of(machine) is None
+    shape.variables_as_stored = variables_as_stored(machine)
     rounds = payload["max_macrostep_rounds"]
     if rounds is not None and (type(rounds) is not int or not 1 <= rounds <= MAX_LIMIT):
         corrupt(

@@ -172,11 +172,7 @@ def state_variables(machine: Machine, stored: dict[str, Value]) -> Mapping[str, 
     # Looked up once per machine (one lookup, not two): every position read comes here.
     found = machine._cache.get(_STATE_VARIABLES)
     if found is None:
-        found = machine._cache[_STATE_VARIABLES] = (
-            _AS_STORED
-            if variables_of(machine) is None
-            else datamodel_for(machine.datamodel).state_variables
-        )
+        found = _state_variables_of(machine)
     if found is _AS_STORED:
         return stored
     # Not ``cast``: a call at run time, and every position read comes here.
@@ -186,6 +182,24 @@ def state_variables(machine: Machine, stored: dict[str, Value]) -> Mapping[str, 
 
 _AS_STORED: Final = object()
 """``state_variables`` of a datamodel whose states hold the stored ``dict`` itself."""
+
+
+def variables_as_stored(machine: Machine) -> bool:
+    """Whether ``state_variables`` hands back the stored ``dict`` itself for ``machine``
+    (a reader may then skip the call)."""
+    found = machine._cache.get(_STATE_VARIABLES)
+    return (found if found is not None else _state_variables_of(machine)) is _AS_STORED
+
+
+def _state_variables_of(machine: Machine) -> object:
+    """What ``state_variables`` does for ``machine``, worked out once and remembered."""
+    found: object = (
+        _AS_STORED
+        if variables_of(machine) is None
+        else datamodel_for(machine.datamodel).state_variables
+    )
+    machine._cache[_STATE_VARIABLES] = found
+    return found
 
 
 __all__ = [

@@ -996,9 +996,7 @@ def _event_fields(event: Value) -> tuple[Any, ...] | None:  # noqa: C901 - once 
         return None  # a field that is no string (nor hashable): the whole event goes as JSON
     if not carried:
         for field in fields:
-            if field is not None and (
-                type(field) is not str or not field.isascii() or "\x00" in field
-            ):
+            if field is not None and (type(field) is not str or not _carried_text(field)):
                 return None  # rare: the whole event goes as JSON
         if len(_CARRIED) >= _CARRIED_LIMIT:
             _CARRIED.clear()
@@ -1017,7 +1015,7 @@ def _event_fields(event: Value) -> tuple[Any, ...] | None:  # noqa: C901 - once 
             if (
                 (
                     (kind is int and -0x80000000 <= item <= 0x7FFFFFFF)
-                    or (kind is str and item.isascii() and "\x00" not in item)
+                    or (kind is str and _carried_text(item))
                     or kind is bool
                     or item is None
                     or (kind is float and item - item == 0)
@@ -1039,13 +1037,18 @@ each, as the fields are: ``_CARRIED``)."""
 
 
 def _carried_key(key: str) -> bool:
-    """Whether the binding carries ``key`` as it is (ASCII without NUL); kept if so."""
-    if not key.isascii() or "\x00" in key:
+    """Whether the binding carries ``key`` as it is; kept if so."""
+    if not _carried_text(key):
         return False
     if len(_KEYS) >= _CARRIED_LIMIT:
         _KEYS.clear()
     _KEYS.add(key)
     return True
+
+
+def _carried_text(text: str) -> bool:
+    """Whether the binding carries ``text`` as it is: ASCII without NUL."""
+    return text.isascii() and "\x00" not in text
 
 
 def _not_event_data(exc: Exception) -> EvaluationError:
