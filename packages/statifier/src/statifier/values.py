@@ -16,6 +16,7 @@ import json
 import math
 from collections.abc import Callable
 from datetime import UTC, datetime
+from types import NoneType
 from typing import Any, Final, Literal
 
 import orjson
@@ -38,10 +39,16 @@ _FLOAT_TEXT: Final = 24
 MAX_INT_BITS: Final = 14_000
 """Longest stored integer: at most 4,215 digits, under the 4,300 Python writes out."""
 
+DIGITS_PER_256_BITS: Final = 77
+"""``(bits * DIGITS_PER_256_BITS >> 8) + 2`` is what ``measure`` counts for an integer of
+``bits`` bits. ``256 * log10(2)`` is 77.06, so the count is the text's length, sign
+included, up to 102 bits, and falls short of it by at most 4 characters at the widest
+(negative integers from 103 bits, any from 4,086). Kept: a stored position is checked
+against the datamodel cap by this count, and counting more would refuse a stored
+execution that sits at its cap."""
+
 
 _TOO_LONG_INT: Final = f"an integer of more than {MAX_INT_BITS} bits cannot be stored"
-_MAX_INT_TEXT: Final = (MAX_INT_BITS * 77 >> 8) + 2
-"""The size ``measure`` counts for an integer of ``MAX_INT_BITS`` bits."""
 
 
 class ValueRefused(ValueError):
@@ -66,9 +73,10 @@ def measure(value: Any, limit: int, depth: int = 0) -> tuple[int, int]:
     kind = type(value)
     if kind is int:
         # The common cases, a number, a short string or a flat list, without the walk.
-        total = (value.bit_length() * 77 >> 8) + 2
-        if total > _MAX_INT_TEXT:
+        bits = value.bit_length()
+        if bits > MAX_INT_BITS:
             raise ValueRefused(_TOO_LONG_INT)
+        total = (bits * DIGITS_PER_256_BITS >> 8) + 2
     elif kind is str and len(value) < 256 and value.isascii():
         total = len(value) + 2
     elif (
@@ -104,11 +112,10 @@ def _walk(value: Any, limit: int, depth: int) -> tuple[int, int]:  # noqa: C901 
         if kind is str:
             total += len(item) + 2 if item.isascii() else _text_size(item)
         elif kind is int:
-            # 77/256 slightly exceeds log10(2): never an underestimate of the digits.
-            size = (item.bit_length() * 77 >> 8) + 2
-            if size > _MAX_INT_TEXT:
+            bits = item.bit_length()
+            if bits > MAX_INT_BITS:
                 raise ValueRefused(_TOO_LONG_INT)
-            total += size
+            total += (bits * DIGITS_PER_256_BITS >> 8) + 2
         elif item is None or kind is bool:
             total += 5
         elif kind is float:
@@ -160,28 +167,34 @@ def _text_size(text: str) -> int:
 
 
 def _flat_size(items: list[Any]) -> int | None:
-    """The written size of a list of scalars of one kind (at C speed), else None."""
+    """The written size of a list of scalars of one kind, else None."""
+    # One loop per kind that checks each item's type as it counts: for the short lists
+    # a chart keeps, half the cost of a set of the types and a second pass (every write
+    # of a list is measured here, bench/interpreter.py).
     if not items:
         return 0
-    kinds = set(map(type, items))
-    if len(kinds) != 1:
-        return None
-    kind = kinds.pop()
+    kind = type(items[0])
     if kind is int:
-        bits = sum(map(int.bit_length, items))
+        bits = 0
+        for item in items:
+            if type(item) is not int:
+                return None
+            bits += item.bit_length()
         if bits > MAX_INT_BITS and max(map(int.bit_length, items)) > MAX_INT_BITS:
             return None  # the walk refuses it
-        return bits * 77 // 256 + 2 * len(items)
+        return (bits * DIGITS_PER_256_BITS >> 8) + 2 * len(items)
     if kind is str:
-        if all(map(str.isascii, items)):
-            return sum(map(len, items)) + 2 * len(items)
-        return None
-    if kind is bool or items[0] is None:
-        return 5 * len(items)
-    if kind is float:
-        if not all(map(math.isfinite, items)):
-            return None
-        return _FLOAT_TEXT * len(items)
+        size = 0
+        for item in items:
+            if type(item) is not str or not item.isascii():
+                return None
+            size += len(item)
+        return size + 2 * len(items)
+    if kind is bool or kind is NoneType or kind is float:
+        for item in items:
+            if type(item) is not kind or (kind is float and not math.isfinite(item)):
+                return None
+        return (_FLOAT_TEXT if kind is float else 5) * len(items)
     return None
 
 

@@ -549,16 +549,20 @@ class Run:
             self.budget.output -= 0 if value is None else len(value) + 2
             return value
         budget = self.budget
+        output = budget.output
         try:
-            size, work = measure(value, max(budget.output, 0))
+            size, work = measure(value, output if output > 0 else 0)
         except ValueTooLarge:
             budget.output = -1
             self.exhaust("output_bytes")
         except ValueRefused as exc:
             self.raise_error("error.execution", f"cannot hand out the value: {exc}")
             raise BlockAbort from None
-        budget.output -= size
-        budget.spend(work)
+        budget.output = output - size
+        # ``Budget.spend``, inlined: a logged number or list comes through here.
+        steps = budget.steps = budget.steps - work
+        if steps < 0 and budget.exhausted is None:
+            budget.exhausted = "steps"
         return value
 
     def write(

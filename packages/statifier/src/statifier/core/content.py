@@ -50,7 +50,7 @@ from statifier.datamodel import (
     datamodel_for,
     variables_of,
 )
-from statifier.values import brief, entry_key_size
+from statifier.values import DIGITS_PER_256_BITS, brief, entry_key_size
 
 
 class ContentExecutor(Run):
@@ -160,8 +160,21 @@ class ContentExecutor(Run):
                 if steps < 0 and budget.exhausted is None:
                     budget.exhausted = "steps"
             if kind is _LOG:
-                if value is None or (type(value) is str and len(value) < 256):
+                value_type = type(value)
+                if value is None or (value_type is str and len(value) < 256):
                     budget.output -= 0 if value is None else len(value) + 2  # ``ship``
+                elif (
+                    value_type is int
+                    and NEGATIVE_SMALL_INT < value < SMALL_INT
+                    and (size := (value.bit_length() * DIGITS_PER_256_BITS >> 8) + 2)
+                    <= budget.output
+                ):
+                    # ``ship`` of a small int (``measure``'s count, one step), as a kept
+                    # run has it.
+                    budget.output -= size
+                    budget.steps -= 1
+                    if budget.steps < 0 and budget.exhausted is None:
+                        budget.exhausted = "steps"
                 else:
                     self.node, self.line = node, node.line
                     value = self.ship(value)
@@ -369,7 +382,7 @@ class ContentExecutor(Run):
             elif (
                 value_type is int
                 and NEGATIVE_SMALL_INT < value < SMALL_INT
-                and (size := (value.bit_length() * 77 >> 8) + 2) <= budget.output
+                and (size := (value.bit_length() * DIGITS_PER_256_BITS >> 8) + 2) <= budget.output
             ):
                 # ``ship`` of a small int (``measure``'s count, one step).
                 budget.output -= size

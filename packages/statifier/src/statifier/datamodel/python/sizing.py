@@ -15,6 +15,7 @@ from statifier.datamodel.python.context import EvalContext, budget_exceeded
 from statifier.datamodel.python.errors import EvaluationError
 from statifier.datamodel.python.limits import MAX_SEQUENCE_LENGTH
 from statifier.datamodel.python.values import Value
+from statifier.values import DIGITS_PER_256_BITS
 
 CHARS_PER_UNIT: Final = 64
 """Characters one work unit pays for where C code reads them (compares, scans, searches):
@@ -43,7 +44,7 @@ def _flat_text_length(items: list[Value] | tuple[Value, ...]) -> int | None:
     """Text length of the elements of a list of scalars of one kind, else ``None``."""
     kinds = _element_types(items)
     if kinds <= {int}:
-        return (sum(map(int.bit_length, items)) * 77 >> 8) + 2 * len(items)
+        return (sum(map(int.bit_length, items)) * DIGITS_PER_256_BITS >> 8) + 2 * len(items)
     if kinds <= {str}:
         return sum(map(len, items)) + 2 * len(items)
     if kinds <= _SHORT_SCALARS:
@@ -72,8 +73,7 @@ def text_length_bound(value: Value, limit: int = MAX_SEQUENCE_LENGTH) -> int:
         elif isinstance(item, bool) or item is None:
             total += 5
         elif isinstance(item, int):
-            # 77/256 slightly exceeds log10(2), so this never underestimates the digit count.
-            total += (item.bit_length() * 77 >> 8) + 2
+            total += (item.bit_length() * DIGITS_PER_256_BITS >> 8) + 2
         elif isinstance(item, float):
             total += _FLOAT_TEXT
         elif isinstance(item, list | tuple):
