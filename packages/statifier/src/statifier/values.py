@@ -41,11 +41,10 @@ MAX_INT_BITS: Final = 14_000
 
 DIGITS_PER_256_BITS: Final = 77
 """``(bits * DIGITS_PER_256_BITS >> 8) + 2`` is what ``measure`` counts for an integer of
-``bits`` bits. ``256 * log10(2)`` is 77.06, so the count is the text's length, sign
-included, up to 102 bits, and falls short of it by at most 4 characters at the widest
-(negative integers from 103 bits, any from 4,086). Kept: a stored position is checked
-against the datamodel cap by this count, and counting more would refuse a stored
-execution that sits at its cap."""
+``bits`` bits. ``256 * log10(2)`` is 77.06, so the count covers the text, sign included,
+only up to 102 bits: it falls short by at most 4 characters beyond (negative integers
+from 103 bits, any from 4,086). Kept: a stored position is checked against the datamodel
+cap by this count, and counting more would refuse a stored execution at its cap (ADR 11)."""
 
 
 _TOO_LONG_INT: Final = f"an integer of more than {MAX_INT_BITS} bits cannot be stored"
