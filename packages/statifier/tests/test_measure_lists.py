@@ -32,6 +32,20 @@ _SCALAR = (
 
 _LIMIT = 2**62
 
+_LENGTHS = st.sampled_from([0, 1, 2, 3, 5, 64, 65, 80])
+"""List lengths on either side of ``_SHORT_LIST`` (64)."""
+
+
+def _one_kind(items: st.SearchStrategy[Any], n: int) -> st.SearchStrategy[list[Any]]:
+    """Lists of ``n`` items drawn from ``items``, now and then one of another kind."""
+    plain = st.lists(items, min_size=n, max_size=n)
+    if n == 0:
+        return plain
+    odd = st.tuples(plain, st.integers(0, n - 1), _SCALAR).map(
+        lambda drawn: [*drawn[0][: drawn[1]], drawn[2], *drawn[0][drawn[1] + 1 :]]
+    )
+    return plain | odd
+
 
 def _alone(value: Any) -> int | None:
     """What ``measure`` counts for one item, or None where it refuses it."""
@@ -44,13 +58,14 @@ def _alone(value: Any) -> int | None:
 @settings(max_examples=600, deadline=None)
 @given(
     items=st.one_of(
-        # One kind throughout (the shortcut's case), or any mix (the walk's).
-        st.integers(0, 5).flatmap(lambda n: _SCALAR.map(lambda v: [v] * n)),
-        st.lists(_SCALAR, max_size=6),
-        st.lists(st.integers(-(2**70), 2**70), max_size=6),
-        st.lists(st.floats(), max_size=6),
-        st.lists(st.booleans(), max_size=6),
-        st.lists(st.sampled_from(["", "a", "bc", "\u00e9"]), max_size=6),
+        # One kind throughout (the shortcut's case), or any mix (the walk's); short lists
+        # and lists past _SHORT_LIST (counted another way).
+        _LENGTHS.flatmap(lambda n: _SCALAR.map(lambda v: [v] * n)),
+        _LENGTHS.flatmap(lambda n: st.lists(_SCALAR, min_size=n, max_size=n)),
+        _LENGTHS.flatmap(lambda n: _one_kind(st.integers(-(2**70), 2**70), n)),
+        _LENGTHS.flatmap(lambda n: _one_kind(st.floats(), n)),
+        _LENGTHS.flatmap(lambda n: _one_kind(st.booleans(), n)),
+        _LENGTHS.flatmap(lambda n: _one_kind(st.sampled_from(["", "a", "bc", "\u00e9"]), n)),
     )
 )
 def test_a_list_is_refused_exactly_when_an_item_is_and_counts_at_least_its_items(
@@ -81,6 +96,10 @@ def test_a_list_is_refused_exactly_when_an_item_is_and_counts_at_least_its_items
         ([2**MAX_INT_BITS], True),
         ([2**102 - 1, 1 - 2**102], False),
         ([1, 2**MAX_INT_BITS], True),
+        ([1] * 70 + [2**MAX_INT_BITS], True),
+        ([1.5] * 70 + [math.nan], True),
+        (["ab"] * 70 + ["\u00e9"], False),
+        ([1] * 70 + [True], False),
     ],
 )
 def test_flat_lists_of_one_kind(items: list[Any], refused: bool) -> None:
@@ -112,6 +131,9 @@ def test_the_first_integers_counted_short() -> None:
     assert measure(2**4085 - 1, _LIMIT)[0] >= len(str(2**4085 - 1))
     assert measure(2**4086 - 1, _LIMIT)[0] == len(str(2**4086 - 1)) - 1
     assert measure(1 - 2**MAX_INT_BITS, _LIMIT)[0] == len(str(1 - 2**MAX_INT_BITS)) - 4
+    assert measure([7] * 65, _LIMIT)[0] == 2 + 65 + 65 * 3 * 77 // 256 + 130
+    assert measure([None] * 65, _LIMIT)[0] == 2 + 65 + 5 * 65
+    assert measure([0.5] * 65, _LIMIT)[0] == 2 + 65 + 24 * 65
     widest = [2**MAX_INT_BITS - 1, 1 - 2**MAX_INT_BITS]
     assert measure(widest, _LIMIT)[0] == 2 + 2 + 2 * MAX_INT_BITS * 77 // 256 + 4
 

@@ -165,34 +165,53 @@ def _text_size(text: str) -> int:
     return (6 if max(text) <= "\uffff" else 12) * len(text) + 2
 
 
-def _flat_size(items: list[Any]) -> int | None:
+_SHORT_LIST: Final = 64
+"""Longest list ``_flat_size`` counts in one Python loop; a longer one is counted in
+passes that run in C (the loop is the quicker below about a hundred items)."""
+
+
+def _flat_size(items: list[Any]) -> int | None:  # noqa: C901 - two ways per kind
     """The written size of a list of scalars of one kind, else None."""
-    # One loop per kind that checks each item's type as it counts: for the short lists
-    # a chart keeps, half the cost of a set of the types and a second pass (every write
-    # of a list is measured here, bench/interpreter.py).
+    # A short list (every write of one is measured here, bench/interpreter.py) in one loop
+    # that checks each item's type as it counts: half the cost of a set of the types and
+    # a second pass. A long one in those passes, which run in C.
     if not items:
         return 0
     kind = type(items[0])
+    short = len(items) <= _SHORT_LIST
+    if not short and len(set(map(type, items))) != 1:
+        return None
     if kind is int:
-        bits = 0
-        for item in items:
-            if type(item) is not int:
-                return None
-            bits += item.bit_length()
+        if short:
+            bits = 0
+            for item in items:
+                if type(item) is not int:
+                    return None
+                bits += item.bit_length()
+        else:
+            bits = sum(map(int.bit_length, items))
         if bits > MAX_INT_BITS and max(map(int.bit_length, items)) > MAX_INT_BITS:
             return None  # the walk refuses it
         return (bits * DIGITS_PER_256_BITS >> 8) + 2 * len(items)
     if kind is str:
-        size = 0
-        for item in items:
-            if type(item) is not str or not item.isascii():
-                return None
-            size += len(item)
+        if short:
+            size = 0
+            for item in items:
+                if type(item) is not str or not item.isascii():
+                    return None
+                size += len(item)
+        elif all(map(str.isascii, items)):
+            size = sum(map(len, items))
+        else:
+            return None
         return size + 2 * len(items)
     if kind is bool or kind is NoneType or kind is float:
-        for item in items:
-            if type(item) is not kind or (kind is float and not math.isfinite(item)):
-                return None
+        if short:
+            for item in items:
+                if type(item) is not kind or (kind is float and not math.isfinite(item)):
+                    return None
+        elif kind is float and not all(map(math.isfinite, items)):
+            return None
         return (_FLOAT_TEXT if kind is float else 5) * len(items)
     return None
 
