@@ -138,6 +138,19 @@ def test_the_first_integers_counted_short() -> None:
     assert measure(widest, _LIMIT)[0] == 2 + 2 + 2 * MAX_INT_BITS * 77 // 256 + 4
 
 
+@pytest.mark.parametrize(
+    "holder", [lambda v: v, lambda v: {"key": v}, lambda v: [v, "mixed"], lambda v: [[v]]]
+)
+def test_the_widest_integer_is_stored_and_one_bit_more_is_refused(holder: Any) -> None:
+    # Alone, in a dict and in lists the walk reads: each refuses by the integer's bits.
+    measure(holder(2**MAX_INT_BITS - 1), _LIMIT)
+    measure(holder(1 - 2**MAX_INT_BITS), _LIMIT)
+    with pytest.raises(ValueRefused):
+        measure(holder(2**MAX_INT_BITS), _LIMIT)
+    with pytest.raises(ValueRefused):
+        measure(holder(-(2**MAX_INT_BITS)), _LIMIT)
+
+
 def test_a_bool_among_ints_counts_as_the_word_it_is_written_as() -> None:
     # ``true`` is four characters; an int of one bit counts two.
     assert measure([1, True], _LIMIT)[0] >= len("[1,true]")
