@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, cast
 
+from statifier._slots import bare
 from statifier.datamodel import python as py
 from statifier.datamodel.base import (
     Datamodel,
@@ -28,7 +29,7 @@ from statifier.datamodel.base import (
     Variables,
 )
 from statifier.datamodel.failing import FailingExpression, FailingLocation, FailingScript
-from statifier.datamodel.python.context import EvalContext
+from statifier.datamodel.python.context import NO_SLOTS, EvalContext
 from statifier.datamodel.python.expressions import direct_evaluator, direct_failure
 from statifier.datamodel.python.limits import STEP_BUDGET
 from statifier.datamodel.python.locations import direct_key
@@ -36,6 +37,9 @@ from statifier.datamodel.python.locations import direct_key
 if TYPE_CHECKING:
     from statifier.chart.model import Machine
     from statifier.datamodel.host import HostFunctions
+
+_BARE_CONTEXT: Final = bare(EvalContext)
+"""``EvalContext`` made without its ``__init__`` (``PythonDatamodel.context``)."""
 
 DATAMODEL_NAMES: Final = ("python", "null", "ecmascript")
 """Every ``datamodel`` attribute value a chart may use."""
@@ -109,7 +113,14 @@ class PythonDatamodel:
 
     def context(self, variables: Variables, in_state: InState) -> DirectContext:
         """``DirectEvaluation``: an evaluation context for the closures."""
-        return EvalContext(variables, in_state, 0)  # no comprehension slots: no code has any
+        # ``EvalContext(variables, in_state, 0)`` without its ``__init__`` (once an event):
+        # no comprehension slots, as no closure offered here has any.
+        context = _BARE_CONTEXT()
+        context.variables = variables
+        context.in_state = in_state
+        context.steps = STEP_BUDGET
+        context.slots = NO_SLOTS
+        return context  # type: ignore[no-any-return]
 
     def failure(self, exc: Exception) -> EvaluationError:
         """``DirectEvaluation``: the error ``evaluate`` raises for ``exc``."""
