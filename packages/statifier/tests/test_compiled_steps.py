@@ -12,7 +12,7 @@ position bytes must agree, so every step charge of a macrostep (ADR 11) stays as
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import pytest
@@ -25,6 +25,7 @@ from statifier.chart import model
 from statifier.core import _replay, algorithm, content, effects
 from statifier.core.algorithm import Interpreter
 from statifier.core.position import dumps
+from statifier.values import entry_key_size
 
 from engine_support import chartgen
 
@@ -301,3 +302,80 @@ def test_in_during_a_planned_microstep() -> None:
         ("enter b1", [False, True, True, False]),
     ]
     assert logged == once + once  # b1 back to a logs nothing
+
+
+_SMALL_WRITES = """<scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0" datamodel="python">
+  <datamodel>
+    <data id="count" expr="0"/>
+    <data id="account" expr="{'last': 0}"/>
+  </datamodel>
+  <state id="open">
+    <transition event="write" target="open">
+      <assign location="LOCATION" expr="VALUE"/>
+      <log label="after" expr="'x'"/>
+    </transition>
+  </state>
+</scxml>
+"""
+
+
+def _bound_after(location: str, room: int, path: str, value: int = 7) -> tuple[int, int]:
+    """The datamodel's size bound when a call starts and after it wrote ``value`` to
+    ``location``, the datamodel cap ``room`` above the bound it started from: by a direct
+    run (``path`` "direct"), by the node's compiled step (the node alone: "step") or by
+    the general executor ("general")."""
+    source = _SMALL_WRITES.replace("LOCATION", location).replace("VALUE", str(value))
+    if path == "step":
+        source = source.replace("""<log label="after" expr="'x'"/>""", "")
+    machine = statifier.compile(source)
+    start, _ = initialize(machine, session_id="sess_bound")
+    assert start._datamodel_bound is not None
+    before = start._datamodel_bound[1]
+    limits = MacrostepLimits(datamodel_bytes=before + room)
+    with _general() if path == "general" else nullcontext():
+        machine._cache.clear()
+        state, _ = initialize(machine, session_id="sess_bound", limits=limits)
+        assert state._datamodel_bound == start._datamodel_bound
+        state, produced = handle_event(state, "write")
+    assert not any(isinstance(effect, effects.ErrorRaised) for effect in produced)
+    assert state._datamodel_bound is not None
+    return before, state._datamodel_bound[1]
+
+
+@pytest.mark.parametrize("path", ["direct", "step", "general"])
+@pytest.mark.parametrize(
+    ("location", "growth"),
+    [("count", 22), ("account.last", 22 + 4 + len('"last"'))],
+    ids=["variable", "key"],
+)
+def test_a_small_write_is_bounded_without_measuring_while_it_fits(
+    location: str, growth: int, path: str
+) -> None:
+    # ``SMALL_SCALAR_SIZE`` (22), and for a spelled-out key what a new entry adds.
+    assert growth == content.SMALL_SCALAR_SIZE + (
+        0 if location == "count" else entry_key_size("last")
+    )
+    # With just that room left, a small int adds it unmeasured: the cap is reached.
+    before, after = _bound_after(location, growth, path)
+    assert after == before + growth
+    # One less, and the value is measured: ``7`` counts 2 (a key counts as before).
+    before, after = _bound_after(location, growth - 1, path)
+    assert after == before + growth - content.SMALL_SCALAR_SIZE + 2
+
+
+@pytest.mark.parametrize("path", ["direct", "step", "general"])
+@pytest.mark.parametrize("location", ["count", "account.last"])
+def test_a_small_int_is_one_within_a_digit(location: str, path: str) -> None:
+    # Ints within one CPython digit are small scalars (``SMALL_SCALAR_SIZE``, unmeasured);
+    # from ``SMALL_INT`` on they are measured: 30 bits count (30 * 77 >> 8) + 2 = 11.
+    largest = content.SMALL_INT - 1
+    assert largest == 2**30 - 2
+    key = 0 if location == "count" else entry_key_size("last")
+    for value, counted in (
+        (largest, content.SMALL_SCALAR_SIZE),
+        (-largest, content.SMALL_SCALAR_SIZE),
+        (largest + 1, 11),
+        (-largest - 1, 11),
+    ):
+        before, after = _bound_after(location, 1000, path, value)
+        assert after - before - key == counted, value

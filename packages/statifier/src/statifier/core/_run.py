@@ -36,11 +36,17 @@ from statifier.values import ValueRefused, ValueTooLarge, brief, clip, entry_key
 Effects = list[fx.Effect]
 
 
-SMALL_INT = 2**64
-"""Integers below this in magnitude write out in at most 20 digits."""
+SMALL_INT = 2**30 - 1
+"""Integers below this in magnitude are small scalars to ``Run.admit``. It is the largest
+int CPython keeps in one digit, so the comparisons with it run specialised (with 2**64
+each fell back to the generic one); larger ones are measured."""
 
 NEGATIVE_SMALL_INT = -SMALL_INT
-"""``-SMALL_INT``, made once (negating a big integer allocates one per write)."""
+"""``-SMALL_INT``, made once (negating it in a check makes an int each time)."""
+
+SMALL_SCALAR_SIZE = 22
+"""What ``Run.admit`` counts for a small scalar without measuring it: more than ``measure``
+counts for a bool, None or an int below ``SMALL_INT``."""
 
 _BARE_BUDGET: Final = bare(Budget)
 """A call's budget, made without ``Budget.__init__`` (``Run.resume`` fills it)."""
@@ -697,20 +703,23 @@ class Run:
         if bound is None:
             bound = self.bound = self.carried_bound()
         cap = self.limits.cap
-        room = cap - bound
+        # Worked out from the bound up, not from the room down: each arithmetic on these
+        # large counts makes a new int.
+        used = bound
         if path and isinstance(path[-1], str):
-            room -= entry_key_size(path[-1])  # the key, if it is new
+            used = bound + entry_key_size(path[-1])  # the key, if it is new
         kind = type(value)
-        if room >= 22 and (
+        if (
             (kind is int and NEGATIVE_SMALL_INT < value < SMALL_INT)
             or kind is bool
             or value is None
-        ):
+        ) and (grown := used + SMALL_SCALAR_SIZE) <= cap:
             # A small scalar: an upper bound of its size without walking anything.
-            self.bound = cap - room + 22
+            self.bound = grown
             return
+        room = cap - used
         try:
-            size, work = measure(value, max(room, 0), len(path))
+            size, work = measure(value, room if room > 0 else 0, len(path))
         except ValueTooLarge:
             others = self.measure_datamodel(root, cap)
             size, work = measure(root_value, max(cap - others, 0))
@@ -718,7 +727,7 @@ class Run:
             self.bound = others + size
             return
         self.budget.steps -= work
-        self.bound = cap - room + size
+        self.bound = used + size
 
     def carried_bound(self) -> int:
         """The bound the previous call left on the state it returned, if this call works on

@@ -591,9 +591,13 @@ class Interpreter(ContentExecutor):
                             budget.spend(allowance - context.steps)
                             self.condition_failed(expr, direct.failure(exc))
                             continue
-                        steps = budget.steps = budget.steps - allowance + context.steps
-                        if steps < 0 and budget.exhausted is None:
-                            budget.exhausted = "steps"
+                        # What it spent, taken off only when it is not nothing: each
+                        # arithmetic on the large remaining count makes a new int.
+                        spent = allowance - context.steps
+                        if spent:
+                            steps = budget.steps = budget.steps - spent
+                            if steps < 0 and budget.exhausted is None:
+                                budget.exhausted = "steps"
                         if not value:
                             continue
                 enabled.append(transition)

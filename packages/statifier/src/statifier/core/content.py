@@ -40,7 +40,7 @@ from statifier.core._build import (
     log,
     send_delayed,
 )
-from statifier.core._run import NEGATIVE_SMALL_INT, SMALL_INT, BlockAbort, Run
+from statifier.core._run import NEGATIVE_SMALL_INT, SMALL_INT, SMALL_SCALAR_SIZE, BlockAbort, Run
 from statifier.core.events import MAX_NAME_LENGTH, Event
 from statifier.datamodel import (
     DirectEvaluation,
@@ -137,26 +137,30 @@ class ContentExecutor(Run):
         done = 0
         node: Any = None
         value: Any = None
+        # The node's charge and its expression's are taken off together, after it is
+        # evaluated (nothing reads the budget meanwhile): every arithmetic on the large
+        # remaining count makes a new int, and what an expression spends is small.
+        limit_after_node = limit + NODE_COST
         while done < end:
-            if budget.steps < NODE_COST or budget.exhausted is not None:
+            steps = budget.steps
+            if steps < NODE_COST or budget.exhausted is not None:
                 break  # the loop's check fires: ``execute_nodes`` runs this node
-            node, kind, evaluator, expr, location, c_index, owner = ops[done]
-            budget.steps -= NODE_COST
+            node, kind, evaluator, expr, location, c_index, owner, growth = ops[done]
             # ``Expression.evaluate``, without the wrapper: the same allowance and charge.
-            allowance = budget.steps
-            if allowance > limit:
-                allowance = limit
-            context.steps = allowance
+            allowance = limit if steps > limit_after_node else steps - NODE_COST
             if evaluator is None:
                 value = None
+                budget.steps = steps - NODE_COST
             else:
+                context.steps = allowance
                 try:
                     value = evaluator(context)
                 except Exception as exc:
+                    budget.steps = steps - NODE_COST
                     budget.spend(allowance - context.steps)
                     self.node, self.line = node, node.line
                     self.evaluation_failed(expr, program.direct.failure(exc))
-                steps = budget.steps = budget.steps - allowance + context.steps
+                steps = budget.steps = steps - (NODE_COST + (allowance - context.steps))
                 if steps < 0 and budget.exhausted is None:
                     budget.exhausted = "steps"
             if kind is _LOG:
@@ -205,14 +209,13 @@ class ContentExecutor(Run):
                         bound = self.bound
                         if bound is None:
                             bound = self.bound = self.carried_bound()
-                        room = limits.cap - bound - entry_key_size(key)
                         value_type = type(value)
-                        if room >= 22 and (
+                        if (
                             (value_type is int and NEGATIVE_SMALL_INT < value < SMALL_INT)
                             or value_type is bool
                             or value is None
-                        ):
-                            self.bound = limits.cap - room + 22
+                        ) and (grown := bound + growth) <= limits.cap:
+                            self.bound = grown
                         else:
                             self.node, self.line = node, node.line
                             try:
@@ -245,12 +248,12 @@ class ContentExecutor(Run):
             if bound is None:
                 bound = self.bound = self.carried_bound()
             value_type = type(value)
-            if limits.cap - bound >= 22 and (
+            if (
                 (value_type is int and NEGATIVE_SMALL_INT < value < SMALL_INT)
                 or value_type is bool
                 or value is None
-            ):
-                self.bound = bound + 22
+            ) and (grown := bound + growth) <= limits.cap:
+                self.bound = grown
             else:
                 self.node, self.line = node, node.line
                 try:
@@ -794,12 +797,12 @@ def assign_step(node: AssignNode, kept: bool) -> Step:
             if bound is None:
                 bound = run.bound = run.carried_bound()
             kind = type(value)
-            if run.limits.cap - bound >= 22 and (
+            if (
                 (kind is int and NEGATIVE_SMALL_INT < value < SMALL_INT)
                 or kind is bool
                 or value is None
-            ):
-                run.bound = bound + 22
+            ) and (grown := bound + SMALL_SCALAR_SIZE) <= run.limits.cap:
+                run.bound = grown
             else:
                 run.admit(root, (), value, value)
         except Exception as exc:
@@ -941,9 +944,11 @@ _LOG: Final = 2
 class DirectRun:
     """The first nodes of a block, for ``ContentExecutor.run_direct``: per node, the node,
     its kind, its expression's code and the expression, its location (a ``<log>``'s
-    label), ``c_index`` and owner; and the datamodel's hook with its step limit."""
+    label), ``c_index``, owner and what a small scalar it writes adds to the datamodel's
+    size bound (``SMALL_SCALAR_SIZE`` and a spelled-out key's ``entry_key_size``); and the
+    datamodel's hook with its step limit."""
 
-    ops: tuple[tuple[Any, int | str, Any, Any, Any, int, Any], ...]
+    ops: tuple[tuple[Any, int | str, Any, Any, Any, int, Any, int], ...]
     direct: DirectEvaluation
     limit: int
 
@@ -973,7 +978,7 @@ def direct_run(machine: Machine, nodes: tuple[ContentNode, ...]) -> DirectRun | 
     direct = direct_of(machine)
     if direct is None:
         return None
-    ops: list[tuple[Any, int | str, Any, Any, Any, int, Any]] = []
+    ops: list[tuple[Any, int | str, Any, Any, Any, int, Any, int]] = []
     for node in nodes:
         if type(node) is AssignNode:
             expr = node.expr
@@ -985,13 +990,14 @@ def direct_run(machine: Machine, nodes: tuple[ContentNode, ...]) -> DirectRun | 
             location = node.location
             key = direct.key(location)
             kind: int | str = _ASSIGN if location.plain else _INTO if key is None else key
-            ops.append((node, kind, evaluator, expr, location, node.c_index, node.owner))
+            growth = SMALL_SCALAR_SIZE + (0 if key is None else entry_key_size(key))
+            ops.append((node, kind, evaluator, expr, location, node.c_index, node.owner, growth))
         elif type(node) is LogNode:
             expr = node.expr
             evaluator = None if expr is None else direct.evaluator(expr)
             if expr is not None and evaluator is None:
                 break
-            ops.append((node, _LOG, evaluator, expr, node.label, node.c_index, node.owner))
+            ops.append((node, _LOG, evaluator, expr, node.label, node.c_index, node.owner, 0))
         else:
             break
     if len(ops) < 2:

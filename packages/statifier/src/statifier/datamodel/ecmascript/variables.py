@@ -517,7 +517,7 @@ class Variables(MutableMapping[str, Value]):
                 # ``_scalar``, inlined for what a log's value mostly is: a finite number
                 # (integral ones as int), else as it came.
                 if type(result) is float and result - result == 0:
-                    if result.is_integer() and -_EXACT < result < _EXACT:
+                    if result.is_integer() and _NEGATIVE_EXACT < result < _EXACT:
                         return count, int(result)
                     return count, result
                 return count, _scalar(result)
@@ -1091,6 +1091,9 @@ def _guarded_value(box: Any) -> Value:
 
 _EXACT: Final = 2**53
 """Integral doubles below this in magnitude are exact: they come back as int."""
+
+_NEGATIVE_EXACT: Final = -_EXACT
+"""``-_EXACT``, made once (negating it in a check makes an int each time)."""
 
 
 def _scalar(value: Any) -> Value:

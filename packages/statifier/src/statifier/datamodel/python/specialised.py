@@ -25,8 +25,15 @@ from statifier.datamodel.python.values import Value
 _INT_LIMIT: Final = 1 << MAX_INT_BITS
 """An int is within ``MAX_INT_BITS`` exactly when its magnitude is below this."""
 
-_FACTOR_LIMIT: Final = 1 << 31
-"""Factors below this in magnitude have a product far within ``MAX_INT_BITS``."""
+_NEGATIVE_INT_LIMIT: Final = -_INT_LIMIT
+"""``-_INT_LIMIT``, made once: negating it in a check would make a 14,001-bit int."""
+
+_FACTOR_LIMIT: Final = (1 << 30) - 1
+"""Factors below this in magnitude have a product far within ``MAX_INT_BITS``. It is the
+largest int CPython keeps in one digit: a comparison with it runs specialised."""
+
+_NEGATIVE_FACTOR_LIMIT: Final = -_FACTOR_LIMIT
+"""``-_FACTOR_LIMIT``, made once."""
 
 _INT_OPERATIONS: Final[dict[BinaryOp, Callable[[int, int], int]]] = {
     add: operator.add,
@@ -103,7 +110,7 @@ def int_arithmetic(
     past ``MAX_INT_BITS`` go to ``apply``, which refuses them.
     """
     if apply is multiply:
-        if type(right_literal) is int and -_FACTOR_LIMIT < right_literal < _FACTOR_LIMIT:
+        if type(right_literal) is int and _NEGATIVE_FACTOR_LIMIT < right_literal < _FACTOR_LIMIT:
             return _times_int(apply, left, right_literal)
         return _int_multiply(apply, left, right)
     compute = _INT_OPERATIONS.get(apply)
@@ -123,7 +130,7 @@ def int_arithmetic(
         b = right(context)
         if type(a) is int and type(b) is int:
             result = compute(a, b)
-            if -_INT_LIMIT < result < _INT_LIMIT:
+            if _NEGATIVE_INT_LIMIT < result < _INT_LIMIT:
                 return result
         return apply(context, a, b)
 
@@ -137,7 +144,7 @@ def _sum_or_concatenation(apply: BinaryOp, left: Evaluator, right: Evaluator) ->
         kind = type(a)
         if kind is int and type(b) is int:
             result = a + b
-            if -_INT_LIMIT < result < _INT_LIMIT:
+            if _NEGATIVE_INT_LIMIT < result < _INT_LIMIT:
                 return result
         elif kind is list and type(b) is list:
             return concatenate(context, a, b)
@@ -158,7 +165,7 @@ def _name_sum_or_concatenation(
         kind = type(a)
         if kind is int and type(b) is int:
             result = a + b
-            if -_INT_LIMIT < result < _INT_LIMIT:
+            if _NEGATIVE_INT_LIMIT < result < _INT_LIMIT:
                 return result
         elif kind is list and type(b) is list:
             # ``concatenate``, inlined for a result within the length limit.
@@ -177,7 +184,7 @@ def _name_sum_or_concatenation(
 def _times_int(apply: BinaryOp, left: Evaluator, constant: int) -> Evaluator:
     def times_int(context: EvalContext) -> Value:
         a = left(context)
-        if type(a) is int and -_FACTOR_LIMIT < a < _FACTOR_LIMIT:
+        if type(a) is int and _NEGATIVE_FACTOR_LIMIT < a < _FACTOR_LIMIT:
             return a * constant
         return apply(context, a, constant)
 
@@ -196,7 +203,7 @@ def _name_with_int(
                 a = left(context)  # it reports the missing name
             if type(a) is int:
                 result = a + constant
-                if -_INT_LIMIT < result < _INT_LIMIT:
+                if _NEGATIVE_INT_LIMIT < result < _INT_LIMIT:
                     return result
             return apply(context, a, constant)
 
@@ -209,7 +216,7 @@ def _name_with_int(
             a = left(context)  # it reports the missing name
         if type(a) is int:
             result = compute(a, constant)
-            if -_INT_LIMIT < result < _INT_LIMIT:
+            if _NEGATIVE_INT_LIMIT < result < _INT_LIMIT:
                 return result
         return apply(context, a, constant)
 
@@ -264,8 +271,8 @@ def _int_multiply(apply: BinaryOp, left: Evaluator, right: Evaluator) -> Evaluat
         if (
             type(a) is int
             and type(b) is int
-            and -_FACTOR_LIMIT < a < _FACTOR_LIMIT
-            and -_FACTOR_LIMIT < b < _FACTOR_LIMIT
+            and _NEGATIVE_FACTOR_LIMIT < a < _FACTOR_LIMIT
+            and _NEGATIVE_FACTOR_LIMIT < b < _FACTOR_LIMIT
         ):
             return a * b
         return apply(context, a, b)
@@ -282,7 +289,7 @@ def _with_int_literal(
             a = left(context)
             if type(a) is int:
                 result = a + constant
-                if -_INT_LIMIT < result < _INT_LIMIT:
+                if _NEGATIVE_INT_LIMIT < result < _INT_LIMIT:
                     return result
             return apply(context, a, constant)
 
@@ -292,7 +299,7 @@ def _with_int_literal(
         a = left(context)
         if type(a) is int:
             result = compute(a, constant)
-            if -_INT_LIMIT < result < _INT_LIMIT:
+            if _NEGATIVE_INT_LIMIT < result < _INT_LIMIT:
                 return result
         return apply(context, a, constant)
 
