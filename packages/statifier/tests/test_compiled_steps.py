@@ -23,6 +23,7 @@ from statifier import Event, MachineState, external, handle_event, initialize
 from statifier.budget import MacrostepLimits
 from statifier.chart import model
 from statifier.core import _replay, algorithm, content, effects
+from statifier.core._run import SMALL_INT, SMALL_SCALAR_SIZE
 from statifier.core.algorithm import Interpreter
 from statifier.core.position import dumps
 from statifier.values import entry_key_size
@@ -352,15 +353,13 @@ def test_a_small_write_is_bounded_without_measuring_while_it_fits(
     location: str, growth: int, path: str
 ) -> None:
     # ``SMALL_SCALAR_SIZE`` (22), and for a spelled-out key what a new entry adds.
-    assert growth == content.SMALL_SCALAR_SIZE + (
-        0 if location == "count" else entry_key_size("last")
-    )
+    assert growth == SMALL_SCALAR_SIZE + (0 if location == "count" else entry_key_size("last"))
     # With just that room left, a small int adds it unmeasured: the cap is reached.
     before, after = _bound_after(location, growth, path)
     assert after == before + growth
     # One less, and the value is measured: ``7`` counts 2 (a key counts as before).
     before, after = _bound_after(location, growth - 1, path)
-    assert after == before + growth - content.SMALL_SCALAR_SIZE + 2
+    assert after == before + growth - SMALL_SCALAR_SIZE + 2
 
 
 @pytest.mark.parametrize("path", ["direct", "step", "general"])
@@ -368,12 +367,12 @@ def test_a_small_write_is_bounded_without_measuring_while_it_fits(
 def test_a_small_int_is_one_within_a_digit(location: str, path: str) -> None:
     # Ints within one CPython digit are small scalars (``SMALL_SCALAR_SIZE``, unmeasured);
     # from ``SMALL_INT`` on they are measured: 30 bits count (30 * 77 >> 8) + 2 = 11.
-    largest = content.SMALL_INT - 1
+    largest = SMALL_INT - 1
     assert largest == 2**30 - 2
     key = 0 if location == "count" else entry_key_size("last")
     for value, counted in (
-        (largest, content.SMALL_SCALAR_SIZE),
-        (-largest, content.SMALL_SCALAR_SIZE),
+        (largest, SMALL_SCALAR_SIZE),
+        (-largest, SMALL_SCALAR_SIZE),
         (largest + 1, 11),
         (-largest - 1, 11),
     ):
