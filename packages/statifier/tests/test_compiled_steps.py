@@ -339,6 +339,15 @@ def _bound_after(location: str, room: int, path: str, value: int = 7) -> tuple[i
         assert state._datamodel_bound == start._datamodel_bound
         state, produced = handle_event(state, "write")
     assert not any(isinstance(effect, effects.ErrorRaised) for effect in produced)
+    # The write went the way asked: a direct run of the block, or the node's own step.
+    blocks = machine._cache.get("blocks", {})
+    directs = [direct for _, _, direct in blocks.values() if direct is not None]
+    steps = [step.__name__ for _, compiled, _ in blocks.values() for _, step in compiled]
+    assert (len(directs), steps) == {
+        "direct": (1, ["assign" if location == "count" else "assign_into", "exec_log"]),
+        "step": (0, ["assign" if location == "count" else "assign_into"]),
+        "general": (0, ["exec_assign", "exec_log"]),
+    }[path]
     assert state._datamodel_bound is not None
     return before, state._datamodel_bound[1]
 
