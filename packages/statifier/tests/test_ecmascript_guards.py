@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import statifier
-from statifier.budget import MacrostepLimits
+from statifier.budget import NODE_COST, MacrostepLimits
 from statifier.datamodel import stored_variables
 from statifier.datamodel.ecmascript import _instance, charges, variables
 from statifier.values import measure
@@ -230,3 +230,36 @@ def test_new_flat_arrays_stay_within_the_cap() -> None:
     assert state.datamodel["i"] == 40
     assert len(lists) == 40 - refused
     assert lists["l1"] == [1, 2, 3, 4, "four", 5.5, *range(6, 16)]
+
+
+def _steps_left(body: str, values: list[int]) -> list[int]:
+    """The steps each ``pick`` of ``values`` leaves of its macrostep's budget (the first:
+    what starting the chart left)."""
+    events = [statifier.Event(name="pick", data={"v": value}) for value in values]
+    steps = metered_steps(chart(body), "sess_charges", events, MacrostepLimits())
+    return [left for _, _, left in steps]
+
+
+def _picks(*values: int) -> str:
+    """A state whose ``pick`` transitions each hold for one of ``values``, in turn."""
+    transitions = "".join(
+        f'<transition event="pick" cond="_event.data.v === {v}"><log expr="1"/></transition>'
+        for v in values
+    )
+    return f'<state id="s">{transitions}</state>'
+
+
+def test_a_chain_of_conditions_is_charged_as_each_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A frozen clock: each condition's call is charged its fixed cost. The chain's three
+    # conditions go to the engine in one call; the lone one through ``evaluate``.
+    monkeypatch.setattr(charges, "perf_counter_ns", lambda: 0)
+    monkeypatch.setattr(variables, "perf_counter_ns", lambda: 0)
+    alone = _steps_left(_picks(1), [1, 9])
+    chained = _steps_left(_picks(1, 2, 3), [1, 2, 3, 9])
+    # The first holding costs what the lone condition costs; each one before it evaluated
+    # adds a guard's NODE_COST and its share of the call, as when evaluated alone.
+    each = NODE_COST + charges.CALL_COST
+    assert chained[1] == alone[1]
+    assert [chained[1] - left for left in chained[1:4]] == [0, each, 2 * each]
+    # None holding: every condition evaluated, and no content run.
+    assert alone[2] - chained[4] == 2 * each

@@ -533,7 +533,11 @@ class Interpreter(ContentExecutor):
                     index, error = first
                     # One call evaluated the guards up to ``index``: the rest of their cost.
                     budget = self.budget
-                    budget.steps -= NODE_COST * (min(index + 1, end) - start - 1)
+                    # (Nothing taken off when it was one guard: a subtraction of 0 would
+                    # still make a new int of the large remaining count.)
+                    more = (index + 1 if index < end else end) - start - 1
+                    if more:
+                        budget.steps -= NODE_COST * more
                     if budget.steps < 0 and budget.exhausted is None:
                         budget.exhausted = "steps"
                     if index >= end:

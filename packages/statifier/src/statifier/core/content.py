@@ -327,13 +327,15 @@ class ContentExecutor(Run):
         if budget.exhausted is not None or len(self.internal_queue) >= limits.max_queue:
             return 0
         # Each node charges NODE_COST, then its call; both checks pass while steps remain.
+        # (Compared by products and sums of small counts: a quotient or a difference of
+        # the large remaining counts would make a new int every event.)
         count = len(run.nodes)
-        affordable = budget.steps // (NODE_COST + datamodel.call_cost)
-        if affordable < count:
-            count = affordable
-        room = limits.max_effects - len(self.effects)
-        if room < count:
-            count = room
+        per_node = NODE_COST + datamodel.call_cost
+        if budget.steps < count * per_node:
+            count = budget.steps // per_node
+        made = len(self.effects)
+        if made + count > limits.max_effects:
+            count = limits.max_effects - made
         if count <= 0:
             return 0
         self.replayable = False

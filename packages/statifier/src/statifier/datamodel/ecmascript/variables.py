@@ -617,9 +617,11 @@ class Variables(MutableMapping[str, Value]):
             if budget is not None:
                 # Each condition charges CALL_COST before it runs and fails past the budget:
                 # the batch holds those whose charge the budget still covers.
-                affordable = budget.steps // CALL_COST if budget.steps > 0 else 0
-                if affordable < count:
-                    count = affordable
+                # (Compared by a product of small counts: the quotient of the large
+                # remaining count would make a new int every event.)
+                steps = budget.steps
+                if steps < CALL_COST * count:
+                    count = steps // CALL_COST if steps > 0 else 0
             if count > 0:
                 # ``_guards``, inlined (once an event): one call evaluating up to ``count``
                 # conditions from ``start``.

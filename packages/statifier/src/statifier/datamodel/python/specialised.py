@@ -28,11 +28,18 @@ _INT_LIMIT: Final = 1 << MAX_INT_BITS
 _NEGATIVE_INT_LIMIT: Final = -_INT_LIMIT
 """``-_INT_LIMIT``, made once: negating it in a check would make a 14,001-bit int."""
 
-_FACTOR_LIMIT: Final = (1 << 30) - 1
-"""Factors below this in magnitude have a product far within ``MAX_INT_BITS``. It is the
-largest int CPython keeps in one digit: a comparison with it runs specialised."""
+_ONE_DIGIT: Final = (1 << 30) - 1
+"""The largest int CPython keeps in one digit: comparisons with it run specialised, so a
+result is checked against it before ``_INT_LIMIT`` (a comparison with that one is not)."""
 
-_NEGATIVE_FACTOR_LIMIT: Final = -_FACTOR_LIMIT
+_NEGATIVE_ONE_DIGIT: Final = -_ONE_DIGIT
+"""``-_ONE_DIGIT``, made once."""
+
+_FACTOR_LIMIT: Final = _ONE_DIGIT
+"""Factors below this in magnitude have a product far within ``MAX_INT_BITS`` (one digit:
+the comparisons with it run specialised)."""
+
+_NEGATIVE_FACTOR_LIMIT: Final = _NEGATIVE_ONE_DIGIT
 """``-_FACTOR_LIMIT``, made once."""
 
 _INT_OPERATIONS: Final[dict[BinaryOp, Callable[[int, int], int]]] = {
@@ -130,7 +137,10 @@ def int_arithmetic(
         b = right(context)
         if type(a) is int and type(b) is int:
             result = compute(a, b)
-            if _NEGATIVE_INT_LIMIT < result < _INT_LIMIT:
+            if (
+                _NEGATIVE_ONE_DIGIT < result < _ONE_DIGIT
+                or _NEGATIVE_INT_LIMIT < result < _INT_LIMIT
+            ):
                 return result
         return apply(context, a, b)
 
@@ -144,7 +154,10 @@ def _sum_or_concatenation(apply: BinaryOp, left: Evaluator, right: Evaluator) ->
         kind = type(a)
         if kind is int and type(b) is int:
             result = a + b
-            if _NEGATIVE_INT_LIMIT < result < _INT_LIMIT:
+            if (
+                _NEGATIVE_ONE_DIGIT < result < _ONE_DIGIT
+                or _NEGATIVE_INT_LIMIT < result < _INT_LIMIT
+            ):
                 return result
         elif kind is list and type(b) is list:
             return concatenate(context, a, b)
@@ -165,7 +178,10 @@ def _name_sum_or_concatenation(
         kind = type(a)
         if kind is int and type(b) is int:
             result = a + b
-            if _NEGATIVE_INT_LIMIT < result < _INT_LIMIT:
+            if (
+                _NEGATIVE_ONE_DIGIT < result < _ONE_DIGIT
+                or _NEGATIVE_INT_LIMIT < result < _INT_LIMIT
+            ):
                 return result
         elif kind is list and type(b) is list:
             # ``concatenate``, inlined for a result within the length limit.
@@ -203,7 +219,10 @@ def _name_with_int(
                 a = left(context)  # it reports the missing name
             if type(a) is int:
                 result = a + constant
-                if _NEGATIVE_INT_LIMIT < result < _INT_LIMIT:
+                if (
+                    _NEGATIVE_ONE_DIGIT < result < _ONE_DIGIT
+                    or _NEGATIVE_INT_LIMIT < result < _INT_LIMIT
+                ):
                     return result
             return apply(context, a, constant)
 
@@ -216,7 +235,10 @@ def _name_with_int(
             a = left(context)  # it reports the missing name
         if type(a) is int:
             result = compute(a, constant)
-            if _NEGATIVE_INT_LIMIT < result < _INT_LIMIT:
+            if (
+                _NEGATIVE_ONE_DIGIT < result < _ONE_DIGIT
+                or _NEGATIVE_INT_LIMIT < result < _INT_LIMIT
+            ):
                 return result
         return apply(context, a, constant)
 
@@ -289,7 +311,10 @@ def _with_int_literal(
             a = left(context)
             if type(a) is int:
                 result = a + constant
-                if _NEGATIVE_INT_LIMIT < result < _INT_LIMIT:
+                if (
+                    _NEGATIVE_ONE_DIGIT < result < _ONE_DIGIT
+                    or _NEGATIVE_INT_LIMIT < result < _INT_LIMIT
+                ):
                     return result
             return apply(context, a, constant)
 
@@ -299,7 +324,10 @@ def _with_int_literal(
         a = left(context)
         if type(a) is int:
             result = compute(a, constant)
-            if _NEGATIVE_INT_LIMIT < result < _INT_LIMIT:
+            if (
+                _NEGATIVE_ONE_DIGIT < result < _ONE_DIGIT
+                or _NEGATIVE_INT_LIMIT < result < _INT_LIMIT
+            ):
                 return result
         return apply(context, a, constant)
 
