@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import weakref
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Container, Iterator, Mapping, MutableMapping
 from operator import itemgetter
 from time import perf_counter_ns
 from typing import TYPE_CHECKING, Any, Final
@@ -477,8 +477,7 @@ class Variables(MutableMapping[str, Value]):
             count = plan.runnable
         if not plan.roots <= self.names:
             # Up to a write into no declared variable (the core reports it).
-            names = self.names
-            count = min(count, next(i for i, root in enumerate(plan.order) if root not in names))
+            count = min(count, _first_undeclared(plan.order, self.names))
         if count <= 0:
             return 0, None
         answers = _answers(plan, in_state) if plan.asks else None
@@ -979,6 +978,15 @@ _CARRIED_LIMIT: Final = 1024
 event never pile up)."""
 
 
+def _first_undeclared(order: tuple[str, ...], names: Container[str]) -> int:
+    """The index of the first of ``order`` not in ``names`` (len(order): none). A function
+    of its own: a generator in ``assign_all`` would make its locals cells at every call."""
+    for index, root in enumerate(order):
+        if root not in names:
+            return index
+    return len(order)
+
+
 def _event_fields(event: Value) -> tuple[Any, ...] | None:  # noqa: C901 - once an event, inlined
     """``setEvent``'s arguments: the event's fields as they are, then its data: the key and
     value of a dict of one entry the binding carries as they are, else None and the data
@@ -991,7 +999,7 @@ def _event_fields(event: Value) -> tuple[Any, ...] | None:  # noqa: C901 - once 
     try:
         fields = _FIELDS(event)
     except KeyError:
-        fields = tuple(event.get(key) for key in _EVENT_FIELDS)
+        fields = tuple(map(event.get, _EVENT_FIELDS))  # (no closure: ``event`` no cell)
     try:
         carried = fields in _CARRIED
     except TypeError:
