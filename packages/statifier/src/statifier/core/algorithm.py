@@ -132,7 +132,7 @@ def handle_event(
         replayed = _replay.replay(state, event, routes)
         if replayed is not None:
             return replayed, []
-    run = Interpreter.resume(state, routes)
+    run = _resume(state, routes)
     try:
         run.process_external(event)
     except (MemoryError, RecursionError) as exc:
@@ -157,7 +157,7 @@ def deliver_internal(
     """
     if not state.running:
         raise NotRunningError(f"execution {state.session_id} is not running")
-    run = Interpreter.resume(state, routes)
+    run = _resume(state, routes)
     try:
         if event.name.startswith("error."):
             run.queue_error(event)
@@ -176,7 +176,7 @@ def cancel(state: MachineState) -> tuple[MachineState, Effects]:
     """
     if state.status == "done":
         return state, []
-    run = Interpreter.resume(state, KEEP)
+    run = _resume(state, KEEP)
     try:
         run.running = False
         run.exit_interpreter()
@@ -710,9 +710,11 @@ class Interpreter(ContentExecutor):
                     to_invoke = self.to_invoke()
                     for s, _, _ in plan.exits:
                         to_invoke.discard(s)
+                # (``if blocks``: iterating even an empty tuple makes an iterator object.)
                 for _, blocks, after in plan.exits:
-                    for block in blocks:
-                        self.execute_block(block)
+                    if blocks:
+                        for block in blocks:
+                            self.execute_block(block)
                     if after is not None:
                         self.config = self._frozen = after
                         self._order = None
@@ -742,8 +744,9 @@ class Interpreter(ContentExecutor):
                     if after is not None:
                         self.config = self._frozen = after
                         self._order = None
-                    for block in blocks:
-                        self.execute_block(block)
+                    if blocks:
+                        for block in blocks:
+                            self.execute_block(block)
                 if not plan.entered <= self.entered:
                     self.entered = self.entered | plan.entered
                 return
@@ -1281,6 +1284,10 @@ def _guards_of(machine: Machine, chain: tuple[TransitionNode, ...]) -> tuple[Any
     by_id[id(chain)] = (chain, guards)
     return guards
 
+
+_resume: Final = Interpreter.resume
+"""``Interpreter.resume``, looked up once: reading a classmethod off its class makes a
+bound method at every call of the core."""
 
 _DIRECT_GUARDS = "direct guards"
 """The key, in a machine's ``_cache``, of each candidate chain's transitions with their
