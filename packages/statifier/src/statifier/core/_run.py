@@ -736,7 +736,8 @@ class Run:
         if origin is not None:
             carried = origin._datamodel_bound
             if carried is not None and carried[0] is origin.datamodel:
-                return int(carried[1])
+                bound: int = carried[1]  # (an int here: no ``int()`` call an event)
+                return bound
         return self.measure_datamodel(None, None)
 
     def measure_datamodel(self, skip: str | None, limit: int | None) -> int:

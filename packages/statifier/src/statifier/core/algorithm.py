@@ -126,7 +126,9 @@ def handle_event(
     """
     if not state.running:
         raise NotRunningError(f"execution {state.session_id} is not running")
-    if isinstance(event, str):
+    # (An Event by its exact type first: ``isinstance`` of one against ``str`` looks up
+    # its ``__class__`` attribute the slow way.)
+    if type(event) is not Event and isinstance(event, str):
         event = Event(name=event)
     if state.machine._cache.get(_replay.STEPS) is not None:
         replayed = _replay.replay(state, event, routes)
@@ -249,7 +251,7 @@ class Interpreter(ContentExecutor):
             self.entered_now = _NOTHING
         if self.trace:
             self.effects.append(fx.EventDequeued(event=event, source="external", **self.counters()))
-        self.datamodel["_event"] = event.as_system_variable()
+        self.datamodel["_event"] = _system_variable(event)
         if self.invocations:
             self.finalize_and_autoforward(event)
         # ``select_transitions``, inlined: once per event.
@@ -1288,6 +1290,10 @@ def _guards_of(machine: Machine, chain: tuple[TransitionNode, ...]) -> tuple[Any
 _resume: Final = Interpreter.resume
 """``Interpreter.resume``, looked up once: reading a classmethod off its class makes a
 bound method at every call of the core."""
+
+_system_variable: Final = Event.as_system_variable
+"""``Event.as_system_variable`` as a function: an event keeps its fields in its own dict,
+where CPython finds none of its methods by a specialised lookup."""
 
 _DIRECT_GUARDS = "direct guards"
 """The key, in a machine's ``_cache``, of each candidate chain's transitions with their

@@ -506,7 +506,9 @@ class Variables(MutableMapping[str, Value]):
                 self._abort_after(failure)
                 error = failure.error() if ran > len(writes) else _refusal(failure)
                 raise WritesFailed(ran - 1, error) from None
-            if isinstance(result, BOX):
+            # By its exact type (the binding's objects cannot be subclassed): ``isinstance``
+            # of another value looks up its ``__class__`` attribute the slow way.
+            if type(result) is BOX:
                 decoded = _json(result)
                 if type(decoded) is dict:  # before a step that needs a guarded call
                     ran = int(decoded["stopped"])
