@@ -46,6 +46,11 @@ only up to 102 bits: it falls short by at most 4 characters beyond (negative int
 from 103 bits, any from 4,086). Kept: a stored position is checked against the datamodel
 cap by this count, and counting more would refuse a stored execution at its cap (ADR 11)."""
 
+ONE_DIGIT: Final = 2**30 - 1
+"""The largest int CPython keeps in one digit. Comparing two such ints runs specialised;
+comparing with a larger one (``2**64``, ``1 << MAX_INT_BITS``) takes the generic path, so
+hot checks test against this first."""
+
 
 _TOO_LONG_INT: Final = f"an integer of more than {MAX_INT_BITS} bits cannot be stored"
 

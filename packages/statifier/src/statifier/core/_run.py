@@ -31,15 +31,23 @@ from statifier.datamodel import (
 )
 from statifier.datamodel.registry import VARIABLES_KEY
 from statifier.errors import ExecutionResourceError
-from statifier.values import ValueRefused, ValueTooLarge, brief, clip, entry_key_size, measure
+from statifier.values import (
+    ONE_DIGIT,
+    ValueRefused,
+    ValueTooLarge,
+    brief,
+    clip,
+    entry_key_size,
+    measure,
+)
 
 Effects = list[fx.Effect]
 
 
-SMALL_INT = 2**30 - 1
-"""Integers below this in magnitude are small scalars to ``Run.admit``. It is the largest
-int CPython keeps in one digit, so the comparisons with it run specialised (with 2**64
-each fell back to the generic one); larger ones are measured."""
+SMALL_INT = ONE_DIGIT
+"""Integers below this in magnitude are small scalars to ``Run.admit``: within one digit,
+so the comparisons with it run specialised (with 2**64 each fell back to the generic
+one); larger ones are measured."""
 
 NEGATIVE_SMALL_INT = -SMALL_INT
 """``-SMALL_INT``, made once (negating it in a check makes an int each time)."""

@@ -21,6 +21,7 @@ from statifier.datamodel.python.context import EvalContext, Evaluator, budget_ex
 from statifier.datamodel.python.limits import MAX_INT_BITS, MAX_SEQUENCE_LENGTH
 from statifier.datamodel.python.operators import BinaryOp, add, concatenate, multiply, subtract
 from statifier.datamodel.python.values import Value
+from statifier.values import ONE_DIGIT
 
 _INT_LIMIT: Final = 1 << MAX_INT_BITS
 """An int is within ``MAX_INT_BITS`` exactly when its magnitude is below this."""
@@ -28,14 +29,11 @@ _INT_LIMIT: Final = 1 << MAX_INT_BITS
 _NEGATIVE_INT_LIMIT: Final = -_INT_LIMIT
 """``-_INT_LIMIT``, made once: negating it in a check would make a 14,001-bit int."""
 
-_ONE_DIGIT: Final = (1 << 30) - 1
-"""The largest int CPython keeps in one digit: comparisons with it run specialised, so a
-result is checked against it before ``_INT_LIMIT`` (a comparison with that one is not)."""
+_NEGATIVE_ONE_DIGIT: Final = -ONE_DIGIT
+"""``-ONE_DIGIT``, made once: a result is checked against one digit before ``_INT_LIMIT``
+(a comparison with that one is not specialised)."""
 
-_NEGATIVE_ONE_DIGIT: Final = -_ONE_DIGIT
-"""``-_ONE_DIGIT``, made once."""
-
-_FACTOR_LIMIT: Final = _ONE_DIGIT
+_FACTOR_LIMIT: Final = ONE_DIGIT
 """Factors below this in magnitude have a product far within ``MAX_INT_BITS`` (one digit:
 the comparisons with it run specialised)."""
 
@@ -138,7 +136,7 @@ def int_arithmetic(
         if type(a) is int and type(b) is int:
             result = compute(a, b)
             if (
-                _NEGATIVE_ONE_DIGIT < result < _ONE_DIGIT
+                _NEGATIVE_ONE_DIGIT < result < ONE_DIGIT
                 or _NEGATIVE_INT_LIMIT < result < _INT_LIMIT
             ):
                 return result
@@ -155,7 +153,7 @@ def _sum_or_concatenation(apply: BinaryOp, left: Evaluator, right: Evaluator) ->
         if kind is int and type(b) is int:
             result = a + b
             if (
-                _NEGATIVE_ONE_DIGIT < result < _ONE_DIGIT
+                _NEGATIVE_ONE_DIGIT < result < ONE_DIGIT
                 or _NEGATIVE_INT_LIMIT < result < _INT_LIMIT
             ):
                 return result
@@ -179,7 +177,7 @@ def _name_sum_or_concatenation(
         if kind is int and type(b) is int:
             result = a + b
             if (
-                _NEGATIVE_ONE_DIGIT < result < _ONE_DIGIT
+                _NEGATIVE_ONE_DIGIT < result < ONE_DIGIT
                 or _NEGATIVE_INT_LIMIT < result < _INT_LIMIT
             ):
                 return result
@@ -220,7 +218,7 @@ def _name_with_int(
             if type(a) is int:
                 result = a + constant
                 if (
-                    _NEGATIVE_ONE_DIGIT < result < _ONE_DIGIT
+                    _NEGATIVE_ONE_DIGIT < result < ONE_DIGIT
                     or _NEGATIVE_INT_LIMIT < result < _INT_LIMIT
                 ):
                     return result
@@ -236,7 +234,7 @@ def _name_with_int(
         if type(a) is int:
             result = compute(a, constant)
             if (
-                _NEGATIVE_ONE_DIGIT < result < _ONE_DIGIT
+                _NEGATIVE_ONE_DIGIT < result < ONE_DIGIT
                 or _NEGATIVE_INT_LIMIT < result < _INT_LIMIT
             ):
                 return result
@@ -312,7 +310,7 @@ def _with_int_literal(
             if type(a) is int:
                 result = a + constant
                 if (
-                    _NEGATIVE_ONE_DIGIT < result < _ONE_DIGIT
+                    _NEGATIVE_ONE_DIGIT < result < ONE_DIGIT
                     or _NEGATIVE_INT_LIMIT < result < _INT_LIMIT
                 ):
                     return result
@@ -325,7 +323,7 @@ def _with_int_literal(
         if type(a) is int:
             result = compute(a, constant)
             if (
-                _NEGATIVE_ONE_DIGIT < result < _ONE_DIGIT
+                _NEGATIVE_ONE_DIGIT < result < ONE_DIGIT
                 or _NEGATIVE_INT_LIMIT < result < _INT_LIMIT
             ):
                 return result
