@@ -5,7 +5,9 @@ Two figures, both on the card-authorization example (``examples/card_authorizati
 * ``position_costs``: the time of ``position.dumps`` and of ``position.loads`` against the
   time of one macrostep of the same chart (``capture.requested`` from ``authorized``: exit
   with a ``<cancel>``, enter with an ``<assign>``), and the position's size in bytes. The
-  position written is the state that macrostep returns, what a durable host stores after it.
+  macrostep starts from a loaded position, as a durable host's step does (it loads the
+  execution's position, steps it and stores the state it returns); the position written
+  is the state that macrostep returns, what the host stores after it.
   For a format 3 position, also what its digest and its JSON cost on their own (see
   ``floor_costs``).
 * ``session_memory``: the Python memory (``tracemalloc``) that ``count`` idle live sessions
@@ -61,7 +63,8 @@ def position_costs(calls: int = 2000, rounds: int = 5) -> dict[str, float]:
     from statifier.core import position
 
     machine = statifier.compile(CARD_CHART.read_bytes())
-    authorized, _ = statifier.initialize(machine, session_id="sess_bench")
+    started, _ = statifier.initialize(machine, session_id="sess_bench")
+    authorized = position.loads(position.dumps(started), machine)
 
     def macrostep() -> Any:
         return statifier.handle_event(authorized, statifier.Event(name="capture.requested"))[0]

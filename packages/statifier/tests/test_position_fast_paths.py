@@ -1151,3 +1151,100 @@ def test_loads_of_a_damaged_payload_says_what_the_full_read_says(
     )
     found = _read_outcome(lambda: loads(damaged, rich, invoke_types=WORKER))
     assert found == expected
+
+
+# -- what a load hands the next step -------------------------------------------------------
+
+
+def test_a_plain_load_carries_its_values_line_s_bound_and_the_next_step_measures_nothing(
+    machine: Machine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from statifier.core._run import Run
+
+    blob = dumps(_state(machine))
+    values_line = blobs.split(blob)[1].split(b"\n")[1]
+    loaded = loads(blob, machine)
+    assert loaded._datamodel_bound == (loaded.datamodel, payloads.TEXT_RATIO * len(values_line))
+    measured: list[str | None] = []
+    exact = Run.measure_datamodel
+
+    def counted(run: Run, skip: str | None, limit: int | None) -> int:
+        measured.append(skip)
+        return exact(run, skip, limit)
+
+    monkeypatch.setattr(Run, "measure_datamodel", counted)
+    # A step that writes no variable hands the bound on; the next one writes within it.
+    back, _ = statifier.handle_event(loaded, "go")
+    assert back._datamodel_bound == (back.datamodel, loaded._datamodel_bound[1])
+    stepped, _ = statifier.handle_event(back, "go")
+    assert stepped.datamodel["n"] == 2
+    assert measured == []
+    # A state that carries no bound (a copy) is measured, once: the count can fail.
+    statifier.handle_event(_replace(back), "go")
+    assert measured == [None]
+
+
+_AT_THE_CAP = """\
+<scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0" datamodel="python"
+       initial="a">
+  <datamodel><data id="xs" expr="[]"/><data id="t" expr="0"/></datamodel>
+  <state id="a">
+    <transition event="put" target="a"><assign location="t" expr="_event.data"/></transition>
+  </state>
+</scxml>
+"""
+
+
+def test_a_loaded_bound_at_the_cap_admits_and_refuses_the_writes_a_measured_one_does() -> None:
+    # Floats count 24 for their 4 bytes of text (``0.5,``): the values line's length alone
+    # would bound the variables far too low. At ``TEXT_RATIO`` times it, the carried bound
+    # sits just under the cap, so the next write measures the variables exactly and is
+    # admitted or refused at the very byte a state measured from scratch is.
+    machine = statifier.compile(_AT_THE_CAP)
+    cap = DEFAULT_LIMITS.datamodel_bytes
+    assert cap is not None
+    start, _ = statifier.initialize(machine, session_id="sess_cap")
+    line = len(blobs.split(dumps(start))[1].split(b"\n")[1])
+    count = (cap // payloads.TEXT_RATIO - line) // 4  # each float adds ``0.5,``
+    floats = [0.5] * count
+    measured = _replace(start, datamodel={**start.datamodel, "xs": floats})  # no bound
+    loaded = loads(dumps(measured), machine)
+    assert loaded._datamodel_bound is not None
+    bound = loaded._datamodel_bound[1]
+    size = measure(floats, cap)[0] + measure(0, cap)[0]
+    assert size > cap // payloads.TEXT_RATIO  # the text's length alone is no bound
+    assert size <= bound <= cap
+    fits = cap - measure(floats, cap)[0] - len('""')  # ``t``'s new value quoted
+    for length, admitted in ((fits, True), (fits + 1, False)):
+        event = statifier.Event(name="put", data="y" * length)
+        after_measure, produced = statifier.handle_event(measured, event)
+        after_load, from_load = statifier.handle_event(loaded, event)
+        assert from_load == produced
+        assert after_load == after_measure
+        refused = any(isinstance(e, statifier.effects.ErrorRaised) for e in produced)
+        assert refused is not admitted, length
+
+
+def test_two_loads_of_a_session_share_its_standard_processors(machine: Machine) -> None:
+    # As every state of a session shares the ``_ioprocessors`` it started with; ``dumps``
+    # knows the shared one by identity and still writes what the checked path writes.
+    blob = dumps(_state(machine))
+    first, second = loads(blob, machine), loads(blob, machine)
+    shared = first.datamodel["_ioprocessors"]
+    assert shared is second.datamodel["_ioprocessors"]
+    assert shared is _format3._standard_processors("sess_fast")
+    assert _format3.plain_body(first) == position._checked_body(first)
+    assert dumps(first) == blob
+
+
+def test_processors_that_are_none_are_kept_when_none_are_remembered(machine: Machine) -> None:
+    # No remembered processors for the session and ``_ioprocessors`` None: nothing to know
+    # by identity; the value is written as it is and read back as it was.
+    state = _state(machine)
+    odd = _replace(state, datamodel={**state.datamodel, "_ioprocessors": None})
+    _format3._STANDARD.clear()
+    plain = _format3.plain_body(odd)
+    assert plain is not None
+    assert plain == position._checked_body(odd)
+    assert orjson.loads(plain.split(b"\n")[1])[10] is False  # ``standard_system_variables``
+    assert loads(dumps(odd), machine) == odd

@@ -60,6 +60,7 @@ from statifier.core._payload import (
     MAX_COUNTER,
     MAX_ID_LENGTH,
     SHAPE_KEYS,
+    TEXT_RATIO,
     VALUE_KEYS,
     CorruptPosition,
     Shape,
@@ -169,8 +170,12 @@ _ABSENT: Final = object()
 
 
 def _standard_processors(session_id: str) -> dict[str, Any]:
-    """``io_processors(session_id)``, to compare with (never handed out), remembered in
-    ``_STANDARD`` (``plain_parts`` reads it there first)."""
+    """``io_processors(session_id)``, remembered in ``_STANDARD`` (``plain_parts`` and
+    ``_plain_read`` read it there first). A load hands it out as the state's
+    ``_ioprocessors``, shared as every state of a session already shares the one its
+    session started with: nothing changes it in place (a chart cannot assign into a system
+    variable, and the Python datamodel copies what it writes into). ``plain_parts`` then
+    knows it by identity, with no comparison and no check of its types."""
     found = _STANDARD.get(session_id)
     if found is None:
         if len(_STANDARD) >= _STANDARD_LIMIT:
@@ -307,22 +312,30 @@ def plain_parts(state: MachineState) -> tuple[bytes, int, bytes] | None:
             processors = datamodel["_ioprocessors"]
         except KeyError:
             sid = name = processors = None
+        known = _STANDARD.get(session_id)
         # Tested in an ``if``, not assigned: an assigned ``and`` chain keeps each operand on
         # the stack (two more instructions of the interpreter per test).
         if (
             (sid is session_id or (type(sid) is str and sid == session_id))
             and (name is machine.name or (type(name) is str and name == machine.name))
-            and type(processors) is dict
-            # The memo read in place: a lookup costs less than a call.
-            and processors == (_STANDARD.get(session_id) or _standard_processors(session_id))
+            and (
+                # The very dict a load handed out (``_plain_read``): ``io_processors``' own.
+                (processors is known and known is not None)
+                or (
+                    type(processors) is dict
+                    # The memo read in place: a lookup costs less than a call.
+                    and processors == (known or _standard_processors(session_id))
+                    # Left out, the standard processors must hold exact types, as
+                    # ``json_typed`` would say, without its walk: orjson writes no key but
+                    # an exact ``str`` and, with ``OPT_PASSTHROUGH_SUBCLASS``, no subclass
+                    # of ``str`` or ``dict`` (it raises ``TypeError``: the checked path then
+                    # decides); of what else it writes (a tuple, a UUID, an enum) nothing
+                    # equals a dict of strings. Its bytes are never empty.
+                    and orjson.dumps(processors, option=_EXACT)
+                )
+            )
         ):
             standard = True
-            # Left out, the standard processors must hold exact types, as ``json_typed``
-            # would say, without its walk: orjson writes no key but an exact ``str`` and,
-            # with ``OPT_PASSTHROUGH_SUBCLASS``, no subclass of ``str`` or ``dict`` (it
-            # raises ``TypeError``: the checked path then decides); of what else it writes
-            # (a tuple, a UUID, an enum) nothing equals a dict of strings.
-            orjson.dumps(processors, option=_EXACT)
             stored = datamodel.copy()  # ``_without_implied``, inlined: once per dump
             del stored["_ioprocessors"], stored["_name"], stored["_sessionid"]
         else:
@@ -674,7 +687,8 @@ def _plain_read(
         # The standard system variables go back in; the stored datamodel held none of
         # them when it grew by three (one step, not three lookups before).
         stored = len(datamodel)
-        datamodel["_ioprocessors"] = io_processors(session_id)
+        # ``_standard_processors``' memo read in place (a lookup costs less than a call).
+        datamodel["_ioprocessors"] = _STANDARD.get(session_id) or _standard_processors(session_id)
         datamodel["_name"] = machine.name
         datamodel["_sessionid"] = session_id
         if len(datamodel) != stored + 3:
@@ -696,9 +710,12 @@ def _plain_read(
         state.timer_counter = timer_counter
         state.caller_context = context
         # Known per shape: no call of ``state_variables`` when it would hand the dict back.
-        state.datamodel = (
-            datamodel if shape.variables_as_stored else state_variables(machine, datamodel)
-        )
+        as_stored = shape.variables_as_stored
+        state.datamodel = datamodel if as_stored else state_variables(machine, datamodel)
+        # The chart's variables were read from this text: it bounds their size as ``fits``
+        # bounded it (within the cap), so the next step measures none of them until its
+        # writes bring that bound to the cap (``Run.admit``).
+        state._datamodel_bound = (datamodel, TEXT_RATIO * len(values_text)) if as_stored else None
         state.running = shape.running
         state.status = shape.status
         state.macrostep = macrostep
@@ -709,7 +726,6 @@ def _plain_read(
         state.invoke_types = invoke_types
         state.routes = routes
         state.limits = limits
-        state._datamodel_bound = None
         state.__class__ = MachineState  # ``finish``, inlined
         loaded: MachineState = state
         return loaded
@@ -776,7 +792,7 @@ def _restore(values: dict[str, Any], machine: Machine) -> bool:
     for name in IMPLIED:
         if name in datamodel:
             return False
-    datamodel["_ioprocessors"] = io_processors(session_id)
+    datamodel["_ioprocessors"] = _standard_processors(session_id)
     datamodel["_name"] = machine.name
     datamodel["_sessionid"] = session_id
     return True

@@ -319,7 +319,17 @@ class Run:
             state.datamodel = datamodel
             # Derived data, not a field: carried to the next call on this very datamodel.
             bound = self.bound
-            state._datamodel_bound = None if bound is None else (datamodel, bound)
+            if bound is not None:
+                state._datamodel_bound = (datamodel, bound)
+            else:
+                # Nothing written to a chart variable (each write goes through the bound):
+                # what bounded them before this call still does.
+                carried = None if origin is None else origin._datamodel_bound
+                state._datamodel_bound = (
+                    (datamodel, carried[1])
+                    if carried is not None and carried[0] is origin.datamodel  # type: ignore[union-attr]
+                    else None
+                )
         else:
             kept: Any = datamodel  # variables kept by their datamodel (ADR 22)
             try:  # ``kept_freeze``, inlined: once a call
