@@ -321,15 +321,16 @@ class Run:
             bound = self.bound
             if bound is not None:
                 state._datamodel_bound = (datamodel, bound)
-            else:
+            elif (
+                origin is not None
+                and (carried := origin._datamodel_bound) is not None
+                and carried[0] is origin.datamodel
+            ):
                 # Nothing written to a chart variable (each write goes through the bound):
                 # what bounded them before this call still does.
-                carried = None if origin is None else origin._datamodel_bound
-                state._datamodel_bound = (
-                    (datamodel, carried[1])
-                    if carried is not None and carried[0] is origin.datamodel  # type: ignore[union-attr]
-                    else None
-                )
+                state._datamodel_bound = (datamodel, carried[1])
+            else:
+                state._datamodel_bound = None
         else:
             kept: Any = datamodel  # variables kept by their datamodel (ADR 22)
             try:  # ``kept_freeze``, inlined: once a call
