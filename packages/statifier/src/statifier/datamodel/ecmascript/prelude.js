@@ -1695,17 +1695,20 @@
       return;
     }
     // place(), inline (a call saved at every write).
-    if (location === null) {
-      logNamed(global, name);
-      global[name] = value;
-    } else {
-      if (logging) {
-        if (whole) logNamed(global, name);
-        else if (target !== null) target();
+    if (logging) {
+      if (!whole) {
+        if (target !== null) target();
         else snapshotPrevious();
+      } else if (variable.length !== 9 && state.inert && hasOwn(global, variable)) {
+        // logNamed()'s common case, inline (a call saved at every write): a variable's
+        // value replaced. A name of nine characters may be "__proto__": logNamed() decides.
+        undoLog.push(global, variable, VALUE_ONLY, global[variable]);
+      } else {
+        logNamed(global, variable);
       }
-      location(value);
     }
+    if (location === null) global[name] = value;
+    else location(value);
     state.bound += added;
     if (record === null) record = recordOf(variable);
     if (!record.dirty) {  // ``markDirty``, inline
@@ -1773,7 +1776,14 @@
   // ``starting``: the first write of a call (nextGeneration() first).
   function setEvent(starting, name, type, sendid, origin, origintype, invokeid, key, data) {
     if (starting) nextGeneration();
-    logNamed(system, "_event");
+    if (logging) {
+      // logNamed()'s common case, inline: once an event.
+      if (state.inert && hasOwn(system, "_event")) {
+        undoLog.push(system, "_event", VALUE_ONLY, system._event);
+      } else {
+        logNamed(system, "_event");
+      }
+    }
     // Only the data can hold objects, frozen through: JSON text with no "{" past its
     // first character and no "[" holds one object at most, its first (an event's flat
     // data: no walk). The event itself is frozen as it is. (``var``: see store().)
@@ -1916,7 +1926,11 @@
         // ``isObject``, inline: every write through such a location comes here.
         if (where === null || (typeof where !== "object" && typeof where !== "function")) return;
         if (isArray(where)) logWrite(where, key);
-        else logNamed(where, key);
+        else if (key.length !== 9 && state.inert && hasOwn(where, key)) {
+          undoLog.push(where, key, VALUE_ONLY, where[key]);  // logNamed()'s common case, inline
+        } else {
+          logNamed(where, key);
+        }
       };
     },
     // The state before the current call, written out (a JSON object of its stored
