@@ -1927,7 +1927,9 @@
         if (where === null || (typeof where !== "object" && typeof where !== "function")) return;
         if (isArray(where)) logWrite(where, key);
         else if (key.length !== 9 && state.inert && hasOwn(where, key)) {
-          undoLog.push(where, key, VALUE_ONLY, where[key]);  // logNamed()'s common case, inline
+          // logNamed()'s common case, inline. Unlike logNamed() it does not test
+          // ``logging``: both callers (store(), place()) call this only while logging.
+          undoLog.push(where, key, VALUE_ONLY, where[key]);
         } else {
           logNamed(where, key);
         }
