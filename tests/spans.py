@@ -22,6 +22,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON
 from statifier_oban import otel
 from statifier_oban.otel import SpanRecord
 
@@ -56,9 +57,13 @@ def read_spans(path: Path) -> list[SpanRecord]:
     return [SpanRecord.from_json(line) for line in lines if line.strip()]
 
 
-def providers(service: str, exporter: SpanExporter) -> TracerProvider:
-    """A tracer provider of service ``service`` exporting each span as it ends."""
-    provider = TracerProvider(resource=Resource.create({"service.name": service}))
+def providers(service: str, exporter: SpanExporter, *, sampled: bool = True) -> TracerProvider:
+    """A tracer provider of service ``service`` exporting each span as it ends (with
+    ``sampled=False``, one whose sampler records no span at all)."""
+    provider = TracerProvider(
+        resource=Resource.create({"service.name": service}),
+        sampler=ALWAYS_ON if sampled else ALWAYS_OFF,
+    )
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     return provider
 
@@ -109,12 +114,16 @@ class Traced:
 
 
 @contextmanager
-def traced(service: str = "test", *, parent: otel.ParentMode = "child") -> Iterator[Traced]:
-    """``statifier_oban.otel`` on in-memory providers for the block."""
+def traced(
+    service: str = "test", *, parent: otel.ParentMode = "child", sampled: bool = True
+) -> Iterator[Traced]:
+    """``statifier_oban.otel`` on in-memory providers for the block (``sampled=False``:
+    every trace sampled out, the metrics still read)."""
     exporter = InMemorySpanExporter()
     reader = InMemoryMetricReader()
     meter_provider = MeterProvider(metric_readers=[reader])
-    with otel.instrumented(providers(service, exporter), meter_provider, parent=parent) as made:
+    tracer_provider = providers(service, exporter, sampled=sampled)
+    with otel.instrumented(tracer_provider, meter_provider, parent=parent) as made:
         yield Traced(exporter, reader, made)
     meter_provider.shutdown()
 

@@ -31,6 +31,7 @@ from statifier_oban.workers import TIMER_WORKER
 from statifier_persistence import Executions
 
 from oban_support.common import (
+    capture_telemetry,
     chart,
     database_fixture,
     execute,
@@ -242,6 +243,69 @@ async def test_timers_sent_in_a_transaction_that_fails_end_their_spans_with_its_
                 "SELECT count(*) FROM oban_jobs WHERE args->>'scope' = ANY(%s)", [scopes]
             )
             assert await found.fetchone() == (0,)  # rolled back with the transaction
+
+
+async def test_timers_of_a_trace_sampled_out_are_counted_without_reading_their_rows(
+    servers: Servers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No span records, so nothing wants a timer job's id: a step's timers are counted from
+    the insert's row count, no row decoded. A batch with a conflict is still read back (a
+    count cannot say which timer existed), and so is one a ``timer.scheduled`` handler
+    listens to."""
+    read_back: list[int] = []
+    reading = _schedule._read_back
+
+    async def counted(*args: Any) -> Any:
+        read_back.append(len(args[2]))
+        return await reading(*args)
+
+    monkeypatch.setattr(_schedule, "_read_back", counted)
+    async with running_rig(servers) as rig:
+        stepped = (await rig.executions.create(PAIR)).execution.id
+        scope = unique("sampled_out")
+
+        async def send(ordinals: tuple[int, ...]) -> None:
+            tracer = instrumentation.current
+            assert tracer is not None
+            timers = [
+                _schedule.prepare(rig.config, scope, send_delayed(ordinal=n, delay_ms=3_600_000))
+                for n in ordinals
+            ]
+            async with (
+                rig.server.pool.connection() as conn,
+                conn.transaction(),
+                conn.pipeline(),
+            ):
+                read = await _schedule.send_traced(rig.config, tracer, timers, conn=conn)
+                await (await conn.execute("SELECT 1")).fetchall()
+                await read(None)
+
+        with traced(sampled=False) as tracing:
+            await rig.executions.step(stepped, Event(name="start"), key="k:sampled_out")
+            assert read_back == []
+            assert tracing.metric("statifier.timers.scheduled") == 2
+            await send((1, 2))
+            assert read_back == []
+            assert tracing.metric("statifier.timers.scheduled") == 4
+            await send((2, 3))  # 2 exists: read back, and only 3 counted
+            assert read_back == [2]
+            assert tracing.metric("statifier.timers.scheduled") == 5
+            with capture_telemetry() as seen:
+                await send((4,))
+            assert read_back == [2, 1]
+            (fourth,) = await job_rows(
+                rig.server.pool, "args->>'scope' = %s AND args->>'ordinal' = '4'", [scope]
+            )
+            assert [meta["job_id"] for _, meta in seen.events] == [fourth.id]
+            assert tracing.metric("statifier.timers.scheduled") == 6
+        assert tracing.spans() == []
+        with traced() as recorded:
+            await send((5,))  # a span that records reads its job's id
+        assert read_back == [2, 1, 1]
+        (span,) = recorded.named("ScheduleTimer:authorization.expired")
+        rows = await job_rows(rig.server.pool, "args->>'scope' = %s ORDER BY id", [scope])
+    assert [int(row.args["ordinal"]) for row in rows] == [1, 2, 3, 4, 5]
+    assert span.attributes["messaging.message.id"] == rows[-1].id
 
 
 TRACE_RUNS = 3

@@ -133,10 +133,14 @@ session's task runs the entries of many senders; one queued with no context has 
 
 
 class Span(Protocol):
-    """A span being recorded; facts learned on the way are added with :meth:`set`."""
+    """A span, open; facts learned on the way are added with :meth:`set`."""
 
     def set(self, **facts: object) -> None:
         """Add or replace facts (names from :data:`FACTS`)."""
+
+    def recording(self) -> bool:
+        """Whether the span keeps its facts (False: they feed the metrics alone, so a fact
+        that takes work to learn, such as a stored job's id, need not be learned)."""
 
 
 class Instrumentation(Protocol):

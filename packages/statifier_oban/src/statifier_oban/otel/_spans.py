@@ -98,6 +98,10 @@ class _Span:
             self.span.update_name(span_name(self.operation, new[subject]))
         self.span.set_attributes(attributes(new))
 
+    def recording(self) -> bool:
+        """Whether the OpenTelemetry span records (a sampled-out or API-only one does not)."""
+        return self.span.is_recording()
+
     def __enter__(self) -> _Span:
         self.token = otel_context.attach(trace.set_span_in_context(self.span))
         self.began = time.perf_counter()
