@@ -6,6 +6,7 @@ import sys
 import threading
 import time
 import types
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +21,28 @@ require_corpus()
 
 #: Set to let a "hanging" fake run finish (so no stray thread outlives its test).
 RELEASE = threading.Event()
+
+
+TASKS = Path("/proc/self/task")
+"""The process's threads as the kernel counts them (Linux), which is what fork checks."""
+
+
+@pytest.fixture(autouse=True)
+def no_thread_outlives_its_test() -> Iterator[None]:
+    """Join the threads a test started (a case run with ``isolate=False`` is one; a hung
+    one ends once ``RELEASE`` is set): a test that forks next must find this process
+    single-threaded, or fork warns that the child may deadlock. A joined thread may still
+    be leaving the kernel's count for a moment, so that count is awaited too."""
+    before = set(threading.enumerate())
+    counted = len(list(TASKS.iterdir())) if TASKS.is_dir() else 0
+    yield
+    for thread in set(threading.enumerate()) - before:
+        thread.join(timeout=10)
+        assert not thread.is_alive(), f"{thread.name} outlived its test"
+    deadline = time.monotonic() + 10
+    while counted and len(list(TASKS.iterdir())) > counted:
+        assert time.monotonic() < deadline, "a thread outlived its test in the kernel's count"
+        time.sleep(0.001)
 
 
 @dataclass
