@@ -87,18 +87,27 @@ def measure(value: Any, limit: int, depth: int = 0) -> tuple[int, int]:
         kind is list
         and depth < MAX_DEPTH
         and len(value) + 2 <= limit
-        and (flat := _flat_size(value)) is not None
+        and (flat := flat_list_measure(value)) is not None
     ):
-        # What _walk counts for a list of scalars of one kind, without its stack.
-        total = 2 + len(value) + flat
+        total = flat[0]
         if total > limit:
             raise ValueTooLarge(f"the value is larger than {limit} bytes written out")
-        return total, 1 + len(value) // 16
+        return flat
     else:
         return _walk(value, limit, depth)
     if total > limit:
         raise ValueTooLarge(f"the value is larger than {limit} bytes written out")
     return total, 1
+
+
+def flat_list_measure(items: list[Any]) -> tuple[int, int] | None:
+    """``measure`` of a list of scalars of one kind (``(size, work)``, no limit applied),
+    without its walk; None for any other list (``measure`` walks it)."""
+    flat = _flat_size(items)
+    if flat is None:
+        return None
+    count = len(items)
+    return 2 + count + flat, 1 + count // 16
 
 
 def _walk(value: Any, limit: int, depth: int) -> tuple[int, int]:  # noqa: C901 - hot, inlined

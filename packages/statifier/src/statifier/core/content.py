@@ -50,7 +50,7 @@ from statifier.datamodel import (
     datamodel_for,
     variables_of,
 )
-from statifier.values import DIGITS_PER_256_BITS, brief, entry_key_size
+from statifier.values import DIGITS_PER_256_BITS, brief, entry_key_size, flat_list_measure
 
 
 class ContentExecutor(Run):
@@ -253,6 +253,15 @@ class ContentExecutor(Run):
                 or value_type is bool
                 or value is None
             ) and (grown := bound + growth) <= limits.cap:
+                self.bound = grown
+            elif (
+                value_type is list
+                and (flat := flat_list_measure(value)) is not None
+                and (grown := bound + flat[0]) <= limits.cap
+            ):
+                # ``Run.admit`` of a list of scalars of one kind that fits: ``measure``'s
+                # count and work, without its calls.
+                budget.steps -= flat[1]
                 self.bound = grown
             else:
                 self.node, self.line = node, node.line
