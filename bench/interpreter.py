@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from goal_arithmetic import companion_speedup
+from line_spread import Spread, count_bytecodes, spread_of
 from positions import datamodel_position_costs, position_costs, session_memory
 from shapes import SCXML_NS, SHAPES_BY_KEY, Observation, Shape
 
@@ -768,6 +769,7 @@ def report_datamodel_parts(shape: Shape, rows: Sequence[Row], args: argparse.Nam
             samples[name].append((time.perf_counter() - started) / events)
     us = {name: statistics.median(values) * 1e6 for name, values in samples.items()}
     content = us["as is"] - us["no content"]
+    spread = statifier_spread(shape, machines["as is"])
     by_name = {row.name: row for row in rows}
     needed: list[str] = []
     speedup = 1.0
@@ -790,6 +792,9 @@ def report_datamodel_parts(shape: Shape, rows: Sequence[Row], args: argparse.Nam
         f"    {'content (4.5 nodes)':<26} {content:7.2f} us an event  {content / whole:6.1%}"
         f"  ({content / 4.5:.2f} us a node)"
     )
+    print(f"    in statifier's Python: {spread.describe()}")
+    place = spread.costliest
+    print(f"      (the costliest: {Path(place.path).name}, line {place.number})")
     for line in needed:
         print(f"    the goals need it {line}")
     if needed and companion > 1.0 and slower:
@@ -802,10 +807,37 @@ def report_datamodel_parts(shape: Shape, rows: Sequence[Row], args: argparse.Nam
     if not needed:
         return ""
     return (
+        f"the event needs to be {', '.join(needed)}; "
         f"without its content an event takes {us['no content'] / whole:.0%}; "
-        f"{content / 4.5 / whole:.0%} a node"
+        f"{content / 4.5 / whole:.0%} a node; {spread.describe()}"
         + (f"; ECMAScript then {companion:.2f}x faster (issue 19)" if companion > 1.0 else "")
     )
+
+
+SPREAD_EVENTS = 100
+"""Events whose bytecodes ``statifier_spread`` counts (each is about 2,500 callbacks)."""
+
+
+def statifier_spread(shape: Shape, machine: Any) -> Spread:
+    """How the datamodel chart's event spreads over statifier's lines: ``SPREAD_EVENTS``
+    events after a warm-up, bytecodes counted per line of the ``statifier`` package."""
+    import statifier
+
+    state, _ = statifier.initialize(machine, session_id="sess_spread")
+    events = [
+        statifier.Event(name=name, data=data)
+        for name, data in (shape.event(i) for i in range(500 + SPREAD_EVENTS))
+    ]
+    for event in events[:500]:
+        state, _ = statifier.handle_event(state, event)
+
+    def handle() -> None:
+        nonlocal state
+        for event in events[500:]:
+            state, _ = statifier.handle_event(state, event)
+
+    counts = count_bytecodes(handle, Path(statifier.__file__).parent)
+    return spread_of(counts, SPREAD_EVENTS)
 
 
 def run(args: argparse.Namespace) -> int:
