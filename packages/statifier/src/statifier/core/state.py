@@ -114,8 +114,8 @@ def _top_level_finals(machine: Machine) -> tuple[int, ...]:
     return found
 
 
-class StateBuilder:
-    """A mutable object with exactly ``MachineState``'s layout.
+class StateBuilder(MachineState):
+    """A mutable object with exactly ``MachineState``'s layout (``statifier._slots``).
 
     The core builds a state on every call. A frozen dataclass sets each field through
     ``object.__setattr__``, which costs three times what plain slot stores do, so the core
@@ -123,7 +123,12 @@ class StateBuilder:
     (``finish``); nothing else ever holds the builder.
     """
 
-    __slots__ = MachineState.__slots__
+    # A subclass that adds no slots, so that ``finish`` swaps its class without CPython
+    # comparing the slots' names (see ``statifier._slots``).
+    __slots__ = ()
+    __setattr__ = object.__setattr__
+    __delattr__ = object.__delattr__
+    __init__ = object.__init__
 
 
 def finish(builder: Any) -> MachineState:
