@@ -503,15 +503,15 @@ class Interpreter(ContentExecutor):
         self, chains: tuple[tuple[TransitionNode, ...], ...], evented: bool
     ) -> list[TransitionNode]:
         enabled: list[TransitionNode] = []
-        if len(chains) == 1 and len(chains[0]) > 1 and type(self.datamodel) is not dict:
-            # The first transition whose condition holds, for variables their datamodel
-            # keeps (ADR 22): the datamodel evaluates the conditions in turn, in as few
-            # calls as it can (``KeptVariables.first_true``); a failing one raises
-            # ``error.execution`` and counts as false, as ``guard`` has it.
+        if len(chains) == 1:
             chain = chains[0]
             if chain[0].cond is None:
-                enabled.append(chain[0])
-            else:
+                enabled.append(chain[0])  # the first candidate has no condition: it is taken
+            elif len(chain) > 1 and type(self.datamodel) is not dict:
+                # The first transition whose condition holds, for variables their
+                # datamodel keeps (ADR 22): the datamodel evaluates the conditions in turn,
+                # in as few calls as it can (``KeptVariables.first_true``); a failing one
+                # raises ``error.execution`` and counts as false, as ``guard`` has it.
                 # ``_guards_of``, inlined for a chain it knows: once an event.
                 memos = self.machine._cache.get(_GUARDS)
                 found = None if memos is None else memos[0].get(id(chain))
@@ -552,62 +552,61 @@ class Interpreter(ContentExecutor):
                         break
                     self.condition_failed(guards[index], error)
                     start = index + 1
-        elif len(chains) == 1 and chains[0][0].cond is None:
-            enabled.append(chains[0][0])  # the first candidate has no condition: it is taken
-        elif len(chains) == 1:
-            chain = chains[0]
-            memo = self.machine._cache.get(_DIRECT_GUARDS)
-            known = None if memo is None else memo.get(id(chain))
-            if known is None or known[0] is not chain:
-                known = _direct_guards(self.machine, chain)
-            direct: DirectEvaluation | None = known[1]
-            limit = known[3]
-            budget = self.budget
-            for transition, evaluator in known[2]:
-                expr = transition.cond
-                if expr is not None:
-                    # ``charge_guard``, inlined: past the budget a guard is false.
-                    if budget.exhausted is None and budget.steps >= NODE_COST:
-                        budget.steps -= NODE_COST
-                    elif not self.charge_guard():
-                        continue
-                    # ``guard``, inlined: the guards of one state are most of a selection.
-                    self.line = transition.line
-                    self.replayable = False
-                    if evaluator is None or direct is None:
-                        try:
-                            if not expr.evaluate(self.datamodel, self.in_state, budget):
+            else:
+                memo = self.machine._cache.get(_DIRECT_GUARDS)
+                known = None if memo is None else memo.get(id(chain))
+                if known is None or known[0] is not chain:
+                    known = _direct_guards(self.machine, chain)
+                direct: DirectEvaluation | None = known[1]
+                limit = known[3]
+                budget = self.budget
+                for transition, evaluator in known[2]:
+                    expr = transition.cond
+                    if expr is not None:
+                        # ``charge_guard``, inlined: past the budget a guard is false.
+                        if budget.exhausted is None and budget.steps >= NODE_COST:
+                            budget.steps -= NODE_COST
+                        elif not self.charge_guard():
+                            continue
+                        # ``guard``, inlined: the guards of one state are most of a selection.
+                        self.line = transition.line
+                        self.replayable = False
+                        if evaluator is None or direct is None:
+                            try:
+                                if not expr.evaluate(self.datamodel, self.in_state, budget):
+                                    continue
+                            except Exception as exc:
+                                self.condition_failed(expr, exc)
                                 continue
-                        except Exception as exc:
-                            self.condition_failed(expr, exc)
-                            continue
-                    else:
-                        # ``Expression.evaluate`` without its wrapper (ADR 20): the same
-                        # allowance, charge and error.
-                        context = self.context
-                        if context is None:
-                            context = self.context = direct.context(self.datamodel, self.in_state)
-                        allowance = budget.steps
-                        if allowance > limit:
-                            allowance = limit
-                        context.steps = allowance
-                        try:
-                            value = evaluator(context)
-                        except Exception as exc:
-                            budget.spend(allowance - context.steps)
-                            self.condition_failed(expr, direct.failure(exc))
-                            continue
-                        # What it spent, taken off only when it is not nothing: each
-                        # arithmetic on the large remaining count makes a new int.
-                        spent = allowance - context.steps
-                        if spent:
-                            steps = budget.steps = budget.steps - spent
-                            if steps < 0 and budget.exhausted is None:
-                                budget.exhausted = "steps"
-                        if not value:
-                            continue
-                enabled.append(transition)
-                break
+                        else:
+                            # ``Expression.evaluate`` without its wrapper (ADR 20): the same
+                            # allowance, charge and error.
+                            context = self.context
+                            if context is None:
+                                context = self.context = direct.context(
+                                    self.datamodel, self.in_state
+                                )
+                            allowance = budget.steps
+                            if allowance > limit:
+                                allowance = limit
+                            context.steps = allowance
+                            try:
+                                value = evaluator(context)
+                            except Exception as exc:
+                                budget.spend(allowance - context.steps)
+                                self.condition_failed(expr, direct.failure(exc))
+                                continue
+                            # What it spent, taken off only when it is not nothing: each
+                            # arithmetic on the large remaining count makes a new int.
+                            spent = allowance - context.steps
+                            if spent:
+                                steps = budget.steps = budget.steps - spent
+                                if steps < 0 and budget.exhausted is None:
+                                    budget.exhausted = "steps"
+                            if not value:
+                                continue
+                    enabled.append(transition)
+                    break
         else:
             chosen: set[int] = set()
             for chain in chains:
